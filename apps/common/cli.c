@@ -1,0 +1,112 @@
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void app_init(app *a, const char *name, const char *usage, int *argc, char ***argv)
+{
+    MPI_Init(argc, argv);
+    a->name = name;
+    a->usage = usage;
+    MPI_Comm_rank(MPI_COMM_WORLD, &a->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &a->size);
+}
+
+noreturn void app_usage_error(const app *a, const char *fmt, ...)
+{
+    if (a->rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s: ", a->name);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\nTry '%s --help'.\n", a->name);
+        va_end(ap);
+    }
+    MPI_Finalize();
+    exit(2);
+}
+
+noreturn void app_help(const app *a)
+{
+    if (a->rank == 0)
+        fputs(a->usage, stdout);
+    MPI_Finalize();
+    exit(0);
+}
+
+noreturn void app_fail(const app *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: rank %d: ", a->name, a->rank);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+uint64_t app_parse_u64(const app *a, const char *flag, const char *value, uint64_t min,
+                       uint64_t max)
+{
+    const char *s = value;
+    char *end;
+    errno = 0;
+    unsigned long long v = isdigit((unsigned char)*s) ? strtoull(s, &end, 10) : 0;
+    bool ok = isdigit((unsigned char)*s) && errno != ERANGE;
+    if (ok && *end) {
+        unsigned shift = 0;
+        switch (toupper((unsigned char)*end)) {
+        case 'K': shift = 10; break;
+        case 'M': shift = 20; break;
+        case 'G': shift = 30; break;
+        default: ok = false;
+        }
+        if (ok && (end[1] != '\0' || v > (~0ULL >> shift)))
+            ok = false;
+        v <<= shift;
+    }
+    if (!ok || v < min || v > max)
+        app_usage_error(a, "bad value for %s: '%s' (expected an integer from %llu to %llu; "
+                           "suffixes K, M, G multiply by 2^10, 2^20, 2^30)",
+                        flag, value, (unsigned long long)min, (unsigned long long)max);
+    return (uint64_t)v;
+}
+
+int app_parse_choice(const app *a, const char *flag, const char *value,
+                     const char *const *choices)
+{
+    char list[256] = "";
+    for (int i = 0; choices[i]; i++) {
+        if (!strcmp(value, choices[i]))
+            return i;
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, choices[i], sizeof list - strlen(list) - 1);
+    }
+    app_usage_error(a, "bad value for %s: '%s' (expected one of: %s)", flag, value, list);
+}
+
+double app_max_time(double seconds)
+{
+    double max;
+    MPI_Allreduce(&seconds, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return max;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double app_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

@@ -1,0 +1,47 @@
+/* Command-line helpers shared by the apps: every rank parses the same arguments and
+ * reaches the same verdict; rank 0 alone prints. */
+#ifndef COURIER_APPS_CLI_H
+#define COURIER_APPS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+typedef struct app {
+    const char *name;  /* program name used in messages */
+    const char *usage; /* full --help text */
+    int rank;
+    int size;
+} app;
+
+/* MPI_Init and fill in rank and size. */
+void app_init(app *a, const char *name, const char *usage, int *argc, char ***argv);
+
+/* Print "<name>: <message>" and a hint to use --help on rank 0, then exit with 2 on
+ * every rank. Call it from all ranks (they all parse the same arguments). */
+noreturn void app_usage_error(const app *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Print the usage on rank 0 and exit with 0 on every rank. */
+noreturn void app_help(const app *a);
+
+/* Print "<name>: <message>" on this rank and abort the job (verification failures,
+ * I/O errors). */
+noreturn void app_fail(const app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse an integer option value with an optional binary suffix K, M or G, within
+ * [min, max]; a bad value is a usage error naming the flag. */
+uint64_t app_parse_u64(const app *a, const char *flag, const char *value, uint64_t min,
+                       uint64_t max);
+
+/* Parse a value that must be one of `choices` (NULL-terminated); returns its index. */
+int app_parse_choice(const app *a, const char *flag, const char *value,
+                     const char *const *choices);
+
+/* Seconds from MPI_Wtime, agreed as the maximum over ranks (the slowest rank). */
+double app_max_time(double seconds);
+
+/* Median of n doubles (sorts them). */
+double app_median(double *v, int n);
+
+#endif

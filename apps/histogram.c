@@ -1,0 +1,254 @@
+/* histogram: the classic aggregation benchmark. Each rank sends N random
+ * increments into a table of T counters block-distributed over the ranks, once
+ * through Courier (one 8-byte cr_async per update) and once bulk-synchronously
+ * (bucket by owner, MPI_Alltoall of counts, MPI_Alltoallv), and verifies both. */
+#include "cli.h"
+#include "common/rng.h"
+
+#include <courier.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: mpirun -np P histogram [options]\n"
+    "\n"
+    "Each rank sends N random increments (8-byte counter indices) into a table of T\n"
+    "counters block-distributed over the ranks, then the result is verified: the\n"
+    "counters sum to N*P and a per-index checksum matches the updates sent.\n"
+    "\n"
+    "  --updates N      updates per rank (default 2M; suffixes K, M, G)\n"
+    "  --table T        counters in the whole table (default 1M)\n"
+    "  --mode M         courier, alltoallv or both (default both)\n"
+    "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
+    "  --reps R         repetitions per mode; the median time is reported (default 3)\n"
+    "  --seed S         random seed (default 1)\n"
+    "  --csv FILE       append one line per mode to FILE (header written if new)\n"
+    "  --stats          print Courier's counters after the last courier repetition\n"
+    "  --help           show this text\n";
+
+enum { MODE_COURIER, MODE_ALLTOALLV, MODE_BOTH };
+static const char *const mode_names[] = {"courier", "alltoallv", "both", NULL};
+
+typedef struct table {
+    uint64_t *count; /* this rank's block */
+    uint64_t first;  /* global index of count[0] */
+    uint64_t len;
+    uint64_t total;  /* T */
+    int size;
+} table;
+
+/* Balanced blocks: the first T % P ranks own one counter more. */
+static inline int owner_of(const table *t, uint64_t idx)
+{
+    uint64_t base = t->total / (uint64_t)t->size, extra = t->total % (uint64_t)t->size;
+    uint64_t cut = extra * (base + 1);
+    return idx < cut ? (int)(idx / (base + 1)) : (int)(extra + (idx - cut) / base);
+}
+
+static void table_init(table *t, uint64_t total, int rank, int size)
+{
+    uint64_t base = total / (uint64_t)size, extra = total % (uint64_t)size;
+    t->total = total;
+    t->size = size;
+    t->len = base + ((uint64_t)rank < extra);
+    t->first = (uint64_t)rank * base + ((uint64_t)rank < extra ? (uint64_t)rank : extra);
+    t->count = calloc(t->len ? t->len : 1, sizeof *t->count);
+}
+
+static void on_increment(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm;
+    (void)src;
+    (void)len;
+    table *t = user;
+    uint64_t idx;
+    memcpy(&idx, payload, sizeof idx);
+    t->count[idx - t->first]++;
+}
+
+static uint64_t stream_seed(uint64_t seed, int rank)
+{
+    return cr_hash64(seed * 0x100000001b3ULL + (uint64_t)rank);
+}
+
+static void run_courier(cr_comm *comm, int h, table *t, uint64_t n, uint64_t seed, int rank)
+{
+    uint64_t s = stream_seed(seed, rank);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t idx = cr_bounded(cr_splitmix64(&s), t->total);
+        cr_async(comm, owner_of(t, idx), h, &idx, sizeof idx);
+    }
+    cr_barrier(comm);
+}
+
+static void run_alltoallv(table *t, uint64_t n, uint64_t seed, int rank, int size)
+{
+    uint64_t *updates = malloc(n * sizeof *updates), *sendbuf = malloc(n * sizeof *sendbuf);
+    int *scount = calloc((size_t)size, sizeof *scount), *rcount = malloc((size_t)size * sizeof(int));
+    int *sdispl = malloc((size_t)size * sizeof(int)), *rdispl = malloc((size_t)size * sizeof(int));
+    uint64_t s = stream_seed(seed, rank);
+    for (uint64_t i = 0; i < n; i++) {
+        updates[i] = cr_bounded(cr_splitmix64(&s), t->total);
+        scount[owner_of(t, updates[i])]++;
+    }
+    MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, MPI_COMM_WORLD);
+    int stotal = 0, rtotal = 0;
+    for (int r = 0; r < size; r++) {
+        sdispl[r] = stotal;
+        rdispl[r] = rtotal;
+        stotal += scount[r];
+        rtotal += rcount[r];
+    }
+    int *fill = malloc((size_t)size * sizeof(int));
+    memcpy(fill, sdispl, (size_t)size * sizeof(int));
+    for (uint64_t i = 0; i < n; i++)
+        sendbuf[fill[owner_of(t, updates[i])]++] = updates[i];
+    uint64_t *recvbuf = malloc((size_t)(rtotal ? rtotal : 1) * sizeof *recvbuf);
+    MPI_Alltoallv(sendbuf, scount, sdispl, MPI_UINT64_T, recvbuf, rcount, rdispl, MPI_UINT64_T,
+                  MPI_COMM_WORLD);
+    for (int i = 0; i < rtotal; i++)
+        t->count[recvbuf[i] - t->first]++;
+    free(updates);
+    free(sendbuf);
+    free(recvbuf);
+    free(scount);
+    free(rcount);
+    free(sdispl);
+    free(rdispl);
+    free(fill);
+}
+
+/* Verify the table: the counters sum to N*P, and sum(count[i] * hash(i)) equals the
+ * sum of hash(idx) over every update sent, so each update landed on its own index. */
+static int verify(const table *t, uint64_t n, uint64_t seed, int rank, int size)
+{
+    uint64_t local[2] = {0, 0}, sent = 0, global[2], sent_total;
+    for (uint64_t i = 0; i < t->len; i++) {
+        local[0] += t->count[i];
+        local[1] += t->count[i] * cr_hash64(t->first + i);
+    }
+    uint64_t s = stream_seed(seed, rank);
+    for (uint64_t i = 0; i < n; i++)
+        sent += cr_hash64(cr_bounded(cr_splitmix64(&s), t->total));
+    MPI_Allreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&sent, &sent_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return global[0] == n * (uint64_t)size && global[1] == sent_total;
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "histogram", usage, &argc, &argv);
+
+    uint64_t n = 2u << 20, total = 1u << 20, seed = 1, buffer_kb = 0;
+    int mode = MODE_BOTH, reps = 3, show_stats = 0;
+    const char *csv = NULL;
+    static const struct option opts[] = {
+        {"updates", required_argument, 0, 'n'}, {"table", required_argument, 0, 't'},
+        {"mode", required_argument, 0, 'm'},    {"buffer-kb", required_argument, 0, 'b'},
+        {"reps", required_argument, 0, 'r'},    {"seed", required_argument, 0, 's'},
+        {"csv", required_argument, 0, 'c'},     {"stats", no_argument, 0, 'S'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'n': n = app_parse_u64(&a, "--updates", optarg, 1, 1ULL << 31); break;
+        case 't': total = app_parse_u64(&a, "--table", optarg, 1, 1ULL << 34); break;
+        case 'm': mode = app_parse_choice(&a, "--mode", optarg, mode_names); break;
+        case 'b': buffer_kb = app_parse_u64(&a, "--buffer-kb", optarg, 1, 1u << 20); break;
+        case 'r': reps = (int)app_parse_u64(&a, "--reps", optarg, 1, 1000); break;
+        case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
+        case 'c': csv = optarg; break;
+        case 'S': show_stats = 1; break;
+        case 'h': app_help(&a);
+        default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    if (total < (uint64_t)a.size)
+        app_usage_error(&a, "--table %llu is smaller than the number of ranks (%d)",
+                        (unsigned long long)total, a.size);
+    if (mode != MODE_COURIER && n * (uint64_t)a.size > (1ULL << 31) - 1)
+        app_usage_error(&a, "alltoallv mode needs updates * ranks below 2^31 (MPI int counts)");
+
+    cr_config cfg;
+    cr_config_init(&cfg);
+    char err[512];
+    if (cr_config_from_env(&cfg, err, sizeof err))
+        app_usage_error(&a, "%s", err);
+    if (buffer_kb)
+        cfg.buffer_bytes = (size_t)buffer_kb << 10;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    table t;
+    table_init(&t, total, a.rank, a.size);
+    int h = cr_register(comm, on_increment, &t);
+
+    if (a.rank == 0)
+        printf("histogram: %d ranks, %llu updates per rank (%llu in total), %llu counters, "
+               "buffer %zu bytes, %d repetition(s)\n",
+               a.size, (unsigned long long)n, (unsigned long long)n * (unsigned long long)a.size,
+               (unsigned long long)total, cfg.buffer_bytes, reps);
+
+    double times[2][1000];
+    int verified[2] = {1, 1};
+    for (int rep = 0; rep < reps; rep++) {
+        for (int m = MODE_COURIER; m <= MODE_ALLTOALLV; m++) {
+            if (mode != MODE_BOTH && mode != m)
+                continue;
+            memset(t.count, 0, t.len * sizeof *t.count);
+            if (m == MODE_COURIER && rep == reps - 1)
+                cr_stats_reset(comm);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (m == MODE_COURIER)
+                run_courier(comm, h, &t, n, seed + (uint64_t)rep, a.rank);
+            else
+                run_alltoallv(&t, n, seed + (uint64_t)rep, a.rank, a.size);
+            times[m][rep] = app_max_time(MPI_Wtime() - t0);
+            verified[m] &= verify(&t, n, seed + (uint64_t)rep, a.rank, a.size);
+        }
+    }
+
+    double rate[2] = {0, 0};
+    FILE *out = NULL;
+    if (csv && a.rank == 0) {
+        out = fopen(csv, "a");
+        if (!out)
+            app_fail(&a, "cannot open --csv file '%s' for appending", csv);
+        if (ftell(out) == 0)
+            fprintf(out, "mode,ranks,updates_per_rank,table,buffer_bytes,seconds,updates_per_s,"
+                         "verified\n");
+    }
+    for (int m = MODE_COURIER; m <= MODE_ALLTOALLV; m++) {
+        if (mode != MODE_BOTH && mode != m)
+            continue;
+        double sec = app_median(times[m], reps);
+        rate[m] = (double)n * a.size / sec;
+        if (a.rank == 0) {
+            printf("  %-10s %9.4f s  %8.2f M updates/s in total  %7.2f M/s per rank  %s\n",
+                   mode_names[m], sec, rate[m] / 1e6, rate[m] / 1e6 / a.size,
+                   verified[m] ? "verified" : "VERIFICATION FAILED");
+            if (out)
+                fprintf(out, "%s,%d,%llu,%llu,%zu,%.6f,%.1f,%d\n", mode_names[m], a.size,
+                        (unsigned long long)n, (unsigned long long)total, cfg.buffer_bytes, sec,
+                        rate[m], verified[m]);
+        }
+    }
+    if (out)
+        fclose(out);
+    if (mode == MODE_BOTH && a.rank == 0)
+        printf("  ratio courier / alltoallv throughput: %.2f\n", rate[0] / rate[1]);
+    if (show_stats && mode != MODE_ALLTOALLV)
+        cr_stats_print(comm, stdout);
+
+    cr_comm_destroy(comm);
+    free(t.count);
+    int ok = verified[0] && verified[1];
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}

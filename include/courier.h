@@ -1,0 +1,8 @@
+/* Courier: an asynchronous mailbox runtime for MPI. Include this header to get
+ * every public module. */
+#ifndef COURIER_H
+#define COURIER_H
+
+#include "courier/mailbox.h"
+
+#endif

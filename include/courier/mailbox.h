@@ -1,0 +1,151 @@
+/* Courier mailbox: asynchronous messages with handlers over MPI.
+ *
+ * A cr_comm wraps an MPI communicator. Ranks register handlers (collectively, in
+ * the same order), then send each other small messages with cr_async(). Messages
+ * are copied into per-destination buffers and sent in bulk; the receiving rank runs
+ * the registered handler for each one, and handlers may send further messages.
+ * cr_barrier() returns once every message sent before it, and every message those
+ * messages caused, has been handled exactly once on its destination.
+ *
+ * Threading: a cr_comm is used by one thread. Errors in the use of the API (a bad
+ * rank, an unknown handler, a barrier called from a handler) print one line naming
+ * the problem to stderr and call MPI_Abort.
+ */
+#ifndef COURIER_MAILBOX_H
+#define COURIER_MAILBOX_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_comm cr_comm;
+
+/* Called on the destination rank for every message sent to `handler`.
+ * `src` is the rank that called cr_async(). `payload` is valid only during the call
+ * and is aligned to 8 bytes; `len` is the length given to cr_async(). `user` is the
+ * pointer given to cr_register(). A handler may call cr_async() and cr_async_bcast(),
+ * but not cr_barrier(), cr_register() or cr_comm_destroy(). */
+typedef void (*cr_handler_fn)(cr_comm *comm, int src, const void *payload, size_t len,
+                              void *user);
+
+/* Largest number of handlers per comm (the id travels in 16 bits). */
+#define CR_MAX_HANDLERS 65535
+/* Largest payload of one message, in bytes (one MPI send of int-sized count). */
+#define CR_MAX_PAYLOAD ((size_t)0x7fff0000)
+
+/* How a rank receives buffers. Both are correct; see docs/receive.md for the
+ * measurement behind the default. */
+typedef enum cr_recv_mode {
+    CR_RECV_PROBE = 0,   /* MPI_Improbe + MPI_Mrecv into one reusable buffer */
+    CR_RECV_PREPOST = 1, /* a ring of pre-posted MPI_Irecv; large buffers probed */
+} cr_recv_mode;
+
+/* Runtime settings. Start from cr_config_init() and change fields, or read the
+ * COURIER_* environment variables with cr_config_from_env(). */
+typedef struct cr_config {
+    size_t buffer_bytes;     /* COURIER_BUFFER_SIZE: a destination's buffer is sent
+                                when it holds this many bytes (1 B .. 1 GiB) */
+    size_t buffer_cap_bytes; /* COURIER_BUFFER_CAP: when all buffers together hold
+                                this many bytes, the largest are sent first */
+    unsigned max_inflight;   /* COURIER_MAX_INFLIGHT: sends in flight per rank before
+                                cr_async() waits (back-pressure), 1 .. 65536 */
+    double flush_interval;   /* COURIER_FLUSH_INTERVAL: seconds a buffer may wait
+                                before the timer sends it; 0 turns the timer off */
+    double watchdog_seconds; /* COURIER_WATCHDOG: a barrier that makes no progress
+                                for this long prints each stuck rank's state; 0 = off */
+    int verbosity;           /* COURIER_VERBOSE: 0 quiet .. 3 trace */
+    cr_recv_mode recv_mode;  /* COURIER_RECV: probe | prepost */
+} cr_config;
+
+/* Fill `cfg` with the defaults. Local. */
+void cr_config_init(cr_config *cfg);
+
+/* Override fields of `cfg` from the COURIER_* environment variables that are set.
+ * Returns 0, or -1 with a one-line message naming the variable, its value and the
+ * accepted range in `err` (if not NULL); `cfg` is unchanged on error. Local. */
+int cr_config_from_env(cr_config *cfg, char *err, size_t errlen);
+
+/* Check that every field of `cfg` is in range. Returns 0, or -1 with a one-line
+ * message in `err`. Local. */
+int cr_config_validate(const cr_config *cfg, char *err, size_t errlen);
+
+/* Create a mailbox on `comm` (collective over `comm`). The runtime duplicates
+ * `comm`, so its traffic never matches the caller's. `cfg` may be NULL: the defaults
+ * with the environment applied. An invalid configuration on any rank aborts the job
+ * with a message. The caller keeps ownership of `comm` and `cfg`. */
+cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg);
+
+/* Finish all traffic (as cr_barrier) and free the mailbox. Collective. */
+void cr_comm_destroy(cr_comm *comm);
+
+int cr_comm_rank(const cr_comm *comm);
+int cr_comm_size(const cr_comm *comm);
+/* The configuration in effect (after defaults and environment). */
+const cr_config *cr_comm_config(const cr_comm *comm);
+
+/* Register a handler and return its id (0, 1, 2, ... in call order). Collective:
+ * every rank registers the same handlers in the same order, as with MPI datatypes;
+ * a mismatch in the number of handlers aborts. `user` is passed to every call. */
+int cr_register(cr_comm *comm, cr_handler_fn fn, void *user);
+
+/* Send `len` bytes of `payload` to `handler` on rank `dest`. Local: the payload is
+ * copied before the call returns. Large payloads (above the buffer size) travel as
+ * a send of their own. May run handlers of incoming messages while it waits for a
+ * free send slot (back-pressure) or polls, unless called from a handler. */
+void cr_async(cr_comm *comm, int dest, int handler, const void *payload, size_t len);
+
+/* Send the same message to every rank, the caller included. Local. */
+void cr_async_bcast(cr_comm *comm, int handler, const void *payload, size_t len);
+
+/* Send every buffered message now, without waiting for delivery. Local. */
+void cr_flush(cr_comm *comm);
+
+/* Make progress without blocking: complete sends, receive and handle what has
+ * arrived, run due timers. Returns the number of messages handled. Local. */
+size_t cr_progress(cr_comm *comm);
+
+/* Return when every message sent on `comm` before the barrier, on any rank, and
+ * every message sent by the handlers they caused, recursively, has been handled.
+ * Collective. Must not be called from a handler. */
+void cr_barrier(cr_comm *comm);
+
+/* Counters of one rank. Messages are cr_async() records; "mpi" counts are the MPI
+ * sends and receives that carried them. */
+typedef struct cr_stats {
+    uint64_t msgs_sent;        /* records this rank created with cr_async */
+    uint64_t bytes_sent;       /* their payload bytes */
+    uint64_t msgs_handled;     /* records handled on this rank */
+    uint64_t bytes_handled;    /* their payload bytes */
+    uint64_t flushes_size;     /* buffers sent because they reached buffer_bytes */
+    uint64_t flushes_cap;      /* ... because all buffers reached buffer_cap_bytes */
+    uint64_t flushes_timer;    /* ... because they were older than flush_interval */
+    uint64_t flushes_barrier;  /* ... by cr_barrier, cr_flush or cr_comm_destroy */
+    uint64_t mpi_sends;        /* MPI sends issued */
+    uint64_t mpi_bytes_sent;   /* bytes in them (headers included) */
+    uint64_t mpi_recvs;        /* MPI receives completed */
+    uint64_t slot_waits;       /* times cr_async waited for a free send slot */
+    uint64_t deferred_flushes; /* flushes postponed because a handler found no slot */
+    uint64_t peak_buffered_bytes; /* most bytes held in send buffers at once */
+    uint64_t peak_inflight;    /* most sends in flight at once */
+    uint64_t barriers;         /* cr_barrier calls */
+    uint64_t barrier_epochs;   /* termination rounds over all barriers */
+} cr_stats;
+
+/* Copy this rank's counters. Local. */
+void cr_stats_get(const cr_comm *comm, cr_stats *out);
+/* Zero this rank's counters. Local. */
+void cr_stats_reset(cr_comm *comm);
+/* Print min / mean / max of every counter over all ranks to `out` on rank 0.
+ * Collective; call it outside handlers. */
+void cr_stats_print(cr_comm *comm, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,54 @@
+#include "common/fatal.h"
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+noreturn void cr_fatal(const char *fmt, ...)
+{
+    int initialized = 0, finalized = 0, rank = -1;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (rank >= 0)
+        fprintf(stderr, "courier: rank %d: %s\n", rank, msg);
+    else
+        fprintf(stderr, "courier: %s\n", msg);
+    fflush(stderr);
+
+    if (initialized && !finalized)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+void *cr_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        cr_fatal("out of memory allocating %zu bytes", n);
+    return p;
+}
+
+void *cr_xcalloc(size_t count, size_t n)
+{
+    void *p = calloc(count ? count : 1, n ? n : 1);
+    if (!p)
+        cr_fatal("out of memory allocating %zu x %zu bytes", count, n);
+    return p;
+}
+
+void *cr_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        cr_fatal("out of memory growing a buffer to %zu bytes", n);
+    return q;
+}

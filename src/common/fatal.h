@@ -1,0 +1,17 @@
+/* Fatal errors: one line on stderr naming the problem, then MPI_Abort. */
+#ifndef COURIER_COMMON_FATAL_H
+#define COURIER_COMMON_FATAL_H
+
+#include <stddef.h>
+#include <stdnoreturn.h>
+
+/* Print "courier: rank R: <message>" and abort the whole job (exit if MPI is not
+ * running). Used for misuse of the API and for corrupt input from the network. */
+noreturn void cr_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* malloc/realloc that abort with a message instead of returning NULL. */
+void *cr_xmalloc(size_t n);
+void *cr_xcalloc(size_t count, size_t n);
+void *cr_xrealloc(void *p, size_t n);
+
+#endif

@@ -1,0 +1,199 @@
+/* cr_comm: creation, handler registration, cr_async and friends. */
+#include "mailbox/mailbox_internal.h"
+
+#include "common/fatal.h"
+#include "mailbox/record.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Records appended from user code between two polls of the network. */
+#define POLL_EVERY 1024
+/* Largest pre-posted receive; bigger buffers use TAG_LARGE and a probe. */
+#define PREPOST_MAX ((size_t)1 << 20)
+
+/* Every rank checks its configuration; if any is bad, the bad ones say why and
+ * the job aborts, so no rank is left waiting in a collective. */
+static void check_config_everywhere(const cr_config *cfg, MPI_Comm comm)
+{
+    char err[512];
+    int bad = cr_config_validate(cfg, err, sizeof err) != 0, any_bad = 0;
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm);
+    if (bad)
+        cr_fatal("invalid configuration: %s", err);
+    if (any_bad) {
+        MPI_Barrier(comm); /* give the ranks with errors time to print */
+        cr_fatal("invalid configuration on another rank (see its message)");
+    }
+}
+
+static void resolve_config(cr_config *out, const cr_config *given, MPI_Comm comm)
+{
+    if (given) {
+        *out = *given;
+    } else {
+        char err[512];
+        cr_config_init(out);
+        int bad = cr_config_from_env(out, err, sizeof err) != 0, any_bad = 0;
+        MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm);
+        if (bad)
+            cr_fatal("%s", err);
+        if (any_bad) {
+            MPI_Barrier(comm);
+            cr_fatal("bad COURIER_* environment on another rank (see its message)");
+        }
+    }
+    check_config_everywhere(out, comm);
+}
+
+cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
+{
+    cr_comm *c = cr_xcalloc(1, sizeof *c);
+    resolve_config(&c->cfg, cfg, comm);
+    MPI_Comm_dup(comm, &c->data);
+    MPI_Comm_dup(comm, &c->ctrl);
+    MPI_Comm_rank(comm, &c->rank);
+    MPI_Comm_size(comm, &c->size);
+
+    /* Senders choose the tag by size, so the limit must be the same everywhere. */
+    unsigned long long mine = c->cfg.buffer_bytes < PREPOST_MAX ? c->cfg.buffer_bytes : PREPOST_MAX;
+    unsigned long long agreed;
+    mine = (mine + 7) & ~7ULL;
+    MPI_Allreduce(&mine, &agreed, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c->ctrl);
+    c->small_max = (size_t)agreed;
+
+    cr_registry_init(&c->handlers);
+    int pool = (int)c->cfg.max_inflight;
+    size_t pool_bytes_limit = (size_t)64 << 20;
+    if ((size_t)pool * c->cfg.buffer_bytes > pool_bytes_limit)
+        pool = (int)(pool_bytes_limit / c->cfg.buffer_bytes);
+    cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool);
+    cr_sendq_init(&c->sendq, (int)c->cfg.max_inflight);
+    cr_term_init(&c->term, c->ctrl);
+    c->scratch = cr_xmalloc((size_t)c->size * sizeof *c->scratch);
+    c->poll_countdown = POLL_EVERY;
+    cr_engine_init(c);
+    cr_recv_init(c);
+
+    if (c->cfg.verbosity >= 1 && c->rank == 0)
+        fprintf(stderr,
+                "courier: %d ranks, buffer %zu B, cap %zu B, %u sends in flight, flush "
+                "interval %g s, watchdog %g s, receive by %s\n",
+                c->size, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes, c->cfg.max_inflight,
+                c->cfg.flush_interval, c->cfg.watchdog_seconds,
+                c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe");
+    return c;
+}
+
+void cr_comm_destroy(cr_comm *c)
+{
+    if (!c)
+        return;
+    if (c->handler_depth > 0)
+        cr_fatal("cr_comm_destroy was called from inside a handler");
+    cr_barrier(c);
+    cr_recv_free(c);
+    cr_engine_free(c);
+    cr_sendq_free(&c->sendq);
+    cr_outbufs_free(&c->out);
+    cr_registry_free(&c->handlers);
+    free(c->scratch);
+    MPI_Comm_free(&c->data);
+    MPI_Comm_free(&c->ctrl);
+    free(c);
+}
+
+int cr_comm_rank(const cr_comm *c)
+{
+    return c->rank;
+}
+
+int cr_comm_size(const cr_comm *c)
+{
+    return c->size;
+}
+
+const cr_config *cr_comm_config(const cr_comm *c)
+{
+    return &c->cfg;
+}
+
+int cr_register(cr_comm *c, cr_handler_fn fn, void *user)
+{
+    if (c->handler_depth > 0 || c->waiting)
+        cr_fatal("cr_register was called from inside a handler; register before sending");
+    if (!fn)
+        cr_fatal("cr_register: the handler function is NULL");
+    int id = cr_registry_add(&c->handlers, fn, user);
+    if (id < 0)
+        cr_fatal("cr_register: more than %d handlers on one comm", CR_MAX_HANDLERS);
+    int range[2] = {-id, id}, agreed[2];
+    MPI_Allreduce(range, agreed, 2, MPI_INT, MPI_MAX, c->ctrl);
+    if (-agreed[0] != agreed[1])
+        cr_fatal("cr_register: ranks registered different numbers of handlers (ids %d to %d "
+                 "at this call); register the same handlers in the same order on every rank",
+                 -agreed[0], agreed[1]);
+    return id;
+}
+
+void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len)
+{
+    if ((unsigned)dest >= (unsigned)c->size)
+        cr_fatal("cr_async: destination rank %d is out of range [0, %d)", dest, c->size);
+    if ((unsigned)handler >= c->handlers.count)
+        cr_fatal("cr_async: handler id %d is not registered (%u handlers registered)", handler,
+                 c->handlers.count);
+    if (len > CR_MAX_PAYLOAD)
+        cr_fatal("cr_async: payload of %zu bytes is larger than the limit of %zu bytes", len,
+                 CR_MAX_PAYLOAD);
+    if (len && !payload)
+        cr_fatal("cr_async: payload is NULL but its length is %zu", len);
+
+    size_t size = cr_rec_size(len);
+    cr_outbufs *o = &c->out;
+    if (cr_outbufs_overflows(o, dest, size) && !o->bufs[dest].deferred)
+        cr_flush_dest(c, dest, CR_FLUSH_SIZE, true);
+    char *at = cr_outbufs_append(o, dest, size, ev_now(c->engine.loop));
+    cr_rec_write(at, (uint16_t)handler, payload, (uint32_t)len);
+    c->stats.msgs_sent++;
+    c->stats.bytes_sent += len;
+
+    if (cr_outbufs_full(o, dest) && !o->bufs[dest].deferred)
+        cr_flush_dest(c, dest, CR_FLUSH_SIZE, true);
+    if (o->total >= c->cfg.buffer_cap_bytes && !c->cap_blocked)
+        cr_flush_for_cap(c);
+    if (--c->poll_countdown == 0) {
+        c->poll_countdown = POLL_EVERY;
+        if (cr_can_wait(c))
+            cr_engine_run_nowait(c);
+    }
+}
+
+void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
+{
+    for (int r = 0; r < c->size; r++)
+        cr_async(c, (c->rank + 1 + r) % c->size, handler, payload, len);
+}
+
+size_t cr_progress(cr_comm *c)
+{
+    if (!cr_can_wait(c)) {
+        /* From a handler or loop callback: only complete sends, never recurse. */
+        cr_sendq_test(&c->sendq, &c->out);
+        return 0;
+    }
+    c->poll_countdown = POLL_EVERY;
+    return cr_engine_run_nowait(c);
+}
+
+void cr_stats_get(const cr_comm *c, cr_stats *out)
+{
+    *out = c->stats;
+    out->peak_buffered_bytes = c->out.peak;
+}
+
+void cr_stats_reset(cr_comm *c)
+{
+    memset(&c->stats, 0, sizeof c->stats);
+    c->out.peak = c->out.total;
+}

@@ -1,0 +1,249 @@
+/* Defaults, COURIER_* environment variables and range checks of cr_config. */
+#include "courier/mailbox.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define KiB ((size_t)1024)
+#define MiB (1024 * KiB)
+#define GiB (1024 * MiB)
+
+/* Accepted ranges, shared by the environment parser and cr_config_validate. */
+#define BUFFER_MIN 1
+#define BUFFER_MAX GiB
+#define CAP_MIN 1
+#define CAP_MAX (64 * GiB)
+#define INFLIGHT_MIN 1
+#define INFLIGHT_MAX 65536
+#define INTERVAL_MAX 3600.0
+#define WATCHDOG_MAX 86400.0
+#define VERBOSITY_MAX 3
+
+void cr_config_init(cr_config *cfg)
+{
+    cfg->buffer_bytes = 64 * KiB;
+    cfg->buffer_cap_bytes = 32 * MiB;
+    cfg->max_inflight = 32;
+    cfg->flush_interval = 0.005;
+    cfg->watchdog_seconds = 60.0;
+    cfg->verbosity = 0;
+    cfg->recv_mode = CR_RECV_PROBE;
+}
+
+static void set_error(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* "65536", "64K", "64KiB", "1m", "2 GB": binary multiples, case-insensitive. */
+static bool parse_size(const char *s, size_t *out)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!isdigit((unsigned char)*s))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return false;
+    while (isspace((unsigned char)*end))
+        end++;
+    unsigned long long mult = 1;
+    if (*end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'B': mult = 1; break;
+        case 'K': mult = KiB; break;
+        case 'M': mult = MiB; break;
+        case 'G': mult = GiB; break;
+        default: return false;
+        }
+        end++;
+        if (mult > 1 && (!strcasecmp(end, "iB") || !strcasecmp(end, "B")))
+            end += strlen(end);
+        if (*end)
+            return false;
+    }
+    if (v > SIZE_MAX / mult)
+        return false;
+    *out = (size_t)(v * mult);
+    return true;
+}
+
+/* A plain decimal number of seconds, or one with the unit s, ms or us. */
+static bool parse_seconds(const char *s, double *out)
+{
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v))
+        return false;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (!strcmp(end, "ms"))
+        v /= 1e3;
+    else if (!strcmp(end, "us"))
+        v /= 1e6;
+    else if (*end && strcmp(end, "s"))
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_long(const char *s, long *out)
+{
+    errno = 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || errno == ERANGE)
+        return false;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Each env_* helper returns 1 when the variable is set and valid, 0 when it is not
+ * set, -1 with a message when its value is bad. */
+static int env_size(const char *name, size_t min, size_t max, size_t *out, char *err,
+                    size_t errlen)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return 0;
+    size_t v;
+    if (!parse_size(s, &v) || v < min || v > max) {
+        set_error(err, errlen,
+                  "%s='%s' is not valid: expected a size in bytes from %zu to %zu "
+                  "(suffixes K, M, G allowed)",
+                  name, s, min, max);
+        return -1;
+    }
+    *out = v;
+    return 1;
+}
+
+static int env_long(const char *name, long min, long max, long *out, char *err, size_t errlen)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return 0;
+    long v;
+    if (!parse_long(s, &v) || v < min || v > max) {
+        set_error(err, errlen, "%s='%s' is not valid: expected an integer from %ld to %ld",
+                  name, s, min, max);
+        return -1;
+    }
+    *out = v;
+    return 1;
+}
+
+static int env_seconds(const char *name, double max, double *out, char *err, size_t errlen)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return 0;
+    double v;
+    if (!parse_seconds(s, &v) || v < 0 || v > max) {
+        set_error(err, errlen,
+                  "%s='%s' is not valid: expected seconds from 0 to %g "
+                  "(a number, optionally with the unit s, ms or us)",
+                  name, s, max);
+        return -1;
+    }
+    *out = v;
+    return 1;
+}
+
+int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
+{
+    cr_config c = *cfg;
+    long l;
+    int r;
+
+    if (env_size("COURIER_BUFFER_SIZE", BUFFER_MIN, BUFFER_MAX, &c.buffer_bytes, err,
+                 errlen) < 0)
+        return -1;
+    if (env_size("COURIER_BUFFER_CAP", CAP_MIN, CAP_MAX, &c.buffer_cap_bytes, err, errlen) < 0)
+        return -1;
+    if ((r = env_long("COURIER_MAX_INFLIGHT", INFLIGHT_MIN, INFLIGHT_MAX, &l, err, errlen)) < 0)
+        return -1;
+    if (r)
+        c.max_inflight = (unsigned)l;
+    if (env_seconds("COURIER_FLUSH_INTERVAL", INTERVAL_MAX, &c.flush_interval, err, errlen) < 0)
+        return -1;
+    if (env_seconds("COURIER_WATCHDOG", WATCHDOG_MAX, &c.watchdog_seconds, err, errlen) < 0)
+        return -1;
+    if ((r = env_long("COURIER_VERBOSE", 0, VERBOSITY_MAX, &l, err, errlen)) < 0)
+        return -1;
+    if (r)
+        c.verbosity = (int)l;
+
+    const char *recv = getenv("COURIER_RECV");
+    if (recv) {
+        if (!strcmp(recv, "probe"))
+            c.recv_mode = CR_RECV_PROBE;
+        else if (!strcmp(recv, "prepost"))
+            c.recv_mode = CR_RECV_PREPOST;
+        else {
+            set_error(err, errlen, "COURIER_RECV='%s' is not valid: expected probe or prepost",
+                      recv);
+            return -1;
+        }
+    }
+    *cfg = c;
+    return 0;
+}
+
+int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->buffer_bytes < BUFFER_MIN || cfg->buffer_bytes > BUFFER_MAX) {
+        set_error(err, errlen, "buffer_bytes=%zu is out of range: expected %zu to %zu",
+                  cfg->buffer_bytes, (size_t)BUFFER_MIN, (size_t)BUFFER_MAX);
+        return -1;
+    }
+    if (cfg->buffer_cap_bytes < CAP_MIN || cfg->buffer_cap_bytes > CAP_MAX) {
+        set_error(err, errlen, "buffer_cap_bytes=%zu is out of range: expected %zu to %zu",
+                  cfg->buffer_cap_bytes, (size_t)CAP_MIN, (size_t)CAP_MAX);
+        return -1;
+    }
+    if (cfg->max_inflight < INFLIGHT_MIN || cfg->max_inflight > INFLIGHT_MAX) {
+        set_error(err, errlen, "max_inflight=%u is out of range: expected %d to %d",
+                  cfg->max_inflight, INFLIGHT_MIN, INFLIGHT_MAX);
+        return -1;
+    }
+    if (!(cfg->flush_interval >= 0 && cfg->flush_interval <= INTERVAL_MAX)) {
+        set_error(err, errlen, "flush_interval=%g is out of range: expected 0 to %g seconds",
+                  cfg->flush_interval, INTERVAL_MAX);
+        return -1;
+    }
+    if (!(cfg->watchdog_seconds >= 0 && cfg->watchdog_seconds <= WATCHDOG_MAX)) {
+        set_error(err, errlen, "watchdog_seconds=%g is out of range: expected 0 to %g seconds",
+                  cfg->watchdog_seconds, WATCHDOG_MAX);
+        return -1;
+    }
+    if (cfg->verbosity < 0 || cfg->verbosity > VERBOSITY_MAX) {
+        set_error(err, errlen, "verbosity=%d is out of range: expected 0 to %d", cfg->verbosity,
+                  VERBOSITY_MAX);
+        return -1;
+    }
+    if (cfg->recv_mode != CR_RECV_PROBE && cfg->recv_mode != CR_RECV_PREPOST) {
+        set_error(err, errlen, "recv_mode=%d is not valid: expected CR_RECV_PROBE or CR_RECV_PREPOST",
+                  (int)cfg->recv_mode);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,112 @@
+/* The cr_comm structure and the functions the mailbox files share with each other
+ * and with src/nbx. Not installed. */
+#ifndef COURIER_MAILBOX_INTERNAL_H
+#define COURIER_MAILBOX_INTERNAL_H
+
+#include "courier/mailbox.h"
+#include "mailbox/outbuf.h"
+#include "mailbox/registry.h"
+#include "mailbox/sendq.h"
+#include "nbx/termination.h"
+
+#include <ev.h>
+#include <stdbool.h>
+
+/* MPI tags on the data communicator: buffers up to cr_comm.small_max bytes are
+ * sent with TAG_SMALL (they fit a pre-posted receive), larger ones with TAG_LARGE. */
+enum { CR_TAG_SMALL = 1, CR_TAG_LARGE = 2 };
+
+typedef enum cr_flush_cause {
+    CR_FLUSH_SIZE = 1,
+    CR_FLUSH_CAP,
+    CR_FLUSH_TIMER,
+    CR_FLUSH_BARRIER,
+} cr_flush_cause;
+
+typedef struct cr_recv {
+    /* probe mode: one buffer, grown to the largest message seen */
+    char *buf;
+    size_t cap;
+    /* prepost mode: a ring of receives of small_max bytes each */
+    int npost;
+    MPI_Request *reqs;
+    char **bufs;
+    int *done;
+    MPI_Status *statuses;
+} cr_recv;
+
+/* The progress engine: a libev loop with MPI polling in prepare/check/idle
+ * watchers and the flush, back-off and watchdog timers. */
+typedef struct cr_engine {
+    struct ev_loop *loop;
+    ev_prepare prepare;  /* sends deferred buffers when slots have come free */
+    ev_check check;      /* polls MPI after every loop iteration */
+    ev_idle idle;        /* keeps a waiting loop from blocking; counts empty polls */
+    ev_timer backoff;    /* wakes a waiting loop that went to sleep */
+    ev_timer flush_timer;
+    ev_timer watchdog;
+    unsigned empty_polls;
+    double sleep;        /* current back-off sleep in seconds, 0 while spinning */
+    bool last_poll_worked;
+} cr_engine;
+
+struct cr_comm {
+    MPI_Comm data; /* record buffers */
+    MPI_Comm ctrl; /* termination consensus and the runtime's own collectives */
+    int rank;
+    int size;
+    cr_config cfg;
+    size_t small_max; /* largest buffer sent with CR_TAG_SMALL (same on all ranks) */
+
+    cr_registry handlers;
+    cr_outbufs out;
+    cr_sendq sendq;
+    cr_recv recv;
+    cr_engine engine;
+    cr_term term;
+    cr_stats stats;
+
+    uint64_t mpi_sent_total;    /* data messages issued, ever (termination counter) */
+    uint64_t mpi_handled_total; /* data messages fully handled, ever */
+
+    int handler_depth;    /* > 0 while a received buffer is being handled */
+    bool waiting;         /* inside cr_wait_until */
+    bool in_loop;         /* inside ev_run */
+    bool cap_blocked;     /* the cap flush found no free slot; retry after a send completes */
+    bool in_cap_flush;
+    int ndeferred;        /* buffers whose flush waits for a free slot */
+    unsigned poll_countdown;
+    int *scratch;         /* size P, for the cap flush's ordering */
+    double last_activity; /* loop time of the last observable progress, for the watchdog */
+};
+
+/* True when the caller may block in cr_wait_until (user code, not a handler or a
+ * loop callback). */
+static inline bool cr_can_wait(const cr_comm *c)
+{
+    return c->handler_depth == 0 && !c->waiting && !c->in_loop;
+}
+
+/* flush.c: sending buffers */
+bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait);
+bool cr_flush_all_nowait(cr_comm *c, cr_flush_cause cause);
+void cr_flush_for_cap(cr_comm *c);
+void cr_flush_aged(cr_comm *c, double now);
+void cr_retry_deferred(cr_comm *c);
+
+/* recv.c: receiving and handling */
+void cr_recv_init(cr_comm *c);
+void cr_recv_free(cr_comm *c);
+size_t cr_recv_poll(cr_comm *c, int budget);
+void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len);
+
+/* progress.c: the event loop */
+void cr_engine_init(cr_comm *c);
+void cr_engine_free(cr_comm *c);
+size_t cr_poll(cr_comm *c);
+size_t cr_engine_run_nowait(cr_comm *c);
+void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg);
+double cr_now(cr_comm *c);
+void cr_print_state(cr_comm *c, FILE *out, const char *why);
+
+#endif

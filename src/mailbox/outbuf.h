@@ -1,0 +1,90 @@
+/* Per-destination send buffers.
+ *
+ * Each destination owns one growable byte buffer of packed records. The table keeps
+ * a list of the non-empty ones (so flushing everything, or the oldest, costs time in
+ * the number of busy destinations, not in P), the bytes held in total, and a small
+ * pool of full-size blocks returned by completed sends. This file decides nothing
+ * about when to send; the mailbox does. */
+#ifndef COURIER_MAILBOX_OUTBUF_H
+#define COURIER_MAILBOX_OUTBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cr_outbuf {
+    char *data;
+    size_t len;
+    size_t cap;
+    double since;       /* time the oldest record in the buffer was appended */
+    int32_t active_pos; /* index in cr_outbufs.active, -1 while empty */
+    bool deferred;      /* a flush was due but no send slot was free */
+} cr_outbuf;
+
+typedef struct cr_outbufs {
+    cr_outbuf *bufs;
+    int nbufs;
+    int *active; /* destinations with a non-empty buffer */
+    int nactive;
+    size_t threshold;  /* a buffer this full is due to be sent */
+    size_t block_size; /* size of pooled blocks: threshold rounded to 8 bytes */
+    size_t total;      /* bytes held in all buffers */
+    size_t peak;       /* largest `total` seen */
+    char **pool;
+    int npool;
+    int pool_max;
+} cr_outbufs;
+
+/* A buffer detached for sending: the sender owns `data` until it calls recycle. */
+typedef struct cr_block {
+    char *data;
+    size_t len;
+    size_t cap;
+} cr_block;
+
+void cr_outbufs_init(cr_outbufs *o, int ndest, size_t threshold, int pool_max);
+void cr_outbufs_free(cr_outbufs *o);
+
+/* Make room for `bytes` more bytes in dest's buffer (growing it when needed). */
+void cr_outbufs_grow(cr_outbufs *o, int dest, size_t bytes);
+
+/* True when appending `bytes` would push a non-empty buffer past the threshold, so
+ * it should be sent first. An empty buffer always accepts one record, however big. */
+static inline bool cr_outbufs_overflows(const cr_outbufs *o, int dest, size_t bytes)
+{
+    const cr_outbuf *b = &o->bufs[dest];
+    return b->len != 0 && b->len + bytes > o->threshold;
+}
+
+/* Reserve `bytes` at the end of dest's buffer and return where to write them. The
+ * bytes count as buffered from now on. `now` stamps the first record of a buffer. */
+static inline char *cr_outbufs_append(cr_outbufs *o, int dest, size_t bytes, double now)
+{
+    cr_outbuf *b = &o->bufs[dest];
+    if (b->cap - b->len < bytes)
+        cr_outbufs_grow(o, dest, bytes);
+    if (b->len == 0) {
+        b->since = now;
+        b->active_pos = o->nactive;
+        o->active[o->nactive++] = dest;
+    }
+    char *at = b->data + b->len;
+    b->len += bytes;
+    o->total += bytes;
+    if (o->total > o->peak)
+        o->peak = o->total;
+    return at;
+}
+
+static inline bool cr_outbufs_full(const cr_outbufs *o, int dest)
+{
+    return o->bufs[dest].len >= o->threshold;
+}
+
+/* Detach dest's buffer (which must be non-empty); dest starts over empty. */
+cr_block cr_outbufs_take(cr_outbufs *o, int dest);
+
+/* Give back a block whose send completed: kept in the pool or freed. */
+void cr_outbufs_recycle(cr_outbufs *o, char *data, size_t cap);
+
+#endif

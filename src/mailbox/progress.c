@@ -1,0 +1,203 @@
+/* The progress engine: one libev loop per comm.
+ *
+ * prepare  sends deferred buffers once send slots have come free;
+ * check    polls MPI (complete sends, receive and handle) after every iteration;
+ * idle     is active only while the caller waits (barrier, back-pressure): it keeps
+ *          the loop from blocking and counts empty polls; after a while it yields,
+ *          then stops itself and arms the back-off timer, so the loop sleeps in
+ *          select() for 20 us, doubling up to 1 ms, until a poll finds work again.
+ *          Oversubscribed ranks thus leave the cores to the ranks that have work.
+ * timers   flush old buffers, and print a stuck rank's state (watchdog). */
+#include "mailbox/mailbox_internal.h"
+
+#include "common/fatal.h"
+
+#include <sched.h>
+
+/* Empty polls before yielding, and before sleeping. */
+#define SPIN_POLLS 64
+#define YIELD_POLLS 256
+#define SLEEP_MIN 20e-6
+#define SLEEP_MAX 1e-3
+/* Messages received per poll, so sends and timers are not starved. */
+#define RECV_BUDGET 16
+
+double cr_now(cr_comm *c)
+{
+    return ev_now(c->engine.loop);
+}
+
+size_t cr_poll(cr_comm *c)
+{
+    size_t work = 0;
+    int done = cr_sendq_test(&c->sendq, &c->out);
+    if (done > 0) {
+        c->cap_blocked = false;
+        work += (size_t)done;
+    }
+    if (c->handler_depth == 0)
+        work += cr_recv_poll(c, RECV_BUDGET);
+    if (work)
+        c->last_activity = ev_now(c->engine.loop);
+    return work;
+}
+
+static void wake_up(cr_engine *e)
+{
+    e->empty_polls = 0;
+    e->sleep = 0;
+    if (ev_is_active(&e->backoff)) {
+        ev_timer_stop(e->loop, &e->backoff);
+        ev_idle_start(e->loop, &e->idle);
+    }
+}
+
+static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    cr_comm *c = w->data;
+    if (c->ndeferred > 0)
+        cr_retry_deferred(c);
+    if (c->cap_blocked == false && c->out.total >= c->cfg.buffer_cap_bytes)
+        cr_flush_for_cap(c);
+}
+
+static void on_check(struct ev_loop *loop, ev_check *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    cr_comm *c = w->data;
+    c->engine.last_poll_worked = cr_poll(c) > 0;
+    if (c->engine.last_poll_worked)
+        wake_up(&c->engine);
+}
+
+static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)revents;
+    cr_comm *c = w->data;
+    cr_engine *e = &c->engine;
+    if (e->last_poll_worked)
+        return;
+    e->empty_polls++;
+    if (e->empty_polls < SPIN_POLLS)
+        return;
+    if (e->empty_polls < SPIN_POLLS + YIELD_POLLS) {
+        sched_yield();
+        return;
+    }
+    e->sleep = e->sleep == 0 ? SLEEP_MIN : (2 * e->sleep < SLEEP_MAX ? 2 * e->sleep : SLEEP_MAX);
+    ev_idle_stop(loop, &e->idle);
+    ev_timer_set(&e->backoff, e->sleep, 0);
+    ev_timer_start(loop, &e->backoff);
+}
+
+static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    cr_comm *c = w->data;
+    /* Keep the sleep level: only a poll that finds work resets it (wake_up). */
+    ev_idle_start(loop, &c->engine.idle);
+}
+
+static void on_flush_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    cr_comm *c = w->data;
+    if (c->out.nactive > 0)
+        cr_flush_aged(c, ev_now(loop));
+}
+
+static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    cr_comm *c = w->data;
+    double quiet = ev_now(loop) - c->last_activity;
+    if (quiet >= c->cfg.watchdog_seconds) {
+        char why[96];
+        snprintf(why, sizeof why, "no progress for %.1f s", quiet);
+        cr_print_state(c, stderr, why);
+    }
+}
+
+void cr_print_state(cr_comm *c, FILE *out, const char *why)
+{
+    fprintf(out,
+            "courier watchdog: rank %d: %s: %s wave %llu (%s), sends in flight %d, "
+            "buffered %zu bytes in %d buffers (%d deferred), data messages sent %llu, "
+            "handled %llu\n",
+            c->rank, why, c->waiting ? "waiting," : "running,",
+            (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
+            cr_sendq_inflight(&c->sendq), c->out.total, c->out.nactive, c->ndeferred,
+            (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total);
+    fflush(out);
+}
+
+void cr_engine_init(cr_comm *c)
+{
+    cr_engine *e = &c->engine;
+    *e = (cr_engine){0};
+    /* select() has microsecond timeouts (epoll has milliseconds), which the back-off
+     * sleeps need; the loop watches no file descriptors, so select costs nothing. */
+    e->loop = ev_loop_new(EVBACKEND_SELECT | EVFLAG_NOENV);
+    if (!e->loop)
+        cr_fatal("could not create the libev event loop");
+
+    ev_prepare_init(&e->prepare, on_prepare);
+    ev_check_init(&e->check, on_check);
+    ev_idle_init(&e->idle, on_idle);
+    ev_timer_init(&e->backoff, on_backoff, SLEEP_MIN, 0);
+    ev_timer_init(&e->flush_timer, on_flush_timer, c->cfg.flush_interval, c->cfg.flush_interval);
+    ev_timer_init(&e->watchdog, on_watchdog, c->cfg.watchdog_seconds, c->cfg.watchdog_seconds);
+    e->prepare.data = e->check.data = e->idle.data = c;
+    e->backoff.data = e->flush_timer.data = e->watchdog.data = c;
+
+    ev_prepare_start(e->loop, &e->prepare);
+    ev_check_start(e->loop, &e->check);
+    if (c->cfg.flush_interval > 0)
+        ev_timer_start(e->loop, &e->flush_timer);
+    c->last_activity = ev_now(e->loop);
+}
+
+void cr_engine_free(cr_comm *c)
+{
+    if (c->engine.loop)
+        ev_loop_destroy(c->engine.loop);
+    c->engine.loop = NULL;
+}
+
+size_t cr_engine_run_nowait(cr_comm *c)
+{
+    uint64_t before = c->stats.msgs_handled;
+    c->in_loop = true;
+    ev_run(c->engine.loop, EVRUN_NOWAIT);
+    c->in_loop = false;
+    return (size_t)(c->stats.msgs_handled - before);
+}
+
+void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg)
+{
+    if (c->waiting)
+        cr_fatal("internal error: nested wait in the progress engine");
+    cr_engine *e = &c->engine;
+    c->waiting = true;
+    e->empty_polls = 0;
+    e->sleep = 0;
+    e->last_poll_worked = false;
+    ev_idle_start(e->loop, &e->idle);
+    if (c->cfg.watchdog_seconds > 0) {
+        ev_now_update(e->loop);
+        c->last_activity = ev_now(e->loop);
+        ev_timer_again(e->loop, &e->watchdog);
+    }
+    while (!done(c, arg)) {
+        c->in_loop = true;
+        ev_run(e->loop, EVRUN_ONCE);
+        c->in_loop = false;
+    }
+    ev_idle_stop(e->loop, &e->idle);
+    ev_timer_stop(e->loop, &e->backoff);
+    ev_timer_stop(e->loop, &e->watchdog);
+    c->waiting = false;
+}

@@ -1,0 +1,81 @@
+/* Wire format of a send buffer: records packed back to back, each an 8-byte header
+ * followed by the payload padded to a multiple of 8 bytes, so every payload a
+ * handler sees is 8-byte aligned. Header fields are in host byte order: all ranks of
+ * one job run on the same architecture. */
+#ifndef COURIER_MAILBOX_RECORD_H
+#define COURIER_MAILBOX_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define CR_REC_ALIGN 8
+
+typedef struct cr_rec_hdr {
+    uint32_t len;     /* payload bytes, without padding */
+    uint16_t handler; /* registered handler id */
+    uint16_t flags;   /* reserved for routed and aggregated records; 0 today */
+} cr_rec_hdr;
+
+_Static_assert(sizeof(cr_rec_hdr) == CR_REC_ALIGN, "record header must stay 8 bytes");
+
+static inline size_t cr_rec_pad(size_t len)
+{
+    return (len + (CR_REC_ALIGN - 1)) & ~(size_t)(CR_REC_ALIGN - 1);
+}
+
+/* Bytes a record with a payload of `len` bytes occupies in a buffer. */
+static inline size_t cr_rec_size(size_t len)
+{
+    return sizeof(cr_rec_hdr) + cr_rec_pad(len);
+}
+
+/* Write one record at `dst`, which has room for cr_rec_size(len) bytes. The padding
+ * is zeroed so buffers never carry uninitialized bytes. */
+static inline void cr_rec_write(char *dst, uint16_t handler, const void *payload, uint32_t len)
+{
+    cr_rec_hdr h = {.len = len, .handler = handler, .flags = 0};
+    memcpy(dst, &h, sizeof h);
+    if (len)
+        memcpy(dst + sizeof h, payload, len);
+    size_t pad = cr_rec_pad(len) - len;
+    if (pad)
+        memset(dst + sizeof h + len, 0, pad);
+}
+
+/* One record seen in a received buffer. */
+typedef struct cr_rec_view {
+    uint16_t handler;
+    uint16_t flags;
+    uint32_t len;
+    const char *payload;
+} cr_rec_view;
+
+typedef enum cr_rec_status {
+    CR_REC_OK = 1,        /* *out holds the next record */
+    CR_REC_END = 0,       /* the buffer is used up */
+    CR_REC_TRUNCATED = -1 /* the buffer ends inside a record: corrupt input */
+} cr_rec_status;
+
+/* Read the record at *off in buf[0, len) and advance *off past it. */
+static inline cr_rec_status cr_rec_next(const char *buf, size_t len, size_t *off,
+                                        cr_rec_view *out)
+{
+    if (*off == len)
+        return CR_REC_END;
+    if (len - *off < sizeof(cr_rec_hdr))
+        return CR_REC_TRUNCATED;
+    cr_rec_hdr h;
+    memcpy(&h, buf + *off, sizeof h);
+    size_t size = cr_rec_size(h.len);
+    if (size > len - *off)
+        return CR_REC_TRUNCATED;
+    out->handler = h.handler;
+    out->flags = h.flags;
+    out->len = h.len;
+    out->payload = buf + *off + sizeof h;
+    *off += size;
+    return CR_REC_OK;
+}
+
+#endif

@@ -1,0 +1,137 @@
+/* Receiving buffers and running their handlers. Two designs (docs/receive.md):
+ * probe mode matches one message at a time with MPI_Improbe and receives it with
+ * MPI_Mrecv into a reusable buffer; prepost mode keeps a ring of MPI_Irecv of
+ * small_max bytes posted and probes only for TAG_LARGE buffers. */
+#include "mailbox/mailbox_internal.h"
+
+#include "common/fatal.h"
+#include "mailbox/record.h"
+
+#include <stdlib.h>
+
+/* Receives kept posted in prepost mode. */
+#define PREPOST_DEPTH 8
+
+void cr_recv_init(cr_comm *c)
+{
+    cr_recv *r = &c->recv;
+    *r = (cr_recv){0};
+    if (c->cfg.recv_mode != CR_RECV_PREPOST)
+        return;
+    r->npost = PREPOST_DEPTH;
+    r->reqs = cr_xmalloc((size_t)r->npost * sizeof *r->reqs);
+    r->bufs = cr_xmalloc((size_t)r->npost * sizeof *r->bufs);
+    r->done = cr_xmalloc((size_t)r->npost * sizeof *r->done);
+    r->statuses = cr_xmalloc((size_t)r->npost * sizeof *r->statuses);
+    for (int i = 0; i < r->npost; i++) {
+        r->bufs[i] = cr_xmalloc(c->small_max);
+        MPI_Irecv(r->bufs[i], (int)c->small_max, MPI_BYTE, MPI_ANY_SOURCE, CR_TAG_SMALL, c->data,
+                  &r->reqs[i]);
+    }
+}
+
+void cr_recv_free(cr_comm *c)
+{
+    cr_recv *r = &c->recv;
+    for (int i = 0; i < r->npost; i++) {
+        MPI_Cancel(&r->reqs[i]);
+        MPI_Wait(&r->reqs[i], MPI_STATUS_IGNORE);
+        free(r->bufs[i]);
+    }
+    free(r->reqs);
+    free(r->bufs);
+    free(r->done);
+    free(r->statuses);
+    free(r->buf);
+    *r = (cr_recv){0};
+}
+
+/* Run the handler of every record in buf[0, len), received from rank src. */
+void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
+{
+    c->handler_depth++;
+    size_t off = 0;
+    cr_rec_view rec;
+    cr_rec_status st;
+    while ((st = cr_rec_next(buf, len, &off, &rec)) == CR_REC_OK) {
+        const cr_handler_entry *h = cr_registry_get(&c->handlers, rec.handler);
+        if (!h)
+            cr_fatal("received a message for handler id %u from rank %d, but only %u handlers "
+                     "are registered here; every rank must register the same handlers in the "
+                     "same order",
+                     (unsigned)rec.handler, src, c->handlers.count);
+        h->fn(c, src, rec.payload, rec.len, h->user);
+        c->stats.msgs_handled++;
+        c->stats.bytes_handled += rec.len;
+    }
+    if (st == CR_REC_TRUNCATED)
+        cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its "
+                 "end",
+                 len, src, off);
+    c->handler_depth--;
+    c->stats.mpi_recvs++;
+    c->mpi_handled_total++;
+}
+
+/* Receive and handle one matched message of any size. */
+static void receive_matched(cr_comm *c, MPI_Message *msg, MPI_Status *status)
+{
+    cr_recv *r = &c->recv;
+    int count;
+    MPI_Get_count(status, MPI_BYTE, &count);
+    if ((size_t)count > r->cap) {
+        free(r->buf);
+        r->cap = (size_t)count;
+        r->buf = cr_xmalloc(r->cap);
+    }
+    MPI_Mrecv(r->buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    cr_dispatch(c, status->MPI_SOURCE, r->buf, (size_t)count);
+    /* Do not keep a huge buffer around after a one-off large message. */
+    if (r->cap > 4 * c->small_max && r->cap > ((size_t)1 << 20)) {
+        free(r->buf);
+        r->buf = NULL;
+        r->cap = 0;
+    }
+}
+
+static size_t poll_probe(cr_comm *c, int tag, int budget)
+{
+    size_t got = 0;
+    while (budget-- > 0) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status status;
+        MPI_Improbe(MPI_ANY_SOURCE, tag, c->data, &flag, &msg, &status);
+        if (!flag)
+            break;
+        receive_matched(c, &msg, &status);
+        got++;
+    }
+    return got;
+}
+
+static size_t poll_prepost(cr_comm *c, int budget)
+{
+    cr_recv *r = &c->recv;
+    int ndone = 0;
+    MPI_Testsome(r->npost, r->reqs, &ndone, r->done, r->statuses);
+    size_t got = 0;
+    for (int i = 0; i < ndone && ndone != MPI_UNDEFINED; i++) {
+        int k = r->done[i];
+        int count;
+        MPI_Get_count(&r->statuses[i], MPI_BYTE, &count);
+        cr_dispatch(c, r->statuses[i].MPI_SOURCE, r->bufs[k], (size_t)count);
+        MPI_Irecv(r->bufs[k], (int)c->small_max, MPI_BYTE, MPI_ANY_SOURCE, CR_TAG_SMALL, c->data,
+                  &r->reqs[k]);
+        got++;
+    }
+    int left = budget - (int)got;
+    return got + poll_probe(c, CR_TAG_LARGE, left > 1 ? left : 1);
+}
+
+size_t cr_recv_poll(cr_comm *c, int budget)
+{
+    if (c->cfg.recv_mode == CR_RECV_PREPOST)
+        return poll_prepost(c, budget);
+    return poll_probe(c, MPI_ANY_TAG, budget);
+}

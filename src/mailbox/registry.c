@@ -1,0 +1,30 @@
+#include "mailbox/registry.h"
+
+#include "common/fatal.h"
+
+#include <stdlib.h>
+
+void cr_registry_init(cr_registry *r)
+{
+    r->entries = NULL;
+    r->count = 0;
+    r->capacity = 0;
+}
+
+void cr_registry_free(cr_registry *r)
+{
+    free(r->entries);
+    cr_registry_init(r);
+}
+
+int cr_registry_add(cr_registry *r, cr_handler_fn fn, void *user)
+{
+    if (r->count >= CR_MAX_HANDLERS)
+        return -1;
+    if (r->count == r->capacity) {
+        r->capacity = r->capacity ? 2 * r->capacity : 16;
+        r->entries = cr_xrealloc(r->entries, r->capacity * sizeof *r->entries);
+    }
+    r->entries[r->count] = (cr_handler_entry){.fn = fn, .user = user};
+    return (int)r->count++;
+}

@@ -1,0 +1,31 @@
+/* Handler registry: ids are indices into a growing array. */
+#ifndef COURIER_MAILBOX_REGISTRY_H
+#define COURIER_MAILBOX_REGISTRY_H
+
+#include "courier/mailbox.h"
+
+#include <stdint.h>
+
+typedef struct cr_handler_entry {
+    cr_handler_fn fn;
+    void *user;
+} cr_handler_entry;
+
+typedef struct cr_registry {
+    cr_handler_entry *entries;
+    uint32_t count;
+    uint32_t capacity;
+} cr_registry;
+
+void cr_registry_init(cr_registry *r);
+void cr_registry_free(cr_registry *r);
+/* Append a handler; returns its id, or -1 when CR_MAX_HANDLERS are registered. */
+int cr_registry_add(cr_registry *r, cr_handler_fn fn, void *user);
+
+/* The entry for `id`, or NULL when no handler has that id. */
+static inline const cr_handler_entry *cr_registry_get(const cr_registry *r, uint32_t id)
+{
+    return id < r->count ? &r->entries[id] : NULL;
+}
+
+#endif

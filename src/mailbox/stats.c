@@ -1,0 +1,38 @@
+/* cr_stats_print: min / mean / max of every counter over the ranks. */
+#include "mailbox/mailbox_internal.h"
+
+#include <stddef.h>
+
+static const struct {
+    const char *name;
+    size_t offset;
+} fields[] = {
+#define F(name) {#name, offsetof(cr_stats, name)}
+    F(msgs_sent),       F(bytes_sent),       F(msgs_handled),   F(bytes_handled),
+    F(flushes_size),    F(flushes_cap),      F(flushes_timer),  F(flushes_barrier),
+    F(mpi_sends),       F(mpi_bytes_sent),   F(mpi_recvs),      F(slot_waits),
+    F(deferred_flushes), F(peak_buffered_bytes), F(peak_inflight), F(barriers),
+    F(barrier_epochs),
+#undef F
+};
+
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+void cr_stats_print(cr_comm *c, FILE *out)
+{
+    cr_stats s;
+    cr_stats_get(c, &s);
+    double v[NFIELDS], mn[NFIELDS], mx[NFIELDS], sum[NFIELDS];
+    for (size_t i = 0; i < NFIELDS; i++)
+        v[i] = (double)*(const uint64_t *)((const char *)&s + fields[i].offset);
+    MPI_Reduce(v, mn, NFIELDS, MPI_DOUBLE, MPI_MIN, 0, c->ctrl);
+    MPI_Reduce(v, mx, NFIELDS, MPI_DOUBLE, MPI_MAX, 0, c->ctrl);
+    MPI_Reduce(v, sum, NFIELDS, MPI_DOUBLE, MPI_SUM, 0, c->ctrl);
+    if (c->rank != 0)
+        return;
+    fprintf(out, "courier stats over %d ranks %20s %16s %16s\n", c->size, "min", "mean", "max");
+    for (size_t i = 0; i < NFIELDS; i++)
+        fprintf(out, "  %-32s %16.0f %16.1f %16.0f\n", fields[i].name, mn[i], sum[i] / c->size,
+                mx[i]);
+    fflush(out);
+}
