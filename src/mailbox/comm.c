@@ -51,16 +51,22 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     cr_comm *c = cr_xcalloc(1, sizeof *c);
     resolve_config(&c->cfg, cfg, comm);
     MPI_Comm_dup(comm, &c->data);
+    MPI_Comm_dup(comm, &c->term_comm);
     MPI_Comm_dup(comm, &c->ctrl);
     MPI_Comm_rank(comm, &c->rank);
     MPI_Comm_size(comm, &c->size);
 
-    /* Senders choose the tag by size, so the limit must be the same everywhere. */
+    /* Senders choose the tag by size and by the receivers' mode, so both must be the
+     * same everywhere. */
     unsigned long long mine = c->cfg.buffer_bytes < PREPOST_MAX ? c->cfg.buffer_bytes : PREPOST_MAX;
-    unsigned long long agreed;
     mine = (mine + 7) & ~7ULL;
-    MPI_Allreduce(&mine, &agreed, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c->ctrl);
-    c->small_max = (size_t)agreed;
+    long long local[3] = {(long long)mine, (long long)c->cfg.recv_mode, -(long long)c->cfg.recv_mode};
+    long long agreed[3];
+    MPI_Allreduce(local, agreed, 3, MPI_LONG_LONG, MPI_MIN, c->ctrl);
+    if (agreed[1] != -agreed[2])
+        cr_fatal("ranks disagree on the receive mode (COURIER_RECV or cr_config.recv_mode); "
+                 "set it the same on every rank");
+    c->small_max = (size_t)agreed[0];
 
     cr_registry_init(&c->handlers);
     int pool = (int)c->cfg.max_inflight;
@@ -69,7 +75,7 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
         pool = (int)(pool_bytes_limit / c->cfg.buffer_bytes);
     cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool);
     cr_sendq_init(&c->sendq, (int)c->cfg.max_inflight);
-    cr_term_init(&c->term, c->ctrl);
+    cr_term_init(&c->term, c->term_comm);
     c->scratch = cr_xmalloc((size_t)c->size * sizeof *c->scratch);
     c->poll_countdown = POLL_EVERY;
     cr_engine_init(c);
@@ -99,6 +105,7 @@ void cr_comm_destroy(cr_comm *c)
     cr_registry_free(&c->handlers);
     free(c->scratch);
     MPI_Comm_free(&c->data);
+    MPI_Comm_free(&c->term_comm);
     MPI_Comm_free(&c->ctrl);
     free(c);
 }
@@ -120,19 +127,16 @@ const cr_config *cr_comm_config(const cr_comm *c)
 
 int cr_register(cr_comm *c, cr_handler_fn fn, void *user)
 {
-    if (c->handler_depth > 0 || c->waiting)
-        cr_fatal("cr_register was called from inside a handler; register before sending");
+    if (!cr_can_wait(c))
+        cr_fatal("cr_register was called from inside a handler; register from the main program");
     if (!fn)
         cr_fatal("cr_register: the handler function is NULL");
     int id = cr_registry_add(&c->handlers, fn, user);
     if (id < 0)
         cr_fatal("cr_register: more than %d handlers on one comm", CR_MAX_HANDLERS);
-    int range[2] = {-id, id}, agreed[2];
-    MPI_Allreduce(range, agreed, 2, MPI_INT, MPI_MAX, c->ctrl);
-    if (-agreed[0] != agreed[1])
-        cr_fatal("cr_register: ranks registered different numbers of handlers (ids %d to %d "
-                 "at this call); register the same handlers in the same order on every rank",
-                 -agreed[0], agreed[1]);
+    /* No rank returns before every rank has registered the id, so no message for it
+     * can reach a rank that does not know it yet. */
+    cr_term_register_wave(c);
     return id;
 }
 

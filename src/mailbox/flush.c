@@ -48,7 +48,7 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
             return false;
         }
         c->stats.slot_waits++;
-        cr_wait_until(c, slot_free, NULL);
+        cr_wait_until(c, slot_free, "a free send slot");
         /* Handlers ran while we waited; they may have sent this buffer already. */
         if (b->len == 0)
             return true;
@@ -57,7 +57,8 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     if (b->deferred)
         c->ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, dest);
-    int tag = blk.len <= c->small_max ? CR_TAG_SMALL : CR_TAG_LARGE;
+    bool large = c->cfg.recv_mode == CR_RECV_PREPOST && blk.len > c->small_max;
+    int tag = cr_data_tag(large ? CR_TAG_LARGE : CR_TAG_SMALL, c->parity);
     cr_sendq_start(&c->sendq, c->data, dest, tag, blk.data, blk.len, blk.cap);
 
     c->mpi_sent_total++;

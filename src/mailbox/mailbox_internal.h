@@ -12,9 +12,17 @@
 #include <ev.h>
 #include <stdbool.h>
 
-/* MPI tags on the data communicator: buffers up to cr_comm.small_max bytes are
- * sent with TAG_SMALL (they fit a pre-posted receive), larger ones with TAG_LARGE. */
-enum { CR_TAG_SMALL = 1, CR_TAG_LARGE = 2 };
+/* MPI tags on the data communicator. The low bit is the sender's barrier phase
+ * parity: a rank receives only messages of its own phase, so a message sent after
+ * a barrier is never handled by a rank still inside that barrier (at most two
+ * adjacent phases coexist). In prepost mode, buffers above small_max bytes get
+ * CR_TAG_LARGE, which is probed rather than pre-posted. */
+enum { CR_TAG_SMALL = 2, CR_TAG_LARGE = 4 };
+
+static inline int cr_data_tag(int base, unsigned parity)
+{
+    return base | (int)(parity & 1);
+}
 
 typedef enum cr_flush_cause {
     CR_FLUSH_SIZE = 1,
@@ -52,11 +60,13 @@ typedef struct cr_engine {
 
 struct cr_comm {
     MPI_Comm data; /* record buffers */
-    MPI_Comm ctrl; /* termination consensus and the runtime's own collectives */
+    MPI_Comm term_comm; /* barrier and registration waves (non-blocking reductions) */
+    MPI_Comm ctrl; /* the runtime's blocking collectives: creation, statistics */
     int rank;
     int size;
     cr_config cfg;
     size_t small_max; /* largest buffer sent with CR_TAG_SMALL (same on all ranks) */
+    unsigned parity;  /* barriers completed, mod 2: the phase of sends and receives */
 
     cr_registry handlers;
     cr_outbufs out;
@@ -78,6 +88,7 @@ struct cr_comm {
     unsigned poll_countdown;
     int *scratch;         /* size P, for the cap flush's ordering */
     double last_activity; /* loop time of the last observable progress, for the watchdog */
+    const char *wait_reason; /* what cr_wait_until is waiting for, for the watchdog */
 };
 
 /* True when the caller may block in cr_wait_until (user code, not a handler or a
@@ -94,10 +105,15 @@ void cr_flush_for_cap(cr_comm *c);
 void cr_flush_aged(cr_comm *c, double now);
 void cr_retry_deferred(cr_comm *c);
 
+/* nbx/termination.c: the collective half of cr_register */
+void cr_term_register_wave(cr_comm *c);
+
 /* recv.c: receiving and handling */
 void cr_recv_init(cr_comm *c);
 void cr_recv_free(cr_comm *c);
 size_t cr_recv_poll(cr_comm *c, int budget);
+/* The phase changed (a barrier returned): receive the new phase's tags. */
+void cr_recv_next_phase(cr_comm *c);
 void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len);
 
 /* progress.c: the event loop */
@@ -105,7 +121,8 @@ void cr_engine_init(cr_comm *c);
 void cr_engine_free(cr_comm *c);
 size_t cr_poll(cr_comm *c);
 size_t cr_engine_run_nowait(cr_comm *c);
-void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg);
+/* Run the loop until done(c, NULL) is true; `reason` names the wait for the watchdog. */
+void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), const char *reason);
 double cr_now(cr_comm *c);
 void cr_print_state(cr_comm *c, FILE *out, const char *why);
 

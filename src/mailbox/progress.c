@@ -124,10 +124,10 @@ static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
 void cr_print_state(cr_comm *c, FILE *out, const char *why)
 {
     fprintf(out,
-            "courier watchdog: rank %d: %s: %s wave %llu (%s), sends in flight %d, "
+            "courier watchdog: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
             "buffered %zu bytes in %d buffers (%d deferred), data messages sent %llu, "
             "handled %llu\n",
-            c->rank, why, c->waiting ? "waiting," : "running,",
+            c->rank, why, c->waiting ? c->wait_reason : "user code",
             (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
             cr_sendq_inflight(&c->sendq), c->out.total, c->out.nactive, c->ndeferred,
             (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total);
@@ -176,12 +176,13 @@ size_t cr_engine_run_nowait(cr_comm *c)
     return (size_t)(c->stats.msgs_handled - before);
 }
 
-void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg)
+void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), const char *reason)
 {
     if (c->waiting)
         cr_fatal("internal error: nested wait in the progress engine");
     cr_engine *e = &c->engine;
     c->waiting = true;
+    c->wait_reason = reason;
     e->empty_polls = 0;
     e->sleep = 0;
     e->last_poll_worked = false;
@@ -191,7 +192,7 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg)
         c->last_activity = ev_now(e->loop);
         ev_timer_again(e->loop, &e->watchdog);
     }
-    while (!done(c, arg)) {
+    while (!done(c, NULL)) {
         c->in_loop = true;
         ev_run(e->loop, EVRUN_ONCE);
         c->in_loop = false;

@@ -1,7 +1,8 @@
 /* Receiving buffers and running their handlers. Two designs (docs/receive.md):
  * probe mode matches one message at a time with MPI_Improbe and receives it with
  * MPI_Mrecv into a reusable buffer; prepost mode keeps a ring of MPI_Irecv of
- * small_max bytes posted and probes only for TAG_LARGE buffers. */
+ * small_max bytes posted and probes only for CR_TAG_LARGE buffers. Either way a
+ * rank receives only the tags of its current barrier phase. */
 #include "mailbox/mailbox_internal.h"
 
 #include "common/fatal.h"
@@ -11,6 +12,13 @@
 
 /* Receives kept posted in prepost mode. */
 #define PREPOST_DEPTH 8
+
+static void post(cr_comm *c, int k)
+{
+    cr_recv *r = &c->recv;
+    MPI_Irecv(r->bufs[k], (int)c->small_max, MPI_BYTE, MPI_ANY_SOURCE,
+              cr_data_tag(CR_TAG_SMALL, c->parity), c->data, &r->reqs[k]);
+}
 
 void cr_recv_init(cr_comm *c)
 {
@@ -23,21 +31,44 @@ void cr_recv_init(cr_comm *c)
     r->bufs = cr_xmalloc((size_t)r->npost * sizeof *r->bufs);
     r->done = cr_xmalloc((size_t)r->npost * sizeof *r->done);
     r->statuses = cr_xmalloc((size_t)r->npost * sizeof *r->statuses);
-    for (int i = 0; i < r->npost; i++) {
-        r->bufs[i] = cr_xmalloc(c->small_max);
-        MPI_Irecv(r->bufs[i], (int)c->small_max, MPI_BYTE, MPI_ANY_SOURCE, CR_TAG_SMALL, c->data,
-                  &r->reqs[i]);
+    for (int k = 0; k < r->npost; k++) {
+        r->bufs[k] = cr_xmalloc(c->small_max);
+        post(c, k);
     }
+}
+
+/* Cancel the pre-posted receives. Only called when no message of their phase can
+ * still arrive (a barrier just ended, or the comm is being destroyed). */
+static void cancel_posted(cr_comm *c)
+{
+    cr_recv *r = &c->recv;
+    for (int k = 0; k < r->npost; k++) {
+        MPI_Status st;
+        int cancelled = 0;
+        MPI_Cancel(&r->reqs[k]);
+        MPI_Wait(&r->reqs[k], &st);
+        MPI_Test_cancelled(&st, &cancelled);
+        if (!cancelled)
+            cr_fatal("internal error: a pre-posted receive matched a message of a finished phase");
+    }
+}
+
+void cr_recv_next_phase(cr_comm *c)
+{
+    if (c->recv.npost == 0)
+        return;
+    cancel_posted(c);
+    for (int k = 0; k < c->recv.npost; k++)
+        post(c, k);
 }
 
 void cr_recv_free(cr_comm *c)
 {
     cr_recv *r = &c->recv;
-    for (int i = 0; i < r->npost; i++) {
-        MPI_Cancel(&r->reqs[i]);
-        MPI_Wait(&r->reqs[i], MPI_STATUS_IGNORE);
-        free(r->bufs[i]);
-    }
+    if (r->npost)
+        cancel_posted(c);
+    for (int k = 0; k < r->npost; k++)
+        free(r->bufs[k]);
     free(r->reqs);
     free(r->bufs);
     free(r->done);
@@ -121,17 +152,16 @@ static size_t poll_prepost(cr_comm *c, int budget)
         int count;
         MPI_Get_count(&r->statuses[i], MPI_BYTE, &count);
         cr_dispatch(c, r->statuses[i].MPI_SOURCE, r->bufs[k], (size_t)count);
-        MPI_Irecv(r->bufs[k], (int)c->small_max, MPI_BYTE, MPI_ANY_SOURCE, CR_TAG_SMALL, c->data,
-                  &r->reqs[k]);
+        post(c, k);
         got++;
     }
     int left = budget - (int)got;
-    return got + poll_probe(c, CR_TAG_LARGE, left > 1 ? left : 1);
+    return got + poll_probe(c, cr_data_tag(CR_TAG_LARGE, c->parity), left > 1 ? left : 1);
 }
 
 size_t cr_recv_poll(cr_comm *c, int budget)
 {
     if (c->cfg.recv_mode == CR_RECV_PREPOST)
         return poll_prepost(c, budget);
-    return poll_probe(c, MPI_ANY_TAG, budget);
+    return poll_probe(c, cr_data_tag(CR_TAG_SMALL, c->parity), budget);
 }

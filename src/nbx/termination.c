@@ -16,25 +16,42 @@ void cr_term_init(cr_term *t, MPI_Comm comm)
     *t = (cr_term){.comm = comm, .req = MPI_REQUEST_NULL};
 }
 
-void cr_term_join(cr_term *t, uint64_t sent, uint64_t handled)
+void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b)
 {
-    t->local[0] = sent;
-    t->local[1] = handled;
-    MPI_Iallreduce(t->local, t->global, 2, MPI_UINT64_T, MPI_SUM, t->comm, &t->req);
+    t->local[0] = (uint64_t)kind;
+    t->local[1] = a;
+    t->local[2] = b;
+    MPI_Iallreduce(t->local, t->global, 3, MPI_UINT64_T, MPI_SUM, t->comm, &t->req);
     t->joined = true;
-    t->wave++;
 }
 
-bool cr_term_test(cr_term *t, bool *quiet)
+static const char *kind_name(uint64_t kind)
+{
+    return kind == CR_WAVE_BARRIER ? "cr_barrier" : "cr_register";
+}
+
+bool cr_term_test(cr_term *t)
 {
     int done = 0;
     MPI_Test(&t->req, &done, MPI_STATUS_IGNORE);
     if (!done)
         return false;
     t->joined = false;
-    *quiet = cr_term_quiet(t->global[0], t->handled_before);
-    t->handled_before = t->global[1];
+    int size;
+    MPI_Comm_size(t->comm, &size);
+    if (t->global[0] != t->local[0] * (uint64_t)size)
+        cr_fatal("mismatched collective calls: this rank called %s while other ranks called "
+                 "another collective (cr_barrier and cr_register must be called by all ranks "
+                 "in the same order)",
+                 kind_name(t->local[0]));
     return true;
+}
+
+bool cr_term_barrier_quiet(cr_term *t)
+{
+    bool quiet = cr_term_quiet(t->global[1], t->handled_before);
+    t->handled_before = t->global[2];
+    return quiet;
 }
 
 static bool barrier_done(cr_comm *c, void *arg)
@@ -44,18 +61,22 @@ static bool barrier_done(cr_comm *c, void *arg)
     if (!t->joined) {
         if (!cr_flush_all_nowait(c, CR_FLUSH_BARRIER) || cr_sendq_inflight(&c->sendq))
             return false;
-        cr_term_join(t, c->mpi_sent_total, c->mpi_handled_total);
+        cr_term_join(t, CR_WAVE_BARRIER, c->mpi_sent_total, c->mpi_handled_total);
+        t->wave++;
         c->stats.barrier_epochs++;
         if (c->cfg.verbosity >= 3)
             fprintf(stderr, "courier: rank %d: barrier wave %llu joined (sent %llu, handled %llu)\n",
-                    c->rank, (unsigned long long)t->wave, (unsigned long long)t->local[0],
-                    (unsigned long long)t->local[1]);
+                    c->rank, (unsigned long long)t->wave, (unsigned long long)t->local[1],
+                    (unsigned long long)t->local[2]);
     }
-    bool quiet;
-    if (!cr_term_test(t, &quiet))
+    if (!cr_term_test(t))
         return false;
     c->last_activity = cr_now(c);
-    return quiet;
+    if (!cr_term_barrier_quiet(t))
+        return false;
+    c->parity ^= 1u;
+    cr_recv_next_phase(c);
+    return true;
 }
 
 void cr_barrier(cr_comm *c)
@@ -66,8 +87,26 @@ void cr_barrier(cr_comm *c)
         cr_fatal("cr_barrier was called while the runtime is already waiting (nested call)");
     c->stats.barriers++;
     c->term.wave = 0;
-    cr_wait_until(c, barrier_done, NULL);
+    cr_wait_until(c, barrier_done, "cr_barrier");
     if (c->cfg.verbosity >= 2 && c->rank == 0)
         fprintf(stderr, "courier: barrier done after %llu wave(s), %llu messages in total\n",
-                (unsigned long long)c->term.wave, (unsigned long long)c->term.global[0]);
+                (unsigned long long)c->term.wave, (unsigned long long)c->term.global[1]);
+}
+
+static bool register_done(cr_comm *c, void *arg)
+{
+    (void)arg;
+    if (!c->term.joined)
+        cr_term_join(&c->term, CR_WAVE_REGISTER, c->handlers.count, 0);
+    return cr_term_test(&c->term);
+}
+
+void cr_term_register_wave(cr_comm *c)
+{
+    cr_wait_until(c, register_done, "cr_register");
+    if (c->term.global[1] != (uint64_t)c->handlers.count * (uint64_t)c->size)
+        cr_fatal("cr_register: ranks registered different numbers of handlers (%u here, "
+                 "%llu over all %d ranks); register the same handlers in the same order on "
+                 "every rank",
+                 c->handlers.count, (unsigned long long)c->term.global[1], c->size);
 }

@@ -1,5 +1,10 @@
 /* Termination detection for cr_barrier: waves of MPI_Iallreduce over the cumulative
- * counts of data messages sent and handled (see docs/termination.md). */
+ * counts of data messages sent and handled (see docs/termination.md).
+ *
+ * The same reduction, with a different `kind`, makes cr_register collective. Every
+ * wave sums {kind, a, b}, so if ranks make different calls (one registers while
+ * another enters a barrier) the kinds do not add up and the job stops with a message
+ * instead of hanging or mixing up the counts. */
 #ifndef COURIER_NBX_TERMINATION_H
 #define COURIER_NBX_TERMINATION_H
 
@@ -7,28 +12,37 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+typedef enum cr_wave_kind {
+    CR_WAVE_BARRIER = 1,
+    CR_WAVE_REGISTER = 2,
+} cr_wave_kind;
+
 typedef struct cr_term {
     MPI_Comm comm;
     MPI_Request req;
-    bool joined;               /* this rank has contributed to the current wave */
-    uint64_t local[2];         /* {sent, handled} at this rank's snapshot */
-    uint64_t global[2];        /* their sums over all ranks */
-    uint64_t handled_before;   /* global handled count of the previous wave, R_{k-1} */
-    uint64_t wave;             /* waves in the current barrier */
+    bool joined;             /* this rank has contributed to the current wave */
+    uint64_t local[3];       /* {kind, a, b} at this rank's snapshot */
+    uint64_t global[3];      /* their sums over all ranks */
+    uint64_t handled_before; /* global handled count of the previous barrier wave */
+    uint64_t wave;           /* waves in the current barrier */
 } cr_term;
 
 void cr_term_init(cr_term *t, MPI_Comm comm);
 
-/* Contribute this rank's counters to the next wave. Only call when the rank holds no
- * buffered records and has no send in flight. */
-void cr_term_join(cr_term *t, uint64_t sent, uint64_t handled);
+/* Contribute {kind, a, b} to the next wave. For a barrier wave, a and b are this
+ * rank's cumulative data messages sent and handled, and the rank must hold no
+ * buffered records and have no send in flight. */
+void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b);
 
-/* Test the current wave. Returns true once it has completed; then *quiet tells
- * whether the barrier may end (S_k == R_{k-1}) or needs another wave. */
-bool cr_term_test(cr_term *t, bool *quiet);
+/* Test the current wave. Returns true once it has completed, with global[] filled.
+ * Aborts with a message if the ranks did not all join the same kind of wave. */
+bool cr_term_test(cr_term *t);
+
+/* After a completed barrier wave: may the barrier end? Updates handled_before. */
+bool cr_term_barrier_quiet(cr_term *t);
 
 /* The decision rule, pure for unit tests: wave k's global sent count against the
- * previous wave's global handled count. */
+ * previous wave's global handled count (S_k == R_{k-1}). */
 static inline bool cr_term_quiet(uint64_t sent_now, uint64_t handled_before)
 {
     return sent_now == handled_before;

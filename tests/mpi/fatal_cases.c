@@ -1,0 +1,72 @@
+/* Misuse and corrupt input that must stop the job with a one-line message naming
+ * the problem. Run as: fatal_cases CASE; tests/expect_fail.sh checks the exit status
+ * and the message. */
+#include "mailbox/mailbox_internal.h"
+#include "mailbox/record.h"
+
+#include <courier.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static void nop(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)c, (void)src, (void)p, (void)len, (void)u;
+}
+
+static void barrier_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)src, (void)p, (void)len, (void)u;
+    cr_barrier(c);
+}
+
+/* Send a hand-made buffer to rank (me + 1) % P on the runtime's data communicator,
+ * counted like a real send so the barrier waits until it has been handled. */
+static void inject(cr_comm *c, const void *buf, int len)
+{
+    MPI_Send(buf, len, MPI_BYTE, (c->rank + 1) % c->size, cr_data_tag(CR_TAG_SMALL, c->parity),
+             c->data);
+    c->mpi_sent_total++;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    const char *what = argc > 1 ? argv[1] : "";
+    cr_comm *c = cr_comm_create(MPI_COMM_WORLD, NULL);
+    int h = cr_register(c, nop, NULL);
+
+    if (!strcmp(what, "unknown-handler")) {
+        char rec[16];
+        uint64_t x = 1;
+        cr_rec_write(rec, 9, &x, sizeof x);
+        if (c->rank == 0)
+            inject(c, rec, sizeof rec);
+    } else if (!strcmp(what, "truncated")) {
+        char rec[16];
+        cr_rec_hdr hdr = {.len = 1000, .handler = 0, .flags = 0};
+        memcpy(rec, &hdr, sizeof hdr);
+        memset(rec + 8, 0, 8);
+        if (c->rank == 0)
+            inject(c, rec, sizeof rec);
+    } else if (!strcmp(what, "bad-dest")) {
+        cr_async(c, c->size, h, NULL, 0);
+    } else if (!strcmp(what, "bad-handler")) {
+        cr_async(c, 0, h + 5, NULL, 0);
+    } else if (!strcmp(what, "barrier-in-handler")) {
+        int b = cr_register(c, barrier_inside, NULL);
+        cr_async(c, 0, b, NULL, 0);
+    } else if (!strcmp(what, "register-vs-barrier")) {
+        if (c->rank == 0)
+            cr_register(c, nop, NULL);
+        else
+            cr_barrier(c);
+    } else {
+        fprintf(stderr, "fatal_cases: unknown case '%s'\n", what);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    cr_barrier(c);
+    cr_comm_destroy(c);
+    MPI_Finalize();
+    return 0; /* reaching this is the failure expect_fail.sh reports */
+}

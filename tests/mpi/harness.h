@@ -1,0 +1,44 @@
+/* cmocka under mpirun. Checks never return early: each rank counts its failures
+ * (CHECK), and verdict() sums them over all ranks, so every rank fails the same
+ * test and no rank is left behind in a collective. */
+#ifndef COURIER_TESTS_HARNESS_H
+#define COURIER_TESTS_HARNESS_H
+
+#include <mpi.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+extern int test_rank, test_size;
+extern long test_errors;
+
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            if (test_errors++ < 8) {                                                     \
+                fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", test_rank,         \
+                        __FILE__, __LINE__, #cond);                                      \
+                fprintf(stderr, __VA_ARGS__);                                            \
+                fputc('\n', stderr);                                                     \
+            }                                                                            \
+        }                                                                                \
+    } while (0)
+
+/* Fail the current test on every rank if any rank recorded a failure. */
+void verdict(void);
+
+/* Sum of v over all ranks. */
+uint64_t sum_all(uint64_t v);
+
+/* MPI_Init, run the group (output from rank 0 only), MPI_Finalize. */
+int run_mpi_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n,
+                  const char *group);
+
+#define RUN_MPI_TESTS(argc, argv, tests)                                                 \
+    run_mpi_tests(argc, argv, tests, sizeof(tests) / sizeof((tests)[0]), __FILE__)
+
+#endif

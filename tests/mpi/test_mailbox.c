@@ -1,0 +1,579 @@
+/* The mailbox end to end, under mpirun: exact message counts, payload contents and
+ * checksums, across several buffer configurations. */
+#include "harness.h"
+
+#include "common/rng.h"
+
+#include <courier.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- configurations */
+
+typedef struct named_config {
+    const char *name;
+    cr_config cfg;
+} named_config;
+
+static named_config configs[5];
+static int nconfigs;
+
+static void add_config(const char *name, void (*tweak)(cr_config *))
+{
+    named_config *n = &configs[nconfigs++];
+    n->name = name;
+    cr_config_init(&n->cfg);
+    char err[256];
+    if (cr_config_from_env(&n->cfg, err, sizeof err))
+        fprintf(stderr, "%s\n", err), exit(2);
+    if (tweak)
+        tweak(&n->cfg);
+}
+
+static void t_prepost(cr_config *c) { c->recv_mode = CR_RECV_PREPOST; }
+/* every record is its own send */
+static void t_tiny(cr_config *c) { c->buffer_bytes = 1; c->max_inflight = 4; }
+/* only barriers send */
+static void t_huge(cr_config *c) { c->buffer_bytes = 64 << 20; c->buffer_cap_bytes = 1ULL << 30; c->flush_interval = 0; }
+/* one send in flight, small cap: back-pressure, deferred and cap flushes */
+static void t_inflight1(cr_config *c) { c->buffer_bytes = 256; c->max_inflight = 1; c->buffer_cap_bytes = 1024; c->recv_mode = CR_RECV_PREPOST; }
+
+static void setup_configs(void)
+{
+    add_config("default", NULL);
+    add_config("prepost", t_prepost);
+    add_config("tiny", t_tiny);
+    add_config("huge", t_huge);
+    add_config("inflight1", t_inflight1);
+}
+
+/* Counters must balance over the job after every scenario. */
+static void check_conservation(cr_comm *comm)
+{
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    uint64_t sent = sum_all(s.msgs_sent), handled = sum_all(s.msgs_handled);
+    uint64_t bsent = sum_all(s.bytes_sent), bhandled = sum_all(s.bytes_handled);
+    uint64_t msent = sum_all(s.mpi_sends), mrecv = sum_all(s.mpi_recvs);
+    CHECK(sent == handled, "messages sent %llu != handled %llu", (unsigned long long)sent,
+          (unsigned long long)handled);
+    CHECK(bsent == bhandled, "bytes sent %llu != handled %llu", (unsigned long long)bsent,
+          (unsigned long long)bhandled);
+    CHECK(msent == mrecv, "MPI sends %llu != receives %llu", (unsigned long long)msent,
+          (unsigned long long)mrecv);
+    const cr_config *cfg = cr_comm_config(comm);
+    CHECK(s.peak_inflight <= cfg->max_inflight, "peak in flight %llu above the cap %u",
+          (unsigned long long)s.peak_inflight, cfg->max_inflight);
+}
+
+/* ---------------------------------------------------------------- all to all */
+
+#define A2A_K 40
+
+typedef struct a2a_msg {
+    int32_t src, dst;
+    uint32_t seq;
+    uint32_t check;
+} a2a_msg;
+
+typedef struct a2a_state {
+    uint8_t *seen; /* [src][seq] */
+} a2a_state;
+
+static uint32_t a2a_check(int src, int dst, uint32_t seq)
+{
+    return (uint32_t)cr_hash64(((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^ seq);
+}
+
+static void on_a2a(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    a2a_state *st = user;
+    a2a_msg m;
+    CHECK(len == sizeof m, "length %zu", len);
+    memcpy(&m, p, sizeof m);
+    CHECK(m.src == src && m.dst == cr_comm_rank(comm) && m.seq < A2A_K, "bad header");
+    CHECK(m.check == a2a_check(m.src, m.dst, m.seq), "bad checksum");
+    if (m.src == src && m.seq < A2A_K)
+        st->seen[(size_t)src * A2A_K + m.seq]++;
+}
+
+static void all_to_all(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    a2a_state st = {.seen = calloc((size_t)test_size * A2A_K, 1)};
+    int h = cr_register(comm, on_a2a, &st);
+    for (uint32_t seq = 0; seq < A2A_K; seq++)
+        for (int d = 0; d < test_size; d++) {
+            int dst = (test_rank + d) % test_size;
+            a2a_msg m = {test_rank, dst, seq, a2a_check(test_rank, dst, seq)};
+            cr_async(comm, dst, h, &m, sizeof m);
+        }
+    cr_barrier(comm);
+    for (size_t i = 0; i < (size_t)test_size * A2A_K; i++)
+        CHECK(st.seen[i] == 1, "message %zu from rank %zu seen %d times", i % A2A_K, i / A2A_K,
+              st.seen[i]);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(st.seen);
+}
+
+/* ---------------------------------------------------------------- recursive chains */
+
+typedef struct token {
+    int32_t origin;
+    int32_t hops_left;
+    int32_t hops_done;
+    int32_t total;
+} token;
+
+typedef struct chain_state {
+    int h;
+    uint64_t hops;
+    uint64_t finished;
+} chain_state;
+
+static void on_token(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    chain_state *st = user;
+    token t;
+    CHECK(len == sizeof t, "length %zu", len);
+    memcpy(&t, p, sizeof t);
+    int me = cr_comm_rank(comm), size = cr_comm_size(comm);
+    CHECK(src == (me - 1 + size) % size, "token from %d", src);
+    CHECK(t.hops_done + t.hops_left == t.total, "token counts %d + %d", t.hops_done, t.hops_left);
+    CHECK((t.origin + t.hops_done) % size == me, "token off its path");
+    st->hops++;
+    if (t.hops_left == 0) {
+        st->finished++;
+        return;
+    }
+    t.hops_left--;
+    t.hops_done++;
+    cr_async(comm, (me + 1) % size, st->h, &t, sizeof t);
+}
+
+static void chains(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    chain_state st = {0};
+    st.h = cr_register(comm, on_token, &st);
+    int k = 3 * test_size + 5; /* handled hops per token */
+    token t = {test_rank, k - 1, 1, k};
+    cr_async(comm, (test_rank + 1) % test_size, st.h, &t, sizeof t);
+    cr_barrier(comm);
+    /* Token from rank r visits r+1 .. r+k: each rank is visited exactly k times. */
+    CHECK(st.hops == (uint64_t)k, "rank handled %llu hops, expected %d",
+          (unsigned long long)st.hops, k);
+    uint64_t finished = sum_all(st.finished);
+    CHECK(finished == (uint64_t)test_size, "%llu tokens finished, expected %d",
+          (unsigned long long)finished, test_size);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+}
+
+/* ---------------------------------------------------------------- hot spot */
+
+#define HOT_M 3000
+
+typedef struct hot_state {
+    uint64_t *count; /* per source */
+    uint64_t sum;
+} hot_state;
+
+static void on_hot(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm;
+    hot_state *st = user;
+    uint64_t v[2];
+    CHECK(len == sizeof v, "length %zu", len);
+    memcpy(v, p, sizeof v);
+    CHECK(v[0] == (uint64_t)src, "payload names source %llu", (unsigned long long)v[0]);
+    st->count[src]++;
+    st->sum += v[1];
+}
+
+static void hot_spot(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
+    int h = cr_register(comm, on_hot, &st);
+    uint64_t expect = 0;
+    for (uint64_t i = 0; i < HOT_M; i++) {
+        uint64_t v[2] = {(uint64_t)test_rank, cr_hash64(i * 977 + (uint64_t)test_rank)};
+        cr_async(comm, 0, h, v, sizeof v);
+        expect += v[1];
+    }
+    cr_barrier(comm);
+    if (test_rank == 0)
+        for (int r = 0; r < test_size; r++)
+            CHECK(st.count[r] == HOT_M, "rank 0 got %llu from %d", (unsigned long long)st.count[r], r);
+    uint64_t sum = sum_all(st.sum), want = sum_all(expect);
+    CHECK(sum == want, "payload checksum differs");
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    size_t rec = 8 + 16, limit = cfg->buffer_bytes < cfg->buffer_cap_bytes ? cfg->buffer_bytes
+                                                                             : cfg->buffer_cap_bytes;
+    CHECK(s.peak_buffered_bytes <= limit + rec, "peak buffered %llu above %zu",
+          (unsigned long long)s.peak_buffered_bytes, limit + rec);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(st.count);
+}
+
+/* ---------------------------------------------------------------- random sizes */
+
+#define RND_R 150
+
+/* FNV-1a over the bytes, mixed with the length. */
+static uint64_t digest(const void *p, size_t len)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ULL ^ len;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static void body_bytes(char *p, size_t len, int src, uint64_t seq)
+{
+    uint64_t s = cr_hash64(((uint64_t)src << 32) ^ seq);
+    for (size_t i = 0; i < len; i++)
+        p[i] = (char)(i % 8 == 0 ? (s = cr_splitmix64(&s)) : s >> (8 * (i % 8)));
+}
+
+typedef struct rnd_state {
+    uint64_t *count, *sum; /* per source */
+} rnd_state;
+
+static void on_random(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm;
+    rnd_state *st = user;
+    if (len >= 8) {
+        uint64_t seq;
+        memcpy(&seq, p, 8);
+        char *expect = malloc(len);
+        body_bytes(expect, len - 8, src, seq);
+        CHECK(memcmp(expect, (const char *)p + 8, len - 8) == 0, "payload %llu from %d corrupt",
+              (unsigned long long)seq, src);
+        free(expect);
+    }
+    st->count[src]++;
+    st->sum[src] += digest(p, len);
+}
+
+static size_t random_size(uint64_t *s)
+{
+    uint64_t r = cr_bounded(cr_splitmix64(s), 100);
+    if (r < 40)
+        return (size_t)cr_bounded(cr_splitmix64(s), 17);
+    if (r < 70)
+        return 17 + (size_t)cr_bounded(cr_splitmix64(s), 300);
+    if (r < 97)
+        return 317 + (size_t)cr_bounded(cr_splitmix64(s), 70000);
+    return ((size_t)1 << 20) + (size_t)cr_bounded(cr_splitmix64(s), (size_t)1 << 20);
+}
+
+static void random_sizes(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    size_t n = (size_t)test_size;
+    rnd_state st = {calloc(n, 8), calloc(n, 8)};
+    uint64_t *sent_count = calloc(n, 8), *sent_sum = calloc(n, 8);
+    int h = cr_register(comm, on_random, &st);
+    uint64_t s = cr_hash64(12345 + (uint64_t)test_rank);
+    char *buf = malloc((size_t)2 << 20);
+    for (uint64_t seq = 0; seq < RND_R; seq++) {
+        size_t len = random_size(&s);
+        int dst = (int)cr_bounded(cr_splitmix64(&s), n);
+        if (len >= 8) {
+            memcpy(buf, &seq, 8);
+            body_bytes(buf + 8, len - 8, test_rank, seq);
+        } else {
+            body_bytes(buf, len, test_rank, seq);
+        }
+        cr_async(comm, dst, h, buf, len);
+        sent_count[dst]++;
+        sent_sum[dst] += digest(buf, len);
+    }
+    cr_barrier(comm);
+    /* What rank r sent to me must equal what I received from r, pair by pair. */
+    uint64_t *exp_count = calloc(n, 8), *exp_sum = calloc(n, 8);
+    MPI_Alltoall(sent_count, 1, MPI_UINT64_T, exp_count, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    MPI_Alltoall(sent_sum, 1, MPI_UINT64_T, exp_sum, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    for (size_t r = 0; r < n; r++) {
+        CHECK(st.count[r] == exp_count[r], "from %zu: %llu messages, expected %llu", r,
+              (unsigned long long)st.count[r], (unsigned long long)exp_count[r]);
+        CHECK(st.sum[r] == exp_sum[r], "from %zu: checksum differs", r);
+    }
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(buf);
+    free(st.count), free(st.sum), free(sent_count), free(sent_sum), free(exp_count), free(exp_sum);
+}
+
+/* ---------------------------------------------------------------- many barriers */
+
+#define ROUNDS 30
+
+typedef struct round_state {
+    uint64_t got[ROUNDS];
+} round_state;
+
+static void on_round(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    round_state *st = user;
+    int32_t r;
+    CHECK(len == sizeof r, "length");
+    memcpy(&r, p, sizeof r);
+    int size = cr_comm_size(comm), me = cr_comm_rank(comm);
+    CHECK(r >= 0 && r < ROUNDS, "round %d", r);
+    CHECK(src == ((me - r) % size + size) % size, "round %d from %d", r, src);
+    if (r >= 0 && r < ROUNDS)
+        st->got[r]++;
+}
+
+static void many_barriers(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    round_state st = {{0}};
+    int h = cr_register(comm, on_round, &st);
+    for (int32_t r = 0; r < ROUNDS; r++) {
+        int count = r % 3 == 0 ? 0 : r % 5 + 1;
+        for (int i = 0; i < count; i++)
+            cr_async(comm, (test_rank + r) % test_size, h, &r, sizeof r);
+        cr_barrier(comm);
+        /* the round is complete now, and nothing of later rounds has arrived */
+        CHECK(st.got[r] == (uint64_t)count, "round %d: got %llu, expected %d", r,
+              (unsigned long long)st.got[r], count);
+        for (int later = r + 1; later < ROUNDS; later++)
+            CHECK(st.got[later] == 0, "round %d arrived during round %d", later, r);
+    }
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+}
+
+/* ---------------------------------------------------------------- broadcast */
+
+#define BCAST_B 25
+
+typedef struct bcast_state {
+    uint8_t *seen;
+} bcast_state;
+
+static void on_bcast(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm;
+    bcast_state *st = user;
+    int32_t v[2];
+    CHECK(len == sizeof v, "length");
+    memcpy(v, p, sizeof v);
+    CHECK(v[0] == src && v[1] >= 0 && v[1] < BCAST_B, "bad bcast payload");
+    if (v[0] == src && v[1] >= 0 && v[1] < BCAST_B)
+        st->seen[(size_t)src * BCAST_B + (size_t)v[1]]++;
+}
+
+static void bcast(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    bcast_state st = {calloc((size_t)test_size * BCAST_B, 1)};
+    int h = cr_register(comm, on_bcast, &st);
+    for (int32_t i = 0; i < BCAST_B; i++) {
+        int32_t v[2] = {test_rank, i};
+        cr_async_bcast(comm, h, v, sizeof v);
+    }
+    cr_barrier(comm);
+    for (size_t i = 0; i < (size_t)test_size * BCAST_B; i++)
+        CHECK(st.seen[i] == 1, "bcast %zu of rank %zu seen %d times", i % BCAST_B, i / BCAST_B,
+              st.seen[i]);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(st.seen);
+}
+
+/* ---------------------------------------------------------------- large payloads from handlers */
+
+#define BIG 100001
+
+typedef struct big_state {
+    int h;
+    uint64_t hops;
+    char *expect;
+} big_state;
+
+static void on_big(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)src;
+    big_state *st = user;
+    CHECK(len == BIG, "length %zu", len);
+    int32_t left;
+    memcpy(&left, p, sizeof left);
+    CHECK(len == BIG && memcmp((const char *)p + 4, st->expect + 4, BIG - 4) == 0, "body corrupt");
+    st->hops++;
+    if (left > 0) {
+        char *copy = malloc(len);
+        memcpy(copy, p, len);
+        left--;
+        memcpy(copy, &left, sizeof left);
+        cr_async(comm, (cr_comm_rank(comm) + 1) % cr_comm_size(comm), st->h, copy, len);
+        free(copy);
+    }
+}
+
+static void large_from_handlers(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    big_state st = {.expect = malloc(BIG)};
+    body_bytes(st.expect, BIG, 7, 7);
+    st.h = cr_register(comm, on_big, &st);
+    int32_t hops = 2 * test_size;
+    char *msg = malloc(BIG);
+    memcpy(msg, st.expect, BIG);
+    int32_t left = hops - 1;
+    memcpy(msg, &left, sizeof left);
+    cr_async(comm, (test_rank + 1) % test_size, st.h, msg, BIG);
+    cr_barrier(comm);
+    CHECK(st.hops == (uint64_t)hops, "handled %llu hops, expected %d", (unsigned long long)st.hops,
+          hops);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(msg);
+    free(st.expect);
+}
+
+/* ---------------------------------------------------------------- cases */
+
+#define FOR_EACH_CONFIG(scenario)                                                        \
+    static void test_##scenario(void **state)                                            \
+    {                                                                                    \
+        (void)state;                                                                     \
+        for (int i = 0; i < nconfigs; i++) {                                             \
+            scenario(&configs[i].cfg);                                                   \
+            if (test_errors && test_rank == 0)                                           \
+                fprintf(stderr, "  (failing configuration: %s)\n", configs[i].name);     \
+            verdict();                                                                   \
+        }                                                                                \
+    }
+
+FOR_EACH_CONFIG(all_to_all)
+FOR_EACH_CONFIG(chains)
+FOR_EACH_CONFIG(hot_spot)
+FOR_EACH_CONFIG(random_sizes)
+FOR_EACH_CONFIG(many_barriers)
+FOR_EACH_CONFIG(bcast)
+FOR_EACH_CONFIG(large_from_handlers)
+
+/* Only the timer may send: the buffers never fill and no barrier is called until
+ * everything has arrived. */
+static void test_timer_only_flushing(void **state)
+{
+    (void)state;
+    cr_config cfg = configs[0].cfg;
+    cfg.buffer_bytes = 1 << 30;
+    cfg.buffer_cap_bytes = 1ULL << 36;
+    cfg.flush_interval = 0.001;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
+    int h = cr_register(comm, on_hot, &st);
+    for (int d = 0; d < test_size; d++)
+        for (int i = 0; i < 3; i++) {
+            uint64_t v[2] = {(uint64_t)test_rank, 1};
+            cr_async(comm, d, h, v, sizeof v);
+        }
+    uint64_t got = 0;
+    while (got < 3 * (uint64_t)test_size) {
+        cr_progress(comm);
+        got = 0;
+        for (int r = 0; r < test_size; r++)
+            got += st.count[r];
+    }
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    CHECK(s.flushes_size == 0 && s.flushes_cap == 0 && s.flushes_barrier == 0,
+          "flushes other than by timer: size %llu cap %llu barrier %llu",
+          (unsigned long long)s.flushes_size, (unsigned long long)s.flushes_cap,
+          (unsigned long long)s.flushes_barrier);
+    CHECK(s.flushes_timer >= 1, "no timer flush");
+    cr_barrier(comm);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(st.count);
+    verdict();
+}
+
+/* cr_flush sends without a barrier; progress alone then delivers. */
+static void test_flush_then_progress(void **state)
+{
+    (void)state;
+    cr_config cfg = configs[0].cfg;
+    cfg.flush_interval = 0;
+    cfg.buffer_bytes = 1 << 20;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
+    int h = cr_register(comm, on_hot, &st);
+    for (int d = 0; d < test_size; d++) {
+        uint64_t v[2] = {(uint64_t)test_rank, 5};
+        cr_async(comm, d, h, v, sizeof v);
+    }
+    cr_flush(comm);
+    uint64_t got = 0;
+    while (got < (uint64_t)test_size) {
+        cr_progress(comm);
+        got = 0;
+        for (int r = 0; r < test_size; r++)
+            got += st.count[r];
+    }
+    for (int r = 0; r < test_size; r++)
+        CHECK(st.count[r] == 1, "got %llu from %d", (unsigned long long)st.count[r], r);
+    cr_barrier(comm);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(st.count);
+    verdict();
+}
+
+/* An empty barrier costs exactly one wave; after traffic, later empty barriers do too. */
+static void test_empty_barriers_take_one_wave(void **state)
+{
+    (void)state;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &configs[0].cfg);
+    for (int i = 0; i < 50; i++)
+        cr_barrier(comm);
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    CHECK(s.barriers == 50 && s.barrier_epochs == 50, "%llu barriers took %llu waves",
+          (unsigned long long)s.barriers, (unsigned long long)s.barrier_epochs);
+    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
+    int h = cr_register(comm, on_hot, &st);
+    uint64_t v[2] = {(uint64_t)test_rank, 0};
+    cr_async(comm, (test_rank + 1) % test_size, h, v, sizeof v);
+    cr_barrier(comm);
+    cr_stats_reset(comm);
+    for (int i = 0; i < 10; i++)
+        cr_barrier(comm);
+    cr_stats_get(comm, &s);
+    CHECK(s.barrier_epochs == 10, "10 empty barriers after traffic took %llu waves",
+          (unsigned long long)s.barrier_epochs);
+    cr_comm_destroy(comm);
+    free(st.count);
+    verdict();
+}
+
+int main(int argc, char **argv)
+{
+    setup_configs();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_to_all),
+        cmocka_unit_test(test_chains),
+        cmocka_unit_test(test_hot_spot),
+        cmocka_unit_test(test_random_sizes),
+        cmocka_unit_test(test_many_barriers),
+        cmocka_unit_test(test_bcast),
+        cmocka_unit_test(test_large_from_handlers),
+        cmocka_unit_test(test_timer_only_flushing),
+        cmocka_unit_test(test_flush_then_progress),
+        cmocka_unit_test(test_empty_barriers_take_one_wave),
+    };
+    return RUN_MPI_TESTS(argc, argv, tests);
+}

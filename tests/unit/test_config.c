@@ -1,0 +1,139 @@
+/* Configuration: defaults, environment parsing, errors that name variable, value
+ * and range. */
+#include "courier/mailbox.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static const char *vars[] = {"COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURIER_MAX_INFLIGHT",
+                             "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_VERBOSE",
+                             "COURIER_RECV"};
+
+static int clear_env(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    return 0;
+}
+
+static void test_defaults_are_valid(void **state)
+{
+    (void)state;
+    cr_config c;
+    cr_config_init(&c);
+    char err[256] = "";
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), 0);
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
+    cr_config d;
+    cr_config_init(&d);
+    assert_memory_equal(&c, &d, sizeof c);
+}
+
+static void test_good_values(void **state)
+{
+    (void)state;
+    setenv("COURIER_BUFFER_SIZE", "64K", 1);
+    setenv("COURIER_BUFFER_CAP", "2MiB", 1);
+    setenv("COURIER_MAX_INFLIGHT", "7", 1);
+    setenv("COURIER_FLUSH_INTERVAL", "250us", 1);
+    setenv("COURIER_WATCHDOG", "0", 1);
+    setenv("COURIER_VERBOSE", "2", 1);
+    setenv("COURIER_RECV", "prepost", 1);
+    cr_config c;
+    cr_config_init(&c);
+    char err[256] = "";
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
+    assert_int_equal(c.buffer_bytes, 65536);
+    assert_int_equal(c.buffer_cap_bytes, 2 << 20);
+    assert_int_equal(c.max_inflight, 7);
+    assert_true(c.flush_interval > 249e-6 && c.flush_interval < 251e-6);
+    assert_true(c.watchdog_seconds == 0);
+    assert_int_equal(c.verbosity, 2);
+    assert_int_equal(c.recv_mode, CR_RECV_PREPOST);
+
+    setenv("COURIER_BUFFER_SIZE", "1", 1);
+    setenv("COURIER_FLUSH_INTERVAL", "0.5", 1);
+    setenv("COURIER_RECV", "probe", 1);
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
+    assert_int_equal(c.buffer_bytes, 1);
+    assert_true(c.flush_interval == 0.5);
+    assert_int_equal(c.recv_mode, CR_RECV_PROBE);
+}
+
+/* Each bad value fails, leaves the config unchanged, and the message names the
+ * variable, the value and the range. */
+static void expect_bad(const char *var, const char *value, const char *range_text)
+{
+    clear_env(NULL);
+    setenv(var, value, 1);
+    cr_config c, before;
+    cr_config_init(&c);
+    before = c;
+    char err[512] = "";
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), -1);
+    assert_memory_equal(&c, &before, sizeof c);
+    assert_non_null(strstr(err, var));
+    assert_non_null(strstr(err, value));
+    assert_non_null(strstr(err, range_text));
+    assert_null(strchr(err, '\n'));
+}
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    expect_bad("COURIER_BUFFER_SIZE", "abc", "from 1 to 1073741824");
+    expect_bad("COURIER_BUFFER_SIZE", "0", "from 1 to");
+    expect_bad("COURIER_BUFFER_SIZE", "-5", "from 1 to");
+    expect_bad("COURIER_BUFFER_SIZE", "2G", "from 1 to 1073741824");
+    expect_bad("COURIER_BUFFER_SIZE", "64X", "suffixes K, M, G");
+    expect_bad("COURIER_BUFFER_SIZE", "99999999999999999999999", "from 1 to");
+    expect_bad("COURIER_BUFFER_CAP", "", "size in bytes");
+    expect_bad("COURIER_MAX_INFLIGHT", "0", "from 1 to 65536");
+    expect_bad("COURIER_MAX_INFLIGHT", "12abc", "from 1 to 65536");
+    expect_bad("COURIER_FLUSH_INTERVAL", "-1", "from 0 to 3600");
+    expect_bad("COURIER_FLUSH_INTERVAL", "5 min", "from 0 to 3600");
+    expect_bad("COURIER_FLUSH_INTERVAL", "nan", "from 0 to 3600");
+    expect_bad("COURIER_WATCHDOG", "1e9", "from 0 to 86400");
+    expect_bad("COURIER_VERBOSE", "4", "from 0 to 3");
+    expect_bad("COURIER_RECV", "polling", "probe or prepost");
+}
+
+static void test_validate_rejects_out_of_range(void **state)
+{
+    (void)state;
+    char err[256];
+    cr_config c;
+    cr_config_init(&c);
+    c.buffer_bytes = 0;
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "buffer_bytes=0"));
+    cr_config_init(&c);
+    c.max_inflight = 0;
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "max_inflight=0"));
+    cr_config_init(&c);
+    c.flush_interval = -0.1;
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), -1);
+    cr_config_init(&c);
+    c.recv_mode = (cr_recv_mode)9;
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "recv_mode=9"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_defaults_are_valid, clear_env),
+        cmocka_unit_test_setup(test_good_values, clear_env),
+        cmocka_unit_test_setup(test_bad_values, clear_env),
+        cmocka_unit_test_setup(test_validate_rejects_out_of_range, clear_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,146 @@
+/* Per-destination buffers: when a record forces a flush, accounting, the pool. */
+#include "mailbox/outbuf.h"
+#include "mailbox/record.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+/* Append a record the way cr_async does; returns the number of flushes it caused and
+ * checks every flushed buffer is a whole number of records. */
+static int append(cr_outbufs *o, int dest, size_t payload, size_t *flushed_bytes)
+{
+    static char data[1 << 16];
+    int flushes = 0;
+    size_t size = cr_rec_size(payload);
+    if (cr_outbufs_overflows(o, dest, size)) {
+        cr_block b = cr_outbufs_take(o, dest);
+        *flushed_bytes += b.len;
+        cr_outbufs_recycle(o, b.data, b.cap);
+        flushes++;
+    }
+    cr_rec_write(cr_outbufs_append(o, dest, size, 1.0), 3, data, (uint32_t)payload);
+    if (cr_outbufs_full(o, dest)) {
+        cr_block b = cr_outbufs_take(o, dest);
+        *flushed_bytes += b.len;
+        size_t pos = 0, n = 0;
+        cr_rec_view v;
+        while (cr_rec_next(b.data, b.len, &pos, &v) == CR_REC_OK)
+            n++;
+        assert_int_equal(pos, b.len);
+        assert_true(n >= 1);
+        cr_outbufs_recycle(o, b.data, b.cap);
+        flushes++;
+    }
+    return flushes;
+}
+
+static void test_record_exactly_at_threshold(void **state)
+{
+    (void)state;
+    cr_outbufs o;
+    cr_outbufs_init(&o, 4, 64, 4);
+    size_t flushed = 0;
+    /* 56-byte payload -> 64-byte record == threshold: sent at once */
+    assert_int_equal(append(&o, 1, 56, &flushed), 1);
+    assert_int_equal(flushed, 64);
+    assert_int_equal(o.total, 0);
+    assert_int_equal(o.nactive, 0);
+    /* 24 + 24 + 16 = 64: the third record fills the buffer exactly */
+    assert_int_equal(append(&o, 1, 16, &flushed), 0);
+    assert_int_equal(append(&o, 1, 16, &flushed), 0);
+    assert_int_equal(append(&o, 1, 8, &flushed), 1);
+    assert_int_equal(flushed, 128);
+    cr_outbufs_free(&o);
+}
+
+static void test_record_above_threshold_goes_alone(void **state)
+{
+    (void)state;
+    cr_outbufs o;
+    cr_outbufs_init(&o, 2, 64, 4);
+    size_t flushed = 0;
+    assert_int_equal(append(&o, 0, 8, &flushed), 0); /* 16 bytes buffered */
+    /* 1000-byte payload: the 16 buffered bytes go first, then the big record alone */
+    assert_int_equal(append(&o, 0, 1000, &flushed), 2);
+    assert_int_equal(flushed, 16 + cr_rec_size(1000));
+    assert_int_equal(o.total, 0);
+    cr_outbufs_free(&o);
+}
+
+static void test_tiny_threshold_sends_every_record(void **state)
+{
+    (void)state;
+    cr_outbufs o;
+    cr_outbufs_init(&o, 3, 1, 2);
+    size_t flushed = 0;
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(append(&o, i % 3, (size_t)i, &flushed), 1);
+    assert_int_equal(o.total, 0);
+    cr_outbufs_free(&o);
+}
+
+static void test_active_list_and_totals(void **state)
+{
+    (void)state;
+    cr_outbufs o;
+    cr_outbufs_init(&o, 8, 4096, 4);
+    for (int d = 0; d < 8; d += 2)
+        cr_outbufs_append(&o, d, 16 * (size_t)(d + 1), 2.0);
+    assert_int_equal(o.nactive, 4);
+    assert_int_equal(o.total, 16 * (1 + 3 + 5 + 7));
+    assert_int_equal(o.peak, o.total);
+    for (int i = 0; i < o.nactive; i++)
+        assert_int_equal(o.bufs[o.active[i]].active_pos, i);
+    cr_block b = cr_outbufs_take(&o, 2);
+    assert_int_equal(b.len, 48);
+    free(b.data);
+    assert_int_equal(o.nactive, 3);
+    assert_int_equal(o.bufs[2].active_pos, -1);
+    for (int i = 0; i < o.nactive; i++)
+        assert_int_equal(o.bufs[o.active[i]].active_pos, i);
+    assert_int_equal(o.total, 16 * (1 + 5 + 7));
+    assert_int_equal(o.peak, 16 * (1 + 3 + 5 + 7));
+    cr_outbufs_free(&o);
+}
+
+static void test_growth_and_pool(void **state)
+{
+    (void)state;
+    cr_outbufs o;
+    cr_outbufs_init(&o, 2, 100000, 1);
+    /* a fresh buffer starts small and grows */
+    cr_outbufs_append(&o, 0, 16, 0);
+    assert_true(o.bufs[0].cap < 100000);
+    for (int i = 0; i < 6000; i++)
+        cr_outbufs_append(&o, 0, 16, 0);
+    assert_int_equal(o.bufs[0].len, 16 * 6001);
+    assert_int_equal(o.bufs[0].cap, o.block_size);
+    cr_block b = cr_outbufs_take(&o, 0);
+    cr_outbufs_recycle(&o, b.data, b.cap);
+    assert_int_equal(o.npool, 1);
+    /* the pooled full-size block is reused by the next empty buffer */
+    cr_outbufs_append(&o, 1, 16, 0);
+    assert_int_equal(o.npool, 0);
+    assert_ptr_equal(o.bufs[1].data, b.data);
+    /* blocks of another size are not pooled */
+    cr_outbufs_recycle(&o, malloc(10), 10);
+    assert_int_equal(o.npool, 0);
+    cr_outbufs_free(&o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_record_exactly_at_threshold),
+        cmocka_unit_test(test_record_above_threshold_goes_alone),
+        cmocka_unit_test(test_tiny_threshold_sends_every_record),
+        cmocka_unit_test(test_active_list_and_totals),
+        cmocka_unit_test(test_growth_and_pool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
