@@ -155,14 +155,17 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
 
     size_t size = cr_rec_size(len);
     cr_outbufs *o = &c->out;
-    if (cr_outbufs_overflows(o, dest, size) && !o->bufs[dest].deferred)
+    /* A deferred buffer is retried by the loop; only user code, which may wait for a
+     * slot, forces it again here (so a handler does not test sends per record). */
+    bool may_force = !o->bufs[dest].deferred || cr_can_wait(c);
+    if (may_force && cr_outbufs_overflows(o, dest, size))
         cr_flush_dest(c, dest, CR_FLUSH_SIZE, true);
     char *at = cr_outbufs_append(o, dest, size, ev_now(c->engine.loop));
     cr_rec_write(at, (uint16_t)handler, payload, (uint32_t)len);
     c->stats.msgs_sent++;
     c->stats.bytes_sent += len;
 
-    if (cr_outbufs_full(o, dest) && !o->bufs[dest].deferred)
+    if (may_force && cr_outbufs_full(o, dest))
         cr_flush_dest(c, dest, CR_FLUSH_SIZE, true);
     if (o->total >= c->cfg.buffer_cap_bytes && !c->cap_blocked)
         cr_flush_for_cap(c);

@@ -53,6 +53,7 @@ typedef struct cr_engine {
     ev_timer backoff;    /* wakes a waiting loop that went to sleep */
     ev_timer flush_timer;
     ev_timer watchdog;
+    ev_signal dump;      /* SIGUSR1 prints the rank's state (first comm only) */
     unsigned empty_polls;
     double sleep;        /* current back-off sleep in seconds, 0 while spinning */
     bool last_poll_worked;

@@ -7,12 +7,17 @@
  *          then stops itself and arms the back-off timer, so the loop sleeps in
  *          select() for 20 us, doubling up to 1 ms, until a poll finds work again.
  *          Oversubscribed ranks thus leave the cores to the ranks that have work.
- * timers   flush old buffers, and print a stuck rank's state (watchdog). */
+ * timers   flush old buffers, and print a stuck rank's state (watchdog);
+ * signal   SIGUSR1 prints the rank's state too (mpirun forwards it to all ranks). */
 #include "mailbox/mailbox_internal.h"
 
 #include "common/fatal.h"
 
 #include <sched.h>
+#include <signal.h>
+
+/* A signal belongs to one libev loop at a time: the first comm takes SIGUSR1. */
+static cr_comm *signal_owner;
 
 /* Empty polls before yielding, and before sleeping. */
 #define SPIN_POLLS 64
@@ -121,10 +126,30 @@ static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
     }
 }
 
+static void on_dump_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    cr_print_state(w->data, stderr, "SIGUSR1");
+}
+
+/* Take SIGUSR1 only if nobody else handles it: a program's own handler wins. */
+static void start_dump_signal(cr_comm *c)
+{
+    struct sigaction old;
+    if (signal_owner || sigaction(SIGUSR1, NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+        return;
+    ev_signal_init(&c->engine.dump, on_dump_signal, SIGUSR1);
+    c->engine.dump.data = c;
+    ev_signal_start(c->engine.loop, &c->engine.dump);
+    ev_unref(c->engine.loop); /* the signal watcher alone does not keep the loop alive */
+    signal_owner = c;
+}
+
 void cr_print_state(cr_comm *c, FILE *out, const char *why)
 {
     fprintf(out,
-            "courier watchdog: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
+            "courier state: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
             "buffered %zu bytes in %d buffers (%d deferred), data messages sent %llu, "
             "handled %llu\n",
             c->rank, why, c->waiting ? c->wait_reason : "user code",
@@ -157,11 +182,18 @@ void cr_engine_init(cr_comm *c)
     ev_check_start(e->loop, &e->check);
     if (c->cfg.flush_interval > 0)
         ev_timer_start(e->loop, &e->flush_timer);
+    start_dump_signal(c);
     c->last_activity = ev_now(e->loop);
 }
 
 void cr_engine_free(cr_comm *c)
 {
+    if (signal_owner == c) {
+        ev_ref(c->engine.loop);
+        ev_signal_stop(c->engine.loop, &c->engine.dump);
+        signal(SIGUSR1, SIG_DFL);
+        signal_owner = NULL;
+    }
     if (c->engine.loop)
         ev_loop_destroy(c->engine.loop);
     c->engine.loop = NULL;

@@ -1,13 +1,15 @@
 /* Misuse and corrupt input that must stop the job with a one-line message naming
- * the problem. Run as: fatal_cases CASE; tests/expect_fail.sh checks the exit status
- * and the message. */
+ * the problem, and diagnostics that must appear in a job that succeeds. Run as:
+ * fatal_cases CASE; tests/expect.sh checks the exit status and the message. */
 #include "mailbox/mailbox_internal.h"
 #include "mailbox/record.h"
 
 #include <courier.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static void nop(cr_comm *c, int src, const void *p, size_t len, void *u)
 {
@@ -61,6 +63,13 @@ int main(int argc, char **argv)
             cr_register(c, nop, NULL);
         else
             cr_barrier(c);
+    } else if (!strcmp(what, "watchdog")) {
+        /* the other ranks wait in the barrier far longer than COURIER_WATCHDOG */
+        if (c->rank == 0)
+            nanosleep(&(struct timespec){.tv_sec = 1, .tv_nsec = 500000000}, NULL);
+    } else if (!strcmp(what, "sigusr1")) {
+        if (c->rank == 0)
+            raise(SIGUSR1);
     } else {
         fprintf(stderr, "fatal_cases: unknown case '%s'\n", what);
         MPI_Abort(MPI_COMM_WORLD, 3);

@@ -1,0 +1,22 @@
+#!/bin/sh
+# Usage: expect.sh fail|ok PATTERN COMMAND [ARGS...]
+# Runs COMMAND and passes if it exits as expected (non-zero for "fail", zero for
+# "ok") and its output contains PATTERN (a fixed string).
+want=$1
+pattern=$2
+shift 2
+out=$("$@" 2>&1)
+rc=$?
+if [ "$want" = fail ] && [ "$rc" -eq 0 ]; then
+    printf 'expected a failure, but the command succeeded:\n%s\n' "$out"
+    exit 1
+fi
+if [ "$want" = ok ] && [ "$rc" -ne 0 ]; then
+    printf 'expected success, but the command exited with %d:\n%s\n' "$rc" "$out"
+    exit 1
+fi
+if ! printf '%s\n' "$out" | grep -qF -- "$pattern"; then
+    printf 'exit status %d, but the expected text "%s" is missing:\n%s\n' "$rc" "$pattern" "$out"
+    exit 1
+fi
+printf 'as expected (exit %d): %s\n' "$rc" "$(printf '%s\n' "$out" | grep -F -- "$pattern" | head -n 1)"
