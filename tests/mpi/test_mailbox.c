@@ -221,6 +221,17 @@ static void hot_spot(const cr_config *cfg)
     free(st.count);
 }
 
+/* Counts one increment per message, whatever its source. */
+static void on_incr(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm;
+    hot_state *st = user;
+    CHECK(len == 8, "length %zu", len);
+    uint64_t v;
+    memcpy(&v, p, 8);
+    st->count[src] += v;
+}
+
 /* ---------------------------------------------------------------- random sizes */
 
 #define RND_R 150
@@ -533,6 +544,45 @@ static void test_flush_then_progress(void **state)
     verdict();
 }
 
+/* The cap sends the largest buffer first, and only as much as needed: 50 records
+ * (800 bytes) to one rank and 13 (208 bytes) to another pass the 1000-byte cap on
+ * the last record; sending the 800 bytes brings the total below 3/4 of the cap. */
+static void test_cap_flushes_largest_first(void **state)
+{
+    (void)state;
+    cr_config cfg = configs[0].cfg;
+    cfg.buffer_bytes = 4096;
+    cfg.buffer_cap_bytes = 1000;
+    cfg.flush_interval = 0;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
+    int h = cr_register(comm, on_incr, &st);
+    uint64_t one = 1;
+    for (int i = 0; i < 50; i++)
+        cr_async(comm, test_rank, h, &one, sizeof one);
+    for (int i = 0; i < 13; i++)
+        cr_async(comm, (test_rank + 1) % test_size, h, &one, sizeof one);
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    CHECK(s.flushes_cap == 1 && s.flushes_size == 0 && s.mpi_sends == 1,
+          "cap flushes %llu, size flushes %llu, sends %llu",
+          (unsigned long long)s.flushes_cap, (unsigned long long)s.flushes_size,
+          (unsigned long long)s.mpi_sends);
+    CHECK(s.mpi_bytes_sent == (test_size == 1 ? 1008u : 800u), "cap flush sent %llu bytes",
+          (unsigned long long)s.mpi_bytes_sent);
+    CHECK(s.peak_buffered_bytes == 1008, "peak buffered %llu",
+          (unsigned long long)s.peak_buffered_bytes);
+    cr_barrier(comm);
+    uint64_t total = 0;
+    for (int r = 0; r < test_size; r++)
+        total += st.count[r];
+    CHECK(sum_all(total) == 63 * (uint64_t)test_size, "increments lost");
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(st.count);
+    verdict();
+}
+
 /* An empty barrier costs exactly one wave; after traffic, later empty barriers do too. */
 static void test_empty_barriers_take_one_wave(void **state)
 {
@@ -574,6 +624,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_timer_only_flushing),
         cmocka_unit_test(test_flush_then_progress),
         cmocka_unit_test(test_empty_barriers_take_one_wave),
+        cmocka_unit_test(test_cap_flushes_largest_first),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
