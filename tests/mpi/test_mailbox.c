@@ -475,6 +475,45 @@ FOR_EACH_CONFIG(many_barriers)
 FOR_EACH_CONFIG(bcast)
 FOR_EACH_CONFIG(large_from_handlers)
 
+/* A comm with one handler that counts what each source sent: the fixture of the
+ * scenarios below. close() checks conservation and gives the verdict. */
+typedef struct counting {
+    cr_comm *comm;
+    hot_state st;
+    int h;
+} counting;
+
+static void counting_open(counting *k, const cr_config *cfg, cr_handler_fn fn)
+{
+    k->comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    k->st = (hot_state){.count = calloc((size_t)test_size, sizeof(uint64_t))};
+    k->h = cr_register(k->comm, fn, &k->st);
+}
+
+static uint64_t counting_total(const counting *k)
+{
+    uint64_t got = 0;
+    for (int r = 0; r < test_size; r++)
+        got += k->st.count[r];
+    return got;
+}
+
+/* Progress without a barrier until n messages have been handled here. */
+static void counting_progress_until(counting *k, uint64_t n)
+{
+    while (counting_total(k) < n)
+        cr_progress(k->comm);
+}
+
+static void counting_close(counting *k)
+{
+    cr_barrier(k->comm);
+    check_conservation(k->comm);
+    cr_comm_destroy(k->comm);
+    free(k->st.count);
+    verdict();
+}
+
 /* Only the timer may send: the buffers never fill and no barrier is called until
  * everything has arrived. */
 static void test_timer_only_flushing(void **state)
@@ -484,33 +523,22 @@ static void test_timer_only_flushing(void **state)
     cfg.buffer_bytes = 1 << 30;
     cfg.buffer_cap_bytes = 1ULL << 36;
     cfg.flush_interval = 0.001;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
-    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
-    int h = cr_register(comm, on_hot, &st);
+    counting k;
+    counting_open(&k, &cfg, on_hot);
     for (int d = 0; d < test_size; d++)
         for (int i = 0; i < 3; i++) {
             uint64_t v[2] = {(uint64_t)test_rank, 1};
-            cr_async(comm, d, h, v, sizeof v);
+            cr_async(k.comm, d, k.h, v, sizeof v);
         }
-    uint64_t got = 0;
-    while (got < 3 * (uint64_t)test_size) {
-        cr_progress(comm);
-        got = 0;
-        for (int r = 0; r < test_size; r++)
-            got += st.count[r];
-    }
+    counting_progress_until(&k, 3 * (uint64_t)test_size);
     cr_stats s;
-    cr_stats_get(comm, &s);
+    cr_stats_get(k.comm, &s);
     CHECK(s.flushes_size == 0 && s.flushes_cap == 0 && s.flushes_barrier == 0,
           "flushes other than by timer: size %llu cap %llu barrier %llu",
           (unsigned long long)s.flushes_size, (unsigned long long)s.flushes_cap,
           (unsigned long long)s.flushes_barrier);
     CHECK(s.flushes_timer >= 1, "no timer flush");
-    cr_barrier(comm);
-    check_conservation(comm);
-    cr_comm_destroy(comm);
-    free(st.count);
-    verdict();
+    counting_close(&k);
 }
 
 /* cr_flush sends without a barrier; progress alone then delivers. */
@@ -520,28 +548,17 @@ static void test_flush_then_progress(void **state)
     cr_config cfg = configs[0].cfg;
     cfg.flush_interval = 0;
     cfg.buffer_bytes = 1 << 20;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
-    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
-    int h = cr_register(comm, on_hot, &st);
+    counting k;
+    counting_open(&k, &cfg, on_hot);
     for (int d = 0; d < test_size; d++) {
         uint64_t v[2] = {(uint64_t)test_rank, 5};
-        cr_async(comm, d, h, v, sizeof v);
+        cr_async(k.comm, d, k.h, v, sizeof v);
     }
-    cr_flush(comm);
-    uint64_t got = 0;
-    while (got < (uint64_t)test_size) {
-        cr_progress(comm);
-        got = 0;
-        for (int r = 0; r < test_size; r++)
-            got += st.count[r];
-    }
+    cr_flush(k.comm);
+    counting_progress_until(&k, (uint64_t)test_size);
     for (int r = 0; r < test_size; r++)
-        CHECK(st.count[r] == 1, "got %llu from %d", (unsigned long long)st.count[r], r);
-    cr_barrier(comm);
-    check_conservation(comm);
-    cr_comm_destroy(comm);
-    free(st.count);
-    verdict();
+        CHECK(k.st.count[r] == 1, "got %llu from %d", (unsigned long long)k.st.count[r], r);
+    counting_close(&k);
 }
 
 /* The cap sends the largest buffer first, and only as much as needed: 50 records
@@ -554,16 +571,15 @@ static void test_cap_flushes_largest_first(void **state)
     cfg.buffer_bytes = 4096;
     cfg.buffer_cap_bytes = 1000;
     cfg.flush_interval = 0;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
-    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
-    int h = cr_register(comm, on_incr, &st);
+    counting k;
+    counting_open(&k, &cfg, on_incr);
     uint64_t one = 1;
     for (int i = 0; i < 50; i++)
-        cr_async(comm, test_rank, h, &one, sizeof one);
+        cr_async(k.comm, test_rank, k.h, &one, sizeof one);
     for (int i = 0; i < 13; i++)
-        cr_async(comm, (test_rank + 1) % test_size, h, &one, sizeof one);
+        cr_async(k.comm, (test_rank + 1) % test_size, k.h, &one, sizeof one);
     cr_stats s;
-    cr_stats_get(comm, &s);
+    cr_stats_get(k.comm, &s);
     CHECK(s.flushes_cap == 1 && s.flushes_size == 0 && s.mpi_sends == 1,
           "cap flushes %llu, size flushes %llu, sends %llu",
           (unsigned long long)s.flushes_cap, (unsigned long long)s.flushes_size,
@@ -572,42 +588,33 @@ static void test_cap_flushes_largest_first(void **state)
           (unsigned long long)s.mpi_bytes_sent);
     CHECK(s.peak_buffered_bytes == 1008, "peak buffered %llu",
           (unsigned long long)s.peak_buffered_bytes);
-    cr_barrier(comm);
-    uint64_t total = 0;
-    for (int r = 0; r < test_size; r++)
-        total += st.count[r];
-    CHECK(sum_all(total) == 63 * (uint64_t)test_size, "increments lost");
-    check_conservation(comm);
-    cr_comm_destroy(comm);
-    free(st.count);
-    verdict();
+    cr_barrier(k.comm);
+    CHECK(sum_all(counting_total(&k)) == 63 * (uint64_t)test_size, "increments lost");
+    counting_close(&k);
 }
 
 /* An empty barrier costs exactly one wave; after traffic, later empty barriers do too. */
 static void test_empty_barriers_take_one_wave(void **state)
 {
     (void)state;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &configs[0].cfg);
+    counting k;
+    counting_open(&k, &configs[0].cfg, on_hot);
     for (int i = 0; i < 50; i++)
-        cr_barrier(comm);
+        cr_barrier(k.comm);
     cr_stats s;
-    cr_stats_get(comm, &s);
+    cr_stats_get(k.comm, &s);
     CHECK(s.barriers == 50 && s.barrier_epochs == 50, "%llu barriers took %llu waves",
           (unsigned long long)s.barriers, (unsigned long long)s.barrier_epochs);
-    hot_state st = {.count = calloc((size_t)test_size, sizeof(uint64_t))};
-    int h = cr_register(comm, on_hot, &st);
     uint64_t v[2] = {(uint64_t)test_rank, 0};
-    cr_async(comm, (test_rank + 1) % test_size, h, v, sizeof v);
-    cr_barrier(comm);
-    cr_stats_reset(comm);
+    cr_async(k.comm, (test_rank + 1) % test_size, k.h, v, sizeof v);
+    cr_barrier(k.comm);
+    cr_stats_reset(k.comm);
     for (int i = 0; i < 10; i++)
-        cr_barrier(comm);
-    cr_stats_get(comm, &s);
+        cr_barrier(k.comm);
+    cr_stats_get(k.comm, &s);
     CHECK(s.barrier_epochs == 10, "10 empty barriers after traffic took %llu waves",
           (unsigned long long)s.barrier_epochs);
-    cr_comm_destroy(comm);
-    free(st.count);
-    verdict();
+    counting_close(&k);
 }
 
 int main(int argc, char **argv)
