@@ -9,6 +9,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ static const char usage[] =
     "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
     "  --reps R         repetitions per mode; the median time is reported (default 3)\n"
     "  --seed S         random seed (default 1)\n"
+    "  --hotspot        send every update to counters of rank 0 (all-to-one)\n"
     "  --csv FILE       append one line per mode to FILE (header written if new)\n"
     "  --stats          print Courier's counters after the last courier repetition\n"
     "  --help           show this text\n";
@@ -37,6 +39,7 @@ typedef struct table {
     uint64_t first;  /* global index of count[0] */
     uint64_t len;
     uint64_t total;  /* T */
+    uint64_t range;  /* updates draw indices from [0, range): T, or rank 0's block */
     int size;
 } table;
 
@@ -56,6 +59,7 @@ static void table_init(table *t, uint64_t total, int rank, int size)
     t->len = base + ((uint64_t)rank < extra);
     t->first = (uint64_t)rank * base + ((uint64_t)rank < extra ? (uint64_t)rank : extra);
     t->count = calloc(t->len ? t->len : 1, sizeof *t->count);
+    t->range = total;
 }
 
 static void on_increment(cr_comm *comm, int src, const void *payload, size_t len, void *user)
@@ -78,7 +82,7 @@ static void run_courier(cr_comm *comm, int h, table *t, uint64_t n, uint64_t see
 {
     uint64_t s = stream_seed(seed, rank);
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t idx = cr_bounded(cr_splitmix64(&s), t->total);
+        uint64_t idx = cr_bounded(cr_splitmix64(&s), t->range);
         cr_async(comm, owner_of(t, idx), h, &idx, sizeof idx);
     }
     cr_barrier(comm);
@@ -91,7 +95,7 @@ static void run_alltoallv(table *t, uint64_t n, uint64_t seed, int rank, int siz
     int *sdispl = malloc((size_t)size * sizeof(int)), *rdispl = malloc((size_t)size * sizeof(int));
     uint64_t s = stream_seed(seed, rank);
     for (uint64_t i = 0; i < n; i++) {
-        updates[i] = cr_bounded(cr_splitmix64(&s), t->total);
+        updates[i] = cr_bounded(cr_splitmix64(&s), t->range);
         scount[owner_of(t, updates[i])]++;
     }
     MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, MPI_COMM_WORLD);
@@ -132,7 +136,7 @@ static int verify(const table *t, uint64_t n, uint64_t seed, int rank, int size)
     }
     uint64_t s = stream_seed(seed, rank);
     for (uint64_t i = 0; i < n; i++)
-        sent += cr_hash64(cr_bounded(cr_splitmix64(&s), t->total));
+        sent += cr_hash64(cr_bounded(cr_splitmix64(&s), t->range));
     MPI_Allreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&sent, &sent_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return global[0] == n * (uint64_t)size && global[1] == sent_total;
@@ -144,14 +148,15 @@ int main(int argc, char **argv)
     app_init(&a, "histogram", usage, &argc, &argv);
 
     uint64_t n = 2u << 20, total = 1u << 20, seed = 1, buffer_kb = 0;
-    int mode = MODE_BOTH, reps = 3, show_stats = 0;
+    int mode = MODE_BOTH, reps = 3, show_stats = 0, hotspot = 0;
     const char *csv = NULL;
     static const struct option opts[] = {
         {"updates", required_argument, 0, 'n'}, {"table", required_argument, 0, 't'},
         {"mode", required_argument, 0, 'm'},    {"buffer-kb", required_argument, 0, 'b'},
         {"reps", required_argument, 0, 'r'},    {"seed", required_argument, 0, 's'},
         {"csv", required_argument, 0, 'c'},     {"stats", no_argument, 0, 'S'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+        {"hotspot", no_argument, 0, 'H'},       {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -164,6 +169,7 @@ int main(int argc, char **argv)
         case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'c': csv = optarg; break;
         case 'S': show_stats = 1; break;
+        case 'H': hotspot = 1; break;
         case 'h': app_help(&a);
         default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -186,13 +192,16 @@ int main(int argc, char **argv)
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
     table t;
     table_init(&t, total, a.rank, a.size);
+    if (hotspot)
+        t.range = total / (uint64_t)a.size; /* rank 0 owns at least this many */
     int h = cr_register(comm, on_increment, &t);
 
     if (a.rank == 0)
         printf("histogram: %d ranks, %llu updates per rank (%llu in total), %llu counters, "
-               "buffer %zu bytes, %d repetition(s)\n",
+               "buffer %zu bytes, %d repetition(s)%s\n",
                a.size, (unsigned long long)n, (unsigned long long)n * (unsigned long long)a.size,
-               (unsigned long long)total, cfg.buffer_bytes, reps);
+               (unsigned long long)total, cfg.buffer_bytes, reps,
+               hotspot ? ", every update to rank 0" : "");
 
     double times[2][1000];
     int verified[2] = {1, 1};
@@ -243,6 +252,14 @@ int main(int argc, char **argv)
         fclose(out);
     if (mode == MODE_BOTH && a.rank == 0)
         printf("  ratio courier / alltoallv throughput: %.2f\n", rate[0] / rate[1]);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long rss = ru.ru_maxrss, rss_max = 0, rss_min = 0;
+    MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&rss, &rss_min, 1, MPI_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
+    if (a.rank == 0)
+        printf("  peak resident memory per rank: %.1f to %.1f MiB\n", rss_min / 1024.0,
+               rss_max / 1024.0);
     if (show_stats && mode != MODE_ALLTOALLV)
         cr_stats_print(comm, stdout);
 
