@@ -12,38 +12,33 @@
 /* Largest pre-posted receive; bigger buffers use TAG_LARGE and a probe. */
 #define PREPOST_MAX ((size_t)1 << 20)
 
-/* Every rank checks its configuration; if any is bad, the bad ones say why and
- * the job aborts, so no rank is left waiting in a collective. */
-static void check_config_everywhere(const cr_config *cfg, MPI_Comm comm)
+/* Collective: if any rank has an error, that rank prints it and the job aborts.
+ * The others wait in a barrier, so none is left behind in a later collective. */
+static void abort_if_any(const char *err, MPI_Comm comm)
 {
-    char err[512];
-    int bad = cr_config_validate(cfg, err, sizeof err) != 0, any_bad = 0;
+    int bad = err != NULL, any_bad = 0;
     MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm);
     if (bad)
-        cr_fatal("invalid configuration: %s", err);
-    if (any_bad) {
-        MPI_Barrier(comm); /* give the ranks with errors time to print */
-        cr_fatal("invalid configuration on another rank (see its message)");
-    }
+        cr_fatal("%s", err);
+    if (any_bad)
+        MPI_Barrier(comm); /* ended by the failing rank's MPI_Abort */
 }
 
+/* The given configuration, or the defaults with the environment applied, checked
+ * on every rank. */
 static void resolve_config(cr_config *out, const cr_config *given, MPI_Comm comm)
 {
+    char err[512];
     if (given) {
         *out = *given;
     } else {
-        char err[512];
         cr_config_init(out);
-        int bad = cr_config_from_env(out, err, sizeof err) != 0, any_bad = 0;
-        MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm);
-        if (bad)
-            cr_fatal("%s", err);
-        if (any_bad) {
-            MPI_Barrier(comm);
-            cr_fatal("bad COURIER_* environment on another rank (see its message)");
-        }
+        abort_if_any(cr_config_from_env(out, err, sizeof err) ? err : NULL, comm);
     }
-    check_config_everywhere(out, comm);
+    char why[600];
+    int bad = cr_config_validate(out, err, sizeof err);
+    snprintf(why, sizeof why, "invalid configuration: %s", err);
+    abort_if_any(bad ? why : NULL, comm);
 }
 
 cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
@@ -185,8 +180,8 @@ void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
 size_t cr_progress(cr_comm *c)
 {
     if (!cr_can_wait(c)) {
-        /* From a handler or loop callback: only complete sends, never recurse. */
-        cr_sendq_test(&c->sendq, &c->out);
+        /* From a handler: cr_poll only completes sends there, it never recurses. */
+        cr_poll(c);
         return 0;
     }
     c->poll_countdown = POLL_EVERY;

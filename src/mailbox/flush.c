@@ -26,11 +26,10 @@ static void defer(cr_comm *c, int dest, cr_flush_cause cause)
 {
     cr_outbuf *b = &c->out.bufs[dest];
     if (!b->deferred) {
-        b->deferred = true;
+        b->deferred = (uint8_t)cause;
         c->ndeferred++;
         c->stats.deferred_flushes++;
     }
-    (void)cause;
 }
 
 /* Send dest's buffer. Without a free slot, either wait for one (when may_wait and
@@ -40,8 +39,8 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     cr_outbuf *b = &c->out.bufs[dest];
     if (b->len == 0)
         return true;
-    if (c->sendq.nfree == 0 && cr_sendq_test(&c->sendq, &c->out) > 0)
-        c->cap_blocked = false;
+    if (c->sendq.nfree == 0)
+        cr_complete_sends(c);
     if (c->sendq.nfree == 0) {
         if (!(may_wait && cr_can_wait(c))) {
             defer(c, dest, cause);
@@ -133,7 +132,8 @@ void cr_retry_deferred(cr_comm *c)
     int i = 0;
     while (c->ndeferred > 0 && c->sendq.nfree > 0 && i < c->out.nactive) {
         int dest = c->out.active[i];
-        if (c->out.bufs[dest].deferred && cr_flush_dest(c, dest, CR_FLUSH_SIZE, false))
+        cr_flush_cause cause = (cr_flush_cause)c->out.bufs[dest].deferred;
+        if (cause && cr_flush_dest(c, dest, cause, false))
             continue;
         i++;
     }

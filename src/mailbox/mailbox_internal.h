@@ -120,6 +120,9 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len);
 /* progress.c: the event loop */
 void cr_engine_init(cr_comm *c);
 void cr_engine_free(cr_comm *c);
+/* Complete finished sends; returns how many. */
+int cr_complete_sends(cr_comm *c);
+/* Complete sends, then (outside handlers) receive and handle. Returns the work done. */
 size_t cr_poll(cr_comm *c);
 size_t cr_engine_run_nowait(cr_comm *c);
 /* Run the loop until done(c, NULL) is true; `reason` names the wait for the watchdog. */

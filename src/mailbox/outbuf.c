@@ -71,7 +71,7 @@ cr_block cr_outbufs_take(cr_outbufs *o, int dest)
     b->data = NULL;
     b->len = 0;
     b->cap = 0;
-    b->deferred = false;
+    b->deferred = 0;
     return blk;
 }
 

@@ -18,7 +18,7 @@ typedef struct cr_outbuf {
     size_t cap;
     double since;       /* time the oldest record in the buffer was appended */
     int32_t active_pos; /* index in cr_outbufs.active, -1 while empty */
-    bool deferred;      /* a flush was due but no send slot was free */
+    uint8_t deferred;   /* why a due flush is waiting for a send slot (a cr_flush_cause), 0 if not */
 } cr_outbuf;
 
 typedef struct cr_outbufs {

@@ -32,14 +32,17 @@ double cr_now(cr_comm *c)
     return ev_now(c->engine.loop);
 }
 
+int cr_complete_sends(cr_comm *c)
+{
+    int done = cr_sendq_test(&c->sendq, &c->out);
+    if (done > 0)
+        c->cap_blocked = false; /* a cap flush may find a slot now */
+    return done;
+}
+
 size_t cr_poll(cr_comm *c)
 {
-    size_t work = 0;
-    int done = cr_sendq_test(&c->sendq, &c->out);
-    if (done > 0) {
-        c->cap_blocked = false;
-        work += (size_t)done;
-    }
+    size_t work = (size_t)cr_complete_sends(c);
     if (c->handler_depth == 0)
         work += cr_recv_poll(c, RECV_BUDGET);
     if (work)
