@@ -155,7 +155,7 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
     bool may_force = !o->bufs[dest].deferred || cr_can_wait(c);
     if (may_force && cr_outbufs_overflows(o, dest, size))
         cr_flush_dest(c, dest, CR_FLUSH_SIZE, true);
-    char *at = cr_outbufs_append(o, dest, size, ev_now(c->engine.loop));
+    char *at = cr_outbufs_append(o, dest, size, c->now);
     cr_rec_write(at, (uint16_t)handler, payload, (uint32_t)len);
     c->stats.msgs_sent++;
     c->stats.bytes_sent += len;

@@ -88,6 +88,7 @@ struct cr_comm {
     int ndeferred;        /* buffers whose flush waits for a free slot */
     unsigned poll_countdown;
     int *scratch;         /* size P, for the cap flush's ordering */
+    double now;           /* loop time at the last iteration: stamps buffers without a call */
     double last_activity; /* loop time of the last observable progress, for the watchdog */
     const char *wait_reason; /* what cr_wait_until is waiting for, for the watchdog */
 };

@@ -42,11 +42,12 @@ int cr_complete_sends(cr_comm *c)
 
 size_t cr_poll(cr_comm *c)
 {
+    c->now = ev_now(c->engine.loop);
     size_t work = (size_t)cr_complete_sends(c);
     if (c->handler_depth == 0)
         work += cr_recv_poll(c, RECV_BUDGET);
     if (work)
-        c->last_activity = ev_now(c->engine.loop);
+        c->last_activity = c->now;
     return work;
 }
 
@@ -186,7 +187,7 @@ void cr_engine_init(cr_comm *c)
     if (c->cfg.flush_interval > 0)
         ev_timer_start(e->loop, &e->flush_timer);
     start_dump_signal(c);
-    c->last_activity = ev_now(e->loop);
+    c->now = c->last_activity = ev_now(e->loop);
 }
 
 void cr_engine_free(cr_comm *c)

@@ -36,8 +36,15 @@ static inline void cr_rec_write(char *dst, uint16_t handler, const void *payload
 {
     cr_rec_hdr h = {.len = len, .handler = handler, .flags = 0};
     memcpy(dst, &h, sizeof h);
-    if (len)
-        memcpy(dst + sizeof h, payload, len);
+    /* The common small sizes as fixed-size copies the compiler inlines; a libc call
+     * costs more than the copy itself. */
+    switch (len) {
+    case 0: return;
+    case 8: memcpy(dst + sizeof h, payload, 8); return;
+    case 16: memcpy(dst + sizeof h, payload, 16); return;
+    default: break;
+    }
+    memcpy(dst + sizeof h, payload, len);
     size_t pad = cr_rec_pad(len) - len;
     if (pad)
         memset(dst + sizeof h + len, 0, pad);
