@@ -80,12 +80,16 @@ int cr_config_validate(const cr_config *cfg, char *err, size_t errlen);
  * with a message. The caller keeps ownership of `comm` and `cfg`. */
 cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg);
 
-/* Finish all traffic (as cr_barrier) and free the mailbox. Collective. */
+/* Finish all traffic (as cr_barrier) and free the mailbox and its duplicated
+ * communicators. Collective; not from a handler. */
 void cr_comm_destroy(cr_comm *comm);
 
+/* This rank's number and the number of ranks in the comm (those of the MPI
+ * communicator it was created on). Local. */
 int cr_comm_rank(const cr_comm *comm);
 int cr_comm_size(const cr_comm *comm);
-/* The configuration in effect (after defaults and environment). */
+/* The configuration in effect (after defaults and environment). Local; the comm
+ * owns it, and it lives as long as the comm. */
 const cr_config *cr_comm_config(const cr_comm *comm);
 
 /* Register a handler and return its id (0, 1, 2, ... in call order). Collective:
