@@ -9,19 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void grow(void **v, int *cap, int need, size_t elem)
-{
-    if (need <= *cap)
-        return;
-    while (*cap < need)
-        *cap = *cap ? 2 * *cap : 16;
-    *v = cr_xrealloc(*v, (size_t)*cap * elem);
-}
-
 static void plan_init(cr_ag_plan *p)
 {
     memset(p, 0, sizeof *p);
-    grow((void **)&p->round_start, &p->cap_rounds, 2, sizeof(int));
+    cr_xgrow((void **)&p->round_start, &p->cap_rounds, 2, sizeof(int));
     p->round_start[0] = 0;
 }
 
@@ -33,22 +24,16 @@ void cr_ag_plan_free(cr_ag_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-static int mod(long a, int p)
-{
-    long r = a % p;
-    return (int)(r < 0 ? r + p : r);
-}
-
 /* Start a transfer of `count` blocks; fill them in with add_block. */
 static void xfer(cr_ag_plan *p, bool send, int peer)
 {
-    grow((void **)&p->xfers, &p->cap_xfers, p->nxfers + 1, sizeof *p->xfers);
+    cr_xgrow((void **)&p->xfers, &p->cap_xfers, p->nxfers + 1, sizeof *p->xfers);
     p->xfers[p->nxfers++] = (cr_ag_xfer){.send = send, .peer = peer, .first = p->nblocks};
 }
 
 static void add_block(cr_ag_plan *p, int block)
 {
-    grow((void **)&p->blocks, &p->cap_blocks, p->nblocks + 1, sizeof *p->blocks);
+    cr_xgrow((void **)&p->blocks, &p->cap_blocks, p->nblocks + 1, sizeof *p->blocks);
     p->blocks[p->nblocks++] = block;
     p->xfers[p->nxfers - 1].count++;
 }
@@ -57,7 +42,7 @@ static void end_round(cr_ag_plan *p)
 {
     if (p->nxfers == p->round_start[p->nrounds])
         return;
-    grow((void **)&p->round_start, &p->cap_rounds, p->nrounds + 2, sizeof(int));
+    cr_xgrow((void **)&p->round_start, &p->cap_rounds, p->nrounds + 2, sizeof(int));
     p->round_start[++p->nrounds] = p->nxfers;
 }
 
@@ -65,10 +50,10 @@ static void end_round(cr_ag_plan *p)
 static void plan_ring(cr_ag_plan *p, int size, int rank)
 {
     for (int i = 0; i < size - 1; i++) {
-        xfer(p, true, mod(rank + 1, size));
-        add_block(p, mod(rank - i, size));
-        xfer(p, false, mod(rank - 1, size));
-        add_block(p, mod(rank - i - 1, size));
+        xfer(p, true, cr_plan_mod(rank + 1, size));
+        add_block(p, cr_plan_mod(rank - i, size));
+        xfer(p, false, cr_plan_mod(rank - 1, size));
+        add_block(p, cr_plan_mod(rank - i - 1, size));
         end_round(p);
     }
 }
@@ -82,14 +67,14 @@ static int pair_received(int rank, int step, int npairs)
     /* the pair whose blocks `rank` received in `step` (step >= 1) */
     int i = rank / 2, sign = rank % 2 ? 1 : -1;
     int dist = step % 2 ? (step + 1) / 2 : -(step / 2);
-    return mod(i + sign * dist, npairs);
+    return cr_plan_mod(i + sign * dist, npairs);
 }
 
 static void plan_neighbor(cr_ag_plan *p, int size, int rank)
 {
     int npairs = size / 2, even = rank % 2 == 0;
     int partner = even ? rank + 1 : rank - 1;
-    int outside = even ? mod(rank - 1, size) : mod(rank + 1, size);
+    int outside = even ? cr_plan_mod(rank - 1, size) : cr_plan_mod(rank + 1, size);
     xfer(p, true, partner);
     add_block(p, rank);
     xfer(p, false, partner);
@@ -132,12 +117,12 @@ static void plan_bruck(cr_ag_plan *p, int size, int rank)
 {
     for (int d = 1; d < size; d <<= 1) {
         int count = d < size - d ? d : size - d;
-        xfer(p, true, mod(rank - d, size));
+        xfer(p, true, cr_plan_mod(rank - d, size));
         for (int b = 0; b < count; b++)
-            add_block(p, mod(rank + b, size));
-        xfer(p, false, mod(rank + d, size));
+            add_block(p, cr_plan_mod(rank + b, size));
+        xfer(p, false, cr_plan_mod(rank + d, size));
         for (int b = 0; b < count; b++)
-            add_block(p, mod(rank + d + b, size));
+            add_block(p, cr_plan_mod(rank + d + b, size));
         end_round(p);
     }
 }
@@ -165,12 +150,12 @@ static void plan_sparbit(cr_ag_plan *p, int size, int rank)
     long data = 1;
     for (int i = 0; i < log; i++) {
         int ignore = (d & (long)ignore_steps) ? 1 : 0;
-        xfer(p, true, mod(rank + d, size));
+        xfer(p, true, cr_plan_mod(rank + d, size));
         for (long j = 0; j < data - ignore; j++)
-            add_block(p, mod(rank - 2 * j * d, size));
-        xfer(p, false, mod(rank - d, size));
+            add_block(p, cr_plan_mod(rank - 2 * j * d, size));
+        xfer(p, false, cr_plan_mod(rank - d, size));
         for (long j = 0; j < data - ignore; j++)
-            add_block(p, mod(rank - (2 * j + 1) * d, size));
+            add_block(p, cr_plan_mod(rank - (2 * j + 1) * d, size));
         end_round(p);
         d >>= 1;
         data = 2 * data - ignore;

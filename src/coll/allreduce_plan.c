@@ -12,10 +12,7 @@
 
 static void add_op(cr_red_plan *p, cr_red_opcode code, int dst, int a, int b, int peer)
 {
-    if (p->nops == p->cap_ops) {
-        p->cap_ops = p->cap_ops ? 2 * p->cap_ops : 16;
-        p->ops = cr_xrealloc(p->ops, (size_t)p->cap_ops * sizeof *p->ops);
-    }
+    cr_xgrow((void **)&p->ops, &p->cap_ops, p->nops + 1, sizeof *p->ops);
     p->ops[p->nops++] = (cr_red_op){.code = (uint8_t)code, .dst = (int16_t)dst,
                                      .a = (int16_t)a, .b = (int16_t)b, .peer = peer};
 }
@@ -30,10 +27,7 @@ static void end_round(cr_red_plan *p)
 {
     if (p->nops == p->round_start[p->nrounds])
         return;
-    if (p->nrounds + 2 > p->cap_rounds) {
-        p->cap_rounds = 2 * p->cap_rounds;
-        p->round_start = cr_xrealloc(p->round_start, (size_t)p->cap_rounds * sizeof(int));
-    }
+    cr_xgrow((void **)&p->round_start, &p->cap_rounds, p->nrounds + 2, sizeof(int));
     p->round_start[++p->nrounds] = p->nops;
 }
 
@@ -41,8 +35,8 @@ static void plan_init(cr_red_plan *p, int nslots)
 {
     memset(p, 0, sizeof *p);
     p->nslots = nslots;
-    p->cap_rounds = 16;
-    p->round_start = cr_xcalloc((size_t)p->cap_rounds, sizeof(int));
+    cr_xgrow((void **)&p->round_start, &p->cap_rounds, 2, sizeof(int));
+    p->round_start[0] = 0;
 }
 
 void cr_red_plan_free(cr_red_plan *p)
@@ -50,12 +44,6 @@ void cr_red_plan_free(cr_red_plan *p)
     free(p->round_start);
     free(p->ops);
     memset(p, 0, sizeof *p);
-}
-
-static int mod(long a, int p)
-{
-    long r = a % p;
-    return (int)(r < 0 ? r + p : r);
 }
 
 enum { IN = 0, ACC = 1, TMP = 2 };
@@ -247,8 +235,8 @@ static bool plan_dissem(cr_red_plan *p, int size, int rank, int n)
     long unit = 1; /* (n+1)^(l-1) */
     for (int l = 1; l < k; l++, unit *= n + 1) {
         for (int j = 1; j <= n; j++) {
-            send_op(p, ACC, mod(rank + j * unit, size));
-            recv_op(p, RB(l, j, n), mod(rank - j * unit, size));
+            send_op(p, ACC, cr_plan_mod(rank + j * unit, size));
+            recv_op(p, RB(l, j, n), cr_plan_mod(rank - j * unit, size));
         }
         for (int j = 1; j <= n; j++) {
             combine_op(p, ACC, ACC, RB(l, j, n));
@@ -261,12 +249,12 @@ static bool plan_dissem(cr_red_plan *p, int size, int rank, int n)
     /* Last round: `full` whole blocks, and the partial one if rest > 0. */
     long m = a.block;
     for (int j = 1; j <= a.full; j++) {
-        send_op(p, ACC, mod(rank + j * m, size));
-        recv_op(p, RB(k, j, n), mod(rank - j * m, size));
+        send_op(p, ACC, cr_plan_mod(rank + j * m, size));
+        recv_op(p, RB(k, j, n), cr_plan_mod(rank - j * m, size));
     }
     if (a.rest) {
-        send_op(p, save, mod(rank + (a.full + 1) * m, size));
-        recv_op(p, RB(k, a.full + 1, n), mod(rank - (a.full + 1) * m, size));
+        send_op(p, save, cr_plan_mod(rank + (a.full + 1) * m, size));
+        recv_op(p, RB(k, a.full + 1, n), cr_plan_mod(rank - (a.full + 1) * m, size));
     }
     int base = ACC;
     if (a.drop_len) {
@@ -305,13 +293,13 @@ static void plan_bruck(cr_red_plan *p, int size, int rank, int n)
         int alpha = digits[k - 1 - l];
         int got = 0;
         for (int j = 1; j <= alpha; j++) {
-            send_op(p, S1, mod(rank - j * (c + 1), size));
-            recv_op(p, rb + l * n + got++, mod(rank + j * (c + 1), size));
+            send_op(p, S1, cr_plan_mod(rank - j * (c + 1), size));
+            recv_op(p, rb + l * n + got++, cr_plan_mod(rank + j * (c + 1), size));
         }
         if (c > 0)
             for (int j = 1; j <= n - alpha; j++) {
-                send_op(p, S0, mod(rank - alpha * (c + 1) - j * c, size));
-                recv_op(p, rb + l * n + got++, mod(rank + alpha * (c + 1) + j * c, size));
+                send_op(p, S0, cr_plan_mod(rank - alpha * (c + 1) - j * c, size));
+                recv_op(p, rb + l * n + got++, cr_plan_mod(rank + alpha * (c + 1) + j * c, size));
             }
         bool last = l == k - 1;
         for (int g = 0; g < got; g++) {

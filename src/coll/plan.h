@@ -16,6 +16,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* a mod p in [0, p), for rank arithmetic with negative offsets */
+static inline int cr_plan_mod(long a, int p)
+{
+    long r = a % p;
+    return (int)(r < 0 ? r + p : r);
+}
+
 /* ---------------------------------------------------------------- allreduce */
 
 typedef enum cr_red_opcode {

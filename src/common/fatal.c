@@ -52,3 +52,14 @@ void *cr_xrealloc(void *p, size_t n)
         cr_fatal("out of memory growing a buffer to %zu bytes", n);
     return q;
 }
+
+void cr_xgrow(void **v, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return;
+    int c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    *v = cr_xrealloc(*v, (size_t)c * elem);
+    *cap = c;
+}

@@ -14,4 +14,8 @@ void *cr_xmalloc(size_t n);
 void *cr_xcalloc(size_t count, size_t n);
 void *cr_xrealloc(void *p, size_t n);
 
+/* Make the array *v (capacity *cap elements of `elem` bytes) hold at least `need`
+ * elements, doubling from 16. */
+void cr_xgrow(void **v, int *cap, int need, size_t elem);
+
 #endif

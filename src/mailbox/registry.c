@@ -21,10 +21,7 @@ int cr_registry_add(cr_registry *r, cr_handler_fn fn, void *user)
 {
     if (r->count >= CR_MAX_HANDLERS)
         return -1;
-    if (r->count == r->capacity) {
-        r->capacity = r->capacity ? 2 * r->capacity : 16;
-        r->entries = cr_xrealloc(r->entries, r->capacity * sizeof *r->entries);
-    }
+    cr_xgrow((void **)&r->entries, &r->capacity, (int)r->count + 1, sizeof *r->entries);
     r->entries[r->count] = (cr_handler_entry){.fn = fn, .user = user};
     return (int)r->count++;
 }

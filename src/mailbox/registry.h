@@ -14,7 +14,7 @@ typedef struct cr_handler_entry {
 typedef struct cr_registry {
     cr_handler_entry *entries;
     uint32_t count;
-    uint32_t capacity;
+    int capacity;
 } cr_registry;
 
 void cr_registry_init(cr_registry *r);
