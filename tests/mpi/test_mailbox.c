@@ -67,6 +67,14 @@ static void check_conservation(cr_comm *comm)
           (unsigned long long)s.peak_inflight, cfg->max_inflight);
 }
 
+/* seen[src * per_rank + seq] counts deliveries: each must have arrived exactly once. */
+static void check_each_once(const uint8_t *seen, int per_rank, const char *what)
+{
+    for (size_t i = 0; i < (size_t)test_size * (size_t)per_rank; i++)
+        CHECK(seen[i] == 1, "%s %zu from rank %zu seen %d times", what, i % (size_t)per_rank,
+              i / (size_t)per_rank, seen[i]);
+}
+
 /* ---------------------------------------------------------------- all to all */
 
 #define A2A_K 40
@@ -110,9 +118,7 @@ static void all_to_all(const cr_config *cfg)
             cr_async(comm, dst, h, &m, sizeof m);
         }
     cr_barrier(comm);
-    for (size_t i = 0; i < (size_t)test_size * A2A_K; i++)
-        CHECK(st.seen[i] == 1, "message %zu from rank %zu seen %d times", i % A2A_K, i / A2A_K,
-              st.seen[i]);
+    check_each_once(st.seen, A2A_K, "message");
     check_conservation(comm);
     cr_comm_destroy(comm);
     free(st.seen);
@@ -395,9 +401,7 @@ static void bcast(const cr_config *cfg)
         cr_async_bcast(comm, h, v, sizeof v);
     }
     cr_barrier(comm);
-    for (size_t i = 0; i < (size_t)test_size * BCAST_B; i++)
-        CHECK(st.seen[i] == 1, "bcast %zu of rank %zu seen %d times", i % BCAST_B, i / BCAST_B,
-              st.seen[i]);
+    check_each_once(st.seen, BCAST_B, "bcast");
     check_conservation(comm);
     cr_comm_destroy(comm);
     free(st.seen);
