@@ -621,6 +621,32 @@ static void test_empty_barriers_take_one_wave(void **state)
     counting_close(&k);
 }
 
+/* Two comms at once keep their traffic apart, whatever order they are used and
+ * destroyed in. */
+static void test_two_comms(void **state)
+{
+    (void)state;
+    for (int order = 0; order < 2; order++) {
+        counting a, b;
+        counting_open(&a, &configs[0].cfg, on_incr);
+        counting_open(&b, &configs[1].cfg, on_incr);
+        uint64_t one = 1, two = 2;
+        for (int d = 0; d < test_size; d++) {
+            cr_async(a.comm, d, a.h, &one, sizeof one);
+            cr_async(b.comm, d, b.h, &two, sizeof two);
+            cr_async(b.comm, d, b.h, &two, sizeof two);
+        }
+        cr_barrier(order ? b.comm : a.comm);
+        cr_barrier(order ? a.comm : b.comm);
+        for (int r = 0; r < test_size; r++) {
+            CHECK(a.st.count[r] == 1, "comm a got %llu from %d", (unsigned long long)a.st.count[r], r);
+            CHECK(b.st.count[r] == 4, "comm b got %llu from %d", (unsigned long long)b.st.count[r], r);
+        }
+        counting_close(order ? &a : &b);
+        counting_close(order ? &b : &a);
+    }
+}
+
 int main(int argc, char **argv)
 {
     setup_configs();
@@ -636,6 +662,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_flush_then_progress),
         cmocka_unit_test(test_empty_barriers_take_one_wave),
         cmocka_unit_test(test_cap_flushes_largest_first),
+        cmocka_unit_test(test_two_comms),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
