@@ -10,13 +10,15 @@
 #include <string.h>
 
 static const char usage[] =
-    "Usage: mpirun -np P hello [--rounds R] [--bcast] [--stats]\n"
+    "Usage: mpirun -np P hello [--rounds R] [--bcast] [--stall S] [--stats]\n"
     "\n"
     "Every rank sends one greeting to every rank (itself included) per round, then\n"
     "checks that it received exactly one greeting from each rank in each round.\n"
     "\n"
     "  --rounds R   rounds of greetings, each ended by cr_barrier (default 1)\n"
     "  --bcast      greet with cr_async_bcast instead of one cr_async per rank\n"
+    "  --stall S    rank 0 computes S seconds before the first barrier while the others\n"
+    "               wait in it (shows the idle back-off: time the run's CPU use)\n"
     "  --stats      print the runtime's counters (min/mean/max over ranks)\n"
     "  --help       show this text\n"
     "\n"
@@ -54,10 +56,11 @@ int main(int argc, char **argv)
     app a;
     app_init(&a, "hello", usage, &argc, &argv);
 
-    int rounds = 1, use_bcast = 0, show_stats = 0;
+    int rounds = 1, use_bcast = 0, show_stats = 0, stall = 0;
     static const struct option opts[] = {{"rounds", required_argument, 0, 'r'},
                                          {"bcast", no_argument, 0, 'b'},
                                          {"stats", no_argument, 0, 's'},
+                                         {"stall", required_argument, 0, 'w'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     opterr = 0;
@@ -67,6 +70,7 @@ int main(int argc, char **argv)
         case 'r': rounds = (int)app_parse_u64(&a, "--rounds", optarg, 1, 1000); break;
         case 'b': use_bcast = 1; break;
         case 's': show_stats = 1; break;
+        case 'w': stall = (int)app_parse_u64(&a, "--stall", optarg, 0, 3600); break;
         case 'h': app_help(&a);
         default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -85,6 +89,11 @@ int main(int argc, char **argv)
         else
             for (int dest = 0; dest < a.size; dest++)
                 cr_async(comm, dest, h, &g, sizeof g);
+        if (r == 0 && a.rank == 0 && stall) {
+            volatile double sink = 0;
+            for (double t0 = MPI_Wtime(); MPI_Wtime() - t0 < stall;)
+                sink += 1;
+        }
         cr_barrier(comm);
     }
 
