@@ -1,0 +1,117 @@
+/* Node layouts: which ranks share a node, real (from MPI) or virtual (blocks). */
+#include "nlnr/route_internal.h"
+
+#include "common/fatal.h"
+
+#include <stdlib.h>
+
+cr_layout *cr_layout_create(int nranks, const int *node_of)
+{
+    if (nranks < 1 || !node_of)
+        return NULL;
+    for (int r = 0; r < nranks; r++)
+        if (node_of[r] < 0 || node_of[r] >= nranks)
+            return NULL;
+
+    cr_layout *l = cr_xcalloc(1, sizeof *l);
+    l->nranks = nranks;
+    l->node_of = cr_xmalloc((size_t)nranks * sizeof *l->node_of);
+    l->local_index = cr_xmalloc((size_t)nranks * sizeof *l->local_index);
+    l->members = cr_xmalloc((size_t)nranks * sizeof *l->members);
+
+    /* Dense ids in order of first appearance, which is each node's lowest rank. */
+    int *dense = cr_xmalloc((size_t)nranks * sizeof *dense);
+    for (int i = 0; i < nranks; i++)
+        dense[i] = -1;
+    for (int r = 0; r < nranks; r++) {
+        if (dense[node_of[r]] < 0)
+            dense[node_of[r]] = l->nnodes++;
+        l->node_of[r] = dense[node_of[r]];
+    }
+    free(dense);
+
+    l->node_start = cr_xcalloc((size_t)l->nnodes + 1, sizeof *l->node_start);
+    for (int r = 0; r < nranks; r++)
+        l->node_start[l->node_of[r] + 1]++;
+    for (int n = 0; n < l->nnodes; n++)
+        l->node_start[n + 1] += l->node_start[n];
+    int *fill = cr_xcalloc((size_t)l->nnodes, sizeof *fill);
+    for (int r = 0; r < nranks; r++) {
+        int n = l->node_of[r];
+        l->local_index[r] = fill[n];
+        l->members[l->node_start[n] + fill[n]++] = r;
+    }
+    free(fill);
+    return l;
+}
+
+cr_layout *cr_layout_create_blocks(int nranks, int node_size)
+{
+    if (nranks < 1 || node_size < 1)
+        return NULL;
+    int *node_of = cr_xmalloc((size_t)nranks * sizeof *node_of);
+    for (int r = 0; r < nranks; r++)
+        node_of[r] = r / node_size;
+    cr_layout *l = cr_layout_create(nranks, node_of);
+    free(node_of);
+    return l;
+}
+
+cr_layout *cr_layout_from_mpi(MPI_Comm comm)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Comm shared;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared);
+    /* A node is named by its lowest rank in `comm`. */
+    int leader = rank;
+    MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
+    MPI_Comm_free(&shared);
+    int *node_of = cr_xmalloc((size_t)size * sizeof *node_of);
+    MPI_Allgather(&leader, 1, MPI_INT, node_of, 1, MPI_INT, comm);
+    cr_layout *l = cr_layout_create(size, node_of);
+    free(node_of);
+    return l;
+}
+
+void cr_layout_destroy(cr_layout *l)
+{
+    if (!l)
+        return;
+    free(l->node_of);
+    free(l->local_index);
+    free(l->node_start);
+    free(l->members);
+    free(l);
+}
+
+int cr_layout_ranks(const cr_layout *l)
+{
+    return l->nranks;
+}
+
+int cr_layout_nodes(const cr_layout *l)
+{
+    return l->nnodes;
+}
+
+int cr_layout_node_of(const cr_layout *l, int rank)
+{
+    return l->node_of[rank];
+}
+
+int cr_layout_node_size(const cr_layout *l, int node)
+{
+    return l->node_start[node + 1] - l->node_start[node];
+}
+
+int cr_layout_member(const cr_layout *l, int node, int local)
+{
+    return l->members[l->node_start[node] + local];
+}
+
+int cr_layout_local_index(const cr_layout *l, int rank)
+{
+    return l->local_index[rank];
+}
