@@ -14,6 +14,8 @@
 #ifndef COURIER_MAILBOX_H
 #define COURIER_MAILBOX_H
 
+#include "courier/route.h"
+
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,6 +62,9 @@ typedef struct cr_config {
                                 for this long prints each stuck rank's state; 0 = off */
     int verbosity;           /* COURIER_VERBOSE: 0 quiet .. 3 trace */
     cr_recv_mode recv_mode;  /* COURIER_RECV: probe | prepost */
+    cr_route route;          /* COURIER_ROUTE: direct | nr | nlnr | grid[:AxB..] | hypercube */
+    unsigned node_size;      /* COURIER_NODE_SIZE: 0 = nodes as MPI reports them; k > 0 =
+                                virtual nodes of k consecutive ranks */
 } cr_config;
 
 /* Fill `cfg` with the defaults. Local. */
@@ -91,6 +96,9 @@ int cr_comm_size(const cr_comm *comm);
 /* The configuration in effect (after defaults and environment). Local; the comm
  * owns it, and it lives as long as the comm. */
 const cr_config *cr_comm_config(const cr_comm *comm);
+/* The node layout and the resolved route the comm uses. Owned by the comm. */
+const cr_layout *cr_comm_layout(const cr_comm *comm);
+const cr_router *cr_comm_router(const cr_comm *comm);
 
 /* Register a handler and return its id (0, 1, 2, ... in call order). Collective:
  * every rank registers the same handlers in the same order, as with MPI datatypes;
@@ -103,7 +111,9 @@ int cr_register(cr_comm *comm, cr_handler_fn fn, void *user);
  * free send slot (back-pressure) or polls, unless called from a handler. */
 void cr_async(cr_comm *comm, int dest, int handler, const void *payload, size_t len);
 
-/* Send the same message to every rank, the caller included. Local. */
+/* Send the same message to every rank, the caller included. Local. Under a route
+ * other than direct, one copy per node crosses between nodes and is fanned out on
+ * the node it reaches. */
 void cr_async_bcast(cr_comm *comm, int handler, const void *payload, size_t len);
 
 /* Send every buffered message now, without waiting for delivery. Local. */
@@ -129,6 +139,7 @@ typedef struct cr_stats {
     uint64_t flushes_cap;      /* ... because all buffers reached buffer_cap_bytes */
     uint64_t flushes_timer;    /* ... because they were older than flush_interval */
     uint64_t flushes_barrier;  /* ... by cr_barrier, cr_flush or cr_comm_destroy */
+    uint64_t flushes_relay;    /* ... because they held forwarded records and no more arrived */
     uint64_t mpi_sends;        /* MPI sends issued */
     uint64_t mpi_bytes_sent;   /* bytes in them (headers included) */
     uint64_t mpi_recvs;        /* MPI receives completed */
@@ -138,6 +149,12 @@ typedef struct cr_stats {
     uint64_t peak_inflight;    /* most sends in flight at once */
     uint64_t barriers;         /* cr_barrier calls */
     uint64_t barrier_epochs;   /* termination rounds over all barriers */
+    uint64_t forwarded;        /* records this rank passed on for other ranks (routing) */
+    uint64_t partners;         /* distinct ranks this rank sent MPI messages to */
+    uint64_t partners_off_node; /* ... of them on other nodes */
+    uint64_t mpi_sends_off_node; /* MPI sends to other nodes */
+    uint64_t mpi_bytes_on_node;  /* bytes of MPI sends within the node */
+    uint64_t mpi_bytes_off_node; /* bytes of MPI sends to other nodes */
 } cr_stats;
 
 /* Copy this rank's counters. Local. */

@@ -2,6 +2,7 @@
 #include "mailbox/mailbox_internal.h"
 
 #include "common/fatal.h"
+#include "common/rng.h"
 #include "mailbox/record.h"
 
 #include <stdlib.h>
@@ -41,6 +42,31 @@ static void resolve_config(cr_config *out, const cr_config *given, MPI_Comm comm
     abort_if_any(bad ? why : NULL, comm);
 }
 
+/* Route and node size, hashed, so that all ranks can check they agree. */
+static uint64_t route_digest(const cr_config *cfg)
+{
+    const cr_route *r = &cfg->route;
+    uint64_t h = cr_hash64(((uint64_t)r->kind << 32) ^ cfg->node_size);
+    unsigned ndims = r->kind == CR_ROUTE_GRID ? r->ndims : 0;
+    for (unsigned i = 0; i < ndims && i < CR_ROUTE_MAX_DIMS; i++)
+        h = cr_hash64(h ^ r->dims[i]);
+    return h;
+}
+
+static void setup_routing(cr_comm *c, MPI_Comm comm)
+{
+    if (c->cfg.node_size > 0)
+        c->layout = cr_layout_create_blocks(c->size, (int)c->cfg.node_size);
+    else
+        c->layout = cr_layout_from_mpi(comm);
+    char err[512] = "", why[600];
+    c->router = cr_router_create(&c->cfg.route, c->layout, err, sizeof err);
+    snprintf(why, sizeof why, "invalid configuration: %s", err);
+    abort_if_any(c->router ? NULL : why, comm);
+    c->routed = c->cfg.route.kind != CR_ROUTE_DIRECT && c->size > 1;
+    c->sent_to = cr_xcalloc((size_t)c->size, sizeof *c->sent_to);
+}
+
 cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
 {
     cr_comm *c = cr_xcalloc(1, sizeof *c);
@@ -55,13 +81,19 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
      * same everywhere. */
     unsigned long long mine = c->cfg.buffer_bytes < PREPOST_MAX ? c->cfg.buffer_bytes : PREPOST_MAX;
     mine = (mine + 7) & ~7ULL;
-    long long local[3] = {(long long)mine, (long long)c->cfg.recv_mode, -(long long)c->cfg.recv_mode};
-    long long agreed[3];
-    MPI_Allreduce(local, agreed, 3, MPI_LONG_LONG, MPI_MIN, c->ctrl);
+    long long route = (long long)(route_digest(&c->cfg) >> 2);
+    long long local[5] = {(long long)mine, (long long)c->cfg.recv_mode, -(long long)c->cfg.recv_mode,
+                          route, -route};
+    long long agreed[5];
+    MPI_Allreduce(local, agreed, 5, MPI_LONG_LONG, MPI_MIN, c->ctrl);
     if (agreed[1] != -agreed[2])
         cr_fatal("ranks disagree on the receive mode (COURIER_RECV or cr_config.recv_mode); "
                  "set it the same on every rank");
+    if (agreed[3] != -agreed[4])
+        cr_fatal("ranks disagree on the route or the node size (COURIER_ROUTE, COURIER_NODE_SIZE "
+                 "or cr_config.route / node_size); set them the same on every rank");
     c->small_max = (size_t)agreed[0];
+    setup_routing(c, comm);
 
     cr_registry_init(&c->handlers);
     int pool = (int)c->cfg.max_inflight;
@@ -76,13 +108,17 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     cr_engine_init(c);
     cr_recv_init(c);
 
-    if (c->cfg.verbosity >= 1 && c->rank == 0)
+    if (c->cfg.verbosity >= 1 && c->rank == 0) {
+        char route[128];
+        cr_route_format(cr_router_route(c->router), route, sizeof route);
         fprintf(stderr,
-                "courier: %d ranks, buffer %zu B, cap %zu B, %u sends in flight, flush "
-                "interval %g s, watchdog %g s, receive by %s\n",
-                c->size, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes, c->cfg.max_inflight,
-                c->cfg.flush_interval, c->cfg.watchdog_seconds,
+                "courier: %d ranks on %d node(s)%s, route %s (at most %d hops), buffer %zu B, cap "
+                "%zu B, %u sends in flight, flush interval %g s, watchdog %g s, receive by %s\n",
+                c->size, c->layout->nnodes, c->cfg.node_size ? " (virtual)" : "", route,
+                cr_router_max_hops(c->router), c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
+                c->cfg.max_inflight, c->cfg.flush_interval, c->cfg.watchdog_seconds,
                 c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe");
+    }
     return c;
 }
 
@@ -99,6 +135,9 @@ void cr_comm_destroy(cr_comm *c)
     cr_outbufs_free(&c->out);
     cr_registry_free(&c->handlers);
     free(c->scratch);
+    free(c->sent_to);
+    cr_router_destroy(c->router);
+    cr_layout_destroy(c->layout);
     MPI_Comm_free(&c->data);
     MPI_Comm_free(&c->term_comm);
     MPI_Comm_free(&c->ctrl);
@@ -120,6 +159,16 @@ const cr_config *cr_comm_config(const cr_comm *c)
     return &c->cfg;
 }
 
+const cr_layout *cr_comm_layout(const cr_comm *c)
+{
+    return c->layout;
+}
+
+const cr_router *cr_comm_router(const cr_comm *c)
+{
+    return c->router;
+}
+
 int cr_register(cr_comm *c, cr_handler_fn fn, void *user)
 {
     if (!cr_can_wait(c))
@@ -135,35 +184,46 @@ int cr_register(cr_comm *c, cr_handler_fn fn, void *user)
     return id;
 }
 
-void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len)
+void cr_enqueue(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_route *route,
+                const void *payload, size_t len)
 {
-    if ((unsigned)dest >= (unsigned)c->size)
-        cr_fatal("cr_async: destination rank %d is out of range [0, %d)", dest, c->size);
-    if ((unsigned)handler >= c->handlers.count)
-        cr_fatal("cr_async: handler id %d is not registered (%u handlers registered)", handler,
-                 c->handlers.count);
-    if (len > CR_MAX_PAYLOAD)
-        cr_fatal("cr_async: payload of %zu bytes is larger than the limit of %zu bytes", len,
-                 CR_MAX_PAYLOAD);
-    if (len && !payload)
-        cr_fatal("cr_async: payload is NULL but its length is %zu", len);
-
-    size_t size = cr_rec_size(len);
+    size_t size = route ? cr_rec_size_routed(len) : cr_rec_size(len);
     cr_outbufs *o = &c->out;
     /* A deferred buffer is retried by the loop; only user code, which may wait for a
      * slot, forces it again here (so a handler does not test sends per record). */
-    bool may_force = !o->bufs[dest].deferred || cr_can_wait(c);
-    if (may_force && cr_outbufs_overflows(o, dest, size))
-        cr_flush_dest(c, dest, CR_FLUSH_SIZE, true);
-    char *at = cr_outbufs_append(o, dest, size, c->now);
-    cr_rec_write(at, (uint16_t)handler, payload, (uint32_t)len);
-    c->stats.msgs_sent++;
-    c->stats.bytes_sent += len;
+    bool may_force = !o->bufs[hop].deferred || cr_can_wait(c);
+    if (may_force && cr_outbufs_overflows(o, hop, size))
+        cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
+    char *at = cr_outbufs_append(o, hop, size, c->now);
+    if (route)
+        cr_rec_write_routed(at, (uint16_t)handler, flags, *route, payload, (uint32_t)len);
+    else
+        cr_rec_write(at, (uint16_t)handler, payload, (uint32_t)len);
 
-    if (may_force && cr_outbufs_full(o, dest))
-        cr_flush_dest(c, dest, CR_FLUSH_SIZE, true);
+    if (may_force && cr_outbufs_full(o, hop))
+        cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
     if (o->total >= c->cfg.buffer_cap_bytes && !c->cap_blocked)
         cr_flush_for_cap(c);
+}
+
+static void check_message(const cr_comm *c, const char *fn, int handler, const void *payload,
+                          size_t len)
+{
+    if ((unsigned)handler >= c->handlers.count)
+        cr_fatal("%s: handler id %d is not registered (%u handlers registered)", fn, handler,
+                 c->handlers.count);
+    if (len > CR_MAX_PAYLOAD)
+        cr_fatal("%s: payload of %zu bytes is larger than the limit of %zu bytes", fn, len,
+                 CR_MAX_PAYLOAD);
+    if (len && !payload)
+        cr_fatal("%s: payload is NULL but its length is %zu", fn, len);
+}
+
+/* User code polls the network every POLL_EVERY records it sends. */
+static void count_sent(cr_comm *c, uint64_t msgs, size_t len)
+{
+    c->stats.msgs_sent += msgs;
+    c->stats.bytes_sent += msgs * len;
     if (--c->poll_countdown == 0) {
         c->poll_countdown = POLL_EVERY;
         if (cr_can_wait(c))
@@ -171,10 +231,85 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
     }
 }
 
+void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len)
+{
+    if ((unsigned)dest >= (unsigned)c->size)
+        cr_fatal("cr_async: destination rank %d is out of range [0, %d)", dest, c->size);
+    check_message(c, "cr_async", handler, payload, len);
+    int hop = dest;
+    if (c->routed && dest != c->rank)
+        hop = cr_router_next_hop(c->router, c->rank, dest);
+    if (hop == dest) {
+        cr_enqueue(c, dest, handler, 0, NULL, payload, len);
+    } else {
+        cr_rec_route route = {.dest = dest, .origin = c->rank};
+        cr_enqueue(c, hop, handler, 0, &route, payload, len);
+    }
+    count_sent(c, 1, len);
+}
+
+/* The rank of `node` where this rank's broadcast copy enters: the end of the node
+ * pair's channel under NLNR (so a broadcast adds no off-node partner), else the
+ * rank with my local index there. */
+static int bcast_entry(const cr_comm *c, int node)
+{
+    const cr_layout *l = c->layout;
+    int size = cr_layout_node_size(l, node);
+    if (c->cfg.route.kind == CR_ROUTE_NLNR)
+        return cr_layout_member(l, node, l->node_of[c->rank] % size);
+    return cr_layout_member(l, node, l->local_index[c->rank] % size);
+}
+
+/* Under a route, the caller sends to every rank of its node and one copy to each
+ * other node, routed like any record, which the entry rank there fans out. */
 void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
 {
-    for (int r = 0; r < c->size; r++)
-        cr_async(c, (c->rank + 1 + r) % c->size, handler, payload, len);
+    check_message(c, "cr_async_bcast", handler, payload, len);
+    const cr_layout *l = c->layout;
+    if (!c->routed || l->nnodes == c->size) {
+        for (int r = 0; r < c->size; r++)
+            cr_enqueue(c, (c->rank + 1 + r) % c->size, handler, 0, NULL, payload, len);
+        count_sent(c, (uint64_t)c->size, len);
+        return;
+    }
+    int mine = l->node_of[c->rank];
+    for (int k = 1; k <= l->nnodes; k++) {
+        int node = (mine + k) % l->nnodes;
+        if (node == mine) {
+            for (int i = 0; i < cr_layout_node_size(l, node); i++)
+                cr_enqueue(c, cr_layout_member(l, node, i), handler, 0, NULL, payload, len);
+            continue;
+        }
+        cr_rec_route route = {.dest = bcast_entry(c, node), .origin = c->rank};
+        cr_enqueue(c, cr_router_next_hop(c->router, c->rank, route.dest), handler, CR_REC_BCAST,
+                   &route, payload, len);
+    }
+    count_sent(c, (uint64_t)c->size, len);
+}
+
+void cr_bcast_fanout(cr_comm *c, int handler, int origin, const void *payload, size_t len)
+{
+    const cr_layout *l = c->layout;
+    int node = l->node_of[c->rank];
+    for (int i = 0; i < cr_layout_node_size(l, node); i++) {
+        int m = cr_layout_member(l, node, i);
+        if (m == c->rank)
+            continue;
+        cr_rec_route route = {.dest = m, .origin = origin};
+        cr_relay(c, m, handler, 0, &route, payload, len);
+    }
+}
+
+void cr_relay(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_route *route,
+              const void *payload, size_t len)
+{
+    cr_enqueue(c, hop, handler, flags, route, payload, len);
+    c->stats.forwarded++;
+    cr_outbuf *b = &c->out.bufs[hop];
+    if (b->len > 0) {
+        b->relay = 1;
+        c->relay_pending = true;
+    }
 }
 
 size_t cr_progress(cr_comm *c)
@@ -197,5 +332,6 @@ void cr_stats_get(const cr_comm *c, cr_stats *out)
 void cr_stats_reset(cr_comm *c)
 {
     memset(&c->stats, 0, sizeof c->stats);
+    memset(c->sent_to, 0, (size_t)c->size * sizeof *c->sent_to);
     c->out.peak = c->out.total;
 }

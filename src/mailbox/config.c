@@ -24,6 +24,7 @@
 #define INTERVAL_MAX 3600.0
 #define WATCHDOG_MAX 86400.0
 #define VERBOSITY_MAX 3
+#define NODE_SIZE_MAX (1 << 30)
 
 void cr_config_init(cr_config *cfg)
 {
@@ -34,6 +35,8 @@ void cr_config_init(cr_config *cfg)
     cfg->watchdog_seconds = 60.0;
     cfg->verbosity = 0;
     cfg->recv_mode = CR_RECV_PROBE;
+    cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
+    cfg->node_size = 0;
 }
 
 static void set_error(char *err, size_t errlen, const char *fmt, ...)
@@ -204,6 +207,21 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
+    if ((r = env_long("COURIER_NODE_SIZE", 0, NODE_SIZE_MAX, &l, err, errlen)) < 0)
+        return -1;
+    if (r)
+        c.node_size = (unsigned)l;
+
+    const char *route = getenv("COURIER_ROUTE");
+    if (route) {
+        char why[256];
+        if (cr_route_parse(route, &c.route, why, sizeof why)) {
+            const char *reason = strstr(why, "is not valid: ");
+            set_error(err, errlen, "COURIER_ROUTE='%s' is not valid: %s", route,
+                      reason ? reason + strlen("is not valid: ") : why);
+            return -1;
+        }
+    }
     *cfg = c;
     return 0;
 }
@@ -244,6 +262,27 @@ int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
         set_error(err, errlen, "recv_mode=%d is not valid: expected CR_RECV_PROBE or CR_RECV_PREPOST",
                   (int)cfg->recv_mode);
         return -1;
+    }
+    if (cfg->node_size > NODE_SIZE_MAX) {
+        set_error(err, errlen, "node_size=%u is out of range: expected 0 to %d", cfg->node_size,
+                  NODE_SIZE_MAX);
+        return -1;
+    }
+    const cr_route *rt = &cfg->route;
+    if ((unsigned)rt->kind > CR_ROUTE_HYPERCUBE) {
+        set_error(err, errlen, "route.kind=%d is not valid: expected a cr_route_kind", (int)rt->kind);
+        return -1;
+    }
+    if (rt->kind == CR_ROUTE_GRID) {
+        bool ok = rt->ndims <= CR_ROUTE_MAX_DIMS;
+        for (unsigned i = 0; ok && i < rt->ndims; i++)
+            ok = rt->dims[i] >= 1;
+        if (!ok) {
+            set_error(err, errlen,
+                      "route grid has %u dimensions: expected 0 (chosen from P) to %d, each at least 1",
+                      rt->ndims, CR_ROUTE_MAX_DIMS);
+            return -1;
+        }
     }
     return 0;
 }

@@ -19,6 +19,23 @@ static void count_flush(cr_comm *c, cr_flush_cause cause)
     case CR_FLUSH_CAP: c->stats.flushes_cap++; break;
     case CR_FLUSH_TIMER: c->stats.flushes_timer++; break;
     case CR_FLUSH_BARRIER: c->stats.flushes_barrier++; break;
+    case CR_FLUSH_RELAY: c->stats.flushes_relay++; break;
+    }
+}
+
+static void count_partner(cr_comm *c, int dest, size_t bytes)
+{
+    bool off_node = c->layout->node_of[dest] != c->layout->node_of[c->rank];
+    if (!c->sent_to[dest]) {
+        c->sent_to[dest] = 1;
+        c->stats.partners++;
+        c->stats.partners_off_node += off_node;
+    }
+    if (off_node) {
+        c->stats.mpi_sends_off_node++;
+        c->stats.mpi_bytes_off_node += bytes;
+    } else {
+        c->stats.mpi_bytes_on_node += bytes;
     }
 }
 
@@ -63,6 +80,7 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     c->mpi_sent_total++;
     c->stats.mpi_sends++;
     c->stats.mpi_bytes_sent += blk.len;
+    count_partner(c, dest, blk.len);
     uint64_t inflight = (uint64_t)cr_sendq_inflight(&c->sendq);
     if (inflight > c->stats.peak_inflight)
         c->stats.peak_inflight = inflight;
@@ -123,6 +141,24 @@ void cr_flush_aged(cr_comm *c, double now)
         /* A successful flush moves the last active buffer into slot i. */
         if (b->since <= limit && !b->deferred && cr_flush_dest(c, dest, CR_FLUSH_TIMER, false))
             continue;
+        i++;
+    }
+}
+
+/* A forwarder holds records it did not create and that no later cr_flush or
+ * barrier on this rank is promised to cover: once incoming traffic pauses, send
+ * them on, so a rank waiting for replies without a barrier is not stranded. */
+void cr_flush_relays(cr_comm *c)
+{
+    c->relay_pending = false;
+    int i = 0;
+    while (i < c->out.nactive) {
+        int dest = c->out.active[i];
+        cr_outbuf *b = &c->out.bufs[dest];
+        if (b->relay && !b->deferred && cr_flush_dest(c, dest, CR_FLUSH_RELAY, false))
+            continue;
+        if (b->relay)
+            c->relay_pending = true; /* no slot now: try again on the next quiet poll */
         i++;
     }
 }

@@ -5,9 +5,11 @@
 
 #include "courier/mailbox.h"
 #include "mailbox/outbuf.h"
+#include "mailbox/record.h"
 #include "mailbox/registry.h"
 #include "mailbox/sendq.h"
 #include "nbx/termination.h"
+#include "nlnr/route_internal.h"
 
 #include <ev.h>
 #include <stdbool.h>
@@ -29,6 +31,7 @@ typedef enum cr_flush_cause {
     CR_FLUSH_CAP,
     CR_FLUSH_TIMER,
     CR_FLUSH_BARRIER,
+    CR_FLUSH_RELAY,
 } cr_flush_cause;
 
 typedef struct cr_recv {
@@ -77,6 +80,12 @@ struct cr_comm {
     cr_term term;
     cr_stats stats;
 
+    cr_layout *layout;
+    cr_router *router;
+    bool routed;          /* a route other than direct: records may need forwarding */
+    bool relay_pending;   /* some buffer holds forwarded records (see cr_flush_relays) */
+    uint8_t *sent_to;     /* [P] 1 if this rank sent an MPI message there since the stats reset */
+
     uint64_t mpi_sent_total;    /* data messages issued, ever (termination counter) */
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
@@ -100,12 +109,24 @@ static inline bool cr_can_wait(const cr_comm *c)
     return c->handler_depth == 0 && !c->waiting && !c->in_loop;
 }
 
+/* comm.c: append a record for `dest` to the buffer of `hop`, flushing as cr_async
+ * does. route == NULL writes a plain record. */
+void cr_enqueue(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_route *route,
+                const void *payload, size_t len);
+/* Enqueue a record received for another rank; its buffer is then sent as soon as
+ * incoming traffic pauses (cr_flush_relays). */
+void cr_relay(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_route *route,
+              const void *payload, size_t len);
+/* Deliver a broadcast copy that reached this node: fan out to the node, then handle. */
+void cr_bcast_fanout(cr_comm *c, int handler, int origin, const void *payload, size_t len);
+
 /* flush.c: sending buffers */
 bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait);
 bool cr_flush_all_nowait(cr_comm *c, cr_flush_cause cause);
 void cr_flush_for_cap(cr_comm *c);
 void cr_flush_aged(cr_comm *c, double now);
 void cr_retry_deferred(cr_comm *c);
+void cr_flush_relays(cr_comm *c);
 
 /* nbx/termination.c: the collective half of cr_register */
 void cr_term_register_wave(cr_comm *c);

@@ -19,6 +19,7 @@ typedef struct cr_outbuf {
     double since;       /* time the oldest record in the buffer was appended */
     int32_t active_pos; /* index in cr_outbufs.active, -1 while empty */
     uint8_t deferred;   /* why a due flush is waiting for a send slot (a cr_flush_cause), 0 if not */
+    uint8_t relay;      /* holds records forwarded for other ranks (routing) */
 } cr_outbuf;
 
 typedef struct cr_outbufs {

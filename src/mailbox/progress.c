@@ -80,6 +80,8 @@ static void on_check(struct ev_loop *loop, ev_check *w, int revents)
     c->engine.last_poll_worked = cr_poll(c) > 0;
     if (c->engine.last_poll_worked)
         wake_up(&c->engine);
+    else if (c->relay_pending)
+        cr_flush_relays(c);
 }
 
 static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)

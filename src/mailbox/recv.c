@@ -77,7 +77,16 @@ void cr_recv_free(cr_comm *c)
     *r = (cr_recv){0};
 }
 
-/* Run the handler of every record in buf[0, len), received from rank src. */
+static void corrupt_route(const cr_comm *c, int src, const cr_rec_view *rec)
+{
+    cr_fatal("corrupt record from rank %d: route block names destination %d and origin %d, but "
+             "the job has %d ranks and this is rank %d",
+             src, (int)rec->route.dest, (int)rec->route.origin, c->size, c->rank);
+}
+
+/* Run the handler of every record in buf[0, len), received from rank src. Records
+ * for other ranks are re-buffered towards their next hop before this buffer counts
+ * as handled, which keeps the barrier's counts exact (docs/routing.md). */
 void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
 {
     c->handler_depth++;
@@ -91,7 +100,22 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
                      "are registered here; every rank must register the same handlers in the "
                      "same order",
                      (unsigned)rec.handler, src, c->handlers.count);
-        h->fn(c, src, rec.payload, rec.len, h->user);
+        int from = src;
+        if (rec.flags & CR_REC_ROUTED) {
+            int dest = rec.route.dest;
+            from = rec.route.origin;
+            if ((unsigned)dest >= (unsigned)c->size || (unsigned)from >= (unsigned)c->size)
+                corrupt_route(c, src, &rec);
+            if (dest != c->rank) {
+                int hop = cr_router_next_hop(c->router, c->rank, dest);
+                cr_relay(c, hop, rec.handler, rec.flags & CR_REC_BCAST, &rec.route, rec.payload,
+                         rec.len);
+                continue;
+            }
+            if (rec.flags & CR_REC_BCAST)
+                cr_bcast_fanout(c, rec.handler, from, rec.payload, rec.len);
+        }
+        h->fn(c, from, rec.payload, rec.len, h->user);
         c->stats.msgs_handled++;
         c->stats.bytes_handled += rec.len;
     }

@@ -9,10 +9,11 @@ static const struct {
 } fields[] = {
 #define F(name) {#name, offsetof(cr_stats, name)}
     F(msgs_sent),       F(bytes_sent),       F(msgs_handled),   F(bytes_handled),
-    F(flushes_size),    F(flushes_cap),      F(flushes_timer),  F(flushes_barrier),
+    F(flushes_size),    F(flushes_cap),      F(flushes_timer),  F(flushes_barrier), F(flushes_relay),
     F(mpi_sends),       F(mpi_bytes_sent),   F(mpi_recvs),      F(slot_waits),
     F(deferred_flushes), F(peak_buffered_bytes), F(peak_inflight), F(barriers),
-    F(barrier_epochs),
+    F(barrier_epochs),  F(forwarded),        F(partners),       F(partners_off_node),
+    F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node),
 #undef F
 };
 

@@ -13,7 +13,7 @@
 
 static const char *vars[] = {"COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURIER_MAX_INFLIGHT",
                              "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_VERBOSE",
-                             "COURIER_RECV"};
+                             "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE"};
 
 static int clear_env(void **state)
 {
@@ -46,6 +46,8 @@ static void test_good_values(void **state)
     setenv("COURIER_WATCHDOG", "0", 1);
     setenv("COURIER_VERBOSE", "2", 1);
     setenv("COURIER_RECV", "prepost", 1);
+    setenv("COURIER_ROUTE", "grid:4x2", 1);
+    setenv("COURIER_NODE_SIZE", "3", 1);
     cr_config c;
     cr_config_init(&c);
     char err[256] = "";
@@ -57,6 +59,11 @@ static void test_good_values(void **state)
     assert_true(c.watchdog_seconds == 0);
     assert_int_equal(c.verbosity, 2);
     assert_int_equal(c.recv_mode, CR_RECV_PREPOST);
+    assert_int_equal(c.route.kind, CR_ROUTE_GRID);
+    assert_int_equal(c.route.ndims, 2);
+    assert_int_equal(c.route.dims[0], 4);
+    assert_int_equal(c.route.dims[1], 2);
+    assert_int_equal(c.node_size, 3);
 
     setenv("COURIER_BUFFER_SIZE", "1", 1);
     setenv("COURIER_FLUSH_INTERVAL", "0.5", 1);
@@ -103,6 +110,9 @@ static void test_bad_values(void **state)
     expect_bad("COURIER_WATCHDOG", "1e9", "from 0 to 86400");
     expect_bad("COURIER_VERBOSE", "4", "from 0 to 3");
     expect_bad("COURIER_RECV", "polling", "probe or prepost");
+    expect_bad("COURIER_ROUTE", "mesh", "expected direct, nr, nlnr, grid, grid:AxBx... or hypercube");
+    expect_bad("COURIER_ROUTE", "grid:4x0", "joined by 'x'");
+    expect_bad("COURIER_NODE_SIZE", "-1", "from 0 to 1073741824");
 }
 
 static void test_validate_rejects_out_of_range(void **state)
@@ -125,6 +135,12 @@ static void test_validate_rejects_out_of_range(void **state)
     c.recv_mode = (cr_recv_mode)9;
     assert_int_equal(cr_config_validate(&c, err, sizeof err), -1);
     assert_non_null(strstr(err, "recv_mode=9"));
+    cr_config_init(&c);
+    c.route.kind = CR_ROUTE_GRID;
+    c.route.ndims = 2;
+    c.route.dims[0] = 0;
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "route grid"));
 }
 
 int main(void)

@@ -109,6 +109,50 @@ static void test_truncated_input_is_detected(void **state)
     assert_int_equal(cr_rec_next(buf, 32, &pos, &v), CR_REC_TRUNCATED);
 }
 
+/* Plain and routed records mixed in one buffer, as a forwarding rank builds them. */
+static void test_routed_records(void **state)
+{
+    (void)state;
+    char buf[256], payload[24];
+    size_t off = 0;
+    for (unsigned i = 0; i < 6; i++) {
+        uint32_t n = i * 4;
+        fill(payload, n, i);
+        if (i % 2) {
+            cr_rec_route rt = {.dest = (int32_t)(100 + i), .origin = (int32_t)(200 + i)};
+            cr_rec_write_routed(buf + off, (uint16_t)i, i == 3 ? CR_REC_BCAST : 0, rt, payload, n);
+            off += cr_rec_size_routed(n);
+        } else {
+            cr_rec_write(buf + off, (uint16_t)i, payload, n);
+            off += cr_rec_size(n);
+        }
+    }
+    size_t pos = 0;
+    cr_rec_view v = {0};
+    for (unsigned i = 0; i < 6; i++) {
+        assert_int_equal(cr_rec_next(buf, off, &pos, &v), CR_REC_OK);
+        assert_int_equal(v.handler, i);
+        assert_int_equal(v.len, i * 4);
+        assert_int_equal((uintptr_t)(v.payload - buf) % 8, 0);
+        fill(payload, i * 4, i);
+        assert_memory_equal(v.payload, payload, i * 4);
+        if (i % 2) {
+            assert_true(v.flags & CR_REC_ROUTED);
+            assert_int_equal(!!(v.flags & CR_REC_BCAST), i == 3);
+            assert_int_equal(v.route.dest, 100 + i);
+            assert_int_equal(v.route.origin, 200 + i);
+        } else {
+            assert_int_equal(v.flags, 0);
+        }
+    }
+    assert_int_equal(cr_rec_next(buf, off, &pos, &v), CR_REC_END);
+    /* a routed record cut inside its route block */
+    cr_rec_route rt = {1, 2};
+    cr_rec_write_routed(buf, 0, 0, rt, NULL, 0);
+    pos = 0;
+    assert_int_equal(cr_rec_next(buf, 12, &pos, &v), CR_REC_TRUNCATED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +161,7 @@ int main(void)
         cmocka_unit_test(test_empty_buffer_and_empty_payload),
         cmocka_unit_test(test_huge_payload),
         cmocka_unit_test(test_truncated_input_is_detected),
+        cmocka_unit_test(test_routed_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
