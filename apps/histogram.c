@@ -24,6 +24,10 @@ static const char usage[] =
     "  --table T        counters in the whole table (default 1M)\n"
     "  --mode M         courier, alltoallv or both (default both)\n"
     "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
+    "  --route R        direct, nr, nlnr, grid, grid:AxB..., hypercube (default:\n"
+    "                   COURIER_ROUTE or direct); see docs/routing.md\n"
+    "  --node-size K    treat ranks [i*K, (i+1)*K) as node i (default: COURIER_NODE_SIZE,\n"
+    "                   or the nodes MPI reports)\n"
     "  --reps R         repetitions per mode; the median time is reported (default 3)\n"
     "  --seed S         random seed (default 1)\n"
     "  --hotspot        send every update to counters of rank 0 (all-to-one)\n"
@@ -125,6 +129,26 @@ static void run_alltoallv(table *t, uint64_t n, uint64_t seed, int rank, int siz
     free(fill);
 }
 
+/* What the route did in the last courier repetition, reduced over the ranks. */
+typedef struct traffic {
+    double sends_max, sends_mean, partners_max, partners_mean, off_node_partners_max;
+    double bytes_on_node, bytes_off_node, forwarded;
+} traffic;
+
+static traffic reduce_traffic(cr_comm *comm, int size)
+{
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    double mine[3] = {(double)s.mpi_sends, (double)s.partners, (double)s.partners_off_node};
+    double sums[6] = {(double)s.mpi_sends, (double)s.partners, (double)s.mpi_bytes_on_node,
+                      (double)s.mpi_bytes_off_node, (double)s.forwarded, 0};
+    double maxes[3], totals[6];
+    MPI_Allreduce(mine, maxes, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(sums, totals, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return (traffic){maxes[0], totals[0] / size, maxes[1], totals[1] / size, maxes[2],
+                     totals[2], totals[3], totals[4]};
+}
+
 /* Verify the table: the counters sum to N*P, and sum(count[i] * hash(i)) equals the
  * sum of hash(idx) over every update sent, so each update landed on its own index. */
 static int verify(const table *t, uint64_t n, uint64_t seed, int rank, int size)
@@ -149,13 +173,15 @@ int main(int argc, char **argv)
 
     uint64_t n = 2u << 20, total = 1u << 20, seed = 1, buffer_kb = 0;
     int mode = MODE_BOTH, reps = 3, show_stats = 0, hotspot = 0;
-    const char *csv = NULL;
+    const char *csv = NULL, *route = NULL;
+    uint64_t node_size = 0;
     static const struct option opts[] = {
         {"updates", required_argument, 0, 'n'}, {"table", required_argument, 0, 't'},
         {"mode", required_argument, 0, 'm'},    {"buffer-kb", required_argument, 0, 'b'},
         {"reps", required_argument, 0, 'r'},    {"seed", required_argument, 0, 's'},
         {"csv", required_argument, 0, 'c'},     {"stats", no_argument, 0, 'S'},
         {"hotspot", no_argument, 0, 'H'},       {"help", no_argument, 0, 'h'},
+        {"route", required_argument, 0, 'R'},   {"node-size", required_argument, 0, 'N'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -170,6 +196,8 @@ int main(int argc, char **argv)
         case 'c': csv = optarg; break;
         case 'S': show_stats = 1; break;
         case 'H': hotspot = 1; break;
+        case 'R': route = optarg; break;
+        case 'N': node_size = app_parse_u64(&a, "--node-size", optarg, 1, 1u << 30); break;
         case 'h': app_help(&a);
         default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -189,6 +217,10 @@ int main(int argc, char **argv)
         app_usage_error(&a, "%s", err);
     if (buffer_kb)
         cfg.buffer_bytes = (size_t)buffer_kb << 10;
+    if (route)
+        app_parse_route(&a, route, &cfg);
+    if (node_size)
+        cfg.node_size = (unsigned)node_size;
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
     table t;
     table_init(&t, total, a.rank, a.size);
@@ -203,6 +235,12 @@ int main(int argc, char **argv)
                (unsigned long long)total, cfg.buffer_bytes, reps,
                hotspot ? ", every update to rank 0" : "");
 
+    char route_name[128];
+    cr_route_format(&cfg.route, route_name, sizeof route_name);
+    if (a.rank == 0)
+        printf("  route %s over %d node(s)%s\n", route_name,
+               cr_layout_nodes(cr_comm_layout(comm)), cfg.node_size ? " (virtual)" : "");
+    traffic tr = {0};
     double times[2][1000];
     int verified[2] = {1, 1};
     for (int rep = 0; rep < reps; rep++) {
@@ -220,6 +258,8 @@ int main(int argc, char **argv)
                 run_alltoallv(&t, n, seed + (uint64_t)rep, a.rank, a.size);
             times[m][rep] = app_max_time(MPI_Wtime() - t0);
             verified[m] &= verify(&t, n, seed + (uint64_t)rep, a.rank, a.size);
+            if (m == MODE_COURIER && rep == reps - 1)
+                tr = reduce_traffic(comm, a.size);
         }
     }
 
@@ -230,8 +270,10 @@ int main(int argc, char **argv)
         if (!out)
             app_fail(&a, "cannot open --csv file '%s' for appending", csv);
         if (ftell(out) == 0)
-            fprintf(out, "mode,ranks,updates_per_rank,table,buffer_bytes,seconds,updates_per_s,"
-                         "verified\n");
+            fprintf(out, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,seconds,"
+                         "updates_per_s,verified,mpi_sends_max,mpi_sends_mean,partners_max,"
+                         "partners_mean,off_node_partners_max,bytes_on_node,bytes_off_node,"
+                         "forwarded\n");
     }
     for (int m = MODE_COURIER; m <= MODE_ALLTOALLV; m++) {
         if (mode != MODE_BOTH && mode != m)
@@ -243,13 +285,25 @@ int main(int argc, char **argv)
                    mode_names[m], sec, rate[m] / 1e6, rate[m] / 1e6 / a.size,
                    verified[m] ? "verified" : "VERIFICATION FAILED");
             if (out)
-                fprintf(out, "%s,%d,%llu,%llu,%zu,%.6f,%.1f,%d\n", mode_names[m], a.size,
-                        (unsigned long long)n, (unsigned long long)total, cfg.buffer_bytes, sec,
-                        rate[m], verified[m]);
+                fprintf(out, "%s,%d,%llu,%llu,%zu,%s,%d,%.6f,%.1f,%d,%.0f,%.1f,%.0f,%.2f,%.0f,"
+                             "%.0f,%.0f,%.0f\n",
+                        mode_names[m], a.size, (unsigned long long)n, (unsigned long long)total,
+                        cfg.buffer_bytes, m == MODE_COURIER ? route_name : "-",
+                        cr_layout_nodes(cr_comm_layout(comm)), sec, rate[m], verified[m],
+                        tr.sends_max, tr.sends_mean, tr.partners_max, tr.partners_mean,
+                        tr.off_node_partners_max, tr.bytes_on_node, tr.bytes_off_node,
+                        tr.forwarded);
         }
     }
     if (out)
         fclose(out);
+    if (mode != MODE_ALLTOALLV && a.rank == 0)
+        printf("  courier traffic: MPI sends per rank max %.0f mean %.1f; partners per rank max "
+               "%.0f mean %.2f (off node max %.0f); bytes on node %.1f MiB, off node %.1f MiB; "
+               "%.0f records forwarded\n",
+               tr.sends_max, tr.sends_mean, tr.partners_max, tr.partners_mean,
+               tr.off_node_partners_max, tr.bytes_on_node / 1048576.0,
+               tr.bytes_off_node / 1048576.0, tr.forwarded);
     if (mode == MODE_BOTH && a.rank == 0)
         printf("  ratio courier / alltoallv throughput: %.2f\n", rate[0] / rate[1]);
     struct rusage ru;

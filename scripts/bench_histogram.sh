@@ -22,9 +22,10 @@ done
 
 echo "| ranks | Courier, M updates/s | alltoallv, M updates/s | courier / alltoallv |"
 echo "|---|---|---|---|"
-awk -F, 'NR > 1 {
-    key = $2; run = int(n[key, $1]++)
-    rate[key, $1, run] = $7 / 1e6
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+{
+    key = $col["ranks"]; run = int(n[key, $1]++)
+    rate[key, $1, run] = $col["updates_per_s"] / 1e6
     if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
 }
 function range(lo, hi) { return lo == hi ? sprintf("%.0f", lo) : sprintf("%.0f-%.0f", lo, hi) }

@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include <courier.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <mpi.h>
@@ -109,4 +111,15 @@ double app_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void app_parse_route(const app *a, const char *value, cr_config *cfg)
+{
+    char err[256];
+    if (cr_route_parse(value, &cfg->route, err, sizeof err))
+    {
+        const char *reason = strstr(err, "is not valid: ");
+        app_usage_error(a, "bad value for --route: '%s' (%s)", value,
+                        reason ? reason + strlen("is not valid: ") : err);
+    }
 }

@@ -38,6 +38,12 @@ uint64_t app_parse_u64(const app *a, const char *flag, const char *value, uint64
 int app_parse_choice(const app *a, const char *flag, const char *value,
                      const char *const *choices);
 
+struct cr_config;
+
+/* --route VALUE: parse a route as COURIER_ROUTE does into cfg->route; a bad value is a
+ * usage error naming the flag. */
+void app_parse_route(const app *a, const char *value, struct cr_config *cfg);
+
 /* Seconds from MPI_Wtime, agreed as the maximum over ranks (the slowest rank). */
 double app_max_time(double seconds);
 
