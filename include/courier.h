@@ -4,5 +4,7 @@
 #define COURIER_H
 
 #include "courier/mailbox.h"
+#include "courier/nbx.h"
+#include "courier/route.h"
 
 #endif

@@ -14,6 +14,7 @@
 #ifndef COURIER_MAILBOX_H
 #define COURIER_MAILBOX_H
 
+#include "courier/nbx.h"
 #include "courier/route.h"
 
 #include <mpi.h>
@@ -65,6 +66,8 @@ typedef struct cr_config {
     cr_route route;          /* COURIER_ROUTE: direct | nr | nlnr | grid[:AxB..] | hypercube */
     unsigned node_size;      /* COURIER_NODE_SIZE: 0 = nodes as MPI reports them; k > 0 =
                                 virtual nodes of k consecutive ranks */
+    cr_sx_protocol exchange; /* COURIER_EXCHANGE: nbx | pex | pcx, the protocol of
+                                cr_sparse_exchange (include/courier/nbx.h) */
 } cr_config;
 
 /* Fill `cfg` with the defaults. Local. */

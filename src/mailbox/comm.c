@@ -74,6 +74,7 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     MPI_Comm_dup(comm, &c->data);
     MPI_Comm_dup(comm, &c->term_comm);
     MPI_Comm_dup(comm, &c->ctrl);
+    c->exchange_comm = MPI_COMM_NULL; /* duplicated by the first cr_sparse_exchange */
     MPI_Comm_rank(comm, &c->rank);
     MPI_Comm_size(comm, &c->size);
 
@@ -82,16 +83,19 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     unsigned long long mine = c->cfg.buffer_bytes < PREPOST_MAX ? c->cfg.buffer_bytes : PREPOST_MAX;
     mine = (mine + 7) & ~7ULL;
     long long route = (long long)(route_digest(&c->cfg) >> 2);
-    long long local[5] = {(long long)mine, (long long)c->cfg.recv_mode, -(long long)c->cfg.recv_mode,
-                          route, -route};
-    long long agreed[5];
-    MPI_Allreduce(local, agreed, 5, MPI_LONG_LONG, MPI_MIN, c->ctrl);
+    long long local[7] = {(long long)mine, (long long)c->cfg.recv_mode, -(long long)c->cfg.recv_mode,
+                          route, -route, (long long)c->cfg.exchange, -(long long)c->cfg.exchange};
+    long long agreed[7];
+    MPI_Allreduce(local, agreed, 7, MPI_LONG_LONG, MPI_MIN, c->ctrl);
     if (agreed[1] != -agreed[2])
         cr_fatal("ranks disagree on the receive mode (COURIER_RECV or cr_config.recv_mode); "
                  "set it the same on every rank");
     if (agreed[3] != -agreed[4])
         cr_fatal("ranks disagree on the route or the node size (COURIER_ROUTE, COURIER_NODE_SIZE "
                  "or cr_config.route / node_size); set them the same on every rank");
+    if (agreed[5] != -agreed[6])
+        cr_fatal("ranks disagree on the sparse exchange protocol (COURIER_EXCHANGE or "
+                 "cr_config.exchange); set it the same on every rank");
     c->small_max = (size_t)agreed[0];
     setup_routing(c, comm);
 
@@ -141,6 +145,8 @@ void cr_comm_destroy(cr_comm *c)
     MPI_Comm_free(&c->data);
     MPI_Comm_free(&c->term_comm);
     MPI_Comm_free(&c->ctrl);
+    if (c->exchange_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&c->exchange_comm);
     free(c);
 }
 

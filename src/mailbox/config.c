@@ -37,6 +37,7 @@ void cr_config_init(cr_config *cfg)
     cfg->recv_mode = CR_RECV_PROBE;
     cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
     cfg->node_size = 0;
+    cfg->exchange = CR_SX_NBX;
 }
 
 static void set_error(char *err, size_t errlen, const char *fmt, ...)
@@ -222,6 +223,14 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
+    const char *exchange = getenv("COURIER_EXCHANGE");
+    if (exchange) {
+        if (cr_sx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_SX_DEFAULT) {
+            set_error(err, errlen, "COURIER_EXCHANGE='%s' is not valid: expected nbx, pex or pcx",
+                      exchange);
+            return -1;
+        }
+    }
     *cfg = c;
     return 0;
 }
@@ -256,6 +265,11 @@ int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
     if (cfg->verbosity < 0 || cfg->verbosity > VERBOSITY_MAX) {
         set_error(err, errlen, "verbosity=%d is out of range: expected 0 to %d", cfg->verbosity,
                   VERBOSITY_MAX);
+        return -1;
+    }
+    if (cfg->exchange < CR_SX_NBX || cfg->exchange > CR_SX_PCX) {
+        set_error(err, errlen, "exchange=%d is not valid: expected CR_SX_NBX, CR_SX_PEX or CR_SX_PCX",
+                  (int)cfg->exchange);
         return -1;
     }
     if (cfg->recv_mode != CR_RECV_PROBE && cfg->recv_mode != CR_RECV_PREPOST) {

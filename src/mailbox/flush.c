@@ -64,7 +64,7 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
             return false;
         }
         c->stats.slot_waits++;
-        cr_wait_until(c, slot_free, "a free send slot");
+        cr_wait_until(c, slot_free, NULL, "a free send slot");
         /* Handlers ran while we waited; they may have sent this buffer already. */
         if (b->len == 0)
             return true;

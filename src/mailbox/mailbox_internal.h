@@ -66,6 +66,8 @@ struct cr_comm {
     MPI_Comm data; /* record buffers */
     MPI_Comm term_comm; /* barrier and registration waves (non-blocking reductions) */
     MPI_Comm ctrl; /* the runtime's blocking collectives: creation, statistics */
+    MPI_Comm exchange_comm; /* cr_sparse_exchange, or MPI_COMM_NULL before the first */
+    uint64_t exchanges;     /* cr_sparse_exchange calls so far (tag parity) */
     int rank;
     int size;
     cr_config cfg;
@@ -148,7 +150,9 @@ int cr_complete_sends(cr_comm *c);
 size_t cr_poll(cr_comm *c);
 size_t cr_engine_run_nowait(cr_comm *c);
 /* Run the loop until done(c, NULL) is true; `reason` names the wait for the watchdog. */
-void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), const char *reason);
+void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const char *reason);
+/* A wait's `done` found work of its own (not mailbox traffic): stop backing off. */
+void cr_engine_note_work(cr_comm *c);
 double cr_now(cr_comm *c);
 void cr_print_state(cr_comm *c, FILE *out, const char *why);
 

@@ -214,7 +214,13 @@ size_t cr_engine_run_nowait(cr_comm *c)
     return (size_t)(c->stats.msgs_handled - before);
 }
 
-void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), const char *reason)
+void cr_engine_note_work(cr_comm *c)
+{
+    c->last_activity = cr_now(c);
+    wake_up(&c->engine);
+}
+
+void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const char *reason)
 {
     if (c->waiting)
         cr_fatal("internal error: nested wait in the progress engine");
@@ -230,7 +236,7 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), const char *reas
         c->last_activity = ev_now(e->loop);
         ev_timer_again(e->loop, &e->watchdog);
     }
-    while (!done(c, NULL)) {
+    while (!done(c, arg)) {
         c->in_loop = true;
         ev_run(e->loop, EVRUN_ONCE);
         c->in_loop = false;

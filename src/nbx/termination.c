@@ -87,7 +87,7 @@ void cr_barrier(cr_comm *c)
         cr_fatal("cr_barrier was called while the runtime is already waiting (nested call)");
     c->stats.barriers++;
     c->term.wave = 0;
-    cr_wait_until(c, barrier_done, "cr_barrier");
+    cr_wait_until(c, barrier_done, NULL, "cr_barrier");
     if (c->cfg.verbosity >= 2 && c->rank == 0)
         fprintf(stderr, "courier: barrier done after %llu wave(s), %llu messages in total\n",
                 (unsigned long long)c->term.wave, (unsigned long long)c->term.global[1]);
@@ -103,7 +103,7 @@ static bool register_done(cr_comm *c, void *arg)
 
 void cr_term_register_wave(cr_comm *c)
 {
-    cr_wait_until(c, register_done, "cr_register");
+    cr_wait_until(c, register_done, NULL, "cr_register");
     if (c->term.global[1] != (uint64_t)c->handlers.count * (uint64_t)c->size)
         cr_fatal("cr_register: ranks registered different numbers of handlers (%u here, "
                  "%llu over all %d ranks); register the same handlers in the same order on "

@@ -16,6 +16,13 @@ static void nop(cr_comm *c, int src, const void *p, size_t len, void *u)
     (void)c, (void)src, (void)p, (void)len, (void)u;
 }
 
+static void exchange_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)src, (void)p, (void)len, (void)u;
+    cr_sx_result r;
+    cr_sparse_exchange(c, 0, NULL, NULL, NULL, &r);
+}
+
 static void barrier_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
 {
     (void)src, (void)p, (void)len, (void)u;
@@ -57,6 +64,16 @@ int main(int argc, char **argv)
         cr_async(c, 0, h + 5, NULL, 0);
     } else if (!strcmp(what, "barrier-in-handler")) {
         int b = cr_register(c, barrier_inside, NULL);
+        cr_async(c, 0, b, NULL, 0);
+    } else if (!strcmp(what, "exchange-bad-dest")) {
+        int dest = c->rank == 1 ? -1 : 0;
+        size_t size = 4;
+        const void *buf = &dest;
+        cr_sx_result r;
+        cr_sparse_exchange(c, 1, &dest, &buf, &size, &r);
+        cr_sx_result_free(&r);
+    } else if (!strcmp(what, "exchange-in-handler")) {
+        int b = cr_register(c, exchange_inside, NULL);
         cr_async(c, 0, b, NULL, 0);
     } else if (!strcmp(what, "register-vs-barrier")) {
         if (c->rank == 0)

@@ -13,7 +13,8 @@
 
 static const char *vars[] = {"COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURIER_MAX_INFLIGHT",
                              "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_VERBOSE",
-                             "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE"};
+                             "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE",
+                             "COURIER_EXCHANGE"};
 
 static int clear_env(void **state)
 {
@@ -48,6 +49,7 @@ static void test_good_values(void **state)
     setenv("COURIER_RECV", "prepost", 1);
     setenv("COURIER_ROUTE", "grid:4x2", 1);
     setenv("COURIER_NODE_SIZE", "3", 1);
+    setenv("COURIER_EXCHANGE", "pcx", 1);
     cr_config c;
     cr_config_init(&c);
     char err[256] = "";
@@ -64,6 +66,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.route.dims[0], 4);
     assert_int_equal(c.route.dims[1], 2);
     assert_int_equal(c.node_size, 3);
+    assert_int_equal(c.exchange, CR_SX_PCX);
 
     setenv("COURIER_BUFFER_SIZE", "1", 1);
     setenv("COURIER_FLUSH_INTERVAL", "0.5", 1);
@@ -113,6 +116,8 @@ static void test_bad_values(void **state)
     expect_bad("COURIER_ROUTE", "mesh", "expected direct, nr, nlnr, grid, grid:AxBx... or hypercube");
     expect_bad("COURIER_ROUTE", "grid:4x0", "joined by 'x'");
     expect_bad("COURIER_NODE_SIZE", "-1", "from 0 to 1073741824");
+    expect_bad("COURIER_EXCHANGE", "default", "expected nbx, pex or pcx");
+    expect_bad("COURIER_EXCHANGE", "NBX", "expected nbx, pex or pcx");
 }
 
 static void test_validate_rejects_out_of_range(void **state)

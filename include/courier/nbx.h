@@ -1,0 +1,76 @@
+/* Courier sparse data exchange: every rank knows what it sends and to whom, nobody
+ * knows who sends to it; one collective call delivers everything.
+ *
+ * Three protocols, from Hoefler, Siebert and Lumsdaine, "Scalable communication
+ * protocols for dynamic sparse data exchange" (PPoPP 2010):
+ *
+ *   CR_SX_NBX  synchronous sends, probe and receive, and a non-blocking barrier
+ *              entered once the own sends are matched (the paper's NBX);
+ *   CR_SX_PEX  an all-to-all of message counts and bytes, then receives posted for
+ *              exactly those (personalized exchange);
+ *   CR_SX_PCX  a reduce-scatter of message counts, then probe and receive until the
+ *              count is reached (personalized census).
+ *
+ * All three return the same result. While the call waits, the comm's event loop
+ * keeps running, so asynchronous handlers of earlier cr_async calls still run.
+ * See docs/sparse_exchange.md.
+ */
+#ifndef COURIER_NBX_H
+#define COURIER_NBX_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_comm cr_comm;
+
+typedef enum cr_sx_protocol {
+    CR_SX_DEFAULT = 0, /* COURIER_EXCHANGE, or NBX if it is not set */
+    CR_SX_NBX,
+    CR_SX_PEX,
+    CR_SX_PCX,
+} cr_sx_protocol;
+
+/* The messages a rank received, ordered by source rank; messages from one source
+ * keep the order in which that source listed them. data[i] points into memory the
+ * result owns; release everything with cr_sx_result_free. */
+typedef struct cr_sx_result {
+    size_t count;      /* messages received */
+    int *sources;      /* sources[i]: the rank that sent message i */
+    size_t *sizes;     /* sizes[i]: its length in bytes (may be 0) */
+    void **data;       /* data[i]: its bytes */
+    size_t total_bytes; /* sum of sizes */
+    void *storage;     /* internal: the block data[] points into */
+} cr_sx_result;
+
+/* Collective over the comm's ranks; call it from the main program (not a handler).
+ * Message i goes to rank dests[i] (any rank, itself included, repeats allowed) with
+ * sizes[i] bytes from bufs[i]; bufs[i] may be NULL when sizes[i] is 0. n_out may be
+ * 0. The caller's buffers are not modified and may be reused when the call returns.
+ * A bad destination or a message of 2 GiB or more stops the job with a one-line
+ * error. `result` is overwritten; free it with cr_sx_result_free. */
+void cr_sparse_exchange(cr_comm *comm, size_t n_out, const int *dests, const void *const *bufs,
+                        const size_t *sizes, cr_sx_result *result);
+
+/* The same with an explicit protocol (CR_SX_DEFAULT: the comm's setting). Every rank
+ * must pass the same protocol. */
+void cr_sparse_exchange_with(cr_comm *comm, cr_sx_protocol protocol, size_t n_out,
+                             const int *dests, const void *const *bufs, const size_t *sizes,
+                             cr_sx_result *result);
+
+/* Release what a result owns and reset it to empty. Safe on an empty result. */
+void cr_sx_result_free(cr_sx_result *result);
+
+/* "nbx", "pex", "pcx" (and "default"). */
+const char *cr_sx_protocol_name(cr_sx_protocol protocol);
+
+/* Parse a protocol name; returns 0, or -1 if the name is unknown. */
+int cr_sx_protocol_parse(const char *name, cr_sx_protocol *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,394 @@
+/* Sparse data exchange (include/courier/nbx.h): NBX, PEX and PCX as one state
+ * machine each, stepped from the comm's event loop so the mailbox keeps running.
+ *
+ * Protocols after Hoefler, Siebert and Lumsdaine, PPoPP 2010
+ * (../shared/papers/nbx-sparse-exchange.txt): PEX exchanges sizes with an
+ * all-to-all, PCX counts with a reduce-scatter, NBX needs no metadata at all and
+ * finishes with a non-blocking barrier entered once its synchronous sends matched.
+ *
+ * Consecutive exchanges alternate between two tags. A rank can only start exchange
+ * k+2 after every rank has entered the collective of exchange k+1, that is, after
+ * every rank has finished exchange k, so two tags keep messages of neighbouring
+ * exchanges apart, also for the wildcard receives of NBX and PCX. */
+#include "mailbox/mailbox_internal.h"
+
+#include "common/fatal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SX_TAG 0x5800
+/* Messages taken per step, so the mailbox and timers are not starved. */
+#define SX_RECV_BUDGET 32
+
+typedef struct sx_msg {
+    int source;
+    size_t size;
+    size_t offset; /* into the arena */
+    size_t seq;    /* arrival order: ties between messages of one source keep it */
+} sx_msg;
+
+typedef struct sx_state {
+    cr_comm *c;
+    MPI_Comm comm;
+    int tag;
+    cr_sx_protocol protocol;
+    size_t n_out;
+    const int *dests;
+    const void *const *bufs;
+    const size_t *sizes;
+    MPI_Request *sends;
+
+    sx_msg *in;
+    size_t nin, in_cap;
+    char *arena;
+    size_t arena_len, arena_cap;
+
+    /* NBX */
+    bool barrier_started;
+    /* PEX and PCX: the metadata collective */
+    MPI_Request coll;
+    bool coll_done;
+    uint64_t *meta_out, *meta_in;
+    uint64_t expected; /* PCX: messages addressed to me */
+    /* PEX */
+    MPI_Request *recvs; /* one per source that sends exactly one message */
+    int nrecvs;
+    uint64_t *left;     /* per source: messages still to probe for (sources with > 1) */
+    size_t *next_off;   /* per source: where its next message goes */
+    int multi_sources;  /* sources with messages left to probe for */
+    bool sends_done;
+} sx_state;
+
+/* ---------------------------------------------------------------- names */
+
+static const char *const protocol_names[] = {"default", "nbx", "pex", "pcx"};
+
+const char *cr_sx_protocol_name(cr_sx_protocol p)
+{
+    return (unsigned)p <= CR_SX_PCX ? protocol_names[p] : "invalid";
+}
+
+int cr_sx_protocol_parse(const char *name, cr_sx_protocol *out)
+{
+    for (int i = 0; name && i <= CR_SX_PCX; i++)
+        if (!strcmp(name, protocol_names[i])) {
+            *out = (cr_sx_protocol)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---------------------------------------------------------------- results */
+
+void cr_sx_result_free(cr_sx_result *r)
+{
+    free(r->sources);
+    free(r->sizes);
+    free(r->data);
+    free(r->storage);
+    memset(r, 0, sizeof *r);
+}
+
+static void arena_reserve(sx_state *s, size_t more)
+{
+    if (s->arena_len + more <= s->arena_cap)
+        return;
+    size_t cap = s->arena_cap ? s->arena_cap : 4096;
+    while (cap < s->arena_len + more)
+        cap *= 2;
+    s->arena = cr_xrealloc(s->arena, cap);
+    s->arena_cap = cap;
+}
+
+static sx_msg *add_msg(sx_state *s, int source, size_t size, size_t offset)
+{
+    if (s->nin == s->in_cap) {
+        s->in_cap = s->in_cap ? 2 * s->in_cap : 16;
+        s->in = cr_xrealloc(s->in, s->in_cap * sizeof *s->in);
+    }
+    sx_msg *m = &s->in[s->nin];
+    *m = (sx_msg){.source = source, .size = size, .offset = offset, .seq = s->nin};
+    s->nin++;
+    return m;
+}
+
+static int by_source(const void *a, const void *b)
+{
+    const sx_msg *x = a, *y = b;
+    if (x->source != y->source)
+        return x->source < y->source ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Hand the arena to the result, with messages ordered by source. */
+static void build_result(sx_state *s, cr_sx_result *r)
+{
+    qsort(s->in, s->nin, sizeof *s->in, by_source);
+    memset(r, 0, sizeof *r);
+    r->count = s->nin;
+    size_t n = s->nin ? s->nin : 1;
+    r->sources = cr_xmalloc(n * sizeof *r->sources);
+    r->sizes = cr_xmalloc(n * sizeof *r->sizes);
+    r->data = cr_xmalloc(n * sizeof *r->data);
+    if (!s->arena)
+        s->arena = cr_xmalloc(1); /* zero-byte messages still get a valid pointer */
+    for (size_t i = 0; i < s->nin; i++) {
+        r->sources[i] = s->in[i].source;
+        r->sizes[i] = s->in[i].size;
+        r->data[i] = s->arena + s->in[i].offset;
+        r->total_bytes += s->in[i].size;
+    }
+    r->storage = s->arena;
+    s->arena = NULL;
+}
+
+/* ---------------------------------------------------------------- common steps */
+
+/* Receive what has arrived from anyone (NBX, PCX). Returns messages taken. */
+static int receive_any(sx_state *s)
+{
+    int taken = 0;
+    while (taken < SX_RECV_BUDGET) {
+        int flag, count;
+        MPI_Message msg;
+        MPI_Status st;
+        MPI_Improbe(MPI_ANY_SOURCE, s->tag, s->comm, &flag, &msg, &st);
+        if (!flag)
+            break;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        arena_reserve(s, (size_t)count);
+        MPI_Mrecv(s->arena + s->arena_len, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        add_msg(s, st.MPI_SOURCE, (size_t)count, s->arena_len);
+        s->arena_len += (size_t)count;
+        taken++;
+    }
+    return taken;
+}
+
+static void start_sends(sx_state *s, bool synchronous)
+{
+    for (size_t i = 0; i < s->n_out; i++) {
+        void *buf = (void *)(s->bufs ? s->bufs[i] : NULL);
+        int n = (int)s->sizes[i];
+        if (synchronous)
+            MPI_Issend(buf, n, MPI_BYTE, s->dests[i], s->tag, s->comm, &s->sends[i]);
+        else
+            MPI_Isend(buf, n, MPI_BYTE, s->dests[i], s->tag, s->comm, &s->sends[i]);
+    }
+}
+
+static bool test_sends(sx_state *s)
+{
+    if (!s->sends_done) {
+        int flag;
+        MPI_Testall((int)s->n_out, s->sends, &flag, MPI_STATUSES_IGNORE);
+        s->sends_done = flag;
+    }
+    return s->sends_done;
+}
+
+/* ---------------------------------------------------------------- NBX */
+
+static bool nbx_step(cr_comm *c, void *arg)
+{
+    sx_state *s = arg;
+    bool worked = receive_any(s) > 0;
+    int flag = 0;
+    if (!s->barrier_started) {
+        if (test_sends(s)) {
+            /* every own message has been matched: join the consensus */
+            MPI_Ibarrier(s->comm, &s->coll);
+            s->barrier_started = true;
+            worked = true;
+        }
+    } else {
+        MPI_Test(&s->coll, &flag, MPI_STATUS_IGNORE);
+    }
+    if (worked || flag)
+        cr_engine_note_work(c);
+    return flag;
+}
+
+/* ---------------------------------------------------------------- PCX */
+
+static bool pcx_step(cr_comm *c, void *arg)
+{
+    sx_state *s = arg;
+    bool worked = receive_any(s) > 0;
+    if (!s->coll_done) {
+        int flag;
+        MPI_Test(&s->coll, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            s->coll_done = true;
+            s->expected = s->meta_in[0];
+            worked = true;
+        }
+    }
+    bool done = s->coll_done && s->nin == s->expected && test_sends(s);
+    if (worked || done)
+        cr_engine_note_work(c);
+    return done;
+}
+
+/* ---------------------------------------------------------------- PEX */
+
+/* The sizes are known: lay the sources out in rank order, post one receive per
+ * source that sends a single message, probe for the rest source by source. */
+static void pex_post_receives(sx_state *s)
+{
+    int p = s->c->size;
+    size_t total = 0;
+    for (int src = 0; src < p; src++)
+        total += s->meta_in[2 * src + 1];
+    arena_reserve(s, total);
+    s->recvs = cr_xmalloc((size_t)p * sizeof *s->recvs);
+    s->left = cr_xcalloc((size_t)p, sizeof *s->left);
+    s->next_off = cr_xcalloc((size_t)p, sizeof *s->next_off);
+    size_t off = 0;
+    for (int src = 0; src < p; src++) {
+        uint64_t count = s->meta_in[2 * src], bytes = s->meta_in[2 * src + 1];
+        if (count == 1) {
+            add_msg(s, src, bytes, off);
+            MPI_Irecv(s->arena + off, (int)bytes, MPI_BYTE, src, s->tag, s->comm,
+                      &s->recvs[s->nrecvs++]);
+        } else if (count > 1) {
+            s->left[src] = count;
+            s->next_off[src] = off;
+            s->multi_sources++;
+        }
+        off += bytes;
+    }
+    s->arena_len = total;
+}
+
+static bool pex_probe_multi(sx_state *s)
+{
+    bool worked = false;
+    for (int src = 0; src < s->c->size && s->multi_sources > 0; src++) {
+        while (s->left[src] > 0) {
+            int flag, count;
+            MPI_Message msg;
+            MPI_Status st;
+            MPI_Improbe(src, s->tag, s->comm, &flag, &msg, &st);
+            if (!flag)
+                break;
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            MPI_Mrecv(s->arena + s->next_off[src], count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+            add_msg(s, src, (size_t)count, s->next_off[src]);
+            s->next_off[src] += (size_t)count;
+            s->multi_sources -= --s->left[src] == 0;
+            worked = true;
+        }
+    }
+    return worked;
+}
+
+static bool pex_step(cr_comm *c, void *arg)
+{
+    sx_state *s = arg;
+    bool worked = false;
+    if (!s->coll_done) {
+        int flag;
+        MPI_Test(&s->coll, &flag, MPI_STATUS_IGNORE);
+        if (!flag)
+            return false;
+        s->coll_done = true;
+        pex_post_receives(s);
+        worked = true;
+    }
+    worked |= pex_probe_multi(s);
+    int recvs_done;
+    MPI_Testall(s->nrecvs, s->recvs, &recvs_done, MPI_STATUSES_IGNORE);
+    bool done = recvs_done && s->multi_sources == 0 && test_sends(s);
+    if (worked || done)
+        cr_engine_note_work(c);
+    return done;
+}
+
+/* ---------------------------------------------------------------- entry */
+
+static void check_arguments(const cr_comm *c, size_t n_out, const int *dests,
+                            const void *const *bufs, const size_t *sizes)
+{
+    if (n_out > 0 && (!dests || !sizes))
+        cr_fatal("cr_sparse_exchange: %zu messages but dests or sizes is NULL", n_out);
+    if (n_out > (size_t)INT_MAX)
+        cr_fatal("cr_sparse_exchange: %zu messages is more than %d", n_out, INT_MAX);
+    for (size_t i = 0; i < n_out; i++) {
+        if (dests[i] < 0 || dests[i] >= c->size)
+            cr_fatal("cr_sparse_exchange: message %zu has destination rank %d, out of range "
+                     "[0, %d)", i, dests[i], c->size);
+        if (sizes[i] > (size_t)INT_MAX)
+            cr_fatal("cr_sparse_exchange: message %zu has %zu bytes; the limit is %d (MPI counts "
+                     "are int)", i, sizes[i], INT_MAX);
+        if (sizes[i] > 0 && (!bufs || !bufs[i]))
+            cr_fatal("cr_sparse_exchange: message %zu has %zu bytes but no buffer", i, sizes[i]);
+    }
+}
+
+void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
+                             const int *dests, const void *const *bufs, const size_t *sizes,
+                             cr_sx_result *result)
+{
+    if (c->handler_depth > 0)
+        cr_fatal("cr_sparse_exchange was called from inside a handler; call it from the main "
+                 "program");
+    if (c->waiting || c->in_loop)
+        cr_fatal("cr_sparse_exchange was called while the runtime is already waiting");
+    if (protocol == CR_SX_DEFAULT)
+        protocol = c->cfg.exchange;
+    if (protocol < CR_SX_NBX || protocol > CR_SX_PCX)
+        cr_fatal("cr_sparse_exchange: protocol %d is not valid: expected CR_SX_NBX, CR_SX_PEX "
+                 "or CR_SX_PCX", (int)protocol);
+    check_arguments(c, n_out, dests, bufs, sizes);
+    if (c->exchange_comm == MPI_COMM_NULL)
+        MPI_Comm_dup(c->ctrl, &c->exchange_comm);
+
+    sx_state s = {.c = c, .comm = c->exchange_comm, .tag = SX_TAG + (int)(c->exchanges++ & 1),
+                  .protocol = protocol, .n_out = n_out, .dests = dests, .bufs = bufs,
+                  .sizes = sizes};
+    s.sends = cr_xmalloc((n_out ? n_out : 1) * sizeof *s.sends);
+    bool (*step)(cr_comm *, void *) = nbx_step;
+    const char *what = "cr_sparse_exchange (nbx)";
+    if (protocol == CR_SX_NBX) {
+        start_sends(&s, true);
+    } else {
+        int p = c->size;
+        size_t per = protocol == CR_SX_PEX ? 2 : 1;
+        s.meta_out = cr_xcalloc((size_t)p * per, sizeof *s.meta_out);
+        s.meta_in = cr_xcalloc((size_t)p * per, sizeof *s.meta_in);
+        for (size_t i = 0; i < n_out; i++) {
+            s.meta_out[per * (size_t)dests[i]]++;
+            if (per == 2)
+                s.meta_out[2 * (size_t)dests[i] + 1] += sizes[i];
+        }
+        if (protocol == CR_SX_PEX) {
+            MPI_Ialltoall(s.meta_out, 2, MPI_UINT64_T, s.meta_in, 2, MPI_UINT64_T, s.comm, &s.coll);
+            step = pex_step;
+            what = "cr_sparse_exchange (pex)";
+        } else {
+            MPI_Ireduce_scatter_block(s.meta_out, s.meta_in, 1, MPI_UINT64_T, MPI_SUM, s.comm,
+                                      &s.coll);
+            step = pcx_step;
+            what = "cr_sparse_exchange (pcx)";
+        }
+        start_sends(&s, false);
+    }
+    cr_wait_until(c, step, &s, what);
+    build_result(&s, result);
+    free(s.sends);
+    free(s.in);
+    free(s.meta_out);
+    free(s.meta_in);
+    free(s.recvs);
+    free(s.left);
+    free(s.next_off);
+}
+
+void cr_sparse_exchange(cr_comm *c, size_t n_out, const int *dests, const void *const *bufs,
+                        const size_t *sizes, cr_sx_result *result)
+{
+    cr_sparse_exchange_with(c, CR_SX_DEFAULT, n_out, dests, bufs, sizes, result);
+}
