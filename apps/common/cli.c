@@ -123,3 +123,24 @@ void app_parse_route(const app *a, const char *value, cr_config *cfg)
                         reason ? reason + strlen("is not valid: ") : err);
     }
 }
+
+int app_parse_list(const app *a, const char *flag, const char *value, uint64_t min,
+                   uint64_t max, uint64_t *out, int max_n)
+{
+    char item[64];
+    int n = 0;
+    const char *s = value;
+    for (;;) {
+        size_t len = strcspn(s, ",");
+        if (len == 0 || len >= sizeof item || n == max_n)
+            app_usage_error(a, "bad value for %s: '%s' (expected up to %d comma-separated "
+                               "integers from %llu to %llu)",
+                            flag, value, max_n, (unsigned long long)min, (unsigned long long)max);
+        memcpy(item, s, len);
+        item[len] = '\0';
+        out[n++] = app_parse_u64(a, flag, item, min, max);
+        if (s[len] == '\0')
+            return n;
+        s += len + 1;
+    }
+}

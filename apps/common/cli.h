@@ -38,6 +38,12 @@ uint64_t app_parse_u64(const app *a, const char *flag, const char *value, uint64
 int app_parse_choice(const app *a, const char *flag, const char *value,
                      const char *const *choices);
 
+/* Parse a comma-separated list of integers as app_parse_u64 does ("8,64,4K") into
+ * out[0 .. max_n); returns how many. An empty item or too many items is a usage
+ * error naming the flag. */
+int app_parse_list(const app *a, const char *flag, const char *value, uint64_t min,
+                   uint64_t max, uint64_t *out, int max_n);
+
 struct cr_config;
 
 /* --route VALUE: parse a route as COURIER_ROUTE does into cfg->route; a bad value is a

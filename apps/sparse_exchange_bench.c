@@ -1,0 +1,200 @@
+/* sparse_exchange_bench: time per cr_sparse_exchange for NBX, PEX and PCX, the
+ * microbenchmark of Hoefler et al. (PPoPP 2010): every rank sends one message to k
+ * random other ranks. All protocols run the same patterns in one job. */
+#include "cli.h"
+#include "common/rng.h"
+
+#include <courier.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: mpirun -np P sparse_exchange_bench [options]\n"
+    "\n"
+    "Every rank sends one message of B bytes to each of k random other ranks (the same\n"
+    "neighbours for every protocol) and receives whatever is addressed to it, with\n"
+    "cr_sparse_exchange under NBX, PEX and PCX. Prints the median time per exchange\n"
+    "(slowest rank) for every k and B; every exchange's result is verified.\n"
+    "\n"
+    "  --neighbours LIST  values of k (default 1,2,4,6,P-1, those below P)\n"
+    "  --sizes LIST       message sizes in bytes (default 8,64,512,4K,64K)\n"
+    "  --reps R           timed exchanges per point, after one warm-up (default 50)\n"
+    "  --seed S           random seed for the neighbours (default 1)\n"
+    "  --csv FILE         append one line per point and protocol to FILE\n"
+    "  --help             show this text\n";
+
+static const cr_sx_protocol protocols[] = {CR_SX_NBX, CR_SX_PEX, CR_SX_PCX};
+#define NPROT 3
+#define MAX_LIST 32
+
+/* k distinct random ranks other than me (a partial Fisher-Yates shuffle). */
+static void pick_neighbours(int me, int size, int k, uint64_t seed, int *out)
+{
+    int *others = malloc((size_t)size * sizeof *others);
+    int n = 0;
+    for (int r = 0; r < size; r++)
+        if (r != me)
+            others[n++] = r;
+    uint64_t s = cr_hash64(seed * 0x9e3779b97f4a7c15ULL + (uint64_t)me);
+    for (int i = 0; i < k; i++) {
+        int j = i + (int)cr_bounded(cr_splitmix64(&s), (uint64_t)(n - i));
+        int t = others[i];
+        others[i] = others[j];
+        others[j] = t;
+        out[i] = others[i];
+    }
+    free(others);
+}
+
+static uint64_t tag_of(int src, int dest, size_t size)
+{
+    return cr_hash64(((uint64_t)src << 32) ^ (uint64_t)dest ^ ((uint64_t)size << 48));
+}
+
+/* Every message must arrive once with its own tag: sums over the job must match. */
+static int verify(const app *a, const cr_sx_result *r, int k, size_t size, const int *dests)
+{
+    uint64_t local[4] = {0, 0, 0, 0}, global[4];
+    for (int i = 0; i < k; i++)
+        local[0] += tag_of(a->rank, dests[i], size);
+    local[2] = (uint64_t)k;
+    for (size_t i = 0; i < r->count; i++) {
+        uint64_t t = tag_of(r->sources[i], a->rank, size), got = t;
+        if (r->sizes[i] >= sizeof got)
+            memcpy(&got, r->data[i], sizeof got);
+        local[1] += r->sizes[i] == size && got == t ? t : 0;
+    }
+    local[3] = r->count;
+    MPI_Allreduce(local, global, 4, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return global[0] == global[1] && global[2] == global[3];
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "sparse_exchange_bench", usage, &argc, &argv);
+    uint64_t ks[MAX_LIST], sizes[MAX_LIST] = {8, 64, 512, 4096, 65536}, seed = 1, reps = 50;
+    int nk = 0, nsizes = 5;
+    const char *csv = NULL;
+    static const struct option opts[] = {
+        {"neighbours", required_argument, 0, 'k'}, {"sizes", required_argument, 0, 'b'},
+        {"reps", required_argument, 0, 'r'},       {"seed", required_argument, 0, 's'},
+        {"csv", required_argument, 0, 'c'},        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'k': nk = app_parse_list(&a, "--neighbours", optarg, 0, 1u << 20, ks, MAX_LIST); break;
+        case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 30, sizes, MAX_LIST); break;
+        case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
+        case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
+        case 'c': csv = optarg; break;
+        case 'h': app_help(&a);
+        default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    if (nk == 0) {
+        const uint64_t wanted[] = {1, 2, 4, 6, (uint64_t)a.size - 1};
+        for (int i = 0; i < 5; i++)
+            if (wanted[i] < (uint64_t)a.size && (nk == 0 || wanted[i] > ks[nk - 1]))
+                ks[nk++] = wanted[i];
+        if (nk == 0)
+            ks[nk++] = 0; /* one rank: nobody to send to */
+    }
+    for (int i = 0; i < nk; i++)
+        if (ks[i] >= (uint64_t)a.size)
+            app_usage_error(&a, "--neighbours %llu is more than the %d other ranks",
+                            (unsigned long long)ks[i], a.size - 1);
+
+    cr_config cfg;
+    cr_config_init(&cfg);
+    char err[512];
+    if (cr_config_from_env(&cfg, err, sizeof err))
+        app_usage_error(&a, "%s", err);
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+
+    FILE *out = NULL;
+    if (csv && a.rank == 0) {
+        out = fopen(csv, "a");
+        if (!out)
+            app_fail(&a, "cannot open --csv file '%s' for appending", csv);
+        if (ftell(out) == 0)
+            fprintf(out, "ranks,neighbours,bytes,protocol,median_us,min_us,reps,verified\n");
+    }
+    if (a.rank == 0)
+        printf("sparse_exchange_bench: %d ranks, %llu timed exchanges per point; median time per "
+               "exchange in microseconds (slowest rank)\n\n"
+               "| k | bytes | nbx | pex | pcx | best |\n|---|---|---|---|---|---|\n",
+               a.size, (unsigned long long)reps);
+
+    int *dests = malloc((size_t)a.size * sizeof *dests);
+    size_t *msg_sizes = malloc((size_t)a.size * sizeof *msg_sizes);
+    const void **bufs = malloc((size_t)a.size * sizeof *bufs);
+    double *times = malloc(reps * sizeof *times);
+    int all_ok = 1;
+    for (int ki = 0; ki < nk; ki++) {
+        int k = (int)ks[ki];
+        pick_neighbours(a.rank, a.size, k, seed + (uint64_t)ki, dests);
+        for (int si = 0; si < nsizes; si++) {
+            size_t size = (size_t)sizes[si];
+            char *payload = calloc((size_t)k * (size ? size : 1), 1);
+            for (int i = 0; i < k; i++) {
+                uint64_t t = tag_of(a.rank, dests[i], size);
+                bufs[i] = payload + (size_t)i * size;
+                msg_sizes[i] = size;
+                if (size >= sizeof t)
+                    memcpy(payload + (size_t)i * size, &t, sizeof t);
+            }
+            double median[NPROT];
+            for (int p = 0; p < NPROT; p++) {
+                cr_sx_result r;
+                cr_sparse_exchange_with(comm, protocols[p], (size_t)k, dests, bufs, msg_sizes, &r);
+                int ok = verify(&a, &r, k, size, dests);
+                cr_sx_result_free(&r);
+                for (uint64_t rep = 0; rep < reps; rep++) {
+                    MPI_Barrier(MPI_COMM_WORLD);
+                    double t0 = MPI_Wtime();
+                    cr_sparse_exchange_with(comm, protocols[p], (size_t)k, dests, bufs, msg_sizes,
+                                            &r);
+                    times[rep] = app_max_time(MPI_Wtime() - t0);
+                    cr_sx_result_free(&r);
+                }
+                median[p] = app_median(times, (int)reps) * 1e6;
+                double min = times[0] * 1e6; /* sorted by app_median */
+                all_ok &= ok;
+                if (out)
+                    fprintf(out, "%d,%d,%zu,%s,%.2f,%.2f,%llu,%d\n", a.size, k, size,
+                            cr_sx_protocol_name(protocols[p]), median[p], min,
+                            (unsigned long long)reps, ok);
+                if (!ok && a.rank == 0)
+                    fprintf(stderr, "sparse_exchange_bench: %s, k=%d, %zu bytes: VERIFICATION "
+                                    "FAILED\n", cr_sx_protocol_name(protocols[p]), k, size);
+            }
+            int best = 0;
+            for (int p = 1; p < NPROT; p++)
+                if (median[p] < median[best])
+                    best = p;
+            if (a.rank == 0)
+                printf("| %d | %zu | %.1f | %.1f | %.1f | %s |\n", k, size, median[0], median[1],
+                       median[2], cr_sx_protocol_name(protocols[best]));
+            free(payload);
+        }
+    }
+    if (out)
+        fclose(out);
+    if (a.rank == 0)
+        printf("\n%s\n", all_ok ? "all exchanges verified" : "VERIFICATION FAILED");
+    free(dests);
+    free(msg_sizes);
+    free(bufs);
+    free(times);
+    cr_comm_destroy(comm);
+    MPI_Finalize();
+    return all_ok ? 0 : 1;
+}
