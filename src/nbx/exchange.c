@@ -125,7 +125,8 @@ static int by_source(const void *a, const void *b)
 /* Hand the arena to the result, with messages ordered by source. */
 static void build_result(sx_state *s, cr_sx_result *r)
 {
-    qsort(s->in, s->nin, sizeof *s->in, by_source);
+    if (s->nin > 1)
+        qsort(s->in, s->nin, sizeof *s->in, by_source);
     memset(r, 0, sizeof *r);
     r->count = s->nin;
     size_t n = s->nin ? s->nin : 1;
