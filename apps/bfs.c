@@ -1,0 +1,225 @@
+/* bfs: Courier's main job. Generates (or reads) a graph, builds the distributed
+ * graph through the mailbox, then runs Graph500-style searches from random roots,
+ * validates every one and reports TEPS. */
+#include "cli.h"
+#include "common/rng.h"
+
+#include <courier.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+static const char usage[] =
+    "Usage: mpirun -np P bfs [options]\n"
+    "\n"
+    "Breadth-first search on a generated scale-free graph (Graph500 style): searches\n"
+    "from random roots with at least one edge, each validated with the Graph500\n"
+    "rules, then the harmonic mean of the traversed edges per second (TEPS).\n"
+    "\n"
+    "  --scale S         2^S vertices (default 16)\n"
+    "  --edgefactor E    edges per vertex (default 16); for rgg, the average degree\n"
+    "  --generator G     rmat, gnm or rgg (default rmat: A, B, C = 0.57, 0.19, 0.19)\n"
+    "  --graph FILE      read the edges from FILE instead (text 'u v [w]' per line,\n"
+    "                    Courier binary, or a Graph500 dump if FILE ends in .g500)\n"
+    "  --roots R         searches (default 16)\n"
+    "  --seed S          seed of the graph and of the roots (default 1)\n"
+    "  --route R         direct, nr, nlnr, grid, grid:AxB..., hypercube\n"
+    "  --node-size K     virtual nodes of K ranks (default: as MPI reports)\n"
+    "  --buffer-kb K     flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
+    "  --csv FILE        append a summary line to FILE (header written if new)\n"
+    "  --stats           print Courier's counters over all searches\n"
+    "  --quiet           no line per search\n"
+    "  --help            show this text\n";
+
+static const char *const generators[] = {"rmat", "gnm", "rgg", NULL};
+
+typedef struct options {
+    cr_gen_params gen;
+    const char *graph, *route, *csv;
+    uint64_t roots, buffer_kb, node_size;
+    int stats, quiet;
+} options;
+
+static void parse(app *a, int argc, char **argv, options *o)
+{
+    cr_gen_params_init(&o->gen);
+    o->roots = 16;
+    static const struct option opts[] = {
+        {"scale", required_argument, 0, 's'},     {"edgefactor", required_argument, 0, 'e'},
+        {"generator", required_argument, 0, 'g'}, {"graph", required_argument, 0, 'f'},
+        {"roots", required_argument, 0, 'r'},     {"seed", required_argument, 0, 'S'},
+        {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
+        {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
+        {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's': o->gen.scale = (int)app_parse_u64(a, "--scale", optarg, 1, 36); break;
+        case 'e': o->gen.edgefactor = (double)app_parse_u64(a, "--edgefactor", optarg, 1, 1024); break;
+        case 'g': o->gen.kind = (cr_gen_kind)app_parse_choice(a, "--generator", optarg, generators); break;
+        case 'f': o->graph = optarg; break;
+        case 'r': o->roots = app_parse_u64(a, "--roots", optarg, 1, 1024); break;
+        case 'S': o->gen.seed = app_parse_u64(a, "--seed", optarg, 0, UINT64_MAX); break;
+        case 'R': o->route = optarg; break;
+        case 'N': o->node_size = app_parse_u64(a, "--node-size", optarg, 1, 1u << 30); break;
+        case 'b': o->buffer_kb = app_parse_u64(a, "--buffer-kb", optarg, 1, 1u << 20); break;
+        case 'c': o->csv = optarg; break;
+        case 'T': o->stats = 1; break;
+        case 'q': o->quiet = 1; break;
+        case 'h': app_help(a);
+        default: app_usage_error(a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        app_usage_error(a, "unexpected argument '%s'", argv[optind]);
+    if (o->gen.kind == CR_GEN_RGG && o->gen.scale > 26)
+        app_usage_error(a, "--scale %d is too large for rgg (at most 26)", o->gen.scale);
+}
+
+/* Roots: vertices drawn from the seed, kept if they have an edge; the same on
+ * every rank. Gives up after many draws (a graph with almost no edges). */
+static int pick_roots(cr_graph *g, uint64_t seed, uint64_t want, uint64_t *roots)
+{
+    uint64_t n = cr_graph_vertices(g), s = cr_hash64(seed ^ 0x726f6f7473ULL);
+    int have = 0;
+    for (uint64_t tries = 0; (uint64_t)have < want && tries < 64 * want + 1024; tries++) {
+        uint64_t v = cr_bounded(cr_splitmix64(&s), n), degree = 0, any;
+        if (cr_graph_owner(g, v) == cr_comm_rank(cr_graph_comm(g)))
+            cr_graph_neighbours(g, v - cr_graph_first(g), &degree);
+        MPI_Allreduce(&degree, &any, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+        bool repeat = false;
+        for (int k = 0; k < have; k++)
+            repeat |= roots[k] == v;
+        if (any > 0 && !repeat)
+            roots[have++] = v;
+    }
+    return have;
+}
+
+static void load_graph(app *a, const options *o, cr_edge_list *edges)
+{
+    char err[512];
+    int rc = o->graph ? cr_read_edges(o->graph, CR_FILE_AUTO, NULL, a->rank, a->size, edges, err,
+                                      sizeof err)
+                      : cr_generate(&o->gen, a->rank, a->size, edges, err, sizeof err);
+    if (rc)
+        app_usage_error(a, "%s", err);
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "bfs", usage, &argc, &argv);
+    options o = {0};
+    parse(&a, argc, argv, &o);
+
+    cr_config cfg;
+    cr_config_init(&cfg);
+    char err[512];
+    if (cr_config_from_env(&cfg, err, sizeof err))
+        app_usage_error(&a, "%s", err);
+    if (o.buffer_kb)
+        cfg.buffer_bytes = (size_t)o.buffer_kb << 10;
+    if (o.route)
+        app_parse_route(&a, o.route, &cfg);
+    if (o.node_size)
+        cfg.node_size = (unsigned)o.node_size;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+
+    double t0 = MPI_Wtime();
+    cr_edge_list edges;
+    load_graph(&a, &o, &edges);
+    double t_gen = app_max_time(MPI_Wtime() - t0);
+    t0 = MPI_Wtime();
+    cr_graph *g = cr_graph_build(comm, &edges);
+    double t_build = app_max_time(MPI_Wtime() - t0);
+    uint64_t local_edges = edges.count, input_edges;
+    MPI_Allreduce(&local_edges, &input_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    cr_edge_list_free(&edges);
+
+    char route_name[128];
+    cr_route_format(&cfg.route, route_name, sizeof route_name);
+    if (a.rank == 0) {
+        if (o.graph)
+            printf("bfs: %d ranks, graph %s: %llu vertices, %llu edges\n", a.size, o.graph,
+                   (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
+        else
+            printf("bfs: %d ranks, %s scale %d, edge factor %g: %llu vertices, %llu edges\n",
+                   a.size, generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
+                   (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
+        printf("  route %s, buffer %zu bytes; generated in %.3f s, built in %.3f s\n", route_name,
+               cfg.buffer_bytes, t_gen, t_build);
+    }
+
+    uint64_t *roots = malloc(o.roots * sizeof *roots);
+    int nroots = pick_roots(g, o.gen.seed, o.roots, roots);
+    if (nroots == 0)
+        app_fail(&a, "no vertex has an edge: nothing to search");
+    double *teps = malloc((size_t)nroots * sizeof *teps), inv_sum = 0;
+    int failures = 0;
+    cr_stats_reset(comm);
+    for (int k = 0; k < nroots; k++) {
+        cr_bfs_result r;
+        cr_bfs(g, roots[k], &r);
+        char why[256];
+        uint64_t bad = cr_bfs_validate(g, roots[k], r.parent, r.level, why, sizeof why);
+        teps[k] = r.edges / r.seconds;
+        inv_sum += 1 / teps[k];
+        if (bad) {
+            failures++;
+            if (why[0])
+                fprintf(stderr, "bfs: rank %d: root %llu: %s\n", a.rank,
+                        (unsigned long long)roots[k], why);
+        }
+        if (a.rank == 0 && !o.quiet)
+            printf("  search %2d from %llu: %llu vertices, %llu edges, %d levels, %.4f s, "
+                   "%.2f M TEPS, %s\n", k + 1, (unsigned long long)roots[k],
+                   (unsigned long long)r.reached, (unsigned long long)r.edges, r.levels,
+                   r.seconds, teps[k] / 1e6,
+                   bad ? "INVALID" : "valid");
+        cr_bfs_result_free(&r);
+    }
+    double hmean = nroots / inv_sum;
+    double med = app_median(teps, nroots), lo = teps[0], hi = teps[nroots - 1];
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    uint64_t sends = s.mpi_sends, sends_max;
+    MPI_Reduce(&sends, &sends_max, 1, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long rss = ru.ru_maxrss, rss_max = 0;
+    MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (a.rank == 0) {
+        printf("  validation: %d of %d searches valid\n", nroots - failures, nroots);
+        printf("  TEPS: harmonic mean %.2f M, min %.2f M, median %.2f M, max %.2f M\n",
+               hmean / 1e6, lo / 1e6, med / 1e6, hi / 1e6);
+        printf("  MPI sends per rank (max, all searches and validations): %llu; peak memory per "
+               "rank %.1f MiB\n", (unsigned long long)sends_max, rss_max / 1024.0);
+        if (o.csv) {
+            FILE *out = fopen(o.csv, "a");
+            if (!out)
+                app_fail(&a, "cannot open --csv file '%s' for appending", o.csv);
+            if (ftell(out) == 0)
+                fprintf(out, "ranks,graph,scale,edgefactor,route,buffer_bytes,roots,hmean_teps,"
+                             "min_teps,max_teps,mpi_sends_max,peak_rss_mib,valid\n");
+            fprintf(out, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d\n", a.size,
+                    o.graph ? o.graph : generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
+                    route_name, cfg.buffer_bytes, nroots, hmean, lo, hi,
+                    (unsigned long long)sends_max, rss_max / 1024.0, failures == 0);
+            fclose(out);
+        }
+    }
+    if (o.stats)
+        cr_stats_print(comm, stdout);
+    free(roots);
+    free(teps);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}

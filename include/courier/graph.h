@@ -1,0 +1,126 @@
+/* Courier graphs: generators, edge-list files, a distributed CSR graph built through
+ * the mailbox, and a breadth-first search with Graph500 validation.
+ *
+ * Generators are communication-free: edge i of a graph is a pure function of the
+ * seed and i, and rank r of P generates edges [i*r/P ...), so the same edge multiset
+ * comes out for any number of ranks (docs/graph.md). */
+#ifndef COURIER_GRAPH_H
+#define COURIER_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_comm cr_comm;
+
+/* ---------------------------------------------------------------- edge lists */
+
+typedef struct cr_edge {
+    uint64_t u, v;
+} cr_edge;
+
+/* A rank's share of a graph's edges. weights is NULL for unweighted graphs. */
+typedef struct cr_edge_list {
+    cr_edge *edges;
+    float *weights;
+    size_t count, cap;
+    uint64_t nvertices; /* ids are in [0, nvertices) */
+} cr_edge_list;
+
+void cr_edge_list_free(cr_edge_list *list);
+
+typedef enum cr_gen_kind {
+    CR_GEN_RMAT, /* Kronecker / R-MAT with Graph500 parameters */
+    CR_GEN_GNM,  /* m edges with uniform endpoints */
+    CR_GEN_RGG,  /* random geometric graph in the unit square */
+} cr_gen_kind;
+
+typedef struct cr_gen_params {
+    cr_gen_kind kind;
+    int scale;          /* 2^scale vertices, 1 .. 40 (RGG: 1 .. 26) */
+    double edgefactor;  /* edges = edgefactor * 2^scale (RGG: the target average degree) */
+    uint64_t seed;
+    double a, b, c;     /* R-MAT quadrant probabilities (d = 1 - a - b - c) */
+    bool permute;       /* R-MAT: relabel vertices by a seeded bijection */
+    bool weights;       /* uniform weights in [0, 1), one per edge, from the seed */
+} cr_gen_params;
+
+/* Defaults: R-MAT, scale 16, edge factor 16, seed 1, A, B, C = 0.57, 0.19, 0.19,
+ * permuted, unweighted. */
+void cr_gen_params_init(cr_gen_params *p);
+
+/* Generate rank `rank`'s share of the graph among `size` ranks. Returns 0, or -1
+ * with a one-line message in err for bad parameters. */
+int cr_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *out, char *err,
+                size_t errlen);
+
+/* Read this rank's share of an edge-list file. Formats:
+ *   CR_FILE_TEXT      "u v" or "u v w" per line; '#' starts a comment;
+ *   CR_FILE_BINARY    Courier's binary form (cr_write_edges);
+ *   CR_FILE_GRAPH500  the Graph500 reference's dump: 12 bytes per edge, three
+ *                     little-endian uint32 (v0 low, v1 low, high: bits 32..47 of v0
+ *                     in its low 16 bits, of v1 in its high 16 bits);
+ *   CR_FILE_AUTO      binary if the file starts with Courier's magic, Graph500 if the
+ *                     name ends in ".g500", text otherwise.
+ * `weights_path` (Graph500 only, may be NULL): float32 weights, one per edge.
+ * Text files are parsed whole by every rank, which keeps every k-th edge; binary
+ * and Graph500 files are read in blocks. nvertices is 1 + the largest id this rank
+ * saw (binary: from the header); cr_graph_build takes the maximum over ranks.
+ * Returns 0, or -1 with a one-line error naming the file (and line); a malformed
+ * file gives the same error on every rank. Local. */
+typedef enum cr_file_format { CR_FILE_AUTO, CR_FILE_TEXT, CR_FILE_BINARY, CR_FILE_GRAPH500 } cr_file_format;
+int cr_read_edges(const char *path, cr_file_format format, const char *weights_path, int rank,
+                  int size, cr_edge_list *out, char *err, size_t errlen);
+
+/* Write an edge list (all of it, from one process) as text or binary. */
+int cr_write_edges(const char *path, cr_file_format format, const cr_edge_list *list, char *err,
+                   size_t errlen);
+
+/* ---------------------------------------------------------------- distributed graph */
+
+typedef struct cr_graph cr_graph;
+
+/* Build the undirected graph whose edges are the union of every rank's `local`
+ * edges: vertices are block-distributed (the first nvertices % P ranks own one
+ * more), each edge is sent through `comm` to the owners of both ends and stored in
+ * both directions (self-loops twice too, so degrees count edge ends). Collective. */
+cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local);
+void cr_graph_destroy(cr_graph *g);
+
+uint64_t cr_graph_vertices(const cr_graph *g);
+uint64_t cr_graph_first(const cr_graph *g);       /* global id of my first vertex */
+uint64_t cr_graph_local_count(const cr_graph *g); /* vertices I own */
+int cr_graph_owner(const cr_graph *g, uint64_t v);
+/* Neighbours of my local vertex i (global ids), and how many. */
+const uint64_t *cr_graph_neighbours(const cr_graph *g, uint64_t i, uint64_t *degree);
+cr_comm *cr_graph_comm(const cr_graph *g);
+
+/* ---------------------------------------------------------------- BFS */
+
+typedef struct cr_bfs_result {
+    int64_t *parent;  /* per local vertex: parent's global id, itself for the root, -1 unreached */
+    int32_t *level;   /* per local vertex: distance from the root, -1 unreached */
+    uint64_t reached; /* vertices reached, over all ranks */
+    uint64_t edges;   /* input edges in the root's component (Graph500's count) */
+    int levels;       /* levels traversed */
+    double seconds;   /* time of the search, slowest rank */
+} cr_bfs_result;
+
+/* Level-synchronous BFS from `root` with asynchronous visits. Collective. */
+void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out);
+void cr_bfs_result_free(cr_bfs_result *r);
+
+/* Check a BFS tree with the Graph500 rules; returns the number of violations over
+ * all ranks (0: valid), and the first one this rank found in `why`. Collective. */
+uint64_t cr_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent, const int32_t *level,
+                         char *why, size_t whylen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,223 @@
+/* Breadth-first search with asynchronous visits, and its Graph500 validation.
+ *
+ * The search is level-synchronous: the ranks expand their frontier with one visit
+ * message per edge (local ends are visited in place), cr_barrier ends the level,
+ * and a reduction of the next frontier's size decides whether to go on. Levels are
+ * therefore exact distances, which the validation checks. */
+#include "graph/graph_internal.h"
+
+#include "common/fatal.h"
+#include "mailbox/mailbox_internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- search */
+
+static void visit(cr_graph *g, uint64_t v, uint64_t from)
+{
+    uint64_t i = v - g->first;
+    if (g->level[i] >= 0)
+        return;
+    g->level[i] = g->cur_level + 1;
+    g->parent[i] = (int64_t)from;
+    if (g->nnext == g->next_cap) {
+        g->next_cap = g->next_cap ? 2 * g->next_cap : 1024;
+        g->bfs_next = cr_xrealloc(g->bfs_next, g->next_cap * sizeof *g->bfs_next);
+    }
+    g->bfs_next[g->nnext++] = i;
+}
+
+static void on_visit(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len;
+    uint64_t m[2];
+    memcpy(m, payload, sizeof m);
+    visit(user, m[0], m[1]);
+}
+
+static uint64_t sum_over_ranks(cr_graph *g, uint64_t v)
+{
+    unsigned long long in = v, out;
+    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, g->comm->ctrl);
+    return out;
+}
+
+void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t n = g->count ? g->count : 1;
+    out->parent = cr_xmalloc(n * sizeof *out->parent);
+    out->level = cr_xmalloc(n * sizeof *out->level);
+    g->parent = out->parent;
+    g->level = out->level;
+    MPI_Barrier(g->comm->ctrl);
+    double t0 = MPI_Wtime();
+    for (uint64_t i = 0; i < g->count; i++) {
+        g->parent[i] = -1;
+        g->level[i] = -1;
+    }
+    uint64_t *frontier = NULL;
+    size_t nfrontier = 0;
+    g->nnext = 0;
+    if (root < g->n && cr_graph_owner(g, root) == g->rank) {
+        g->cur_level = -1;
+        visit(g, root, root);
+    }
+    int levels = 0;
+    for (g->cur_level = 0;; g->cur_level++) {
+        free(frontier);
+        frontier = g->bfs_next;
+        nfrontier = g->nnext;
+        g->bfs_next = NULL;
+        g->nnext = g->next_cap = 0;
+        if (sum_over_ranks(g, nfrontier) == 0)
+            break;
+        levels++;
+        for (size_t f = 0; f < nfrontier; f++) {
+            uint64_t i = frontier[f], u = g->first + i;
+            for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+                uint64_t v = g->adj[e];
+                int owner = cr_graph_owner(g, v);
+                if (owner == g->rank) {
+                    visit(g, v, u);
+                } else {
+                    uint64_t m[2] = {v, u};
+                    cr_async(g->comm, owner, g->h_visit, m, sizeof m);
+                }
+            }
+        }
+        cr_barrier(g->comm);
+    }
+    free(frontier);
+    double mine = MPI_Wtime() - t0;
+    MPI_Allreduce(&mine, &out->seconds, 1, MPI_DOUBLE, MPI_MAX, g->comm->ctrl);
+    uint64_t reached = 0, ends = 0;
+    for (uint64_t i = 0; i < g->count; i++)
+        if (g->level[i] >= 0) {
+            reached++;
+            ends += g->offsets[i + 1] - g->offsets[i];
+        }
+    out->reached = sum_over_ranks(g, reached);
+    out->edges = sum_over_ranks(g, ends) / 2; /* both halves of every edge are stored */
+    out->levels = levels;
+    g->parent = NULL;
+    g->level = NULL;
+}
+
+void cr_bfs_result_free(cr_bfs_result *r)
+{
+    free(r->parent);
+    free(r->level);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---------------------------------------------------------------- validation */
+
+__attribute__((format(printf, 2, 3))) static void violation(cr_graph *g, const char *fmt, ...)
+{
+    if (g->errors++ == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g->why, sizeof g->why, fmt, ap);
+        va_end(ap);
+    }
+}
+
+/* {parent p, child v, level of v}, at p's owner */
+static void on_check_parent(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len;
+    cr_graph *g = user;
+    int64_t m[3];
+    memcpy(m, payload, sizeof m);
+    int32_t lp = g->level[(uint64_t)m[0] - g->first];
+    if (lp != m[2] - 1)
+        violation(g, "vertex %" PRId64 " has level %" PRId64 " but its parent %" PRId64
+                     " has level %d", m[1], m[2], m[0], lp);
+}
+
+/* {v, u, level of u} for an input edge (u, v), at v's owner */
+static void on_check_edge(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len;
+    cr_graph *g = user;
+    int64_t m[3];
+    memcpy(m, payload, sizeof m);
+    int32_t lv = g->level[(uint64_t)m[0] - g->first], lu = (int32_t)m[2];
+    if ((lv < 0) != (lu < 0))
+        violation(g, "edge (%" PRId64 ", %" PRId64 ") joins a reached and an unreached vertex "
+                     "(levels %d and %d): the tree does not span the component", m[1], m[0], lu, lv);
+    else if (lv >= 0 && (lv - lu > 1 || lu - lv > 1))
+        violation(g, "edge (%" PRId64 ", %" PRId64 ") joins levels %d and %d", m[1], m[0], lu, lv);
+}
+
+void cr_graph_register_bfs(cr_graph *g)
+{
+    g->h_visit = cr_register(g->comm, on_visit, g);
+    g->h_check_parent = cr_register(g->comm, on_check_parent, g);
+    g->h_check_edge = cr_register(g->comm, on_check_edge, g);
+}
+
+static bool is_neighbour(const cr_graph *g, uint64_t i, uint64_t v)
+{
+    for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
+        if (g->adj[e] == v)
+            return true;
+    return false;
+}
+
+/* The checks one vertex can make alone, then the messages for the others. */
+static void check_vertex(cr_graph *g, uint64_t root, uint64_t i)
+{
+    uint64_t v = g->first + i;
+    int64_t p = g->parent[i];
+    int32_t l = g->level[i];
+    if (v == root) {
+        if (p != (int64_t)root || l != 0)
+            violation(g, "the root %" PRIu64 " has parent %" PRId64 " and level %d, expected "
+                         "itself and 0", root, p, l);
+    } else if ((p < 0) != (l < 0)) {
+        violation(g, "vertex %" PRIu64 " has parent %" PRId64 " but level %d", v, p, l);
+    } else if (p >= 0) {
+        if ((uint64_t)p >= g->n || (uint64_t)p == v || l < 1)
+            violation(g, "vertex %" PRIu64 " has parent %" PRId64 " and level %d", v, p, l);
+        else if (!is_neighbour(g, i, (uint64_t)p))
+            violation(g, "tree edge (%" PRId64 ", %" PRIu64 ") is not an input edge", p, v);
+        else {
+            int64_t m[3] = {p, (int64_t)v, l};
+            cr_async(g->comm, cr_graph_owner(g, (uint64_t)p), g->h_check_parent, m, sizeof m);
+        }
+    }
+    for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+        uint64_t u = g->adj[e];
+        if (u <= v) /* each undirected edge once; self-loops need no check */
+            continue;
+        int64_t m[3] = {(int64_t)u, (int64_t)v, l};
+        cr_async(g->comm, cr_graph_owner(g, u), g->h_check_edge, m, sizeof m);
+    }
+}
+
+uint64_t cr_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent, const int32_t *level,
+                         char *why, size_t whylen)
+{
+    g->parent = (int64_t *)parent;
+    g->level = (int32_t *)level;
+    g->errors = 0;
+    g->why[0] = '\0';
+    for (uint64_t i = 0; i < g->count; i++)
+        check_vertex(g, root, i);
+    cr_barrier(g->comm);
+    /* Levels fall by one along every parent pointer down to the root, the only
+     * vertex at level 0: so there are no cycles, and every reached vertex is joined
+     * to the root. With no edge leaving the reached set, it is the component. */
+    uint64_t total = sum_over_ranks(g, g->errors);
+    if (why && whylen)
+        snprintf(why, whylen, "%s", g->why);
+    g->parent = NULL;
+    g->level = NULL;
+    return total;
+}

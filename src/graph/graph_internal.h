@@ -1,0 +1,51 @@
+/* Internals shared by the graph files. */
+#ifndef COURIER_GRAPH_INTERNAL_H
+#define COURIER_GRAPH_INTERNAL_H
+
+#include "courier/graph.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cr_graph {
+    cr_comm *comm;
+    int rank, size;
+    uint64_t n;      /* vertices in the whole graph */
+    uint64_t first;  /* my first vertex */
+    uint64_t count;  /* vertices I own */
+    uint64_t *offsets; /* CSR: neighbours of local i are adj[offsets[i] .. offsets[i+1]) */
+    uint64_t *adj;
+    uint64_t nadj;
+
+    /* BFS and validation (bfs.c); handlers are registered once per graph */
+    int h_visit, h_check_parent, h_check_edge;
+    int64_t *parent;
+    int32_t *level;
+    int32_t cur_level;
+    uint64_t *bfs_next; /* local indices reached in the current level */
+    size_t nnext, next_cap;
+    uint64_t errors;
+    char why[256];
+};
+
+void cr_graph_register_bfs(cr_graph *g);
+
+void cr_graph_set_error(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
+
+/* Balanced blocks: the first n % P ranks own one vertex more. */
+static inline int cr_block_owner(uint64_t n, int size, uint64_t v)
+{
+    uint64_t base = n / (uint64_t)size, extra = n % (uint64_t)size;
+    uint64_t cut = extra * (base + 1);
+    return v < cut ? (int)(v / (base + 1)) : (int)(extra + (v - cut) / base);
+}
+
+static inline uint64_t cr_block_first(uint64_t n, int size, int rank)
+{
+    uint64_t base = n / (uint64_t)size, extra = n % (uint64_t)size;
+    return (uint64_t)rank * base + ((uint64_t)rank < extra ? (uint64_t)rank : extra);
+}
+
+#endif

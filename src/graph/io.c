@@ -1,0 +1,318 @@
+/* Edge-list files: text, Courier's binary form, and the Graph500 reference's dump.
+ * Every rank reads its own share; no MPI here (cr_graph_build agrees on the vertex
+ * count). A malformed file gives the same one-line error on every rank. */
+#include "graph/graph_internal.h"
+
+#include "common/fatal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char magic[8] = {'C', 'R', 'G', 'R', 'A', 'P', 'H', '1'};
+#define BIN_HEADER 32 /* magic, edges, flags, vertices */
+#define BIN_WEIGHTED 1u
+
+static void note_vertex(cr_edge_list *out, uint64_t u, uint64_t v)
+{
+    uint64_t top = (u > v ? u : v) + 1;
+    if (top > out->nvertices)
+        out->nvertices = top;
+}
+
+static bool parse_id(const char **s, uint64_t *out)
+{
+    while (**s == ' ' || **s == '\t')
+        (*s)++;
+    if (!isdigit((unsigned char)**s))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(*s, &end, 10);
+    if (errno == ERANGE || v >= (1ULL << 62))
+        return false;
+    *s = end;
+    *out = v;
+    return true;
+}
+
+/* Edges are dealt out round-robin: edge k goes to rank k % size. */
+static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out, char *err,
+                     size_t errlen)
+{
+    char line[4096];
+    uint64_t lineno = 0, k = 0;
+    int weighted = -1; /* decided by the first edge */
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
+            cr_graph_set_error(err, errlen, "%s:%" PRIu64 ": line longer than %zu characters",
+                               path, lineno, sizeof line - 2);
+            return -1;
+        }
+        const char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
+            continue;
+        uint64_t u, v;
+        float w = 0;
+        bool ok = parse_id(&s, &u) && parse_id(&s, &v);
+        bool has_w = false;
+        if (ok) {
+            while (*s == ' ' || *s == '\t')
+                s++;
+            if (*s && *s != '\n' && *s != '\r' && *s != '#') {
+                char *end;
+                errno = 0;
+                w = strtof(s, &end);
+                ok = end != s && errno == 0;
+                s = end;
+                has_w = true;
+                while (ok && (*s == ' ' || *s == '\t'))
+                    s++;
+                ok = ok && (*s == '\0' || *s == '\n' || *s == '\r' || *s == '#');
+            }
+        }
+        if (!ok) {
+            line[strcspn(line, "\r\n")] = '\0';
+            cr_graph_set_error(err, errlen, "%s:%" PRIu64 ": expected 'u v' or 'u v w' (vertex "
+                               "ids from 0 to 2^62), got '%.60s'", path, lineno, line);
+            return -1;
+        }
+        if (weighted < 0)
+            weighted = has_w;
+        if (has_w != (weighted == 1)) {
+            cr_graph_set_error(err, errlen, "%s:%" PRIu64 ": %s a weight, unlike the first edge",
+                               path, lineno, has_w ? "has" : "lacks");
+            return -1;
+        }
+        note_vertex(out, u, v);
+        if (k++ % (uint64_t)size == (uint64_t)rank)
+            cr_edge_list_push(out, u, v, has_w ? &w : NULL);
+    }
+    if (ferror(f)) {
+        cr_graph_set_error(err, errlen, "%s: read error: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+static bool read_at(FILE *f, off_t at, void *buf, size_t len)
+{
+    return fseeko(f, at, SEEK_SET) == 0 && fread(buf, 1, len, f) == len;
+}
+
+static off_t file_size(FILE *f)
+{
+    struct stat st;
+    return fstat(fileno(f), &st) == 0 ? st.st_size : -1;
+}
+
+/* Rank r reads edges [m*r/P, m*(r+1)/P) of a file of m fixed-size records. */
+static void my_block(uint64_t m, int rank, int size, uint64_t *lo, uint64_t *hi)
+{
+    *lo = (uint64_t)((unsigned __int128)m * (unsigned)rank / (unsigned)size);
+    *hi = (uint64_t)((unsigned __int128)m * (unsigned)(rank + 1) / (unsigned)size);
+}
+
+static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_list *out,
+                       char *err, size_t errlen)
+{
+    unsigned char h[BIN_HEADER];
+    if (!read_at(f, 0, h, sizeof h) || memcmp(h, magic, sizeof magic)) {
+        cr_graph_set_error(err, errlen, "%s: not a Courier binary edge list (bad header)", path);
+        return -1;
+    }
+    uint64_t m = get_le(h + 8, 8), flags = get_le(h + 16, 8);
+    out->nvertices = get_le(h + 24, 8);
+    bool weighted = flags & BIN_WEIGHTED;
+    off_t want = (off_t)(BIN_HEADER + m * 16 + (weighted ? m * 4 : 0));
+    if (file_size(f) != want) {
+        cr_graph_set_error(err, errlen, "%s: header says %" PRIu64 " edges (%s), so %lld bytes, "
+                           "but the file has %lld", path, m, weighted ? "weighted" : "unweighted",
+                           (long long)want, (long long)file_size(f));
+        return -1;
+    }
+    uint64_t lo, hi;
+    my_block(m, rank, size, &lo, &hi);
+    unsigned char rec[16];
+    for (uint64_t i = lo; i < hi; i++) {
+        unsigned char wb[4];
+        float w;
+        if (!read_at(f, (off_t)(BIN_HEADER + i * 16), rec, 16) ||
+            (weighted && !read_at(f, (off_t)(BIN_HEADER + m * 16 + i * 4), wb, 4))) {
+            cr_graph_set_error(err, errlen, "%s: read error at edge %" PRIu64, path, i);
+            return -1;
+        }
+        uint64_t u = get_le(rec, 8), v = get_le(rec + 8, 8);
+        if (u >= out->nvertices || v >= out->nvertices) {
+            cr_graph_set_error(err, errlen, "%s: edge %" PRIu64 " (%" PRIu64 ", %" PRIu64 ") has "
+                               "a vertex beyond the header's %" PRIu64, path, i, u, v,
+                               out->nvertices);
+            return -1;
+        }
+        uint32_t bits = (uint32_t)get_le(wb, 4);
+        memcpy(&w, &bits, sizeof w);
+        cr_edge_list_push(out, u, v, weighted ? &w : NULL);
+    }
+    return 0;
+}
+
+static int read_graph500(const char *path, FILE *f, const char *wpath, int rank, int size,
+                         cr_edge_list *out, char *err, size_t errlen)
+{
+    off_t bytes = file_size(f);
+    if (bytes < 0 || bytes % 12) {
+        cr_graph_set_error(err, errlen, "%s: size %lld is not a multiple of 12 bytes (a Graph500 "
+                           "edge dump holds three uint32 per edge)", path, (long long)bytes);
+        return -1;
+    }
+    uint64_t m = (uint64_t)bytes / 12;
+    FILE *wf = NULL;
+    if (wpath) {
+        wf = fopen(wpath, "rb");
+        if (!wf) {
+            cr_graph_set_error(err, errlen, "%s: cannot open: %s", wpath, strerror(errno));
+            return -1;
+        }
+        if (file_size(wf) != (off_t)(m * 4)) {
+            cr_graph_set_error(err, errlen, "%s: %lld bytes, but %s has %" PRIu64 " edges, so "
+                               "%" PRIu64 " bytes of float32 weights were expected", wpath,
+                               (long long)file_size(wf), path, m, m * 4);
+            fclose(wf);
+            return -1;
+        }
+    }
+    uint64_t lo, hi;
+    my_block(m, rank, size, &lo, &hi);
+    unsigned char rec[12], wb[4];
+    int rc = 0;
+    if (hi > lo && fseeko(f, (off_t)(lo * 12), SEEK_SET))
+        rc = -1;
+    if (wf && hi > lo && fseeko(wf, (off_t)(lo * 4), SEEK_SET))
+        rc = -1;
+    for (uint64_t i = lo; i < hi && rc == 0; i++) {
+        if (fread(rec, 1, 12, f) != 12 || (wf && fread(wb, 1, 4, wf) != 4)) {
+            rc = -1;
+            break;
+        }
+        uint64_t high = get_le(rec + 8, 4);
+        uint64_t u = get_le(rec, 4) | (high & 0xffff) << 32;
+        uint64_t v = get_le(rec + 4, 4) | (high >> 16) << 32;
+        float w;
+        uint32_t bits = (uint32_t)get_le(wb, 4);
+        memcpy(&w, &bits, sizeof w);
+        note_vertex(out, u, v);
+        cr_edge_list_push(out, u, v, wf ? &w : NULL);
+    }
+    if (rc)
+        cr_graph_set_error(err, errlen, "%s: read error", path);
+    if (wf)
+        fclose(wf);
+    return rc;
+}
+
+int cr_read_edges(const char *path, cr_file_format format, const char *weights_path, int rank,
+                  int size, cr_edge_list *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cr_graph_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (format == CR_FILE_AUTO) {
+        char head[8];
+        size_t len = strlen(path);
+        if (fread(head, 1, 8, f) == 8 && !memcmp(head, magic, 8))
+            format = CR_FILE_BINARY;
+        else if (len > 5 && !strcmp(path + len - 5, ".g500"))
+            format = CR_FILE_GRAPH500;
+        else
+            format = CR_FILE_TEXT;
+        rewind(f);
+    }
+    if (weights_path && format != CR_FILE_GRAPH500) {
+        cr_graph_set_error(err, errlen, "%s: a separate weights file only goes with the Graph500 "
+                           "format", weights_path);
+        fclose(f);
+        return -1;
+    }
+    int rc;
+    switch (format) {
+    case CR_FILE_TEXT: rc = read_text(path, f, rank, size, out, err, errlen); break;
+    case CR_FILE_BINARY: rc = read_binary(path, f, rank, size, out, err, errlen); break;
+    default: rc = read_graph500(path, f, weights_path, rank, size, out, err, errlen); break;
+    }
+    fclose(f);
+    if (rc)
+        cr_edge_list_free(out);
+    return rc;
+}
+
+int cr_write_edges(const char *path, cr_file_format format, const cr_edge_list *l, char *err,
+                   size_t errlen)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        cr_graph_set_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return -1;
+    }
+    bool ok = true;
+    if (format == CR_FILE_BINARY) {
+        unsigned char h[BIN_HEADER], rec[16];
+        memcpy(h, magic, 8);
+        put_le(h + 8, l->count, 8);
+        put_le(h + 16, l->weights ? BIN_WEIGHTED : 0, 8);
+        put_le(h + 24, l->nvertices, 8);
+        ok = fwrite(h, 1, sizeof h, f) == sizeof h;
+        for (size_t i = 0; ok && i < l->count; i++) {
+            put_le(rec, l->edges[i].u, 8);
+            put_le(rec + 8, l->edges[i].v, 8);
+            ok = fwrite(rec, 1, 16, f) == 16;
+        }
+        for (size_t i = 0; ok && l->weights && i < l->count; i++) {
+            uint32_t bits;
+            memcpy(&bits, &l->weights[i], 4);
+            put_le(rec, bits, 4);
+            ok = fwrite(rec, 1, 4, f) == 4;
+        }
+    } else if (format == CR_FILE_TEXT) {
+        for (size_t i = 0; ok && i < l->count; i++) {
+            if (l->weights)
+                ok = fprintf(f, "%" PRIu64 " %" PRIu64 " %.9g\n", l->edges[i].u, l->edges[i].v,
+                             (double)l->weights[i]) > 0;
+            else
+                ok = fprintf(f, "%" PRIu64 " %" PRIu64 "\n", l->edges[i].u, l->edges[i].v) > 0;
+        }
+    } else {
+        cr_graph_set_error(err, errlen, "%s: can only write text or binary edge lists", path);
+        fclose(f);
+        return -1;
+    }
+    if (fclose(f) != 0)
+        ok = false;
+    if (!ok)
+        cr_graph_set_error(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    return ok ? 0 : -1;
+}
