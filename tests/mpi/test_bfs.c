@@ -1,0 +1,212 @@
+/* The distributed graph and BFS under mpirun: exact levels on small known graphs,
+ * and a validator that rejects broken trees. */
+#include "harness.h"
+
+#include <courier.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Every rank holds every k-th edge of the list, as a file reader would. */
+static cr_graph *build(cr_comm *comm, const uint64_t (*e)[2], size_t m, uint64_t nvertices)
+{
+    cr_edge_list l = {0};
+    l.nvertices = nvertices;
+    l.cap = m + 1;
+    l.edges = malloc(l.cap * sizeof *l.edges);
+    for (size_t k = (size_t)test_rank; k < m; k += (size_t)test_size)
+        l.edges[l.count++] = (cr_edge){e[k][0], e[k][1]};
+    cr_graph *g = cr_graph_build(comm, &l);
+    cr_edge_list_free(&l);
+    return g;
+}
+
+static cr_comm *open_comm(void)
+{
+    return cr_comm_create(MPI_COMM_WORLD, NULL);
+}
+
+/* Run a BFS and compare every local level with `want` (-1: unreached). */
+static void expect_levels(cr_graph *g, uint64_t root, const int *want, uint64_t reached,
+                          uint64_t edges)
+{
+    cr_bfs_result r;
+    cr_bfs(g, root, &r);
+    uint64_t first = cr_graph_first(g);
+    for (uint64_t i = 0; i < cr_graph_local_count(g); i++) {
+        CHECK(r.level[i] == want[first + i], "root %llu: vertex %llu has level %d, expected %d",
+              (unsigned long long)root, (unsigned long long)(first + i), r.level[i],
+              want[first + i]);
+        CHECK((r.parent[i] < 0) == (want[first + i] < 0), "vertex %llu: parent %lld",
+              (unsigned long long)(first + i), (long long)r.parent[i]);
+    }
+    CHECK(r.reached == reached, "root %llu: %llu reached, expected %llu", (unsigned long long)root,
+          (unsigned long long)r.reached, (unsigned long long)reached);
+    CHECK(r.edges == edges, "root %llu: %llu edges in the component, expected %llu",
+          (unsigned long long)root, (unsigned long long)r.edges, (unsigned long long)edges);
+    char why[256];
+    uint64_t bad = cr_bfs_validate(g, root, r.parent, r.level, why, sizeof why);
+    CHECK(bad == 0, "root %llu: %llu violations: %s", (unsigned long long)root,
+          (unsigned long long)bad, why);
+    cr_bfs_result_free(&r);
+}
+
+static void test_path(void **state)
+{
+    (void)state;
+    cr_comm *comm = open_comm();
+    uint64_t e[9][2];
+    for (int i = 0; i < 9; i++)
+        e[i][0] = (uint64_t)i + 1, e[i][1] = (uint64_t)i; /* both orientations must work */
+    cr_graph *g = build(comm, (const uint64_t(*)[2])e, 9, 10);
+    int want[10];
+    for (int v = 0; v < 10; v++)
+        want[v] = v;
+    expect_levels(g, 0, want, 10, 9);
+    for (int v = 0; v < 10; v++)
+        want[v] = abs(v - 5);
+    expect_levels(g, 5, want, 10, 9);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
+static void test_star(void **state)
+{
+    (void)state;
+    cr_comm *comm = open_comm();
+    uint64_t e[20][2];
+    for (int i = 0; i < 20; i++)
+        e[i][0] = 0, e[i][1] = (uint64_t)i + 1;
+    cr_graph *g = build(comm, (const uint64_t(*)[2])e, 20, 21);
+    int want[21];
+    want[0] = 0;
+    for (int v = 1; v <= 20; v++)
+        want[v] = 1;
+    expect_levels(g, 0, want, 21, 20);
+    for (int v = 0; v <= 20; v++)
+        want[v] = v == 3 ? 0 : v == 0 ? 1 : 2;
+    expect_levels(g, 3, want, 21, 20);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
+/* Two paths and an isolated vertex; self-loops and duplicate edges count as input
+ * edges of their component (Graph500) but change no level. */
+static void test_components_loops_duplicates(void **state)
+{
+    (void)state;
+    cr_comm *comm = open_comm();
+    const uint64_t e[][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {5, 6}, {6, 7}, {7, 8}, {8, 9},
+                             {1, 1}, {0, 1}, {1, 0}, {4, 4}, {9, 9}, {6, 5}};
+    cr_graph *g = build(comm, e, sizeof e / sizeof e[0], 11);
+    int want[11] = {0, 1, 2, 3, 4, -1, -1, -1, -1, -1, -1};
+    expect_levels(g, 0, want, 5, 4 + 4); /* 4 path edges, 1+1 loops, 2 duplicates */
+    int want2[11] = {-1, -1, -1, -1, -1, 2, 1, 0, 1, 2, -1};
+    expect_levels(g, 7, want2, 5, 4 + 1 + 1);
+    int want3[11] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0};
+    expect_levels(g, 10, want3, 1, 0);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
+/* ---------------------------------------------------------------- broken trees */
+
+typedef enum breakage { WRONG_PARENT, CYCLE, LEVEL_GAP, NOT_SPANNING, NOT_AN_EDGE, BAD_ROOT } breakage;
+
+/* BFS on the path 0..9 from 0, break the tree, and expect the validator to object
+ * with `expect` (or one of the alternatives it separates by '|') in its message on some rank. */
+static void expect_rejected(breakage b, const char *expect)
+{
+    cr_comm *comm = open_comm();
+    uint64_t e[10][2];
+    for (int i = 0; i < 9; i++)
+        e[i][0] = (uint64_t)i, e[i][1] = (uint64_t)i + 1;
+    e[9][0] = 2, e[9][1] = 7; /* a chord, so a non-edge parent can have the right level */
+    cr_graph *g = build(comm, (const uint64_t(*)[2])e, 10, 10);
+    cr_bfs_result r;
+    cr_bfs(g, 0, &r);
+    uint64_t first = cr_graph_first(g), count = cr_graph_local_count(g);
+#define SET(v, p, l)                                                                     \
+    do {                                                                                 \
+        if ((v) >= first && (v) < first + count)                                         \
+            r.parent[(v) - first] = (p), r.level[(v) - first] = (l);                     \
+    } while (0)
+    switch (b) {
+    case WRONG_PARENT: SET(5u, 3, 4); break;          /* 3 is at level 3, but not adjacent */
+    case CYCLE: SET(4u, 5, 4); SET(5u, 4, 5); break; /* 4 and 5 each other's parent */
+    case LEVEL_GAP: SET(5u, 4, 6); break;
+    case NOT_SPANNING: SET(9u, -1, -1); break;
+    case NOT_AN_EDGE: SET(4u, 8, 4); break;          /* 8 is not adjacent to 4 */
+    case BAD_ROOT: SET(0u, 1, 1); break;
+    }
+#undef SET
+    char why[256];
+    uint64_t bad = cr_bfs_validate(g, 0, r.parent, r.level, why, sizeof why);
+    CHECK(bad > 0, "breakage %d was not detected", b);
+    int found = 0, any;
+    for (const char *alt = expect; *alt; alt += strcspn(alt, "|") + (alt[strcspn(alt, "|")] != 0)) {
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)strcspn(alt, "|"), alt);
+        found |= strstr(why, one) != NULL;
+    }
+    MPI_Allreduce(&found, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(any, "breakage %d: no rank reported '%s' (this rank: '%s')", b, expect, why);
+    cr_bfs_result_free(&r);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
+static void test_rejects_wrong_parent(void **s) { (void)s; expect_rejected(WRONG_PARENT, "is not an input edge"); }
+static void test_rejects_cycle(void **s) { (void)s; expect_rejected(CYCLE, "but its parent 5 has level 5"); }
+static void test_rejects_level_gap(void **s) { (void)s; expect_rejected(LEVEL_GAP, "vertex 5 has level 6 but its parent 4 has level 4|edge (4, 5) joins levels 4 and 6|"
+                                          "edge (5, 6) joins levels 6 and 4"); }
+static void test_rejects_unspanned_vertex(void **s) { (void)s; expect_rejected(NOT_SPANNING, "does not span the component"); }
+static void test_rejects_non_edge(void **s) { (void)s; expect_rejected(NOT_AN_EDGE, "tree edge (8, 4) is not an input edge"); }
+static void test_rejects_bad_root(void **s) { (void)s; expect_rejected(BAD_ROOT, "the root 0 has parent 1"); }
+
+/* A generated graph: every search validates, and the reached counts agree with a
+ * second search from the same root. */
+static void test_rmat_validates(void **state)
+{
+    (void)state;
+    cr_comm *comm = open_comm();
+    cr_gen_params p;
+    cr_gen_params_init(&p);
+    p.scale = 10;
+    cr_edge_list l;
+    CHECK(cr_generate(&p, test_rank, test_size, &l, NULL, 0) == 0, "generate");
+    cr_graph *g = cr_graph_build(comm, &l);
+    cr_edge_list_free(&l);
+    for (uint64_t root = 0; root < 1024; root += 97) {
+        cr_bfs_result r;
+        cr_bfs(g, root, &r);
+        char why[256];
+        uint64_t bad = cr_bfs_validate(g, root, r.parent, r.level, why, sizeof why);
+        CHECK(bad == 0, "root %llu: %s", (unsigned long long)root, why);
+        cr_bfs_result_free(&r);
+    }
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_path),
+        cmocka_unit_test(test_star),
+        cmocka_unit_test(test_components_loops_duplicates),
+        cmocka_unit_test(test_rejects_wrong_parent),
+        cmocka_unit_test(test_rejects_cycle),
+        cmocka_unit_test(test_rejects_level_gap),
+        cmocka_unit_test(test_rejects_unspanned_vertex),
+        cmocka_unit_test(test_rejects_non_edge),
+        cmocka_unit_test(test_rejects_bad_root),
+        cmocka_unit_test(test_rmat_validates),
+    };
+    return RUN_MPI_TESTS(argc, argv, tests);
+}
