@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Courier quick start on Debian: installs what is missing, builds, runs.
 #
-#   ./quickstart.sh demo            build, then run the main job on 4 ranks
+#   ./quickstart.sh demo [FLAGS]    build, then run the main job (BFS) on 4 ranks
 #   ./quickstart.sh test            build, then run the whole test suite
 #   ./quickstart.sh test-sanitize   the same in a separate ASan + UBSan build
 #   ./quickstart.sh build           only install and build
@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential meson ninja-build pkg-config openmpi-bin libopenmpi-dev
-          libev-dev libjemalloc-dev libcmocka-dev)
+          libev-dev libjemalloc-dev libcmocka-dev gnuplot-nox)
 DEMO_RANKS=${DEMO_RANKS:-4}
 
 usage() {
@@ -57,8 +57,8 @@ demo)
     install_missing
     build build
     mpi_env
-    echo "quickstart: histogram on $DEMO_RANKS ranks (Courier against MPI_Alltoallv, verified)"
-    mpirun -np "$DEMO_RANKS" build/apps/histogram "${@:2}"
+    echo "quickstart: BFS on $DEMO_RANKS ranks, R-MAT scale 16, every search validated"
+    mpirun -np "$DEMO_RANKS" build/apps/bfs "${@:2}"
     ;;
 test)
     install_missing
