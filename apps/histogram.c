@@ -263,6 +263,11 @@ int main(int argc, char **argv)
         }
     }
 
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long rss = ru.ru_maxrss, rss_max = 0, rss_min = 0;
+    MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&rss, &rss_min, 1, MPI_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
     double rate[2] = {0, 0};
     FILE *out = NULL;
     if (csv && a.rank == 0) {
@@ -273,7 +278,7 @@ int main(int argc, char **argv)
             fprintf(out, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,seconds,"
                          "updates_per_s,verified,mpi_sends_max,mpi_sends_mean,partners_max,"
                          "partners_mean,off_node_partners_max,bytes_on_node,bytes_off_node,"
-                         "forwarded\n");
+                         "forwarded,peak_rss_mib\n");
     }
     for (int m = MODE_COURIER; m <= MODE_ALLTOALLV; m++) {
         if (mode != MODE_BOTH && mode != m)
@@ -286,13 +291,13 @@ int main(int argc, char **argv)
                    verified[m] ? "verified" : "VERIFICATION FAILED");
             if (out)
                 fprintf(out, "%s,%d,%llu,%llu,%zu,%s,%d,%.6f,%.1f,%d,%.0f,%.1f,%.0f,%.2f,%.0f,"
-                             "%.0f,%.0f,%.0f\n",
+                             "%.0f,%.0f,%.0f,%.1f\n",
                         mode_names[m], a.size, (unsigned long long)n, (unsigned long long)total,
                         cfg.buffer_bytes, m == MODE_COURIER ? route_name : "-",
                         cr_layout_nodes(cr_comm_layout(comm)), sec, rate[m], verified[m],
                         tr.sends_max, tr.sends_mean, tr.partners_max, tr.partners_mean,
                         tr.off_node_partners_max, tr.bytes_on_node, tr.bytes_off_node,
-                        tr.forwarded);
+                        tr.forwarded, rss_max / 1024.0);
         }
     }
     if (out)
@@ -306,11 +311,6 @@ int main(int argc, char **argv)
                tr.bytes_off_node / 1048576.0, tr.forwarded);
     if (mode == MODE_BOTH && a.rank == 0)
         printf("  ratio courier / alltoallv throughput: %.2f\n", rate[0] / rate[1]);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    long rss = ru.ru_maxrss, rss_max = 0, rss_min = 0;
-    MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&rss, &rss_min, 1, MPI_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
     if (a.rank == 0)
         printf("  peak resident memory per rank: %.1f to %.1f MiB\n", rss_min / 1024.0,
                rss_max / 1024.0);
