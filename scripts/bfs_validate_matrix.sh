@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# BFS validation over scales, rank counts and routes (issue "Graph helpers and the
+# BFS app", done-when list). Every run validates each search; the script prints one
+# line per run and exits non-zero if any run fails.
+#
+#   scripts/bfs_validate_matrix.sh [BUILD_DIR]
+#   env: SCALES ("16 17 18 19 20"), RANKS ("1 2 3 4 8"),
+#        ROUTES ("direct nr nlnr grid hypercube"), NODE (2), ROOTS (4)
+set -uo pipefail
+build=${1:-build}
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_base_warn_component_unused=0
+failed=0 runs=0
+for scale in ${SCALES:-16 17 18 19 20}; do
+    for np in ${RANKS:-1 2 3 4 8}; do
+        for route in ${ROUTES:-direct nr nlnr grid hypercube}; do
+            [ "$np" -eq 1 ] && [ "$route" != direct ] && continue # one rank: nothing to route
+            runs=$((runs + 1))
+            line=$(mpirun -np "$np" "$build/apps/bfs" --scale "$scale" --roots "${ROOTS:-4}" --quiet \
+                --route "$route" --node-size "${NODE:-2}" 2>&1)
+            rc=$?
+            verdict=$(grep -o "validation: .*" <<<"$line")
+            teps=$(grep -o "harmonic mean [0-9.]* M" <<<"$line")
+            printf "scale %2d  ranks %d  route %-9s  %s  %s  %s\n" "$scale" "$np" "$route" \
+                "${verdict:-no verdict}" "$teps" "$([ $rc -eq 0 ] && echo ok || echo FAILED)"
+            [ $rc -eq 0 ] || { failed=$((failed + 1)); echo "$line" | tail -5; }
+        done
+    done
+done
+echo "bfs_validate_matrix: $((runs - failed)) of $runs runs valid"
+[ "$failed" -eq 0 ]
