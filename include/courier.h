@@ -3,6 +3,7 @@
 #ifndef COURIER_H
 #define COURIER_H
 
+#include "courier/coll.h"
 #include "courier/graph.h"
 #include "courier/mailbox.h"
 #include "courier/nbx.h"

@@ -14,6 +14,7 @@
 #ifndef COURIER_MAILBOX_H
 #define COURIER_MAILBOX_H
 
+#include "courier/coll.h"
 #include "courier/nbx.h"
 #include "courier/route.h"
 
@@ -68,6 +69,11 @@ typedef struct cr_config {
                                 virtual nodes of k consecutive ranks */
     cr_sx_protocol exchange; /* COURIER_EXCHANGE: nbx | pex | pcx, the protocol of
                                 cr_sparse_exchange (include/courier/nbx.h) */
+    cr_allreduce_algorithm allreduce; /* COURIER_ALLREDUCE: auto | binomial | butterfly |
+                                dissemination[:n] | bruck[:n] (include/courier/coll.h) */
+    unsigned allreduce_ports; /* the n of dissemination:n and bruck:n; 0 = automatic */
+    cr_allgather_algorithm allgather; /* COURIER_ALLGATHER: auto | ring | neighbor |
+                                recdoubling | bruck | sparbit */
 } cr_config;
 
 /* Fill `cfg` with the defaults. Local. */

@@ -166,17 +166,17 @@ bool cr_plan_allgather(cr_ag_plan *plan, cr_allgather_algo algo, int p, int rank
 {
     if (p < 1 || rank < 0 || rank >= p)
         return false;
-    if (algo == CR_ALLGATHER_NEIGHBOR && p % 2)
+    if (algo == CR_PLAN_AG_NEIGHBOR && p % 2)
         return false;
-    if (algo == CR_ALLGATHER_RECDOUBLE && (p & (p - 1)))
+    if (algo == CR_PLAN_AG_RECDOUBLE && (p & (p - 1)))
         return false;
     plan_init(plan);
     switch (algo) {
-    case CR_ALLGATHER_RING: plan_ring(plan, p, rank); break;
-    case CR_ALLGATHER_NEIGHBOR: plan_neighbor(plan, p, rank); break;
-    case CR_ALLGATHER_RECDOUBLE: plan_recdouble(plan, p, rank); break;
-    case CR_ALLGATHER_BRUCK: plan_bruck(plan, p, rank); break;
-    case CR_ALLGATHER_SPARBIT: plan_sparbit(plan, p, rank); break;
+    case CR_PLAN_AG_RING: plan_ring(plan, p, rank); break;
+    case CR_PLAN_AG_NEIGHBOR: plan_neighbor(plan, p, rank); break;
+    case CR_PLAN_AG_RECDOUBLE: plan_recdouble(plan, p, rank); break;
+    case CR_PLAN_AG_BRUCK: plan_bruck(plan, p, rank); break;
+    case CR_PLAN_AG_SPARBIT: plan_sparbit(plan, p, rank); break;
     }
     return true;
 }

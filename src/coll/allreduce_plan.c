@@ -317,15 +317,30 @@ static void plan_bruck(cr_red_plan *p, int size, int rank, int n)
     }
 }
 
+/* Binomial broadcast of slot 0 from rank 0: in the round for distance d, the ranks
+ * below d send to the rank d above them. */
+void cr_plan_bcast(cr_red_plan *p, int size, int rank)
+{
+    plan_init(p, 1);
+    p->result = IN;
+    for (long d = 1; d < size; d <<= 1) {
+        if (rank < d && rank + d < size)
+            send_op(p, IN, (int)(rank + d));
+        else if (rank >= d && rank < 2 * d)
+            recv_op(p, IN, (int)(rank - d));
+        end_round(p);
+    }
+}
+
 bool cr_plan_allreduce(cr_red_plan *plan, cr_allreduce_algo algo, int p, int rank, int n)
 {
     if (p < 1 || rank < 0 || rank >= p)
         return false;
     switch (algo) {
-    case CR_ALLREDUCE_TREE: plan_tree(plan, p, rank); return true;
-    case CR_ALLREDUCE_PAIRWISE: plan_pairwise(plan, p, rank); return true;
-    case CR_ALLREDUCE_DISSEM: return n >= 1 && plan_dissem(plan, p, rank, n);
-    case CR_ALLREDUCE_BRUCK:
+    case CR_PLAN_AR_TREE: plan_tree(plan, p, rank); return true;
+    case CR_PLAN_AR_PAIRWISE: plan_pairwise(plan, p, rank); return true;
+    case CR_PLAN_AR_DISSEM: return n >= 1 && plan_dissem(plan, p, rank, n);
+    case CR_PLAN_AR_BRUCK:
         if (n < 1)
             return false;
         plan_bruck(plan, p, rank, n);

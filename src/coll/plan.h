@@ -49,10 +49,10 @@ typedef struct cr_red_plan {
 } cr_red_plan;
 
 typedef enum cr_allreduce_algo {
-    CR_ALLREDUCE_TREE,     /* binomial tree: reduce to rank 0, broadcast back */
-    CR_ALLREDUCE_PAIRWISE, /* butterfly; leftover ranks folded in (paper III.A) */
-    CR_ALLREDUCE_DISSEM,   /* n-way dissemination adapted for non-idempotent ops (III.B) */
-    CR_ALLREDUCE_BRUCK,    /* Bruck and Ho's n-port global combine (III.C) */
+    CR_PLAN_AR_TREE,     /* binomial tree: reduce to rank 0, broadcast back */
+    CR_PLAN_AR_PAIRWISE, /* butterfly; leftover ranks folded in (paper III.A) */
+    CR_PLAN_AR_DISSEM,   /* n-way dissemination adapted for non-idempotent ops (III.B) */
+    CR_PLAN_AR_BRUCK,    /* Bruck and Ho's n-port global combine (III.C) */
 } cr_allreduce_algo;
 
 /* Build rank `rank`'s plan among `p` ranks. `n` is the number of ports (peers per
@@ -61,6 +61,10 @@ typedef enum cr_allreduce_algo {
  * dissemination exists only for some pairs (see cr_dissem_adaption). */
 bool cr_plan_allreduce(cr_red_plan *plan, cr_allreduce_algo algo, int p, int rank, int n);
 void cr_red_plan_free(cr_red_plan *plan);
+
+/* Broadcast slot 0 from rank 0 over a binomial tree (ceil(log2 p) rounds): the
+ * executor appends it where an algorithm's results may differ in rounding. */
+void cr_plan_bcast(cr_red_plan *plan, int p, int rank);
 
 /* The last round of the n-way dissemination for p ranks (paper III.B, our
  * formulation): after k-1 rounds every rank holds the combination of m = (n+1)^(k-1)
@@ -105,11 +109,11 @@ typedef struct cr_ag_plan {
 } cr_ag_plan;
 
 typedef enum cr_allgather_algo {
-    CR_ALLGATHER_RING,
-    CR_ALLGATHER_NEIGHBOR,  /* neighbor exchange: even p only */
-    CR_ALLGATHER_RECDOUBLE, /* recursive doubling: p a power of two only */
-    CR_ALLGATHER_BRUCK,
-    CR_ALLGATHER_SPARBIT,   /* thesis Algorithm 1, section 4.2 */
+    CR_PLAN_AG_RING,
+    CR_PLAN_AG_NEIGHBOR,  /* neighbor exchange: even p only */
+    CR_PLAN_AG_RECDOUBLE, /* recursive doubling: p a power of two only */
+    CR_PLAN_AG_BRUCK,
+    CR_PLAN_AG_SPARBIT,   /* thesis Algorithm 1, section 4.2 */
 } cr_allgather_algo;
 
 /* Build rank `rank`'s plan among `p` ranks; false if the algorithm does not apply

@@ -1,6 +1,8 @@
 /* cr_comm: creation, handler registration, cr_async and friends. */
 #include "mailbox/mailbox_internal.h"
 
+#include "coll/coll_internal.h"
+
 #include "common/fatal.h"
 #include "common/rng.h"
 #include "mailbox/record.h"
@@ -75,6 +77,7 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     MPI_Comm_dup(comm, &c->term_comm);
     MPI_Comm_dup(comm, &c->ctrl);
     c->exchange_comm = MPI_COMM_NULL; /* duplicated by the first cr_sparse_exchange */
+    c->coll_comm = MPI_COMM_NULL;     /* ... and by the first collective */
     MPI_Comm_rank(comm, &c->rank);
     MPI_Comm_size(comm, &c->size);
 
@@ -83,8 +86,10 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     unsigned long long mine = c->cfg.buffer_bytes < PREPOST_MAX ? c->cfg.buffer_bytes : PREPOST_MAX;
     mine = (mine + 7) & ~7ULL;
     long long route = (long long)(route_digest(&c->cfg) >> 2);
+    long long colls = (long long)c->cfg.exchange | (long long)c->cfg.allreduce << 4 |
+                      (long long)c->cfg.allgather << 8 | (long long)c->cfg.allreduce_ports << 12;
     long long local[7] = {(long long)mine, (long long)c->cfg.recv_mode, -(long long)c->cfg.recv_mode,
-                          route, -route, (long long)c->cfg.exchange, -(long long)c->cfg.exchange};
+                          route, -route, colls, -colls};
     long long agreed[7];
     MPI_Allreduce(local, agreed, 7, MPI_LONG_LONG, MPI_MIN, c->ctrl);
     if (agreed[1] != -agreed[2])
@@ -94,8 +99,8 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
         cr_fatal("ranks disagree on the route or the node size (COURIER_ROUTE, COURIER_NODE_SIZE "
                  "or cr_config.route / node_size); set them the same on every rank");
     if (agreed[5] != -agreed[6])
-        cr_fatal("ranks disagree on the sparse exchange protocol (COURIER_EXCHANGE or "
-                 "cr_config.exchange); set it the same on every rank");
+        cr_fatal("ranks disagree on the collective settings (COURIER_EXCHANGE, COURIER_ALLREDUCE, "
+                 "COURIER_ALLGATHER or their cr_config fields); set them the same on every rank");
     c->small_max = (size_t)agreed[0];
     setup_routing(c, comm);
 
@@ -147,6 +152,7 @@ void cr_comm_destroy(cr_comm *c)
     MPI_Comm_free(&c->ctrl);
     if (c->exchange_comm != MPI_COMM_NULL)
         MPI_Comm_free(&c->exchange_comm);
+    cr_coll_free(c);
     free(c);
 }
 

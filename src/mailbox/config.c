@@ -38,6 +38,9 @@ void cr_config_init(cr_config *cfg)
     cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
     cfg->node_size = 0;
     cfg->exchange = CR_SX_NBX;
+    cfg->allreduce = CR_ALLREDUCE_AUTO;
+    cfg->allreduce_ports = 0;
+    cfg->allgather = CR_ALLGATHER_AUTO;
 }
 
 static void set_error(char *err, size_t errlen, const char *fmt, ...)
@@ -223,6 +226,33 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
+    const char *allreduce = getenv("COURIER_ALLREDUCE");
+    if (allreduce) {
+        char name[32];
+        unsigned ports = 0;
+        size_t len = strcspn(allreduce, ":");
+        snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), allreduce);
+        bool ok = len < 31 && cr_allreduce_parse(name, &c.allreduce) == 0;
+        if (ok && allreduce[len] == ':') {
+            char *end;
+            unsigned long n = strtoul(allreduce + len + 1, &end, 10);
+            ok = (c.allreduce == CR_ALLREDUCE_DISSEMINATION || c.allreduce == CR_ALLREDUCE_BRUCK) &&
+                 isdigit((unsigned char)allreduce[len + 1]) && !*end && n >= 1 && n <= 64;
+            ports = (unsigned)n;
+        }
+        if (!ok) {
+            set_error(err, errlen, "COURIER_ALLREDUCE='%s' is not valid: expected auto, binomial, "
+                      "butterfly, dissemination[:n] or bruck[:n] with n from 1 to 64", allreduce);
+            return -1;
+        }
+        c.allreduce_ports = ports;
+    }
+    const char *allgather = getenv("COURIER_ALLGATHER");
+    if (allgather && cr_allgather_parse(allgather, &c.allgather)) {
+        set_error(err, errlen, "COURIER_ALLGATHER='%s' is not valid: expected auto, ring, neighbor, "
+                  "recdoubling, bruck or sparbit", allgather);
+        return -1;
+    }
     const char *exchange = getenv("COURIER_EXCHANGE");
     if (exchange) {
         if (cr_sx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_SX_DEFAULT) {
@@ -265,6 +295,17 @@ int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
     if (cfg->verbosity < 0 || cfg->verbosity > VERBOSITY_MAX) {
         set_error(err, errlen, "verbosity=%d is out of range: expected 0 to %d", cfg->verbosity,
                   VERBOSITY_MAX);
+        return -1;
+    }
+    if (cfg->allreduce < CR_ALLREDUCE_AUTO || cfg->allreduce > CR_ALLREDUCE_BRUCK ||
+        cfg->allreduce_ports > 64) {
+        set_error(err, errlen, "allreduce=%d (ports %u) is not valid: expected a "
+                  "cr_allreduce_algorithm and at most 64 ports", (int)cfg->allreduce, cfg->allreduce_ports);
+        return -1;
+    }
+    if (cfg->allgather < CR_ALLGATHER_AUTO || cfg->allgather > CR_ALLGATHER_SPARBIT) {
+        set_error(err, errlen, "allgather=%d is not valid: expected a cr_allgather_algorithm",
+                  (int)cfg->allgather);
         return -1;
     }
     if (cfg->exchange < CR_SX_NBX || cfg->exchange > CR_SX_PCX) {

@@ -68,6 +68,9 @@ struct cr_comm {
     MPI_Comm ctrl; /* the runtime's blocking collectives: creation, statistics */
     MPI_Comm exchange_comm; /* cr_sparse_exchange, or MPI_COMM_NULL before the first */
     uint64_t exchanges;     /* cr_sparse_exchange calls so far (tag parity) */
+    MPI_Comm coll_comm;     /* collectives (src/coll), or MPI_COMM_NULL before the first */
+    uint64_t coll_seq;      /* collectives started (their tags) */
+    struct cr_request *coll_active; /* started and not complete */
     int rank;
     int size;
     cr_config cfg;

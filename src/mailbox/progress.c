@@ -11,6 +11,7 @@
  * signal   SIGUSR1 prints the rank's state too (mpirun forwards it to all ranks). */
 #include "mailbox/mailbox_internal.h"
 
+#include "coll/coll_internal.h"
 #include "common/fatal.h"
 
 #include <sched.h>
@@ -78,6 +79,8 @@ static void on_check(struct ev_loop *loop, ev_check *w, int revents)
     (void)revents;
     cr_comm *c = w->data;
     c->engine.last_poll_worked = cr_poll(c) > 0;
+    if (c->coll_active && cr_coll_progress(c) > 0)
+        c->engine.last_poll_worked = true;
     if (c->engine.last_poll_worked)
         wake_up(&c->engine);
     else if (c->relay_pending)

@@ -214,10 +214,10 @@ static void test_tree_and_pairwise_exact_and_identical(void **state)
     for (int i = 0; i < NSIZES; i++) {
         int p = sizes[i], rounds;
         bool same;
-        assert_true(simulate_allreduce(CR_ALLREDUCE_TREE, p, 0, &same, &rounds));
+        assert_true(simulate_allreduce(CR_PLAN_AR_TREE, p, 0, &same, &rounds));
         assert_true(same); /* bit-identical on every rank */
         assert_true(rounds <= 2 * ceil_log(p, 2) + 1);
-        assert_true(simulate_allreduce(CR_ALLREDUCE_PAIRWISE, p, 0, &same, &rounds));
+        assert_true(simulate_allreduce(CR_PLAN_AR_PAIRWISE, p, 0, &same, &rounds));
         assert_true(same);
         int p2 = 1;
         while (2 * p2 <= p)
@@ -234,7 +234,7 @@ static void test_bruck_exact_for_every_n(void **state)
         for (int n = 1; n <= 5; n++) {
             int p = sizes[i], rounds;
             bool same;
-            assert_true(simulate_allreduce(CR_ALLREDUCE_BRUCK, p, n, &same, &rounds));
+            assert_true(simulate_allreduce(CR_PLAN_AR_BRUCK, p, n, &same, &rounds));
             /* a local copy, then ceil(log_{n+1} p) communication rounds */
             assert_int_equal(rounds, 1 + ceil_log(p, n + 1));
         }
@@ -252,7 +252,7 @@ static void test_dissemination_adapted_is_exact(void **state)
             bool exists = cr_dissem_adaption_for(p, n, &a);
             int rounds;
             bool same;
-            bool planned = simulate_allreduce(CR_ALLREDUCE_DISSEM, p, n, &same, &rounds);
+            bool planned = simulate_allreduce(CR_PLAN_AR_DISSEM, p, n, &same, &rounds);
             assert_int_equal(planned, exists);
             if (!exists) {
                 refused++;
@@ -418,11 +418,11 @@ static void test_allgather_plans(void **state)
     (void)state;
     for (int p = 1; p <= MAXP; p++) {
         int lg = ceil_log(p, 2);
-        assert_int_equal(simulate_allgather(CR_ALLGATHER_RING, p), p - 1);
-        assert_int_equal(simulate_allgather(CR_ALLGATHER_BRUCK, p), lg);
-        assert_int_equal(simulate_allgather(CR_ALLGATHER_SPARBIT, p), lg);
-        assert_int_equal(simulate_allgather(CR_ALLGATHER_NEIGHBOR, p), p % 2 ? -1 : p / 2);
-        assert_int_equal(simulate_allgather(CR_ALLGATHER_RECDOUBLE, p), (p & (p - 1)) ? -1 : lg);
+        assert_int_equal(simulate_allgather(CR_PLAN_AG_RING, p), p - 1);
+        assert_int_equal(simulate_allgather(CR_PLAN_AG_BRUCK, p), lg);
+        assert_int_equal(simulate_allgather(CR_PLAN_AG_SPARBIT, p), lg);
+        assert_int_equal(simulate_allgather(CR_PLAN_AG_NEIGHBOR, p), p % 2 ? -1 : p / 2);
+        assert_int_equal(simulate_allgather(CR_PLAN_AG_RECDOUBLE, p), (p & (p - 1)) ? -1 : lg);
     }
 }
 

@@ -1,0 +1,626 @@
+/* The split-phase executor: runs any plan (src/coll/plan.h) one round at a time.
+ * A round posts all its sends and receives, and when they have all completed runs
+ * its local operations. Requests advance from cr_test, cr_wait and the comm's
+ * event loop (cr_coll_progress, called after every poll). */
+#include "coll/coll_internal.h"
+#include "coll/plan.h"
+
+#include "common/fatal.h"
+#include "mailbox/mailbox_internal.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tags cycle through this many values: collectives in flight at once on one comm
+ * must stay below it. */
+#define TAG_SPACE 16384
+
+struct cr_request {
+    cr_comm *c;
+    cr_request *prev, *next; /* the comm's active list */
+    int tag;
+    bool is_reduce, done, posted, in_fixup;
+    char name[32];
+    int round;
+    MPI_Request *mreqs;
+    int nmreqs, cap_mreqs;
+
+    /* allreduce */
+    cr_red_plan plan, fixup;
+    bool needs_fixup;
+    char *slots, *stage;
+    size_t vec_bytes, count;
+    cr_dtype type;
+    cr_op op;
+    cr_combine_fn fn;
+    void *user;
+    char *recv;
+
+    /* allgather(v) */
+    cr_ag_plan ag;
+    size_t *sizes, *offsets;
+    char *pack;
+    size_t pack_cap;
+};
+
+/* ---------------------------------------------------------------- names */
+
+static const char *const ar_names[] = {"auto", "binomial", "butterfly", "dissemination", "bruck"};
+static const char *const ag_names[] = {"auto", "ring", "neighbor", "recdoubling", "bruck", "sparbit"};
+
+const char *cr_allreduce_name(cr_allreduce_algorithm a)
+{
+    return (unsigned)a <= CR_ALLREDUCE_BRUCK ? ar_names[a] : "invalid";
+}
+
+const char *cr_allgather_name(cr_allgather_algorithm a)
+{
+    return (unsigned)a <= CR_ALLGATHER_SPARBIT ? ag_names[a] : "invalid";
+}
+
+int cr_allreduce_parse(const char *name, cr_allreduce_algorithm *out)
+{
+    for (int i = 0; name && i <= CR_ALLREDUCE_BRUCK; i++)
+        if (!strcmp(name, ar_names[i])) {
+            *out = (cr_allreduce_algorithm)i;
+            return 0;
+        }
+    return -1;
+}
+
+int cr_allgather_parse(const char *name, cr_allgather_algorithm *out)
+{
+    for (int i = 0; name && i <= CR_ALLGATHER_SPARBIT; i++)
+        if (!strcmp(name, ag_names[i])) {
+            *out = (cr_allgather_algorithm)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *cr_request_algorithm(const cr_request *q)
+{
+    return q->name;
+}
+
+/* ---------------------------------------------------------------- element operations */
+
+static size_t dtype_size(cr_dtype t)
+{
+    return t == CR_INT32 || t == CR_FLOAT ? 4 : 8;
+}
+
+#define COMBINE_LOOP(T)                                                                  \
+    do {                                                                                 \
+        T *d = dst;                                                                      \
+        const T *x = a, *y = b;                                                          \
+        switch (op) {                                                                    \
+        case CR_OP_SUM: for (size_t i = 0; i < n; i++) d[i] = x[i] + y[i]; break;        \
+        case CR_OP_MIN: for (size_t i = 0; i < n; i++) d[i] = y[i] < x[i] ? y[i] : x[i]; break; \
+        case CR_OP_MAX: for (size_t i = 0; i < n; i++) d[i] = y[i] > x[i] ? y[i] : x[i]; break; \
+        default: break;                                                                  \
+        }                                                                                \
+    } while (0)
+
+#define BITS_LOOP(T)                                                                     \
+    do {                                                                                 \
+        T *d = dst;                                                                      \
+        const T *x = a, *y = b;                                                          \
+        if (op == CR_OP_BAND)                                                            \
+            for (size_t i = 0; i < n; i++) d[i] = x[i] & y[i];                           \
+        else if (op == CR_OP_BOR)                                                        \
+            for (size_t i = 0; i < n; i++) d[i] = x[i] | y[i];                           \
+        else                                                                             \
+            COMBINE_LOOP(T);                                                             \
+    } while (0)
+
+/* dst = a combined with b (dst may be a or b). */
+static void combine(cr_request *q, void *dst, const void *a, const void *b)
+{
+    size_t n = q->count;
+    cr_op op = q->op;
+    if (op == CR_OP_USER) {
+        if (dst == a) {
+            q->fn(dst, b, n, q->user);
+        } else if (dst == b) {
+            q->fn(dst, a, n, q->user); /* the operation commutes */
+        } else {
+            memcpy(dst, a, q->vec_bytes);
+            q->fn(dst, b, n, q->user);
+        }
+        return;
+    }
+    switch (q->type) {
+    case CR_INT32: BITS_LOOP(int32_t); break;
+    case CR_INT64: BITS_LOOP(int64_t); break;
+    case CR_UINT64: BITS_LOOP(uint64_t); break;
+    case CR_FLOAT: COMBINE_LOOP(float); break;
+    case CR_DOUBLE: COMBINE_LOOP(double); break;
+    }
+}
+
+/* ---------------------------------------------------------------- MPI requests */
+
+static MPI_Request *next_mreq(cr_request *q)
+{
+    cr_xgrow((void **)&q->mreqs, &q->cap_mreqs, q->nmreqs + 1, sizeof *q->mreqs);
+    return &q->mreqs[q->nmreqs++];
+}
+
+static int as_count(size_t bytes)
+{
+    if (bytes > (size_t)INT_MAX)
+        cr_fatal("collective message of %zu bytes: the limit is %d bytes (MPI counts are int)",
+                 bytes, INT_MAX);
+    return (int)bytes;
+}
+
+/* ---------------------------------------------------------------- allreduce rounds */
+
+static char *slot(cr_request *q, int s)
+{
+    return s == 0 && q->in_fixup ? q->recv : q->slots + (size_t)s * q->vec_bytes;
+}
+
+static void post_reduce_round(cr_request *q, const cr_red_plan *p)
+{
+    int lo = p->round_start[q->round], hi = p->round_start[q->round + 1];
+    int staged = 0;
+    for (int i = lo; i < hi; i++) {
+        const cr_red_op *op = &p->ops[i];
+        if (op->code == CR_RED_RECV) {
+            MPI_Irecv(slot(q, op->dst), as_count(q->vec_bytes), MPI_BYTE, op->peer, q->tag,
+                      q->c->coll_comm, next_mreq(q));
+        } else if (op->code == CR_RED_SEND) {
+            const char *src = slot(q, op->a);
+            /* a send reads its slot as it was when the round began */
+            for (int j = lo; j < hi; j++)
+                if (p->ops[j].code == CR_RED_RECV && p->ops[j].dst == op->a) {
+                    q->stage = cr_xrealloc(q->stage, (size_t)(staged + 1) * q->vec_bytes);
+                    memcpy(q->stage + (size_t)staged * q->vec_bytes, src, q->vec_bytes);
+                    src = q->stage + (size_t)staged++ * q->vec_bytes;
+                    break;
+                }
+            MPI_Isend(src, as_count(q->vec_bytes), MPI_BYTE, op->peer, q->tag, q->c->coll_comm,
+                      next_mreq(q));
+        }
+    }
+}
+
+static void finish_reduce_round(cr_request *q, const cr_red_plan *p)
+{
+    for (int i = p->round_start[q->round]; i < p->round_start[q->round + 1]; i++) {
+        const cr_red_op *op = &p->ops[i];
+        if (op->code == CR_RED_COPY)
+            memcpy(slot(q, op->dst), slot(q, op->a), q->vec_bytes);
+        else if (op->code == CR_RED_COMBINE)
+            combine(q, slot(q, op->dst), slot(q, op->a), slot(q, op->b));
+    }
+}
+
+/* The main plan is done: deliver its result, and start the broadcast that makes
+ * rounding identical everywhere if the algorithm needs one. */
+static void reduce_plan_done(cr_request *q)
+{
+    if (q->in_fixup) { /* the broadcast wrote recv itself */
+        q->done = true;
+        return;
+    }
+    memcpy(q->recv, slot(q, q->plan.result), q->vec_bytes);
+    if (q->needs_fixup) {
+        q->in_fixup = true;
+        q->round = 0;
+        return;
+    }
+    q->done = true;
+}
+
+/* ---------------------------------------------------------------- allgather rounds */
+
+/* The transfer's blocks as one span of the receive buffer, if they are adjacent. */
+static bool contiguous(const cr_request *q, const cr_ag_xfer *x, size_t *offset, size_t *len)
+{
+    const int32_t *b = q->ag.blocks + x->first;
+    *offset = q->offsets[b[0]];
+    *len = q->sizes[b[0]];
+    for (int k = 1; k < x->count; k++) {
+        if (q->offsets[b[k]] != q->offsets[b[k - 1]] + q->sizes[b[k - 1]])
+            return false;
+        *len += q->sizes[b[k]];
+    }
+    return true;
+}
+
+static size_t xfer_bytes(const cr_request *q, const cr_ag_xfer *x)
+{
+    size_t len = 0;
+    for (int k = 0; k < x->count; k++)
+        len += q->sizes[q->ag.blocks[x->first + k]];
+    return len;
+}
+
+/* Blocks that are not adjacent travel through the pack buffer, packed in transfer
+ * order; `unpack` copies received ones back out after the round. */
+static void pack_walk(cr_request *q, bool posting)
+{
+    int lo = q->ag.round_start[q->round], hi = q->ag.round_start[q->round + 1];
+    size_t need = 0, at = 0, off, len;
+    for (int i = lo; i < hi && posting; i++)
+        if (!contiguous(q, &q->ag.xfers[i], &off, &len))
+            need += xfer_bytes(q, &q->ag.xfers[i]);
+    if (posting && need > q->pack_cap) {
+        q->pack = cr_xrealloc(q->pack, need);
+        q->pack_cap = need;
+    }
+    for (int i = lo; i < hi; i++) {
+        const cr_ag_xfer *x = &q->ag.xfers[i];
+        if (contiguous(q, x, &off, &len)) {
+            if (posting && x->send)
+                MPI_Isend(q->recv + off, as_count(len), MPI_BYTE, x->peer, q->tag,
+                          q->c->coll_comm, next_mreq(q));
+            else if (posting)
+                MPI_Irecv(q->recv + off, as_count(len), MPI_BYTE, x->peer, q->tag,
+                          q->c->coll_comm, next_mreq(q));
+            continue;
+        }
+        size_t start = at;
+        for (int k = 0; k < x->count; k++) {
+            int b = q->ag.blocks[x->first + k];
+            if (posting && x->send)
+                memcpy(q->pack + at, q->recv + q->offsets[b], q->sizes[b]);
+            else if (!posting && !x->send)
+                memcpy(q->recv + q->offsets[b], q->pack + at, q->sizes[b]);
+            at += q->sizes[b];
+        }
+        if (posting && x->send)
+            MPI_Isend(q->pack + start, as_count(at - start), MPI_BYTE, x->peer, q->tag,
+                      q->c->coll_comm, next_mreq(q));
+        else if (posting)
+            MPI_Irecv(q->pack + start, as_count(at - start), MPI_BYTE, x->peer, q->tag,
+                      q->c->coll_comm, next_mreq(q));
+    }
+}
+
+/* ---------------------------------------------------------------- stepping */
+
+static int nrounds(const cr_request *q)
+{
+    if (!q->is_reduce)
+        return q->ag.nrounds;
+    return q->in_fixup ? q->fixup.nrounds : q->plan.nrounds;
+}
+
+static void unlink_active(cr_request *q)
+{
+    if (q->prev)
+        q->prev->next = q->next;
+    else if (q->c->coll_active == q)
+        q->c->coll_active = q->next;
+    if (q->next)
+        q->next->prev = q->prev;
+    q->prev = q->next = NULL;
+}
+
+/* Advance as far as completed messages allow. Returns true if anything moved. */
+static bool step(cr_request *q)
+{
+    bool moved = false;
+    while (!q->done) {
+        if (q->round >= nrounds(q)) {
+            if (q->is_reduce)
+                reduce_plan_done(q);
+            else
+                q->done = true;
+            moved = true;
+            continue;
+        }
+        const cr_red_plan *rp = q->in_fixup ? &q->fixup : &q->plan;
+        if (!q->posted) {
+            q->nmreqs = 0;
+            if (q->is_reduce)
+                post_reduce_round(q, rp);
+            else
+                pack_walk(q, true);
+            q->posted = true;
+        }
+        int flag;
+        MPI_Testall(q->nmreqs, q->mreqs, &flag, MPI_STATUSES_IGNORE);
+        if (!flag)
+            break;
+        if (q->is_reduce)
+            finish_reduce_round(q, rp);
+        else
+            pack_walk(q, false);
+        q->posted = false;
+        q->round++;
+        moved = true;
+    }
+    if (q->done)
+        unlink_active(q);
+    return moved;
+}
+
+int cr_coll_progress(cr_comm *c)
+{
+    int moved = 0;
+    cr_request *q = c->coll_active;
+    while (q) {
+        cr_request *next = q->next; /* step may unlink q */
+        moved += step(q);
+        q = next;
+    }
+    return moved;
+}
+
+void cr_coll_free(cr_comm *c)
+{
+    int active = 0;
+    for (cr_request *q = c->coll_active; q; q = q->next)
+        active++;
+    if (active)
+        cr_fatal("cr_comm_destroy: %d collective(s) started on this comm never completed; finish "
+                 "them with cr_wait or cr_test first", active);
+    if (c->coll_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&c->coll_comm);
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static void free_request(cr_request *q)
+{
+    cr_red_plan_free(&q->plan);
+    cr_red_plan_free(&q->fixup);
+    cr_ag_plan_free(&q->ag);
+    free(q->mreqs);
+    free(q->slots);
+    free(q->stage);
+    free(q->sizes);
+    free(q->offsets);
+    free(q->pack);
+    free(q);
+}
+
+static void check_caller(cr_comm *c, const char *what)
+{
+    if (c->handler_depth > 0)
+        cr_fatal("%s was called from inside a handler; call it from the main program", what);
+}
+
+static cr_request *new_request(cr_comm *c, bool is_reduce)
+{
+    if (c->coll_comm == MPI_COMM_NULL)
+        MPI_Comm_dup(c->ctrl, &c->coll_comm);
+    cr_request *q = cr_xcalloc(1, sizeof *q);
+    q->c = c;
+    q->is_reduce = is_reduce;
+    q->tag = (int)(c->coll_seq++ % TAG_SPACE);
+    q->next = c->coll_active;
+    if (q->next)
+        q->next->prev = q;
+    c->coll_active = q;
+    return q;
+}
+
+bool cr_test(cr_request **req)
+{
+    cr_request *q = *req;
+    check_caller(q->c, "cr_test");
+    if (!q->done) {
+        step(q);
+        if (!q->done)
+            cr_progress(q->c);
+    }
+    if (!q->done)
+        return false;
+    free_request(q);
+    *req = NULL;
+    return true;
+}
+
+static bool request_done(cr_comm *c, void *arg)
+{
+    cr_request *q = arg;
+    if (step(q))
+        cr_engine_note_work(c);
+    return q->done;
+}
+
+void cr_wait(cr_request **req)
+{
+    cr_request *q = *req;
+    check_caller(q->c, "cr_wait");
+    if (!q->done) {
+        if (q->c->waiting || q->c->in_loop)
+            cr_fatal("cr_wait was called while the runtime is already waiting");
+        char why[64];
+        snprintf(why, sizeof why, "cr_wait (%s)", q->name);
+        cr_wait_until(q->c, request_done, q, why);
+    }
+    free_request(q);
+    *req = NULL;
+}
+
+/* ---------------------------------------------------------------- allreduce */
+
+static bool is_float(cr_dtype t)
+{
+    return t == CR_FLOAT || t == CR_DOUBLE;
+}
+
+static void plan_reduce(cr_request *q, cr_allreduce_algorithm algo, int ports)
+{
+    int p = q->c->size, rank = q->c->rank;
+    if (algo == CR_ALLREDUCE_DISSEMINATION) {
+        int n = ports > 0 ? ports : cr_dissem_smallest_n(p, 8);
+        if (n > 0 && cr_plan_allreduce(&q->plan, CR_PLAN_AR_DISSEM, p, rank, n)) {
+            snprintf(q->name, sizeof q->name, "dissemination(%d)", n);
+            return;
+        }
+        algo = CR_ALLREDUCE_BUTTERFLY; /* no adaption for this (p, n) */
+    }
+    if (algo == CR_ALLREDUCE_BRUCK) {
+        int n = ports > 0 ? ports : 1;
+        cr_plan_allreduce(&q->plan, CR_PLAN_AR_BRUCK, p, rank, n);
+        snprintf(q->name, sizeof q->name, "bruck(%d)", n);
+        return;
+    }
+    cr_plan_allreduce(&q->plan, algo == CR_ALLREDUCE_BINOMIAL ? CR_PLAN_AR_TREE : CR_PLAN_AR_PAIRWISE,
+                      p, rank, 0);
+    snprintf(q->name, sizeof q->name, "%s", cr_allreduce_name(algo));
+}
+
+cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count, cr_dtype type,
+                          cr_op op, const cr_coll_opts *opts)
+{
+    check_caller(c, "cr_iallreduce");
+    if ((unsigned)type > CR_DOUBLE)
+        cr_fatal("cr_iallreduce: datatype %d is not valid", (int)type);
+    if ((unsigned)op > CR_OP_USER)
+        cr_fatal("cr_iallreduce: operation %d is not valid", (int)op);
+    if ((op == CR_OP_BAND || op == CR_OP_BOR) && is_float(type))
+        cr_fatal("cr_iallreduce: %s is not defined for floating-point data",
+                 op == CR_OP_BAND ? "band" : "bor");
+    if (op == CR_OP_USER && (!opts || !opts->combine))
+        cr_fatal("cr_iallreduce: CR_OP_USER needs cr_coll_opts.combine");
+    if (count > 0 && (!send || !recv))
+        cr_fatal("cr_iallreduce: %zu elements but a NULL buffer", count);
+    cr_request *q = new_request(c, true);
+    q->count = count;
+    q->type = type;
+    q->op = op;
+    q->fn = opts ? opts->combine : NULL;
+    q->user = opts ? opts->user : NULL;
+    q->recv = recv;
+    q->vec_bytes = count * dtype_size(type);
+
+    int algo = opts && opts->algorithm ? opts->algorithm : (int)c->cfg.allreduce;
+    int ports = opts && opts->ports ? opts->ports : (int)c->cfg.allreduce_ports;
+    if (algo < CR_ALLREDUCE_AUTO || algo > CR_ALLREDUCE_BRUCK)
+        cr_fatal("cr_iallreduce: algorithm %d is not valid", algo);
+    if (algo == CR_ALLREDUCE_AUTO)
+        algo = cr_allreduce_auto(c->size, q->vec_bytes, &ports);
+    plan_reduce(q, (cr_allreduce_algorithm)algo, ports);
+    /* Dissemination and Bruck combine in a different order on every rank: where that
+     * can change the rounding, rank 0's result is broadcast. */
+    bool rotated = !strncmp(q->name, "dissemination", 13) || !strncmp(q->name, "bruck", 5);
+    q->needs_fixup = rotated && c->size > 1 && (op == CR_OP_USER || (is_float(type) && op == CR_OP_SUM));
+    if (q->needs_fixup) {
+        cr_plan_bcast(&q->fixup, c->size, c->rank);
+        strncat(q->name, "+bcast", sizeof q->name - strlen(q->name) - 1);
+    }
+    q->slots = cr_xmalloc((size_t)q->plan.nslots * q->vec_bytes + 1);
+    if (q->vec_bytes)
+        memcpy(q->slots, send, q->vec_bytes);
+    if (c->cfg.verbosity >= 2 && c->rank == 0)
+        fprintf(stderr, "courier: allreduce of %zu bytes on %d ranks: %s\n", q->vec_bytes,
+                c->size, q->name);
+    step(q);
+    return q;
+}
+
+void cr_allreduce(cr_comm *c, const void *send, void *recv, size_t count, cr_dtype type, cr_op op,
+                  const cr_coll_opts *opts)
+{
+    cr_request *q = cr_iallreduce(c, send, recv, count, type, op, opts);
+    cr_wait(&q);
+}
+
+/* ---------------------------------------------------------------- allgather(v) */
+
+static const cr_allgather_algo plan_of[] = {
+    [CR_ALLGATHER_RING] = CR_PLAN_AG_RING,
+    [CR_ALLGATHER_NEIGHBOR] = CR_PLAN_AG_NEIGHBOR,
+    [CR_ALLGATHER_RECDOUBLING] = CR_PLAN_AG_RECDOUBLE,
+    [CR_ALLGATHER_BRUCK] = CR_PLAN_AG_BRUCK,
+    [CR_ALLGATHER_SPARBIT] = CR_PLAN_AG_SPARBIT,
+};
+
+static cr_request *start_gather(cr_comm *c, const void *send, void *recv, const size_t *sizes,
+                                const size_t *offsets, const cr_coll_opts *opts, const char *what)
+{
+    check_caller(c, what);
+    if (!recv || !sizes || !offsets)
+        cr_fatal("%s: NULL receive buffer, sizes or offsets", what);
+    cr_request *q = new_request(c, false);
+    int p = c->size;
+    q->recv = recv;
+    q->sizes = cr_xmalloc((size_t)p * sizeof *q->sizes);
+    q->offsets = cr_xmalloc((size_t)p * sizeof *q->offsets);
+    memcpy(q->sizes, sizes, (size_t)p * sizeof *sizes);
+    memcpy(q->offsets, offsets, (size_t)p * sizeof *offsets);
+    size_t largest = 0;
+    for (int r = 0; r < p; r++)
+        largest = sizes[r] > largest ? sizes[r] : largest;
+
+    int algo = opts && opts->algorithm ? opts->algorithm : (int)c->cfg.allgather;
+    if (algo < CR_ALLGATHER_AUTO || algo > CR_ALLGATHER_SPARBIT)
+        cr_fatal("%s: algorithm %d is not valid", what, algo);
+    if (algo == CR_ALLGATHER_AUTO)
+        algo = cr_allgather_auto(p, largest);
+    if (!cr_plan_allgather(&q->ag, plan_of[algo], p, c->rank)) {
+        algo = CR_ALLGATHER_BRUCK; /* neighbor needs even p, recursive doubling 2^k */
+        cr_plan_allgather(&q->ag, CR_PLAN_AG_BRUCK, p, c->rank);
+    }
+    snprintf(q->name, sizeof q->name, "%s", cr_allgather_name((cr_allgather_algorithm)algo));
+    char *mine = q->recv + offsets[c->rank];
+    if (sizes[c->rank] && send != mine)
+        memmove(mine, send, sizes[c->rank]);
+    if (c->cfg.verbosity >= 2 && c->rank == 0)
+        fprintf(stderr, "courier: %s of up to %zu bytes per rank on %d ranks: %s\n", what,
+                largest, p, q->name);
+    step(q);
+    return q;
+}
+
+cr_request *cr_iallgatherv(cr_comm *c, const void *send, void *recv, const size_t *sizes,
+                           const size_t *offsets, const cr_coll_opts *opts)
+{
+    return start_gather(c, send, recv, sizes, offsets, opts, "cr_iallgatherv");
+}
+
+cr_request *cr_iallgather(cr_comm *c, const void *send, size_t bytes, void *recv,
+                          const cr_coll_opts *opts)
+{
+    size_t *sizes = cr_xmalloc((size_t)c->size * sizeof *sizes);
+    size_t *offsets = cr_xmalloc((size_t)c->size * sizeof *offsets);
+    for (int r = 0; r < c->size; r++) {
+        sizes[r] = bytes;
+        offsets[r] = (size_t)r * bytes;
+    }
+    cr_request *q = start_gather(c, send, recv, sizes, offsets, opts, "cr_iallgather");
+    free(sizes);
+    free(offsets);
+    return q;
+}
+
+void cr_allgather(cr_comm *c, const void *send, size_t bytes, void *recv, const cr_coll_opts *opts)
+{
+    cr_request *q = cr_iallgather(c, send, bytes, recv, opts);
+    cr_wait(&q);
+}
+
+void cr_allgatherv(cr_comm *c, const void *send, void *recv, const size_t *sizes,
+                   const size_t *offsets, const cr_coll_opts *opts)
+{
+    cr_request *q = cr_iallgatherv(c, send, recv, sizes, offsets, opts);
+    cr_wait(&q);
+}
+
+/* ---------------------------------------------------------------- automatic choice */
+
+/* Measured with apps/coll_bench on the development machine (docs/collectives.md). */
+cr_allreduce_algorithm cr_allreduce_auto(int p, size_t bytes, int *ports)
+{
+    (void)p;
+    (void)bytes;
+    *ports = 0;
+    return CR_ALLREDUCE_BUTTERFLY;
+}
+
+cr_allgather_algorithm cr_allgather_auto(int p, size_t bytes)
+{
+    (void)p;
+    return bytes <= 4096 ? CR_ALLGATHER_SPARBIT : CR_ALLGATHER_RING;
+}
