@@ -16,6 +16,8 @@
 /* Tags cycle through this many values: collectives in flight at once on one comm
  * must stay below it. */
 #define TAG_SPACE 16384
+/* Direct tests in cr_wait before it runs the event loop. */
+#define WAIT_SPINS 256
 
 struct cr_request {
     cr_comm *c;
@@ -164,16 +166,19 @@ static char *slot(cr_request *q, int s)
     return s == 0 && q->in_fixup ? q->recv : q->slots + (size_t)s * q->vec_bytes;
 }
 
+/* Receives are posted before sends, so that a large message finds its receive
+ * waiting instead of taking the unexpected-message path. */
 static void post_reduce_round(cr_request *q, const cr_red_plan *p)
 {
     int lo = p->round_start[q->round], hi = p->round_start[q->round + 1];
     int staged = 0;
+    for (int i = lo; i < hi; i++)
+        if (p->ops[i].code == CR_RED_RECV)
+            MPI_Irecv(slot(q, p->ops[i].dst), as_count(q->vec_bytes), MPI_BYTE, p->ops[i].peer,
+                      q->tag, q->c->coll_comm, next_mreq(q));
     for (int i = lo; i < hi; i++) {
         const cr_red_op *op = &p->ops[i];
-        if (op->code == CR_RED_RECV) {
-            MPI_Irecv(slot(q, op->dst), as_count(q->vec_bytes), MPI_BYTE, op->peer, q->tag,
-                      q->c->coll_comm, next_mreq(q));
-        } else if (op->code == CR_RED_SEND) {
+        if (op->code == CR_RED_SEND) {
             const char *src = slot(q, op->a);
             /* a send reads its slot as it was when the round began */
             for (int j = lo; j < hi; j++)
@@ -241,45 +246,72 @@ static size_t xfer_bytes(const cr_request *q, const cr_ag_xfer *x)
     return len;
 }
 
-/* Blocks that are not adjacent travel through the pack buffer, packed in transfer
- * order; `unpack` copies received ones back out after the round. */
-static void pack_walk(cr_request *q, bool posting)
+/* Blocks that are not adjacent travel through the pack buffer: received ones
+ * first, in transfer order, then the packed sends. */
+static size_t pack_bytes(const cr_request *q, bool sends)
 {
-    int lo = q->ag.round_start[q->round], hi = q->ag.round_start[q->round + 1];
-    size_t need = 0, at = 0, off, len;
-    for (int i = lo; i < hi && posting; i++)
-        if (!contiguous(q, &q->ag.xfers[i], &off, &len))
-            need += xfer_bytes(q, &q->ag.xfers[i]);
-    if (posting && need > q->pack_cap) {
+    size_t total = 0, off, len;
+    for (int i = q->ag.round_start[q->round]; i < q->ag.round_start[q->round + 1]; i++) {
+        const cr_ag_xfer *x = &q->ag.xfers[i];
+        if (x->send == sends && !contiguous(q, x, &off, &len))
+            total += xfer_bytes(q, x);
+    }
+    return total;
+}
+
+/* Post the transfers of one direction; packed ones start at `at` in the pack buffer. */
+static void post_xfers(cr_request *q, bool sends, size_t at)
+{
+    for (int i = q->ag.round_start[q->round]; i < q->ag.round_start[q->round + 1]; i++) {
+        const cr_ag_xfer *x = &q->ag.xfers[i];
+        if (x->send != sends)
+            continue;
+        size_t off, len;
+        char *buf;
+        if (contiguous(q, x, &off, &len)) {
+            buf = q->recv + off;
+        } else {
+            buf = q->pack + at;
+            len = xfer_bytes(q, x);
+            for (int k = 0; sends && k < x->count; k++) {
+                int b = q->ag.blocks[x->first + k];
+                memcpy(q->pack + at, q->recv + q->offsets[b], q->sizes[b]);
+                at += q->sizes[b];
+            }
+            if (!sends)
+                at += len;
+        }
+        if (sends)
+            MPI_Isend(buf, as_count(len), MPI_BYTE, x->peer, q->tag, q->c->coll_comm, next_mreq(q));
+        else
+            MPI_Irecv(buf, as_count(len), MPI_BYTE, x->peer, q->tag, q->c->coll_comm, next_mreq(q));
+    }
+}
+
+/* Receives are posted before sends (see post_reduce_round). */
+static void post_gather_round(cr_request *q)
+{
+    size_t in = pack_bytes(q, false), need = in + pack_bytes(q, true);
+    if (need > q->pack_cap) {
         q->pack = cr_xrealloc(q->pack, need);
         q->pack_cap = need;
     }
-    for (int i = lo; i < hi; i++) {
+    post_xfers(q, false, 0);
+    post_xfers(q, true, in);
+}
+
+static void unpack_gather_round(cr_request *q)
+{
+    size_t at = 0, off, len;
+    for (int i = q->ag.round_start[q->round]; i < q->ag.round_start[q->round + 1]; i++) {
         const cr_ag_xfer *x = &q->ag.xfers[i];
-        if (contiguous(q, x, &off, &len)) {
-            if (posting && x->send)
-                MPI_Isend(q->recv + off, as_count(len), MPI_BYTE, x->peer, q->tag,
-                          q->c->coll_comm, next_mreq(q));
-            else if (posting)
-                MPI_Irecv(q->recv + off, as_count(len), MPI_BYTE, x->peer, q->tag,
-                          q->c->coll_comm, next_mreq(q));
+        if (x->send || contiguous(q, x, &off, &len))
             continue;
-        }
-        size_t start = at;
         for (int k = 0; k < x->count; k++) {
             int b = q->ag.blocks[x->first + k];
-            if (posting && x->send)
-                memcpy(q->pack + at, q->recv + q->offsets[b], q->sizes[b]);
-            else if (!posting && !x->send)
-                memcpy(q->recv + q->offsets[b], q->pack + at, q->sizes[b]);
+            memcpy(q->recv + q->offsets[b], q->pack + at, q->sizes[b]);
             at += q->sizes[b];
         }
-        if (posting && x->send)
-            MPI_Isend(q->pack + start, as_count(at - start), MPI_BYTE, x->peer, q->tag,
-                      q->c->coll_comm, next_mreq(q));
-        else if (posting)
-            MPI_Irecv(q->pack + start, as_count(at - start), MPI_BYTE, x->peer, q->tag,
-                      q->c->coll_comm, next_mreq(q));
     }
 }
 
@@ -322,7 +354,7 @@ static bool step(cr_request *q)
             if (q->is_reduce)
                 post_reduce_round(q, rp);
             else
-                pack_walk(q, true);
+                post_gather_round(q);
             q->posted = true;
         }
         int flag;
@@ -332,7 +364,7 @@ static bool step(cr_request *q)
         if (q->is_reduce)
             finish_reduce_round(q, rp);
         else
-            pack_walk(q, false);
+            unpack_gather_round(q);
         q->posted = false;
         q->round++;
         moved = true;
@@ -431,6 +463,10 @@ void cr_wait(cr_request **req)
 {
     cr_request *q = *req;
     check_caller(q->c, "cr_wait");
+    /* A short collective finishes within microseconds: test it directly before
+     * paying for event-loop iterations. */
+    for (int spin = 0; spin < WAIT_SPINS && !q->done; spin++)
+        step(q);
     if (!q->done) {
         if (q->c->waiting || q->c->in_loop)
             cr_fatal("cr_wait was called while the runtime is already waiting");

@@ -97,7 +97,9 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
     e->empty_polls++;
     if (e->empty_polls < SPIN_POLLS)
         return;
-    if (e->empty_polls < SPIN_POLLS + YIELD_POLLS) {
+    /* A collective in flight completes within its message time: yield, but do not
+     * sleep through it. */
+    if (e->empty_polls < SPIN_POLLS + YIELD_POLLS || c->coll_active) {
         sched_yield();
         return;
     }

@@ -1,0 +1,231 @@
+/* coll_bench: OSU-style latency of Courier's collectives next to the MPI library's,
+ * for every algorithm, in one run. */
+#include "cli.h"
+
+#include <courier.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: mpirun -np P coll_bench [options]\n"
+    "\n"
+    "Median latency (slowest rank, a barrier before every call) of allreduce and\n"
+    "allgather, for each Courier algorithm and for MPI_Allreduce / MPI_Allgather.\n"
+    "Every Courier result is checked against MPI's.\n"
+    "\n"
+    "  --collective C    allreduce, allgather or both (default both)\n"
+    "  --counts LIST     allreduce sizes in doubles; 0 stands for one int32\n"
+    "                    (default 0,255: the paper's 1 int and 255 doubles)\n"
+    "  --sizes LIST      allgather bytes per rank (default 8,64,512,4K,32K,256K,1M)\n"
+    "  --reps R          timed calls per point after 3 warm-ups (default 100)\n"
+    "  --csv FILE        append one line per point and algorithm\n"
+    "  --help            show this text\n";
+
+enum { BOTH, ALLREDUCE, ALLGATHER };
+static const char *const collectives[] = {"both", "allreduce", "allgather", NULL};
+
+typedef struct algo {
+    const char *name;
+    int id, ports; /* id < 0: the MPI library */
+} algo;
+
+static const algo reduce_algos[] = {
+    {"mpi", -1, 0},      {"binomial", CR_ALLREDUCE_BINOMIAL, 0},
+    {"butterfly", CR_ALLREDUCE_BUTTERFLY, 0}, {"dissem", CR_ALLREDUCE_DISSEMINATION, 0},
+    {"bruck1", CR_ALLREDUCE_BRUCK, 1},         {"bruck2", CR_ALLREDUCE_BRUCK, 2},
+    {"auto", CR_ALLREDUCE_AUTO, 0},
+};
+static const algo gather_algos[] = {
+    {"mpi", -1, 0},  {"ring", CR_ALLGATHER_RING, 0},   {"neighbor", CR_ALLGATHER_NEIGHBOR, 0},
+    {"recdbl", CR_ALLGATHER_RECDOUBLING, 0}, {"bruck", CR_ALLGATHER_BRUCK, 0},
+    {"sparbit", CR_ALLGATHER_SPARBIT, 0},     {"auto", CR_ALLGATHER_AUTO, 0},
+};
+#define NALGO 7
+
+typedef struct bench {
+    app *a;
+    cr_comm *comm;
+    int reps;
+    double *times;
+    FILE *csv;
+} bench;
+
+static double median_of(bench *b, double *t)
+{
+    return app_median(t, b->reps) * 1e6;
+}
+
+static void header(const bench *b, const char *what, const algo *algos)
+{
+    if (b->a->rank != 0)
+        return;
+    printf("\n%s on %d ranks: median microseconds per call\n\n| bytes |", what, b->a->size);
+    for (int i = 0; i < NALGO; i++)
+        printf(" %s |", algos[i].name);
+    printf(" best courier | best / mpi |\n|---|");
+    for (int i = 0; i < NALGO + 2; i++)
+        printf("---|");
+    printf("\n");
+}
+
+/* One row: the MPI library and every algorithm at one size; the best of Courier's
+ * forced algorithms is compared with MPI. */
+static void row(bench *b, const char *what, size_t bytes, const double *us,
+                const char *const *actual)
+{
+    int best = 1;
+    for (int i = 2; i < NALGO - 1; i++)
+        if (us[i] < us[best])
+            best = i;
+    if (b->a->rank == 0) {
+        printf("| %zu |", bytes);
+        for (int i = 0; i < NALGO; i++)
+            printf(" %.1f |", us[i]);
+        printf(" %s | %.2f |\n", actual[best], us[best] / us[0]);
+        fflush(stdout);
+    }
+    for (int i = 0; b->csv && i < NALGO; i++)
+        fprintf(b->csv, "%d,%s,%zu,%s,%.3f\n", b->a->size, what, bytes, actual[i], us[i]);
+}
+
+static void bench_allreduce(bench *b, size_t count, cr_dtype type)
+{
+    size_t esize = type == CR_INT32 ? 4 : 8, bytes = count * esize;
+    MPI_Datatype mt = type == CR_INT32 ? MPI_INT32_T : MPI_DOUBLE;
+    char *in = malloc(bytes), *out = malloc(bytes), *want = malloc(bytes);
+    for (size_t i = 0; i < count; i++) {
+        if (type == CR_INT32)
+            ((int32_t *)in)[i] = b->a->rank * 3 + (int32_t)i;
+        else
+            ((double *)in)[i] = b->a->rank + (double)i / 4; /* exact in binary: any order */
+    }
+    MPI_Allreduce(in, want, (int)count, mt, MPI_SUM, MPI_COMM_WORLD);
+    double us[NALGO];
+    char names[NALGO][32];
+    const char *actual[NALGO];
+    for (int k = 0; k < NALGO; k++) {
+        const algo *al = &reduce_algos[k];
+        cr_coll_opts o = {.algorithm = al->id, .ports = al->ports};
+        snprintf(names[k], sizeof names[k], "%s", al->name);
+        for (int rep = -3; rep < b->reps; rep++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (al->id < 0) {
+                MPI_Allreduce(in, out, (int)count, mt, MPI_SUM, MPI_COMM_WORLD);
+            } else {
+                cr_request *q = cr_iallreduce(b->comm, in, out, count, type, CR_OP_SUM, &o);
+                snprintf(names[k], sizeof names[k], "%s", cr_request_algorithm(q));
+                cr_wait(&q);
+            }
+            double dt = MPI_Wtime() - t0;
+            if (rep >= 0)
+                b->times[rep] = app_max_time(dt);
+        }
+        if (memcmp(out, want, bytes))
+            app_fail(b->a, "allreduce %s of %zu bytes differs from MPI_Allreduce", names[k], bytes);
+        us[k] = median_of(b, b->times);
+        actual[k] = names[k];
+    }
+    row(b, "allreduce", bytes, us, actual);
+    free(in);
+    free(out);
+    free(want);
+}
+
+static void bench_allgather(bench *b, size_t bytes)
+{
+    size_t total = bytes * (size_t)b->a->size;
+    char *in = malloc(bytes + 1), *out = malloc(total + 1), *want = malloc(total + 1);
+    for (size_t i = 0; i < bytes; i++)
+        in[i] = (char)(b->a->rank * 31 + (int)i);
+    MPI_Allgather(in, (int)bytes, MPI_BYTE, want, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+    double us[NALGO];
+    char names[NALGO][32];
+    const char *actual[NALGO];
+    for (int k = 0; k < NALGO; k++) {
+        const algo *al = &gather_algos[k];
+        cr_coll_opts o = {.algorithm = al->id};
+        snprintf(names[k], sizeof names[k], "%s", al->name);
+        for (int rep = -3; rep < b->reps; rep++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (al->id < 0) {
+                MPI_Allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+            } else {
+                cr_request *q = cr_iallgather(b->comm, in, bytes, out, &o);
+                snprintf(names[k], sizeof names[k], "%s", cr_request_algorithm(q));
+                cr_wait(&q);
+            }
+            double dt = MPI_Wtime() - t0;
+            if (rep >= 0)
+                b->times[rep] = app_max_time(dt);
+        }
+        if (memcmp(out, want, total))
+            app_fail(b->a, "allgather %s of %zu bytes differs from MPI_Allgather", names[k], bytes);
+        us[k] = median_of(b, b->times);
+        actual[k] = names[k];
+    }
+    row(b, "allgather", bytes, us, actual);
+    free(in);
+    free(out);
+    free(want);
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "coll_bench", usage, &argc, &argv);
+    int which = BOTH;
+    uint64_t reps = 100, counts[32] = {0, 255}, sizes[32] = {8, 64, 512, 4096, 32768, 262144, 1 << 20};
+    int ncounts = 2, nsizes = 7;
+    const char *csv = NULL;
+    static const struct option opts[] = {
+        {"collective", required_argument, 0, 'C'}, {"counts", required_argument, 0, 'n'},
+        {"sizes", required_argument, 0, 'b'},      {"reps", required_argument, 0, 'r'},
+        {"csv", required_argument, 0, 'c'},        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'C': which = app_parse_choice(&a, "--collective", optarg, collectives); break;
+        case 'n': ncounts = app_parse_list(&a, "--counts", optarg, 0, 1u << 24, counts, 32); break;
+        case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 26, sizes, 32); break;
+        case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
+        case 'c': csv = optarg; break;
+        case 'h': app_help(&a);
+        default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+
+    bench b = {.a = &a, .reps = (int)reps, .times = malloc(reps * sizeof(double))};
+    b.comm = cr_comm_create(MPI_COMM_WORLD, NULL);
+    if (csv && a.rank == 0) {
+        b.csv = fopen(csv, "a");
+        if (!b.csv)
+            app_fail(&a, "cannot open --csv file '%s' for appending", csv);
+        if (ftell(b.csv) == 0)
+            fprintf(b.csv, "ranks,collective,bytes,algorithm,median_us\n");
+    }
+    if (which != ALLGATHER) {
+        header(&b, "allreduce (sum)", reduce_algos);
+        for (int i = 0; i < ncounts; i++)
+            bench_allreduce(&b, counts[i] ? counts[i] : 1, counts[i] ? CR_DOUBLE : CR_INT32);
+    }
+    if (which != ALLREDUCE) {
+        header(&b, "allgather", gather_algos);
+        for (int i = 0; i < nsizes; i++)
+            bench_allgather(&b, sizes[i]);
+    }
+    if (b.csv)
+        fclose(b.csv);
+    free(b.times);
+    cr_comm_destroy(b.comm);
+    MPI_Finalize();
+    return 0;
+}
