@@ -64,13 +64,13 @@ test)
     install_missing
     build build
     mpi_env
-    meson test -C build --print-errorlogs "${@:2}"
+    meson test -C build --print-errorlogs --no-suite large "${@:2}"
     ;;
 test-sanitize)
     install_missing
     build build-sanitize -Db_sanitize=address,undefined -Dallocator=system -Dbuildtype=debug
     mpi_env
-    meson test -C build-sanitize --print-errorlogs "${@:2}"
+    meson test -C build-sanitize --print-errorlogs --no-suite large "${@:2}"
     ;;
 build)
     install_missing

@@ -535,13 +535,14 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
     int ports = opts && opts->ports ? opts->ports : (int)c->cfg.allreduce_ports;
     if (algo < CR_ALLREDUCE_AUTO || algo > CR_ALLREDUCE_BRUCK)
         cr_fatal("cr_iallreduce: algorithm %d is not valid", algo);
+    bool exact = op != CR_OP_USER && !(is_float(type) && op == CR_OP_SUM);
     if (algo == CR_ALLREDUCE_AUTO)
-        algo = cr_allreduce_auto(c->size, q->vec_bytes, &ports);
+        algo = cr_allreduce_auto(c->size, q->vec_bytes, exact, &ports);
     plan_reduce(q, (cr_allreduce_algorithm)algo, ports);
     /* Dissemination and Bruck combine in a different order on every rank: where that
      * can change the rounding, rank 0's result is broadcast. */
     bool rotated = !strncmp(q->name, "dissemination", 13) || !strncmp(q->name, "bruck", 5);
-    q->needs_fixup = rotated && c->size > 1 && (op == CR_OP_USER || (is_float(type) && op == CR_OP_SUM));
+    q->needs_fixup = rotated && c->size > 1 && !exact;
     if (q->needs_fixup) {
         cr_plan_bcast(&q->fixup, c->size, c->rank);
         strncat(q->name, "+bcast", sizeof q->name - strlen(q->name) - 1);
@@ -646,17 +647,25 @@ void cr_allgatherv(cr_comm *c, const void *send, void *recv, const size_t *sizes
 
 /* ---------------------------------------------------------------- automatic choice */
 
-/* Measured with apps/coll_bench on the development machine (docs/collectives.md). */
-cr_allreduce_algorithm cr_allreduce_auto(int p, size_t bytes, int *ports)
+/* Measured with scripts/coll_sweep.sh (apps/coll_bench at 2 to 8 ranks) on the
+ * development machine; docs/collectives.md has the table behind these rules. */
+cr_allreduce_algorithm cr_allreduce_auto(int p, size_t bytes, bool exact, int *ports)
 {
-    (void)p;
-    (void)bytes;
     *ports = 0;
+    /* Small integer (or min/max) vectors: one dissemination round per power of
+     * (n+1) beats the butterfly's extra rounds for leftover ranks. Floating-point
+     * sums would pay the closing broadcast, so they stay with the butterfly. */
+    if (exact && bytes <= 64 && p >= 4 && cr_dissem_smallest_n(p, 8) > 0)
+        return CR_ALLREDUCE_DISSEMINATION;
     return CR_ALLREDUCE_BUTTERFLY;
 }
 
 cr_allgather_algorithm cr_allgather_auto(int p, size_t bytes)
 {
-    (void)p;
-    return bytes <= 4096 ? CR_ALLGATHER_SPARBIT : CR_ALLGATHER_RING;
+    bool power_of_two = (p & (p - 1)) == 0;
+    if (bytes > 32768)
+        return p >= 8 && p % 2 == 0 ? CR_ALLGATHER_NEIGHBOR : CR_ALLGATHER_RING;
+    if (power_of_two)
+        return CR_ALLGATHER_RECDOUBLING;
+    return bytes <= 64 ? CR_ALLGATHER_SPARBIT : CR_ALLGATHER_BRUCK;
 }

@@ -4,6 +4,7 @@
 
 #include "courier/coll.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Advance every active collective of the comm; returns how many made progress.
@@ -14,8 +15,9 @@ int cr_coll_progress(cr_comm *c);
 void cr_coll_free(cr_comm *c);
 
 /* The automatic choice for p ranks and a message of `bytes` (allreduce: the whole
- * vector; allgather: one rank's block), as in the table of docs/collectives.md. */
-cr_allreduce_algorithm cr_allreduce_auto(int p, size_t bytes, int *ports);
+ * vector; allgather: the largest block), as in docs/collectives.md. `exact`: the
+ * reduction gives the same bits in any order (integers, min, max). */
+cr_allreduce_algorithm cr_allreduce_auto(int p, size_t bytes, bool exact, int *ports);
 cr_allgather_algorithm cr_allgather_auto(int p, size_t bytes);
 
 #endif

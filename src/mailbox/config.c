@@ -28,6 +28,7 @@
 
 void cr_config_init(cr_config *cfg)
 {
+    memset(cfg, 0, sizeof *cfg); /* padding too, so configs compare bytewise */
     cfg->buffer_bytes = 64 * KiB;
     cfg->buffer_cap_bytes = 32 * MiB;
     cfg->max_inflight = 32;

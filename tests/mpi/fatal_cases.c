@@ -23,6 +23,13 @@ static void exchange_inside(cr_comm *c, int src, const void *p, size_t len, void
     cr_sparse_exchange(c, 0, NULL, NULL, NULL, &r);
 }
 
+static void allreduce_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)src, (void)p, (void)len, (void)u;
+    int x = 1, y;
+    cr_allreduce(c, &x, &y, 1, CR_INT32, CR_OP_SUM, NULL);
+}
+
 static void barrier_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
 {
     (void)src, (void)p, (void)len, (void)u;
@@ -75,6 +82,15 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "exchange-in-handler")) {
         int b = cr_register(c, exchange_inside, NULL);
         cr_async(c, 0, b, NULL, 0);
+    } else if (!strcmp(what, "allreduce-band-double")) {
+        double x = 1, y;
+        cr_allreduce(c, &x, &y, 1, CR_DOUBLE, CR_OP_BAND, NULL);
+    } else if (!strcmp(what, "allreduce-in-handler")) {
+        int b = cr_register(c, allreduce_inside, NULL);
+        cr_async(c, 0, b, NULL, 0);
+    } else if (!strcmp(what, "user-op-without-function")) {
+        int x = 1, y;
+        cr_allreduce(c, &x, &y, 1, CR_INT32, CR_OP_USER, NULL);
     } else if (!strcmp(what, "register-vs-barrier")) {
         if (c->rank == 0)
             cr_register(c, nop, NULL);

@@ -12,6 +12,7 @@
  * The simulator runs the ranks' rounds with rendezvous semantics (a send completes
  * when its receive is posted, messages between two ranks match in order), so a plan
  * that could deadlock fails here too. */
+#include "coll/coll_internal.h"
 #include "coll/plan.h"
 
 #include <setjmp.h>
@@ -478,10 +479,43 @@ static void test_sparbit_ignore_steps(void **state)
     }
 }
 
+/* The automatic choices of docs/collectives.md, and that each applies to its P. */
+static void test_auto_choices(void **state)
+{
+    (void)state;
+    int ports;
+    assert_int_equal(cr_allreduce_auto(8, 4, true, &ports), CR_ALLREDUCE_DISSEMINATION);
+    assert_int_equal(cr_allreduce_auto(8, 4, false, &ports), CR_ALLREDUCE_BUTTERFLY);
+    assert_int_equal(cr_allreduce_auto(2, 4, true, &ports), CR_ALLREDUCE_BUTTERFLY);
+    assert_int_equal(cr_allreduce_auto(8, 2040, true, &ports), CR_ALLREDUCE_BUTTERFLY);
+    assert_int_equal(cr_allgather_auto(8, 8), CR_ALLGATHER_RECDOUBLING);
+    assert_int_equal(cr_allgather_auto(7, 8), CR_ALLGATHER_SPARBIT);
+    assert_int_equal(cr_allgather_auto(7, 4096), CR_ALLGATHER_BRUCK);
+    assert_int_equal(cr_allgather_auto(6, 1 << 20), CR_ALLGATHER_RING);
+    assert_int_equal(cr_allgather_auto(8, 1 << 20), CR_ALLGATHER_NEIGHBOR);
+    static const cr_allgather_algo plan_of[] = {
+        [CR_ALLGATHER_RING] = CR_PLAN_AG_RING, [CR_ALLGATHER_NEIGHBOR] = CR_PLAN_AG_NEIGHBOR,
+        [CR_ALLGATHER_RECDOUBLING] = CR_PLAN_AG_RECDOUBLE, [CR_ALLGATHER_BRUCK] = CR_PLAN_AG_BRUCK,
+        [CR_ALLGATHER_SPARBIT] = CR_PLAN_AG_SPARBIT};
+    for (int p = 1; p <= 64; p++)
+        for (size_t bytes = 1; bytes <= (1u << 22); bytes *= 4) {
+            cr_ag_plan plan;
+            assert_true(cr_plan_allgather(&plan, plan_of[cr_allgather_auto(p, bytes)], p, 0));
+            cr_ag_plan_free(&plan);
+            cr_red_plan rp;
+            cr_allreduce_algorithm a = cr_allreduce_auto(p, bytes, true, &ports);
+            if (a == CR_ALLREDUCE_DISSEMINATION) {
+                assert_true(cr_plan_allreduce(&rp, CR_PLAN_AR_DISSEM, p, 0, cr_dissem_smallest_n(p, 8)));
+                cr_red_plan_free(&rp);
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tree_and_pairwise_exact_and_identical),
+        cmocka_unit_test(test_auto_choices),
         cmocka_unit_test(test_bruck_exact_for_every_n),
         cmocka_unit_test(test_dissemination_adapted_is_exact),
         cmocka_unit_test(test_dissemination_paper_example),

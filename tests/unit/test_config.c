@@ -14,7 +14,7 @@
 static const char *vars[] = {"COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURIER_MAX_INFLIGHT",
                              "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_VERBOSE",
                              "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE",
-                             "COURIER_EXCHANGE"};
+                             "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER"};
 
 static int clear_env(void **state)
 {
@@ -50,6 +50,8 @@ static void test_good_values(void **state)
     setenv("COURIER_ROUTE", "grid:4x2", 1);
     setenv("COURIER_NODE_SIZE", "3", 1);
     setenv("COURIER_EXCHANGE", "pcx", 1);
+    setenv("COURIER_ALLREDUCE", "dissemination:3", 1);
+    setenv("COURIER_ALLGATHER", "sparbit", 1);
     cr_config c;
     cr_config_init(&c);
     char err[256] = "";
@@ -67,6 +69,9 @@ static void test_good_values(void **state)
     assert_int_equal(c.route.dims[1], 2);
     assert_int_equal(c.node_size, 3);
     assert_int_equal(c.exchange, CR_SX_PCX);
+    assert_int_equal(c.allreduce, CR_ALLREDUCE_DISSEMINATION);
+    assert_int_equal(c.allreduce_ports, 3);
+    assert_int_equal(c.allgather, CR_ALLGATHER_SPARBIT);
 
     setenv("COURIER_BUFFER_SIZE", "1", 1);
     setenv("COURIER_FLUSH_INTERVAL", "0.5", 1);
@@ -118,6 +123,11 @@ static void test_bad_values(void **state)
     expect_bad("COURIER_NODE_SIZE", "-1", "from 0 to 1073741824");
     expect_bad("COURIER_EXCHANGE", "default", "expected nbx, pex or pcx");
     expect_bad("COURIER_EXCHANGE", "NBX", "expected nbx, pex or pcx");
+    expect_bad("COURIER_ALLREDUCE", "fast", "expected auto, binomial, butterfly, dissemination[:n] or bruck[:n]");
+    expect_bad("COURIER_ALLREDUCE", "butterfly:2", "expected auto, binomial");
+    expect_bad("COURIER_ALLREDUCE", "bruck:0", "with n from 1 to 64");
+    expect_bad("COURIER_ALLREDUCE", "bruck:", "with n from 1 to 64");
+    expect_bad("COURIER_ALLGATHER", "tree", "expected auto, ring, neighbor, recdoubling, bruck or sparbit");
 }
 
 static void test_validate_rejects_out_of_range(void **state)
