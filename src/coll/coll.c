@@ -87,6 +87,13 @@ const char *cr_request_algorithm(const cr_request *q)
     return q->name;
 }
 
+/* memcpy that accepts empty copies from or to NULL (zero-length collectives). */
+static void copy_bytes(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+}
+
 /* ---------------------------------------------------------------- element operations */
 
 static size_t dtype_size(cr_dtype t)
@@ -129,7 +136,7 @@ static void combine(cr_request *q, void *dst, const void *a, const void *b)
         } else if (dst == b) {
             q->fn(dst, a, n, q->user); /* the operation commutes */
         } else {
-            memcpy(dst, a, q->vec_bytes);
+            copy_bytes(dst, a, q->vec_bytes);
             q->fn(dst, b, n, q->user);
         }
         return;
@@ -183,8 +190,8 @@ static void post_reduce_round(cr_request *q, const cr_red_plan *p)
             /* a send reads its slot as it was when the round began */
             for (int j = lo; j < hi; j++)
                 if (p->ops[j].code == CR_RED_RECV && p->ops[j].dst == op->a) {
-                    q->stage = cr_xrealloc(q->stage, (size_t)(staged + 1) * q->vec_bytes);
-                    memcpy(q->stage + (size_t)staged * q->vec_bytes, src, q->vec_bytes);
+                    q->stage = cr_xrealloc(q->stage, (size_t)(staged + 1) * q->vec_bytes + 1);
+                    copy_bytes(q->stage + (size_t)staged * q->vec_bytes, src, q->vec_bytes);
                     src = q->stage + (size_t)staged++ * q->vec_bytes;
                     break;
                 }
@@ -199,7 +206,7 @@ static void finish_reduce_round(cr_request *q, const cr_red_plan *p)
     for (int i = p->round_start[q->round]; i < p->round_start[q->round + 1]; i++) {
         const cr_red_op *op = &p->ops[i];
         if (op->code == CR_RED_COPY)
-            memcpy(slot(q, op->dst), slot(q, op->a), q->vec_bytes);
+            copy_bytes(slot(q, op->dst), slot(q, op->a), q->vec_bytes);
         else if (op->code == CR_RED_COMBINE)
             combine(q, slot(q, op->dst), slot(q, op->a), slot(q, op->b));
     }
@@ -213,7 +220,7 @@ static void reduce_plan_done(cr_request *q)
         q->done = true;
         return;
     }
-    memcpy(q->recv, slot(q, q->plan.result), q->vec_bytes);
+    copy_bytes(q->recv, slot(q, q->plan.result), q->vec_bytes);
     if (q->needs_fixup) {
         q->in_fixup = true;
         q->round = 0;
@@ -275,7 +282,7 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
             len = xfer_bytes(q, x);
             for (int k = 0; sends && k < x->count; k++) {
                 int b = q->ag.blocks[x->first + k];
-                memcpy(q->pack + at, q->recv + q->offsets[b], q->sizes[b]);
+                copy_bytes(q->pack + at, q->recv + q->offsets[b], q->sizes[b]);
                 at += q->sizes[b];
             }
             if (!sends)
@@ -292,9 +299,9 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
 static void post_gather_round(cr_request *q)
 {
     size_t in = pack_bytes(q, false), need = in + pack_bytes(q, true);
-    if (need > q->pack_cap) {
-        q->pack = cr_xrealloc(q->pack, need);
-        q->pack_cap = need;
+    if (need + 1 > q->pack_cap) { /* never NULL, even when nothing is packed */
+        q->pack = cr_xrealloc(q->pack, need + 1);
+        q->pack_cap = need + 1;
     }
     post_xfers(q, false, 0);
     post_xfers(q, true, in);
@@ -309,7 +316,7 @@ static void unpack_gather_round(cr_request *q)
             continue;
         for (int k = 0; k < x->count; k++) {
             int b = q->ag.blocks[x->first + k];
-            memcpy(q->recv + q->offsets[b], q->pack + at, q->sizes[b]);
+            copy_bytes(q->recv + q->offsets[b], q->pack + at, q->sizes[b]);
             at += q->sizes[b];
         }
     }
@@ -549,7 +556,7 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
     }
     q->slots = cr_xmalloc((size_t)q->plan.nslots * q->vec_bytes + 1);
     if (q->vec_bytes)
-        memcpy(q->slots, send, q->vec_bytes);
+        copy_bytes(q->slots, send, q->vec_bytes);
     if (c->cfg.verbosity >= 2 && c->rank == 0)
         fprintf(stderr, "courier: allreduce of %zu bytes on %d ranks: %s\n", q->vec_bytes,
                 c->size, q->name);
