@@ -201,12 +201,9 @@ int main(int argc, char **argv)
         printf("  MPI sends per rank (max, all searches and validations): %llu; peak memory per "
                "rank %.1f MiB\n", (unsigned long long)sends_max, rss_max / 1024.0);
         if (o.csv) {
-            FILE *out = fopen(o.csv, "a");
-            if (!out)
-                app_fail(&a, "cannot open --csv file '%s' for appending", o.csv);
-            if (ftell(out) == 0)
-                fprintf(out, "ranks,graph,scale,edgefactor,route,buffer_bytes,roots,hmean_teps,"
-                             "min_teps,max_teps,mpi_sends_max,peak_rss_mib,valid\n");
+            FILE *out = app_open_csv(&a, o.csv, "ranks,graph,scale,edgefactor,route,buffer_bytes,"
+                                     "roots,hmean_teps,min_teps,max_teps,mpi_sends_max,"
+                                     "peak_rss_mib,valid");
             fprintf(out, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d\n", a.size,
                     o.graph ? o.graph : generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
                     route_name, cfg.buffer_bytes, nroots, hmean, lo, hi,

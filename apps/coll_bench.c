@@ -206,11 +206,7 @@ int main(int argc, char **argv)
     bench b = {.a = &a, .reps = (int)reps, .times = malloc(reps * sizeof(double))};
     b.comm = cr_comm_create(MPI_COMM_WORLD, NULL);
     if (csv && a.rank == 0) {
-        b.csv = fopen(csv, "a");
-        if (!b.csv)
-            app_fail(&a, "cannot open --csv file '%s' for appending", csv);
-        if (ftell(b.csv) == 0)
-            fprintf(b.csv, "ranks,collective,bytes,algorithm,median_us\n");
+        b.csv = app_open_csv(&a, csv, "ranks,collective,bytes,algorithm,median_us");
     }
     if (which != ALLGATHER) {
         header(&b, "allreduce (sum)", reduce_algos);

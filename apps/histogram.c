@@ -271,14 +271,10 @@ int main(int argc, char **argv)
     double rate[2] = {0, 0};
     FILE *out = NULL;
     if (csv && a.rank == 0) {
-        out = fopen(csv, "a");
-        if (!out)
-            app_fail(&a, "cannot open --csv file '%s' for appending", csv);
-        if (ftell(out) == 0)
-            fprintf(out, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,seconds,"
-                         "updates_per_s,verified,mpi_sends_max,mpi_sends_mean,partners_max,"
-                         "partners_mean,off_node_partners_max,bytes_on_node,bytes_off_node,"
-                         "forwarded,peak_rss_mib\n");
+        out = app_open_csv(&a, csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
+                                    "seconds,updates_per_s,verified,mpi_sends_max,mpi_sends_mean,"
+                                    "partners_max,partners_mean,off_node_partners_max,"
+                                    "bytes_on_node,bytes_off_node,forwarded,peak_rss_mib");
     }
     for (int m = MODE_COURIER; m <= MODE_ALLTOALLV; m++) {
         if (mode != MODE_BOTH && mode != m)

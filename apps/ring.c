@@ -109,11 +109,7 @@ int main(int argc, char **argv)
                cfg.recv_mode == CR_RECV_PREPOST ? "prepost" : "probe", us,
                ok ? "all hops counted" : "HOP COUNT WRONG");
         if (csv) {
-            FILE *f = fopen(csv, "a");
-            if (!f)
-                app_fail(&a, "cannot open --csv file '%s' for appending", csv);
-            if (ftell(f) == 0)
-                fprintf(f, "ranks,tokens,hops,payload,buffer_bytes,recv,us_per_hop,ok\n");
+            FILE *f = app_open_csv(&a, csv, "ranks,tokens,hops,payload,buffer_bytes,recv,us_per_hop,ok");
             fprintf(f, "%d,%llu,%llu,%llu,%zu,%s,%.3f,%d\n", a.size, (unsigned long long)tokens,
                     (unsigned long long)hops_per_token, (unsigned long long)payload,
                     cfg.buffer_bytes, cfg.recv_mode == CR_RECV_PREPOST ? "prepost" : "probe", us,

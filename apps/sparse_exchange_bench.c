@@ -121,11 +121,7 @@ int main(int argc, char **argv)
 
     FILE *out = NULL;
     if (csv && a.rank == 0) {
-        out = fopen(csv, "a");
-        if (!out)
-            app_fail(&a, "cannot open --csv file '%s' for appending", csv);
-        if (ftell(out) == 0)
-            fprintf(out, "ranks,neighbours,bytes,protocol,median_us,min_us,reps,verified\n");
+        out = app_open_csv(&a, csv, "ranks,neighbours,bytes,protocol,median_us,min_us,reps,verified");
     }
     if (a.rank == 0)
         printf("sparse_exchange_bench: %d ranks, %llu timed exchanges per point; median time per "

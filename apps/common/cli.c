@@ -144,3 +144,13 @@ int app_parse_list(const app *a, const char *flag, const char *value, uint64_t m
         s += len + 1;
     }
 }
+
+FILE *app_open_csv(const app *a, const char *path, const char *header)
+{
+    FILE *out = fopen(path, "a");
+    if (!out)
+        app_fail(a, "cannot open --csv file '%s' for appending", path);
+    if (ftell(out) == 0)
+        fprintf(out, "%s\n", header);
+    return out;
+}

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdnoreturn.h>
 
 typedef struct app {
@@ -49,6 +50,10 @@ struct cr_config;
 /* --route VALUE: parse a route as COURIER_ROUTE does into cfg->route; a bad value is a
  * usage error naming the flag. */
 void app_parse_route(const app *a, const char *value, struct cr_config *cfg);
+
+/* Open `path` for appending CSV lines and write `header` (one line, without the
+ * newline) if the file is new. A file that cannot be opened fails the job. */
+FILE *app_open_csv(const app *a, const char *path, const char *header);
 
 /* Seconds from MPI_Wtime, agreed as the maximum over ranks (the slowest rank). */
 double app_max_time(double seconds);

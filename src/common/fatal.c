@@ -63,3 +63,13 @@ void cr_xgrow(void **v, int *cap, int need, size_t elem)
     *v = cr_xrealloc(*v, (size_t)c * elem);
     *cap = c;
 }
+
+void cr_set_error(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}

@@ -9,6 +9,11 @@
  * running). Used for misuse of the API and for corrupt input from the network. */
 noreturn void cr_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Format a one-line error into err[0 .. errlen) for functions that report errors
+ * to their caller; does nothing if err is NULL or errlen is 0. */
+void cr_set_error(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* malloc/realloc that abort with a message instead of returning NULL. */
 void *cr_xmalloc(size_t n);
 void *cr_xcalloc(size_t count, size_t n);

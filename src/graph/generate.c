@@ -13,16 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cr_graph_set_error(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 void cr_gen_params_init(cr_gen_params *p)
 {
     *p = (cr_gen_params){.kind = CR_GEN_RMAT, .scale = 16, .edgefactor = 16, .seed = 1,
@@ -185,23 +175,23 @@ int cr_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *out, c
 {
     int max_scale = p->kind == CR_GEN_RGG ? 26 : 40;
     if (p->scale < 1 || p->scale > max_scale) {
-        cr_graph_set_error(err, errlen, "scale %d is out of range: expected 1 to %d", p->scale,
+        cr_set_error(err, errlen, "scale %d is out of range: expected 1 to %d", p->scale,
                            max_scale);
         return -1;
     }
     if (!(p->edgefactor > 0 && p->edgefactor <= 1e6)) {
-        cr_graph_set_error(err, errlen, "edge factor %g is out of range: expected more than 0 "
+        cr_set_error(err, errlen, "edge factor %g is out of range: expected more than 0 "
                                         "and at most 1e6", p->edgefactor);
         return -1;
     }
     if (p->kind == CR_GEN_RMAT &&
         !(p->a >= 0 && p->b >= 0 && p->c >= 0 && p->a + p->b + p->c <= 1)) {
-        cr_graph_set_error(err, errlen, "R-MAT probabilities a=%g b=%g c=%g must be at least 0 "
+        cr_set_error(err, errlen, "R-MAT probabilities a=%g b=%g c=%g must be at least 0 "
                                         "and sum to at most 1", p->a, p->b, p->c);
         return -1;
     }
     if (rank < 0 || size < 1 || rank >= size) {
-        cr_graph_set_error(err, errlen, "rank %d of %d is not valid", rank, size);
+        cr_set_error(err, errlen, "rank %d of %d is not valid", rank, size);
         return -1;
     }
     memset(out, 0, sizeof *out);

@@ -30,8 +30,6 @@ struct cr_graph {
 
 void cr_graph_register_bfs(cr_graph *g);
 
-void cr_graph_set_error(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
 
 /* Balanced blocks: the first n % P ranks own one vertex more. */

@@ -51,7 +51,7 @@ static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list
         lineno++;
         size_t len = strlen(line);
         if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
-            cr_graph_set_error(err, errlen, "%s:%" PRIu64 ": line longer than %zu characters",
+            cr_set_error(err, errlen, "%s:%" PRIu64 ": line longer than %zu characters",
                                path, lineno, sizeof line - 2);
             return -1;
         }
@@ -81,14 +81,14 @@ static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list
         }
         if (!ok) {
             line[strcspn(line, "\r\n")] = '\0';
-            cr_graph_set_error(err, errlen, "%s:%" PRIu64 ": expected 'u v' or 'u v w' (vertex "
+            cr_set_error(err, errlen, "%s:%" PRIu64 ": expected 'u v' or 'u v w' (vertex "
                                "ids from 0 to 2^62), got '%.60s'", path, lineno, line);
             return -1;
         }
         if (weighted < 0)
             weighted = has_w;
         if (has_w != (weighted == 1)) {
-            cr_graph_set_error(err, errlen, "%s:%" PRIu64 ": %s a weight, unlike the first edge",
+            cr_set_error(err, errlen, "%s:%" PRIu64 ": %s a weight, unlike the first edge",
                                path, lineno, has_w ? "has" : "lacks");
             return -1;
         }
@@ -97,7 +97,7 @@ static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list
             cr_edge_list_push(out, u, v, has_w ? &w : NULL);
     }
     if (ferror(f)) {
-        cr_graph_set_error(err, errlen, "%s: read error: %s", path, strerror(errno));
+        cr_set_error(err, errlen, "%s: read error: %s", path, strerror(errno));
         return -1;
     }
     return 0;
@@ -140,7 +140,7 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
 {
     unsigned char h[BIN_HEADER];
     if (!read_at(f, 0, h, sizeof h) || memcmp(h, magic, sizeof magic)) {
-        cr_graph_set_error(err, errlen, "%s: not a Courier binary edge list (bad header)", path);
+        cr_set_error(err, errlen, "%s: not a Courier binary edge list (bad header)", path);
         return -1;
     }
     uint64_t m = get_le(h + 8, 8), flags = get_le(h + 16, 8);
@@ -148,7 +148,7 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
     bool weighted = flags & BIN_WEIGHTED;
     off_t want = (off_t)(BIN_HEADER + m * 16 + (weighted ? m * 4 : 0));
     if (file_size(f) != want) {
-        cr_graph_set_error(err, errlen, "%s: header says %" PRIu64 " edges (%s), so %lld bytes, "
+        cr_set_error(err, errlen, "%s: header says %" PRIu64 " edges (%s), so %lld bytes, "
                            "but the file has %lld", path, m, weighted ? "weighted" : "unweighted",
                            (long long)want, (long long)file_size(f));
         return -1;
@@ -161,12 +161,12 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
         float w;
         if (!read_at(f, (off_t)(BIN_HEADER + i * 16), rec, 16) ||
             (weighted && !read_at(f, (off_t)(BIN_HEADER + m * 16 + i * 4), wb, 4))) {
-            cr_graph_set_error(err, errlen, "%s: read error at edge %" PRIu64, path, i);
+            cr_set_error(err, errlen, "%s: read error at edge %" PRIu64, path, i);
             return -1;
         }
         uint64_t u = get_le(rec, 8), v = get_le(rec + 8, 8);
         if (u >= out->nvertices || v >= out->nvertices) {
-            cr_graph_set_error(err, errlen, "%s: edge %" PRIu64 " (%" PRIu64 ", %" PRIu64 ") has "
+            cr_set_error(err, errlen, "%s: edge %" PRIu64 " (%" PRIu64 ", %" PRIu64 ") has "
                                "a vertex beyond the header's %" PRIu64, path, i, u, v,
                                out->nvertices);
             return -1;
@@ -183,7 +183,7 @@ static int read_graph500(const char *path, FILE *f, const char *wpath, int rank,
 {
     off_t bytes = file_size(f);
     if (bytes < 0 || bytes % 12) {
-        cr_graph_set_error(err, errlen, "%s: size %lld is not a multiple of 12 bytes (a Graph500 "
+        cr_set_error(err, errlen, "%s: size %lld is not a multiple of 12 bytes (a Graph500 "
                            "edge dump holds three uint32 per edge)", path, (long long)bytes);
         return -1;
     }
@@ -192,11 +192,11 @@ static int read_graph500(const char *path, FILE *f, const char *wpath, int rank,
     if (wpath) {
         wf = fopen(wpath, "rb");
         if (!wf) {
-            cr_graph_set_error(err, errlen, "%s: cannot open: %s", wpath, strerror(errno));
+            cr_set_error(err, errlen, "%s: cannot open: %s", wpath, strerror(errno));
             return -1;
         }
         if (file_size(wf) != (off_t)(m * 4)) {
-            cr_graph_set_error(err, errlen, "%s: %lld bytes, but %s has %" PRIu64 " edges, so "
+            cr_set_error(err, errlen, "%s: %lld bytes, but %s has %" PRIu64 " edges, so "
                                "%" PRIu64 " bytes of float32 weights were expected", wpath,
                                (long long)file_size(wf), path, m, m * 4);
             fclose(wf);
@@ -226,7 +226,7 @@ static int read_graph500(const char *path, FILE *f, const char *wpath, int rank,
         cr_edge_list_push(out, u, v, wf ? &w : NULL);
     }
     if (rc)
-        cr_graph_set_error(err, errlen, "%s: read error", path);
+        cr_set_error(err, errlen, "%s: read error", path);
     if (wf)
         fclose(wf);
     return rc;
@@ -238,7 +238,7 @@ int cr_read_edges(const char *path, cr_file_format format, const char *weights_p
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        cr_graph_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        cr_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     if (format == CR_FILE_AUTO) {
@@ -253,7 +253,7 @@ int cr_read_edges(const char *path, cr_file_format format, const char *weights_p
         rewind(f);
     }
     if (weights_path && format != CR_FILE_GRAPH500) {
-        cr_graph_set_error(err, errlen, "%s: a separate weights file only goes with the Graph500 "
+        cr_set_error(err, errlen, "%s: a separate weights file only goes with the Graph500 "
                            "format", weights_path);
         fclose(f);
         return -1;
@@ -275,7 +275,7 @@ int cr_write_edges(const char *path, cr_file_format format, const cr_edge_list *
 {
     FILE *f = fopen(path, "wb");
     if (!f) {
-        cr_graph_set_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        cr_set_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         return -1;
     }
     bool ok = true;
@@ -306,13 +306,13 @@ int cr_write_edges(const char *path, cr_file_format format, const cr_edge_list *
                 ok = fprintf(f, "%" PRIu64 " %" PRIu64 "\n", l->edges[i].u, l->edges[i].v) > 0;
         }
     } else {
-        cr_graph_set_error(err, errlen, "%s: can only write text or binary edge lists", path);
+        cr_set_error(err, errlen, "%s: can only write text or binary edge lists", path);
         fclose(f);
         return -1;
     }
     if (fclose(f) != 0)
         ok = false;
     if (!ok)
-        cr_graph_set_error(err, errlen, "%s: write failed: %s", path, strerror(errno));
+        cr_set_error(err, errlen, "%s: write failed: %s", path, strerror(errno));
     return ok ? 0 : -1;
 }

@@ -1,5 +1,6 @@
 /* Defaults, COURIER_* environment variables and range checks of cr_config. */
 #include "courier/mailbox.h"
+#include "common/fatal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -44,15 +45,6 @@ void cr_config_init(cr_config *cfg)
     cfg->allgather = CR_ALLGATHER_AUTO;
 }
 
-static void set_error(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* "65536", "64K", "64KiB", "1m", "2 GB": binary multiples, case-insensitive. */
 static bool parse_size(const char *s, size_t *out)
@@ -134,7 +126,7 @@ static int env_size(const char *name, size_t min, size_t max, size_t *out, char 
         return 0;
     size_t v;
     if (!parse_size(s, &v) || v < min || v > max) {
-        set_error(err, errlen,
+        cr_set_error(err, errlen,
                   "%s='%s' is not valid: expected a size in bytes from %zu to %zu "
                   "(suffixes K, M, G allowed)",
                   name, s, min, max);
@@ -151,7 +143,7 @@ static int env_long(const char *name, long min, long max, long *out, char *err, 
         return 0;
     long v;
     if (!parse_long(s, &v) || v < min || v > max) {
-        set_error(err, errlen, "%s='%s' is not valid: expected an integer from %ld to %ld",
+        cr_set_error(err, errlen, "%s='%s' is not valid: expected an integer from %ld to %ld",
                   name, s, min, max);
         return -1;
     }
@@ -166,7 +158,7 @@ static int env_seconds(const char *name, double max, double *out, char *err, siz
         return 0;
     double v;
     if (!parse_seconds(s, &v) || v < 0 || v > max) {
-        set_error(err, errlen,
+        cr_set_error(err, errlen,
                   "%s='%s' is not valid: expected seconds from 0 to %g "
                   "(a number, optionally with the unit s, ms or us)",
                   name, s, max);
@@ -207,7 +199,7 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
         else if (!strcmp(recv, "prepost"))
             c.recv_mode = CR_RECV_PREPOST;
         else {
-            set_error(err, errlen, "COURIER_RECV='%s' is not valid: expected probe or prepost",
+            cr_set_error(err, errlen, "COURIER_RECV='%s' is not valid: expected probe or prepost",
                       recv);
             return -1;
         }
@@ -222,7 +214,7 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
         char why[256];
         if (cr_route_parse(route, &c.route, why, sizeof why)) {
             const char *reason = strstr(why, "is not valid: ");
-            set_error(err, errlen, "COURIER_ROUTE='%s' is not valid: %s", route,
+            cr_set_error(err, errlen, "COURIER_ROUTE='%s' is not valid: %s", route,
                       reason ? reason + strlen("is not valid: ") : why);
             return -1;
         }
@@ -242,7 +234,7 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
             ports = (unsigned)n;
         }
         if (!ok) {
-            set_error(err, errlen, "COURIER_ALLREDUCE='%s' is not valid: expected auto, binomial, "
+            cr_set_error(err, errlen, "COURIER_ALLREDUCE='%s' is not valid: expected auto, binomial, "
                       "butterfly, dissemination[:n] or bruck[:n] with n from 1 to 64", allreduce);
             return -1;
         }
@@ -250,14 +242,14 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
     }
     const char *allgather = getenv("COURIER_ALLGATHER");
     if (allgather && cr_allgather_parse(allgather, &c.allgather)) {
-        set_error(err, errlen, "COURIER_ALLGATHER='%s' is not valid: expected auto, ring, neighbor, "
+        cr_set_error(err, errlen, "COURIER_ALLGATHER='%s' is not valid: expected auto, ring, neighbor, "
                   "recdoubling, bruck or sparbit", allgather);
         return -1;
     }
     const char *exchange = getenv("COURIER_EXCHANGE");
     if (exchange) {
         if (cr_sx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_SX_DEFAULT) {
-            set_error(err, errlen, "COURIER_EXCHANGE='%s' is not valid: expected nbx, pex or pcx",
+            cr_set_error(err, errlen, "COURIER_EXCHANGE='%s' is not valid: expected nbx, pex or pcx",
                       exchange);
             return -1;
         }
@@ -269,64 +261,64 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
 int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
 {
     if (cfg->buffer_bytes < BUFFER_MIN || cfg->buffer_bytes > BUFFER_MAX) {
-        set_error(err, errlen, "buffer_bytes=%zu is out of range: expected %zu to %zu",
+        cr_set_error(err, errlen, "buffer_bytes=%zu is out of range: expected %zu to %zu",
                   cfg->buffer_bytes, (size_t)BUFFER_MIN, (size_t)BUFFER_MAX);
         return -1;
     }
     if (cfg->buffer_cap_bytes < CAP_MIN || cfg->buffer_cap_bytes > CAP_MAX) {
-        set_error(err, errlen, "buffer_cap_bytes=%zu is out of range: expected %zu to %zu",
+        cr_set_error(err, errlen, "buffer_cap_bytes=%zu is out of range: expected %zu to %zu",
                   cfg->buffer_cap_bytes, (size_t)CAP_MIN, (size_t)CAP_MAX);
         return -1;
     }
     if (cfg->max_inflight < INFLIGHT_MIN || cfg->max_inflight > INFLIGHT_MAX) {
-        set_error(err, errlen, "max_inflight=%u is out of range: expected %d to %d",
+        cr_set_error(err, errlen, "max_inflight=%u is out of range: expected %d to %d",
                   cfg->max_inflight, INFLIGHT_MIN, INFLIGHT_MAX);
         return -1;
     }
     if (!(cfg->flush_interval >= 0 && cfg->flush_interval <= INTERVAL_MAX)) {
-        set_error(err, errlen, "flush_interval=%g is out of range: expected 0 to %g seconds",
+        cr_set_error(err, errlen, "flush_interval=%g is out of range: expected 0 to %g seconds",
                   cfg->flush_interval, INTERVAL_MAX);
         return -1;
     }
     if (!(cfg->watchdog_seconds >= 0 && cfg->watchdog_seconds <= WATCHDOG_MAX)) {
-        set_error(err, errlen, "watchdog_seconds=%g is out of range: expected 0 to %g seconds",
+        cr_set_error(err, errlen, "watchdog_seconds=%g is out of range: expected 0 to %g seconds",
                   cfg->watchdog_seconds, WATCHDOG_MAX);
         return -1;
     }
     if (cfg->verbosity < 0 || cfg->verbosity > VERBOSITY_MAX) {
-        set_error(err, errlen, "verbosity=%d is out of range: expected 0 to %d", cfg->verbosity,
+        cr_set_error(err, errlen, "verbosity=%d is out of range: expected 0 to %d", cfg->verbosity,
                   VERBOSITY_MAX);
         return -1;
     }
     if (cfg->allreduce < CR_ALLREDUCE_AUTO || cfg->allreduce > CR_ALLREDUCE_BRUCK ||
         cfg->allreduce_ports > 64) {
-        set_error(err, errlen, "allreduce=%d (ports %u) is not valid: expected a "
+        cr_set_error(err, errlen, "allreduce=%d (ports %u) is not valid: expected a "
                   "cr_allreduce_algorithm and at most 64 ports", (int)cfg->allreduce, cfg->allreduce_ports);
         return -1;
     }
     if (cfg->allgather < CR_ALLGATHER_AUTO || cfg->allgather > CR_ALLGATHER_SPARBIT) {
-        set_error(err, errlen, "allgather=%d is not valid: expected a cr_allgather_algorithm",
+        cr_set_error(err, errlen, "allgather=%d is not valid: expected a cr_allgather_algorithm",
                   (int)cfg->allgather);
         return -1;
     }
     if (cfg->exchange < CR_SX_NBX || cfg->exchange > CR_SX_PCX) {
-        set_error(err, errlen, "exchange=%d is not valid: expected CR_SX_NBX, CR_SX_PEX or CR_SX_PCX",
+        cr_set_error(err, errlen, "exchange=%d is not valid: expected CR_SX_NBX, CR_SX_PEX or CR_SX_PCX",
                   (int)cfg->exchange);
         return -1;
     }
     if (cfg->recv_mode != CR_RECV_PROBE && cfg->recv_mode != CR_RECV_PREPOST) {
-        set_error(err, errlen, "recv_mode=%d is not valid: expected CR_RECV_PROBE or CR_RECV_PREPOST",
+        cr_set_error(err, errlen, "recv_mode=%d is not valid: expected CR_RECV_PROBE or CR_RECV_PREPOST",
                   (int)cfg->recv_mode);
         return -1;
     }
     if (cfg->node_size > NODE_SIZE_MAX) {
-        set_error(err, errlen, "node_size=%u is out of range: expected 0 to %d", cfg->node_size,
+        cr_set_error(err, errlen, "node_size=%u is out of range: expected 0 to %d", cfg->node_size,
                   NODE_SIZE_MAX);
         return -1;
     }
     const cr_route *rt = &cfg->route;
     if ((unsigned)rt->kind > CR_ROUTE_HYPERCUBE) {
-        set_error(err, errlen, "route.kind=%d is not valid: expected a cr_route_kind", (int)rt->kind);
+        cr_set_error(err, errlen, "route.kind=%d is not valid: expected a cr_route_kind", (int)rt->kind);
         return -1;
     }
     if (rt->kind == CR_ROUTE_GRID) {
@@ -334,7 +326,7 @@ int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
         for (unsigned i = 0; ok && i < rt->ndims; i++)
             ok = rt->dims[i] >= 1;
         if (!ok) {
-            set_error(err, errlen,
+            cr_set_error(err, errlen,
                       "route grid has %u dimensions: expected 0 (chosen from P) to %d, each at least 1",
                       rt->ndims, CR_ROUTE_MAX_DIMS);
             return -1;

@@ -16,15 +16,6 @@
 
 #define DIM_MAX 1048576u
 
-static void set_error(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static const char *const kind_names[] = {"direct", "nr", "nlnr", "grid", "hypercube"};
 
@@ -55,7 +46,7 @@ int cr_route_parse(const char *text, cr_route *out, char *err, size_t errlen)
 {
     cr_route r = {0};
     if (!text) {
-        set_error(err, errlen, "no route given: " EXPECTED);
+        cr_set_error(err, errlen, "no route given: " EXPECTED);
         return -1;
     }
     for (int k = 0; k < (int)(sizeof kind_names / sizeof *kind_names); k++)
@@ -70,13 +61,13 @@ int cr_route_parse(const char *text, cr_route *out, char *err, size_t errlen)
             *out = r;
             return 0;
         }
-        set_error(err, errlen,
+        cr_set_error(err, errlen,
                   "route '%s' is not valid: grid dimensions are 1 to %d numbers from 1 to %u "
                   "joined by 'x', as in grid:4x2",
                   text, CR_ROUTE_MAX_DIMS, DIM_MAX);
         return -1;
     }
-    set_error(err, errlen, "route '%s' is not valid: " EXPECTED, text);
+    cr_set_error(err, errlen, "route '%s' is not valid: " EXPECTED, text);
     return -1;
 }
 
@@ -119,7 +110,7 @@ static int resolve_grid(cr_router *rt, char *err, size_t errlen)
     for (int s = (int)r->ndims - 1; s >= 0; s--) {
         rt->block[s] = cells;
         if (cells > cell_limit / (long)r->dims[s]) {
-            set_error(err, errlen, "grid route has more than 2^40 cells; use smaller dimensions");
+            cr_set_error(err, errlen, "grid route has more than 2^40 cells; use smaller dimensions");
             return -1;
         }
         cells *= (long)r->dims[s];
@@ -127,7 +118,7 @@ static int resolve_grid(cr_router *rt, char *err, size_t errlen)
     if (cells < rt->nranks) {
         char name[128];
         cr_route_format(r, name, sizeof name);
-        set_error(err, errlen,
+        cr_set_error(err, errlen,
                   "route %s has %ld cells but the job has %d ranks; the product of the grid "
                   "dimensions must be at least the number of ranks",
                   name, cells, rt->nranks);
@@ -151,7 +142,7 @@ cr_router *cr_router_create(const cr_route *route, const cr_layout *layout, char
                             size_t errlen)
 {
     if ((unsigned)route->kind > CR_ROUTE_HYPERCUBE) {
-        set_error(err, errlen, "route kind %d is not valid: " EXPECTED, (int)route->kind);
+        cr_set_error(err, errlen, "route kind %d is not valid: " EXPECTED, (int)route->kind);
         return NULL;
     }
     cr_router *rt = cr_xcalloc(1, sizeof *rt);
