@@ -25,6 +25,7 @@ static const char usage[] =
     "  --graph FILE      read the edges from FILE instead (text 'u v [w]' per line,\n"
     "                    Courier binary, or a Graph500 dump if FILE ends in .g500)\n"
     "  --roots R         searches (default 16)\n"
+    "  --algorithm A     levels (level-synchronous, default) or async (label-correcting)\n"
     "  --seed S          seed of the graph and of the roots (default 1)\n"
     "  --route R         direct, nr, nlnr, grid, grid:AxB..., hypercube\n"
     "  --node-size K     virtual nodes of K ranks (default: as MPI reports)\n"
@@ -35,12 +36,14 @@ static const char usage[] =
     "  --help            show this text\n";
 
 static const char *const generators[] = {"rmat", "gnm", "rgg", NULL};
+static const char *const algorithms[] = {"levels", "async", NULL};
 
 typedef struct options {
     cr_gen_params gen;
     const char *graph, *route, *csv;
     uint64_t roots, buffer_kb, node_size;
     int stats, quiet;
+    cr_bfs_algorithm algorithm;
 } options;
 
 static void parse(app *a, int argc, char **argv, options *o)
@@ -54,7 +57,8 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
         {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'},            {"algorithm", required_argument, 0, 'A'},
+        {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -71,6 +75,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'c': o->csv = optarg; break;
         case 'T': o->stats = 1; break;
         case 'q': o->quiet = 1; break;
+        case 'A': o->algorithm = (cr_bfs_algorithm)app_parse_choice(a, "--algorithm", optarg, algorithms); break;
         case 'h': app_help(a);
         default: app_usage_error(a, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -152,8 +157,8 @@ int main(int argc, char **argv)
             printf("bfs: %d ranks, %s scale %d, edge factor %g: %llu vertices, %llu edges\n",
                    a.size, generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
                    (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
-        printf("  route %s, buffer %zu bytes; generated in %.3f s, built in %.3f s\n", route_name,
-               cfg.buffer_bytes, t_gen, t_build);
+        printf("  %s BFS, route %s, buffer %zu bytes; generated in %.3f s, built in %.3f s\n",
+               algorithms[o.algorithm], route_name, cfg.buffer_bytes, t_gen, t_build);
     }
 
     uint64_t *roots = malloc(o.roots * sizeof *roots);
@@ -165,7 +170,7 @@ int main(int argc, char **argv)
     cr_stats_reset(comm);
     for (int k = 0; k < nroots; k++) {
         cr_bfs_result r;
-        cr_bfs(g, roots[k], &r);
+        cr_bfs_with(g, o.algorithm, roots[k], &r);
         char why[256];
         uint64_t bad = cr_bfs_validate(g, roots[k], r.parent, r.level, why, sizeof why);
         teps[k] = r.edges / r.seconds;
@@ -178,10 +183,10 @@ int main(int argc, char **argv)
         }
         if (a.rank == 0 && !o.quiet)
             printf("  search %2d from %llu: %llu vertices, %llu edges, %d levels, %.4f s, "
-                   "%.2f M TEPS, %s\n", k + 1, (unsigned long long)roots[k],
-                   (unsigned long long)r.reached, (unsigned long long)r.edges, r.levels,
-                   r.seconds, teps[k] / 1e6,
-                   bad ? "INVALID" : "valid");
+                   "%.2f M TEPS, %.2f visits per vertex, %s\n", k + 1,
+                   (unsigned long long)roots[k], (unsigned long long)r.reached,
+                   (unsigned long long)r.edges, r.levels, r.seconds, teps[k] / 1e6,
+                   (double)r.visits / (double)r.reached, bad ? "INVALID" : "valid");
         cr_bfs_result_free(&r);
     }
     double hmean = nroots / inv_sum;
@@ -203,11 +208,12 @@ int main(int argc, char **argv)
         if (o.csv) {
             FILE *out = app_open_csv(&a, o.csv, "ranks,graph,scale,edgefactor,route,buffer_bytes,"
                                      "roots,hmean_teps,min_teps,max_teps,mpi_sends_max,"
-                                     "peak_rss_mib,valid");
-            fprintf(out, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d\n", a.size,
+                                     "peak_rss_mib,valid,algorithm");
+            fprintf(out, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d,%s\n", a.size,
                     o.graph ? o.graph : generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
                     route_name, cfg.buffer_bytes, nroots, hmean, lo, hi,
-                    (unsigned long long)sends_max, rss_max / 1024.0, failures == 0);
+                    (unsigned long long)sends_max, rss_max / 1024.0, failures == 0,
+                    algorithms[o.algorithm]);
             fclose(out);
         }
     }

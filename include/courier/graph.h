@@ -106,12 +106,21 @@ typedef struct cr_bfs_result {
     int32_t *level;   /* per local vertex: distance from the root, -1 unreached */
     uint64_t reached; /* vertices reached, over all ranks */
     uint64_t edges;   /* input edges in the root's component (Graph500's count) */
-    int levels;       /* levels traversed */
+    int levels;       /* levels traversed (the largest level + 1) */
+    uint64_t visits;  /* level assignments over all ranks: reached, plus re-visits of async */
     double seconds;   /* time of the search, slowest rank */
 } cr_bfs_result;
 
-/* Level-synchronous BFS from `root` with asynchronous visits. Collective. */
+typedef enum cr_bfs_algorithm {
+    CR_BFS_LEVELS, /* level-synchronous: one barrier per level (the default) */
+    CR_BFS_ASYNC,  /* label-correcting: no level barriers, a vertex is re-visited
+                      whenever a shorter path reaches it; one barrier in total */
+} cr_bfs_algorithm;
+
+/* BFS from `root` with asynchronous visits; level-synchronous. Collective. */
 void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out);
+/* The same with a choice of algorithm. Both give exact levels. */
+void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out);
 void cr_bfs_result_free(cr_bfs_result *r);
 
 /* Check a BFS tree with the Graph500 rules; returns the number of violations over

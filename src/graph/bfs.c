@@ -46,20 +46,75 @@ static uint64_t sum_over_ranks(cr_graph *g, uint64_t v)
     return out;
 }
 
-void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
+/* ---------------------------------------------------------------- label-correcting */
+
+/* A visit offers v the level `level` through `from`; an improvement is applied and
+ * v's neighbours are offered level + 1: in place for my own vertices (through a
+ * stack, not recursion), by message for the others. */
+static void relax(cr_graph *g, uint64_t v, uint64_t from, int32_t level)
 {
-    memset(out, 0, sizeof *out);
-    size_t n = g->count ? g->count : 1;
-    out->parent = cr_xmalloc(n * sizeof *out->parent);
-    out->level = cr_xmalloc(n * sizeof *out->level);
-    g->parent = out->parent;
-    g->level = out->level;
-    MPI_Barrier(g->comm->ctrl);
-    double t0 = MPI_Wtime();
-    for (uint64_t i = 0; i < g->count; i++) {
-        g->parent[i] = -1;
-        g->level[i] = -1;
+    uint64_t i = v - g->first;
+    if (g->level[i] >= 0 && g->level[i] <= level)
+        return;
+    g->level[i] = level;
+    g->parent[i] = (int64_t)from;
+    g->relaxations++;
+    if (g->nstack == g->stack_cap) {
+        g->stack_cap = g->stack_cap ? 2 * g->stack_cap : 1024;
+        g->stack = cr_xrealloc(g->stack, g->stack_cap * sizeof *g->stack);
     }
+    g->stack[g->nstack++] = i;
+}
+
+/* First in, first out: improvements spread breadth-first on each rank, which
+ * keeps re-visits rare (a stack would walk depth-first and correct most levels
+ * many times). */
+
+static void relax_drain(cr_graph *g)
+{
+    while (g->stack_head < g->nstack) {
+        uint64_t i = g->stack[g->stack_head++], u = g->first + i;
+        if (g->stack_head == g->nstack)
+            g->stack_head = g->nstack = 0; /* empty: start over at the front */
+        int32_t next = g->level[i] + 1;
+        for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+            uint64_t w = g->adj[e];
+            int owner = cr_graph_owner(g, w);
+            if (owner == g->rank) {
+                relax(g, w, u, next);
+            } else {
+                int64_t m[3] = {(int64_t)w, (int64_t)u, next};
+                cr_async(g->comm, owner, g->h_relax, m, sizeof m);
+            }
+        }
+    }
+}
+
+static void on_relax(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len;
+    cr_graph *g = user;
+    int64_t m[3];
+    memcpy(m, payload, sizeof m);
+    relax(g, (uint64_t)m[0], (uint64_t)m[1], (int32_t)m[2]);
+    relax_drain(g);
+}
+
+static void search_async(cr_graph *g, uint64_t root)
+{
+    g->relaxations = 0;
+    g->nstack = g->stack_head = 0;
+    if (root < g->n && cr_graph_owner(g, root) == g->rank) {
+        relax(g, root, root, 0);
+        relax_drain(g);
+    }
+    cr_barrier(g->comm);
+}
+
+/* ---------------------------------------------------------------- level-synchronous */
+
+static int search_levels(cr_graph *g, uint64_t root)
+{
     uint64_t *frontier = NULL;
     size_t nfrontier = 0;
     g->nnext = 0;
@@ -93,6 +148,37 @@ void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
         cr_barrier(g->comm);
     }
     free(frontier);
+    return levels;
+}
+
+void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
+{
+    cr_bfs_with(g, CR_BFS_LEVELS, root, out);
+}
+
+void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out)
+{
+    if (algorithm != CR_BFS_LEVELS && algorithm != CR_BFS_ASYNC)
+        cr_fatal("cr_bfs_with: algorithm %d is not valid", (int)algorithm);
+    memset(out, 0, sizeof *out);
+    size_t n = g->count ? g->count : 1;
+    out->parent = cr_xmalloc(n * sizeof *out->parent);
+    out->level = cr_xmalloc(n * sizeof *out->level);
+    g->parent = out->parent;
+    g->level = out->level;
+    MPI_Barrier(g->comm->ctrl);
+    double t0 = MPI_Wtime();
+    for (uint64_t i = 0; i < g->count; i++) {
+        g->parent[i] = -1;
+        g->level[i] = -1;
+    }
+    int levels = 0;
+    uint64_t visits;
+    if (algorithm == CR_BFS_LEVELS) {
+        levels = search_levels(g, root);
+    } else {
+        search_async(g, root);
+    }
     double mine = MPI_Wtime() - t0;
     MPI_Allreduce(&mine, &out->seconds, 1, MPI_DOUBLE, MPI_MAX, g->comm->ctrl);
     uint64_t reached = 0, ends = 0;
@@ -103,6 +189,15 @@ void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
         }
     out->reached = sum_over_ranks(g, reached);
     out->edges = sum_over_ranks(g, ends) / 2; /* both halves of every edge are stored */
+    visits = algorithm == CR_BFS_ASYNC ? sum_over_ranks(g, g->relaxations) : out->reached;
+    out->visits = visits;
+    if (algorithm == CR_BFS_ASYNC) {
+        int32_t deepest = -1, all;
+        for (uint64_t i = 0; i < g->count; i++)
+            deepest = g->level[i] > deepest ? g->level[i] : deepest;
+        MPI_Allreduce(&deepest, &all, 1, MPI_INT32_T, MPI_MAX, g->comm->ctrl);
+        levels = all + 1;
+    }
     out->levels = levels;
     g->parent = NULL;
     g->level = NULL;
@@ -158,6 +253,7 @@ static void on_check_edge(cr_comm *comm, int src, const void *payload, size_t le
 void cr_graph_register_bfs(cr_graph *g)
 {
     g->h_visit = cr_register(g->comm, on_visit, g);
+    g->h_relax = cr_register(g->comm, on_relax, g);
     g->h_check_parent = cr_register(g->comm, on_check_parent, g);
     g->h_check_edge = cr_register(g->comm, on_check_edge, g);
 }

@@ -88,6 +88,7 @@ void cr_graph_destroy(cr_graph *g)
     free(g->offsets);
     free(g->adj);
     free(g->bfs_next);
+    free(g->stack);
     free(g);
 }
 

@@ -18,12 +18,15 @@ struct cr_graph {
     uint64_t nadj;
 
     /* BFS and validation (bfs.c); handlers are registered once per graph */
-    int h_visit, h_check_parent, h_check_edge;
+    int h_visit, h_relax, h_check_parent, h_check_edge;
     int64_t *parent;
     int32_t *level;
     int32_t cur_level;
     uint64_t *bfs_next; /* local indices reached in the current level */
     size_t nnext, next_cap;
+    uint64_t *stack;    /* async BFS: queue of local vertices whose level just dropped */
+    size_t stack_head, nstack, stack_cap; /* entries [stack_head, nstack) are queued */
+    uint64_t relaxations; /* async BFS: level improvements, re-visits included */
     uint64_t errors;
     char why[256];
 };

@@ -27,11 +27,11 @@ static cr_comm *open_comm(void)
 }
 
 /* Run a BFS and compare every local level with `want` (-1: unreached). */
-static void expect_levels(cr_graph *g, uint64_t root, const int *want, uint64_t reached,
-                          uint64_t edges)
+static void expect_levels_with(cr_graph *g, cr_bfs_algorithm algo, uint64_t root,
+                               const int *want, uint64_t reached, uint64_t edges)
 {
     cr_bfs_result r;
-    cr_bfs(g, root, &r);
+    cr_bfs_with(g, algo, root, &r);
     uint64_t first = cr_graph_first(g);
     for (uint64_t i = 0; i < cr_graph_local_count(g); i++) {
         CHECK(r.level[i] == want[first + i], "root %llu: vertex %llu has level %d, expected %d",
@@ -48,7 +48,17 @@ static void expect_levels(cr_graph *g, uint64_t root, const int *want, uint64_t 
     uint64_t bad = cr_bfs_validate(g, root, r.parent, r.level, why, sizeof why);
     CHECK(bad == 0, "root %llu: %llu violations: %s", (unsigned long long)root,
           (unsigned long long)bad, why);
+    CHECK(r.visits >= r.reached, "%llu visits for %llu reached", (unsigned long long)r.visits,
+          (unsigned long long)r.reached);
     cr_bfs_result_free(&r);
+}
+
+/* Both algorithms must give the same exact levels. */
+static void expect_levels(cr_graph *g, uint64_t root, const int *want, uint64_t reached,
+                          uint64_t edges)
+{
+    expect_levels_with(g, CR_BFS_LEVELS, root, want, reached, edges);
+    expect_levels_with(g, CR_BFS_ASYNC, root, want, reached, edges);
 }
 
 static void test_path(void **state)
@@ -182,12 +192,19 @@ static void test_rmat_validates(void **state)
     cr_graph *g = cr_graph_build(comm, &l);
     cr_edge_list_free(&l);
     for (uint64_t root = 0; root < 1024; root += 97) {
-        cr_bfs_result r;
-        cr_bfs(g, root, &r);
-        char why[256];
-        uint64_t bad = cr_bfs_validate(g, root, r.parent, r.level, why, sizeof why);
-        CHECK(bad == 0, "root %llu: %s", (unsigned long long)root, why);
-        cr_bfs_result_free(&r);
+        cr_bfs_result r[2];
+        for (int a = 0; a < 2; a++) {
+            cr_bfs_with(g, a ? CR_BFS_ASYNC : CR_BFS_LEVELS, root, &r[a]);
+            char why[256];
+            uint64_t bad = cr_bfs_validate(g, root, r[a].parent, r[a].level, why, sizeof why);
+            CHECK(bad == 0, "root %llu, algorithm %d: %s", (unsigned long long)root, a, why);
+        }
+        /* the same levels (parents may differ) */
+        int same = memcmp(r[0].level, r[1].level, cr_graph_local_count(g) * sizeof *r[0].level) == 0;
+        CHECK(same && r[0].reached == r[1].reached && r[0].levels == r[1].levels,
+              "root %llu: the algorithms disagree", (unsigned long long)root);
+        cr_bfs_result_free(&r[0]);
+        cr_bfs_result_free(&r[1]);
     }
     cr_graph_destroy(g);
     cr_comm_destroy(comm);
