@@ -29,8 +29,8 @@ struct cr_request {
     MPI_Request *mreqs;
     int nmreqs, cap_mreqs;
 
-    /* allreduce */
-    cr_red_plan plan, fixup;
+    /* allreduce; plans are shared, owned by the comm's cache */
+    const cr_red_plan *plan, *fixup;
     bool needs_fixup;
     char *slots, *stage;
     size_t vec_bytes, count;
@@ -41,7 +41,7 @@ struct cr_request {
     char *recv;
 
     /* allgather(v) */
-    cr_ag_plan ag;
+    const cr_ag_plan *ag;
     size_t *sizes, *offsets;
     char *pack;
     size_t pack_cap;
@@ -220,7 +220,7 @@ static void reduce_plan_done(cr_request *q)
         q->done = true;
         return;
     }
-    copy_bytes(q->recv, slot(q, q->plan.result), q->vec_bytes);
+    copy_bytes(q->recv, slot(q, q->plan->result), q->vec_bytes);
     if (q->needs_fixup) {
         q->in_fixup = true;
         q->round = 0;
@@ -234,7 +234,7 @@ static void reduce_plan_done(cr_request *q)
 /* The transfer's blocks as one span of the receive buffer, if they are adjacent. */
 static bool contiguous(const cr_request *q, const cr_ag_xfer *x, size_t *offset, size_t *len)
 {
-    const int32_t *b = q->ag.blocks + x->first;
+    const int32_t *b = q->ag->blocks + x->first;
     *offset = q->offsets[b[0]];
     *len = q->sizes[b[0]];
     for (int k = 1; k < x->count; k++) {
@@ -249,7 +249,7 @@ static size_t xfer_bytes(const cr_request *q, const cr_ag_xfer *x)
 {
     size_t len = 0;
     for (int k = 0; k < x->count; k++)
-        len += q->sizes[q->ag.blocks[x->first + k]];
+        len += q->sizes[q->ag->blocks[x->first + k]];
     return len;
 }
 
@@ -258,8 +258,8 @@ static size_t xfer_bytes(const cr_request *q, const cr_ag_xfer *x)
 static size_t pack_bytes(const cr_request *q, bool sends)
 {
     size_t total = 0, off, len;
-    for (int i = q->ag.round_start[q->round]; i < q->ag.round_start[q->round + 1]; i++) {
-        const cr_ag_xfer *x = &q->ag.xfers[i];
+    for (int i = q->ag->round_start[q->round]; i < q->ag->round_start[q->round + 1]; i++) {
+        const cr_ag_xfer *x = &q->ag->xfers[i];
         if (x->send == sends && !contiguous(q, x, &off, &len))
             total += xfer_bytes(q, x);
     }
@@ -269,8 +269,8 @@ static size_t pack_bytes(const cr_request *q, bool sends)
 /* Post the transfers of one direction; packed ones start at `at` in the pack buffer. */
 static void post_xfers(cr_request *q, bool sends, size_t at)
 {
-    for (int i = q->ag.round_start[q->round]; i < q->ag.round_start[q->round + 1]; i++) {
-        const cr_ag_xfer *x = &q->ag.xfers[i];
+    for (int i = q->ag->round_start[q->round]; i < q->ag->round_start[q->round + 1]; i++) {
+        const cr_ag_xfer *x = &q->ag->xfers[i];
         if (x->send != sends)
             continue;
         size_t off, len;
@@ -281,7 +281,7 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
             buf = q->pack + at;
             len = xfer_bytes(q, x);
             for (int k = 0; sends && k < x->count; k++) {
-                int b = q->ag.blocks[x->first + k];
+                int b = q->ag->blocks[x->first + k];
                 copy_bytes(q->pack + at, q->recv + q->offsets[b], q->sizes[b]);
                 at += q->sizes[b];
             }
@@ -310,12 +310,12 @@ static void post_gather_round(cr_request *q)
 static void unpack_gather_round(cr_request *q)
 {
     size_t at = 0, off, len;
-    for (int i = q->ag.round_start[q->round]; i < q->ag.round_start[q->round + 1]; i++) {
-        const cr_ag_xfer *x = &q->ag.xfers[i];
+    for (int i = q->ag->round_start[q->round]; i < q->ag->round_start[q->round + 1]; i++) {
+        const cr_ag_xfer *x = &q->ag->xfers[i];
         if (x->send || contiguous(q, x, &off, &len))
             continue;
         for (int k = 0; k < x->count; k++) {
-            int b = q->ag.blocks[x->first + k];
+            int b = q->ag->blocks[x->first + k];
             copy_bytes(q->recv + q->offsets[b], q->pack + at, q->sizes[b]);
             at += q->sizes[b];
         }
@@ -327,8 +327,8 @@ static void unpack_gather_round(cr_request *q)
 static int nrounds(const cr_request *q)
 {
     if (!q->is_reduce)
-        return q->ag.nrounds;
-    return q->in_fixup ? q->fixup.nrounds : q->plan.nrounds;
+        return q->ag->nrounds;
+    return q->in_fixup ? q->fixup->nrounds : q->plan->nrounds;
 }
 
 static void unlink_active(cr_request *q)
@@ -355,7 +355,7 @@ static bool step(cr_request *q)
             moved = true;
             continue;
         }
-        const cr_red_plan *rp = q->in_fixup ? &q->fixup : &q->plan;
+        const cr_red_plan *rp = q->in_fixup ? q->fixup : q->plan;
         if (!q->posted) {
             q->nmreqs = 0;
             if (q->is_reduce)
@@ -393,6 +393,76 @@ int cr_coll_progress(cr_comm *c)
     return moved;
 }
 
+
+/* ---------------------------------------------------------------- plan cache */
+
+/* A plan depends only on the algorithm, its ports and the comm's size and rank, so
+ * each is built once per comm, on first use. */
+#define CACHE_PORTS 65
+typedef struct cr_coll_cache {
+    cr_red_plan red[4][CACHE_PORTS];
+    signed char red_state[4][CACHE_PORTS]; /* 0 not built, 1 built, -1 does not exist */
+    cr_red_plan bcast;
+    bool bcast_built;
+    cr_ag_plan ag[5];
+    signed char ag_state[5];
+} cr_coll_cache;
+
+static cr_coll_cache *cache_of(cr_comm *c)
+{
+    if (!c->coll_cache)
+        c->coll_cache = cr_xcalloc(1, sizeof *c->coll_cache);
+    return c->coll_cache;
+}
+
+/* The plan, or NULL where the algorithm does not exist for this P (dissemination). */
+static const cr_red_plan *cached_reduce_plan(cr_comm *c, cr_allreduce_algo algo, int n)
+{
+    cr_coll_cache *k = cache_of(c);
+    int port = n >= 0 && n < CACHE_PORTS ? n : 0;
+    if (k->red_state[algo][port] == 0)
+        k->red_state[algo][port] =
+            cr_plan_allreduce(&k->red[algo][port], algo, c->size, c->rank, n) ? 1 : -1;
+    return k->red_state[algo][port] > 0 ? &k->red[algo][port] : NULL;
+}
+
+static const cr_red_plan *cached_bcast_plan(cr_comm *c)
+{
+    cr_coll_cache *k = cache_of(c);
+    if (!k->bcast_built) {
+        cr_plan_bcast(&k->bcast, c->size, c->rank);
+        k->bcast_built = true;
+    }
+    return &k->bcast;
+}
+
+/* The plan, or NULL where the algorithm does not apply to this P. */
+static const cr_ag_plan *cached_gather_plan(cr_comm *c, cr_allgather_algo algo)
+{
+    cr_coll_cache *k = cache_of(c);
+    if (k->ag_state[algo] == 0)
+        k->ag_state[algo] = cr_plan_allgather(&k->ag[algo], algo, c->size, c->rank) ? 1 : -1;
+    return k->ag_state[algo] > 0 ? &k->ag[algo] : NULL;
+}
+
+static void free_cache(cr_comm *c)
+{
+    cr_coll_cache *k = c->coll_cache;
+    if (!k)
+        return;
+    for (int a = 0; a < 4; a++)
+        for (int n = 0; n < CACHE_PORTS; n++)
+            if (k->red_state[a][n] > 0)
+                cr_red_plan_free(&k->red[a][n]);
+    if (k->bcast_built)
+        cr_red_plan_free(&k->bcast);
+    for (int a = 0; a < 5; a++)
+        if (k->ag_state[a] > 0)
+            cr_ag_plan_free(&k->ag[a]);
+    free(k);
+    c->coll_cache = NULL;
+}
+
 void cr_coll_free(cr_comm *c)
 {
     int active = 0;
@@ -403,15 +473,13 @@ void cr_coll_free(cr_comm *c)
                  "them with cr_wait or cr_test first", active);
     if (c->coll_comm != MPI_COMM_NULL)
         MPI_Comm_free(&c->coll_comm);
+    free_cache(c);
 }
 
 /* ---------------------------------------------------------------- requests */
 
 static void free_request(cr_request *q)
 {
-    cr_red_plan_free(&q->plan);
-    cr_red_plan_free(&q->fixup);
-    cr_ag_plan_free(&q->ag);
     free(q->mreqs);
     free(q->slots);
     free(q->stage);
@@ -494,10 +562,10 @@ static bool is_float(cr_dtype t)
 
 static void plan_reduce(cr_request *q, cr_allreduce_algorithm algo, int ports)
 {
-    int p = q->c->size, rank = q->c->rank;
+    cr_comm *c = q->c;
     if (algo == CR_ALLREDUCE_DISSEMINATION) {
-        int n = ports > 0 ? ports : cr_dissem_smallest_n(p, 8);
-        if (n > 0 && cr_plan_allreduce(&q->plan, CR_PLAN_AR_DISSEM, p, rank, n)) {
+        int n = ports > 0 ? ports : cr_dissem_smallest_n(c->size, 8);
+        if (n > 0 && (q->plan = cached_reduce_plan(c, CR_PLAN_AR_DISSEM, n))) {
             snprintf(q->name, sizeof q->name, "dissemination(%d)", n);
             return;
         }
@@ -505,12 +573,11 @@ static void plan_reduce(cr_request *q, cr_allreduce_algorithm algo, int ports)
     }
     if (algo == CR_ALLREDUCE_BRUCK) {
         int n = ports > 0 ? ports : 1;
-        cr_plan_allreduce(&q->plan, CR_PLAN_AR_BRUCK, p, rank, n);
+        q->plan = cached_reduce_plan(c, CR_PLAN_AR_BRUCK, n);
         snprintf(q->name, sizeof q->name, "bruck(%d)", n);
         return;
     }
-    cr_plan_allreduce(&q->plan, algo == CR_ALLREDUCE_BINOMIAL ? CR_PLAN_AR_TREE : CR_PLAN_AR_PAIRWISE,
-                      p, rank, 0);
+    q->plan = cached_reduce_plan(c, algo == CR_ALLREDUCE_BINOMIAL ? CR_PLAN_AR_TREE : CR_PLAN_AR_PAIRWISE, 0);
     snprintf(q->name, sizeof q->name, "%s", cr_allreduce_name(algo));
 }
 
@@ -551,10 +618,10 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
     bool rotated = !strncmp(q->name, "dissemination", 13) || !strncmp(q->name, "bruck", 5);
     q->needs_fixup = rotated && c->size > 1 && !exact;
     if (q->needs_fixup) {
-        cr_plan_bcast(&q->fixup, c->size, c->rank);
+        q->fixup = cached_bcast_plan(c);
         strncat(q->name, "+bcast", sizeof q->name - strlen(q->name) - 1);
     }
-    q->slots = cr_xmalloc((size_t)q->plan.nslots * q->vec_bytes + 1);
+    q->slots = cr_xmalloc((size_t)q->plan->nslots * q->vec_bytes + 1);
     if (q->vec_bytes)
         copy_bytes(q->slots, send, q->vec_bytes);
     if (c->cfg.verbosity >= 2 && c->rank == 0)
@@ -603,9 +670,9 @@ static cr_request *start_gather(cr_comm *c, const void *send, void *recv, const 
         cr_fatal("%s: algorithm %d is not valid", what, algo);
     if (algo == CR_ALLGATHER_AUTO)
         algo = cr_allgather_auto(p, largest);
-    if (!cr_plan_allgather(&q->ag, plan_of[algo], p, c->rank)) {
+    if (!(q->ag = cached_gather_plan(c, plan_of[algo]))) {
         algo = CR_ALLGATHER_BRUCK; /* neighbor needs even p, recursive doubling 2^k */
-        cr_plan_allgather(&q->ag, CR_PLAN_AG_BRUCK, p, c->rank);
+        q->ag = cached_gather_plan(c, CR_PLAN_AG_BRUCK);
     }
     snprintf(q->name, sizeof q->name, "%s", cr_allgather_name((cr_allgather_algorithm)algo));
     char *mine = q->recv + offsets[c->rank];

@@ -71,6 +71,7 @@ struct cr_comm {
     MPI_Comm coll_comm;     /* collectives (src/coll), or MPI_COMM_NULL before the first */
     uint64_t coll_seq;      /* collectives started (their tags) */
     struct cr_request *coll_active; /* started and not complete */
+    struct cr_coll_cache *coll_cache; /* plans built so far (src/coll/coll.c) */
     int rank;
     int size;
     cr_config cfg;
