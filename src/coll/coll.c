@@ -253,17 +253,45 @@ static size_t xfer_bytes(const cr_request *q, const cr_ag_xfer *x)
     return len;
 }
 
-/* Blocks that are not adjacent travel through the pack buffer: received ones
- * first, in transfer order, then the packed sends. */
+/* Blocks that are not adjacent travel through the pack buffer when they are small
+ * (received ones first, in transfer order, then the packed sends), and as an MPI
+ * indexed datatype over the receive buffer when they are large, which saves two
+ * copies of the data. */
+#define DATATYPE_MIN_BYTES 65536
+
+static bool packed(const cr_request *q, const cr_ag_xfer *x)
+{
+    size_t off, len;
+    return !contiguous(q, x, &off, &len) && xfer_bytes(q, x) < DATATYPE_MIN_BYTES;
+}
+
 static size_t pack_bytes(const cr_request *q, bool sends)
 {
-    size_t total = 0, off, len;
+    size_t total = 0;
     for (int i = q->ag->round_start[q->round]; i < q->ag->round_start[q->round + 1]; i++) {
         const cr_ag_xfer *x = &q->ag->xfers[i];
-        if (x->send == sends && !contiguous(q, x, &off, &len))
+        if (x->send == sends && packed(q, x))
             total += xfer_bytes(q, x);
     }
     return total;
+}
+
+/* The blocks of x as one datatype relative to the receive buffer. */
+static MPI_Datatype blocks_type(const cr_request *q, const cr_ag_xfer *x)
+{
+    int *lens = cr_xmalloc((size_t)x->count * sizeof *lens);
+    MPI_Aint *displs = cr_xmalloc((size_t)x->count * sizeof *displs);
+    for (int k = 0; k < x->count; k++) {
+        int b = q->ag->blocks[x->first + k];
+        lens[k] = as_count(q->sizes[b]);
+        displs[k] = (MPI_Aint)q->offsets[b];
+    }
+    MPI_Datatype t;
+    MPI_Type_create_hindexed(x->count, lens, displs, MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+    free(lens);
+    free(displs);
+    return t;
 }
 
 /* Post the transfers of one direction; packed ones start at `at` in the pack buffer. */
@@ -277,6 +305,15 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
         char *buf;
         if (contiguous(q, x, &off, &len)) {
             buf = q->recv + off;
+        } else if (!packed(q, x)) {
+            /* freeing the type right away is allowed: the operation keeps its own */
+            MPI_Datatype t = blocks_type(q, x);
+            if (sends)
+                MPI_Isend(q->recv, 1, t, x->peer, q->tag, q->c->coll_comm, next_mreq(q));
+            else
+                MPI_Irecv(q->recv, 1, t, x->peer, q->tag, q->c->coll_comm, next_mreq(q));
+            MPI_Type_free(&t);
+            continue;
         } else {
             buf = q->pack + at;
             len = xfer_bytes(q, x);
@@ -309,10 +346,10 @@ static void post_gather_round(cr_request *q)
 
 static void unpack_gather_round(cr_request *q)
 {
-    size_t at = 0, off, len;
+    size_t at = 0;
     for (int i = q->ag->round_start[q->round]; i < q->ag->round_start[q->round + 1]; i++) {
         const cr_ag_xfer *x = &q->ag->xfers[i];
-        if (x->send || contiguous(q, x, &off, &len))
+        if (x->send || !packed(q, x))
             continue;
         for (int k = 0; k < x->count; k++) {
             int b = q->ag->blocks[x->first + k];
