@@ -42,6 +42,7 @@ struct cr_request {
 
     /* allgather(v) */
     const cr_ag_plan *ag;
+    const char *own;  /* my block in the caller's buffer, until copied into recv */
     size_t *sizes, *offsets;
     char *pack;
     size_t pack_cap;
@@ -303,7 +304,10 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
             continue;
         size_t off, len;
         char *buf;
-        if (contiguous(q, x, &off, &len)) {
+        if (sends && q->own && x->count == 1 && q->ag->blocks[x->first] == q->c->rank) {
+            buf = (char *)q->own; /* not copied yet: send it from where it is */
+            len = q->sizes[q->c->rank];
+        } else if (contiguous(q, x, &off, &len)) {
             buf = q->recv + off;
         } else if (!packed(q, x)) {
             /* freeing the type right away is allowed: the operation keeps its own */
@@ -332,6 +336,17 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
     }
 }
 
+/* Copy my block into the receive buffer. Done once the first round is posted, so
+ * the copy overlaps its transfers: in that round a rank can only send its own
+ * block, which goes from the caller's buffer. */
+static void copy_own_block(cr_request *q)
+{
+    if (!q->own)
+        return;
+    memmove(q->recv + q->offsets[q->c->rank], q->own, q->sizes[q->c->rank]);
+    q->own = NULL;
+}
+
 /* Receives are posted before sends (see post_reduce_round). */
 static void post_gather_round(cr_request *q)
 {
@@ -342,6 +357,7 @@ static void post_gather_round(cr_request *q)
     }
     post_xfers(q, false, 0);
     post_xfers(q, true, in);
+    copy_own_block(q);
 }
 
 static void unpack_gather_round(cr_request *q)
@@ -385,10 +401,12 @@ static bool step(cr_request *q)
     bool moved = false;
     while (!q->done) {
         if (q->round >= nrounds(q)) {
-            if (q->is_reduce)
+            if (q->is_reduce) {
                 reduce_plan_done(q);
-            else
+            } else {
+                copy_own_block(q); /* one rank: no round posted it */
                 q->done = true;
+            }
             moved = true;
             continue;
         }
@@ -714,7 +732,7 @@ static cr_request *start_gather(cr_comm *c, const void *send, void *recv, const 
     snprintf(q->name, sizeof q->name, "%s", cr_allgather_name((cr_allgather_algorithm)algo));
     char *mine = q->recv + offsets[c->rank];
     if (sizes[c->rank] && send != mine)
-        memmove(mine, send, sizes[c->rank]);
+        q->own = send;
     if (c->cfg.verbosity >= 2 && c->rank == 0)
         fprintf(stderr, "courier: %s of up to %zu bytes per rank on %d ranks: %s\n", what,
                 largest, p, q->name);
