@@ -26,6 +26,9 @@ static const char usage[] =
     "                    Courier binary, or a Graph500 dump if FILE ends in .g500)\n"
     "  --roots R         searches (default 16)\n"
     "  --algorithm A     levels (level-synchronous, default) or async (label-correcting)\n"
+    "  --shuffle S       how edges reach their owners when the graph is built: mailbox\n"
+    "                    (one message per edge end, default) or exchange (one sparse\n"
+    "                    exchange)\n"
     "  --seed S          seed of the graph and of the roots (default 1)\n"
     "  --route R         direct, nr, nlnr, grid, grid:AxB..., hypercube\n"
     "  --node-size K     virtual nodes of K ranks (default: as MPI reports)\n"
@@ -37,6 +40,7 @@ static const char usage[] =
 
 static const char *const generators[] = {"rmat", "gnm", "rgg", NULL};
 static const char *const algorithms[] = {"levels", "async", NULL};
+static const char *const shuffles[] = {"mailbox", "exchange", NULL};
 
 typedef struct options {
     cr_gen_params gen;
@@ -44,6 +48,7 @@ typedef struct options {
     uint64_t roots, buffer_kb, node_size;
     int stats, quiet;
     cr_bfs_algorithm algorithm;
+    cr_graph_shuffle shuffle;
 } options;
 
 static void parse(app *a, int argc, char **argv, options *o)
@@ -58,6 +63,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
         {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},            {"algorithm", required_argument, 0, 'A'},
+        {"shuffle", required_argument, 0, 'X'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -75,6 +81,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'c': o->csv = optarg; break;
         case 'T': o->stats = 1; break;
         case 'q': o->quiet = 1; break;
+        case 'X': o->shuffle = (cr_graph_shuffle)app_parse_choice(a, "--shuffle", optarg, shuffles); break;
         case 'A': o->algorithm = (cr_bfs_algorithm)app_parse_choice(a, "--algorithm", optarg, algorithms); break;
         case 'h': app_help(a);
         default: app_usage_error(a, "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -141,7 +148,7 @@ int main(int argc, char **argv)
     load_graph(&a, &o, &edges);
     double t_gen = app_max_time(MPI_Wtime() - t0);
     t0 = MPI_Wtime();
-    cr_graph *g = cr_graph_build(comm, &edges);
+    cr_graph *g = cr_graph_build_with(comm, &edges, o.shuffle);
     double t_build = app_max_time(MPI_Wtime() - t0);
     uint64_t local_edges = edges.count, input_edges;
     MPI_Allreduce(&local_edges, &input_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -157,8 +164,9 @@ int main(int argc, char **argv)
             printf("bfs: %d ranks, %s scale %d, edge factor %g: %llu vertices, %llu edges\n",
                    a.size, generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
                    (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
-        printf("  %s BFS, route %s, buffer %zu bytes; generated in %.3f s, built in %.3f s\n",
-               algorithms[o.algorithm], route_name, cfg.buffer_bytes, t_gen, t_build);
+        printf("  %s BFS, route %s, buffer %zu bytes; generated in %.3f s, built (%s) in %.3f s\n",
+               algorithms[o.algorithm], route_name, cfg.buffer_bytes, t_gen, shuffles[o.shuffle],
+               t_build);
     }
 
     uint64_t *roots = malloc(o.roots * sizeof *roots);

@@ -89,6 +89,12 @@ typedef struct cr_graph cr_graph;
  * more), each edge is sent through `comm` to the owners of both ends and stored in
  * both directions (self-loops twice too, so degrees count edge ends). Collective. */
 cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local);
+
+/* How the edges reach their owners: one cr_async per edge half (the default), or
+ * bucketed by owner and moved with one cr_sparse_exchange (docs/graph.md compares
+ * the two). */
+typedef enum cr_graph_shuffle { CR_SHUFFLE_MAILBOX, CR_SHUFFLE_EXCHANGE } cr_graph_shuffle;
+cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle);
 void cr_graph_destroy(cr_graph *g);
 
 uint64_t cr_graph_vertices(const cr_graph *g);

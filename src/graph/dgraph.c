@@ -15,21 +15,16 @@ typedef struct arrivals {
     const cr_graph *g;
 } arrivals;
 
+static void add_arrival(arrivals *a, uint64_t u, uint64_t v);
+
 static void on_edge(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
     (void)comm;
     (void)src;
     (void)len;
-    arrivals *a = user;
     uint64_t e[2];
     memcpy(e, payload, sizeof e);
-    if (a->count == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 4096;
-        a->pairs = cr_xrealloc(a->pairs, a->cap * sizeof *a->pairs);
-    }
-    a->pairs[a->count][0] = e[0] - a->g->first;
-    a->pairs[a->count][1] = e[1];
-    a->count++;
+    add_arrival(user, e[0], e[1]);
 }
 
 static void send_half(cr_graph *g, int h, uint64_t u, uint64_t v)
@@ -55,8 +50,75 @@ static void build_csr(cr_graph *g, const arrivals *a)
     free(fill);
 }
 
+static void add_arrival(arrivals *a, uint64_t u, uint64_t v)
+{
+    if (a->count == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 4096;
+        a->pairs = cr_xrealloc(a->pairs, a->cap * sizeof *a->pairs);
+    }
+    a->pairs[a->count][0] = u - a->g->first;
+    a->pairs[a->count][1] = v;
+    a->count++;
+}
+
+/* Bulk-synchronous shuffle: bucket both halves of every edge by owner, one
+ * cr_sparse_exchange, then unpack. */
+static void shuffle_by_exchange(cr_graph *g, const cr_edge_list *local, arrivals *a)
+{
+    size_t p = (size_t)g->size, *count = cr_xcalloc(p + 1, sizeof *count);
+    for (size_t i = 0; i < local->count; i++) {
+        count[cr_block_owner(g->n, g->size, local->edges[i].u) + 1]++;
+        count[cr_block_owner(g->n, g->size, local->edges[i].v) + 1]++;
+    }
+    for (size_t r = 0; r < p; r++)
+        count[r + 1] += count[r]; /* count[r]: where rank r's pairs start */
+    uint64_t (*out)[2] = cr_xmalloc((count[p] ? count[p] : 1) * sizeof *out);
+    size_t *fill = cr_xmalloc(p * sizeof *fill);
+    memcpy(fill, count, p * sizeof *fill);
+    for (size_t i = 0; i < local->count; i++) {
+        uint64_t u = local->edges[i].u, v = local->edges[i].v;
+        size_t k = fill[cr_block_owner(g->n, g->size, u)]++;
+        out[k][0] = u, out[k][1] = v;
+        k = fill[cr_block_owner(g->n, g->size, v)]++;
+        out[k][0] = v, out[k][1] = u;
+    }
+    int *dests = cr_xmalloc(p * sizeof *dests);
+    const void **bufs = cr_xmalloc(p * sizeof *bufs);
+    size_t *sizes = cr_xmalloc(p * sizeof *sizes), n = 0;
+    for (size_t r = 0; r < p; r++)
+        if (count[r + 1] > count[r]) {
+            dests[n] = (int)r;
+            bufs[n] = out[count[r]];
+            sizes[n++] = (count[r + 1] - count[r]) * sizeof *out;
+        }
+    cr_sx_result in;
+    cr_sparse_exchange(g->comm, n, dests, bufs, sizes, &in);
+    for (size_t m = 0; m < in.count; m++) {
+        const char *d = in.data[m];
+        for (size_t b = 0; b + sizeof *out <= in.sizes[m]; b += sizeof *out) {
+            uint64_t e[2];
+            memcpy(e, d + b, sizeof e);
+            add_arrival(a, e[0], e[1]);
+        }
+    }
+    cr_sx_result_free(&in);
+    free(count);
+    free(out);
+    free(fill);
+    free(dests);
+    free(bufs);
+    free(sizes);
+}
+
 cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local)
 {
+    return cr_graph_build_with(comm, local, CR_SHUFFLE_MAILBOX);
+}
+
+cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle)
+{
+    if (shuffle != CR_SHUFFLE_MAILBOX && shuffle != CR_SHUFFLE_EXCHANGE)
+        cr_fatal("cr_graph_build_with: shuffle %d is not valid", (int)shuffle);
     cr_graph *g = cr_xcalloc(1, sizeof *g);
     g->comm = comm;
     g->rank = cr_comm_rank(comm);
@@ -68,13 +130,18 @@ cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local)
     g->count = cr_block_first(g->n, g->size, g->rank + 1) - g->first;
 
     arrivals a = {.g = g};
+    /* registered in both cases: registration is collective and must match */
     int h = cr_register(comm, on_edge, &a);
-    for (size_t i = 0; i < local->count; i++) {
-        uint64_t u = local->edges[i].u, v = local->edges[i].v;
-        send_half(g, h, u, v);
-        send_half(g, h, v, u); /* self-loops too: degrees count edge ends */
+    if (shuffle == CR_SHUFFLE_EXCHANGE) {
+        shuffle_by_exchange(g, local, &a);
+    } else {
+        for (size_t i = 0; i < local->count; i++) {
+            uint64_t u = local->edges[i].u, v = local->edges[i].v;
+            send_half(g, h, u, v);
+            send_half(g, h, v, u); /* self-loops too: degrees count edge ends */
+        }
+        cr_barrier(comm);
     }
-    cr_barrier(comm);
     build_csr(g, &a);
     free(a.pairs);
     cr_graph_register_bfs(g);

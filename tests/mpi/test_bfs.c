@@ -211,6 +211,48 @@ static void test_rmat_validates(void **state)
     verdict();
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Both shuffles build the same graph: the same neighbours for every vertex. */
+static void test_shuffles_agree(void **state)
+{
+    (void)state;
+    cr_comm *comm = open_comm();
+    cr_gen_params p;
+    cr_gen_params_init(&p);
+    p.scale = 9;
+    cr_edge_list l;
+    CHECK(cr_generate(&p, test_rank, test_size, &l, NULL, 0) == 0, "generate");
+    cr_graph *a = cr_graph_build_with(comm, &l, CR_SHUFFLE_MAILBOX);
+    cr_graph *b = cr_graph_build_with(comm, &l, CR_SHUFFLE_EXCHANGE);
+    cr_edge_list_free(&l);
+    uint64_t ends = 0;
+    for (uint64_t i = 0; i < cr_graph_local_count(a); i++) {
+        uint64_t da, db;
+        const uint64_t *na = cr_graph_neighbours(a, i, &da), *nb = cr_graph_neighbours(b, i, &db);
+        uint64_t *x = malloc((da + 1) * sizeof *x), *y = malloc((db + 1) * sizeof *y);
+        memcpy(x, na, da * sizeof *x);
+        memcpy(y, nb, db * sizeof *y);
+        qsort(x, da, sizeof *x, cmp_u64);
+        qsort(y, db, sizeof *y, cmp_u64);
+        CHECK(da == db && memcmp(x, y, da * sizeof *x) == 0, "vertex %llu differs",
+              (unsigned long long)(cr_graph_first(a) + i));
+        ends += da;
+        free(x);
+        free(y);
+    }
+    uint64_t total = sum_all(ends);
+    CHECK(total == 2 * 16 * 512, "%llu edge ends in the graph", (unsigned long long)total);
+    cr_graph_destroy(a);
+    cr_graph_destroy(b);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +266,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rejects_non_edge),
         cmocka_unit_test(test_rejects_bad_root),
         cmocka_unit_test(test_rmat_validates),
+        cmocka_unit_test(test_shuffles_agree),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
