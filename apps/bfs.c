@@ -189,12 +189,16 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bfs: rank %d: root %llu: %s\n", a.rank,
                         (unsigned long long)roots[k], why);
         }
-        if (a.rank == 0 && !o.quiet)
+        if (a.rank == 0 && !o.quiet) {
+            char visits[48] = ""; /* re-visits only happen in the label-correcting search */
+            if (o.algorithm == CR_BFS_ASYNC)
+                snprintf(visits, sizeof visits, ", %.2f visits per vertex",
+                         (double)r.visits / (double)r.reached);
             printf("  search %2d from %llu: %llu vertices, %llu edges, %d levels, %.4f s, "
-                   "%.2f M TEPS, %.2f visits per vertex, %s\n", k + 1,
-                   (unsigned long long)roots[k], (unsigned long long)r.reached,
-                   (unsigned long long)r.edges, r.levels, r.seconds, teps[k] / 1e6,
-                   (double)r.visits / (double)r.reached, bad ? "INVALID" : "valid");
+                   "%.2f M TEPS%s, %s\n", k + 1, (unsigned long long)roots[k],
+                   (unsigned long long)r.reached, (unsigned long long)r.edges, r.levels,
+                   r.seconds, teps[k] / 1e6, visits, bad ? "INVALID" : "valid");
+        }
         cr_bfs_result_free(&r);
     }
     double hmean = nroots / inv_sum;
