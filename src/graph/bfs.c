@@ -113,8 +113,21 @@ static void search_async(cr_graph *g, uint64_t root)
 
 /* ---------------------------------------------------------------- level-synchronous */
 
+/* A remote vertex needs only the first visit this rank sends it: after that it is
+ * reached by the next level at the latest, and later visits change nothing. One
+ * bit per vertex of the graph remembers which were sent. */
+static bool first_visit_to(uint8_t *sent, uint64_t v)
+{
+    uint8_t bit = (uint8_t)(1u << (v & 7));
+    if (sent[v >> 3] & bit)
+        return false;
+    sent[v >> 3] |= bit;
+    return true;
+}
+
 static int search_levels(cr_graph *g, uint64_t root)
 {
+    uint8_t *sent = cr_xcalloc(g->n / 8 + 1, 1);
     uint64_t *frontier = NULL;
     size_t nfrontier = 0;
     g->nnext = 0;
@@ -139,7 +152,7 @@ static int search_levels(cr_graph *g, uint64_t root)
                 int owner = cr_graph_owner(g, v);
                 if (owner == g->rank) {
                     visit(g, v, u);
-                } else {
+                } else if (first_visit_to(sent, v)) {
                     uint64_t m[2] = {v, u};
                     cr_async(g->comm, owner, g->h_visit, m, sizeof m);
                 }
@@ -148,6 +161,7 @@ static int search_levels(cr_graph *g, uint64_t root)
         cr_barrier(g->comm);
     }
     free(frontier);
+    free(sent);
     return levels;
 }
 
