@@ -131,17 +131,8 @@ int main(int argc, char **argv)
     parse(&a, argc, argv, &o);
 
     cr_config cfg;
-    cr_config_init(&cfg);
-    char err[512];
-    if (cr_config_from_env(&cfg, err, sizeof err))
-        app_usage_error(&a, "%s", err);
-    if (o.buffer_kb)
-        cfg.buffer_bytes = (size_t)o.buffer_kb << 10;
-    if (o.route)
-        app_parse_route(&a, o.route, &cfg);
-    if (o.node_size)
-        cfg.node_size = (unsigned)o.node_size;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    app_comm_flags flags = {.buffer_kb = o.buffer_kb, .route = o.route, .node_size = o.node_size};
+    cr_comm *comm = app_comm_create(&a, &flags, &cfg);
 
     double t0 = MPI_Wtime();
     cr_edge_list edges;

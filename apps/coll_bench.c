@@ -91,32 +91,39 @@ static void row(bench *b, const char *what, size_t bytes, const double *us,
         fprintf(b->csv, "%d,%s,%zu,%s,%.3f\n", b->a->size, what, bytes, actual[i], us[i]);
 }
 
-static void bench_allreduce(bench *b, size_t count, cr_dtype type)
+/* One size of one collective: the buffers, MPI's result, and how to start each. */
+typedef struct point {
+    const char *what; /* "allreduce" or "allgather" */
+    const algo *algos;
+    char *in, *out, *want;
+    size_t bytes;     /* reported size: the vector, or one rank's block */
+    size_t out_bytes; /* compared with MPI's result */
+    size_t count;     /* allreduce elements */
+    cr_dtype type;
+    void (*mpi)(const struct point *pt);
+    cr_request *(*start)(bench *b, const struct point *pt, const cr_coll_opts *o);
+} point;
+
+/* Time every algorithm at one point (3 warm-ups, then b->reps calls with a barrier
+ * before each, slowest rank), check its result against MPI's, print the row. */
+static void measure(bench *b, const point *pt)
 {
-    size_t esize = type == CR_INT32 ? 4 : 8, bytes = count * esize;
-    MPI_Datatype mt = type == CR_INT32 ? MPI_INT32_T : MPI_DOUBLE;
-    char *in = malloc(bytes), *out = malloc(bytes), *want = malloc(bytes);
-    for (size_t i = 0; i < count; i++) {
-        if (type == CR_INT32)
-            ((int32_t *)in)[i] = b->a->rank * 3 + (int32_t)i;
-        else
-            ((double *)in)[i] = b->a->rank + (double)i / 4; /* exact in binary: any order */
-    }
-    MPI_Allreduce(in, want, (int)count, mt, MPI_SUM, MPI_COMM_WORLD);
     double us[NALGO];
     char names[NALGO][32];
     const char *actual[NALGO];
+    pt->mpi(pt); /* the reference result, in out */
+    memcpy(pt->want, pt->out, pt->out_bytes);
     for (int k = 0; k < NALGO; k++) {
-        const algo *al = &reduce_algos[k];
+        const algo *al = &pt->algos[k];
         cr_coll_opts o = {.algorithm = al->id, .ports = al->ports};
         snprintf(names[k], sizeof names[k], "%s", al->name);
         for (int rep = -3; rep < b->reps; rep++) {
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             if (al->id < 0) {
-                MPI_Allreduce(in, out, (int)count, mt, MPI_SUM, MPI_COMM_WORLD);
+                pt->mpi(pt);
             } else {
-                cr_request *q = cr_iallreduce(b->comm, in, out, count, type, CR_OP_SUM, &o);
+                cr_request *q = pt->start(b, pt, &o);
                 snprintf(names[k], sizeof names[k], "%s", cr_request_algorithm(q));
                 cr_wait(&q);
             }
@@ -124,54 +131,67 @@ static void bench_allreduce(bench *b, size_t count, cr_dtype type)
             if (rep >= 0)
                 b->times[rep] = app_max_time(dt);
         }
-        if (memcmp(out, want, bytes))
-            app_fail(b->a, "allreduce %s of %zu bytes differs from MPI_Allreduce", names[k], bytes);
+        if (memcmp(pt->out, pt->want, pt->out_bytes))
+            app_fail(b->a, "%s %s of %zu bytes differs from the MPI library's", pt->what,
+                     names[k], pt->bytes);
         us[k] = median_of(b, b->times);
         actual[k] = names[k];
     }
-    row(b, "allreduce", bytes, us, actual);
-    free(in);
-    free(out);
-    free(want);
+    row(b, pt->what, pt->bytes, us, actual);
+}
+
+static void mpi_allreduce(const point *pt)
+{
+    MPI_Allreduce(pt->in, pt->out, (int)pt->count, pt->type == CR_INT32 ? MPI_INT32_T : MPI_DOUBLE,
+                  MPI_SUM, MPI_COMM_WORLD);
+}
+
+static cr_request *start_allreduce(bench *b, const point *pt, const cr_coll_opts *o)
+{
+    return cr_iallreduce(b->comm, pt->in, pt->out, pt->count, pt->type, CR_OP_SUM, o);
+}
+
+static void mpi_allgather(const point *pt)
+{
+    MPI_Allgather(pt->in, (int)pt->bytes, MPI_BYTE, pt->out, (int)pt->bytes, MPI_BYTE,
+                  MPI_COMM_WORLD);
+}
+
+static cr_request *start_allgather(bench *b, const point *pt, const cr_coll_opts *o)
+{
+    return cr_iallgather(b->comm, pt->in, pt->bytes, pt->out, o);
+}
+
+static void bench_allreduce(bench *b, size_t count, cr_dtype type)
+{
+    size_t bytes = count * (type == CR_INT32 ? 4 : 8);
+    point pt = {.what = "allreduce", .algos = reduce_algos, .bytes = bytes, .out_bytes = bytes,
+                .count = count, .type = type, .mpi = mpi_allreduce, .start = start_allreduce,
+                .in = malloc(bytes), .out = malloc(bytes), .want = malloc(bytes)};
+    for (size_t i = 0; i < count; i++) {
+        if (type == CR_INT32)
+            ((int32_t *)pt.in)[i] = b->a->rank * 3 + (int32_t)i;
+        else
+            ((double *)pt.in)[i] = b->a->rank + (double)i / 4; /* exact in binary: any order */
+    }
+    measure(b, &pt);
+    free(pt.in);
+    free(pt.out);
+    free(pt.want);
 }
 
 static void bench_allgather(bench *b, size_t bytes)
 {
     size_t total = bytes * (size_t)b->a->size;
-    char *in = malloc(bytes + 1), *out = malloc(total + 1), *want = malloc(total + 1);
+    point pt = {.what = "allgather", .algos = gather_algos, .bytes = bytes, .out_bytes = total,
+                .mpi = mpi_allgather, .start = start_allgather,
+                .in = malloc(bytes + 1), .out = malloc(total + 1), .want = malloc(total + 1)};
     for (size_t i = 0; i < bytes; i++)
-        in[i] = (char)(b->a->rank * 31 + (int)i);
-    MPI_Allgather(in, (int)bytes, MPI_BYTE, want, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-    double us[NALGO];
-    char names[NALGO][32];
-    const char *actual[NALGO];
-    for (int k = 0; k < NALGO; k++) {
-        const algo *al = &gather_algos[k];
-        cr_coll_opts o = {.algorithm = al->id};
-        snprintf(names[k], sizeof names[k], "%s", al->name);
-        for (int rep = -3; rep < b->reps; rep++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            if (al->id < 0) {
-                MPI_Allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-            } else {
-                cr_request *q = cr_iallgather(b->comm, in, bytes, out, &o);
-                snprintf(names[k], sizeof names[k], "%s", cr_request_algorithm(q));
-                cr_wait(&q);
-            }
-            double dt = MPI_Wtime() - t0;
-            if (rep >= 0)
-                b->times[rep] = app_max_time(dt);
-        }
-        if (memcmp(out, want, total))
-            app_fail(b->a, "allgather %s of %zu bytes differs from MPI_Allgather", names[k], bytes);
-        us[k] = median_of(b, b->times);
-        actual[k] = names[k];
-    }
-    row(b, "allgather", bytes, us, actual);
-    free(in);
-    free(out);
-    free(want);
+        pt.in[i] = (char)(b->a->rank * 31 + (int)i);
+    measure(b, &pt);
+    free(pt.in);
+    free(pt.out);
+    free(pt.want);
 }
 
 int main(int argc, char **argv)

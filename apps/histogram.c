@@ -211,17 +211,8 @@ int main(int argc, char **argv)
         app_usage_error(&a, "alltoallv mode needs updates * ranks below 2^31 (MPI int counts)");
 
     cr_config cfg;
-    cr_config_init(&cfg);
-    char err[512];
-    if (cr_config_from_env(&cfg, err, sizeof err))
-        app_usage_error(&a, "%s", err);
-    if (buffer_kb)
-        cfg.buffer_bytes = (size_t)buffer_kb << 10;
-    if (route)
-        app_parse_route(&a, route, &cfg);
-    if (node_size)
-        cfg.node_size = (unsigned)node_size;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    app_comm_flags flags = {.buffer_kb = buffer_kb, .route = route, .node_size = node_size};
+    cr_comm *comm = app_comm_create(&a, &flags, &cfg);
     table t;
     table_init(&t, total, a.rank, a.size);
     if (hotspot)

@@ -112,12 +112,7 @@ int main(int argc, char **argv)
             app_usage_error(&a, "--neighbours %llu is more than the %d other ranks",
                             (unsigned long long)ks[i], a.size - 1);
 
-    cr_config cfg;
-    cr_config_init(&cfg);
-    char err[512];
-    if (cr_config_from_env(&cfg, err, sizeof err))
-        app_usage_error(&a, "%s", err);
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    cr_comm *comm = app_comm_create(&a, NULL, NULL);
 
     FILE *out = NULL;
     if (csv && a.rank == 0) {

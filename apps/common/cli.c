@@ -113,6 +113,24 @@ double app_median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, cr_config *cfg)
+{
+    cr_config c;
+    cr_config_init(&c);
+    char err[512];
+    if (cr_config_from_env(&c, err, sizeof err))
+        app_usage_error(a, "%s", err);
+    if (flags && flags->buffer_kb)
+        c.buffer_bytes = (size_t)flags->buffer_kb << 10;
+    if (flags && flags->route)
+        app_parse_route(a, flags->route, &c);
+    if (flags && flags->node_size)
+        c.node_size = (unsigned)flags->node_size;
+    if (cfg)
+        *cfg = c;
+    return cr_comm_create(MPI_COMM_WORLD, &c);
+}
+
 void app_parse_route(const app *a, const char *value, cr_config *cfg)
 {
     char err[256];

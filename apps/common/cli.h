@@ -46,10 +46,23 @@ int app_parse_list(const app *a, const char *flag, const char *value, uint64_t m
                    uint64_t max, uint64_t *out, int max_n);
 
 struct cr_config;
+struct cr_comm;
 
 /* --route VALUE: parse a route as COURIER_ROUTE does into cfg->route; a bad value is a
  * usage error naming the flag. */
 void app_parse_route(const app *a, const char *value, struct cr_config *cfg);
+
+/* The runtime flags several apps share; 0 or NULL: not given. */
+typedef struct app_comm_flags {
+    uint64_t buffer_kb; /* --buffer-kb */
+    const char *route;  /* --route */
+    uint64_t node_size; /* --node-size */
+} app_comm_flags;
+
+/* Create the app's comm on MPI_COMM_WORLD: defaults, then the COURIER_* variables (a
+ * bad one is a usage error), then the flags given. The configuration used is
+ * copied to *cfg if cfg is not NULL; flags may be NULL. */
+struct cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, struct cr_config *cfg);
 
 /* Open `path` for appending CSV lines and write `header` (one line, without the
  * newline) if the file is new. A file that cannot be opened fails the job. */

@@ -236,23 +236,16 @@ static void reduce_plan_done(cr_request *q)
 static bool contiguous(const cr_request *q, const cr_ag_xfer *x, size_t *offset, size_t *len)
 {
     const int32_t *b = q->ag->blocks + x->first;
+    bool adjacent = true;
     *offset = q->offsets[b[0]];
     *len = q->sizes[b[0]];
     for (int k = 1; k < x->count; k++) {
-        if (q->offsets[b[k]] != q->offsets[b[k - 1]] + q->sizes[b[k - 1]])
-            return false;
+        adjacent &= q->offsets[b[k]] == q->offsets[b[k - 1]] + q->sizes[b[k - 1]];
         *len += q->sizes[b[k]];
     }
-    return true;
+    return adjacent;
 }
 
-static size_t xfer_bytes(const cr_request *q, const cr_ag_xfer *x)
-{
-    size_t len = 0;
-    for (int k = 0; k < x->count; k++)
-        len += q->sizes[q->ag->blocks[x->first + k]];
-    return len;
-}
 
 /* Blocks that are not adjacent travel through the pack buffer when they are small
  * (received ones first, in transfer order, then the packed sends), and as an MPI
@@ -260,19 +253,20 @@ static size_t xfer_bytes(const cr_request *q, const cr_ag_xfer *x)
  * copies of the data. */
 #define DATATYPE_MIN_BYTES 65536
 
-static bool packed(const cr_request *q, const cr_ag_xfer *x)
+/* Neither adjacent nor large: the transfer goes through the pack buffer. */
+static bool packed(const cr_request *q, const cr_ag_xfer *x, size_t *len)
 {
-    size_t off, len;
-    return !contiguous(q, x, &off, &len) && xfer_bytes(q, x) < DATATYPE_MIN_BYTES;
+    size_t off;
+    return !contiguous(q, x, &off, len) && *len < DATATYPE_MIN_BYTES;
 }
 
 static size_t pack_bytes(const cr_request *q, bool sends)
 {
-    size_t total = 0;
+    size_t total = 0, len;
     for (int i = q->ag->round_start[q->round]; i < q->ag->round_start[q->round + 1]; i++) {
         const cr_ag_xfer *x = &q->ag->xfers[i];
-        if (x->send == sends && packed(q, x))
-            total += xfer_bytes(q, x);
+        if (x->send == sends && packed(q, x, &len))
+            total += len;
     }
     return total;
 }
@@ -309,7 +303,7 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
             len = q->sizes[q->c->rank];
         } else if (contiguous(q, x, &off, &len)) {
             buf = q->recv + off;
-        } else if (!packed(q, x)) {
+        } else if (len >= DATATYPE_MIN_BYTES) {
             /* freeing the type right away is allowed: the operation keeps its own */
             MPI_Datatype t = blocks_type(q, x);
             if (sends)
@@ -320,7 +314,6 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
             continue;
         } else {
             buf = q->pack + at;
-            len = xfer_bytes(q, x);
             for (int k = 0; sends && k < x->count; k++) {
                 int b = q->ag->blocks[x->first + k];
                 copy_bytes(q->pack + at, q->recv + q->offsets[b], q->sizes[b]);
@@ -362,10 +355,10 @@ static void post_gather_round(cr_request *q)
 
 static void unpack_gather_round(cr_request *q)
 {
-    size_t at = 0;
+    size_t at = 0, len;
     for (int i = q->ag->round_start[q->round]; i < q->ag->round_start[q->round + 1]; i++) {
         const cr_ag_xfer *x = &q->ag->xfers[i];
-        if (x->send || !packed(q, x))
+        if (x->send || !packed(q, x, &len))
             continue;
         for (int k = 0; k < x->count; k++) {
             int b = q->ag->blocks[x->first + k];
@@ -703,19 +696,26 @@ static const cr_allgather_algo plan_of[] = {
     [CR_ALLGATHER_SPARBIT] = CR_PLAN_AG_SPARBIT,
 };
 
-static cr_request *start_gather(cr_comm *c, const void *send, void *recv, const size_t *sizes,
-                                const size_t *offsets, const cr_coll_opts *opts, const char *what)
+/* A gather request with room for every rank's block size and offset, which the
+ * caller fills in before start_gather. */
+static cr_request *new_gather(cr_comm *c, void *recv, bool layout_given, const char *what)
 {
     check_caller(c, what);
-    if (!recv || !sizes || !offsets)
+    if (!recv || !layout_given)
         cr_fatal("%s: NULL receive buffer, sizes or offsets", what);
     cr_request *q = new_request(c, false);
-    int p = c->size;
     q->recv = recv;
-    q->sizes = cr_xmalloc((size_t)p * sizeof *q->sizes);
-    q->offsets = cr_xmalloc((size_t)p * sizeof *q->offsets);
-    memcpy(q->sizes, sizes, (size_t)p * sizeof *sizes);
-    memcpy(q->offsets, offsets, (size_t)p * sizeof *offsets);
+    q->sizes = cr_xmalloc((size_t)c->size * sizeof *q->sizes);
+    q->offsets = cr_xmalloc((size_t)c->size * sizeof *q->offsets);
+    return q;
+}
+
+static cr_request *start_gather(cr_request *q, const void *send, const cr_coll_opts *opts,
+                                const char *what)
+{
+    cr_comm *c = q->c;
+    int p = c->size;
+    const size_t *sizes = q->sizes, *offsets = q->offsets;
     size_t largest = 0;
     for (int r = 0; r < p; r++)
         largest = sizes[r] > largest ? sizes[r] : largest;
@@ -743,22 +743,21 @@ static cr_request *start_gather(cr_comm *c, const void *send, void *recv, const 
 cr_request *cr_iallgatherv(cr_comm *c, const void *send, void *recv, const size_t *sizes,
                            const size_t *offsets, const cr_coll_opts *opts)
 {
-    return start_gather(c, send, recv, sizes, offsets, opts, "cr_iallgatherv");
+    cr_request *q = new_gather(c, recv, sizes && offsets, "cr_iallgatherv");
+    memcpy(q->sizes, sizes, (size_t)c->size * sizeof *sizes);
+    memcpy(q->offsets, offsets, (size_t)c->size * sizeof *offsets);
+    return start_gather(q, send, opts, "cr_iallgatherv");
 }
 
 cr_request *cr_iallgather(cr_comm *c, const void *send, size_t bytes, void *recv,
                           const cr_coll_opts *opts)
 {
-    size_t *sizes = cr_xmalloc((size_t)c->size * sizeof *sizes);
-    size_t *offsets = cr_xmalloc((size_t)c->size * sizeof *offsets);
+    cr_request *q = new_gather(c, recv, true, "cr_iallgather");
     for (int r = 0; r < c->size; r++) {
-        sizes[r] = bytes;
-        offsets[r] = (size_t)r * bytes;
+        q->sizes[r] = bytes;
+        q->offsets[r] = (size_t)r * bytes;
     }
-    cr_request *q = start_gather(c, send, recv, sizes, offsets, opts, "cr_iallgather");
-    free(sizes);
-    free(offsets);
-    return q;
+    return start_gather(q, send, opts, "cr_iallgather");
 }
 
 void cr_allgather(cr_comm *c, const void *send, size_t bytes, void *recv, const cr_coll_opts *opts)

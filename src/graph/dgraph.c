@@ -1,5 +1,6 @@
 /* The distributed graph: block-distributed vertices, a CSR per rank, built by
- * shuffling every edge to the owners of its two ends through the mailbox. */
+ * shuffling every edge to the owners of its two ends, through the mailbox or with
+ * one sparse exchange. */
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"
@@ -15,7 +16,16 @@ typedef struct arrivals {
     const cr_graph *g;
 } arrivals;
 
-static void add_arrival(arrivals *a, uint64_t u, uint64_t v);
+static void add_arrival(arrivals *a, uint64_t u, uint64_t v)
+{
+    if (a->count == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 4096;
+        a->pairs = cr_xrealloc(a->pairs, a->cap * sizeof *a->pairs);
+    }
+    a->pairs[a->count][0] = u - a->g->first;
+    a->pairs[a->count][1] = v;
+    a->count++;
+}
 
 static void on_edge(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
@@ -50,16 +60,6 @@ static void build_csr(cr_graph *g, const arrivals *a)
     free(fill);
 }
 
-static void add_arrival(arrivals *a, uint64_t u, uint64_t v)
-{
-    if (a->count == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 4096;
-        a->pairs = cr_xrealloc(a->pairs, a->cap * sizeof *a->pairs);
-    }
-    a->pairs[a->count][0] = u - a->g->first;
-    a->pairs[a->count][1] = v;
-    a->count++;
-}
 
 /* Bulk-synchronous shuffle: bucket both halves of every edge by owner, one
  * cr_sparse_exchange, then unpack. */
