@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include <courier.h>
+
 #include <stdlib.h>
 
 int test_rank, test_size;
@@ -19,6 +21,23 @@ uint64_t sum_all(uint64_t v)
     uint64_t s;
     MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return s;
+}
+
+void check_conserved(cr_comm *comm, uint64_t expect)
+{
+    cr_stats st;
+    cr_stats_get(comm, &st);
+    uint64_t sent = sum_all(st.msgs_sent), handled = sum_all(st.msgs_handled);
+    uint64_t bsent = sum_all(st.bytes_sent), bhandled = sum_all(st.bytes_handled);
+    uint64_t msent = sum_all(st.mpi_sends), mrecv = sum_all(st.mpi_recvs);
+    CHECK(sent == handled, "records sent %llu, handled %llu", (unsigned long long)sent,
+          (unsigned long long)handled);
+    CHECK(bsent == bhandled, "payload bytes sent %llu, handled %llu", (unsigned long long)bsent,
+          (unsigned long long)bhandled);
+    CHECK(msent == mrecv, "MPI sends %llu, receives %llu", (unsigned long long)msent,
+          (unsigned long long)mrecv);
+    CHECK(expect == UINT64_MAX || sent == expect, "records sent %llu, expected %llu",
+          (unsigned long long)sent, (unsigned long long)expect);
 }
 
 int run_mpi_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n,

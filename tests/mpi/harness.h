@@ -34,6 +34,12 @@ void verdict(void);
 /* Sum of v over all ranks. */
 uint64_t sum_all(uint64_t v);
 
+struct cr_comm;
+/* Conservation: over all ranks, the records created with cr_async equal the records
+ * handled, and both equal `expect` (pass UINT64_MAX to skip that comparison).
+ * Collective; call it after a cr_barrier. */
+void check_conserved(struct cr_comm *comm, uint64_t expect);
+
 /* MPI_Init, run the group (output from rank 0 only), MPI_Finalize. */
 int run_mpi_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n,
                   const char *group);

@@ -124,7 +124,8 @@ static void test_components_loops_duplicates(void **state)
 
 /* ---------------------------------------------------------------- broken trees */
 
-typedef enum breakage { WRONG_PARENT, CYCLE, LEVEL_GAP, NOT_SPANNING, NOT_AN_EDGE, BAD_ROOT } breakage;
+typedef enum breakage { WRONG_PARENT, CYCLE, LEVEL_GAP, NOT_SPANNING, NOT_AN_EDGE, BAD_ROOT,
+                        CHORD_GAP } breakage;
 
 /* BFS on the path 0..9 from 0, break the tree, and expect the validator to object
  * with `expect` (or one of the alternatives it separates by '|') in its message on some rank. */
@@ -151,6 +152,10 @@ static void expect_rejected(breakage b, const char *expect)
     case NOT_SPANNING: SET(9u, -1, -1); break;
     case NOT_AN_EDGE: SET(4u, 8, 4); break;          /* 8 is not adjacent to 4 */
     case BAD_ROOT: SET(0u, 1, 1); break;
+    case CHORD_GAP: /* the path alone as the tree: every parent is right, the chord is not */
+        for (uint64_t v = 1; v < 10; v++)
+            SET(v, (int64_t)v - 1, (int32_t)v);
+        break;
     }
 #undef SET
     char why[256];
@@ -174,6 +179,8 @@ static void test_rejects_wrong_parent(void **s) { (void)s; expect_rejected(WRONG
 static void test_rejects_cycle(void **s) { (void)s; expect_rejected(CYCLE, "but its parent 5 has level 5"); }
 static void test_rejects_level_gap(void **s) { (void)s; expect_rejected(LEVEL_GAP, "vertex 5 has level 6 but its parent 4 has level 4|edge (4, 5) joins levels 4 and 6|"
                                           "edge (5, 6) joins levels 6 and 4"); }
+/* Only the edge check sees this one: every parent is an input edge one level up. */
+static void test_rejects_edge_across_levels(void **s) { (void)s; expect_rejected(CHORD_GAP, "edge (2, 7) joins levels 2 and 7|edge (7, 2) joins levels 7 and 2"); }
 static void test_rejects_unspanned_vertex(void **s) { (void)s; expect_rejected(NOT_SPANNING, "does not span the component"); }
 static void test_rejects_non_edge(void **s) { (void)s; expect_rejected(NOT_AN_EDGE, "tree edge (8, 4) is not an input edge"); }
 static void test_rejects_bad_root(void **s) { (void)s; expect_rejected(BAD_ROOT, "the root 0 has parent 1"); }
@@ -262,6 +269,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rejects_wrong_parent),
         cmocka_unit_test(test_rejects_cycle),
         cmocka_unit_test(test_rejects_level_gap),
+        cmocka_unit_test(test_rejects_edge_across_levels),
         cmocka_unit_test(test_rejects_unspanned_vertex),
         cmocka_unit_test(test_rejects_non_edge),
         cmocka_unit_test(test_rejects_bad_root),

@@ -178,8 +178,9 @@ static void test_split_phase_with_traffic(void **state)
 {
     (void)state;
     cr_comm *comm = open_comm();
+    received = 0; /* before cr_register, which may already handle pings (it runs the loop) */
+    cr_stats_reset(comm);
     int h = cr_register(comm, on_ping, NULL);
-    received = 0;
     int64_t a[5], b[5], c[100];
     for (int i = 0; i < 5; i++)
         a[i] = test_rank + i, b[i] = test_rank * 2 - i;
@@ -195,6 +196,7 @@ static void test_split_phase_with_traffic(void **state)
         cr_async(comm, i % test_size, h, &i, sizeof i);
     cr_barrier(comm);
     CHECK(sum_all(received) == 1000ULL * (uint64_t)test_size, "pings lost");
+    check_conserved(comm, 1000ULL * (uint64_t)test_size);
     int spins = 0;
     while (!cr_test(&q3))
         spins++;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -158,6 +159,104 @@ static void test_validate_rejects_out_of_range(void **state)
     assert_non_null(strstr(err, "route grid"));
 }
 
+/* Both bounds of every field through the programmatic path: the value at each bound
+ * is accepted, the one just outside is rejected with the field's name. */
+#define EXPECT_VALID(field, value)                                                       \
+    do {                                                                                 \
+        cr_config_init(&c);                                                              \
+        c.field = (value);                                                               \
+        if (cr_config_validate(&c, err, sizeof err) != 0)                                \
+            fail_msg("%s = %s rejected: %s", #field, #value, err);                       \
+    } while (0)
+#define EXPECT_INVALID(field, value, name)                                               \
+    do {                                                                                 \
+        cr_config_init(&c);                                                              \
+        c.field = (value);                                                               \
+        err[0] = '\0';                                                                   \
+        if (cr_config_validate(&c, err, sizeof err) != -1)                               \
+            fail_msg("%s = %s accepted", #field, #value);                                \
+        if (!strstr(err, name))                                                          \
+            fail_msg("%s = %s: message '%s' does not name %s", #field, #value, err, name); \
+    } while (0)
+
+static void test_validate_checks_both_bounds(void **state)
+{
+    (void)state;
+    char err[256];
+    cr_config c;
+    const size_t GiB = (size_t)1 << 30;
+    EXPECT_VALID(buffer_bytes, 1);
+    EXPECT_VALID(buffer_bytes, GiB);
+    EXPECT_INVALID(buffer_bytes, 0, "buffer_bytes=");
+    EXPECT_INVALID(buffer_bytes, GiB + 1, "buffer_bytes=");
+    EXPECT_VALID(buffer_cap_bytes, 1);
+    EXPECT_VALID(buffer_cap_bytes, 64 * GiB);
+    EXPECT_INVALID(buffer_cap_bytes, 0, "buffer_cap_bytes=");
+    EXPECT_INVALID(buffer_cap_bytes, 64 * GiB + 1, "buffer_cap_bytes=");
+    EXPECT_VALID(max_inflight, 1);
+    EXPECT_VALID(max_inflight, 65536);
+    EXPECT_INVALID(max_inflight, 0, "max_inflight=");
+    EXPECT_INVALID(max_inflight, 65537, "max_inflight=");
+    EXPECT_VALID(flush_interval, 0);
+    EXPECT_VALID(flush_interval, 3600);
+    EXPECT_INVALID(flush_interval, -1e-9, "flush_interval=");
+    EXPECT_INVALID(flush_interval, 3600.001, "flush_interval=");
+    EXPECT_INVALID(flush_interval, NAN, "flush_interval=");
+    EXPECT_VALID(watchdog_seconds, 0);
+    EXPECT_VALID(watchdog_seconds, 0.1);
+    EXPECT_VALID(watchdog_seconds, 86400);
+    EXPECT_INVALID(watchdog_seconds, -1, "watchdog_seconds=");
+    EXPECT_INVALID(watchdog_seconds, 1e-7, "watchdog_seconds=");
+    EXPECT_INVALID(watchdog_seconds, 86400.5, "watchdog_seconds=");
+    EXPECT_INVALID(watchdog_seconds, NAN, "watchdog_seconds=");
+    EXPECT_VALID(verbosity, 0);
+    EXPECT_VALID(verbosity, 3);
+    EXPECT_INVALID(verbosity, -1, "verbosity=");
+    EXPECT_INVALID(verbosity, 4, "verbosity=");
+    EXPECT_VALID(recv_mode, CR_RECV_PREPOST);
+    EXPECT_INVALID(recv_mode, (cr_recv_mode)-1, "recv_mode=");
+    EXPECT_INVALID(recv_mode, (cr_recv_mode)2, "recv_mode=");
+    EXPECT_VALID(node_size, 1u << 30);
+    EXPECT_INVALID(node_size, (1u << 30) + 1, "node_size=");
+    EXPECT_VALID(exchange, CR_SX_NBX);
+    EXPECT_VALID(exchange, CR_SX_PCX);
+    EXPECT_INVALID(exchange, (cr_sx_protocol)(CR_SX_NBX - 1), "exchange=");
+    EXPECT_INVALID(exchange, (cr_sx_protocol)(CR_SX_PCX + 1), "exchange=");
+    EXPECT_VALID(allreduce, CR_ALLREDUCE_AUTO);
+    EXPECT_VALID(allreduce, CR_ALLREDUCE_BRUCK);
+    EXPECT_INVALID(allreduce, (cr_allreduce_algorithm)(CR_ALLREDUCE_AUTO - 1), "allreduce=");
+    EXPECT_INVALID(allreduce, (cr_allreduce_algorithm)(CR_ALLREDUCE_BRUCK + 1), "allreduce=");
+    EXPECT_VALID(allreduce_ports, 64);
+    EXPECT_INVALID(allreduce_ports, 65, "allreduce=");
+    EXPECT_VALID(allgather, CR_ALLGATHER_AUTO);
+    EXPECT_VALID(allgather, CR_ALLGATHER_SPARBIT);
+    EXPECT_INVALID(allgather, (cr_allgather_algorithm)(CR_ALLGATHER_AUTO - 1), "allgather=");
+    EXPECT_INVALID(allgather, (cr_allgather_algorithm)(CR_ALLGATHER_SPARBIT + 1), "allgather=");
+    EXPECT_VALID(route.kind, CR_ROUTE_HYPERCUBE);
+    EXPECT_INVALID(route.kind, (cr_route_kind)(CR_ROUTE_HYPERCUBE + 1), "route.kind=");
+    cr_config_init(&c);
+    c.route.kind = CR_ROUTE_GRID;
+    c.route.ndims = CR_ROUTE_MAX_DIMS;
+    for (unsigned i = 0; i < CR_ROUTE_MAX_DIMS; i++)
+        c.route.dims[i] = 1;
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), 0);
+    c.route.ndims = CR_ROUTE_MAX_DIMS + 1;
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "route grid"));
+}
+
+static void test_watchdog_minimum_from_env(void **state)
+{
+    (void)state;
+    expect_bad("COURIER_WATCHDOG", "1e-7", "expected 0 (off) or seconds from 0.1 to 86400");
+    setenv("COURIER_WATCHDOG", "0.1", 1);
+    cr_config c;
+    cr_config_init(&c);
+    char err[256];
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
+    assert_true(c.watchdog_seconds == 0.1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +264,8 @@ int main(void)
         cmocka_unit_test_setup(test_good_values, clear_env),
         cmocka_unit_test_setup(test_bad_values, clear_env),
         cmocka_unit_test_setup(test_validate_rejects_out_of_range, clear_env),
+        cmocka_unit_test_setup(test_validate_checks_both_bounds, clear_env),
+        cmocka_unit_test_setup(test_watchdog_minimum_from_env, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -199,6 +199,27 @@ static void test_text_round_trip_and_errors(void **state)
     assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, ":2: has a weight, unlike the first edge"));
     unlink(path);
+    const char *nan = "0 1 0.5\n1 2 nan\n";
+    path = temp_file(".txt", nan, strlen(nan));
+    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":2: the weight is not a finite number"));
+    unlink(path);
+    const char *inf = "0 1 -inf\n";
+    path = temp_file(".txt", inf, strlen(inf));
+    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":1: the weight is not a finite number"));
+    unlink(path);
+    /* binary garbage is quoted escaped and cut short, never echoed raw */
+    char garbage[120] = "0 1\n\x01\xff\x1b[2J";
+    memset(garbage + strlen(garbage), 'z', 80);
+    garbage[sizeof garbage - 1] = '\n';
+    path = temp_file(".txt", garbage, sizeof garbage);
+    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":2: expected 'u v' or 'u v w' (vertex ids from 0 to 2^62), got "
+                                "'\\x01\\xff\\x1b[2J" "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...'"));
+    for (const char *c = err; *c; c++)
+        assert_true(*c >= 0x20 && *c < 0x7f);
+    unlink(path);
     assert_int_equal(cr_read_edges("/nonexistent/g", CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, "/nonexistent/g: cannot open"));
 }

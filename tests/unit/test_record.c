@@ -44,7 +44,7 @@ static void test_roundtrip_many_sizes(void **state)
     assert_int_equal(off, total);
 
     size_t pos = 0;
-    cr_rec_view v;
+    cr_rec_view v = {0};
     for (size_t n = 0; n <= 40; n++) {
         assert_int_equal(cr_rec_next(buf, total, &pos, &v), CR_REC_OK);
         assert_int_equal(v.handler, n * 3);
@@ -65,7 +65,7 @@ static void test_empty_buffer_and_empty_payload(void **state)
 {
     (void)state;
     size_t pos = 0;
-    cr_rec_view v;
+    cr_rec_view v = {0};
     assert_int_equal(cr_rec_next(NULL, 0, &pos, &v), CR_REC_END);
     char buf[8];
     cr_rec_write(buf, 7, NULL, 0);
@@ -83,7 +83,7 @@ static void test_huge_payload(void **state)
     fill(payload, n, 5);
     cr_rec_write(buf, 1, payload, (uint32_t)n);
     size_t pos = 0;
-    cr_rec_view v;
+    cr_rec_view v = {0};
     assert_int_equal(cr_rec_next(buf, cr_rec_size(n), &pos, &v), CR_REC_OK);
     assert_int_equal(v.len, n);
     assert_memory_equal(v.payload, payload, n);
@@ -97,7 +97,7 @@ static void test_truncated_input_is_detected(void **state)
     (void)state;
     char buf[32], payload[20] = {0};
     cr_rec_write(buf, 2, payload, 20); /* 8 + 24 bytes */
-    cr_rec_view v;
+    cr_rec_view v = {0};
     for (size_t len = 1; len < 32; len++) {
         size_t pos = 0;
         assert_int_equal(cr_rec_next(buf, len, &pos, &v), CR_REC_TRUNCATED);

@@ -4,8 +4,8 @@
  * more messages; a global scheduler picks one random action at a time, so every
  * interleaving the real runtime can produce is possible. Ranks join waves of a
  * simulated non-blocking allreduce exactly as src/nbx/termination.c does (buffers
- * empty, synchronous sends complete) and apply a termination rule when their wave
- * completes. A checker asserts that when a rank decides to stop, every message ever
+ * empty, synchronous sends complete) and, when their wave completes, decide with the
+ * production function cr_term_barrier_quiet fed the wave's sums. A checker asserts that when a rank decides to stop, every message ever
  * created has been handled.
  *
  * Two receive designs are modelled: in "probe" mode a message is matched only when
@@ -60,7 +60,7 @@ typedef struct model {
     /* wave bookkeeping: contributions per wave */
     uint64_t wave_sent[1024], wave_handled[1024], wave_new[1024];
     int wave_joined[1024];
-    uint64_t rank_handled_before[MAXP];
+    cr_term term[MAXP]; /* each rank's production decision state (cr_term_barrier_quiet) */
 } model;
 
 static int rnd(model *md, int n)
@@ -142,12 +142,13 @@ static bool step_rank(model *md, int i)
         if (md->wave_joined[w] < md->p)
             return false; /* the allreduce has not completed */
         r->joined = false;
-        bool quiet;
-        if (md->r == RULE_COUNTING)
-            quiet = cr_term_quiet(md->wave_sent[w], md->rank_handled_before[i]);
-        else
+        /* The production decision, fed the wave's sums as the allreduce would. */
+        cr_term *t = &md->term[i];
+        t->global[1] = md->wave_sent[w];
+        t->global[2] = md->wave_handled[w];
+        bool quiet = cr_term_barrier_quiet(t);
+        if (md->r == RULE_NAIVE)
             quiet = md->wave_new[w] == 0;
-        md->rank_handled_before[i] = md->wave_handled[w];
         r->done = quiet;
         return quiet;
     }
@@ -208,6 +209,35 @@ static outcome run(uint64_t seed, int p, bool prepost, rule r)
     return STUCK;
 }
 
+/* The rule itself, on wave sums that separate it from its tempting variants. */
+static void test_production_rule_on_wave_sums(void **state)
+{
+    (void)state;
+    cr_term t = {0};
+    /* Wave 1: 5 sent, 5 handled at the snapshots. A handler that ran after its rank
+     * joined may have sent a message this wave did not see, so S_1 == R_1 is not
+     * enough: the previous wave's handled count (0) must equal S_1. */
+    t.global[1] = 5, t.global[2] = 5;
+    assert_false(cr_term_barrier_quiet(&t));
+    assert_int_equal(t.handled_before, 5);
+    /* Wave 2: one more message appeared (sent 6); handled caught up with wave 1's
+     * sent count but not with this one's. */
+    t.global[1] = 6, t.global[2] = 6;
+    assert_false(cr_term_barrier_quiet(&t));
+    /* Wave 3: nothing new since wave 2, and wave 2 had handled all 6: done. */
+    t.global[1] = 6, t.global[2] = 6;
+    assert_true(cr_term_barrier_quiet(&t));
+    /* A rule that compared a wave's sent count with the same wave's handled count
+     * would have ended at wave 1; one that ignored handled counts would end at once. */
+    cr_term u = {0};
+    u.global[1] = 3, u.global[2] = 1;
+    assert_false(cr_term_barrier_quiet(&u));
+    u.global[1] = 3, u.global[2] = 3;
+    assert_false(cr_term_barrier_quiet(&u)); /* previous wave had handled only 1 */
+    u.global[1] = 3, u.global[2] = 3;
+    assert_true(cr_term_barrier_quiet(&u));
+}
+
 static void test_counting_rule_is_safe_and_live(void **state)
 {
     (void)state;
@@ -248,6 +278,7 @@ static void test_model_catches_naive_rule_with_prepost(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_production_rule_on_wave_sums),
         cmocka_unit_test(test_counting_rule_is_safe_and_live),
         cmocka_unit_test(test_naive_rule_is_safe_with_probe),
         cmocka_unit_test(test_model_catches_naive_rule_with_prepost),
