@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 static const char usage[] =
     "Usage: mpirun -np P bfs [options]\n"
@@ -23,7 +24,11 @@ static const char usage[] =
     "  --edgefactor E    edges per vertex (default 16); for rgg, the average degree\n"
     "  --generator G     rmat, gnm or rgg (default rmat: A, B, C = 0.57, 0.19, 0.19)\n"
     "  --graph FILE      read the edges from FILE instead (text 'u v [w]' per line,\n"
-    "                    Courier binary, or a Graph500 dump if FILE ends in .g500)\n"
+    "                    Courier binary, or a Graph500 dump if FILE ends in .g500);\n"
+    "                    vertex ids are used as they are, so they must be dense\n"
+    "  --vertices N      with --graph: the graph has N vertices, ids 0 .. N-1 (default:\n"
+    "                    1 + the largest id; needed when that is far more than the\n"
+    "                    edges suggest, e.g. many isolated vertices)\n"
     "  --roots R         searches (default 16)\n"
     "  --algorithm A     levels (level-synchronous, default) or async (label-correcting)\n"
     "  --shuffle S       how edges reach their owners when the graph is built: mailbox\n"
@@ -45,8 +50,9 @@ static const char *const shuffles[] = {"mailbox", "exchange", NULL};
 typedef struct options {
     cr_gen_params gen;
     const char *graph, *route, *csv;
-    uint64_t roots, buffer_kb, node_size;
+    uint64_t roots, buffer_kb, node_size, vertices;
     int stats, quiet;
+    const char *generator_flag; /* a generator flag given, which --graph contradicts */
     cr_bfs_algorithm algorithm;
     cr_graph_shuffle shuffle;
 } options;
@@ -63,15 +69,16 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
         {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},            {"algorithm", required_argument, 0, 'A'},
-        {"shuffle", required_argument, 0, 'X'},
+        {"shuffle", required_argument, 0, 'X'},   {"vertices", required_argument, 0, 'V'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 's': o->gen.scale = (int)app_parse_u64(a, "--scale", optarg, 1, 36); break;
-        case 'e': o->gen.edgefactor = (double)app_parse_u64(a, "--edgefactor", optarg, 1, 1024); break;
-        case 'g': o->gen.kind = (cr_gen_kind)app_parse_choice(a, "--generator", optarg, generators); break;
+        case 's': o->gen.scale = (int)app_parse_u64(a, "--scale", optarg, 1, 36); o->generator_flag = "--scale"; break;
+        case 'e': o->gen.edgefactor = (double)app_parse_u64(a, "--edgefactor", optarg, 1, 1024); o->generator_flag = "--edgefactor"; break;
+        case 'g': o->gen.kind = (cr_gen_kind)app_parse_choice(a, "--generator", optarg, generators); o->generator_flag = "--generator"; break;
+        case 'V': o->vertices = app_parse_u64(a, "--vertices", optarg, 1, 1ULL << 62); break;
         case 'f': o->graph = optarg; break;
         case 'r': o->roots = app_parse_u64(a, "--roots", optarg, 1, 1024); break;
         case 'S': o->gen.seed = app_parse_u64(a, "--seed", optarg, 0, UINT64_MAX); break;
@@ -84,11 +91,15 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'X': o->shuffle = (cr_graph_shuffle)app_parse_choice(a, "--shuffle", optarg, shuffles); break;
         case 'A': o->algorithm = (cr_bfs_algorithm)app_parse_choice(a, "--algorithm", optarg, algorithms); break;
         case 'h': app_help(a);
-        default: app_usage_error(a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: app_bad_option(a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(a, "unexpected argument '%s'", argv[optind]);
+    if (o->graph && o->generator_flag)
+        app_usage_error(a, "%s and --graph conflict: the file gives the graph", o->generator_flag);
+    if (o->vertices && !o->graph)
+        app_usage_error(a, "--vertices goes with --graph (a generated graph has 2^scale vertices)");
     if (o->gen.kind == CR_GEN_RGG && o->gen.scale > 26)
         app_usage_error(a, "--scale %d is too large for rgg (at most 26)", o->gen.scale);
 }
@@ -113,14 +124,53 @@ static int pick_roots(cr_graph *g, uint64_t seed, uint64_t want, uint64_t *roots
     return have;
 }
 
+/* Bytes per rank the graph and one search need for n vertices: CSR offsets and fill,
+ * parents, levels and validation state per owned vertex, plus the sent-visit bitmap
+ * over all vertices. An estimate for error messages, not a bound. */
+static double bytes_per_rank(uint64_t n, int ranks)
+{
+    return (double)n / ranks * 40 + (double)n / 8;
+}
+
+/* The vertex count of a file's graph: 1 + the largest id, or --vertices. Ids are
+ * used as they are (never relabelled), so one huge id would make every rank
+ * allocate for all the ids below it; refuse that with a line that says so. */
+static void check_vertices(app *a, const options *o, cr_edge_list *edges)
+{
+    uint64_t seen = edges->nvertices, n, m = edges->count, total_m;
+    MPI_Allreduce(&seen, &n, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&m, &total_m, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (n == 0 && !o->vertices)
+        app_error(a, "%s: the graph has no vertices (no edges in the file)", o->graph);
+    if (o->vertices && n > o->vertices)
+        app_error(a, "%s: vertex id %llu is not below --vertices %llu", o->graph,
+                  (unsigned long long)(n - 1), (unsigned long long)o->vertices);
+    if (o->vertices)
+        n = o->vertices;
+    double need = bytes_per_rank(n, a->size) / (1 << 30);
+    if (!o->vertices && n > (1u << 20) && n / 64 > total_m)
+        app_error(a, "%s: vertex id %llu makes %llu vertices for %llu edges, about %.1f GiB per "
+                  "rank; ids are used as they are, so they must be dense (0 .. n-1): relabel "
+                  "the file, or give --vertices %llu if the graph has that many vertices",
+                  o->graph, (unsigned long long)(n - 1), (unsigned long long)n,
+                  (unsigned long long)total_m, need, (unsigned long long)n);
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / (1 << 30);
+    if (phys > 0 && need > phys)
+        app_error(a, "%s: %llu vertices need about %.1f GiB per rank, more than this machine's "
+                  "%.1f GiB", o->graph, (unsigned long long)n, need, phys);
+    edges->nvertices = n;
+}
+
+/* Collective: an error on any rank (its block of a file) ends the job with one line. */
 static void load_graph(app *a, const options *o, cr_edge_list *edges)
 {
     char err[512];
     int rc = o->graph ? cr_read_edges(o->graph, CR_FILE_AUTO, NULL, a->rank, a->size, edges, err,
                                       sizeof err)
                       : cr_generate(&o->gen, a->rank, a->size, edges, err, sizeof err);
-    if (rc)
-        app_usage_error(a, "%s", err);
+    app_agree(a, rc ? err : NULL);
+    if (o->graph)
+        check_vertices(a, o, edges);
 }
 
 int main(int argc, char **argv)
@@ -130,6 +180,9 @@ int main(int argc, char **argv)
     options o = {0};
     parse(&a, argc, argv, &o);
 
+    FILE *csv = app_open_csv(&a, o.csv, "ranks,graph,scale,edgefactor,route,buffer_bytes,"
+                                        "roots,hmean_teps,min_teps,max_teps,mpi_sends_max,"
+                                        "peak_rss_mib,valid,algorithm");
     cr_config cfg;
     app_comm_flags flags = {.buffer_kb = o.buffer_kb, .route = o.route, .node_size = o.node_size};
     cr_comm *comm = app_comm_create(&a, &flags, &cfg);
@@ -160,11 +213,11 @@ int main(int argc, char **argv)
                t_build);
     }
 
-    uint64_t *roots = malloc(o.roots * sizeof *roots);
+    uint64_t *roots = app_calloc(&a, o.roots, sizeof *roots, "the roots");
     int nroots = pick_roots(g, o.gen.seed, o.roots, roots);
-    if (nroots == 0)
-        app_fail(&a, "no vertex has an edge: nothing to search");
-    double *teps = malloc((size_t)nroots * sizeof *teps), inv_sum = 0;
+    if (nroots == 0) /* the same on every rank */
+        app_error(&a, "no vertex has an edge: nothing to search");
+    double *teps = app_calloc(&a, (size_t)nroots, sizeof *teps, "the timings"), inv_sum = 0;
     int failures = 0;
     cr_stats_reset(comm);
     for (int k = 0; k < nroots; k++) {
@@ -208,10 +261,8 @@ int main(int argc, char **argv)
                hmean / 1e6, lo / 1e6, med / 1e6, hi / 1e6);
         printf("  MPI sends per rank (max, all searches and validations): %llu; peak memory per "
                "rank %.1f MiB\n", (unsigned long long)sends_max, rss_max / 1024.0);
-        if (o.csv) {
-            FILE *out = app_open_csv(&a, o.csv, "ranks,graph,scale,edgefactor,route,buffer_bytes,"
-                                     "roots,hmean_teps,min_teps,max_teps,mpi_sends_max,"
-                                     "peak_rss_mib,valid,algorithm");
+        if (csv) {
+            FILE *out = csv;
             fprintf(out, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d,%s\n", a.size,
                     o.graph ? o.graph : generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
                     route_name, cfg.buffer_bytes, nroots, hmean, lo, hi,

@@ -167,7 +167,9 @@ static void bench_allreduce(bench *b, size_t count, cr_dtype type)
     size_t bytes = count * (type == CR_INT32 ? 4 : 8);
     point pt = {.what = "allreduce", .algos = reduce_algos, .bytes = bytes, .out_bytes = bytes,
                 .count = count, .type = type, .mpi = mpi_allreduce, .start = start_allreduce,
-                .in = malloc(bytes), .out = malloc(bytes), .want = malloc(bytes)};
+                .in = app_calloc(b->a, bytes, 1, "the input"),
+                .out = app_calloc(b->a, bytes, 1, "the output"),
+                .want = app_calloc(b->a, bytes, 1, "the expected result")};
     for (size_t i = 0; i < count; i++) {
         if (type == CR_INT32)
             ((int32_t *)pt.in)[i] = b->a->rank * 3 + (int32_t)i;
@@ -185,7 +187,9 @@ static void bench_allgather(bench *b, size_t bytes)
     size_t total = bytes * (size_t)b->a->size;
     point pt = {.what = "allgather", .algos = gather_algos, .bytes = bytes, .out_bytes = total,
                 .mpi = mpi_allgather, .start = start_allgather,
-                .in = malloc(bytes + 1), .out = malloc(total + 1), .want = malloc(total + 1)};
+                .in = app_calloc(b->a, bytes + 1, 1, "the input"),
+                .out = app_calloc(b->a, total + 1, 1, "the output"),
+                .want = app_calloc(b->a, total + 1, 1, "the expected result")};
     for (size_t i = 0; i < bytes; i++)
         pt.in[i] = (char)(b->a->rank * 31 + (int)i);
     measure(b, &pt);
@@ -217,17 +221,15 @@ int main(int argc, char **argv)
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
         case 'c': csv = optarg; break;
         case 'h': app_help(&a);
-        default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
 
-    bench b = {.a = &a, .reps = (int)reps, .times = malloc(reps * sizeof(double))};
+    bench b = {.a = &a, .reps = (int)reps, .times = app_calloc(&a, reps, sizeof(double), "the timings")};
+    b.csv = app_open_csv(&a, csv, "ranks,collective,bytes,algorithm,median_us");
     b.comm = cr_comm_create(MPI_COMM_WORLD, NULL);
-    if (csv && a.rank == 0) {
-        b.csv = app_open_csv(&a, csv, "ranks,collective,bytes,algorithm,median_us");
-    }
     if (which != ALLGATHER) {
         header(&b, "allreduce (sum)", reduce_algos);
         for (int i = 0; i < ncounts; i++)

@@ -72,13 +72,14 @@ int main(int argc, char **argv)
         case 's': show_stats = 1; break;
         case 'w': stall = (int)app_parse_u64(&a, "--stall", optarg, 0, 3600); break;
         case 'h': app_help(&a);
-        default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
 
-    tally t = {.heard = calloc((size_t)rounds * (size_t)a.size, sizeof(uint64_t)), .size = a.size};
+    tally t = {.heard = app_calloc(&a, (size_t)rounds * (size_t)a.size, sizeof(uint64_t), "the tally"),
+               .size = a.size};
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, NULL);
     int h = cr_register(comm, on_greeting, &t);
 

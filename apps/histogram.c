@@ -55,14 +55,21 @@ static inline int owner_of(const table *t, uint64_t idx)
     return idx < cut ? (int)(idx / (base + 1)) : (int)(extra + (idx - cut) / base);
 }
 
-static void table_init(table *t, uint64_t total, int rank, int size)
+/* Collective: a block too large to allocate on any rank ends the job with one line. */
+static void table_init(const app *a, table *t, uint64_t total, int rank, int size)
 {
     uint64_t base = total / (uint64_t)size, extra = total % (uint64_t)size;
     t->total = total;
     t->size = size;
     t->len = base + ((uint64_t)rank < extra);
     t->first = (uint64_t)rank * base + ((uint64_t)rank < extra ? (uint64_t)rank : extra);
-    t->count = calloc(t->len ? t->len : 1, sizeof *t->count);
+    t->count = t->len <= SIZE_MAX / sizeof *t->count ? calloc(t->len ? t->len : 1, sizeof *t->count)
+                                                      : NULL;
+    char err[160];
+    snprintf(err, sizeof err, "--table %llu: cannot allocate this rank's block of %llu counters "
+             "(%.1f GiB)", (unsigned long long)total, (unsigned long long)t->len,
+             (double)t->len * sizeof *t->count / (1 << 30));
+    app_agree(a, t->count ? NULL : err);
     t->range = total;
 }
 
@@ -92,11 +99,14 @@ static void run_courier(cr_comm *comm, int h, table *t, uint64_t n, uint64_t see
     cr_barrier(comm);
 }
 
-static void run_alltoallv(table *t, uint64_t n, uint64_t seed, int rank, int size)
+static void run_alltoallv(const app *a, table *t, uint64_t n, uint64_t seed, int rank, int size)
 {
-    uint64_t *updates = malloc(n * sizeof *updates), *sendbuf = malloc(n * sizeof *sendbuf);
-    int *scount = calloc((size_t)size, sizeof *scount), *rcount = malloc((size_t)size * sizeof(int));
-    int *sdispl = malloc((size_t)size * sizeof(int)), *rdispl = malloc((size_t)size * sizeof(int));
+    uint64_t *updates = app_calloc(a, n, sizeof *updates, "the updates");
+    uint64_t *sendbuf = app_calloc(a, n, sizeof *sendbuf, "the send buffer");
+    int *scount = app_calloc(a, (size_t)size, sizeof(int), "the counts");
+    int *rcount = app_calloc(a, (size_t)size, sizeof(int), "the counts");
+    int *sdispl = app_calloc(a, (size_t)size, sizeof(int), "the displacements");
+    int *rdispl = app_calloc(a, (size_t)size, sizeof(int), "the displacements");
     uint64_t s = stream_seed(seed, rank);
     for (uint64_t i = 0; i < n; i++) {
         updates[i] = cr_bounded(cr_splitmix64(&s), t->range);
@@ -110,11 +120,11 @@ static void run_alltoallv(table *t, uint64_t n, uint64_t seed, int rank, int siz
         stotal += scount[r];
         rtotal += rcount[r];
     }
-    int *fill = malloc((size_t)size * sizeof(int));
+    int *fill = app_calloc(a, (size_t)size, sizeof(int), "the displacements");
     memcpy(fill, sdispl, (size_t)size * sizeof(int));
     for (uint64_t i = 0; i < n; i++)
         sendbuf[fill[owner_of(t, updates[i])]++] = updates[i];
-    uint64_t *recvbuf = malloc((size_t)(rtotal ? rtotal : 1) * sizeof *recvbuf);
+    uint64_t *recvbuf = app_calloc(a, (size_t)rtotal, sizeof *recvbuf, "the receive buffer");
     MPI_Alltoallv(sendbuf, scount, sdispl, MPI_UINT64_T, recvbuf, rcount, rdispl, MPI_UINT64_T,
                   MPI_COMM_WORLD);
     for (int i = 0; i < rtotal; i++)
@@ -188,7 +198,7 @@ int main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'n': n = app_parse_u64(&a, "--updates", optarg, 1, 1ULL << 31); break;
-        case 't': total = app_parse_u64(&a, "--table", optarg, 1, 1ULL << 34); break;
+        case 't': total = app_parse_u64(&a, "--table", optarg, 1, 1ULL << 62); break;
         case 'm': mode = app_parse_choice(&a, "--mode", optarg, mode_names); break;
         case 'b': buffer_kb = app_parse_u64(&a, "--buffer-kb", optarg, 1, 1u << 20); break;
         case 'r': reps = (int)app_parse_u64(&a, "--reps", optarg, 1, 1000); break;
@@ -199,7 +209,7 @@ int main(int argc, char **argv)
         case 'R': route = optarg; break;
         case 'N': node_size = app_parse_u64(&a, "--node-size", optarg, 1, 1u << 30); break;
         case 'h': app_help(&a);
-        default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
@@ -210,11 +220,15 @@ int main(int argc, char **argv)
     if (mode != MODE_COURIER && n * (uint64_t)a.size > (1ULL << 31) - 1)
         app_usage_error(&a, "alltoallv mode needs updates * ranks below 2^31 (MPI int counts)");
 
+    FILE *out = app_open_csv(&a, csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
+                                      "seconds,updates_per_s,verified,mpi_sends_max,mpi_sends_mean,"
+                                      "partners_max,partners_mean,off_node_partners_max,"
+                                      "bytes_on_node,bytes_off_node,forwarded,peak_rss_mib");
     cr_config cfg;
     app_comm_flags flags = {.buffer_kb = buffer_kb, .route = route, .node_size = node_size};
     cr_comm *comm = app_comm_create(&a, &flags, &cfg);
     table t;
-    table_init(&t, total, a.rank, a.size);
+    table_init(&a, &t, total, a.rank, a.size);
     if (hotspot)
         t.range = total / (uint64_t)a.size; /* rank 0 owns at least this many */
     int h = cr_register(comm, on_increment, &t);
@@ -246,7 +260,7 @@ int main(int argc, char **argv)
             if (m == MODE_COURIER)
                 run_courier(comm, h, &t, n, seed + (uint64_t)rep, a.rank);
             else
-                run_alltoallv(&t, n, seed + (uint64_t)rep, a.rank, a.size);
+                run_alltoallv(&a, &t, n, seed + (uint64_t)rep, a.rank, a.size);
             times[m][rep] = app_max_time(MPI_Wtime() - t0);
             verified[m] &= verify(&t, n, seed + (uint64_t)rep, a.rank, a.size);
             if (m == MODE_COURIER && rep == reps - 1)
@@ -260,13 +274,6 @@ int main(int argc, char **argv)
     MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&rss, &rss_min, 1, MPI_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
     double rate[2] = {0, 0};
-    FILE *out = NULL;
-    if (csv && a.rank == 0) {
-        out = app_open_csv(&a, csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
-                                    "seconds,updates_per_s,verified,mpi_sends_max,mpi_sends_mean,"
-                                    "partners_max,partners_mean,off_node_partners_max,"
-                                    "bytes_on_node,bytes_off_node,forwarded,peak_rss_mib");
-    }
     for (int m = MODE_COURIER; m <= MODE_ALLTOALLV; m++) {
         if (mode != MODE_BOTH && mode != m)
             continue;

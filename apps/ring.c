@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         case 'p': payload = app_parse_u64(&a, "--payload", optarg, 4, 1u << 24); break;
         case 'c': csv = optarg; break;
         case 'h': app_help(&a);
-        default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
@@ -82,8 +82,11 @@ int main(int argc, char **argv)
     char err[512];
     if (cr_config_from_env(&cfg, err, sizeof err))
         app_usage_error(&a, "%s", err);
+    FILE *f = app_open_csv(&a, csv, "ranks,tokens,hops,payload,buffer_bytes,recv,us_per_hop,ok");
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
-    ring r = {.buf = calloc(1, payload), .payload = payload};
+    ring r = {.buf = app_calloc(&a, 1, payload, "the payload"), .payload = payload};
+    /* The handler forwards tokens from r.buf; the launch loop has a buffer of its own. */
+    char *launch = app_calloc(&a, 1, payload, "the payload");
     r.h = cr_register(comm, on_token, &r);
 
     MPI_Barrier(MPI_COMM_WORLD);
@@ -91,8 +94,8 @@ int main(int argc, char **argv)
     if (a.rank == 0)
         for (uint64_t t = 0; t < tokens; t++) {
             int32_t left = (int32_t)(hops_per_token - 1);
-            memcpy(r.buf, &left, sizeof left);
-            cr_async(comm, 1 % a.size, r.h, r.buf, payload);
+            memcpy(launch, &left, sizeof left);
+            cr_async(comm, 1 % a.size, r.h, launch, payload);
         }
     cr_barrier(comm);
     double sec = app_max_time(MPI_Wtime() - t0);
@@ -108,8 +111,7 @@ int main(int argc, char **argv)
                (unsigned long long)payload, cfg.buffer_bytes,
                cfg.recv_mode == CR_RECV_PREPOST ? "prepost" : "probe", us,
                ok ? "all hops counted" : "HOP COUNT WRONG");
-        if (csv) {
-            FILE *f = app_open_csv(&a, csv, "ranks,tokens,hops,payload,buffer_bytes,recv,us_per_hop,ok");
+        if (f) {
             fprintf(f, "%d,%llu,%llu,%llu,%zu,%s,%.3f,%d\n", a.size, (unsigned long long)tokens,
                     (unsigned long long)hops_per_token, (unsigned long long)payload,
                     cfg.buffer_bytes, cfg.recv_mode == CR_RECV_PREPOST ? "prepost" : "probe", us,
@@ -119,6 +121,7 @@ int main(int argc, char **argv)
     }
     cr_comm_destroy(comm);
     free(r.buf);
+    free(launch);
     MPI_Finalize();
     return ok ? 0 : 1;
 }

@@ -2,6 +2,7 @@
  * microbenchmark of Hoefler et al. (PPoPP 2010): every rank sends one message to k
  * random other ranks. All protocols run the same patterns in one job. */
 #include "cli.h"
+#include "common/fatal.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -33,7 +34,7 @@ static const cr_sx_protocol protocols[] = {CR_SX_NBX, CR_SX_PEX, CR_SX_PCX};
 /* k distinct random ranks other than me (a partial Fisher-Yates shuffle). */
 static void pick_neighbours(int me, int size, int k, uint64_t seed, int *out)
 {
-    int *others = malloc((size_t)size * sizeof *others);
+    int *others = cr_xmalloc((size_t)size * sizeof *others);
     int n = 0;
     for (int r = 0; r < size; r++)
         if (r != me)
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
         case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'c': csv = optarg; break;
         case 'h': app_help(&a);
-        default: app_usage_error(&a, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
@@ -112,29 +113,25 @@ int main(int argc, char **argv)
             app_usage_error(&a, "--neighbours %llu is more than the %d other ranks",
                             (unsigned long long)ks[i], a.size - 1);
 
+    FILE *out = app_open_csv(&a, csv, "ranks,neighbours,bytes,protocol,median_us,min_us,reps,verified");
     cr_comm *comm = app_comm_create(&a, NULL, NULL);
-
-    FILE *out = NULL;
-    if (csv && a.rank == 0) {
-        out = app_open_csv(&a, csv, "ranks,neighbours,bytes,protocol,median_us,min_us,reps,verified");
-    }
     if (a.rank == 0)
         printf("sparse_exchange_bench: %d ranks, %llu timed exchanges per point; median time per "
                "exchange in microseconds (slowest rank)\n\n"
                "| k | bytes | nbx | pex | pcx | best |\n|---|---|---|---|---|---|\n",
                a.size, (unsigned long long)reps);
 
-    int *dests = malloc((size_t)a.size * sizeof *dests);
-    size_t *msg_sizes = malloc((size_t)a.size * sizeof *msg_sizes);
-    const void **bufs = malloc((size_t)a.size * sizeof *bufs);
-    double *times = malloc(reps * sizeof *times);
+    int *dests = app_calloc(&a, (size_t)a.size, sizeof *dests, "the destinations");
+    size_t *msg_sizes = app_calloc(&a, (size_t)a.size, sizeof *msg_sizes, "the sizes");
+    const void **bufs = app_calloc(&a, (size_t)a.size, sizeof *bufs, "the buffers");
+    double *times = app_calloc(&a, reps, sizeof *times, "the timings");
     int all_ok = 1;
     for (int ki = 0; ki < nk; ki++) {
         int k = (int)ks[ki];
         pick_neighbours(a.rank, a.size, k, seed + (uint64_t)ki, dests);
         for (int si = 0; si < nsizes; si++) {
             size_t size = (size_t)sizes[si];
-            char *payload = calloc((size_t)k * (size ? size : 1), 1);
+            char *payload = app_calloc(&a, (size_t)k, size, "the payloads");
             for (int i = 0; i < k; i++) {
                 uint64_t t = tag_of(a.rank, dests[i], size);
                 bufs[i] = payload + (size_t)i * size;

@@ -1,8 +1,11 @@
 #!/bin/sh
-# Usage: expect.sh fail|ok PATTERN COMMAND [ARGS...]
+# Usage: expect.sh fail|fail-once|ok PATTERN COMMAND [ARGS...]
 # Runs COMMAND and passes if it exits as expected (non-zero for "fail", zero for
-# "ok") and its output contains PATTERN (a fixed string).
+# "ok") and its output contains PATTERN (a fixed string); "fail-once" also wants
+# PATTERN on exactly one line (an error printed once, not by every rank).
 want=$1
+once=0
+[ "$want" = fail-once ] && want=fail once=1
 pattern=$2
 shift 2
 out=$("$@" 2>&1)
@@ -17,6 +20,11 @@ if [ "$want" = ok ] && [ "$rc" -ne 0 ]; then
 fi
 if ! printf '%s\n' "$out" | grep -qF -- "$pattern"; then
     printf 'exit status %d, but the expected text "%s" is missing:\n%s\n' "$rc" "$pattern" "$out"
+    exit 1
+fi
+lines=$(printf '%s\n' "$out" | grep -cF -- "$pattern")
+if [ "$once" = 1 ] && [ "$lines" -ne 1 ]; then
+    printf 'the expected text "%s" is on %d lines, not once:\n%s\n' "$pattern" "$lines" "$out"
     exit 1
 fi
 printf 'as expected (exit %d): %s\n' "$rc" "$(printf '%s\n' "$out" | grep -F -- "$pattern" | head -n 1)"

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,53 @@ noreturn void app_usage_error(const app *a, const char *fmt, ...)
     }
     MPI_Finalize();
     exit(2);
+}
+
+noreturn void app_bad_option(const app *a, char **argv)
+{
+    /* A long option is the argument getopt has just passed; a short one may sit in
+     * the middle of a cluster ("-xy"), where optind has not moved yet. */
+    const char *last = argv[optind - 1];
+    if (optopt && isprint(optopt) && strncmp(last, "--", 2) != 0)
+        app_usage_error(a, "unknown option '-%c'", optopt);
+    app_usage_error(a, "unknown or incomplete option '%s'", last);
+}
+
+noreturn void app_error(const app *a, const char *fmt, ...)
+{
+    if (a->rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s: ", a->name);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+        fflush(stderr);
+    }
+    MPI_Finalize();
+    exit(1);
+}
+
+void app_agree(const app *a, const char *err)
+{
+    int mine = err ? a->rank : a->size, first;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == a->size)
+        return;
+    if (first == a->rank) {
+        fprintf(stderr, "%s: %s\n", a->name, err);
+        fflush(stderr);
+    }
+    MPI_Finalize();
+    exit(1);
+}
+
+void *app_calloc(const app *a, size_t count, size_t size, const char *what)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p)
+        app_fail(a, "out of memory: %s needs %zu x %zu bytes", what, count, size);
+    return p;
 }
 
 noreturn void app_help(const app *a)
@@ -165,10 +213,18 @@ int app_parse_list(const app *a, const char *flag, const char *value, uint64_t m
 
 FILE *app_open_csv(const app *a, const char *path, const char *header)
 {
-    FILE *out = fopen(path, "a");
-    if (!out)
-        app_fail(a, "cannot open --csv file '%s' for appending", path);
-    if (ftell(out) == 0)
-        fprintf(out, "%s\n", header);
+    if (!path)
+        return NULL;
+    FILE *out = NULL;
+    char err[600] = "";
+    if (a->rank == 0) {
+        out = fopen(path, "a");
+        if (!out)
+            snprintf(err, sizeof err, "cannot open --csv file '%s' for appending: %s", path,
+                     strerror(errno));
+        else if (ftell(out) == 0)
+            fprintf(out, "%s\n", header);
+    }
+    app_agree(a, err[0] ? err : NULL);
     return out;
 }

@@ -23,6 +23,24 @@ void app_init(app *a, const char *name, const char *usage, int *argc, char ***ar
 noreturn void app_usage_error(const app *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* getopt_long returned '?' or ':': a usage error naming the unknown option or the
+ * option that lacks its value (not the program path). Call it from all ranks. */
+noreturn void app_bad_option(const app *a, char **argv);
+
+/* Print "<name>: <message>" on rank 0 and exit with 1 on every rank. Call it from
+ * all ranks with the same message (a condition every rank sees alike). */
+noreturn void app_error(const app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Collective: each rank passes its own error, or NULL. If any rank has one, the
+ * lowest such rank prints "<name>: <error>" (one line, once) and every rank exits
+ * with 1; otherwise it returns. For errors one rank can detect alone (its block of
+ * a file, its allocation), so that no rank is left waiting for another. */
+void app_agree(const app *a, const char *err);
+
+/* calloc for the apps: on failure, end the job with one line naming `what` and the
+ * size (local; the job ends through MPI_Abort). */
+void *app_calloc(const app *a, size_t count, size_t size, const char *what);
+
 /* Print the usage on rank 0 and exit with 0 on every rank. */
 noreturn void app_help(const app *a);
 
@@ -65,7 +83,10 @@ typedef struct app_comm_flags {
 struct cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, struct cr_config *cfg);
 
 /* Open `path` for appending CSV lines and write `header` (one line, without the
- * newline) if the file is new. A file that cannot be opened fails the job. */
+ * newline) if the file is new. Collective: call it from every rank before the work
+ * starts; rank 0 opens the file and returns it (the others get NULL). A file that
+ * cannot be opened is one line from rank 0 and exit 1 on every rank. path == NULL
+ * returns NULL. */
 FILE *app_open_csv(const app *a, const char *path, const char *header);
 
 /* Seconds from MPI_Wtime, agreed as the maximum over ranks (the slowest rank). */

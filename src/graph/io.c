@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,25 @@ static bool parse_id(const char **s, uint64_t *out)
     *s = end;
     *out = v;
     return true;
+}
+
+/* The start of a bad line for an error message: printable ASCII as it is, anything
+ * else (binary garbage, terminal escapes) as \xNN, cut after 40 input bytes. */
+static void quote_line(const char *line, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (size_t i = 0; line[i] && line[i] != '\n' && line[i] != '\r' && o + 8 < outlen; i++) {
+        unsigned char ch = (unsigned char)line[i];
+        if (i == 40) {
+            o += (size_t)snprintf(out + o, outlen - o, "...");
+            break;
+        }
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+            out[o++] = (char)ch;
+        else
+            o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", ch);
+    }
+    out[o] = '\0';
 }
 
 /* Edges are dealt out round-robin: edge k goes to rank k % size. */
@@ -80,9 +100,15 @@ static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list
             }
         }
         if (!ok) {
-            line[strcspn(line, "\r\n")] = '\0';
+            char quoted[200];
+            quote_line(line, quoted, sizeof quoted);
             cr_set_error(err, errlen, "%s:%" PRIu64 ": expected 'u v' or 'u v w' (vertex "
-                               "ids from 0 to 2^62), got '%.60s'", path, lineno, line);
+                               "ids from 0 to 2^62), got '%s'", path, lineno, quoted);
+            return -1;
+        }
+        if (has_w && !isfinite(w)) {
+            cr_set_error(err, errlen, "%s:%" PRIu64 ": the weight is not a finite number "
+                         "(NaN or infinite)", path, lineno);
             return -1;
         }
         if (weighted < 0)
@@ -173,6 +199,11 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
         }
         uint32_t bits = (uint32_t)get_le(wb, 4);
         memcpy(&w, &bits, sizeof w);
+        if (weighted && !isfinite(w)) {
+            cr_set_error(err, errlen, "%s: edge %" PRIu64 " has a weight that is not a finite "
+                         "number (NaN or infinite)", path, i);
+            return -1;
+        }
         cr_edge_list_push(out, u, v, weighted ? &w : NULL);
     }
     return 0;
@@ -222,6 +253,12 @@ static int read_graph500(const char *path, FILE *f, const char *wpath, int rank,
         float w;
         uint32_t bits = (uint32_t)get_le(wb, 4);
         memcpy(&w, &bits, sizeof w);
+        if (wf && !isfinite(w)) {
+            cr_set_error(err, errlen, "%s: weight %" PRIu64 " is not a finite number (NaN or "
+                         "infinite)", wpath, i);
+            fclose(wf);
+            return -1;
+        }
         note_vertex(out, u, v);
         cr_edge_list_push(out, u, v, wf ? &w : NULL);
     }

@@ -23,6 +23,7 @@
 #define INFLIGHT_MIN 1
 #define INFLIGHT_MAX 65536
 #define INTERVAL_MAX 3600.0
+#define WATCHDOG_MIN 0.1 /* below this the state lines would flood the terminal */
 #define WATCHDOG_MAX 86400.0
 #define VERBOSITY_MAX 3
 #define NODE_SIZE_MAX (1 << 30)
@@ -187,6 +188,11 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
         return -1;
     if (env_seconds("COURIER_WATCHDOG", WATCHDOG_MAX, &c.watchdog_seconds, err, errlen) < 0)
         return -1;
+    if (c.watchdog_seconds > 0 && c.watchdog_seconds < WATCHDOG_MIN) {
+        cr_set_error(err, errlen, "COURIER_WATCHDOG='%s' is not valid: expected 0 (off) or "
+                     "seconds from %g to %g", getenv("COURIER_WATCHDOG"), WATCHDOG_MIN, WATCHDOG_MAX);
+        return -1;
+    }
     if ((r = env_long("COURIER_VERBOSE", 0, VERBOSITY_MAX, &l, err, errlen)) < 0)
         return -1;
     if (r)
@@ -280,9 +286,10 @@ int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
                   cfg->flush_interval, INTERVAL_MAX);
         return -1;
     }
-    if (!(cfg->watchdog_seconds >= 0 && cfg->watchdog_seconds <= WATCHDOG_MAX)) {
-        cr_set_error(err, errlen, "watchdog_seconds=%g is out of range: expected 0 to %g seconds",
-                  cfg->watchdog_seconds, WATCHDOG_MAX);
+    if (!(cfg->watchdog_seconds == 0 ||
+          (cfg->watchdog_seconds >= WATCHDOG_MIN && cfg->watchdog_seconds <= WATCHDOG_MAX))) {
+        cr_set_error(err, errlen, "watchdog_seconds=%g is out of range: expected 0 (off) or "
+                     "%g to %g seconds", cfg->watchdog_seconds, WATCHDOG_MIN, WATCHDOG_MAX);
         return -1;
     }
     if (cfg->verbosity < 0 || cfg->verbosity > VERBOSITY_MAX) {
