@@ -10,6 +10,20 @@
  * Threading: a cr_comm is used by one thread. Errors in the use of the API (a bad
  * rank, an unknown handler, a barrier called from a handler) print one line naming
  * the problem to stderr and call MPI_Abort.
+ *
+ * Which calls may run handlers. Handlers run only inside Courier calls that run the
+ * event loop, never asynchronously. Called from the main program, these may run
+ * handlers of incoming messages before they return:
+ *   cr_register, cr_async, cr_async_bcast, cr_progress, cr_barrier,
+ *   cr_sparse_exchange[_with], cr_wait, cr_test, cr_comm_destroy.
+ * So a handler may already run for a message that a faster rank sent right after
+ * it returned from cr_register: set up the state handlers use (counters, tables)
+ * before cr_register, not after it. cr_async and cr_async_bcast copy the payload
+ * before they can run any handler, so the caller may reuse one buffer for every
+ * call even if handlers write to it. These never run handlers: cr_flush,
+ * cr_comm_rank, cr_comm_size, cr_comm_config, cr_comm_layout, cr_comm_router,
+ * cr_stats_get, cr_stats_reset, cr_config_*. Called from inside a handler, no call
+ * runs another handler (handlers are never re-entered).
  */
 #ifndef COURIER_MAILBOX_H
 #define COURIER_MAILBOX_H
@@ -111,18 +125,22 @@ const cr_router *cr_comm_router(const cr_comm *comm);
 
 /* Register a handler and return its id (0, 1, 2, ... in call order). Collective:
  * every rank registers the same handlers in the same order, as with MPI datatypes;
- * a mismatch in the number of handlers aborts. `user` is passed to every call. */
+ * a mismatch in the number of handlers aborts. `user` is passed to every call.
+ * Runs the event loop while it waits for the other ranks, so handlers registered
+ * earlier may run, for messages faster ranks sent after they returned from it. */
 int cr_register(cr_comm *comm, cr_handler_fn fn, void *user);
 
 /* Send `len` bytes of `payload` to `handler` on rank `dest`. Local: the payload is
- * copied before the call returns. Large payloads (above the buffer size) travel as
- * a send of their own. May run handlers of incoming messages while it waits for a
- * free send slot (back-pressure) or polls, unless called from a handler. */
+ * copied before the call can run any handler, and before it returns. Large payloads
+ * (above the buffer size) travel as a send of their own. May run handlers of
+ * incoming messages while it waits for a free send slot (back-pressure) or polls,
+ * unless called from a handler. */
 void cr_async(cr_comm *comm, int dest, int handler, const void *payload, size_t len);
 
-/* Send the same message to every rank, the caller included. Local. Under a route
- * other than direct, one copy per node crosses between nodes and is fanned out on
- * the node it reaches. */
+/* Send the same message to every rank, the caller included. Local; may run handlers
+ * as cr_async does (after the payload is copied). Under a route other than direct,
+ * one copy per node crosses between nodes and is fanned out on the node it
+ * reaches. */
 void cr_async_bcast(cr_comm *comm, int handler, const void *payload, size_t len);
 
 /* Send every buffered message now, without waiting for delivery. Local. */

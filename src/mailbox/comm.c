@@ -204,8 +204,12 @@ void cr_enqueue(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_r
     /* A deferred buffer is retried by the loop; only user code, which may wait for a
      * slot, forces it again here (so a handler does not test sends per record). */
     bool may_force = !o->bufs[hop].deferred || cr_can_wait(c);
+    /* The record is copied before anything here may wait: waiting runs handlers,
+     * which may write to the caller's payload (it is often one reused buffer). So a
+     * buffer the record would overflow is sent now if a slot is free, else deferred,
+     * and the record goes after it in the same buffer; the wait comes below. */
     if (may_force && cr_outbufs_overflows(o, hop, size))
-        cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
+        cr_flush_dest(c, hop, CR_FLUSH_SIZE, false);
     char *at = cr_outbufs_append(o, hop, size, c->now);
     if (route)
         cr_rec_write_routed(at, (uint16_t)handler, flags, *route, payload, (uint32_t)len);

@@ -660,6 +660,51 @@ static void test_two_comms(void **state)
     }
 }
 
+/* cr_async copies the payload before it can run any handler: here the handler
+ * scribbles over the very buffer the main loop passes to cr_async, and every record
+ * must still arrive with the value it had at the call. A buffer that takes one
+ * 24-byte record but not two, and one send slot, make cr_async send the previous
+ * record and wait for a slot (running handlers) before it can append this one. */
+static uint64_t shared_payload[2];
+static uint64_t copy_sum, copy_count;
+static void on_copied(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len, (void)user;
+    uint64_t v[2];
+    memcpy(v, p, sizeof v);
+    CHECK(v[1] == ~v[0], "record %llu arrived changed", (unsigned long long)v[0]);
+    copy_sum += v[0];
+    copy_count++;
+    shared_payload[0] = shared_payload[1] = 0xdeadbeef; /* the caller's buffer, mid-send */
+}
+
+static void test_payload_copied_before_handlers(void **state)
+{
+    (void)state;
+    cr_config cfg = configs[0].cfg;
+    cfg.buffer_bytes = 40;
+    cfg.max_inflight = 1;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    copy_sum = copy_count = 0;
+    int h = cr_register(comm, on_copied, NULL);
+    const uint64_t n = 2000;
+    for (uint64_t i = 0; i < n; i++) {
+        shared_payload[0] = (uint64_t)test_rank * n + i;
+        shared_payload[1] = ~shared_payload[0];
+        cr_async(comm, (test_rank + 1 + (int)(i % 3)) % test_size, h, shared_payload,
+                 sizeof shared_payload);
+    }
+    cr_barrier(comm);
+    uint64_t total = n * (uint64_t)test_size;
+    CHECK(sum_all(copy_count) == total, "%llu records handled, expected %llu",
+          (unsigned long long)sum_all(copy_count), (unsigned long long)total);
+    CHECK(sum_all(copy_sum) == total * (total - 1) / 2, "sum of values %llu, expected %llu",
+          (unsigned long long)sum_all(copy_sum), (unsigned long long)(total * (total - 1) / 2));
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
 int main(int argc, char **argv)
 {
     setup_configs();
@@ -676,6 +721,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_empty_barriers_take_one_wave),
         cmocka_unit_test(test_cap_flushes_largest_first),
         cmocka_unit_test(test_two_comms),
+        cmocka_unit_test(test_payload_copied_before_handlers),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
