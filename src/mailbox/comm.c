@@ -144,6 +144,7 @@ void cr_comm_destroy(cr_comm *c)
     cr_outbufs_free(&c->out);
     cr_registry_free(&c->handlers);
     free(c->scratch);
+    free(c->bcast_copy);
     free(c->sent_to);
     cr_router_destroy(c->router);
     cr_layout_destroy(c->layout);
@@ -276,11 +277,28 @@ static int bcast_entry(const cr_comm *c, int node)
     return cr_layout_member(l, node, l->local_index[c->rank] % size);
 }
 
+/* A broadcast appends one record per destination, and each append may wait for a
+ * send slot after its copy, running handlers that may write to the caller's payload.
+ * Later copies are taken from a private one, so every rank gets what the caller
+ * passed. Handlers never wait, so from a handler the payload is used as it is. */
+static const void *stable_payload(cr_comm *c, const void *payload, size_t len)
+{
+    if (len == 0 || !cr_can_wait(c))
+        return payload;
+    if (c->bcast_copy_cap < len) {
+        c->bcast_copy = cr_xrealloc(c->bcast_copy, len);
+        c->bcast_copy_cap = len;
+    }
+    memcpy(c->bcast_copy, payload, len);
+    return c->bcast_copy;
+}
+
 /* Under a route, the caller sends to every rank of its node and one copy to each
  * other node, routed like any record, which the entry rank there fans out. */
 void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
 {
     check_message(c, "cr_async_bcast", handler, payload, len);
+    payload = stable_payload(c, payload, len);
     const cr_layout *l = c->layout;
     if (!c->routed || l->nnodes == c->size) {
         for (int r = 0; r < c->size; r++)

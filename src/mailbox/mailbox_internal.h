@@ -103,6 +103,8 @@ struct cr_comm {
     int ndeferred;        /* buffers whose flush waits for a free slot */
     unsigned poll_countdown;
     int *scratch;         /* size P, for the cap flush's ordering */
+    char *bcast_copy;     /* cr_async_bcast's private copy of the payload (see there) */
+    size_t bcast_copy_cap;
     double now;           /* loop time at the last iteration: stamps buffers without a call */
     double last_activity; /* loop time of the last observable progress, for the watchdog */
     const char *wait_reason; /* what cr_wait_until is waiting for, for the watchdog */

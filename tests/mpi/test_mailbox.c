@@ -700,6 +700,20 @@ static void test_payload_copied_before_handlers(void **state)
           (unsigned long long)sum_all(copy_count), (unsigned long long)total);
     CHECK(sum_all(copy_sum) == total * (total - 1) / 2, "sum of values %llu, expected %llu",
           (unsigned long long)sum_all(copy_sum), (unsigned long long)(total * (total - 1) / 2));
+    /* the same for broadcasts: every rank gets every value as it was at the call */
+    copy_sum = copy_count = 0;
+    const uint64_t nb = 300;
+    for (uint64_t i = 0; i < nb; i++) {
+        shared_payload[0] = (uint64_t)test_rank * nb + i;
+        shared_payload[1] = ~shared_payload[0];
+        cr_async_bcast(comm, h, shared_payload, sizeof shared_payload);
+    }
+    cr_barrier(comm);
+    uint64_t values = nb * (uint64_t)test_size, p = (uint64_t)test_size;
+    CHECK(sum_all(copy_count) == values * p, "%llu broadcast records handled, expected %llu",
+          (unsigned long long)sum_all(copy_count), (unsigned long long)(values * p));
+    CHECK(sum_all(copy_sum) == p * (values * (values - 1) / 2), "broadcast sum of values %llu",
+          (unsigned long long)sum_all(copy_sum));
     check_conservation(comm);
     cr_comm_destroy(comm);
     verdict();
