@@ -116,6 +116,7 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     c->poll_countdown = POLL_EVERY;
     cr_engine_init(c);
     cr_recv_init(c);
+    cr_watchdog_init(c);
 
     if (c->cfg.verbosity >= 1 && c->rank == 0) {
         char route[128];
@@ -138,6 +139,7 @@ void cr_comm_destroy(cr_comm *c)
     if (c->handler_depth > 0)
         cr_fatal("cr_comm_destroy was called from inside a handler");
     cr_barrier(c);
+    cr_watchdog_free(c);
     cr_recv_free(c);
     cr_engine_free(c);
     cr_sendq_free(&c->sendq);

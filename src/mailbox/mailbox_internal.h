@@ -108,6 +108,8 @@ struct cr_comm {
     double now;           /* loop time at the last iteration: stamps buffers without a call */
     double last_activity; /* loop time of the last observable progress, for the watchdog */
     const char *wait_reason; /* what cr_wait_until is waiting for, for the watchdog */
+    uint64_t barriers_entered; /* cr_barrier calls so far, never reset (watchdog reports) */
+    struct cr_watchdog *watch; /* watchdog reports (watchdog.c) */
 };
 
 /* True when the caller may block in cr_wait_until (user code, not a handler or a
@@ -161,5 +163,14 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
 void cr_engine_note_work(cr_comm *c);
 double cr_now(cr_comm *c);
 void cr_print_state(cr_comm *c, FILE *out, const char *why);
+
+/* watchdog.c: one summary from rank 0 instead of a line from every stuck rank */
+void cr_watchdog_init(cr_comm *c);
+/* The watchdog timer fired (every half interval while the rank waits). */
+void cr_watchdog_tick(cr_comm *c);
+/* Rank 0 takes the reports that have arrived (cheap; called while it idles). */
+void cr_watchdog_collect(cr_comm *c);
+/* Collective, after the last barrier: receive reports still in flight, free. */
+void cr_watchdog_free(cr_comm *c);
 
 #endif

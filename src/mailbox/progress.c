@@ -115,6 +115,7 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
     cr_comm *c = w->data;
     /* Keep the sleep level: only a poll that finds work resets it (wake_up). */
     ev_idle_start(loop, &c->engine.idle);
+    cr_watchdog_collect(c); /* rank 0 matches watchdog reports promptly while it idles */
 }
 
 static void on_flush_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -127,14 +128,9 @@ static void on_flush_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
 {
+    (void)loop;
     (void)revents;
-    cr_comm *c = w->data;
-    double quiet = ev_now(loop) - c->last_activity;
-    if (quiet >= c->cfg.watchdog_seconds) {
-        char why[96];
-        snprintf(why, sizeof why, "no progress for %.1f s", quiet);
-        cr_print_state(c, stderr, why);
-    }
+    cr_watchdog_tick(w->data);
 }
 
 static void on_dump_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -185,7 +181,9 @@ void cr_engine_init(cr_comm *c)
     ev_idle_init(&e->idle, on_idle);
     ev_timer_init(&e->backoff, on_backoff, SLEEP_MIN, 0);
     ev_timer_init(&e->flush_timer, on_flush_timer, c->cfg.flush_interval, c->cfg.flush_interval);
-    ev_timer_init(&e->watchdog, on_watchdog, c->cfg.watchdog_seconds, c->cfg.watchdog_seconds);
+    /* Half the interval: ranks report to rank 0 half an interval before it sums up. */
+    ev_timer_init(&e->watchdog, on_watchdog, c->cfg.watchdog_seconds / 2,
+                  c->cfg.watchdog_seconds / 2);
     e->prepare.data = e->check.data = e->idle.data = c;
     e->backoff.data = e->flush_timer.data = e->watchdog.data = c;
 

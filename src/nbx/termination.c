@@ -86,6 +86,7 @@ void cr_barrier(cr_comm *c)
     if (c->waiting || c->in_loop)
         cr_fatal("cr_barrier was called while the runtime is already waiting (nested call)");
     c->stats.barriers++;
+    c->barriers_entered++;
     c->term.wave = 0;
     cr_wait_until(c, barrier_done, NULL, "cr_barrier");
     if (c->cfg.verbosity >= 2 && c->rank == 0)

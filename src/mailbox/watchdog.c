@@ -1,0 +1,231 @@
+/* The watchdog: when a wait makes no progress, one line from rank 0 that says where
+ * every rank is, instead of a line from every rank.
+ *
+ * The watchdog timer ticks every half interval while a rank waits. A rank other
+ * than 0 whose wait has been quiet for half an interval sends rank 0 a small report
+ * (which wait, which barrier, which wave) with a synchronous send on the control
+ * communicator; rank 0 collects reports while it waits and, once its own wait has
+ * been quiet for a whole interval, prints one summary naming the ranks that have not
+ * joined its barrier. A rank that stays outside Courier (computing, or stuck) sends
+ * no report, which is exactly what names it.
+ *
+ * When rank 0 itself is the one missing, nobody collects: a rank whose previous
+ * report is still unmatched a whole interval later prints its own state line, so a
+ * hang is never silent. cr_comm_destroy receives the reports still in flight. */
+#include "mailbox/mailbox_internal.h"
+
+#include "common/fatal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { CR_TAG_WATCHDOG = 7 };
+
+/* What a rank tells rank 0. Sent as bytes between processes of one program. */
+typedef struct cr_watch_report {
+    int32_t rank;
+    int32_t in_barrier; /* 1: waiting in cr_barrier; 0: in another wait */
+    int32_t joined;
+    int32_t pad;
+    uint64_t barrier;   /* cr_barrier calls entered so far (this one included) */
+    uint64_t wave;
+    char reason[32];    /* what the wait is for */
+} cr_watch_report;
+
+typedef struct cr_watchdog {
+    MPI_Request req;        /* this rank's last report to rank 0 */
+    cr_watch_report out;
+    double sent_at;
+    uint64_t sent;          /* reports this rank sent, ever */
+    /* rank 0 only */
+    cr_watch_report *last;  /* [P] the latest report from each rank */
+    double *at;             /* [P] when it arrived (loop time), or -1 */
+    uint64_t received;
+    double summary_at;      /* when the last summary was printed */
+} cr_watchdog;
+
+static void fill_report(cr_comm *c, cr_watch_report *r)
+{
+    memset(r, 0, sizeof *r);
+    r->rank = c->rank;
+    r->in_barrier = c->waiting && c->wait_reason && !strcmp(c->wait_reason, "cr_barrier");
+    r->joined = c->term.joined;
+    r->barrier = c->barriers_entered;
+    r->wave = c->term.wave;
+    snprintf(r->reason, sizeof r->reason, "%s", c->waiting ? c->wait_reason : "user code");
+}
+
+void cr_watchdog_init(cr_comm *c)
+{
+    cr_watchdog *w = cr_xcalloc(1, sizeof *w);
+    w->req = MPI_REQUEST_NULL;
+    c->watch = w;
+}
+
+/* Rank 0: take every report that has arrived. */
+static void collect(cr_comm *c)
+{
+    cr_watchdog *w = c->watch;
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, CR_TAG_WATCHDOG, c->ctrl, &flag, &st);
+        if (!flag)
+            return;
+        cr_watch_report r;
+        MPI_Recv(&r, sizeof r, MPI_BYTE, st.MPI_SOURCE, CR_TAG_WATCHDOG, c->ctrl,
+                 MPI_STATUS_IGNORE);
+        w->received++;
+        if (!w->last) {
+            w->last = cr_xcalloc((size_t)c->size, sizeof *w->last);
+            w->at = cr_xmalloc((size_t)c->size * sizeof *w->at);
+            for (int i = 0; i < c->size; i++)
+                w->at[i] = -1;
+        }
+        if (r.rank >= 0 && r.rank < c->size) {
+            w->last[r.rank] = r;
+            w->at[r.rank] = cr_now(c);
+        }
+    }
+}
+
+void cr_watchdog_collect(cr_comm *c)
+{
+    if (c->rank == 0 && c->watch)
+        collect(c);
+}
+
+/* "2, 5-7, 9", at most about `room` characters, then "... (N more)". */
+static void format_ranks(const int *ranks, int n, char *out, size_t room)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
+            j++;
+        if (o + 40 > room) {
+            snprintf(out + o, room - o, "... (%d more)", n - i);
+            return;
+        }
+        if (j > i)
+            o += (size_t)snprintf(out + o, room - o, "%s%d-%d", i ? ", " : "", ranks[i], ranks[j]);
+        else
+            o += (size_t)snprintf(out + o, room - o, "%s%d", i ? ", " : "", ranks[i]);
+        i = j + 1;
+    }
+}
+
+/* Rank 0's summary: who waits in its barrier, who waits elsewhere, who sent nothing. */
+static void print_summary(cr_comm *c, double quiet)
+{
+    cr_watchdog *w = c->watch;
+    cr_watch_report me;
+    fill_report(c, &me);
+    double fresh = 1.5 * c->cfg.watchdog_seconds, now = cr_now(c);
+    int *with = cr_xmalloc((size_t)c->size * sizeof *with);
+    int *elsewhere = cr_xmalloc((size_t)c->size * sizeof *elsewhere);
+    int *silent = cr_xmalloc((size_t)c->size * sizeof *silent);
+    int nwith = 0, nelse = 0, nsilent = 0;
+    for (int r = 0; r < c->size; r++) {
+        const cr_watch_report *x = r == 0 ? &me : w->last ? &w->last[r] : NULL;
+        bool known = r == 0 || (w->at && w->at[r] >= 0 && now - w->at[r] <= fresh);
+        if (!known)
+            silent[nsilent++] = r;
+        else if (x->in_barrier == me.in_barrier && x->barrier == me.barrier &&
+                 !strcmp(x->reason, me.reason))
+            with[nwith++] = r;
+        else
+            elsewhere[nelse++] = r;
+    }
+    char where[96], list[3][400];
+    if (me.in_barrier)
+        snprintf(where, sizeof where, "cr_barrier #%llu", (unsigned long long)me.barrier);
+    else
+        snprintf(where, sizeof where, "a wait for %s", me.reason);
+    format_ranks(with, nwith, list[0], sizeof list[0]);
+    format_ranks(elsewhere, nelse, list[1], sizeof list[1]);
+    format_ranks(silent, nsilent, list[2], sizeof list[2]);
+    fprintf(stderr, "courier watchdog: no progress for %.1f s in %s: %d of %d ranks are waiting "
+            "in it (%s)", quiet, where, nwith, c->size, list[0]);
+    if (nelse)
+        fprintf(stderr, "; in other waits: %s%s", nelse == 1 ? "rank " : "ranks ", list[1]);
+    if (nsilent)
+        fprintf(stderr, "; not joined: %s%s (no report: outside Courier, or stuck)",
+                nsilent == 1 ? "rank " : "ranks ", list[2]);
+    fputc('\n', stderr);
+    fflush(stderr);
+    free(with);
+    free(elsewhere);
+    free(silent);
+}
+
+/* Ranks other than 0: report, or speak for themselves if rank 0 does not collect. */
+static void report(cr_comm *c, double quiet)
+{
+    cr_watchdog *w = c->watch;
+    double now = cr_now(c);
+    if (w->req != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&w->req, &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            if (now - w->sent_at >= c->cfg.watchdog_seconds) {
+                char why[128];
+                snprintf(why, sizeof why, "no progress for %.1f s, and rank 0 collects no "
+                         "reports (it is outside Courier, so no summary),", quiet);
+                cr_print_state(c, stderr, why);
+                w->sent_at = now;
+            }
+            return;
+        }
+    }
+    fill_report(c, &w->out);
+    MPI_Issend(&w->out, sizeof w->out, MPI_BYTE, 0, CR_TAG_WATCHDOG, c->ctrl, &w->req);
+    w->sent++;
+    w->sent_at = now;
+}
+
+void cr_watchdog_tick(cr_comm *c)
+{
+    double quiet = cr_now(c) - c->last_activity, interval = c->cfg.watchdog_seconds;
+    if (c->cfg.verbosity >= 1 && quiet >= interval) {
+        char why[96];
+        snprintf(why, sizeof why, "no progress for %.1f s", quiet);
+        cr_print_state(c, stderr, why);
+    }
+    if (c->rank != 0) {
+        if (quiet >= interval / 2)
+            report(c, quiet);
+        return;
+    }
+    collect(c);
+    cr_watchdog *w = c->watch;
+    if (quiet >= interval && cr_now(c) - w->summary_at >= interval * 0.99) {
+        print_summary(c, quiet);
+        w->summary_at = cr_now(c);
+    }
+}
+
+/* Collective, after the last barrier: rank 0 receives every report still in flight,
+ * so no synchronous send is left unmatched when the communicators are freed. */
+void cr_watchdog_free(cr_comm *c)
+{
+    cr_watchdog *w = c->watch;
+    if (!w)
+        return;
+    uint64_t total = 0;
+    MPI_Reduce(&w->sent, &total, 1, MPI_UINT64_T, MPI_SUM, 0, c->ctrl);
+    if (c->rank == 0) {
+        while (w->received < total) {
+            cr_watch_report r;
+            MPI_Recv(&r, sizeof r, MPI_BYTE, MPI_ANY_SOURCE, CR_TAG_WATCHDOG, c->ctrl,
+                     MPI_STATUS_IGNORE);
+            w->received++;
+        }
+    }
+    MPI_Wait(&w->req, MPI_STATUS_IGNORE);
+    free(w->last);
+    free(w->at);
+    free(w);
+    c->watch = NULL;
+}
