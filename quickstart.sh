@@ -2,9 +2,11 @@
 # Courier quick start on Debian: installs what is missing, builds, runs.
 #
 #   ./quickstart.sh demo [FLAGS]    build, then run the main job (BFS) on 4 ranks
-#   ./quickstart.sh test            build, then run the whole test suite
-#   ./quickstart.sh test-sanitize   the same in a separate ASan + UBSan build
+#   ./quickstart.sh test            build, run the whole test suite, then check that
+#                                   the README's commands run and an install works
+#   ./quickstart.sh test-sanitize   the test suite in a separate ASan + UBSan build
 #   ./quickstart.sh build           only install and build
+#   ./quickstart.sh run ARGS        mpirun ARGS with the settings below (scripts/mpirun.sh)
 #
 # Packages come from apt-get (as root, or through sudo). Open MPI is told it may run
 # as root and with more ranks than cores, which is what a laptop or CI box needs.
@@ -16,7 +18,7 @@ PACKAGES=(build-essential meson ninja-build pkg-config openmpi-bin libopenmpi-de
 DEMO_RANKS=${DEMO_RANKS:-4}
 
 usage() {
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 install_missing() {
@@ -57,7 +59,8 @@ demo)
     install_missing
     build build
     mpi_env
-    echo "quickstart: BFS on $DEMO_RANKS ranks, R-MAT scale 16, every search validated"
+    flags="${*:2}"
+    echo "quickstart: BFS on $DEMO_RANKS ranks (apps/bfs ${flags:-with its defaults: R-MAT scale 16, 16 roots}), every search validated"
     mpirun -np "$DEMO_RANKS" build/apps/bfs "${@:2}"
     ;;
 test)
@@ -65,6 +68,10 @@ test)
     build build
     mpi_env
     meson test -C build --print-errorlogs --no-suite large "${@:2}"
+    if [ $# -le 1 ]; then
+        scripts/check_doc_commands.py build
+        scripts/check_install.sh
+    fi
     ;;
 test-sanitize)
     install_missing
@@ -75,6 +82,9 @@ test-sanitize)
 build)
     install_missing
     build build
+    ;;
+run)
+    exec scripts/mpirun.sh "${@:2}"
     ;;
 help | -h | --help)
     usage

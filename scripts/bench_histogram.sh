@@ -9,14 +9,13 @@ runs=${2:-3}
 shift $(( $# > 2 ? 2 : $# ))
 ranks=("$@")
 [ ${#ranks[@]} -eq 0 ] && ranks=(2 4 8)
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun="$(dirname "$0")/mpirun.sh"  # Open MPI settings for root and oversubscription
 csv=$(mktemp)
 trap 'rm -f "$csv"' EXIT
 
 for ((i = 0; i < runs; i++)); do
     for np in "${ranks[@]}"; do
-        mpirun -np "$np" "$build/apps/histogram" --reps 5 --csv "$csv" >/dev/null
+        "$mpirun" -np "$np" "$build/apps/histogram" --reps 5 --csv "$csv" >/dev/null
     done
 done
 

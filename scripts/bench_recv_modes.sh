@@ -7,21 +7,20 @@
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun="$(dirname "$0")/mpirun.sh"  # Open MPI settings for root and oversubscription
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 for ((i = 0; i < rounds; i++)); do
     for np in 2 4 8; do
         for mode in probe prepost; do
-            COURIER_RECV=$mode mpirun -np $np "$build/apps/histogram" --mode courier --reps 3 \
+            COURIER_RECV=$mode "$mpirun" -np $np "$build/apps/histogram" --mode courier --reps 3 \
                 --csv "$tmp/hist_$mode.csv" >/dev/null
         done
     done
     for np in 2 4; do
         for mode in probe prepost; do
-            COURIER_RECV=$mode mpirun -np $np "$build/apps/ring" --laps 2000 \
+            COURIER_RECV=$mode "$mpirun" -np $np "$build/apps/ring" --laps 2000 \
                 --csv "$tmp/ring_$mode.csv" >/dev/null
         done
     done

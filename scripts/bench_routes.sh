@@ -14,14 +14,13 @@ np=${NP:-8}
 node=${NODE:-2}
 routes=(${ROUTES:-direct nr nlnr grid hypercube})
 hist_args=(${HIST_ARGS:---updates 1M})
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_base_warn_component_unused=0
+mpirun="$(dirname "$0")/mpirun.sh"  # Open MPI settings for root and oversubscription
 csv=$(mktemp)
 trap 'rm -f "$csv"' EXIT
 
 for ((i = 0; i < runs; i++)); do
     for r in "${routes[@]}"; do
-        mpirun -np "$np" "$build/apps/histogram" --mode courier --reps 3 --route "$r" \
+        "$mpirun" -np "$np" "$build/apps/histogram" --mode courier --reps 3 --route "$r" \
             --node-size "$node" --csv "$csv" "${hist_args[@]}" >/dev/null
     done
 done

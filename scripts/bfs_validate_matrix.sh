@@ -8,15 +8,14 @@
 #        ROUTES ("direct nr nlnr grid hypercube"), NODE (2), ROOTS (4)
 set -uo pipefail
 build=${1:-build}
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_base_warn_component_unused=0
+mpirun="$(dirname "$0")/mpirun.sh"  # Open MPI settings for root and oversubscription
 failed=0 runs=0
 for scale in ${SCALES:-16 17 18 19 20}; do
     for np in ${RANKS:-1 2 3 4 8}; do
         for route in ${ROUTES:-direct nr nlnr grid hypercube}; do
             [ "$np" -eq 1 ] && [ "$route" != direct ] && continue # one rank: nothing to route
             runs=$((runs + 1))
-            line=$(mpirun -np "$np" "$build/apps/bfs" --scale "$scale" --roots "${ROOTS:-4}" --quiet \
+            line=$("$mpirun" -np "$np" "$build/apps/bfs" --scale "$scale" --roots "${ROOTS:-4}" --quiet \
                 --route "$route" --node-size "${NODE:-2}" 2>&1)
             rc=$?
             verdict=$(grep -o "validation: .*" <<<"$line")

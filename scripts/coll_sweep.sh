@@ -8,13 +8,12 @@
 set -euo pipefail
 build=${1:-build}
 out=${2:-.}
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_base_warn_component_unused=0
+mpirun="$(dirname "$0")/mpirun.sh"  # Open MPI settings for root and oversubscription
 mkdir -p "$out"
 csv="$out/coll_sweep.csv"
 rm -f "$csv"
 for np in ${RANKS:-2 3 4 5 6 7 8}; do
-    mpirun -np "$np" "$build/apps/coll_bench" --reps "${REPS:-100}" --csv "$csv" >/dev/null
+    "$mpirun" -np "$np" "$build/apps/coll_bench" --reps "${REPS:-100}" --csv "$csv" >/dev/null
 done
 
 # best Courier algorithm per (collective, P, bytes); the auto rows name the algorithm they ran

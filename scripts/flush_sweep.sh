@@ -14,8 +14,7 @@ np=${NP:-4}
 node=${NODE:-2}
 routes=(${ROUTES:-direct nlnr hypercube})
 sizes=(${SIZES_KB:-1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384})
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_base_warn_component_unused=0
+mpirun="$(dirname "$0")/mpirun.sh"  # Open MPI settings for root and oversubscription
 mkdir -p "$out"
 csv="$out/flush_sweep.csv"
 tmp=$(mktemp -d)
@@ -23,9 +22,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 for kb in "${sizes[@]}"; do
     for r in "${routes[@]}"; do
-        mpirun -np "$np" "$build/apps/bfs" --scale "${SCALE:-16}" --roots "${ROOTS:-8}" --quiet \
+        "$mpirun" -np "$np" "$build/apps/bfs" --scale "${SCALE:-16}" --roots "${ROOTS:-8}" --quiet \
             --route "$r" --node-size "$node" --buffer-kb "$kb" --csv "$tmp/bfs.csv" >/dev/null
-        mpirun -np "$np" "$build/apps/histogram" --mode courier --updates "${UPDATES:-1M}" --reps 3 \
+        "$mpirun" -np "$np" "$build/apps/histogram" --mode courier --updates "${UPDATES:-1M}" --reps 3 \
             --route "$r" --node-size "$node" --buffer-kb "$kb" --csv "$tmp/hist.csv" >/dev/null
     done
 done
