@@ -88,6 +88,9 @@ typedef struct cr_config {
     unsigned allreduce_ports; /* the n of dissemination:n and bruck:n; 0 = automatic */
     cr_allgather_algorithm allgather; /* COURIER_ALLGATHER: auto | ring | neighbor |
                                 recdoubling | bruck | sparbit */
+    char trace_path[256];    /* COURIER_TRACE: write a timeline of the runtime's events
+                                to this file (Chrome trace JSON, docs/tracing.md);
+                                "" = off. Only the first traced comm of a process. */
 } cr_config;
 
 /* Fill `cfg` with the defaults. Local. */

@@ -117,6 +117,7 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     cr_engine_init(c);
     cr_recv_init(c);
     cr_watchdog_init(c);
+    c->trace = cr_trace_open(c->cfg.trace_path, c->ctrl);
 
     if (c->cfg.verbosity >= 1 && c->rank == 0) {
         char route[128];
@@ -140,6 +141,7 @@ void cr_comm_destroy(cr_comm *c)
         cr_fatal("cr_comm_destroy was called from inside a handler");
     cr_barrier(c);
     cr_watchdog_free(c);
+    cr_trace_close(c->trace);
     cr_recv_free(c);
     cr_engine_free(c);
     cr_sendq_free(&c->sendq);

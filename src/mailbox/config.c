@@ -252,6 +252,15 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
                   "recdoubling, bruck or sparbit", allgather);
         return -1;
     }
+    const char *trace = getenv("COURIER_TRACE");
+    if (trace) {
+        if (strlen(trace) >= sizeof c.trace_path) {
+            cr_set_error(err, errlen, "COURIER_TRACE is not valid: the path is longer than %zu "
+                         "characters", sizeof c.trace_path - 1);
+            return -1;
+        }
+        snprintf(c.trace_path, sizeof c.trace_path, "%s", trace);
+    }
     const char *exchange = getenv("COURIER_EXCHANGE");
     if (exchange) {
         if (cr_sx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_SX_DEFAULT) {
@@ -321,6 +330,11 @@ int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
     if (cfg->node_size > NODE_SIZE_MAX) {
         cr_set_error(err, errlen, "node_size=%u is out of range: expected 0 to %d", cfg->node_size,
                   NODE_SIZE_MAX);
+        return -1;
+    }
+    if (memchr(cfg->trace_path, '\0', sizeof cfg->trace_path) == NULL) {
+        cr_set_error(err, errlen, "trace_path is not a terminated string of at most %zu "
+                     "characters", sizeof cfg->trace_path - 1);
         return -1;
     }
     const cr_route *rt = &cfg->route;

@@ -85,6 +85,12 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     if (inflight > c->stats.peak_inflight)
         c->stats.peak_inflight = inflight;
     count_flush(c, cause);
+    if (c->trace) {
+        static const char *const names[] = {"send", "send (size)", "send (cap)", "send (timer)",
+                                            "send (barrier)", "send (relay)"};
+        cr_trace_instant(c->trace, names[cause <= CR_FLUSH_RELAY ? cause : 0], "dest", dest,
+                         "bytes", (int64_t)blk.len, "in_flight", cr_sendq_inflight(&c->sendq));
+    }
     if (c->cfg.verbosity >= 3)
         fprintf(stderr, "courier: rank %d: flush %zu bytes to %d (cause %d)\n", c->rank, blk.len,
                 dest, (int)cause);

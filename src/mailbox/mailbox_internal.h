@@ -8,6 +8,7 @@
 #include "mailbox/record.h"
 #include "mailbox/registry.h"
 #include "mailbox/sendq.h"
+#include "mailbox/trace.h"
 #include "nbx/termination.h"
 #include "nlnr/route_internal.h"
 
@@ -59,6 +60,7 @@ typedef struct cr_engine {
     ev_signal dump;      /* SIGUSR1 prints the rank's state (first comm only) */
     unsigned empty_polls;
     double sleep;        /* current back-off sleep in seconds, 0 while spinning */
+    double sleep_start;  /* trace time the current sleep began */
     bool last_poll_worked;
 } cr_engine;
 
@@ -110,6 +112,7 @@ struct cr_comm {
     const char *wait_reason; /* what cr_wait_until is waiting for, for the watchdog */
     uint64_t barriers_entered; /* cr_barrier calls so far, never reset (watchdog reports) */
     struct cr_watchdog *watch; /* watchdog reports (watchdog.c) */
+    struct cr_trace *trace;    /* COURIER_TRACE timeline, or NULL (trace.h) */
 };
 
 /* True when the caller may block in cr_wait_until (user code, not a handler or a

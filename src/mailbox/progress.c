@@ -105,6 +105,8 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
     }
     e->sleep = e->sleep == 0 ? SLEEP_MIN : (2 * e->sleep < SLEEP_MAX ? 2 * e->sleep : SLEEP_MAX);
     ev_idle_stop(loop, &e->idle);
+    if (c->trace)
+        e->sleep_start = cr_trace_now(c->trace);
     ev_timer_set(&e->backoff, e->sleep, 0);
     ev_timer_start(loop, &e->backoff);
 }
@@ -113,6 +115,9 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     cr_comm *c = w->data;
+    if (c->trace)
+        cr_trace_span(c->trace, "idle sleep", c->engine.sleep_start, "planned_us",
+                      (int64_t)(c->engine.sleep * 1e6), NULL, 0);
     /* Keep the sleep level: only a poll that finds work resets it (wake_up). */
     ev_idle_start(loop, &c->engine.idle);
     cr_watchdog_collect(c); /* rank 0 matches watchdog reports promptly while it idles */
@@ -230,6 +235,7 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
     cr_engine *e = &c->engine;
     c->waiting = true;
     c->wait_reason = reason;
+    double traced = c->trace ? cr_trace_now(c->trace) : 0;
     e->empty_polls = 0;
     e->sleep = 0;
     e->last_poll_worked = false;
@@ -248,4 +254,7 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
     ev_timer_stop(e->loop, &e->backoff);
     ev_timer_stop(e->loop, &e->watchdog);
     c->waiting = false;
+    if (c->trace)
+        cr_trace_span(c->trace, reason, traced, "sends_in_flight", cr_sendq_inflight(&c->sendq),
+                      "buffered_bytes", (int64_t)c->out.total);
 }

@@ -89,6 +89,8 @@ static void corrupt_route(const cr_comm *c, int src, const cr_rec_view *rec)
  * as handled, which keeps the barrier's counts exact (docs/routing.md). */
 void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
 {
+    double traced = c->trace ? cr_trace_now(c->trace) : 0;
+    uint64_t handled_before = c->stats.msgs_handled;
     c->handler_depth++;
     size_t off = 0;
     cr_rec_view rec;
@@ -126,6 +128,9 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
     c->handler_depth--;
     c->stats.mpi_recvs++;
     c->mpi_handled_total++;
+    if (c->trace)
+        cr_trace_span(c->trace, "handle", traced, "src", src, "records",
+                      (int64_t)(c->stats.msgs_handled - handled_before));
 }
 
 /* Receive and handle one matched message of any size. */

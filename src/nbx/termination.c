@@ -63,6 +63,10 @@ static bool barrier_done(cr_comm *c, void *arg)
             return false;
         cr_term_join(t, CR_WAVE_BARRIER, c->mpi_sent_total, c->mpi_handled_total);
         t->wave++;
+        if (c->trace)
+            cr_trace_instant(c->trace, "barrier wave joined", "wave", (int64_t)t->wave,
+                             "sent", (int64_t)c->mpi_sent_total, "handled",
+                             (int64_t)c->mpi_handled_total);
         c->stats.barrier_epochs++;
         if (c->cfg.verbosity >= 3)
             fprintf(stderr, "courier: rank %d: barrier wave %llu joined (sent %llu, handled %llu)\n",
@@ -72,7 +76,12 @@ static bool barrier_done(cr_comm *c, void *arg)
     if (!cr_term_test(t))
         return false;
     c->last_activity = cr_now(c);
-    if (!cr_term_barrier_quiet(t))
+    bool quiet = cr_term_barrier_quiet(t);
+    if (c->trace)
+        cr_trace_instant(c->trace, quiet ? "barrier done" : "barrier wave: not yet", "wave",
+                         (int64_t)t->wave, "sent", (int64_t)t->global[1], "handled_before",
+                         (int64_t)t->handled_before);
+    if (!quiet)
         return false;
     c->parity ^= 1u;
     cr_recv_next_phase(c);

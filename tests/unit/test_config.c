@@ -15,7 +15,8 @@
 static const char *vars[] = {"COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURIER_MAX_INFLIGHT",
                              "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_VERBOSE",
                              "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE",
-                             "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER"};
+                             "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
+                             "COURIER_TRACE"};
 
 static int clear_env(void **state)
 {

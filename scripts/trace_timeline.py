@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Draw COURIER_TRACE timelines as a PNG (one row per rank), with gnuplot.
+
+    scripts/trace_timeline.py OUT.png TRACE.json [TRACE2.json ...] [--from MS] [--to MS]
+                              [--title TEXT ...]
+
+Each trace becomes one panel, stacked, on a common time axis (milliseconds since the
+trace started); --from/--to cut out a window, e.g. one BFS level. Spans are boxes:
+handling a received buffer (green), waiting in cr_barrier (grey), waiting for a send
+slot or anything else (orange), idle sleep (light blue). Sends are red ticks above
+the row, barrier waves black ticks below it. The JSON is the Chrome trace format;
+Perfetto (ui.perfetto.dev) and chrome://tracing open the same file interactively."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+COLOURS = {"handle": "#2ca02c", "cr_barrier": "#9e9e9e", "idle sleep": "#9ecae1"}
+OTHER_WAIT = "#ff7f0e"
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    ranks = sorted({e["pid"] for e in events if e.get("ph") in ("X", "i")})
+    return events, ranks
+
+
+def write_panel(events, lo, hi, d):
+    """Data files for one panel: spans, send ticks, wave ticks. Returns the file names."""
+    spans, sends, waves = (open(os.path.join(d, n), "w") for n in ("spans", "sends", "waves"))
+    names = [spans.name, sends.name, waves.name]
+    for e in events:
+        ts = e.get("ts", 0) / 1000.0
+        if e.get("ph") == "X":
+            end = ts + e.get("dur", 0) / 1000.0
+            if end < lo or ts > hi:
+                continue
+            colour = COLOURS.get(e["name"], OTHER_WAIT)
+            a, b = max(ts, lo), min(end, hi)
+            height = 0.25 if e["name"] == "handle" else 0.35
+            spans.write(f"{(a + b) / 2} {e['pid']} {a} {b} {e['pid'] - height} "
+                        f"{e['pid'] + height} 0x{colour[1:]}\n")
+        elif e.get("ph") == "i" and lo <= ts <= hi:
+            if e["name"].startswith("send"):
+                sends.write(f"{ts} {e['pid'] + 0.42}\n")
+            elif e["name"].startswith("barrier"):
+                waves.write(f"{ts} {e['pid'] - 0.42}\n")
+    for f in (spans, sends, waves):
+        f.write("nan nan nan nan nan nan 0\n" if f is spans else "nan nan\n")
+        f.close()
+    return names
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("traces", nargs="+")
+    ap.add_argument("--from", dest="lo", type=float, default=None, help="start, ms")
+    ap.add_argument("--to", dest="hi", type=float, default=None, help="end, ms")
+    ap.add_argument("--title", action="append", default=[], help="one per trace")
+    a = ap.parse_args()
+    panels = []
+    with tempfile.TemporaryDirectory() as d:
+        for k, path in enumerate(a.traces):
+            events, ranks = load(path)
+            ends = [e.get("ts", 0) / 1000.0 + e.get("dur", 0) / 1000.0 for e in events]
+            lo = a.lo if a.lo is not None else 0.0
+            hi = a.hi if a.hi is not None else max(ends)
+            sub = os.path.join(d, str(k))
+            os.mkdir(sub)
+            title = a.title[k] if k < len(a.title) else os.path.basename(path)
+            panels.append((write_panel(events, lo, hi, sub), ranks, lo, hi, title))
+        n = len(panels)
+        script = [f"set terminal pngcairo size 1400,{260 + 220 * n} font 'sans,10'",
+                  f"set output '{a.out}'", f"set multiplot layout {n},1",
+                  "set xlabel 'ms since the trace started'", "set style fill solid 1.0 noborder",
+                  "unset key"]
+        for (spans, sends, waves), ranks, lo, hi, title in panels:
+            script += [f"set title \"{title}\" noenhanced", f"set xrange [{lo}:{hi}]",
+                       f"set yrange [{max(ranks) + 0.8}:{-0.8}]",
+                       "set ytics (" + ", ".join(f"'rank {r}' {r}" for r in ranks) + ")",
+                       f"plot '{spans}' using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable, "
+                       f"'{sends}' using 1:2 with points pt 2 ps 0.5 lc rgb '#d62728', "
+                       f"'{waves}' using 1:2 with points pt 9 ps 0.6 lc rgb 'black'"]
+        script.append("unset multiplot")
+        r = subprocess.run(["gnuplot"], input="\n".join(script), text=True,
+                           stderr=subprocess.PIPE)
+        if r.returncode:
+            sys.exit("trace_timeline: gnuplot failed:\n" + r.stderr)
+    print(f"trace_timeline: wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
