@@ -15,13 +15,19 @@ trailing '# comment' is dropped. What happens to it:
     scripts/check_install.sh runs) must exist and pass bash -n;
   * ./quickstart.sh demo/test/build lines are what CI itself runs, so they are only
     checked to name a command quickstart.sh knows.
-Ends with 'N passed, M failed' and a non-zero exit if anything failed."""
+  * scripts/trace_timeline.py runs for real when the traces it names were written
+    by an earlier command of the same docs.
+Commands run in a scratch directory that links scripts/, build/ and tests/, so
+the files they write do not land in the checkout. Ends with 'N passed, M failed'
+and a non-zero exit if anything failed."""
 import glob
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
@@ -114,9 +120,15 @@ def is_long(words):
     return False
 
 
+WORK = tempfile.mkdtemp(prefix="courier-doc-commands-")
+for name, target in (("scripts", "scripts"), ("build", BUILD), ("tests", "tests")):
+    os.symlink(os.path.join(ROOT, target), os.path.join(WORK, name))
+os.makedirs(os.path.join(WORK, "docs", "img"))  # what the docs' commands write lands here
+
+
 def run(cmd, timeout=TIME_LIMIT):
     env = dict(os.environ, BUILD=BUILD)
-    p = subprocess.run(["bash", "-c", cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    p = subprocess.run(["bash", "-c", cmd], cwd=WORK, env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=timeout, text=True, errors="replace")
     return p.returncode, p.stdout
 
@@ -137,6 +149,11 @@ def check(cmd, kind):
             return "flags checked (--help)", None if rc == 0 else out[-2000:]
         rc, out = run(cmd)
         return "ran", None if rc == 0 else out[-2000:]
+    if words[0] == "scripts/trace_timeline.py":
+        traces = [w for w in words[1:] if w.endswith(".json")]
+        if traces and all(os.path.exists(os.path.join(WORK, t)) for t in traces):
+            rc, out = run(cmd)
+            return "ran", None if rc == 0 else out[-2000:]
     script = os.path.join(ROOT, words[0])
     if not os.access(script, os.X_OK):
         return "script", f"{words[0]} is missing or not executable"
@@ -167,6 +184,7 @@ def main():
                 failed += 1
                 print(f"FAIL  {rel}:{no}: {what}: {shown}\n{err}")
     print(f"doc commands: {passed} passed, {failed} failed")
+    shutil.rmtree(WORK, ignore_errors=True)
     return 1 if failed else 0
 
 

@@ -4,8 +4,9 @@
     scripts/trace_timeline.py OUT.png TRACE.json [TRACE2.json ...] [--from MS] [--to MS]
                               [--title TEXT ...]
 
-Each trace becomes one panel, stacked, on a common time axis (milliseconds since the
-trace started); --from/--to cut out a window, e.g. one BFS level. Spans are boxes:
+Each trace becomes one panel, stacked (the same file may be given twice); the time
+axis is milliseconds since the trace started. --from/--to cut out a window, e.g. one
+BFS level; given once they apply to every panel, given once per trace, to each. Spans are boxes:
 handling a received buffer (green), waiting in cr_barrier (grey), waiting for a send
 slot or anything else (orange), idle sleep (light blue). Sends are red ticks above
 the row, barrier waves black ticks below it. The JSON is the Chrome trace format;
@@ -58,17 +59,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("traces", nargs="+")
-    ap.add_argument("--from", dest="lo", type=float, default=None, help="start, ms")
-    ap.add_argument("--to", dest="hi", type=float, default=None, help="end, ms")
+    ap.add_argument("--from", dest="lo", type=float, action="append", default=[], help="start, ms")
+    ap.add_argument("--to", dest="hi", type=float, action="append", default=[], help="end, ms")
     ap.add_argument("--title", action="append", default=[], help="one per trace")
     a = ap.parse_args()
+    try:
+        open(a.out, "wb").close()
+    except OSError as e:
+        sys.exit(f"trace_timeline: cannot write {a.out}: {e.strerror}")
     panels = []
     with tempfile.TemporaryDirectory() as d:
         for k, path in enumerate(a.traces):
             events, ranks = load(path)
             ends = [e.get("ts", 0) / 1000.0 + e.get("dur", 0) / 1000.0 for e in events]
-            lo = a.lo if a.lo is not None else 0.0
-            hi = a.hi if a.hi is not None else max(ends)
+            pick = lambda v, k: v[k] if k < len(v) else (v[0] if len(v) == 1 else None)
+            lo = pick(a.lo, k) if pick(a.lo, k) is not None else 0.0
+            hi = pick(a.hi, k) if pick(a.hi, k) is not None else max(ends)
             sub = os.path.join(d, str(k))
             os.mkdir(sub)
             title = a.title[k] if k < len(a.title) else os.path.basename(path)
