@@ -8,5 +8,6 @@
 #include "courier/mailbox.h"
 #include "courier/nbx.h"
 #include "courier/route.h"
+#include "courier/sim.h"
 
 #endif

@@ -6,42 +6,46 @@
 #include "common/fatal.h"
 #include "common/rng.h"
 #include "mailbox/record.h"
+#include "transport/mpi.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* Records appended from user code between two polls of the network. */
 #define POLL_EVERY 1024
-/* Largest pre-posted receive; bigger buffers use TAG_LARGE and a probe. */
-#define PREPOST_MAX ((size_t)1 << 20)
 
 /* Collective: if any rank has an error, that rank prints it and the job aborts.
- * The others wait in a barrier, so none is left behind in a later collective. */
-static void abort_if_any(const char *err, MPI_Comm comm)
+ * The others wait in a second reduction, so none is left behind in a later
+ * collective (it is ended by the failing rank's abort). */
+static void abort_if_any(cr_transport *tp, const char *err)
 {
-    int bad = err != NULL, any_bad = 0;
-    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm);
+    uint64_t bad = err != NULL, any_bad = 0;
+    tp->ops->allreduce_u64(tp, &bad, &any_bad, 1, CR_REDUCE_MAX);
     if (bad)
         cr_fatal("%s", err);
     if (any_bad)
-        MPI_Barrier(comm); /* ended by the failing rank's MPI_Abort */
+        tp->ops->allreduce_u64(tp, &bad, &any_bad, 1, CR_REDUCE_MAX);
 }
 
-/* The given configuration, or the defaults with the environment applied, checked
- * on every rank. */
-static void resolve_config(cr_config *out, const cr_config *given, MPI_Comm comm)
+/* The given configuration, or the defaults with the environment applied, checked.
+ * Local: returns this rank's error (in err) or NULL. */
+static const char *resolve_config(cr_config *out, const cr_config *given, char *err, size_t len)
 {
-    char err[512];
+    char why[512];
     if (given) {
         *out = *given;
     } else {
         cr_config_init(out);
-        abort_if_any(cr_config_from_env(out, err, sizeof err) ? err : NULL, comm);
+        if (cr_config_from_env(out, why, sizeof why)) {
+            snprintf(err, len, "%s", why);
+            return err;
+        }
     }
-    char why[600];
-    int bad = cr_config_validate(out, err, sizeof err);
-    snprintf(why, sizeof why, "invalid configuration: %s", err);
-    abort_if_any(bad ? why : NULL, comm);
+    if (cr_config_validate(out, why, sizeof why)) {
+        snprintf(err, len, "invalid configuration: %s", why);
+        return err;
+    }
+    return NULL;
 }
 
 /* Route and node size, hashed, so that all ranks can check they agree. */
@@ -55,54 +59,62 @@ static uint64_t route_digest(const cr_config *cfg)
     return h;
 }
 
-static void setup_routing(cr_comm *c, MPI_Comm comm)
+static void setup_routing(cr_comm *c)
 {
-    if (c->cfg.node_size > 0)
-        c->layout = cr_layout_create_blocks(c->size, (int)c->cfg.node_size);
-    else
-        c->layout = cr_layout_from_mpi(comm);
     char err[512] = "", why[600];
     c->router = cr_router_create(&c->cfg.route, c->layout, err, sizeof err);
     snprintf(why, sizeof why, "invalid configuration: %s", err);
-    abort_if_any(c->router ? NULL : why, comm);
+    abort_if_any(c->tp, c->router ? NULL : why);
     c->routed = c->cfg.route.kind != CR_ROUTE_DIRECT && c->size > 1;
     c->sent_to = cr_xcalloc((size_t)c->size, sizeof *c->sent_to);
 }
 
-cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
+/* Every rank must use the same route and collective settings. */
+static void check_agreement(cr_comm *c)
 {
-    cr_comm *c = cr_xcalloc(1, sizeof *c);
-    resolve_config(&c->cfg, cfg, comm);
-    MPI_Comm_dup(comm, &c->data);
-    MPI_Comm_dup(comm, &c->term_comm);
-    MPI_Comm_dup(comm, &c->ctrl);
-    c->exchange_comm = MPI_COMM_NULL; /* duplicated by the first cr_sparse_exchange */
-    c->coll_comm = MPI_COMM_NULL;     /* ... and by the first collective */
-    MPI_Comm_rank(comm, &c->rank);
-    MPI_Comm_size(comm, &c->size);
-
-    /* Senders choose the tag by size and by the receivers' mode, so both must be the
-     * same everywhere. */
-    unsigned long long mine = c->cfg.buffer_bytes < PREPOST_MAX ? c->cfg.buffer_bytes : PREPOST_MAX;
-    mine = (mine + 7) & ~7ULL;
-    long long route = (long long)(route_digest(&c->cfg) >> 2);
-    long long colls = (long long)c->cfg.exchange | (long long)c->cfg.allreduce << 4 |
-                      (long long)c->cfg.allgather << 8 | (long long)c->cfg.allreduce_ports << 12;
-    long long local[7] = {(long long)mine, (long long)c->cfg.recv_mode, -(long long)c->cfg.recv_mode,
-                          route, -route, colls, -colls};
-    long long agreed[7];
-    MPI_Allreduce(local, agreed, 7, MPI_LONG_LONG, MPI_MIN, c->ctrl);
-    if (agreed[1] != -agreed[2])
-        cr_fatal("ranks disagree on the receive mode (COURIER_RECV or cr_config.recv_mode); "
-                 "set it the same on every rank");
-    if (agreed[3] != -agreed[4])
+    uint64_t route = route_digest(&c->cfg);
+    uint64_t colls = (uint64_t)c->cfg.exchange | (uint64_t)c->cfg.allreduce << 4 |
+                     (uint64_t)c->cfg.allgather << 8 | (uint64_t)c->cfg.allreduce_ports << 12;
+    uint64_t local[4] = {route, ~route, colls, ~colls}, agreed[4];
+    c->tp->ops->allreduce_u64(c->tp, local, agreed, 4, CR_REDUCE_MIN);
+    if (agreed[0] != ~agreed[1])
         cr_fatal("ranks disagree on the route or the node size (COURIER_ROUTE, COURIER_NODE_SIZE "
                  "or cr_config.route / node_size); set them the same on every rank");
-    if (agreed[5] != -agreed[6])
+    if (agreed[2] != ~agreed[3])
         cr_fatal("ranks disagree on the collective settings (COURIER_EXCHANGE, COURIER_ALLREDUCE, "
                  "COURIER_ALLGATHER or their cr_config fields); set them the same on every rank");
-    c->small_max = (size_t)agreed[0];
-    setup_routing(c, comm);
+}
+
+static void print_settings(const cr_comm *c)
+{
+    char route[128];
+    cr_route_format(cr_router_route(c->router), route, sizeof route);
+    fprintf(stderr,
+            "courier: %d ranks on %d node(s)%s, route %s (at most %d hops), buffer %zu B, cap "
+            "%zu B, %u sends in flight, flush interval %g s, watchdog %g s, receive by %s, "
+            "transport %s\n",
+            c->size, c->layout->nnodes, c->cfg.node_size ? " (virtual)" : "", route,
+            cr_router_max_hops(c->router), c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
+            c->cfg.max_inflight, c->cfg.flush_interval, c->cfg.watchdog_seconds,
+            c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe",
+            c->tp->ops->name);
+}
+
+cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config *cfg,
+                           const char *config_error)
+{
+    abort_if_any(tp, config_error);
+    cr_comm *c = cr_xcalloc(1, sizeof *c);
+    c->tp = tp;
+    c->cfg = *cfg;
+    c->rank = tp->rank;
+    c->size = tp->size;
+    c->ctrl = cr_transport_mpi_comm(tp);
+    c->exchange_comm = MPI_COMM_NULL; /* duplicated by the first cr_sparse_exchange */
+    c->coll_comm = MPI_COMM_NULL;     /* ... and by the first collective */
+    check_agreement(c);
+    c->layout = layout;
+    setup_routing(c);
 
     cr_registry_init(&c->handlers);
     int pool = (int)c->cfg.max_inflight;
@@ -110,27 +122,31 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     if ((size_t)pool * c->cfg.buffer_bytes > pool_bytes_limit)
         pool = (int)(pool_bytes_limit / c->cfg.buffer_bytes);
     cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool);
-    cr_sendq_init(&c->sendq, (int)c->cfg.max_inflight);
-    cr_term_init(&c->term, c->term_comm);
+    cr_term_init(&c->term, tp);
     c->scratch = cr_xmalloc((size_t)c->size * sizeof *c->scratch);
     c->poll_countdown = POLL_EVERY;
     cr_engine_init(c);
-    cr_recv_init(c);
     cr_watchdog_init(c);
-    c->trace = cr_trace_open(c->cfg.trace_path, c->ctrl);
-
-    if (c->cfg.verbosity >= 1 && c->rank == 0) {
-        char route[128];
-        cr_route_format(cr_router_route(c->router), route, sizeof route);
-        fprintf(stderr,
-                "courier: %d ranks on %d node(s)%s, route %s (at most %d hops), buffer %zu B, cap "
-                "%zu B, %u sends in flight, flush interval %g s, watchdog %g s, receive by %s\n",
-                c->size, c->layout->nnodes, c->cfg.node_size ? " (virtual)" : "", route,
-                cr_router_max_hops(c->router), c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
-                c->cfg.max_inflight, c->cfg.flush_interval, c->cfg.watchdog_seconds,
-                c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe");
-    }
+    c->trace = cr_trace_open(c->cfg.trace_path, tp);
+    if (c->cfg.verbosity >= 1 && c->rank == 0)
+        print_settings(c);
     return c;
+}
+
+cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
+{
+    cr_config use;
+    char err[600];
+    const char *bad = resolve_config(&use, cfg, err, sizeof err);
+    if (bad) /* the transport still starts, so that every rank reaches the agreement */
+        cr_config_init(&use);
+    cr_transport_mpi_opts opts = {.buffer_bytes = use.buffer_bytes,
+                                  .max_inflight = use.max_inflight,
+                                  .prepost = use.recv_mode == CR_RECV_PREPOST};
+    cr_transport *tp = cr_transport_mpi_create(comm, &opts);
+    cr_layout *layout = use.node_size > 0 ? cr_layout_create_blocks(tp->size, (int)use.node_size)
+                                          : cr_layout_from_mpi(comm);
+    return cr_comm_create_on(tp, layout, &use, bad);
 }
 
 void cr_comm_destroy(cr_comm *c)
@@ -142,9 +158,7 @@ void cr_comm_destroy(cr_comm *c)
     cr_barrier(c);
     cr_watchdog_free(c);
     cr_trace_close(c->trace);
-    cr_recv_free(c);
     cr_engine_free(c);
-    cr_sendq_free(&c->sendq);
     cr_outbufs_free(&c->out);
     cr_registry_free(&c->handlers);
     free(c->scratch);
@@ -152,12 +166,10 @@ void cr_comm_destroy(cr_comm *c)
     free(c->sent_to);
     cr_router_destroy(c->router);
     cr_layout_destroy(c->layout);
-    MPI_Comm_free(&c->data);
-    MPI_Comm_free(&c->term_comm);
-    MPI_Comm_free(&c->ctrl);
     if (c->exchange_comm != MPI_COMM_NULL)
         MPI_Comm_free(&c->exchange_comm);
     cr_coll_free(c);
+    c->tp->ops->destroy(c->tp);
     free(c);
 }
 

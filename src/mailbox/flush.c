@@ -9,7 +9,7 @@
 static bool slot_free(cr_comm *c, void *arg)
 {
     (void)arg;
-    return c->sendq.nfree > 0;
+    return cr_slot_free(c);
 }
 
 static void count_flush(cr_comm *c, cr_flush_cause cause)
@@ -56,9 +56,9 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     cr_outbuf *b = &c->out.bufs[dest];
     if (b->len == 0)
         return true;
-    if (c->sendq.nfree == 0)
+    if (!cr_slot_free(c))
         cr_complete_sends(c);
-    if (c->sendq.nfree == 0) {
+    if (!cr_slot_free(c)) {
         if (!(may_wait && cr_can_wait(c))) {
             defer(c, dest, cause);
             return false;
@@ -73,15 +73,13 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     if (b->deferred)
         c->ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, dest);
-    bool large = c->cfg.recv_mode == CR_RECV_PREPOST && blk.len > c->small_max;
-    int tag = cr_data_tag(large ? CR_TAG_LARGE : CR_TAG_SMALL, c->parity);
-    cr_sendq_start(&c->sendq, c->data, dest, tag, blk.data, blk.len, blk.cap);
+    c->tp->ops->send(c->tp, dest, blk.data, blk.len, blk.cap);
 
     c->mpi_sent_total++;
     c->stats.mpi_sends++;
     c->stats.mpi_bytes_sent += blk.len;
     count_partner(c, dest, blk.len);
-    uint64_t inflight = (uint64_t)cr_sendq_inflight(&c->sendq);
+    uint64_t inflight = (uint64_t)cr_inflight(c);
     if (inflight > c->stats.peak_inflight)
         c->stats.peak_inflight = inflight;
     count_flush(c, cause);
@@ -89,7 +87,7 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
         static const char *const names[] = {"send", "send (size)", "send (cap)", "send (timer)",
                                             "send (barrier)", "send (relay)"};
         cr_trace_instant(c->trace, names[cause <= CR_FLUSH_RELAY ? cause : 0], "dest", dest,
-                         "bytes", (int64_t)blk.len, "in_flight", cr_sendq_inflight(&c->sendq));
+                         "bytes", (int64_t)blk.len, "in_flight", cr_inflight(c));
     }
     if (c->cfg.verbosity >= 3)
         fprintf(stderr, "courier: rank %d: flush %zu bytes to %d (cause %d)\n", c->rank, blk.len,
@@ -172,7 +170,7 @@ void cr_flush_relays(cr_comm *c)
 void cr_retry_deferred(cr_comm *c)
 {
     int i = 0;
-    while (c->ndeferred > 0 && c->sendq.nfree > 0 && i < c->out.nactive) {
+    while (c->ndeferred > 0 && cr_slot_free(c) && i < c->out.nactive) {
         int dest = c->out.active[i];
         cr_flush_cause cause = (cr_flush_cause)c->out.bufs[dest].deferred;
         if (cause && cr_flush_dest(c, dest, cause, false))

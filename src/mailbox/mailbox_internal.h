@@ -1,5 +1,6 @@
 /* The cr_comm structure and the functions the mailbox files share with each other
- * and with src/nbx. Not installed. */
+ * and with the modules that still reach into it (src/coll, src/nbx). Not installed.
+ * No file of the mailbox calls MPI: bytes move through c->tp (src/transport). */
 #ifndef COURIER_MAILBOX_INTERNAL_H
 #define COURIER_MAILBOX_INTERNAL_H
 
@@ -7,25 +8,13 @@
 #include "mailbox/outbuf.h"
 #include "mailbox/record.h"
 #include "mailbox/registry.h"
-#include "mailbox/sendq.h"
+#include "mailbox/termination.h"
 #include "mailbox/trace.h"
-#include "nbx/termination.h"
 #include "nlnr/route_internal.h"
+#include "transport/transport.h"
 
 #include <ev.h>
 #include <stdbool.h>
-
-/* MPI tags on the data communicator. The low bit is the sender's barrier phase
- * parity: a rank receives only messages of its own phase, so a message sent after
- * a barrier is never handled by a rank still inside that barrier (at most two
- * adjacent phases coexist). In prepost mode, buffers above small_max bytes get
- * CR_TAG_LARGE, which is probed rather than pre-posted. */
-enum { CR_TAG_SMALL = 2, CR_TAG_LARGE = 4 };
-
-static inline int cr_data_tag(int base, unsigned parity)
-{
-    return base | (int)(parity & 1);
-}
 
 typedef enum cr_flush_cause {
     CR_FLUSH_SIZE = 1,
@@ -34,18 +23,6 @@ typedef enum cr_flush_cause {
     CR_FLUSH_BARRIER,
     CR_FLUSH_RELAY,
 } cr_flush_cause;
-
-typedef struct cr_recv {
-    /* probe mode: one buffer, grown to the largest message seen */
-    char *buf;
-    size_t cap;
-    /* prepost mode: a ring of receives of small_max bytes each */
-    int npost;
-    MPI_Request *reqs;
-    char **bufs;
-    int *done;
-    MPI_Status *statuses;
-} cr_recv;
 
 /* The progress engine: a libev loop with MPI polling in prepare/check/idle
  * watchers and the flush, back-off and watchdog timers. */
@@ -61,13 +38,14 @@ typedef struct cr_engine {
     unsigned empty_polls;
     double sleep;        /* current back-off sleep in seconds, 0 while spinning */
     double sleep_start;  /* trace time the current sleep began */
+    double sim_timer;    /* simulation: virtual time the flush timer last ran */
     bool last_poll_worked;
 } cr_engine;
 
 struct cr_comm {
-    MPI_Comm data; /* record buffers */
-    MPI_Comm term_comm; /* barrier and registration waves (non-blocking reductions) */
-    MPI_Comm ctrl; /* the runtime's blocking collectives: creation, statistics */
+    cr_transport *tp; /* moves the buffers; owned by the comm */
+    MPI_Comm ctrl; /* the MPI transport's communicator, which modules duplicate
+                      (MPI_COMM_NULL on the simulated transport) */
     MPI_Comm exchange_comm; /* cr_sparse_exchange, or MPI_COMM_NULL before the first */
     uint64_t exchanges;     /* cr_sparse_exchange calls so far (tag parity) */
     MPI_Comm coll_comm;     /* collectives (src/coll), or MPI_COMM_NULL before the first */
@@ -77,13 +55,9 @@ struct cr_comm {
     int rank;
     int size;
     cr_config cfg;
-    size_t small_max; /* largest buffer sent with CR_TAG_SMALL (same on all ranks) */
-    unsigned parity;  /* barriers completed, mod 2: the phase of sends and receives */
 
     cr_registry handlers;
     cr_outbufs out;
-    cr_sendq sendq;
-    cr_recv recv;
     cr_engine engine;
     cr_term term;
     cr_stats stats;
@@ -141,16 +115,28 @@ void cr_flush_aged(cr_comm *c, double now);
 void cr_retry_deferred(cr_comm *c);
 void cr_flush_relays(cr_comm *c);
 
-/* nbx/termination.c: the collective half of cr_register */
+/* barrier.c: the collective half of cr_register */
 void cr_term_register_wave(cr_comm *c);
 
-/* recv.c: receiving and handling */
-void cr_recv_init(cr_comm *c);
-void cr_recv_free(cr_comm *c);
+/* recv.c: handling what arrived */
 size_t cr_recv_poll(cr_comm *c, int budget);
-/* The phase changed (a barrier returned): receive the new phase's tags. */
-void cr_recv_next_phase(cr_comm *c);
 void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len);
+
+/* Sends in flight, and whether another may start now. */
+static inline int cr_inflight(cr_comm *c)
+{
+    return c->tp->ops->inflight(c->tp);
+}
+static inline bool cr_slot_free(cr_comm *c)
+{
+    return c->tp->ops->slots_free(c->tp) > 0;
+}
+
+/* comm.c: the core of cr_comm_create, on any transport (the MPI one, or a virtual
+ * rank of the simulation). Takes ownership of tp and layout. `config_error` is this
+ * rank's configuration error or NULL: any rank's error ends the job. Collective. */
+cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config *cfg,
+                           const char *config_error);
 
 /* progress.c: the event loop */
 void cr_engine_init(cr_comm *c);

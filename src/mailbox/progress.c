@@ -28,14 +28,27 @@ static cr_comm *signal_owner;
 /* Messages received per poll, so sends and timers are not starved. */
 #define RECV_BUDGET 16
 
+/* A transport with a yield operation (the simulation) has no libev loop: the
+ * mailbox runs the same prepare and check work itself, on the transport's clock,
+ * and yields where the loop would block. */
+static bool simulated(const cr_comm *c)
+{
+    return c->engine.loop == NULL;
+}
+
 double cr_now(cr_comm *c)
 {
-    return ev_now(c->engine.loop);
+    return simulated(c) ? c->tp->ops->now(c->tp) : ev_now(c->engine.loop);
+}
+
+static void give_back(void *arg, char *data, size_t cap)
+{
+    cr_outbufs_recycle(arg, data, cap);
 }
 
 int cr_complete_sends(cr_comm *c)
 {
-    int done = cr_sendq_test(&c->sendq, &c->out);
+    int done = c->tp->ops->complete(c->tp, give_back, &c->out);
     if (done > 0)
         c->cap_blocked = false; /* a cap flush may find a slot now */
     return done;
@@ -43,7 +56,7 @@ int cr_complete_sends(cr_comm *c)
 
 size_t cr_poll(cr_comm *c)
 {
-    c->now = ev_now(c->engine.loop);
+    c->now = cr_now(c);
     size_t work = (size_t)cr_complete_sends(c);
     if (c->handler_depth == 0)
         work += cr_recv_poll(c, RECV_BUDGET);
@@ -56,28 +69,32 @@ static void wake_up(cr_engine *e)
 {
     e->empty_polls = 0;
     e->sleep = 0;
-    if (ev_is_active(&e->backoff)) {
+    if (e->loop && ev_is_active(&e->backoff)) {
         ev_timer_stop(e->loop, &e->backoff);
         ev_idle_start(e->loop, &e->idle);
     }
 }
 
-static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+/* Before the loop would block: send deferred buffers, retry a cap flush. */
+static void prepare_work(cr_comm *c)
 {
-    (void)loop;
-    (void)revents;
-    cr_comm *c = w->data;
     if (c->ndeferred > 0)
         cr_retry_deferred(c);
     if (c->cap_blocked == false && c->out.total >= c->cfg.buffer_cap_bytes)
         cr_flush_for_cap(c);
 }
 
-static void on_check(struct ev_loop *loop, ev_check *w, int revents)
+static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
     (void)revents;
-    cr_comm *c = w->data;
+    prepare_work(w->data);
+}
+
+/* After every iteration: complete sends, receive and handle, advance collectives;
+ * when nothing arrived, send on what this rank holds for others. */
+static void check_work(cr_comm *c)
+{
     c->engine.last_poll_worked = cr_poll(c) > 0;
     if (c->coll_active && cr_coll_progress(c) > 0)
         c->engine.last_poll_worked = true;
@@ -85,6 +102,29 @@ static void on_check(struct ev_loop *loop, ev_check *w, int revents)
         wake_up(&c->engine);
     else if (c->relay_pending)
         cr_flush_relays(c);
+}
+
+static void on_check(struct ev_loop *loop, ev_check *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    check_work(w->data);
+}
+
+/* The simulation's loop iteration: the watchers' work, the flush timer on the
+ * virtual clock, and (if the caller may wait) the processor to another rank. */
+static void simulated_iteration(cr_comm *c, bool may_yield)
+{
+    prepare_work(c);
+    check_work(c);
+    double now = cr_now(c);
+    if (c->cfg.flush_interval > 0 && c->out.nactive > 0 &&
+        now - c->engine.sim_timer >= c->cfg.flush_interval) {
+        c->engine.sim_timer = now;
+        cr_flush_aged(c, now);
+    }
+    if (may_yield)
+        c->tp->ops->yield(c->tp);
 }
 
 static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
@@ -166,7 +206,7 @@ void cr_print_state(cr_comm *c, FILE *out, const char *why)
             "handled %llu\n",
             c->rank, why, c->waiting ? c->wait_reason : "user code",
             (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
-            cr_sendq_inflight(&c->sendq), c->out.total, c->out.nactive, c->ndeferred,
+            cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred,
             (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total);
     fflush(out);
 }
@@ -175,6 +215,10 @@ void cr_engine_init(cr_comm *c)
 {
     cr_engine *e = &c->engine;
     *e = (cr_engine){0};
+    if (c->tp->ops->yield) {
+        c->now = c->last_activity = cr_now(c);
+        return;
+    }
     /* select() has microsecond timeouts (epoll has milliseconds), which the back-off
      * sleeps need; the loop watches no file descriptors, so select costs nothing. */
     e->loop = ev_loop_new(EVBACKEND_SELECT | EVFLAG_NOENV);
@@ -217,7 +261,10 @@ size_t cr_engine_run_nowait(cr_comm *c)
 {
     uint64_t before = c->stats.msgs_handled;
     c->in_loop = true;
-    ev_run(c->engine.loop, EVRUN_NOWAIT);
+    if (simulated(c))
+        simulated_iteration(c, false);
+    else
+        ev_run(c->engine.loop, EVRUN_NOWAIT);
     c->in_loop = false;
     return (size_t)(c->stats.msgs_handled - before);
 }
@@ -228,6 +275,16 @@ void cr_engine_note_work(cr_comm *c)
     wake_up(&c->engine);
 }
 
+/* The simulation: the same wait, yielding where the loop would block. */
+static void simulated_wait(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg)
+{
+    while (!done(c, arg)) {
+        c->in_loop = true;
+        simulated_iteration(c, true);
+        c->in_loop = false;
+    }
+}
+
 void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const char *reason)
 {
     if (c->waiting)
@@ -236,6 +293,11 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
     c->waiting = true;
     c->wait_reason = reason;
     double traced = c->trace ? cr_trace_now(c->trace) : 0;
+    if (simulated(c)) {
+        simulated_wait(c, done, arg);
+        c->waiting = false;
+        return;
+    }
     e->empty_polls = 0;
     e->sleep = 0;
     e->last_poll_worked = false;
@@ -255,6 +317,6 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
     ev_timer_stop(e->loop, &e->watchdog);
     c->waiting = false;
     if (c->trace)
-        cr_trace_span(c->trace, reason, traced, "sends_in_flight", cr_sendq_inflight(&c->sendq),
+        cr_trace_span(c->trace, reason, traced, "sends_in_flight", cr_inflight(c),
                       "buffered_bytes", (int64_t)c->out.total);
 }

@@ -1,81 +1,11 @@
-/* Receiving buffers and running their handlers. Two designs (docs/receive.md):
- * probe mode matches one message at a time with MPI_Improbe and receives it with
- * MPI_Mrecv into a reusable buffer; prepost mode keeps a ring of MPI_Irecv of
- * small_max bytes posted and probes only for CR_TAG_LARGE buffers. Either way a
- * rank receives only the tags of its current barrier phase. */
+/* Handling what arrived: every record of a received buffer runs its handler, or is
+ * forwarded towards its destination. The transport receives (src/transport). */
 #include "mailbox/mailbox_internal.h"
 
 #include "common/fatal.h"
 #include "mailbox/record.h"
 
 #include <stdlib.h>
-
-/* Receives kept posted in prepost mode. */
-#define PREPOST_DEPTH 8
-
-static void post(cr_comm *c, int k)
-{
-    cr_recv *r = &c->recv;
-    MPI_Irecv(r->bufs[k], (int)c->small_max, MPI_BYTE, MPI_ANY_SOURCE,
-              cr_data_tag(CR_TAG_SMALL, c->parity), c->data, &r->reqs[k]);
-}
-
-void cr_recv_init(cr_comm *c)
-{
-    cr_recv *r = &c->recv;
-    *r = (cr_recv){0};
-    if (c->cfg.recv_mode != CR_RECV_PREPOST)
-        return;
-    r->npost = PREPOST_DEPTH;
-    r->reqs = cr_xmalloc((size_t)r->npost * sizeof *r->reqs);
-    r->bufs = cr_xmalloc((size_t)r->npost * sizeof *r->bufs);
-    r->done = cr_xmalloc((size_t)r->npost * sizeof *r->done);
-    r->statuses = cr_xmalloc((size_t)r->npost * sizeof *r->statuses);
-    for (int k = 0; k < r->npost; k++) {
-        r->bufs[k] = cr_xmalloc(c->small_max);
-        post(c, k);
-    }
-}
-
-/* Cancel the pre-posted receives. Only called when no message of their phase can
- * still arrive (a barrier just ended, or the comm is being destroyed). */
-static void cancel_posted(cr_comm *c)
-{
-    cr_recv *r = &c->recv;
-    for (int k = 0; k < r->npost; k++) {
-        MPI_Status st;
-        int cancelled = 0;
-        MPI_Cancel(&r->reqs[k]);
-        MPI_Wait(&r->reqs[k], &st);
-        MPI_Test_cancelled(&st, &cancelled);
-        if (!cancelled)
-            cr_fatal("internal error: a pre-posted receive matched a message of a finished phase");
-    }
-}
-
-void cr_recv_next_phase(cr_comm *c)
-{
-    if (c->recv.npost == 0)
-        return;
-    cancel_posted(c);
-    for (int k = 0; k < c->recv.npost; k++)
-        post(c, k);
-}
-
-void cr_recv_free(cr_comm *c)
-{
-    cr_recv *r = &c->recv;
-    if (r->npost)
-        cancel_posted(c);
-    for (int k = 0; k < r->npost; k++)
-        free(r->bufs[k]);
-    free(r->reqs);
-    free(r->bufs);
-    free(r->done);
-    free(r->statuses);
-    free(r->buf);
-    *r = (cr_recv){0};
-}
 
 static void corrupt_route(const cr_comm *c, int src, const cr_rec_view *rec)
 {
@@ -133,64 +63,12 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
                       (int64_t)(c->stats.msgs_handled - handled_before));
 }
 
-/* Receive and handle one matched message of any size. */
-static void receive_matched(cr_comm *c, MPI_Message *msg, MPI_Status *status)
+static void deliver(void *arg, int src, const char *buf, size_t len)
 {
-    cr_recv *r = &c->recv;
-    int count;
-    MPI_Get_count(status, MPI_BYTE, &count);
-    if ((size_t)count > r->cap) {
-        free(r->buf);
-        r->cap = (size_t)count;
-        r->buf = cr_xmalloc(r->cap);
-    }
-    MPI_Mrecv(r->buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
-    cr_dispatch(c, status->MPI_SOURCE, r->buf, (size_t)count);
-    /* Do not keep a huge buffer around after a one-off large message. */
-    if (r->cap > 4 * c->small_max && r->cap > ((size_t)1 << 20)) {
-        free(r->buf);
-        r->buf = NULL;
-        r->cap = 0;
-    }
-}
-
-static size_t poll_probe(cr_comm *c, int tag, int budget)
-{
-    size_t got = 0;
-    while (budget-- > 0) {
-        int flag = 0;
-        MPI_Message msg;
-        MPI_Status status;
-        MPI_Improbe(MPI_ANY_SOURCE, tag, c->data, &flag, &msg, &status);
-        if (!flag)
-            break;
-        receive_matched(c, &msg, &status);
-        got++;
-    }
-    return got;
-}
-
-static size_t poll_prepost(cr_comm *c, int budget)
-{
-    cr_recv *r = &c->recv;
-    int ndone = 0;
-    MPI_Testsome(r->npost, r->reqs, &ndone, r->done, r->statuses);
-    size_t got = 0;
-    for (int i = 0; i < ndone && ndone != MPI_UNDEFINED; i++) {
-        int k = r->done[i];
-        int count;
-        MPI_Get_count(&r->statuses[i], MPI_BYTE, &count);
-        cr_dispatch(c, r->statuses[i].MPI_SOURCE, r->bufs[k], (size_t)count);
-        post(c, k);
-        got++;
-    }
-    int left = budget - (int)got;
-    return got + poll_probe(c, cr_data_tag(CR_TAG_LARGE, c->parity), left > 1 ? left : 1);
+    cr_dispatch(arg, src, buf, len);
 }
 
 size_t cr_recv_poll(cr_comm *c, int budget)
 {
-    if (c->cfg.recv_mode == CR_RECV_PREPOST)
-        return poll_prepost(c, budget);
-    return poll_probe(c, cr_data_tag(CR_TAG_SMALL, c->parity), budget);
+    return c->tp->ops->poll(c->tp, budget, deliver, c);
 }

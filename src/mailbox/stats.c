@@ -26,9 +26,9 @@ void cr_stats_print(cr_comm *c, FILE *out)
     double v[NFIELDS], mn[NFIELDS], mx[NFIELDS], sum[NFIELDS];
     for (size_t i = 0; i < NFIELDS; i++)
         v[i] = (double)*(const uint64_t *)((const char *)&s + fields[i].offset);
-    MPI_Reduce(v, mn, NFIELDS, MPI_DOUBLE, MPI_MIN, 0, c->ctrl);
-    MPI_Reduce(v, mx, NFIELDS, MPI_DOUBLE, MPI_MAX, 0, c->ctrl);
-    MPI_Reduce(v, sum, NFIELDS, MPI_DOUBLE, MPI_SUM, 0, c->ctrl);
+    c->tp->ops->allreduce_double(c->tp, v, mn, NFIELDS, CR_REDUCE_MIN);
+    c->tp->ops->allreduce_double(c->tp, v, mx, NFIELDS, CR_REDUCE_MAX);
+    c->tp->ops->allreduce_double(c->tp, v, sum, NFIELDS, CR_REDUCE_SUM);
     if (c->rank != 0)
         return;
     fprintf(out, "courier stats over %d ranks %20s %16s %16s\n", c->size, "min", "mean", "max");

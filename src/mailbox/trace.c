@@ -14,9 +14,9 @@ struct cr_trace {
     char *buf;       /* stdio buffer of the part file */
     char path[4096]; /* the merged file */
     char part[4200]; /* this rank's part */
-    MPI_Comm comm;
+    cr_transport *tp;
     int rank, size;
-    double t0;       /* MPI_Wtime at the start */
+    double t0;       /* the transport's clock at the start */
 };
 
 /* One timeline per process: the first traced comm owns it. */
@@ -27,27 +27,34 @@ static void part_name(char *out, size_t len, const char *path, int rank)
     snprintf(out, len, "%s.rank%d.part", path, rank);
 }
 
-cr_trace *cr_trace_open(const char *path, MPI_Comm comm)
+/* All ranks wait for each other. */
+static void barrier(cr_transport *tp)
 {
-    int mine = path && path[0] && !active, all;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    uint64_t x = 0, y;
+    tp->ops->allreduce_u64(tp, &x, &y, 1, CR_REDUCE_SUM);
+}
+
+cr_trace *cr_trace_open(const char *path, cr_transport *tp)
+{
+    uint64_t mine = path && path[0] && !active, all;
+    tp->ops->allreduce_u64(tp, &mine, &all, 1, CR_REDUCE_MIN);
     if (!all)
         return NULL;
     cr_trace *t = cr_xcalloc(1, sizeof *t);
-    MPI_Comm_dup(comm, &t->comm);
-    MPI_Comm_rank(comm, &t->rank);
-    MPI_Comm_size(comm, &t->size);
+    t->tp = tp;
+    t->rank = tp->rank;
+    t->size = tp->size;
     if (strlen(path) >= sizeof t->path)
         cr_fatal("COURIER_TRACE: the path is longer than %zu characters", sizeof t->path - 1);
     snprintf(t->path, sizeof t->path, "%s", path);
     part_name(t->part, sizeof t->part, path, t->rank);
     t->out = fopen(t->part, "w");
-    int ok = t->out != NULL, all_ok;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, t->comm);
+    uint64_t ok = t->out != NULL, all_ok;
+    tp->ops->allreduce_u64(tp, &ok, &all_ok, 1, CR_REDUCE_MIN);
     if (!ok)
         cr_fatal("COURIER_TRACE: cannot create '%s': %s", t->part, strerror(errno));
     if (!all_ok)
-        MPI_Barrier(t->comm); /* ended by the failing rank's abort */
+        barrier(tp); /* ended by the failing rank's abort */
     t->buf = cr_xmalloc(PART_BUFFER);
     setvbuf(t->out, t->buf, _IOFBF, PART_BUFFER);
     /* Every line starts with a comma: rank 0 opens the array with a metadata event. */
@@ -55,15 +62,15 @@ cr_trace *cr_trace_open(const char *path, MPI_Comm comm)
             "\"args\":{\"name\":\"rank %d\"}}\n", t->rank, t->rank);
     fprintf(t->out, ",{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
             "\"args\":{\"sort_index\":%d}}\n", t->rank, t->rank);
-    MPI_Barrier(t->comm);
-    t->t0 = MPI_Wtime();
+    barrier(tp);
+    t->t0 = tp->ops->now(tp);
     active = t;
     return t;
 }
 
 double cr_trace_now(const cr_trace *t)
 {
-    return (MPI_Wtime() - t->t0) * 1e6;
+    return (t->tp->ops->now(t->tp) - t->t0) * 1e6;
 }
 
 static void args(FILE *f, const char *k1, int64_t v1, const char *k2, int64_t v2, const char *k3,
@@ -138,10 +145,9 @@ void cr_trace_close(cr_trace *t)
         fprintf(stderr, "courier: rank %d: COURIER_TRACE: writing '%s' failed\n", t->rank,
                 t->part);
     free(t->buf);
-    MPI_Barrier(t->comm); /* every part is complete */
+    barrier(t->tp); /* every part is complete */
     if (t->rank == 0)
         merge(t);
-    MPI_Comm_free(&t->comm);
     if (active == t)
         active = NULL;
     free(t);

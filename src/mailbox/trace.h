@@ -9,18 +9,18 @@
 #ifndef COURIER_MAILBOX_TRACE_H
 #define COURIER_MAILBOX_TRACE_H
 
+#include "transport/transport.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include <mpi.h>
-
 typedef struct cr_trace cr_trace;
 
-/* Collective over `comm`: open this rank's part file. Returns NULL when path is
- * empty, or when another comm of this process is already traced (one timeline per
- * process). A part that cannot be created ends the job with one line. */
-cr_trace *cr_trace_open(const char *path, MPI_Comm comm);
+/* Collective over the transport's ranks: open this rank's part file. Returns NULL
+ * when path is empty, or when another comm of this process is already traced (one
+ * timeline per process). A part that cannot be created ends the job with one line. */
+cr_trace *cr_trace_open(const char *path, cr_transport *tp);
 /* Collective: close the part, merge all parts into the path on rank 0, free. */
 void cr_trace_close(cr_trace *t);
 

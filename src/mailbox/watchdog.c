@@ -6,7 +6,8 @@
  * (which wait, which barrier, which wave) with a synchronous send on the control
  * communicator; rank 0 collects reports while it waits and, once its own wait has
  * been quiet for a whole interval, prints one summary naming the ranks that have not
- * joined its barrier. A rank that stays outside Courier (computing, or stuck) sends
+ * joined its barrier. The reports travel through the transport (report_send,
+ * report_take); the simulated transport has none, and no watchdog. A rank that stays outside Courier (computing, or stuck) sends
  * no report, which is exactly what names it.
  *
  * When rank 0 itself is the one missing, nobody collects: a rank whose previous
@@ -18,8 +19,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-enum { CR_TAG_WATCHDOG = 7 };
 
 /* What a rank tells rank 0. Sent as bytes between processes of one program. */
 typedef struct cr_watch_report {
@@ -33,10 +32,7 @@ typedef struct cr_watch_report {
 } cr_watch_report;
 
 typedef struct cr_watchdog {
-    MPI_Request req;        /* this rank's last report to rank 0 */
-    cr_watch_report out;
-    double sent_at;
-    uint64_t sent;          /* reports this rank sent, ever */
+    double sent_at;         /* when this rank's last report went out */
     /* rank 0 only */
     cr_watch_report *last;  /* [P] the latest report from each rank */
     double *at;             /* [P] when it arrived (loop time), or -1 */
@@ -57,24 +53,17 @@ static void fill_report(cr_comm *c, cr_watch_report *r)
 
 void cr_watchdog_init(cr_comm *c)
 {
-    cr_watchdog *w = cr_xcalloc(1, sizeof *w);
-    w->req = MPI_REQUEST_NULL;
-    c->watch = w;
+    if (!c->tp->ops->report_send) /* the simulation has no clock to watch */
+        return;
+    c->watch = cr_xcalloc(1, sizeof *c->watch);
 }
 
 /* Rank 0: take every report that has arrived. */
 static void collect(cr_comm *c)
 {
     cr_watchdog *w = c->watch;
-    for (;;) {
-        int flag = 0;
-        MPI_Status st;
-        MPI_Iprobe(MPI_ANY_SOURCE, CR_TAG_WATCHDOG, c->ctrl, &flag, &st);
-        if (!flag)
-            return;
-        cr_watch_report r;
-        MPI_Recv(&r, sizeof r, MPI_BYTE, st.MPI_SOURCE, CR_TAG_WATCHDOG, c->ctrl,
-                 MPI_STATUS_IGNORE);
+    cr_watch_report r;
+    while (c->tp->ops->report_take(c->tp, &r, sizeof r)) {
         w->received++;
         if (!w->last) {
             w->last = cr_xcalloc((size_t)c->size, sizeof *w->last);
@@ -160,33 +149,31 @@ static void print_summary(cr_comm *c, double quiet)
     free(silent);
 }
 
-/* Ranks other than 0: report, or speak for themselves if rank 0 does not collect. */
+/* Ranks other than 0: report, or speak for themselves if rank 0 does not collect
+ * (the transport refuses a new report while the previous one is unmatched). */
 static void report(cr_comm *c, double quiet)
 {
     cr_watchdog *w = c->watch;
     double now = cr_now(c);
-    if (w->req != MPI_REQUEST_NULL) {
-        int done = 0;
-        MPI_Test(&w->req, &done, MPI_STATUS_IGNORE);
-        if (!done) {
-            if (now - w->sent_at >= c->cfg.watchdog_seconds) {
-                char why[128];
-                snprintf(why, sizeof why, "no progress for %.1f s, and rank 0 collects no "
-                         "reports (it is outside Courier, so no summary),", quiet);
-                cr_print_state(c, stderr, why);
-                w->sent_at = now;
-            }
-            return;
-        }
+    cr_watch_report r;
+    fill_report(c, &r);
+    if (c->tp->ops->report_send(c->tp, &r, sizeof r)) {
+        w->sent_at = now;
+        return;
     }
-    fill_report(c, &w->out);
-    MPI_Issend(&w->out, sizeof w->out, MPI_BYTE, 0, CR_TAG_WATCHDOG, c->ctrl, &w->req);
-    w->sent++;
-    w->sent_at = now;
+    if (now - w->sent_at >= c->cfg.watchdog_seconds) {
+        char why[128];
+        snprintf(why, sizeof why, "no progress for %.1f s, and rank 0 collects no "
+                 "reports (it is outside Courier, so no summary),", quiet);
+        cr_print_state(c, stderr, why);
+        w->sent_at = now;
+    }
 }
 
 void cr_watchdog_tick(cr_comm *c)
 {
+    if (!c->watch)
+        return;
     double quiet = cr_now(c) - c->last_activity, interval = c->cfg.watchdog_seconds;
     if (c->cfg.verbosity >= 1 && quiet >= interval) {
         char why[96];
@@ -213,17 +200,12 @@ void cr_watchdog_free(cr_comm *c)
     cr_watchdog *w = c->watch;
     if (!w)
         return;
-    uint64_t total = 0;
-    MPI_Reduce(&w->sent, &total, 1, MPI_UINT64_T, MPI_SUM, 0, c->ctrl);
-    if (c->rank == 0) {
-        while (w->received < total) {
-            cr_watch_report r;
-            MPI_Recv(&r, sizeof r, MPI_BYTE, MPI_ANY_SOURCE, CR_TAG_WATCHDOG, c->ctrl,
-                     MPI_STATUS_IGNORE);
+    uint64_t sent = c->tp->ops->reports_sent(c->tp), total = 0;
+    c->tp->ops->allreduce_u64(c->tp, &sent, &total, 1, CR_REDUCE_SUM);
+    cr_watch_report r;
+    while (c->rank == 0 && w->received < total)
+        if (c->tp->ops->report_take(c->tp, &r, sizeof r))
             w->received++;
-        }
-    }
-    MPI_Wait(&w->req, MPI_STATUS_IGNORE);
     free(w->last);
     free(w->at);
     free(w);

@@ -14,7 +14,7 @@
  * (S_k == R_{k-1}) must be safe in both. The naive rule "nobody sent in this wave"
  * is safe only for probe mode; the test shows the model catches its failure under
  * prepost mode, which proves the checker can fail. */
-#include "nbx/termination.h"
+#include "mailbox/termination.h"
 
 #include "common/rng.h"
 

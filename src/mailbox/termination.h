@@ -1,14 +1,16 @@
-/* Termination detection for cr_barrier: waves of MPI_Iallreduce over the cumulative
- * counts of data messages sent and handled (see docs/termination.md).
+/* Termination detection for cr_barrier: waves of a non-blocking sum (the
+ * transport's wave_join / wave_test) over the cumulative counts of data messages
+ * sent and handled (see docs/termination.md).
  *
  * The same reduction, with a different `kind`, makes cr_register collective. Every
  * wave sums {kind, a, b}, so if ranks make different calls (one registers while
  * another enters a barrier) the kinds do not add up and the job stops with a message
  * instead of hanging or mixing up the counts. */
-#ifndef COURIER_NBX_TERMINATION_H
-#define COURIER_NBX_TERMINATION_H
+#ifndef COURIER_MAILBOX_TERMINATION_H
+#define COURIER_MAILBOX_TERMINATION_H
 
-#include <mpi.h>
+#include "transport/transport.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,8 +20,7 @@ typedef enum cr_wave_kind {
 } cr_wave_kind;
 
 typedef struct cr_term {
-    MPI_Comm comm;
-    MPI_Request req;
+    cr_transport *tp;
     bool joined;             /* this rank has contributed to the current wave */
     uint64_t local[3];       /* {kind, a, b} at this rank's snapshot */
     uint64_t global[3];      /* their sums over all ranks */
@@ -27,7 +28,7 @@ typedef struct cr_term {
     uint64_t wave;           /* waves in the current barrier */
 } cr_term;
 
-void cr_term_init(cr_term *t, MPI_Comm comm);
+void cr_term_init(cr_term *t, cr_transport *tp);
 
 /* Contribute {kind, a, b} to the next wave. For a barrier wave, a and b are this
  * rank's cumulative data messages sent and handled, and the rank must hold no

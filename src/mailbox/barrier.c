@@ -11,9 +11,9 @@
 
 #include "common/fatal.h"
 
-void cr_term_init(cr_term *t, MPI_Comm comm)
+void cr_term_init(cr_term *t, cr_transport *tp)
 {
-    *t = (cr_term){.comm = comm, .req = MPI_REQUEST_NULL};
+    *t = (cr_term){.tp = tp};
 }
 
 void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b)
@@ -21,7 +21,7 @@ void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b)
     t->local[0] = (uint64_t)kind;
     t->local[1] = a;
     t->local[2] = b;
-    MPI_Iallreduce(t->local, t->global, 3, MPI_UINT64_T, MPI_SUM, t->comm, &t->req);
+    t->tp->ops->wave_join(t->tp, t->local);
     t->joined = true;
 }
 
@@ -32,14 +32,10 @@ static const char *kind_name(uint64_t kind)
 
 bool cr_term_test(cr_term *t)
 {
-    int done = 0;
-    MPI_Test(&t->req, &done, MPI_STATUS_IGNORE);
-    if (!done)
+    if (!t->tp->ops->wave_test(t->tp, t->global))
         return false;
     t->joined = false;
-    int size;
-    MPI_Comm_size(t->comm, &size);
-    if (t->global[0] != t->local[0] * (uint64_t)size)
+    if (t->global[0] != t->local[0] * (uint64_t)t->tp->size)
         cr_fatal("mismatched collective calls: this rank called %s while other ranks called "
                  "another collective (cr_barrier and cr_register must be called by all ranks "
                  "in the same order)",
@@ -59,7 +55,7 @@ static bool barrier_done(cr_comm *c, void *arg)
     (void)arg;
     cr_term *t = &c->term;
     if (!t->joined) {
-        if (!cr_flush_all_nowait(c, CR_FLUSH_BARRIER) || cr_sendq_inflight(&c->sendq))
+        if (!cr_flush_all_nowait(c, CR_FLUSH_BARRIER) || cr_inflight(c))
             return false;
         cr_term_join(t, CR_WAVE_BARRIER, c->mpi_sent_total, c->mpi_handled_total);
         t->wave++;
@@ -83,8 +79,7 @@ static bool barrier_done(cr_comm *c, void *arg)
                          (int64_t)t->handled_before);
     if (!quiet)
         return false;
-    c->parity ^= 1u;
-    cr_recv_next_phase(c);
+    c->tp->ops->next_phase(c->tp);
     return true;
 }
 

@@ -1,0 +1,49 @@
+/* Courier on a simulated transport: P virtual ranks in one process, for tests of
+ * large P and many interleavings, and for the scale model (docs/simulation.md).
+ *
+ * The virtual ranks run the product's own mailbox, routing and termination code;
+ * only the transport differs. A seeded scheduler decides which rank runs next and
+ * in which order arrived buffers are received, so a run replays exactly from its
+ * seed. No MPI is needed (MPI_Init is not called). Collectives (coll.h) and
+ * cr_sparse_exchange need the MPI transport and stop with a message here. */
+#ifndef COURIER_SIM_H
+#define COURIER_SIM_H
+
+#include "courier/mailbox.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_sim_opts {
+    int ranks;             /* virtual ranks, 1 .. 65536 */
+    uint64_t seed;         /* the interleaving: the same seed replays the same run */
+    const cr_config *cfg;  /* NULL: cr_config_init's defaults (the environment is not
+                              read); node_size 0 puts all ranks on one node */
+    size_t stack_bytes;    /* stack of each virtual rank; 0: 256 KiB */
+} cr_sim_opts;
+
+/* The program of one virtual rank: what a real rank runs between cr_comm_create and
+ * cr_comm_destroy (cr_register, cr_async, cr_barrier, handlers ...). */
+typedef void (*cr_sim_rank_fn)(cr_comm *comm, void *user);
+
+/* Run `fn` on every virtual rank, each with its own comm of the same simulated world
+ * (created before fn, destroyed after it, which includes a barrier). If `stats` is
+ * not NULL it receives opts->ranks entries: each rank's counters when its fn
+ * returned. Returns 0, or -1 with a one-line message in err: an invalid
+ * configuration, or a deadlock (every rank waits and nothing can move). Local to
+ * the calling process; not reentrant (one world at a time). */
+int cr_sim_run(const cr_sim_opts *opts, cr_sim_rank_fn fn, void *user, cr_stats *stats,
+               char *err, size_t errlen);
+
+/* Scheduling steps of the last cr_sim_run (its virtual clock: one microsecond each). */
+uint64_t cr_sim_last_steps(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

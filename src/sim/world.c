@@ -1,0 +1,63 @@
+/* cr_sim_run: the product's mailbox on P virtual ranks of the simulated transport.
+ * This file sits above the mailbox core (it creates comms) and below the programs
+ * that use it (tests, the scale model). */
+#include "courier/sim.h"
+
+#include "common/fatal.h"
+#include "mailbox/mailbox_internal.h"
+#include "transport/sim.h"
+
+#include <string.h>
+
+typedef struct run {
+    const cr_config *cfg;
+    cr_sim_rank_fn fn;
+    void *user;
+    cr_stats *stats;
+} run;
+
+static uint64_t last_steps;
+
+static void rank_entry(cr_sim_world *w, int rank, void *arg)
+{
+    run *r = arg;
+    cr_transport *tp = cr_sim_transport_create(w, rank, r->cfg->max_inflight);
+    int p = tp->size;
+    cr_layout *layout = cr_layout_create_blocks(p, r->cfg->node_size ? (int)r->cfg->node_size : p);
+    cr_comm *comm = cr_comm_create_on(tp, layout, r->cfg, NULL);
+    r->fn(comm, r->user);
+    if (r->stats)
+        cr_stats_get(comm, &r->stats[rank]);
+    cr_comm_destroy(comm);
+}
+
+int cr_sim_run(const cr_sim_opts *opts, cr_sim_rank_fn fn, void *user, cr_stats *stats,
+               char *err, size_t errlen)
+{
+    cr_config cfg;
+    if (opts->cfg)
+        cfg = *opts->cfg;
+    else
+        cr_config_init(&cfg);
+    char why[512];
+    if (cr_config_validate(&cfg, why, sizeof why)) {
+        cr_set_error(err, errlen, "invalid configuration: %s", why);
+        return -1;
+    }
+    if (opts->ranks < 1 || opts->ranks > 65536) {
+        cr_set_error(err, errlen, "cr_sim_run: %d ranks, expected 1 to 65536", opts->ranks);
+        return -1;
+    }
+    cfg.trace_path[0] = '\0'; /* one timeline per process: not for virtual ranks */
+    cr_sim_world *w = cr_sim_world_create(opts->ranks, opts->seed, opts->stack_bytes);
+    run r = {.cfg = &cfg, .fn = fn, .user = user, .stats = stats};
+    int rc = cr_sim_world_run(w, rank_entry, &r, err, errlen);
+    last_steps = cr_sim_world_steps(w);
+    cr_sim_world_destroy(w);
+    return rc;
+}
+
+uint64_t cr_sim_last_steps(void)
+{
+    return last_steps;
+}

@@ -1,0 +1,405 @@
+/* The MPI transport: what moves a rank's buffers in a real run.
+ *
+ * Sends: a fixed number of slots, each an MPI_Issend and the block it owns; when
+ * every slot is busy the mailbox must wait, which bounds the memory a rank commits
+ * to sends. Receives (docs/receive.md): probe mode matches one message at a time
+ * with MPI_Improbe and receives it with MPI_Mrecv into a reusable buffer; prepost
+ * mode keeps a ring of MPI_Irecv of small_max bytes posted and probes only for
+ * large blocks. The tag carries the sender's barrier phase parity, and a rank
+ * receives only its own phase's tags, so a block sent after a barrier is never
+ * handled by a rank still inside it (at most two adjacent phases coexist). */
+#include "transport/mpi.h"
+
+#include "common/fatal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_SMALL = 2, TAG_LARGE = 4, TAG_REPORT = 7 };
+/* Receives kept posted in prepost mode. */
+#define PREPOST_DEPTH 8
+/* Largest pre-posted receive; bigger blocks use TAG_LARGE and a probe. */
+#define PREPOST_MAX ((size_t)1 << 20)
+
+typedef struct mpi_transport {
+    cr_transport base;
+    MPI_Comm data;  /* blocks */
+    MPI_Comm term;  /* termination waves */
+    MPI_Comm ctrl;  /* blocking reductions, watchdog reports; modules duplicate it */
+    unsigned parity;
+    size_t small_max; /* largest block sent with TAG_SMALL (the same on all ranks) */
+    bool prepost;
+
+    /* send slots */
+    int nslots, nfree, hiwater; /* slots [hiwater, nslots) have never been used */
+    int *free_slots;            /* stack of free slot indices */
+    MPI_Request *sreqs;         /* MPI_REQUEST_NULL when free */
+    char **sdata;
+    size_t *scap;
+    int *completed;
+
+    /* probe mode: one buffer, grown to the largest message seen */
+    char *rbuf;
+    size_t rcap;
+    /* prepost mode: a ring of receives of small_max bytes */
+    int npost;
+    MPI_Request *rreqs;
+    char **rbufs;
+    int *rdone;
+    MPI_Status *rstatus;
+
+    /* termination waves */
+    MPI_Request wave;
+    uint64_t wave_in[3], wave_out[3];
+
+    /* watchdog reports */
+    MPI_Request report;
+    char report_buf[256];
+    uint64_t reports;
+} mpi_transport;
+
+static mpi_transport *mt(cr_transport *t)
+{
+    return (mpi_transport *)t;
+}
+
+static int tag(const mpi_transport *m, int base)
+{
+    return base | (int)(m->parity & 1);
+}
+
+/* ---------------------------------------------------------------- sends */
+
+static int slots_free(cr_transport *t)
+{
+    return mt(t)->nfree;
+}
+
+static int inflight(cr_transport *t)
+{
+    return mt(t)->nslots - mt(t)->nfree;
+}
+
+static void send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
+{
+    mpi_transport *m = mt(t);
+    if (m->nfree == 0)
+        cr_fatal("internal error: a send without a free slot");
+    if (len > INT_MAX)
+        cr_fatal("a send buffer to rank %d grew to %zu bytes, above the MPI limit of %d; "
+                 "raise COURIER_MAX_INFLIGHT or lower COURIER_BUFFER_SIZE",
+                 dest, len, INT_MAX);
+    int s = m->free_slots[--m->nfree];
+    if (s >= m->hiwater)
+        m->hiwater = s + 1;
+    m->sdata[s] = data;
+    m->scap[s] = cap;
+    bool large = m->prepost && len > m->small_max;
+    MPI_Issend(data, (int)len, MPI_BYTE, dest, tag(m, large ? TAG_LARGE : TAG_SMALL), m->data,
+               &m->sreqs[s]);
+}
+
+static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
+{
+    mpi_transport *m = mt(t);
+    if (m->nfree == m->nslots)
+        return 0;
+    int ndone = 0;
+    MPI_Testsome(m->hiwater, m->sreqs, &ndone, m->completed, MPI_STATUSES_IGNORE);
+    if (ndone == MPI_UNDEFINED)
+        return 0;
+    for (int i = 0; i < ndone; i++) {
+        int s = m->completed[i];
+        give_back(arg, m->sdata[s], m->scap[s]);
+        m->sdata[s] = NULL;
+        m->free_slots[m->nfree++] = s;
+    }
+    while (m->hiwater > 0 && m->sreqs[m->hiwater - 1] == MPI_REQUEST_NULL)
+        m->hiwater--;
+    return ndone;
+}
+
+/* ---------------------------------------------------------------- receives */
+
+static void post(mpi_transport *m, int k)
+{
+    MPI_Irecv(m->rbufs[k], (int)m->small_max, MPI_BYTE, MPI_ANY_SOURCE, tag(m, TAG_SMALL),
+              m->data, &m->rreqs[k]);
+}
+
+/* Cancel the pre-posted receives. Only called when no message of their phase can
+ * still arrive (a barrier just ended, or the comm is being destroyed). */
+static void cancel_posted(mpi_transport *m)
+{
+    for (int k = 0; k < m->npost; k++) {
+        MPI_Status st;
+        int cancelled = 0;
+        MPI_Cancel(&m->rreqs[k]);
+        MPI_Wait(&m->rreqs[k], &st);
+        MPI_Test_cancelled(&st, &cancelled);
+        if (!cancelled)
+            cr_fatal("internal error: a pre-posted receive matched a message of a finished phase");
+    }
+}
+
+static void next_phase(cr_transport *t)
+{
+    mpi_transport *m = mt(t);
+    if (m->npost)
+        cancel_posted(m);
+    m->parity ^= 1u;
+    for (int k = 0; k < m->npost; k++)
+        post(m, k);
+}
+
+/* Receive and deliver one matched message of any size. */
+static void receive_matched(mpi_transport *m, MPI_Message *msg, MPI_Status *status,
+                            cr_deliver_fn deliver, void *arg)
+{
+    int count;
+    MPI_Get_count(status, MPI_BYTE, &count);
+    if ((size_t)count > m->rcap) {
+        free(m->rbuf);
+        m->rcap = (size_t)count;
+        m->rbuf = cr_xmalloc(m->rcap);
+    }
+    MPI_Mrecv(m->rbuf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    char *buf = m->rbuf;
+    /* Do not keep a huge buffer around after a one-off large message; the delivery
+     * below may itself receive (it never does: deliver runs handlers, which do not
+     * poll), so detach first. */
+    bool shrink = m->rcap > 4 * m->small_max && m->rcap > ((size_t)1 << 20);
+    if (shrink) {
+        m->rbuf = NULL;
+        m->rcap = 0;
+    }
+    deliver(arg, status->MPI_SOURCE, buf, (size_t)count);
+    if (shrink)
+        free(buf);
+}
+
+static size_t poll_probe(mpi_transport *m, int base, int budget, cr_deliver_fn deliver, void *arg)
+{
+    size_t got = 0;
+    while (budget-- > 0) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status status;
+        MPI_Improbe(MPI_ANY_SOURCE, tag(m, base), m->data, &flag, &msg, &status);
+        if (!flag)
+            break;
+        receive_matched(m, &msg, &status, deliver, arg);
+        got++;
+    }
+    return got;
+}
+
+static size_t poll_prepost(mpi_transport *m, int budget, cr_deliver_fn deliver, void *arg)
+{
+    int ndone = 0;
+    MPI_Testsome(m->npost, m->rreqs, &ndone, m->rdone, m->rstatus);
+    size_t got = 0;
+    for (int i = 0; i < ndone && ndone != MPI_UNDEFINED; i++) {
+        int k = m->rdone[i];
+        int count;
+        MPI_Get_count(&m->rstatus[i], MPI_BYTE, &count);
+        deliver(arg, m->rstatus[i].MPI_SOURCE, m->rbufs[k], (size_t)count);
+        post(m, k);
+        got++;
+    }
+    int left = budget - (int)got;
+    return got + poll_probe(m, TAG_LARGE, left > 1 ? left : 1, deliver, arg);
+}
+
+static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg)
+{
+    mpi_transport *m = mt(t);
+    if (m->prepost)
+        return poll_prepost(m, budget, deliver, arg);
+    return poll_probe(m, TAG_SMALL, budget, deliver, arg);
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+static void wave_join(cr_transport *t, const uint64_t in[3])
+{
+    mpi_transport *m = mt(t);
+    memcpy(m->wave_in, in, sizeof m->wave_in);
+    MPI_Iallreduce(m->wave_in, m->wave_out, 3, MPI_UINT64_T, MPI_SUM, m->term, &m->wave);
+}
+
+static bool wave_test(cr_transport *t, uint64_t out[3])
+{
+    mpi_transport *m = mt(t);
+    int done = 0;
+    MPI_Test(&m->wave, &done, MPI_STATUS_IGNORE);
+    if (done)
+        memcpy(out, m->wave_out, sizeof m->wave_out);
+    return done;
+}
+
+static MPI_Op mpi_op(cr_reduce_op op)
+{
+    return op == CR_REDUCE_MIN ? MPI_MIN : op == CR_REDUCE_MAX ? MPI_MAX : MPI_SUM;
+}
+
+static void allreduce_u64(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
+                          cr_reduce_op op)
+{
+    MPI_Allreduce(in, out, n, MPI_UINT64_T, mpi_op(op), mt(t)->ctrl);
+}
+
+static void allreduce_double(cr_transport *t, const double *in, double *out, int n,
+                             cr_reduce_op op)
+{
+    MPI_Allreduce(in, out, n, MPI_DOUBLE, mpi_op(op), mt(t)->ctrl);
+}
+
+static double now(cr_transport *t)
+{
+    (void)t;
+    return MPI_Wtime();
+}
+
+/* ---------------------------------------------------------------- watchdog reports */
+
+static bool report_send(cr_transport *t, const void *data, size_t len)
+{
+    mpi_transport *m = mt(t);
+    if (m->report != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&m->report, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            return false;
+    }
+    if (len > sizeof m->report_buf)
+        len = sizeof m->report_buf;
+    memcpy(m->report_buf, data, len);
+    MPI_Issend(m->report_buf, (int)len, MPI_BYTE, 0, TAG_REPORT, m->ctrl, &m->report);
+    m->reports++;
+    return true;
+}
+
+static bool report_take(cr_transport *t, void *buf, size_t len)
+{
+    mpi_transport *m = mt(t);
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, TAG_REPORT, m->ctrl, &flag, &st);
+    if (!flag)
+        return false;
+    MPI_Recv(buf, (int)len, MPI_BYTE, st.MPI_SOURCE, TAG_REPORT, m->ctrl, MPI_STATUS_IGNORE);
+    return true;
+}
+
+static uint64_t reports_sent(cr_transport *t)
+{
+    return mt(t)->reports;
+}
+
+/* ---------------------------------------------------------------- life cycle */
+
+static void destroy(cr_transport *t)
+{
+    mpi_transport *m = mt(t);
+    if (m->report != MPI_REQUEST_NULL)
+        MPI_Wait(&m->report, MPI_STATUS_IGNORE);
+    if (m->npost)
+        cancel_posted(m);
+    for (int k = 0; k < m->npost; k++)
+        free(m->rbufs[k]);
+    free(m->rreqs);
+    free(m->rbufs);
+    free(m->rdone);
+    free(m->rstatus);
+    free(m->rbuf);
+    free(m->free_slots);
+    free(m->sreqs);
+    free(m->sdata);
+    free(m->scap);
+    free(m->completed);
+    MPI_Comm_free(&m->data);
+    MPI_Comm_free(&m->term);
+    MPI_Comm_free(&m->ctrl);
+    free(m);
+}
+
+static const cr_transport_ops mpi_ops = {
+    .name = "mpi",
+    .slots_free = slots_free,
+    .inflight = inflight,
+    .send = send_block,
+    .complete = complete,
+    .poll = poll,
+    .next_phase = next_phase,
+    .wave_join = wave_join,
+    .wave_test = wave_test,
+    .allreduce_u64 = allreduce_u64,
+    .allreduce_double = allreduce_double,
+    .now = now,
+    .yield = NULL,
+    .report_send = report_send,
+    .report_take = report_take,
+    .reports_sent = reports_sent,
+    .destroy = destroy,
+};
+
+static void init_slots(mpi_transport *m, int nslots)
+{
+    m->nslots = m->nfree = nslots;
+    m->free_slots = cr_xmalloc((size_t)nslots * sizeof *m->free_slots);
+    m->sreqs = cr_xmalloc((size_t)nslots * sizeof *m->sreqs);
+    m->sdata = cr_xcalloc((size_t)nslots, sizeof *m->sdata);
+    m->scap = cr_xcalloc((size_t)nslots, sizeof *m->scap);
+    m->completed = cr_xmalloc((size_t)nslots * sizeof *m->completed);
+    /* Lowest indices on top, so busy slots stay packed below hiwater. */
+    for (int i = 0; i < nslots; i++) {
+        m->free_slots[i] = nslots - 1 - i;
+        m->sreqs[i] = MPI_REQUEST_NULL;
+    }
+}
+
+static void init_prepost(mpi_transport *m)
+{
+    m->npost = PREPOST_DEPTH;
+    m->rreqs = cr_xmalloc((size_t)m->npost * sizeof *m->rreqs);
+    m->rbufs = cr_xmalloc((size_t)m->npost * sizeof *m->rbufs);
+    m->rdone = cr_xmalloc((size_t)m->npost * sizeof *m->rdone);
+    m->rstatus = cr_xmalloc((size_t)m->npost * sizeof *m->rstatus);
+    for (int k = 0; k < m->npost; k++) {
+        m->rbufs[k] = cr_xmalloc(m->small_max);
+        post(m, k);
+    }
+}
+
+cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts *opts)
+{
+    mpi_transport *m = cr_xcalloc(1, sizeof *m);
+    m->base.ops = &mpi_ops;
+    MPI_Comm_rank(comm, &m->base.rank);
+    MPI_Comm_size(comm, &m->base.size);
+    MPI_Comm_dup(comm, &m->data);
+    MPI_Comm_dup(comm, &m->term);
+    MPI_Comm_dup(comm, &m->ctrl);
+    m->wave = m->report = MPI_REQUEST_NULL;
+    /* Senders choose the tag by size and by the receivers' mode, so both must be
+     * the same everywhere: the smallest buffer size, and one receive mode. */
+    long long mine = (long long)(opts->buffer_bytes < PREPOST_MAX ? opts->buffer_bytes : PREPOST_MAX);
+    long long local[3] = {(mine + 7) & ~7LL, opts->prepost, -(long long)opts->prepost}, agreed[3];
+    MPI_Allreduce(local, agreed, 3, MPI_LONG_LONG, MPI_MIN, m->ctrl);
+    if (agreed[1] != -agreed[2])
+        cr_fatal("ranks disagree on the receive mode (COURIER_RECV or cr_config.recv_mode); "
+                 "set it the same on every rank");
+    m->small_max = (size_t)agreed[0];
+    m->prepost = opts->prepost;
+    init_slots(m, (int)opts->max_inflight);
+    if (m->prepost)
+        init_prepost(m);
+    return &m->base;
+}
+
+MPI_Comm cr_transport_mpi_comm(const cr_transport *t)
+{
+    return t && t->ops == &mpi_ops ? ((const mpi_transport *)t)->ctrl : MPI_COMM_NULL;
+}

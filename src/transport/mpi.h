@@ -1,0 +1,24 @@
+/* The MPI transport (see transport.h). Not installed. */
+#ifndef COURIER_TRANSPORT_MPI_H
+#define COURIER_TRANSPORT_MPI_H
+
+#include "transport/transport.h"
+
+#include <mpi.h>
+
+typedef struct cr_transport_mpi_opts {
+    size_t buffer_bytes;   /* the flush threshold: sets the size of pre-posted receives */
+    unsigned max_inflight; /* sends in flight at most */
+    bool prepost;          /* pre-posted receives instead of probe (docs/receive.md) */
+} cr_transport_mpi_opts;
+
+/* Collective over `comm`, which it duplicates (the caller keeps `comm`). Ranks that
+ * disagree on the receive mode end the job with a message. */
+cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts *opts);
+
+/* A communicator of this transport for modules that talk MPI themselves (the
+ * collectives, the sparse exchange); they duplicate it. MPI_COMM_NULL if `t` is not
+ * an MPI transport. */
+MPI_Comm cr_transport_mpi_comm(const cr_transport *t);
+
+#endif

@@ -1,0 +1,566 @@
+/* The simulated transport (see sim.h and docs/simulation.md).
+ *
+ * What it models exactly: which blocks each rank sends to which, in which phase,
+ * their bytes; synchronous sends (a send completes once the receiver has taken and
+ * handled the block) and the cap on sends in flight; MPI's non-overtaking order
+ * between one sender and one receiver within a phase; any order across senders;
+ * the termination waves and blocking reductions as collectives. What it does not
+ * model: time and bandwidth (the clock counts scheduling steps), and failures.
+ *
+ * State per virtual rank is its coroutine stack, its transport (slots) and the
+ * blocks addressed to it; the world adds one scratch array of P stamps.
+ *
+ * Coroutines start with makecontext/setcontext and then switch with _setjmp and
+ * _longjmp, which unlike swapcontext do not save and restore the signal mask: no
+ * system call per switch, which at P = 4096 is most of the run time otherwise. */
+/* _longjmp between coroutine stacks is what the switch below does on purpose; the
+ * fortified longjmp would take it for a corrupted stack. */
+#undef _FORTIFY_SOURCE
+#include "transport/sim.h"
+
+#include "common/fatal.h"
+#include "common/rng.h"
+
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define FIBER_START(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
+#define FIBER_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define FIBER_START(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define FIBER_FINISH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#endif
+
+#define DEFAULT_STACK ((size_t)256 << 10)
+
+typedef struct block {
+    struct block *next; /* in the receiver's inbox, in arrival order */
+    int src;
+    unsigned phase;
+    char *data;
+    size_t len;
+    bool done;          /* taken and handled by the receiver */
+} block;
+
+/* A collective in progress: the ranks' contributions, combined. */
+struct reduction;
+typedef struct reduction {
+    uint64_t gen;       /* which call of the sequence this slot holds */
+    int joined;
+    int n;
+    bool is_double;
+    cr_reduce_op op;
+    uint64_t u[32];
+    double d[32];
+} reduction;
+
+/* What the ranks of one comm share: inboxes and collectives. */
+typedef struct shared_comm {
+    block **inbox_head, **inbox_tail; /* [P] */
+    size_t *inbox_len;                /* [P] */
+    reduction wave[2];
+    reduction red[2];
+} shared_comm;
+
+typedef struct vrank {
+    ucontext_t ctx;  /* only to start the coroutine */
+    jmp_buf env;     /* where it continues when scheduled again */
+    void *stack;
+    bool started;
+    bool finished;
+    const struct reduction *blocked; /* waits for this collective to complete */
+    uint64_t blocked_gen;
+    int ncomms; /* comms this rank has created: the index of its next one */
+} vrank;
+
+struct cr_sim_world {
+    int p;
+    uint64_t rng;
+    size_t stack_bytes;
+    vrank *ranks;
+    int *alive; /* ranks not finished */
+    int nalive;
+    int current;
+    jmp_buf sched; /* the scheduler, waiting for the running rank to yield */
+    const void *main_bottom; /* the scheduler's stack, for AddressSanitizer's fiber hooks */
+    size_t main_size;
+    shared_comm **comms;
+    int ncomms, comms_cap;
+    uint64_t steps;
+    uint64_t progress; /* blocks moved and collectives joined: the deadlock detector */
+    uint32_t *stamp;   /* [P] scratch for choosing a deliverable block */
+    uint32_t stamp_gen;
+    void (*entry)(cr_sim_world *, int, void *);
+    void *arg;
+};
+
+typedef struct sim_transport {
+    cr_transport base;
+    cr_sim_world *w;
+    shared_comm *sc;
+    unsigned phase;
+    int nslots;
+    block **slots; /* NULL when free */
+    int inflight;
+    uint64_t wave_gen, red_gen;
+} sim_transport;
+
+static sim_transport *st(cr_transport *t)
+{
+    return (sim_transport *)t;
+}
+
+/* ---------------------------------------------------------------- coroutines */
+
+static void switch_to_scheduler(cr_sim_world *w)
+{
+    vrank *r = &w->ranks[w->current];
+    void *save = NULL;
+    FIBER_START(&save, w->main_bottom, w->main_size);
+    if (_setjmp(r->env) == 0)
+        _longjmp(w->sched, 1);
+    FIBER_FINISH(save, NULL, NULL);
+}
+
+static void sim_yield(cr_transport *t)
+{
+    switch_to_scheduler(st(t)->w);
+}
+
+/* Blocking collectives wait here, giving the processor away until `ready`. */
+static bool complete_for(const cr_sim_world *w, const reduction *slot, uint64_t gen)
+{
+    return slot->gen == gen && slot->joined == w->p;
+}
+
+static void wait_for(cr_sim_world *w, const reduction *slot, uint64_t gen)
+{
+    vrank *v = &w->ranks[w->current];
+    while (!complete_for(w, slot, gen)) {
+        /* the scheduler does not switch to this rank until the collective is done */
+        v->blocked = slot;
+        v->blocked_gen = gen;
+        switch_to_scheduler(w);
+    }
+    v->blocked = NULL;
+}
+
+static cr_sim_world *running_world;
+
+static void rank_main(void)
+{
+    cr_sim_world *w = running_world;
+    int rank = w->current;
+    FIBER_FINISH(NULL, &w->main_bottom, &w->main_size);
+    w->entry(w, rank, w->arg);
+    w->ranks[rank].finished = true;
+    FIBER_START(NULL, w->main_bottom, w->main_size); /* this fiber ends */
+    _longjmp(w->sched, 1);
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+static int slots_free(cr_transport *t)
+{
+    return st(t)->nslots - st(t)->inflight;
+}
+
+static int inflight(cr_transport *t)
+{
+    return st(t)->inflight;
+}
+
+static void send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
+{
+    (void)cap;
+    sim_transport *s = st(t);
+    if (s->inflight == s->nslots)
+        cr_fatal("internal error: a send without a free slot");
+    if ((unsigned)dest >= (unsigned)s->w->p)
+        cr_fatal("internal error: send to rank %d of %d", dest, s->w->p);
+    block *b = cr_xcalloc(1, sizeof *b);
+    *b = (block){.src = t->rank, .phase = s->phase, .data = data, .len = len};
+    for (int i = 0; i < s->nslots; i++)
+        if (!s->slots[i]) {
+            s->slots[i] = b;
+            break;
+        }
+    s->inflight++;
+    shared_comm *sc = s->sc;
+    if (sc->inbox_tail[dest])
+        sc->inbox_tail[dest]->next = b;
+    else
+        sc->inbox_head[dest] = b;
+    sc->inbox_tail[dest] = b;
+    sc->inbox_len[dest]++;
+    s->w->progress++;
+}
+
+static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
+{
+    sim_transport *s = st(t);
+    int done = 0;
+    for (int i = 0; i < s->nslots && s->inflight > 0; i++) {
+        block *b = s->slots[i];
+        if (b && b->done) {
+            give_back(arg, b->data, 0);
+            free(b);
+            s->slots[i] = NULL;
+            s->inflight--;
+            done++;
+        }
+    }
+    return done;
+}
+
+/* Unlink the block at *link from rank r's inbox (prev is the block before it). */
+static block *unlink_block(shared_comm *sc, int r, block **link, block *prev)
+{
+    block *b = *link;
+    *link = b->next;
+    if (sc->inbox_tail[r] == b)
+        sc->inbox_tail[r] = prev;
+    sc->inbox_len[r]--;
+    return b;
+}
+
+/* A random deliverable block: of this rank's phase, and the oldest such block of
+ * its sender (MPI does not let a sender's messages overtake each other). */
+static block *choose(sim_transport *s)
+{
+    cr_sim_world *w = s->w;
+    shared_comm *sc = s->sc;
+    int r = s->base.rank;
+    if (++w->stamp_gen == 0) {
+        memset(w->stamp, 0, (size_t)w->p * sizeof *w->stamp);
+        w->stamp_gen = 1;
+    }
+    size_t eligible = 0;
+    for (block *b = sc->inbox_head[r]; b; b = b->next)
+        if (b->phase == s->phase && w->stamp[b->src] != w->stamp_gen) {
+            w->stamp[b->src] = w->stamp_gen;
+            eligible++;
+        }
+    if (eligible == 0)
+        return NULL;
+    size_t pick = (size_t)cr_bounded(cr_splitmix64(&w->rng), eligible);
+    w->stamp_gen++;
+    if (w->stamp_gen == 0)
+        w->stamp_gen = 1, memset(w->stamp, 0, (size_t)w->p * sizeof *w->stamp);
+    block *prev = NULL;
+    for (block **link = &sc->inbox_head[r]; *link; prev = *link, link = &(*link)->next) {
+        block *b = *link;
+        if (b->phase != s->phase || w->stamp[b->src] == w->stamp_gen)
+            continue;
+        w->stamp[b->src] = w->stamp_gen;
+        if (pick-- == 0)
+            return unlink_block(sc, r, link, prev);
+    }
+    return NULL;
+}
+
+static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg)
+{
+    sim_transport *s = st(t);
+    size_t got = 0;
+    while (budget-- > 0) {
+        block *b = choose(s);
+        if (!b)
+            break;
+        deliver(arg, b->src, b->data, b->len);
+        b->done = true; /* only now may the sender reuse the block */
+        s->w->progress++;
+        got++;
+    }
+    return got;
+}
+
+static void next_phase(cr_transport *t)
+{
+    st(t)->phase ^= 1u;
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+static reduction *join(cr_sim_world *w, reduction pair[2], uint64_t gen, int n, bool is_double,
+                       cr_reduce_op op, const uint64_t *u, const double *d)
+{
+    if (n > 32)
+        cr_fatal("internal error: a simulated reduction of %d values", n);
+    reduction *slot = &pair[gen % 2];
+    if (slot->gen != gen || slot->joined == 0) {
+        *slot = (reduction){.gen = gen, .n = n, .is_double = is_double, .op = op};
+        for (int i = 0; i < n; i++) {
+            slot->u[i] = op == CR_REDUCE_MIN ? UINT64_MAX : 0;
+            slot->d[i] = op == CR_REDUCE_MIN ? 1e308 : op == CR_REDUCE_MAX ? -1e308 : 0;
+        }
+    }
+    if (slot->n != n || slot->is_double != is_double || slot->op != op)
+        cr_fatal("mismatched collective calls in the simulation (reduction %llu)",
+                 (unsigned long long)gen);
+    for (int i = 0; i < n; i++) {
+        if (is_double) {
+            double x = d[i], *y = &slot->d[i];
+            *y = op == CR_REDUCE_SUM ? *y + x : op == CR_REDUCE_MIN ? (x < *y ? x : *y)
+                                                                    : (x > *y ? x : *y);
+        } else {
+            uint64_t x = u[i], *y = &slot->u[i];
+            *y = op == CR_REDUCE_SUM ? *y + x : op == CR_REDUCE_MIN ? (x < *y ? x : *y)
+                                                                    : (x > *y ? x : *y);
+        }
+    }
+    slot->joined++;
+    w->progress++;
+    return slot;
+}
+
+static void wave_join(cr_transport *t, const uint64_t in[3])
+{
+    sim_transport *s = st(t);
+    join(s->w, s->sc->wave, ++s->wave_gen, 3, false, CR_REDUCE_SUM, in, NULL);
+}
+
+static bool wave_test(cr_transport *t, uint64_t out[3])
+{
+    sim_transport *s = st(t);
+    const reduction *slot = &s->sc->wave[s->wave_gen % 2];
+    if (slot->gen != s->wave_gen || slot->joined != s->w->p)
+        return false;
+    memcpy(out, slot->u, 3 * sizeof *out);
+    return true;
+}
+
+static void allreduce_u64(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
+                          cr_reduce_op op)
+{
+    sim_transport *s = st(t);
+    uint64_t gen = ++s->red_gen;
+    reduction *slot = join(s->w, s->sc->red, gen, n, false, op, in, NULL);
+    wait_for(s->w, slot, gen);
+    memcpy(out, slot->u, (size_t)n * sizeof *out);
+}
+
+static void allreduce_double(cr_transport *t, const double *in, double *out, int n,
+                             cr_reduce_op op)
+{
+    sim_transport *s = st(t);
+    uint64_t gen = ++s->red_gen;
+    reduction *slot = join(s->w, s->sc->red, gen, n, true, op, NULL, in);
+    wait_for(s->w, slot, gen);
+    memcpy(out, slot->d, (size_t)n * sizeof *out);
+}
+
+static double now(cr_transport *t)
+{
+    return (double)st(t)->w->steps * 1e-6;
+}
+
+static void destroy(cr_transport *t)
+{
+    sim_transport *s = st(t);
+    if (s->inflight)
+        cr_fatal("internal error: a simulated comm destroyed with %d sends in flight",
+                 s->inflight);
+    free(s->slots);
+    free(s);
+}
+
+static const cr_transport_ops sim_ops = {
+    .name = "simulation",
+    .slots_free = slots_free,
+    .inflight = inflight,
+    .send = send_block,
+    .complete = complete,
+    .poll = poll,
+    .next_phase = next_phase,
+    .wave_join = wave_join,
+    .wave_test = wave_test,
+    .allreduce_u64 = allreduce_u64,
+    .allreduce_double = allreduce_double,
+    .now = now,
+    .yield = sim_yield,
+    .report_send = NULL,
+    .report_take = NULL,
+    .reports_sent = NULL,
+    .destroy = destroy,
+};
+
+cr_transport *cr_sim_transport_create(cr_sim_world *w, int rank, unsigned max_inflight)
+{
+    int index = w->ranks[rank].ncomms++;
+    if (index == w->ncomms) {
+        cr_xgrow((void **)&w->comms, &w->comms_cap, w->ncomms + 1, sizeof *w->comms);
+        shared_comm *sc = cr_xcalloc(1, sizeof *sc);
+        sc->inbox_head = cr_xcalloc((size_t)w->p, sizeof *sc->inbox_head);
+        sc->inbox_tail = cr_xcalloc((size_t)w->p, sizeof *sc->inbox_tail);
+        sc->inbox_len = cr_xcalloc((size_t)w->p, sizeof *sc->inbox_len);
+        w->comms[w->ncomms++] = sc;
+    }
+    sim_transport *s = cr_xcalloc(1, sizeof *s);
+    s->base = (cr_transport){.ops = &sim_ops, .rank = rank, .size = w->p};
+    s->w = w;
+    s->sc = w->comms[index];
+    s->nslots = (int)max_inflight;
+    s->slots = cr_xcalloc((size_t)s->nslots, sizeof *s->slots);
+    return &s->base;
+}
+
+/* ---------------------------------------------------------------- the world */
+
+/* Stacks are kept for the next world: mapping and first touching a thousand of
+ * them per run costs more than the run itself at P = 1024. */
+static void **stack_pool;
+static int stack_pool_n, stack_pool_cap;
+static size_t stack_pool_bytes;
+
+static void *get_stack(size_t bytes, int rank)
+{
+    if (stack_pool_n > 0 && stack_pool_bytes == bytes)
+        return stack_pool[--stack_pool_n];
+    void *st = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0);
+    if (st == MAP_FAILED)
+        cr_fatal("simulation: cannot map a %zu-byte stack for virtual rank %d", bytes, rank);
+    return st;
+}
+
+static void put_stack(void *st, size_t bytes)
+{
+    if (stack_pool_n == 0)
+        stack_pool_bytes = bytes;
+    if (stack_pool_bytes != bytes || stack_pool_n == 65536) {
+        munmap(st, bytes);
+        return;
+    }
+    cr_xgrow((void **)&stack_pool, &stack_pool_cap, stack_pool_n + 1, sizeof *stack_pool);
+    stack_pool[stack_pool_n++] = st;
+}
+
+cr_sim_world *cr_sim_world_create(int ranks, uint64_t seed, size_t stack_bytes)
+{
+    if (ranks < 1)
+        cr_fatal("a simulated world needs at least one rank, not %d", ranks);
+    cr_sim_world *w = cr_xcalloc(1, sizeof *w);
+    w->p = ranks;
+    w->rng = cr_hash64(seed ^ 0x73696d756c617465ULL);
+    w->stack_bytes = stack_bytes ? stack_bytes : DEFAULT_STACK;
+    w->ranks = cr_xcalloc((size_t)ranks, sizeof *w->ranks);
+    w->alive = cr_xmalloc((size_t)ranks * sizeof *w->alive);
+    w->stamp = cr_xcalloc((size_t)ranks, sizeof *w->stamp);
+    return w;
+}
+
+static void free_comms(cr_sim_world *w)
+{
+    for (int k = 0; k < w->ncomms; k++) {
+        shared_comm *sc = w->comms[k];
+        for (int r = 0; r < w->p; r++)
+            for (block *b = sc->inbox_head[r], *next; b; b = next) {
+                next = b->next;
+                free(b);
+            }
+        free(sc->inbox_head);
+        free(sc->inbox_tail);
+        free(sc->inbox_len);
+        free(sc);
+    }
+    free(w->comms);
+    w->comms = NULL;
+    w->ncomms = w->comms_cap = 0;
+}
+
+void cr_sim_world_destroy(cr_sim_world *w)
+{
+    if (!w)
+        return;
+    for (int r = 0; r < w->p; r++)
+        if (w->ranks[r].stack)
+            put_stack(w->ranks[r].stack, w->stack_bytes);
+    free_comms(w);
+    free(w->ranks);
+    free(w->alive);
+    free(w->stamp);
+    free(w);
+}
+
+uint64_t cr_sim_world_steps(const cr_sim_world *w)
+{
+    return w->steps;
+}
+
+static void start_rank(cr_sim_world *w, int r)
+{
+    vrank *v = &w->ranks[r];
+    v->stack = get_stack(w->stack_bytes, r);
+    getcontext(&v->ctx);
+    v->ctx.uc_stack.ss_sp = v->stack;
+    v->ctx.uc_stack.ss_size = w->stack_bytes;
+    v->ctx.uc_link = NULL;
+    makecontext(&v->ctx, rank_main, 0);
+}
+
+int cr_sim_world_run(cr_sim_world *w, void (*entry)(cr_sim_world *, int, void *), void *arg,
+                     char *err, size_t errlen)
+{
+    if (running_world)
+        cr_fatal("simulation: cr_sim_world_run does not nest");
+    running_world = w;
+    w->entry = entry;
+    w->arg = arg;
+    w->nalive = w->p;
+    for (int r = 0; r < w->p; r++) {
+        w->alive[r] = r;
+        start_rank(w, r);
+    }
+    /* Stuck: this many switches in a row moved nothing (every rank polls once
+     * per switch, so a live world moves something long before). */
+    uint64_t idle = 0, last_progress = w->progress, limit = 64 * (uint64_t)w->p + 100000;
+    int rc = 0;
+    while (w->nalive > 0) {
+        int k = (int)cr_bounded(cr_splitmix64(&w->rng), (uint64_t)w->nalive);
+        int r = w->alive[k];
+        w->current = r;
+        w->steps++;
+        vrank *v = &w->ranks[r];
+        if (v->blocked && !complete_for(w, v->blocked, v->blocked_gen)) {
+            if (++idle > limit)
+                goto stuck;
+            continue;
+        }
+        void *save = NULL;
+        FIBER_START(&save, v->stack, w->stack_bytes);
+        if (_setjmp(w->sched) == 0) {
+            if (!v->started) {
+                v->started = true;
+                setcontext(&v->ctx);
+            }
+            _longjmp(v->env, 1);
+        }
+        FIBER_FINISH(save, NULL, NULL);
+        if (w->ranks[r].finished) {
+            w->alive[k] = w->alive[--w->nalive];
+            put_stack(w->ranks[r].stack, w->stack_bytes);
+            w->ranks[r].stack = NULL;
+            last_progress = ++w->progress;
+        }
+        if (w->progress != last_progress) {
+            last_progress = w->progress;
+            idle = 0;
+        } else if (++idle > limit) {
+            goto stuck;
+        }
+    }
+    running_world = NULL;
+    return rc;
+stuck:
+    cr_set_error(err, errlen, "simulation stuck: %d of %d ranks wait and nothing has moved for "
+                 "%llu steps (a deadlock)", w->nalive, w->p, (unsigned long long)idle);
+    rc = -1;
+    running_world = NULL;
+    return rc;
+}

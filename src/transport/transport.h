@@ -1,0 +1,86 @@
+/* The transport: the only code that moves bytes between ranks. The mailbox core
+ * (src/mailbox) sees a rank's transport as this table of operations and nothing
+ * else, the way Redis's ae.c sees its event backends and bale's conveyors see their
+ * porters: one table of functions, one file per implementation.
+ *
+ *   mpi.c  real runs: synchronous sends with a cap on those in flight, probe or
+ *          pre-posted receives, phase-parity tags, non-blocking reductions;
+ *   sim.c  P virtual ranks in one process, scheduled deterministically from a seed
+ *          (docs/simulation.md).
+ *
+ * A transport instance belongs to one rank of one comm. Blocks handed to send()
+ * stay owned by the transport until complete() gives them back. Not installed. */
+#ifndef COURIER_TRANSPORT_H
+#define COURIER_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cr_transport cr_transport;
+
+/* A block that arrived: valid only during the call. */
+typedef void (*cr_deliver_fn)(void *arg, int src, const char *data, size_t len);
+/* A block whose send completed, handed back to its owner for reuse. */
+typedef void (*cr_give_back_fn)(void *arg, char *data, size_t cap);
+
+typedef enum cr_reduce_op { CR_REDUCE_SUM, CR_REDUCE_MIN, CR_REDUCE_MAX } cr_reduce_op;
+
+typedef struct cr_transport_ops {
+    const char *name;
+
+    /* ---- data blocks (all local) */
+    /* Sends that may start now without exceeding the cap on sends in flight. */
+    int (*slots_free)(cr_transport *t);
+    int (*inflight)(cr_transport *t);
+    /* Start sending data[0, len) to `dest` (slots_free() > 0). The transport owns the
+     * block (of capacity cap) until complete() gives it back. A block is sent in the
+     * rank's current barrier phase and received only in that phase. */
+    void (*send)(cr_transport *t, int dest, char *data, size_t len, size_t cap);
+    /* Give back the blocks whose sends completed; returns how many. A send completes
+     * when the receiver has taken the block (synchronous mode). */
+    int (*complete)(cr_transport *t, cr_give_back_fn give_back, void *arg);
+    /* Hand up to `budget` arrived blocks of the current phase to `deliver`; returns
+     * how many. deliver may call send(). */
+    size_t (*poll)(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg);
+    /* A barrier ended: send and receive in the next phase from now on. */
+    void (*next_phase)(cr_transport *t);
+
+    /* ---- collective operations over the comm's ranks */
+    /* Termination waves: contribute in[0..2] to a non-blocking sum; wave_test
+     * returns true once every rank has contributed, with the sums in out. */
+    void (*wave_join)(cr_transport *t, const uint64_t in[3]);
+    bool (*wave_test)(cr_transport *t, uint64_t out[3]);
+    /* A blocking reduction for set-up and statistics: every rank calls it in the
+     * same order. Doubles reduce with the same operations. */
+    void (*allreduce_u64)(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
+                          cr_reduce_op op);
+    void (*allreduce_double)(cr_transport *t, const double *in, double *out, int n,
+                             cr_reduce_op op);
+
+    /* ---- time and waiting */
+    /* Seconds on this transport's clock (wall time; virtual time in the simulation). */
+    double (*now)(cr_transport *t);
+    /* NULL for real transports: the mailbox waits in its libev loop. The simulation
+     * gives the processor to another virtual rank instead. */
+    void (*yield)(cr_transport *t);
+
+    /* ---- small control messages to rank 0 (the watchdog); NULL if unsupported */
+    /* Start sending a report; returns false while the previous one is unmatched. */
+    bool (*report_send)(cr_transport *t, const void *data, size_t len);
+    /* Rank 0: take one arrived report into buf (len bytes); returns false if none. */
+    bool (*report_take)(cr_transport *t, void *buf, size_t len);
+    /* Collective, at the end: how many reports went out, so rank 0 can take the rest. */
+    uint64_t (*reports_sent)(cr_transport *t);
+
+    /* Collective: finish (every send complete) and free. */
+    void (*destroy)(cr_transport *t);
+} cr_transport_ops;
+
+struct cr_transport {
+    const cr_transport_ops *ops;
+    int rank;
+    int size;
+};
+
+#endif
