@@ -6,8 +6,9 @@
 #include "coll/plan.h"
 
 #include "common/fatal.h"
-#include "mailbox/mailbox_internal.h"
+#include "mailbox/module.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,17 @@
 /* Direct tests in cr_wait before it runs the event loop. */
 #define WAIT_SPINS 256
 
+/* The collectives' state on one comm (a module, src/mailbox/module.h). */
+typedef struct coll_state {
+    MPI_Comm comm;           /* duplicated from the transport's on first use */
+    uint64_t seq;            /* collectives started (their tags) */
+    struct cr_request *active; /* started and not complete */
+    struct cr_coll_cache *cache; /* plans built so far */
+} coll_state;
+
 struct cr_request {
     cr_comm *c;
+    coll_state *st;
     cr_request *prev, *next; /* the comm's active list */
     int tag;
     bool is_reduce, done, posted, in_fixup;
@@ -183,7 +193,7 @@ static void post_reduce_round(cr_request *q, const cr_red_plan *p)
     for (int i = lo; i < hi; i++)
         if (p->ops[i].code == CR_RED_RECV)
             MPI_Irecv(slot(q, p->ops[i].dst), as_count(q->vec_bytes), MPI_BYTE, p->ops[i].peer,
-                      q->tag, q->c->coll_comm, next_mreq(q));
+                      q->tag, q->st->comm, next_mreq(q));
     for (int i = lo; i < hi; i++) {
         const cr_red_op *op = &p->ops[i];
         if (op->code == CR_RED_SEND) {
@@ -196,7 +206,7 @@ static void post_reduce_round(cr_request *q, const cr_red_plan *p)
                     src = q->stage + (size_t)staged++ * q->vec_bytes;
                     break;
                 }
-            MPI_Isend(src, as_count(q->vec_bytes), MPI_BYTE, op->peer, q->tag, q->c->coll_comm,
+            MPI_Isend(src, as_count(q->vec_bytes), MPI_BYTE, op->peer, q->tag, q->st->comm,
                       next_mreq(q));
         }
     }
@@ -298,18 +308,18 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
             continue;
         size_t off, len;
         char *buf;
-        if (sends && q->own && x->count == 1 && q->ag->blocks[x->first] == q->c->rank) {
+        if (sends && q->own && x->count == 1 && q->ag->blocks[x->first] == cr_comm_rank(q->c)) {
             buf = (char *)q->own; /* not copied yet: send it from where it is */
-            len = q->sizes[q->c->rank];
+            len = q->sizes[cr_comm_rank(q->c)];
         } else if (contiguous(q, x, &off, &len)) {
             buf = q->recv + off;
         } else if (len >= DATATYPE_MIN_BYTES) {
             /* freeing the type right away is allowed: the operation keeps its own */
             MPI_Datatype t = blocks_type(q, x);
             if (sends)
-                MPI_Isend(q->recv, 1, t, x->peer, q->tag, q->c->coll_comm, next_mreq(q));
+                MPI_Isend(q->recv, 1, t, x->peer, q->tag, q->st->comm, next_mreq(q));
             else
-                MPI_Irecv(q->recv, 1, t, x->peer, q->tag, q->c->coll_comm, next_mreq(q));
+                MPI_Irecv(q->recv, 1, t, x->peer, q->tag, q->st->comm, next_mreq(q));
             MPI_Type_free(&t);
             continue;
         } else {
@@ -323,9 +333,9 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
                 at += len;
         }
         if (sends)
-            MPI_Isend(buf, as_count(len), MPI_BYTE, x->peer, q->tag, q->c->coll_comm, next_mreq(q));
+            MPI_Isend(buf, as_count(len), MPI_BYTE, x->peer, q->tag, q->st->comm, next_mreq(q));
         else
-            MPI_Irecv(buf, as_count(len), MPI_BYTE, x->peer, q->tag, q->c->coll_comm, next_mreq(q));
+            MPI_Irecv(buf, as_count(len), MPI_BYTE, x->peer, q->tag, q->st->comm, next_mreq(q));
     }
 }
 
@@ -336,7 +346,7 @@ static void copy_own_block(cr_request *q)
 {
     if (!q->own)
         return;
-    memmove(q->recv + q->offsets[q->c->rank], q->own, q->sizes[q->c->rank]);
+    memmove(q->recv + q->offsets[cr_comm_rank(q->c)], q->own, q->sizes[cr_comm_rank(q->c)]);
     q->own = NULL;
 }
 
@@ -381,8 +391,8 @@ static void unlink_active(cr_request *q)
 {
     if (q->prev)
         q->prev->next = q->next;
-    else if (q->c->coll_active == q)
-        q->c->coll_active = q->next;
+    else if (q->st->active == q)
+        q->st->active = q->next;
     if (q->next)
         q->next->prev = q->prev;
     q->prev = q->next = NULL;
@@ -429,10 +439,15 @@ static bool step(cr_request *q)
     return moved;
 }
 
-int cr_coll_progress(cr_comm *c)
+/* The event loop's poll: advance every active collective of the comm. */
+static int coll_poll(cr_comm *c, void *state)
 {
+    (void)c;
+    coll_state *st = state;
+    if (!st->active)
+        return -1;
     int moved = 0;
-    cr_request *q = c->coll_active;
+    cr_request *q = st->active;
     while (q) {
         cr_request *next = q->next; /* step may unlink q */
         moved += step(q);
@@ -456,11 +471,14 @@ typedef struct cr_coll_cache {
     signed char ag_state[5];
 } cr_coll_cache;
 
+static coll_state *state_of(cr_comm *c);
+
 static cr_coll_cache *cache_of(cr_comm *c)
 {
-    if (!c->coll_cache)
-        c->coll_cache = cr_xcalloc(1, sizeof *c->coll_cache);
-    return c->coll_cache;
+    coll_state *st = state_of(c);
+    if (!st->cache)
+        st->cache = cr_xcalloc(1, sizeof *st->cache);
+    return st->cache;
 }
 
 /* The plan, or NULL where the algorithm does not exist for this P (dissemination). */
@@ -470,7 +488,7 @@ static const cr_red_plan *cached_reduce_plan(cr_comm *c, cr_allreduce_algo algo,
     int port = n >= 0 && n < CACHE_PORTS ? n : 0;
     if (k->red_state[algo][port] == 0)
         k->red_state[algo][port] =
-            cr_plan_allreduce(&k->red[algo][port], algo, c->size, c->rank, n) ? 1 : -1;
+            cr_plan_allreduce(&k->red[algo][port], algo, cr_comm_size(c), cr_comm_rank(c), n) ? 1 : -1;
     return k->red_state[algo][port] > 0 ? &k->red[algo][port] : NULL;
 }
 
@@ -478,7 +496,7 @@ static const cr_red_plan *cached_bcast_plan(cr_comm *c)
 {
     cr_coll_cache *k = cache_of(c);
     if (!k->bcast_built) {
-        cr_plan_bcast(&k->bcast, c->size, c->rank);
+        cr_plan_bcast(&k->bcast, cr_comm_size(c), cr_comm_rank(c));
         k->bcast_built = true;
     }
     return &k->bcast;
@@ -489,13 +507,13 @@ static const cr_ag_plan *cached_gather_plan(cr_comm *c, cr_allgather_algo algo)
 {
     cr_coll_cache *k = cache_of(c);
     if (k->ag_state[algo] == 0)
-        k->ag_state[algo] = cr_plan_allgather(&k->ag[algo], algo, c->size, c->rank) ? 1 : -1;
+        k->ag_state[algo] = cr_plan_allgather(&k->ag[algo], algo, cr_comm_size(c), cr_comm_rank(c)) ? 1 : -1;
     return k->ag_state[algo] > 0 ? &k->ag[algo] : NULL;
 }
 
-static void free_cache(cr_comm *c)
+static void free_cache(coll_state *st)
 {
-    cr_coll_cache *k = c->coll_cache;
+    cr_coll_cache *k = st->cache;
     if (!k)
         return;
     for (int a = 0; a < 4; a++)
@@ -508,20 +526,44 @@ static void free_cache(cr_comm *c)
         if (k->ag_state[a] > 0)
             cr_ag_plan_free(&k->ag[a]);
     free(k);
-    c->coll_cache = NULL;
+    st->cache = NULL;
 }
 
-void cr_coll_free(cr_comm *c)
+static void coll_destroy(cr_comm *c, void *state)
 {
+    (void)c;
+    coll_state *st = state;
     int active = 0;
-    for (cr_request *q = c->coll_active; q; q = q->next)
+    for (cr_request *q = st->active; q; q = q->next)
         active++;
     if (active)
         cr_fatal("cr_comm_destroy: %d collective(s) started on this comm never completed; finish "
                  "them with cr_wait or cr_test first", active);
-    if (c->coll_comm != MPI_COMM_NULL)
-        MPI_Comm_free(&c->coll_comm);
-    free_cache(c);
+    MPI_Comm_free(&st->comm);
+    free_cache(st);
+    free(st);
+}
+
+static const cr_module_type coll_module = {
+    .name = "collectives",
+    .poll = coll_poll,
+    .destroy = coll_destroy,
+};
+
+/* Attach on first use: every rank starts its first collective in the same order. */
+static coll_state *state_of(cr_comm *c)
+{
+    coll_state *st = cr_module_state(c, &coll_module);
+    if (st)
+        return st;
+    MPI_Comm m = cr_module_mpi_comm(c);
+    if (m == MPI_COMM_NULL)
+        cr_fatal("the collectives (cr_iallreduce, cr_iallgather) need the MPI transport; the "
+                 "simulated transport does not provide them");
+    st = cr_xcalloc(1, sizeof *st);
+    MPI_Comm_dup(m, &st->comm);
+    cr_module_attach(c, &coll_module, st);
+    return st;
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -539,22 +581,22 @@ static void free_request(cr_request *q)
 
 static void check_caller(cr_comm *c, const char *what)
 {
-    if (c->handler_depth > 0)
+    if (cr_module_in_handler(c))
         cr_fatal("%s was called from inside a handler; call it from the main program", what);
 }
 
 static cr_request *new_request(cr_comm *c, bool is_reduce)
 {
-    if (c->coll_comm == MPI_COMM_NULL)
-        MPI_Comm_dup(c->ctrl, &c->coll_comm);
+    coll_state *st = state_of(c);
     cr_request *q = cr_xcalloc(1, sizeof *q);
     q->c = c;
+    q->st = st;
     q->is_reduce = is_reduce;
-    q->tag = (int)(c->coll_seq++ % TAG_SPACE);
-    q->next = c->coll_active;
+    q->tag = (int)(st->seq++ % TAG_SPACE);
+    q->next = st->active;
     if (q->next)
         q->next->prev = q;
-    c->coll_active = q;
+    st->active = q;
     return q;
 }
 
@@ -578,7 +620,7 @@ static bool request_done(cr_comm *c, void *arg)
 {
     cr_request *q = arg;
     if (step(q))
-        cr_engine_note_work(c);
+        cr_module_note_work(c);
     return q->done;
 }
 
@@ -591,11 +633,11 @@ void cr_wait(cr_request **req)
     for (int spin = 0; spin < WAIT_SPINS && !q->done; spin++)
         step(q);
     if (!q->done) {
-        if (q->c->waiting || q->c->in_loop)
+        if (cr_module_busy(q->c))
             cr_fatal("cr_wait was called while the runtime is already waiting");
         char why[64];
         snprintf(why, sizeof why, "cr_wait (%s)", q->name);
-        cr_wait_until(q->c, request_done, q, why);
+        cr_module_wait(q->c, request_done, q, why);
     }
     free_request(q);
     *req = NULL;
@@ -612,7 +654,7 @@ static void plan_reduce(cr_request *q, cr_allreduce_algorithm algo, int ports)
 {
     cr_comm *c = q->c;
     if (algo == CR_ALLREDUCE_DISSEMINATION) {
-        int n = ports > 0 ? ports : cr_dissem_smallest_n(c->size, 8);
+        int n = ports > 0 ? ports : cr_dissem_smallest_n(cr_comm_size(c), 8);
         if (n > 0 && (q->plan = cached_reduce_plan(c, CR_PLAN_AR_DISSEM, n))) {
             snprintf(q->name, sizeof q->name, "dissemination(%d)", n);
             return;
@@ -653,18 +695,18 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
     q->recv = recv;
     q->vec_bytes = count * dtype_size(type);
 
-    int algo = opts && opts->algorithm ? opts->algorithm : (int)c->cfg.allreduce;
-    int ports = opts && opts->ports ? opts->ports : (int)c->cfg.allreduce_ports;
+    int algo = opts && opts->algorithm ? opts->algorithm : (int)cr_comm_config(c)->allreduce;
+    int ports = opts && opts->ports ? opts->ports : (int)cr_comm_config(c)->allreduce_ports;
     if (algo < CR_ALLREDUCE_AUTO || algo > CR_ALLREDUCE_BRUCK)
         cr_fatal("cr_iallreduce: algorithm %d is not valid", algo);
     bool exact = op != CR_OP_USER && !(is_float(type) && op == CR_OP_SUM);
     if (algo == CR_ALLREDUCE_AUTO)
-        algo = cr_allreduce_auto(c->size, q->vec_bytes, exact, &ports);
+        algo = cr_allreduce_auto(cr_comm_size(c), q->vec_bytes, exact, &ports);
     plan_reduce(q, (cr_allreduce_algorithm)algo, ports);
     /* Dissemination and Bruck combine in a different order on every rank: where that
      * can change the rounding, rank 0's result is broadcast. */
     bool rotated = !strncmp(q->name, "dissemination", 13) || !strncmp(q->name, "bruck", 5);
-    q->needs_fixup = rotated && c->size > 1 && !exact;
+    q->needs_fixup = rotated && cr_comm_size(c) > 1 && !exact;
     if (q->needs_fixup) {
         q->fixup = cached_bcast_plan(c);
         strncat(q->name, "+bcast", sizeof q->name - strlen(q->name) - 1);
@@ -672,9 +714,9 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
     q->slots = cr_xmalloc((size_t)q->plan->nslots * q->vec_bytes + 1);
     if (q->vec_bytes)
         copy_bytes(q->slots, send, q->vec_bytes);
-    if (c->cfg.verbosity >= 2 && c->rank == 0)
+    if (cr_comm_config(c)->verbosity >= 2 && cr_comm_rank(c) == 0)
         fprintf(stderr, "courier: allreduce of %zu bytes on %d ranks: %s\n", q->vec_bytes,
-                c->size, q->name);
+                cr_comm_size(c), q->name);
     step(q);
     return q;
 }
@@ -705,8 +747,8 @@ static cr_request *new_gather(cr_comm *c, void *recv, bool layout_given, const c
         cr_fatal("%s: NULL receive buffer, sizes or offsets", what);
     cr_request *q = new_request(c, false);
     q->recv = recv;
-    q->sizes = cr_xmalloc((size_t)c->size * sizeof *q->sizes);
-    q->offsets = cr_xmalloc((size_t)c->size * sizeof *q->offsets);
+    q->sizes = cr_xmalloc((size_t)cr_comm_size(c) * sizeof *q->sizes);
+    q->offsets = cr_xmalloc((size_t)cr_comm_size(c) * sizeof *q->offsets);
     return q;
 }
 
@@ -714,13 +756,13 @@ static cr_request *start_gather(cr_request *q, const void *send, const cr_coll_o
                                 const char *what)
 {
     cr_comm *c = q->c;
-    int p = c->size;
+    int p = cr_comm_size(c);
     const size_t *sizes = q->sizes, *offsets = q->offsets;
     size_t largest = 0;
     for (int r = 0; r < p; r++)
         largest = sizes[r] > largest ? sizes[r] : largest;
 
-    int algo = opts && opts->algorithm ? opts->algorithm : (int)c->cfg.allgather;
+    int algo = opts && opts->algorithm ? opts->algorithm : (int)cr_comm_config(c)->allgather;
     if (algo < CR_ALLGATHER_AUTO || algo > CR_ALLGATHER_SPARBIT)
         cr_fatal("%s: algorithm %d is not valid", what, algo);
     if (algo == CR_ALLGATHER_AUTO)
@@ -730,10 +772,10 @@ static cr_request *start_gather(cr_request *q, const void *send, const cr_coll_o
         q->ag = cached_gather_plan(c, CR_PLAN_AG_BRUCK);
     }
     snprintf(q->name, sizeof q->name, "%s", cr_allgather_name((cr_allgather_algorithm)algo));
-    char *mine = q->recv + offsets[c->rank];
-    if (sizes[c->rank] && send != mine)
+    char *mine = q->recv + offsets[cr_comm_rank(c)];
+    if (sizes[cr_comm_rank(c)] && send != mine)
         q->own = send;
-    if (c->cfg.verbosity >= 2 && c->rank == 0)
+    if (cr_comm_config(c)->verbosity >= 2 && cr_comm_rank(c) == 0)
         fprintf(stderr, "courier: %s of up to %zu bytes per rank on %d ranks: %s\n", what,
                 largest, p, q->name);
     step(q);
@@ -744,8 +786,8 @@ cr_request *cr_iallgatherv(cr_comm *c, const void *send, void *recv, const size_
                            const size_t *offsets, const cr_coll_opts *opts)
 {
     cr_request *q = new_gather(c, recv, sizes && offsets, "cr_iallgatherv");
-    memcpy(q->sizes, sizes, (size_t)c->size * sizeof *sizes);
-    memcpy(q->offsets, offsets, (size_t)c->size * sizeof *offsets);
+    memcpy(q->sizes, sizes, (size_t)cr_comm_size(c) * sizeof *sizes);
+    memcpy(q->offsets, offsets, (size_t)cr_comm_size(c) * sizeof *offsets);
     return start_gather(q, send, opts, "cr_iallgatherv");
 }
 
@@ -753,7 +795,7 @@ cr_request *cr_iallgather(cr_comm *c, const void *send, size_t bytes, void *recv
                           const cr_coll_opts *opts)
 {
     cr_request *q = new_gather(c, recv, true, "cr_iallgather");
-    for (int r = 0; r < c->size; r++) {
+    for (int r = 0; r < cr_comm_size(c); r++) {
         q->sizes[r] = bytes;
         q->offsets[r] = (size_t)r * bytes;
     }
@@ -796,4 +838,56 @@ cr_allgather_algorithm cr_allgather_auto(int p, size_t bytes)
     if (power_of_two)
         return CR_ALLGATHER_RECDOUBLING;
     return bytes <= 64 ? CR_ALLGATHER_SPARBIT : CR_ALLGATHER_BRUCK;
+}
+
+/* ---------------------------------------------------------------- configuration */
+
+int cr_coll_config_from_env(cr_config *cfg, char *err, size_t errlen)
+{
+    cr_config c = *cfg;
+    const char *allreduce = getenv("COURIER_ALLREDUCE");
+    if (allreduce) {
+        char name[32];
+        unsigned ports = 0;
+        size_t len = strcspn(allreduce, ":");
+        snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), allreduce);
+        bool ok = len < 31 && cr_allreduce_parse(name, &c.allreduce) == 0;
+        if (ok && allreduce[len] == ':') {
+            char *end;
+            unsigned long n = strtoul(allreduce + len + 1, &end, 10);
+            ok = (c.allreduce == CR_ALLREDUCE_DISSEMINATION || c.allreduce == CR_ALLREDUCE_BRUCK) &&
+                 isdigit((unsigned char)allreduce[len + 1]) && !*end && n >= 1 && n <= 64;
+            ports = (unsigned)n;
+        }
+        if (!ok) {
+            cr_set_error(err, errlen, "COURIER_ALLREDUCE='%s' is not valid: expected auto, binomial, "
+                      "butterfly, dissemination[:n] or bruck[:n] with n from 1 to 64", allreduce);
+            return -1;
+        }
+        c.allreduce_ports = ports;
+    }
+    const char *allgather = getenv("COURIER_ALLGATHER");
+    if (allgather && cr_allgather_parse(allgather, &c.allgather)) {
+        cr_set_error(err, errlen, "COURIER_ALLGATHER='%s' is not valid: expected auto, ring, neighbor, "
+                  "recdoubling, bruck or sparbit", allgather);
+        return -1;
+    }
+    *cfg = c;
+    return 0;
+}
+
+int cr_coll_config_validate(const cr_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->allreduce < CR_ALLREDUCE_AUTO || cfg->allreduce > CR_ALLREDUCE_BRUCK ||
+        cfg->allreduce_ports > 64) {
+        cr_set_error(err, errlen, "allreduce=%d (ports %u) is not valid: expected a "
+                  "cr_allreduce_algorithm and at most 64 ports", (int)cfg->allreduce, cfg->allreduce_ports);
+        return -1;
+    }
+    if (cfg->allgather < CR_ALLGATHER_AUTO || cfg->allgather > CR_ALLGATHER_SPARBIT) {
+        cr_set_error(err, errlen, "allgather=%d is not valid: expected a cr_allgather_algorithm",
+                  (int)cfg->allgather);
+        return -1;
+    }
+    return 0;
 }

@@ -1,23 +1,23 @@
-/* The collective executor's hooks into the mailbox. */
+/* What the collectives share with their tests: the measured automatic choice. */
 #ifndef COURIER_COLL_INTERNAL_H
 #define COURIER_COLL_INTERNAL_H
 
 #include "courier/coll.h"
+#include "courier/mailbox.h"
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* Advance every active collective of the comm; returns how many made progress.
- * Called by the event loop after each poll. */
-int cr_coll_progress(cr_comm *c);
-
-/* Free the collectives' communicator (comm destruction). */
-void cr_coll_free(cr_comm *c);
 
 /* The automatic choice for p ranks and a message of `bytes` (allreduce: the whole
  * vector; allgather: the largest block), as in docs/collectives.md. `exact`: the
  * reduction gives the same bits in any order (integers, min, max). */
 cr_allreduce_algorithm cr_allreduce_auto(int p, size_t bytes, bool exact, int *ports);
 cr_allgather_algorithm cr_allgather_auto(int p, size_t bytes);
+
+/* The collectives' share of cr_config: COURIER_ALLREDUCE and COURIER_ALLGATHER, and
+ * the range of allreduce, allreduce_ports and allgather (src/courier.c composes the
+ * public cr_config_from_env and cr_config_validate). Local. */
+int cr_coll_config_from_env(cr_config *cfg, char *err, size_t errlen);
+int cr_coll_config_validate(const cr_config *cfg, char *err, size_t errlen);
 
 #endif

@@ -1,8 +1,6 @@
 /* cr_comm: creation, handler registration, cr_async and friends. */
 #include "mailbox/mailbox_internal.h"
 
-#include "coll/coll_internal.h"
-
 #include "common/fatal.h"
 #include "common/rng.h"
 #include "mailbox/record.h"
@@ -25,27 +23,6 @@ static void abort_if_any(cr_transport *tp, const char *err)
         cr_fatal("%s", err);
     if (any_bad)
         tp->ops->allreduce_u64(tp, &bad, &any_bad, 1, CR_REDUCE_MAX);
-}
-
-/* The given configuration, or the defaults with the environment applied, checked.
- * Local: returns this rank's error (in err) or NULL. */
-static const char *resolve_config(cr_config *out, const cr_config *given, char *err, size_t len)
-{
-    char why[512];
-    if (given) {
-        *out = *given;
-    } else {
-        cr_config_init(out);
-        if (cr_config_from_env(out, why, sizeof why)) {
-            snprintf(err, len, "%s", why);
-            return err;
-        }
-    }
-    if (cr_config_validate(out, why, sizeof why)) {
-        snprintf(err, len, "invalid configuration: %s", why);
-        return err;
-    }
-    return NULL;
 }
 
 /* Route and node size, hashed, so that all ranks can check they agree. */
@@ -110,8 +87,6 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     c->rank = tp->rank;
     c->size = tp->size;
     c->ctrl = cr_transport_mpi_comm(tp);
-    c->exchange_comm = MPI_COMM_NULL; /* duplicated by the first cr_sparse_exchange */
-    c->coll_comm = MPI_COMM_NULL;     /* ... and by the first collective */
     check_agreement(c);
     c->layout = layout;
     setup_routing(c);
@@ -133,22 +108,6 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     return c;
 }
 
-cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
-{
-    cr_config use;
-    char err[600];
-    const char *bad = resolve_config(&use, cfg, err, sizeof err);
-    if (bad) /* the transport still starts, so that every rank reaches the agreement */
-        cr_config_init(&use);
-    cr_transport_mpi_opts opts = {.buffer_bytes = use.buffer_bytes,
-                                  .max_inflight = use.max_inflight,
-                                  .prepost = use.recv_mode == CR_RECV_PREPOST};
-    cr_transport *tp = cr_transport_mpi_create(comm, &opts);
-    cr_layout *layout = use.node_size > 0 ? cr_layout_create_blocks(tp->size, (int)use.node_size)
-                                          : cr_layout_from_mpi(comm);
-    return cr_comm_create_on(tp, layout, &use, bad);
-}
-
 void cr_comm_destroy(cr_comm *c)
 {
     if (!c)
@@ -156,6 +115,7 @@ void cr_comm_destroy(cr_comm *c)
     if (c->handler_depth > 0)
         cr_fatal("cr_comm_destroy was called from inside a handler");
     cr_barrier(c);
+    cr_modules_destroy(c);
     cr_watchdog_free(c);
     cr_trace_close(c->trace);
     cr_engine_free(c);
@@ -166,9 +126,6 @@ void cr_comm_destroy(cr_comm *c)
     free(c->sent_to);
     cr_router_destroy(c->router);
     cr_layout_destroy(c->layout);
-    if (c->exchange_comm != MPI_COMM_NULL)
-        MPI_Comm_free(&c->exchange_comm);
-    cr_coll_free(c);
     c->tp->ops->destroy(c->tp);
     free(c);
 }

@@ -1,5 +1,7 @@
-/* Defaults, COURIER_* environment variables and range checks of cr_config. */
-#include "courier/mailbox.h"
+/* Defaults of every cr_config field, and the mailbox's own COURIER_* variables and
+ * range checks; the modules check their fields themselves, and src/courier.c
+ * composes them into cr_config_from_env and cr_config_validate. */
+#include "mailbox/config.h"
 #include "common/fatal.h"
 
 #include <ctype.h>
@@ -169,7 +171,7 @@ static int env_seconds(const char *name, double max, double *out, char *err, siz
     return 1;
 }
 
-int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
+int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
 {
     cr_config c = *cfg;
     long l;
@@ -225,33 +227,6 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
-    const char *allreduce = getenv("COURIER_ALLREDUCE");
-    if (allreduce) {
-        char name[32];
-        unsigned ports = 0;
-        size_t len = strcspn(allreduce, ":");
-        snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), allreduce);
-        bool ok = len < 31 && cr_allreduce_parse(name, &c.allreduce) == 0;
-        if (ok && allreduce[len] == ':') {
-            char *end;
-            unsigned long n = strtoul(allreduce + len + 1, &end, 10);
-            ok = (c.allreduce == CR_ALLREDUCE_DISSEMINATION || c.allreduce == CR_ALLREDUCE_BRUCK) &&
-                 isdigit((unsigned char)allreduce[len + 1]) && !*end && n >= 1 && n <= 64;
-            ports = (unsigned)n;
-        }
-        if (!ok) {
-            cr_set_error(err, errlen, "COURIER_ALLREDUCE='%s' is not valid: expected auto, binomial, "
-                      "butterfly, dissemination[:n] or bruck[:n] with n from 1 to 64", allreduce);
-            return -1;
-        }
-        c.allreduce_ports = ports;
-    }
-    const char *allgather = getenv("COURIER_ALLGATHER");
-    if (allgather && cr_allgather_parse(allgather, &c.allgather)) {
-        cr_set_error(err, errlen, "COURIER_ALLGATHER='%s' is not valid: expected auto, ring, neighbor, "
-                  "recdoubling, bruck or sparbit", allgather);
-        return -1;
-    }
     const char *trace = getenv("COURIER_TRACE");
     if (trace) {
         if (strlen(trace) >= sizeof c.trace_path) {
@@ -261,19 +236,11 @@ int cr_config_from_env(cr_config *cfg, char *err, size_t errlen)
         }
         snprintf(c.trace_path, sizeof c.trace_path, "%s", trace);
     }
-    const char *exchange = getenv("COURIER_EXCHANGE");
-    if (exchange) {
-        if (cr_sx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_SX_DEFAULT) {
-            cr_set_error(err, errlen, "COURIER_EXCHANGE='%s' is not valid: expected nbx, pex or pcx",
-                      exchange);
-            return -1;
-        }
-    }
     *cfg = c;
     return 0;
 }
 
-int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
+int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
 {
     if (cfg->buffer_bytes < BUFFER_MIN || cfg->buffer_bytes > BUFFER_MAX) {
         cr_set_error(err, errlen, "buffer_bytes=%zu is out of range: expected %zu to %zu",
@@ -304,22 +271,6 @@ int cr_config_validate(const cr_config *cfg, char *err, size_t errlen)
     if (cfg->verbosity < 0 || cfg->verbosity > VERBOSITY_MAX) {
         cr_set_error(err, errlen, "verbosity=%d is out of range: expected 0 to %d", cfg->verbosity,
                   VERBOSITY_MAX);
-        return -1;
-    }
-    if (cfg->allreduce < CR_ALLREDUCE_AUTO || cfg->allreduce > CR_ALLREDUCE_BRUCK ||
-        cfg->allreduce_ports > 64) {
-        cr_set_error(err, errlen, "allreduce=%d (ports %u) is not valid: expected a "
-                  "cr_allreduce_algorithm and at most 64 ports", (int)cfg->allreduce, cfg->allreduce_ports);
-        return -1;
-    }
-    if (cfg->allgather < CR_ALLGATHER_AUTO || cfg->allgather > CR_ALLGATHER_SPARBIT) {
-        cr_set_error(err, errlen, "allgather=%d is not valid: expected a cr_allgather_algorithm",
-                  (int)cfg->allgather);
-        return -1;
-    }
-    if (cfg->exchange < CR_SX_NBX || cfg->exchange > CR_SX_PCX) {
-        cr_set_error(err, errlen, "exchange=%d is not valid: expected CR_SX_NBX, CR_SX_PEX or CR_SX_PCX",
-                  (int)cfg->exchange);
         return -1;
     }
     if (cfg->recv_mode != CR_RECV_PROBE && cfg->recv_mode != CR_RECV_PREPOST) {

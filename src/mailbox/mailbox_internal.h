@@ -1,6 +1,6 @@
-/* The cr_comm structure and the functions the mailbox files share with each other
- * and with the modules that still reach into it (src/coll, src/nbx). Not installed.
- * No file of the mailbox calls MPI: bytes move through c->tp (src/transport). */
+/* The cr_comm structure and the functions the mailbox files share with each other.
+ * Not installed. No file of the mailbox calls MPI: bytes move through c->tp
+ * (src/transport). Modules (src/coll, src/nbx's exchange) see only module.h. */
 #ifndef COURIER_MAILBOX_INTERNAL_H
 #define COURIER_MAILBOX_INTERNAL_H
 
@@ -42,16 +42,20 @@ typedef struct cr_engine {
     bool last_poll_worked;
 } cr_engine;
 
+/* A module attached to the comm (module.h). */
+#define CR_MAX_MODULES 8
+typedef struct cr_module {
+    const struct cr_module_type *type;
+    void *state;
+} cr_module;
+
 struct cr_comm {
     cr_transport *tp; /* moves the buffers; owned by the comm */
     MPI_Comm ctrl; /* the MPI transport's communicator, which modules duplicate
                       (MPI_COMM_NULL on the simulated transport) */
-    MPI_Comm exchange_comm; /* cr_sparse_exchange, or MPI_COMM_NULL before the first */
-    uint64_t exchanges;     /* cr_sparse_exchange calls so far (tag parity) */
-    MPI_Comm coll_comm;     /* collectives (src/coll), or MPI_COMM_NULL before the first */
-    uint64_t coll_seq;      /* collectives started (their tags) */
-    struct cr_request *coll_active; /* started and not complete */
-    struct cr_coll_cache *coll_cache; /* plans built so far (src/coll/coll.c) */
+    cr_module modules[CR_MAX_MODULES];
+    int nmodules;
+    bool modules_in_flight; /* some module has work in flight: the loop must not sleep */
     int rank;
     int size;
     cr_config cfg;
@@ -114,6 +118,11 @@ void cr_flush_for_cap(cr_comm *c);
 void cr_flush_aged(cr_comm *c, double now);
 void cr_retry_deferred(cr_comm *c);
 void cr_flush_relays(cr_comm *c);
+
+/* module.c: poll every module (work done; *in_flight if any has work in flight),
+ * and destroy them all */
+int cr_modules_poll(cr_comm *c, bool *in_flight);
+void cr_modules_destroy(cr_comm *c);
 
 /* barrier.c: the collective half of cr_register */
 void cr_term_register_wave(cr_comm *c);

@@ -11,7 +11,6 @@
  * signal   SIGUSR1 prints the rank's state too (mpirun forwards it to all ranks). */
 #include "mailbox/mailbox_internal.h"
 
-#include "coll/coll_internal.h"
 #include "common/fatal.h"
 
 #include <sched.h>
@@ -96,7 +95,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 static void check_work(cr_comm *c)
 {
     c->engine.last_poll_worked = cr_poll(c) > 0;
-    if (c->coll_active && cr_coll_progress(c) > 0)
+    if (c->nmodules > 0 && cr_modules_poll(c, &c->modules_in_flight) > 0)
         c->engine.last_poll_worked = true;
     if (c->engine.last_poll_worked)
         wake_up(&c->engine);
@@ -137,9 +136,9 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
     e->empty_polls++;
     if (e->empty_polls < SPIN_POLLS)
         return;
-    /* A collective in flight completes within its message time: yield, but do not
-     * sleep through it. */
-    if (e->empty_polls < SPIN_POLLS + YIELD_POLLS || c->coll_active) {
+    /* A module's work in flight (a collective) completes within its message time:
+     * yield, but do not sleep through it. */
+    if (e->empty_polls < SPIN_POLLS + YIELD_POLLS || c->modules_in_flight) {
         sched_yield();
         return;
     }

@@ -10,7 +10,8 @@
  * k+2 after every rank has entered the collective of exchange k+1, that is, after
  * every rank has finished exchange k, so two tags keep messages of neighbouring
  * exchanges apart, also for the wildcard receives of NBX and PCX. */
-#include "mailbox/mailbox_internal.h"
+#include "mailbox/module.h"
+#include "nbx/exchange_internal.h"
 
 #include "common/fatal.h"
 
@@ -208,7 +209,7 @@ static bool nbx_step(cr_comm *c, void *arg)
         MPI_Test(&s->coll, &flag, MPI_STATUS_IGNORE);
     }
     if (worked || flag)
-        cr_engine_note_work(c);
+        cr_module_note_work(c);
     return flag;
 }
 
@@ -229,7 +230,7 @@ static bool pcx_step(cr_comm *c, void *arg)
     }
     bool done = s->coll_done && s->nin == s->expected && test_sends(s);
     if (worked || done)
-        cr_engine_note_work(c);
+        cr_module_note_work(c);
     return done;
 }
 
@@ -239,7 +240,7 @@ static bool pcx_step(cr_comm *c, void *arg)
  * source that sends a single message, probe for the rest source by source. */
 static void pex_post_receives(sx_state *s)
 {
-    int p = s->c->size;
+    int p = cr_comm_size(s->c);
     size_t total = 0;
     for (int src = 0; src < p; src++)
         total += s->meta_in[2 * src + 1];
@@ -267,7 +268,7 @@ static void pex_post_receives(sx_state *s)
 static bool pex_probe_multi(sx_state *s)
 {
     bool worked = false;
-    for (int src = 0; src < s->c->size && s->multi_sources > 0; src++) {
+    for (int src = 0; src < cr_comm_size(s->c) && s->multi_sources > 0; src++) {
         while (s->left[src] > 0) {
             int flag, count;
             MPI_Message msg;
@@ -304,8 +305,46 @@ static bool pex_step(cr_comm *c, void *arg)
     MPI_Testall(s->nrecvs, s->recvs, &recvs_done, MPI_STATUSES_IGNORE);
     bool done = recvs_done && s->multi_sources == 0 && test_sends(s);
     if (worked || done)
-        cr_engine_note_work(c);
+        cr_module_note_work(c);
     return done;
+}
+
+/* ---------------------------------------------------------------- the module */
+
+/* The exchange's state on one comm: its own communicator, and the call count whose
+ * parity separates consecutive exchanges' tags. */
+typedef struct exchange_state {
+    MPI_Comm comm;
+    uint64_t calls;
+} exchange_state;
+
+static void exchange_destroy(cr_comm *c, void *state)
+{
+    (void)c;
+    exchange_state *st = state;
+    MPI_Comm_free(&st->comm);
+    free(st);
+}
+
+static const cr_module_type exchange_module = {
+    .name = "sparse exchange",
+    .poll = NULL, /* an exchange runs inside its own wait */
+    .destroy = exchange_destroy,
+};
+
+static exchange_state *state_of(cr_comm *c)
+{
+    exchange_state *st = cr_module_state(c, &exchange_module);
+    if (st)
+        return st;
+    MPI_Comm m = cr_module_mpi_comm(c);
+    if (m == MPI_COMM_NULL)
+        cr_fatal("cr_sparse_exchange needs the MPI transport; the simulated transport does not "
+                 "provide it");
+    st = cr_xcalloc(1, sizeof *st);
+    MPI_Comm_dup(m, &st->comm);
+    cr_module_attach(c, &exchange_module, st);
+    return st;
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -318,9 +357,9 @@ static void check_arguments(const cr_comm *c, size_t n_out, const int *dests,
     if (n_out > (size_t)INT_MAX)
         cr_fatal("cr_sparse_exchange: %zu messages is more than %d", n_out, INT_MAX);
     for (size_t i = 0; i < n_out; i++) {
-        if (dests[i] < 0 || dests[i] >= c->size)
+        if (dests[i] < 0 || dests[i] >= cr_comm_size(c))
             cr_fatal("cr_sparse_exchange: message %zu has destination rank %d, out of range "
-                     "[0, %d)", i, dests[i], c->size);
+                     "[0, %d)", i, dests[i], cr_comm_size(c));
         if (sizes[i] > (size_t)INT_MAX)
             cr_fatal("cr_sparse_exchange: message %zu has %zu bytes; the limit is %d (MPI counts "
                      "are int)", i, sizes[i], INT_MAX);
@@ -333,21 +372,20 @@ void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
                              const int *dests, const void *const *bufs, const size_t *sizes,
                              cr_sx_result *result)
 {
-    if (c->handler_depth > 0)
+    if (cr_module_in_handler(c))
         cr_fatal("cr_sparse_exchange was called from inside a handler; call it from the main "
                  "program");
-    if (c->waiting || c->in_loop)
+    if (cr_module_busy(c))
         cr_fatal("cr_sparse_exchange was called while the runtime is already waiting");
     if (protocol == CR_SX_DEFAULT)
-        protocol = c->cfg.exchange;
+        protocol = cr_comm_config(c)->exchange;
     if (protocol < CR_SX_NBX || protocol > CR_SX_PCX)
         cr_fatal("cr_sparse_exchange: protocol %d is not valid: expected CR_SX_NBX, CR_SX_PEX "
                  "or CR_SX_PCX", (int)protocol);
     check_arguments(c, n_out, dests, bufs, sizes);
-    if (c->exchange_comm == MPI_COMM_NULL)
-        MPI_Comm_dup(c->ctrl, &c->exchange_comm);
+    exchange_state *st = state_of(c);
 
-    sx_state s = {.c = c, .comm = c->exchange_comm, .tag = SX_TAG + (int)(c->exchanges++ & 1),
+    sx_state s = {.c = c, .comm = st->comm, .tag = SX_TAG + (int)(st->calls++ & 1),
                   .protocol = protocol, .n_out = n_out, .dests = dests, .bufs = bufs,
                   .sizes = sizes};
     s.sends = cr_xmalloc((n_out ? n_out : 1) * sizeof *s.sends);
@@ -356,7 +394,7 @@ void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
     if (protocol == CR_SX_NBX) {
         start_sends(&s, true);
     } else {
-        int p = c->size;
+        int p = cr_comm_size(c);
         size_t per = protocol == CR_SX_PEX ? 2 : 1;
         s.meta_out = cr_xcalloc((size_t)p * per, sizeof *s.meta_out);
         s.meta_in = cr_xcalloc((size_t)p * per, sizeof *s.meta_in);
@@ -377,7 +415,7 @@ void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
         }
         start_sends(&s, false);
     }
-    cr_wait_until(c, step, &s, what);
+    cr_module_wait(c, step, &s, what);
     build_result(&s, result);
     free(s.sends);
     free(s.in);
@@ -392,4 +430,31 @@ void cr_sparse_exchange(cr_comm *c, size_t n_out, const int *dests, const void *
                         const size_t *sizes, cr_sx_result *result)
 {
     cr_sparse_exchange_with(c, CR_SX_DEFAULT, n_out, dests, bufs, sizes, result);
+}
+
+/* ---------------------------------------------------------------- configuration */
+
+int cr_exchange_config_from_env(cr_config *cfg, char *err, size_t errlen)
+{
+    cr_config c = *cfg;
+    const char *exchange = getenv("COURIER_EXCHANGE");
+    if (exchange) {
+        if (cr_sx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_SX_DEFAULT) {
+            cr_set_error(err, errlen, "COURIER_EXCHANGE='%s' is not valid: expected nbx, pex or pcx",
+                      exchange);
+            return -1;
+        }
+    }
+    *cfg = c;
+    return 0;
+}
+
+int cr_exchange_config_validate(const cr_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->exchange < CR_SX_NBX || cfg->exchange > CR_SX_PCX) {
+        cr_set_error(err, errlen, "exchange=%d is not valid: expected CR_SX_NBX, CR_SX_PEX or CR_SX_PCX",
+                  (int)cfg->exchange);
+        return -1;
+    }
+    return 0;
 }

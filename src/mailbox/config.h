@@ -1,0 +1,13 @@
+/* The mailbox's share of cr_config: its COURIER_* variables and range checks.
+ * src/courier.c composes them with the modules' into the public
+ * cr_config_from_env and cr_config_validate. Not installed. */
+#ifndef COURIER_MAILBOX_CONFIG_H
+#define COURIER_MAILBOX_CONFIG_H
+
+#include "courier/mailbox.h"
+
+/* As cr_config_from_env and cr_config_validate, for the mailbox's own fields. */
+int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen);
+int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,73 @@
+/* Modules attached to a comm (module.h): a short list the event loop polls and
+ * cr_comm_destroy tears down, newest first. */
+#include "mailbox/mailbox_internal.h"
+#include "mailbox/module.h"
+
+#include "common/fatal.h"
+
+void *cr_module_state(cr_comm *c, const cr_module_type *type)
+{
+    for (int i = 0; i < c->nmodules; i++)
+        if (c->modules[i].type == type)
+            return c->modules[i].state;
+    return NULL;
+}
+
+void cr_module_attach(cr_comm *c, const cr_module_type *type, void *state)
+{
+    if (cr_module_state(c, type))
+        cr_fatal("internal error: module '%s' attached twice", type->name);
+    if (c->nmodules == CR_MAX_MODULES)
+        cr_fatal("internal error: more than %d modules on one comm", CR_MAX_MODULES);
+    c->modules[c->nmodules++] = (cr_module){.type = type, .state = state};
+}
+
+int cr_modules_poll(cr_comm *c, bool *in_flight)
+{
+    int work = 0;
+    *in_flight = false;
+    for (int i = 0; i < c->nmodules; i++) {
+        const cr_module *m = &c->modules[i];
+        if (!m->type->poll)
+            continue;
+        int n = m->type->poll(c, m->state);
+        if (n >= 0) {
+            *in_flight = true;
+            work += n;
+        }
+    }
+    return work;
+}
+
+void cr_modules_destroy(cr_comm *c)
+{
+    while (c->nmodules > 0) {
+        cr_module *m = &c->modules[--c->nmodules];
+        m->type->destroy(c, m->state);
+    }
+}
+
+bool cr_module_in_handler(const cr_comm *c)
+{
+    return c->handler_depth > 0;
+}
+
+bool cr_module_busy(const cr_comm *c)
+{
+    return c->waiting || c->in_loop;
+}
+
+void cr_module_wait(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const char *reason)
+{
+    cr_wait_until(c, done, arg, reason);
+}
+
+void cr_module_note_work(cr_comm *c)
+{
+    cr_engine_note_work(c);
+}
+
+MPI_Comm cr_module_mpi_comm(const cr_comm *c)
+{
+    return c->ctrl;
+}

@@ -1,0 +1,48 @@
+/* How a module (src/coll, src/nbx's exchange, later dedup and darray) attaches to a
+ * comm: the one interface between the mailbox core and what is built on it. The
+ * core never names a module; a module never reaches into struct cr_comm.
+ *
+ * A module describes itself with a table of operations (like Redis's dictType),
+ * attaches its state to a comm on first use, and is then polled by the comm's event
+ * loop and destroyed with the comm. Not installed. */
+#ifndef COURIER_MAILBOX_MODULE_H
+#define COURIER_MAILBOX_MODULE_H
+
+#include "courier/mailbox.h"
+
+#include <mpi.h>
+#include <stdbool.h>
+
+typedef struct cr_module_type {
+    const char *name;
+    /* Called by the event loop after each poll of the network. Returns -1 when the
+     * module has nothing in flight, else the number of steps it made (0: in flight,
+     * no step). While any module is in flight the loop yields but never sleeps: its
+     * work completes within message time. */
+    int (*poll)(cr_comm *comm, void *state);
+    /* cr_comm_destroy, after the final barrier. Frees the state. */
+    void (*destroy)(cr_comm *comm, void *state);
+} cr_module_type;
+
+/* The module's state on this comm, or NULL if it has not attached. Local. */
+void *cr_module_state(cr_comm *comm, const cr_module_type *type);
+/* Attach `state` (owned by the module, freed by its destroy). Local: modules attach
+ * on first use, which every rank reaches in the same order as any collective. */
+void cr_module_attach(cr_comm *comm, const cr_module_type *type, void *state);
+
+/* What a module may ask of the comm. */
+/* True inside a handler (modules refuse to start collective work there). */
+bool cr_module_in_handler(const cr_comm *comm);
+/* True while the comm waits or runs its loop (a second wait would nest). */
+bool cr_module_busy(const cr_comm *comm);
+/* Run the event loop, handlers included, until done(comm, arg); `reason` names the
+ * wait for the watchdog and the trace. User code only. */
+void cr_module_wait(cr_comm *comm, bool (*done)(cr_comm *, void *), void *arg,
+                    const char *reason);
+/* The wait's done() found work of its own: the loop must not back off. */
+void cr_module_note_work(cr_comm *comm);
+/* An MPI communicator of the comm's transport for modules that talk MPI themselves
+ * (they duplicate it); MPI_COMM_NULL on the simulated transport. */
+MPI_Comm cr_module_mpi_comm(const cr_comm *comm);
+
+#endif
