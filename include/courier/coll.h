@@ -10,6 +10,8 @@
 #ifndef COURIER_COLL_H
 #define COURIER_COLL_H
 
+#include "courier/settings.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -34,23 +36,6 @@ typedef enum cr_op {
 /* acc[i] = acc[i] combined with in[i], for i < count. Must be associative and
  * commutative (like an MPI_Op created with commute = 1). */
 typedef void (*cr_combine_fn)(void *acc, const void *in, size_t count, void *user);
-
-typedef enum cr_allreduce_algorithm {
-    CR_ALLREDUCE_AUTO = 0, /* COURIER_ALLREDUCE, else the measured table */
-    CR_ALLREDUCE_BINOMIAL,
-    CR_ALLREDUCE_BUTTERFLY,     /* pairwise exchange */
-    CR_ALLREDUCE_DISSEMINATION, /* n-way, adapted for non-idempotent operations */
-    CR_ALLREDUCE_BRUCK,
-} cr_allreduce_algorithm;
-
-typedef enum cr_allgather_algorithm {
-    CR_ALLGATHER_AUTO = 0, /* COURIER_ALLGATHER, else the measured table */
-    CR_ALLGATHER_RING,
-    CR_ALLGATHER_NEIGHBOR,    /* neighbor exchange: even rank counts */
-    CR_ALLGATHER_RECDOUBLING, /* recursive doubling: power-of-two rank counts */
-    CR_ALLGATHER_BRUCK,
-    CR_ALLGATHER_SPARBIT,
-} cr_allgather_algorithm;
 
 typedef struct cr_coll_opts {
     int algorithm;         /* a cr_allreduce_algorithm or cr_allgather_algorithm; 0 = auto */

@@ -28,9 +28,8 @@
 #ifndef COURIER_MAILBOX_H
 #define COURIER_MAILBOX_H
 
-#include "courier/coll.h"
-#include "courier/nbx.h"
 #include "courier/route.h"
+#include "courier/settings.h"
 
 #include <mpi.h>
 #include <stddef.h>

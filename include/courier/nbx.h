@@ -18,6 +18,8 @@
 #ifndef COURIER_NBX_H
 #define COURIER_NBX_H
 
+#include "courier/settings.h"
+
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -26,12 +28,6 @@ extern "C" {
 
 typedef struct cr_comm cr_comm;
 
-typedef enum cr_sx_protocol {
-    CR_SX_DEFAULT = 0, /* COURIER_EXCHANGE, or NBX if it is not set */
-    CR_SX_NBX,
-    CR_SX_PEX,
-    CR_SX_PCX,
-} cr_sx_protocol;
 
 /* The messages a rank received, ordered by source rank; messages from one source
  * keep the order in which that source listed them. data[i] points into memory the

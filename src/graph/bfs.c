@@ -7,7 +7,9 @@
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"
-#include "mailbox/mailbox_internal.h"
+#include "courier/mailbox.h"
+#include "courier/route.h"
+#include "mailbox/module.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -42,7 +44,7 @@ static void on_visit(cr_comm *comm, int src, const void *payload, size_t len, vo
 static uint64_t sum_over_ranks(cr_graph *g, uint64_t v)
 {
     unsigned long long in = v, out;
-    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, g->comm->ctrl);
+    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, cr_module_mpi_comm(g->comm));
     return out;
 }
 
@@ -170,17 +172,20 @@ void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
     cr_bfs_with(g, CR_BFS_LEVELS, root, out);
 }
 
+static void register_bfs(cr_graph *g); /* with the validation's handlers, below */
+
 void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out)
 {
     if (algorithm != CR_BFS_LEVELS && algorithm != CR_BFS_ASYNC)
         cr_fatal("cr_bfs_with: algorithm %d is not valid", (int)algorithm);
+    register_bfs(g);
     memset(out, 0, sizeof *out);
     size_t n = g->count ? g->count : 1;
     out->parent = cr_xmalloc(n * sizeof *out->parent);
     out->level = cr_xmalloc(n * sizeof *out->level);
     g->parent = out->parent;
     g->level = out->level;
-    MPI_Barrier(g->comm->ctrl);
+    MPI_Barrier(cr_module_mpi_comm(g->comm));
     double t0 = MPI_Wtime();
     for (uint64_t i = 0; i < g->count; i++) {
         g->parent[i] = -1;
@@ -194,7 +199,7 @@ void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_
         search_async(g, root);
     }
     double mine = MPI_Wtime() - t0;
-    MPI_Allreduce(&mine, &out->seconds, 1, MPI_DOUBLE, MPI_MAX, g->comm->ctrl);
+    MPI_Allreduce(&mine, &out->seconds, 1, MPI_DOUBLE, MPI_MAX, cr_module_mpi_comm(g->comm));
     uint64_t reached = 0, ends = 0;
     for (uint64_t i = 0; i < g->count; i++)
         if (g->level[i] >= 0) {
@@ -209,7 +214,7 @@ void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_
         int32_t deepest = -1, all;
         for (uint64_t i = 0; i < g->count; i++)
             deepest = g->level[i] > deepest ? g->level[i] : deepest;
-        MPI_Allreduce(&deepest, &all, 1, MPI_INT32_T, MPI_MAX, g->comm->ctrl);
+        MPI_Allreduce(&deepest, &all, 1, MPI_INT32_T, MPI_MAX, cr_module_mpi_comm(g->comm));
         levels = all + 1;
     }
     out->levels = levels;
@@ -264,8 +269,12 @@ static void on_check_edge(cr_comm *comm, int src, const void *payload, size_t le
         violation(g, "edge (%" PRId64 ", %" PRId64 ") joins levels %d and %d", m[1], m[0], lu, lv);
 }
 
-void cr_graph_register_bfs(cr_graph *g)
+/* Collective, by the first search or validation of the graph. */
+static void register_bfs(cr_graph *g)
 {
+    if (g->bfs_registered)
+        return;
+    g->bfs_registered = true;
     g->h_visit = cr_register(g->comm, on_visit, g);
     g->h_relax = cr_register(g->comm, on_relax, g);
     g->h_check_parent = cr_register(g->comm, on_check_parent, g);
@@ -314,6 +323,7 @@ static void check_vertex(cr_graph *g, uint64_t root, uint64_t i)
 uint64_t cr_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent, const int32_t *level,
                          char *why, size_t whylen)
 {
+    register_bfs(g);
     g->parent = (int64_t *)parent;
     g->level = (int32_t *)level;
     g->errors = 0;

@@ -1,10 +1,13 @@
 /* The distributed graph: block-distributed vertices, a CSR per rank, built by
  * shuffling every edge to the owners of its two ends, through the mailbox or with
  * one sparse exchange. */
+#include "courier/nbx.h"
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"
-#include "mailbox/mailbox_internal.h"
+#include "courier/mailbox.h"
+#include "courier/route.h"
+#include "mailbox/module.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +127,7 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
     g->rank = cr_comm_rank(comm);
     g->size = cr_comm_size(comm);
     unsigned long long mine = local->nvertices, n;
-    MPI_Allreduce(&mine, &n, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm->ctrl);
+    MPI_Allreduce(&mine, &n, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, cr_module_mpi_comm(comm));
     g->n = n;
     g->first = cr_block_first(g->n, g->size, g->rank);
     g->count = cr_block_first(g->n, g->size, g->rank + 1) - g->first;
@@ -144,7 +147,6 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
     }
     build_csr(g, &a);
     free(a.pairs);
-    cr_graph_register_bfs(g);
     return g;
 }
 

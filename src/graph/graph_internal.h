@@ -17,7 +17,9 @@ struct cr_graph {
     uint64_t *adj;
     uint64_t nadj;
 
-    /* BFS and validation (bfs.c); handlers are registered once per graph */
+    /* BFS and validation (bfs.c); handlers are registered once per graph, by the
+     * first search or validation (both collective) */
+    bool bfs_registered;
     int h_visit, h_relax, h_check_parent, h_check_edge;
     int64_t *parent;
     int32_t *level;
@@ -31,7 +33,7 @@ struct cr_graph {
     char why[256];
 };
 
-void cr_graph_register_bfs(cr_graph *g);
+
 
 void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
 

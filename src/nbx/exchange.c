@@ -10,6 +10,7 @@
  * k+2 after every rank has entered the collective of exchange k+1, that is, after
  * every rank has finished exchange k, so two tags keep messages of neighbouring
  * exchanges apart, also for the wildcard receives of NBX and PCX. */
+#include "courier/nbx.h"
 #include "mailbox/module.h"
 #include "nbx/exchange_internal.h"
 
