@@ -170,32 +170,6 @@ int cr_register(cr_comm *c, cr_handler_fn fn, void *user)
     return id;
 }
 
-void cr_enqueue(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_route *route,
-                const void *payload, size_t len)
-{
-    size_t size = route ? cr_rec_size_routed(len) : cr_rec_size(len);
-    cr_outbufs *o = &c->out;
-    /* A deferred buffer is retried by the loop; only user code, which may wait for a
-     * slot, forces it again here (so a handler does not test sends per record). */
-    bool may_force = !o->bufs[hop].deferred || cr_can_wait(c);
-    /* The record is copied before anything here may wait: waiting runs handlers,
-     * which may write to the caller's payload (it is often one reused buffer). So a
-     * buffer the record would overflow is sent now if a slot is free, else deferred,
-     * and the record goes after it in the same buffer; the wait comes below. */
-    if (may_force && cr_outbufs_overflows(o, hop, size))
-        cr_flush_dest(c, hop, CR_FLUSH_SIZE, false);
-    char *at = cr_outbufs_append(o, hop, size, c->now);
-    if (route)
-        cr_rec_write_routed(at, (uint16_t)handler, flags, *route, payload, (uint32_t)len);
-    else
-        cr_rec_write(at, (uint16_t)handler, payload, (uint32_t)len);
-
-    if (may_force && cr_outbufs_full(o, hop))
-        cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
-    if (o->total >= c->cfg.buffer_cap_bytes && !c->cap_blocked)
-        cr_flush_for_cap(c);
-}
-
 static void check_message(const cr_comm *c, const char *fn, int handler, const void *payload,
                           size_t len)
 {
@@ -226,15 +200,7 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
     if ((unsigned)dest >= (unsigned)c->size)
         cr_fatal("cr_async: destination rank %d is out of range [0, %d)", dest, c->size);
     check_message(c, "cr_async", handler, payload, len);
-    int hop = dest;
-    if (c->routed && dest != c->rank)
-        hop = cr_router_next_hop(c->router, c->rank, dest);
-    if (hop == dest) {
-        cr_enqueue(c, dest, handler, 0, NULL, payload, len);
-    } else {
-        cr_rec_route route = {.dest = dest, .origin = c->rank};
-        cr_enqueue(c, hop, handler, 0, &route, payload, len);
-    }
+    cr_append(c, dest, c->rank, handler, 0, payload, len);
     count_sent(c, 1, len);
 }
 
@@ -275,7 +241,7 @@ void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
     const cr_layout *l = c->layout;
     if (!c->routed || l->nnodes == c->size) {
         for (int r = 0; r < c->size; r++)
-            cr_enqueue(c, (c->rank + 1 + r) % c->size, handler, 0, NULL, payload, len);
+            cr_append(c, (c->rank + 1 + r) % c->size, c->rank, handler, 0, payload, len);
         count_sent(c, (uint64_t)c->size, len);
         return;
     }
@@ -284,39 +250,12 @@ void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
         int node = (mine + k) % l->nnodes;
         if (node == mine) {
             for (int i = 0; i < cr_layout_node_size(l, node); i++)
-                cr_enqueue(c, cr_layout_member(l, node, i), handler, 0, NULL, payload, len);
+                cr_append(c, cr_layout_member(l, node, i), c->rank, handler, 0, payload, len);
             continue;
         }
-        cr_rec_route route = {.dest = bcast_entry(c, node), .origin = c->rank};
-        cr_enqueue(c, cr_router_next_hop(c->router, c->rank, route.dest), handler, CR_REC_BCAST,
-                   &route, payload, len);
+        cr_append(c, bcast_entry(c, node), c->rank, handler, CR_REC_BCAST, payload, len);
     }
     count_sent(c, (uint64_t)c->size, len);
-}
-
-void cr_bcast_fanout(cr_comm *c, int handler, int origin, const void *payload, size_t len)
-{
-    const cr_layout *l = c->layout;
-    int node = l->node_of[c->rank];
-    for (int i = 0; i < cr_layout_node_size(l, node); i++) {
-        int m = cr_layout_member(l, node, i);
-        if (m == c->rank)
-            continue;
-        cr_rec_route route = {.dest = m, .origin = origin};
-        cr_relay(c, m, handler, 0, &route, payload, len);
-    }
-}
-
-void cr_relay(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_route *route,
-              const void *payload, size_t len)
-{
-    cr_enqueue(c, hop, handler, flags, route, payload, len);
-    c->stats.forwarded++;
-    cr_outbuf *b = &c->out.bufs[hop];
-    if (b->len > 0) {
-        b->relay = 1;
-        c->relay_pending = true;
-    }
 }
 
 size_t cr_progress(cr_comm *c)

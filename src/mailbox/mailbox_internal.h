@@ -100,16 +100,12 @@ static inline bool cr_can_wait(const cr_comm *c)
     return c->handler_depth == 0 && !c->waiting && !c->in_loop;
 }
 
-/* comm.c: append a record for `dest` to the buffer of `hop`, flushing as cr_async
- * does. route == NULL writes a plain record. */
-void cr_enqueue(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_route *route,
-                const void *payload, size_t len);
-/* Enqueue a record received for another rank; its buffer is then sent as soon as
- * incoming traffic pauses (cr_flush_relays). */
-void cr_relay(cr_comm *c, int hop, int handler, uint16_t flags, const cr_rec_route *route,
-              const void *payload, size_t len);
-/* Deliver a broadcast copy that reached this node: fan out to the node, then handle. */
-void cr_bcast_fanout(cr_comm *c, int handler, int origin, const void *payload, size_t len);
+/* core.c: the one append. A record for handler on rank `dest`, created by rank
+ * `origin` (this rank for cr_async and cr_async_bcast, the creator when passing a
+ * record on), goes to the buffer of the next hop, which only this function
+ * computes; flags: CR_REC_BCAST for a broadcast copy to fan out at dest. */
+void cr_append(cr_comm *c, int dest, int origin, int handler, uint16_t flags,
+               const void *payload, size_t len);
 
 /* flush.c: sending buffers */
 bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait);
@@ -127,7 +123,7 @@ void cr_modules_destroy(cr_comm *c);
 /* barrier.c: the collective half of cr_register */
 void cr_term_register_wave(cr_comm *c);
 
-/* recv.c: handling what arrived */
+/* core.c: handling what arrived */
 size_t cr_recv_poll(cr_comm *c, int budget);
 void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len);
 

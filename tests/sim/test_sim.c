@@ -519,9 +519,17 @@ static const char *const config_names[] = {"default", "tiny", "inflight1", "huge
                                            "nr3", "grid", "hypercube"};
 #define NCONFIGS (sizeof config_names / sizeof config_names[0])
 
+/* Seeds per scenario: 20, or SIM_SEEDS (the sanitizer build runs fewer). */
+static int seeds_wanted(void)
+{
+    const char *s = getenv("SIM_SEEDS");
+    return s && atoi(s) > 0 ? atoi(s) : 20;
+}
+
 /* Every scenario under every configuration, `seeds` seeds each, at P. */
 static void sweep(int p, int seeds)
 {
+    seeds = seeds_wanted() < seeds ? seeds_wanted() : seeds;
     for (size_t c = 0; c < NCONFIGS; c++) {
         named_config nc = config(config_names[c]);
         for (size_t s = 0; s < NSCENARIOS; s++)
@@ -540,6 +548,7 @@ static void test_p8(void **state) { (void)state; sweep(8, 20); }
  * its own block, a million scheduling steps per run at P = 1024). */
 static void sweep_large(int p, int seeds, const char *const *names, size_t nnames)
 {
+    seeds = seeds_wanted() < seeds ? seeds_wanted() : seeds;
     for (size_t c = 0; c < nnames; c++) {
         named_config nc = config(names[c]);
         for (size_t s = 0; s < NSCENARIOS; s++)
@@ -560,7 +569,7 @@ static void test_p64(void **state)
 static void test_p1024(void **state)
 {
     (void)state;
-    int seeds = getenv("SIM_SEEDS") ? atoi(getenv("SIM_SEEDS")) : 20;
+    int seeds = seeds_wanted();
     static const char *const names[] = {"default"};
     sweep_large(1024, seeds, names, 1);
     named_config nc = config("hypercube");

@@ -1,0 +1,147 @@
+/* The mailbox core: the one place a record is appended to the buffer of its next
+ * hop, and the one place a received buffer is dispatched. cr_async,
+ * cr_async_bcast, forwarding and the broadcast's fan-out all append through
+ * cr_append, which alone decides the next hop; cr_dispatch runs handlers or
+ * passes records on. The aggregation layer (dedup) hooks in here. */
+#include "mailbox/mailbox_internal.h"
+
+#include "common/fatal.h"
+#include "mailbox/record.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Append a record to the buffer of `hop` (with a route block if route != NULL),
+ * flushing by size and cap as it goes. */
+static void append_to_buffer(cr_comm *c, int hop, int handler, uint16_t flags,
+                             const cr_rec_route *route, const void *payload, size_t len)
+{
+    size_t size = route ? cr_rec_size_routed(len) : cr_rec_size(len);
+    cr_outbufs *o = &c->out;
+    /* A deferred buffer is retried by the loop; only user code, which may wait for a
+     * slot, forces it again here (so a handler does not test sends per record). */
+    bool may_force = !o->bufs[hop].deferred || cr_can_wait(c);
+    /* The record is copied before anything here may wait: waiting runs handlers,
+     * which may write to the caller's payload (it is often one reused buffer). So a
+     * buffer the record would overflow is sent now if a slot is free, else deferred,
+     * and the record goes after it in the same buffer; the wait comes below. */
+    if (may_force && cr_outbufs_overflows(o, hop, size))
+        cr_flush_dest(c, hop, CR_FLUSH_SIZE, false);
+    char *at = cr_outbufs_append(o, hop, size, c->now);
+    if (route)
+        cr_rec_write_routed(at, (uint16_t)handler, flags, *route, payload, (uint32_t)len);
+    else
+        cr_rec_write(at, (uint16_t)handler, payload, (uint32_t)len);
+
+    if (may_force && cr_outbufs_full(o, hop))
+        cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
+    if (o->total >= c->cfg.buffer_cap_bytes && !c->cap_blocked)
+        cr_flush_for_cap(c);
+}
+
+/* The next hop towards dest: itself, or the route's choice. */
+static int next_hop(const cr_comm *c, int dest)
+{
+    if (!c->routed || dest == c->rank)
+        return dest;
+    return cr_router_next_hop(c->router, c->rank, dest);
+}
+
+void cr_append(cr_comm *c, int dest, int origin, int handler, uint16_t flags,
+               const void *payload, size_t len)
+{
+    int hop = next_hop(c, dest);
+    if (hop == dest && origin == c->rank && flags == 0) {
+        append_to_buffer(c, hop, handler, 0, NULL, payload, len);
+        return;
+    }
+    cr_rec_route route = {.dest = dest, .origin = origin};
+    append_to_buffer(c, hop, handler, flags, &route, payload, len);
+    if (origin == c->rank)
+        return;
+    /* A record this rank passes on for another: no later cr_flush or barrier on this
+     * rank is promised to cover it, so its buffer goes once traffic pauses. */
+    c->stats.forwarded++;
+    cr_outbuf *b = &c->out.bufs[hop];
+    if (b->len > 0) {
+        b->relay = 1;
+        c->relay_pending = true;
+    }
+}
+
+/* A broadcast copy reached its node: pass it to every other rank of the node. */
+static void bcast_fanout(cr_comm *c, int handler, int origin, const void *payload, size_t len)
+{
+    const cr_layout *l = c->layout;
+    int node = l->node_of[c->rank];
+    for (int i = 0; i < cr_layout_node_size(l, node); i++) {
+        int m = cr_layout_member(l, node, i);
+        if (m != c->rank)
+            cr_append(c, m, origin, handler, 0, payload, len);
+    }
+}
+
+static void corrupt_route(const cr_comm *c, int src, const cr_rec_view *rec)
+{
+    cr_fatal("corrupt record from rank %d: route block names destination %d and origin %d, but "
+             "the job has %d ranks and this is rank %d",
+             src, (int)rec->route.dest, (int)rec->route.origin, c->size, c->rank);
+}
+
+/* Run the handler of every record in buf[0, len), received from rank src. Records
+ * for other ranks are re-buffered towards their next hop before this buffer counts
+ * as handled, which keeps the barrier's counts exact (docs/routing.md). */
+void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
+{
+    double traced = c->trace ? cr_trace_now(c->trace) : 0;
+    uint64_t handled_before = c->stats.msgs_handled;
+    c->handler_depth++;
+    size_t off = 0;
+    cr_rec_view rec;
+    cr_rec_status st;
+    while ((st = cr_rec_next(buf, len, &off, &rec)) == CR_REC_OK) {
+        const cr_handler_entry *h = cr_registry_get(&c->handlers, rec.handler);
+        if (!h)
+            cr_fatal("received a message for handler id %u from rank %d, but only %u handlers "
+                     "are registered here; every rank must register the same handlers in the "
+                     "same order",
+                     (unsigned)rec.handler, src, c->handlers.count);
+        int from = src;
+        if (rec.flags & CR_REC_ROUTED) {
+            int dest = rec.route.dest;
+            from = rec.route.origin;
+            if ((unsigned)dest >= (unsigned)c->size || (unsigned)from >= (unsigned)c->size)
+                corrupt_route(c, src, &rec);
+            if (dest != c->rank) {
+                cr_append(c, dest, from, rec.handler, rec.flags & CR_REC_BCAST, rec.payload,
+                          rec.len);
+                continue;
+            }
+            if (rec.flags & CR_REC_BCAST)
+                bcast_fanout(c, rec.handler, from, rec.payload, rec.len);
+        }
+        h->fn(c, from, rec.payload, rec.len, h->user);
+        c->stats.msgs_handled++;
+        c->stats.bytes_handled += rec.len;
+    }
+    if (st == CR_REC_TRUNCATED)
+        cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its "
+                 "end",
+                 len, src, off);
+    c->handler_depth--;
+    c->stats.mpi_recvs++;
+    c->mpi_handled_total++;
+    if (c->trace)
+        cr_trace_span(c->trace, "handle", traced, "src", src, "records",
+                      (int64_t)(c->stats.msgs_handled - handled_before));
+}
+
+static void deliver(void *arg, int src, const char *buf, size_t len)
+{
+    cr_dispatch(arg, src, buf, len);
+}
+
+size_t cr_recv_poll(cr_comm *c, int budget)
+{
+    return c->tp->ops->poll(c->tp, budget, deliver, c);
+}
