@@ -1,8 +1,9 @@
-/* The mailbox core: the one place a record is appended to the buffer of its next
- * hop, and the one place a received buffer is dispatched. cr_async,
- * cr_async_bcast, forwarding and the broadcast's fan-out all append through
- * cr_append, which alone decides the next hop; cr_dispatch runs handlers or
- * passes records on. The aggregation layer (dedup) hooks in here. */
+/* The mailbox core: cr_async and cr_async_bcast, the one place a record is
+ * appended to the buffer of its next hop, and the one place a received buffer is
+ * dispatched. cr_async, cr_async_bcast, forwarding and the broadcast's fan-out all
+ * append through cr_append, which alone decides the next hop; cr_dispatch runs
+ * handlers or passes records on. The aggregation layer (dedup) hooks in here. Kept
+ * in one file so that the per-record path inlines into cr_async. */
 #include "mailbox/mailbox_internal.h"
 
 #include "common/fatal.h"
@@ -47,8 +48,12 @@ static int next_hop(const cr_comm *c, int dest)
     return cr_router_next_hop(c->router, c->rank, dest);
 }
 
-void cr_append(cr_comm *c, int dest, int origin, int handler, uint16_t flags,
-               const void *payload, size_t len)
+/* A record for handler on rank `dest`, created by rank `origin` (this rank for
+ * cr_async and cr_async_bcast, the creator when passing a record on), goes to the
+ * buffer of the next hop, which only next_hop computes; flags: CR_REC_BCAST for a
+ * broadcast copy to fan out at dest. Inline: it is cr_async's per-record path. */
+static inline void cr_append(cr_comm *c, int dest, int origin, int handler, uint16_t flags,
+                             const void *payload, size_t len)
 {
     int hop = next_hop(c, dest);
     if (hop == dest && origin == c->rank && flags == 0) {
@@ -67,6 +72,94 @@ void cr_append(cr_comm *c, int dest, int origin, int handler, uint16_t flags,
         b->relay = 1;
         c->relay_pending = true;
     }
+}
+
+static void check_message(const cr_comm *c, const char *fn, int handler, const void *payload,
+                          size_t len)
+{
+    if ((unsigned)handler >= c->handlers.count)
+        cr_fatal("%s: handler id %d is not registered (%u handlers registered)", fn, handler,
+                 c->handlers.count);
+    if (len > CR_MAX_PAYLOAD)
+        cr_fatal("%s: payload of %zu bytes is larger than the limit of %zu bytes", fn, len,
+                 CR_MAX_PAYLOAD);
+    if (len && !payload)
+        cr_fatal("%s: payload is NULL but its length is %zu", fn, len);
+}
+
+/* User code polls the network every CR_POLL_EVERY records it sends. */
+static void count_sent(cr_comm *c, uint64_t msgs, size_t len)
+{
+    c->stats.msgs_sent += msgs;
+    c->stats.bytes_sent += msgs * len;
+    if (--c->poll_countdown == 0) {
+        c->poll_countdown = CR_POLL_EVERY;
+        if (cr_can_wait(c))
+            cr_engine_run_nowait(c);
+    }
+}
+
+void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len)
+{
+    if ((unsigned)dest >= (unsigned)c->size)
+        cr_fatal("cr_async: destination rank %d is out of range [0, %d)", dest, c->size);
+    check_message(c, "cr_async", handler, payload, len);
+    cr_append(c, dest, c->rank, handler, 0, payload, len);
+    count_sent(c, 1, len);
+}
+
+/* The rank of `node` where this rank's broadcast copy enters: the end of the node
+ * pair's channel under NLNR (so a broadcast adds no off-node partner), else the
+ * rank with my local index there. */
+static int bcast_entry(const cr_comm *c, int node)
+{
+    const cr_layout *l = c->layout;
+    int size = cr_layout_node_size(l, node);
+    if (c->cfg.route.kind == CR_ROUTE_NLNR)
+        return cr_layout_member(l, node, l->node_of[c->rank] % size);
+    return cr_layout_member(l, node, l->local_index[c->rank] % size);
+}
+
+/* A broadcast appends one record per destination, and each append may wait for a
+ * send slot after its copy, running handlers that may write to the caller's payload.
+ * Later copies are taken from a private one, so every rank gets what the caller
+ * passed. Handlers never wait, so from a handler the payload is used as it is. */
+static const void *stable_payload(cr_comm *c, const void *payload, size_t len)
+{
+    if (len == 0 || !cr_can_wait(c))
+        return payload;
+    if (c->bcast_copy_cap < len) {
+        c->bcast_copy = cr_xrealloc(c->bcast_copy, len);
+        c->bcast_copy_cap = len;
+    }
+    memcpy(c->bcast_copy, payload, len);
+    return c->bcast_copy;
+}
+
+/* Under a route, the caller sends to every rank of its node and one copy to each
+ * other node, routed like any record, which the entry rank there fans out. */
+void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
+{
+    check_message(c, "cr_async_bcast", handler, payload, len);
+    payload = stable_payload(c, payload, len);
+    const cr_layout *l = c->layout;
+    if (!c->routed || l->nnodes == c->size) {
+        for (int r = 0; r < c->size; r++)
+            cr_append(c, (c->rank + 1 + r) % c->size, c->rank, handler, 0, payload, len);
+        count_sent(c, (uint64_t)c->size, len);
+        return;
+    }
+    int mine = l->node_of[c->rank];
+    for (int k = 1; k <= l->nnodes; k++) {
+        int node = (mine + k) % l->nnodes;
+        if (node == mine) {
+            for (int i = 0; i < cr_layout_node_size(l, node); i++)
+                cr_append(c, cr_layout_member(l, node, i), c->rank, handler, 0, payload, len);
+            continue;
+        }
+        cr_append(c, bcast_entry(c, node), c->rank, handler, CR_REC_BCAST, payload, len);
+    }
+    count_sent(c, (uint64_t)c->size, len);
 }
 
 /* A broadcast copy reached its node: pass it to every other rank of the node. */

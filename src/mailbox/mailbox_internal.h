@@ -42,6 +42,9 @@ typedef struct cr_engine {
     bool last_poll_worked;
 } cr_engine;
 
+/* Records appended from user code between two polls of the network. */
+#define CR_POLL_EVERY 1024
+
 /* A module attached to the comm (module.h). */
 #define CR_MAX_MODULES 8
 typedef struct cr_module {
@@ -99,13 +102,6 @@ static inline bool cr_can_wait(const cr_comm *c)
 {
     return c->handler_depth == 0 && !c->waiting && !c->in_loop;
 }
-
-/* core.c: the one append. A record for handler on rank `dest`, created by rank
- * `origin` (this rank for cr_async and cr_async_bcast, the creator when passing a
- * record on), goes to the buffer of the next hop, which only this function
- * computes; flags: CR_REC_BCAST for a broadcast copy to fan out at dest. */
-void cr_append(cr_comm *c, int dest, int origin, int handler, uint16_t flags,
-               const void *payload, size_t len);
 
 /* flush.c: sending buffers */
 bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait);
