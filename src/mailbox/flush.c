@@ -6,6 +6,19 @@
 
 #include <stdlib.h>
 
+static void give_back(void *arg, char *data, size_t cap)
+{
+    cr_outbufs_recycle(arg, data, cap);
+}
+
+int cr_complete_sends(cr_comm *c)
+{
+    int done = c->tp->ops->complete(c->tp, give_back, &c->out);
+    if (done > 0)
+        c->cap_blocked = false; /* a cap flush may find a slot now */
+    return done;
+}
+
 static bool slot_free(cr_comm *c, void *arg)
 {
     (void)arg;

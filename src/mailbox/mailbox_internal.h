@@ -26,7 +26,20 @@ typedef enum cr_flush_cause {
 
 /* The progress engine: a libev loop with MPI polling in prepare/check/idle
  * watchers and the flush, back-off and watchdog timers. */
+/* The mailbox's side of the event loop (work.c): the engine calls these from its
+ * watchers and knows nothing else of the mailbox. */
+typedef struct cr_loop_work {
+    void (*prepare)(cr_comm *c);           /* before the loop would block */
+    bool (*check)(cr_comm *c);             /* after each iteration; true if it found work */
+    void (*timer)(cr_comm *c, double now); /* the flush timer fired */
+    void (*idle)(cr_comm *c);              /* the loop woke from a back-off sleep */
+    void (*watchdog)(cr_comm *c);          /* the watchdog timer fired */
+    void (*dump)(cr_comm *c, const char *why); /* print the rank's state (SIGUSR1) */
+} cr_loop_work;
+extern const cr_loop_work cr_mailbox_loop_work;
+
 typedef struct cr_engine {
+    const cr_loop_work *work;
     struct ev_loop *loop;
     ev_prepare prepare;  /* sends deferred buffers when slots have come free */
     ev_check check;      /* polls MPI after every loop iteration */
@@ -139,22 +152,25 @@ static inline bool cr_slot_free(cr_comm *c)
 cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config *cfg,
                            const char *config_error);
 
-/* progress.c: the event loop */
-void cr_engine_init(cr_comm *c);
-void cr_engine_free(cr_comm *c);
-/* Complete finished sends; returns how many. */
+/* flush.c: complete finished sends; returns how many. */
 int cr_complete_sends(cr_comm *c);
-/* Complete sends, then (outside handlers) receive and handle. Returns the work done. */
+/* work.c: complete sends, then (outside handlers) receive and handle. Returns the
+ * work done. */
 size_t cr_poll(cr_comm *c);
+
+/* progress.c: the event loop */
+void cr_engine_init(cr_comm *c, const cr_loop_work *work);
+void cr_engine_free(cr_comm *c);
 size_t cr_engine_run_nowait(cr_comm *c);
 /* Run the loop until done(c, NULL) is true; `reason` names the wait for the watchdog. */
 void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const char *reason);
 /* A wait's `done` found work of its own (not mailbox traffic): stop backing off. */
 void cr_engine_note_work(cr_comm *c);
 double cr_now(cr_comm *c);
-void cr_print_state(cr_comm *c, FILE *out, const char *why);
 
-/* watchdog.c: one summary from rank 0 instead of a line from every stuck rank */
+/* watchdog.c: one summary from rank 0 instead of a line from every stuck rank, and
+ * one rank's state line (the watchdog's fallback, SIGUSR1) */
+void cr_print_state(cr_comm *c, FILE *out, const char *why);
 void cr_watchdog_init(cr_comm *c);
 /* The watchdog timer fired (every half interval while the rank waits). */
 void cr_watchdog_tick(cr_comm *c);

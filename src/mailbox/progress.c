@@ -24,8 +24,6 @@ static cr_comm *signal_owner;
 #define YIELD_POLLS 256
 #define SLEEP_MIN 20e-6
 #define SLEEP_MAX 1e-3
-/* Messages received per poll, so sends and timers are not starved. */
-#define RECV_BUDGET 16
 
 /* A transport with a yield operation (the simulation) has no libev loop: the
  * mailbox runs the same prepare and check work itself, on the transport's clock,
@@ -40,30 +38,6 @@ double cr_now(cr_comm *c)
     return simulated(c) ? c->tp->ops->now(c->tp) : ev_now(c->engine.loop);
 }
 
-static void give_back(void *arg, char *data, size_t cap)
-{
-    cr_outbufs_recycle(arg, data, cap);
-}
-
-int cr_complete_sends(cr_comm *c)
-{
-    int done = c->tp->ops->complete(c->tp, give_back, &c->out);
-    if (done > 0)
-        c->cap_blocked = false; /* a cap flush may find a slot now */
-    return done;
-}
-
-size_t cr_poll(cr_comm *c)
-{
-    c->now = cr_now(c);
-    size_t work = (size_t)cr_complete_sends(c);
-    if (c->handler_depth == 0)
-        work += cr_recv_poll(c, RECV_BUDGET);
-    if (work)
-        c->last_activity = c->now;
-    return work;
-}
-
 static void wake_up(cr_engine *e)
 {
     e->empty_polls = 0;
@@ -74,33 +48,21 @@ static void wake_up(cr_engine *e)
     }
 }
 
-/* Before the loop would block: send deferred buffers, retry a cap flush. */
-static void prepare_work(cr_comm *c)
-{
-    if (c->ndeferred > 0)
-        cr_retry_deferred(c);
-    if (c->cap_blocked == false && c->out.total >= c->cfg.buffer_cap_bytes)
-        cr_flush_for_cap(c);
-}
-
 static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
     (void)revents;
-    prepare_work(w->data);
+    cr_comm *c = w->data;
+    c->engine.work->prepare(c);
 }
 
-/* After every iteration: complete sends, receive and handle, advance collectives;
- * when nothing arrived, send on what this rank holds for others. */
+/* After every iteration: the mailbox's polling work; a poll that found work stops
+ * the back-off. */
 static void check_work(cr_comm *c)
 {
-    c->engine.last_poll_worked = cr_poll(c) > 0;
-    if (c->nmodules > 0 && cr_modules_poll(c, &c->modules_in_flight) > 0)
-        c->engine.last_poll_worked = true;
+    c->engine.last_poll_worked = c->engine.work->check(c);
     if (c->engine.last_poll_worked)
         wake_up(&c->engine);
-    else if (c->relay_pending)
-        cr_flush_relays(c);
 }
 
 static void on_check(struct ev_loop *loop, ev_check *w, int revents)
@@ -114,13 +76,12 @@ static void on_check(struct ev_loop *loop, ev_check *w, int revents)
  * virtual clock, and (if the caller may wait) the processor to another rank. */
 static void simulated_iteration(cr_comm *c, bool may_yield)
 {
-    prepare_work(c);
+    c->engine.work->prepare(c);
     check_work(c);
     double now = cr_now(c);
-    if (c->cfg.flush_interval > 0 && c->out.nactive > 0 &&
-        now - c->engine.sim_timer >= c->cfg.flush_interval) {
+    if (c->cfg.flush_interval > 0 && now - c->engine.sim_timer >= c->cfg.flush_interval) {
         c->engine.sim_timer = now;
-        cr_flush_aged(c, now);
+        c->engine.work->timer(c, now);
     }
     if (may_yield)
         c->tp->ops->yield(c->tp);
@@ -159,29 +120,30 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
                       (int64_t)(c->engine.sleep * 1e6), NULL, 0);
     /* Keep the sleep level: only a poll that finds work resets it (wake_up). */
     ev_idle_start(loop, &c->engine.idle);
-    cr_watchdog_collect(c); /* rank 0 matches watchdog reports promptly while it idles */
+    c->engine.work->idle(c); /* e.g. rank 0 takes watchdog reports while it idles */
 }
 
 static void on_flush_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     cr_comm *c = w->data;
-    if (c->out.nactive > 0)
-        cr_flush_aged(c, ev_now(loop));
+    c->engine.work->timer(c, ev_now(loop));
 }
 
 static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
     (void)revents;
-    cr_watchdog_tick(w->data);
+    cr_comm *c = w->data;
+    c->engine.work->watchdog(c);
 }
 
 static void on_dump_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
     (void)loop;
     (void)revents;
-    cr_print_state(w->data, stderr, "SIGUSR1");
+    cr_comm *c = w->data;
+    c->engine.work->dump(c, "SIGUSR1");
 }
 
 /* Take SIGUSR1 only if nobody else handles it: a program's own handler wins. */
@@ -197,23 +159,10 @@ static void start_dump_signal(cr_comm *c)
     signal_owner = c;
 }
 
-void cr_print_state(cr_comm *c, FILE *out, const char *why)
-{
-    fprintf(out,
-            "courier state: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
-            "buffered %zu bytes in %d buffers (%d deferred), data messages sent %llu, "
-            "handled %llu\n",
-            c->rank, why, c->waiting ? c->wait_reason : "user code",
-            (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
-            cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred,
-            (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total);
-    fflush(out);
-}
-
-void cr_engine_init(cr_comm *c)
+void cr_engine_init(cr_comm *c, const cr_loop_work *work)
 {
     cr_engine *e = &c->engine;
-    *e = (cr_engine){0};
+    *e = (cr_engine){.work = work};
     if (c->tp->ops->yield) {
         c->now = c->last_activity = cr_now(c);
         return;

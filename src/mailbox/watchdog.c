@@ -51,6 +51,19 @@ static void fill_report(cr_comm *c, cr_watch_report *r)
     snprintf(r->reason, sizeof r->reason, "%s", c->waiting ? c->wait_reason : "user code");
 }
 
+void cr_print_state(cr_comm *c, FILE *out, const char *why)
+{
+    fprintf(out,
+            "courier state: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
+            "buffered %zu bytes in %d buffers (%d deferred), data messages sent %llu, "
+            "handled %llu\n",
+            c->rank, why, c->waiting ? c->wait_reason : "user code",
+            (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
+            cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred,
+            (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total);
+    fflush(out);
+}
+
 void cr_watchdog_init(cr_comm *c)
 {
     if (!c->tp->ops->report_send) /* the simulation has no clock to watch */
