@@ -556,12 +556,8 @@ static coll_state *state_of(cr_comm *c)
     coll_state *st = cr_module_state(c, &coll_module);
     if (st)
         return st;
-    MPI_Comm m = cr_module_mpi_comm(c);
-    if (m == MPI_COMM_NULL)
-        cr_fatal("the collectives (cr_iallreduce, cr_iallgather) need the MPI transport; the "
-                 "simulated transport does not provide them");
     st = cr_xcalloc(1, sizeof *st);
-    MPI_Comm_dup(m, &st->comm);
+    st->comm = cr_module_mpi_dup(c, "the collectives (cr_iallreduce, cr_iallgather)");
     cr_module_attach(c, &coll_module, st);
     return st;
 }

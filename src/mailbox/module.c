@@ -71,3 +71,12 @@ MPI_Comm cr_module_mpi_comm(const cr_comm *c)
 {
     return c->ctrl;
 }
+
+MPI_Comm cr_module_mpi_dup(const cr_comm *c, const char *what)
+{
+    if (c->ctrl == MPI_COMM_NULL)
+        cr_fatal("%s: this needs the MPI transport, which the simulated transport is not", what);
+    MPI_Comm dup;
+    MPI_Comm_dup(c->ctrl, &dup);
+    return dup;
+}

@@ -44,5 +44,8 @@ void cr_module_note_work(cr_comm *comm);
 /* An MPI communicator of the comm's transport for modules that talk MPI themselves
  * (they duplicate it); MPI_COMM_NULL on the simulated transport. */
 MPI_Comm cr_module_mpi_comm(const cr_comm *comm);
+/* A duplicate of it for a module of its own (collective over the comm); on the
+ * simulated transport, a one-line error that `what` needs the MPI transport. */
+MPI_Comm cr_module_mpi_dup(const cr_comm *comm, const char *what);
 
 #endif

@@ -338,12 +338,8 @@ static exchange_state *state_of(cr_comm *c)
     exchange_state *st = cr_module_state(c, &exchange_module);
     if (st)
         return st;
-    MPI_Comm m = cr_module_mpi_comm(c);
-    if (m == MPI_COMM_NULL)
-        cr_fatal("cr_sparse_exchange needs the MPI transport; the simulated transport does not "
-                 "provide it");
     st = cr_xcalloc(1, sizeof *st);
-    MPI_Comm_dup(m, &st->comm);
+    st->comm = cr_module_mpi_dup(c, "cr_sparse_exchange");
     cr_module_attach(c, &exchange_module, st);
     return st;
 }

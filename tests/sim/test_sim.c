@@ -633,8 +633,21 @@ static void test_4096_hypercube(void **state)
     print_message("4096 ranks: %llu scheduling steps\n", (unsigned long long)cr_sim_last_steps());
 }
 
+/* A collective on the simulated transport: one line that says why, exit 1. */
+static void run_collective(cr_comm *comm, void *user)
+{
+    (void)user;
+    int64_t x = cr_comm_rank(comm), y;
+    cr_allreduce(comm, &x, &y, 1, CR_INT64, CR_OP_SUM, NULL);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "collective")) {
+        cr_sim_opts o = {.ranks = 3, .seed = 1};
+        cr_sim_run(&o, run_collective, NULL, NULL, NULL, 0);
+        return 0; /* not reached */
+    }
     /* The deadlock case abandons its stuck ranks (and their memory): it runs alone,
      * so that a leak checker can be told to ignore just that run. */
     if (argc > 1 && !strcmp(argv[1], "deadlock")) {
