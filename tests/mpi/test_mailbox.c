@@ -687,7 +687,7 @@ static void test_payload_copied_before_handlers(void **state)
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
     copy_sum = copy_count = 0;
     int h = cr_register(comm, on_copied, NULL);
-    const uint64_t n = 2000;
+    const uint64_t n = 400;
     for (uint64_t i = 0; i < n; i++) {
         shared_payload[0] = (uint64_t)test_rank * n + i;
         shared_payload[1] = ~shared_payload[0];
@@ -702,7 +702,7 @@ static void test_payload_copied_before_handlers(void **state)
           (unsigned long long)sum_all(copy_sum), (unsigned long long)(total * (total - 1) / 2));
     /* the same for broadcasts: every rank gets every value as it was at the call */
     copy_sum = copy_count = 0;
-    const uint64_t nb = 300;
+    const uint64_t nb = 40;
     for (uint64_t i = 0; i < nb; i++) {
         shared_payload[0] = (uint64_t)test_rank * nb + i;
         shared_payload[1] = ~shared_payload[0];
