@@ -20,18 +20,27 @@ void app_init(app *a, const char *name, const char *usage, int *argc, char ***ar
     MPI_Comm_size(MPI_COMM_WORLD, &a->size);
 }
 
-noreturn void app_usage_error(const app *a, const char *fmt, ...)
+/* Rank 0 prints "<name>: <message>" (and the --help hint for usage errors); every
+ * rank leaves with `status`. */
+static noreturn void end_job(const app *a, int status, const char *fmt, va_list ap)
 {
     if (a->rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
         fprintf(stderr, "%s: ", a->name);
         vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "\nTry '%s --help'.\n", a->name);
-        va_end(ap);
+        if (status == 2)
+            fprintf(stderr, "\nTry '%s --help'.", a->name);
+        fputc('\n', stderr);
+        fflush(stderr);
     }
     MPI_Finalize();
-    exit(2);
+    exit(status);
+}
+
+noreturn void app_usage_error(const app *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    end_job(a, 2, fmt, ap);
 }
 
 noreturn void app_bad_option(const app *a, char **argv)
@@ -46,17 +55,9 @@ noreturn void app_bad_option(const app *a, char **argv)
 
 noreturn void app_error(const app *a, const char *fmt, ...)
 {
-    if (a->rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, "%s: ", a->name);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-        fflush(stderr);
-    }
-    MPI_Finalize();
-    exit(1);
+    va_list ap;
+    va_start(ap, fmt);
+    end_job(a, 1, fmt, ap);
 }
 
 void app_agree(const app *a, const char *err)

@@ -231,15 +231,21 @@ static block *unlink_block(shared_comm *sc, int r, block **link, block *prev)
 
 /* A random deliverable block: of this rank's phase, and the oldest such block of
  * its sender (MPI does not let a sender's messages overtake each other). */
+/* A stamp no source carries yet: marks "seen" without clearing P entries. */
+static void fresh_stamp(cr_sim_world *w)
+{
+    if (++w->stamp_gen == 0) {
+        memset(w->stamp, 0, (size_t)w->p * sizeof *w->stamp);
+        w->stamp_gen = 1;
+    }
+}
+
 static block *choose(sim_transport *s)
 {
     cr_sim_world *w = s->w;
     shared_comm *sc = s->sc;
     int r = s->base.rank;
-    if (++w->stamp_gen == 0) {
-        memset(w->stamp, 0, (size_t)w->p * sizeof *w->stamp);
-        w->stamp_gen = 1;
-    }
+    fresh_stamp(w);
     size_t eligible = 0;
     for (block *b = sc->inbox_head[r]; b; b = b->next)
         if (b->phase == s->phase && w->stamp[b->src] != w->stamp_gen) {
@@ -249,9 +255,7 @@ static block *choose(sim_transport *s)
     if (eligible == 0)
         return NULL;
     size_t pick = (size_t)cr_bounded(cr_splitmix64(&w->rng), eligible);
-    w->stamp_gen++;
-    if (w->stamp_gen == 0)
-        w->stamp_gen = 1, memset(w->stamp, 0, (size_t)w->p * sizeof *w->stamp);
+    fresh_stamp(w); /* the second pass counts the same eligible blocks again */
     block *prev = NULL;
     for (block **link = &sc->inbox_head[r]; *link; prev = *link, link = &(*link)->next) {
         block *b = *link;
@@ -335,24 +339,27 @@ static bool wave_test(cr_transport *t, uint64_t out[3])
     return true;
 }
 
-static void allreduce_u64(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
-                          cr_reduce_op op)
+/* A blocking reduction of integers (u) or doubles (d): join, wait, the result. */
+static const reduction *reduce_blocking(cr_transport *t, int n, cr_reduce_op op,
+                                        const uint64_t *u, const double *d)
 {
     sim_transport *s = st(t);
     uint64_t gen = ++s->red_gen;
-    reduction *slot = join(s->w, s->sc->red, gen, n, false, op, in, NULL);
+    reduction *slot = join(s->w, s->sc->red, gen, n, d != NULL, op, u, d);
     wait_for(s->w, slot, gen);
-    memcpy(out, slot->u, (size_t)n * sizeof *out);
+    return slot;
+}
+
+static void allreduce_u64(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
+                          cr_reduce_op op)
+{
+    memcpy(out, reduce_blocking(t, n, op, in, NULL)->u, (size_t)n * sizeof *out);
 }
 
 static void allreduce_double(cr_transport *t, const double *in, double *out, int n,
                              cr_reduce_op op)
 {
-    sim_transport *s = st(t);
-    uint64_t gen = ++s->red_gen;
-    reduction *slot = join(s->w, s->sc->red, gen, n, true, op, NULL, in);
-    wait_for(s->w, slot, gen);
-    memcpy(out, slot->d, (size_t)n * sizeof *out);
+    memcpy(out, reduce_blocking(t, n, op, NULL, in)->d, (size_t)n * sizeof *out);
 }
 
 static double now(cr_transport *t)
