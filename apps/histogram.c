@@ -1,7 +1,10 @@
-/* histogram: the classic aggregation benchmark. Each rank sends N random
- * increments into a table of T counters block-distributed over the ranks, once
- * through Courier (one 8-byte cr_async per update) and once bulk-synchronously
- * (bucket by owner, MPI_Alltoall of counts, MPI_Alltoallv), and verifies both. */
+/* histogram: the classic aggregation benchmark (bale's histo) and its request/reply
+ * twin (bale's index gather). Each rank sends N random increments into a table of T
+ * counters block-distributed over the ranks: through Courier (one 8-byte cr_async per
+ * update), bulk-synchronously (bucket by owner, MPI_Alltoall of counts,
+ * MPI_Alltoallv), and as the machine's ceiling in one process without MPI (rank 0
+ * does every rank's updates in a plain loop). In gather mode each rank instead reads
+ * N random counters, each read a request answered by a reply. Every mode verifies. */
 #include "cli.h"
 #include "common/rng.h"
 
@@ -12,6 +15,7 @@
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage[] =
     "Usage: mpirun -np P histogram [options]\n"
@@ -22,7 +26,18 @@ static const char usage[] =
     "\n"
     "  --updates N      updates per rank (default 2M; suffixes K, M, G)\n"
     "  --table T        counters in the whole table (default 1M)\n"
-    "  --mode M         courier, alltoallv or both (default both)\n"
+    "  --mode M[,M...]  which runs, in this order (default both):\n"
+    "                     courier    one cr_async per update, a handler per update\n"
+    "                     alltoallv  bucket by owner, MPI_Alltoallv\n"
+    "                     local      the ceiling: rank 0 alone does all ranks' updates\n"
+    "                                into the whole table in a plain loop, no MPI (the\n"
+    "                                other ranks sleep meanwhile)\n"
+    "                     gather     N reads per rank of random counters, each a request\n"
+    "                                answered by a reply (bale's index gather); verified\n"
+    "                                against the values the owners hold\n"
+    "                     both = courier,alltoallv; all = courier,alltoallv,local,gather\n"
+    "  --handler H      batch (one call per run of updates, cr_handler_type.batch) or\n"
+    "                   record (one call per update) (default batch)\n"
     "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
     "  --route R        direct, nr, nlnr, grid, grid:AxB..., hypercube (default:\n"
     "                   COURIER_ROUTE or direct); see docs/routing.md\n"
@@ -35,8 +50,9 @@ static const char usage[] =
     "  --stats          print Courier's counters after the last courier repetition\n"
     "  --help           show this text\n";
 
-enum { MODE_COURIER, MODE_ALLTOALLV, MODE_BOTH };
-static const char *const mode_names[] = {"courier", "alltoallv", "both", NULL};
+enum { MODE_COURIER, MODE_ALLTOALLV, MODE_LOCAL, MODE_GATHER, NMODES };
+static const char *const mode_names[] = {"courier", "alltoallv", "local", "gather", NULL};
+static const char *const handler_names[] = {"batch", "record", NULL};
 
 typedef struct table {
     uint64_t *count; /* this rank's block */
@@ -82,6 +98,18 @@ static void on_increment(cr_comm *comm, int src, const void *payload, size_t len
     uint64_t idx;
     memcpy(&idx, payload, sizeof idx);
     t->count[idx - t->first]++;
+}
+
+static void on_increments(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    table *t = user;
+    uint64_t *count = t->count, first = t->first;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t idx;
+        memcpy(&idx, cr_batch_payload(b, k), sizeof idx);
+        count[idx - first]++;
+    }
 }
 
 static uint64_t stream_seed(uint64_t seed, int rank)
@@ -139,6 +167,152 @@ static void run_alltoallv(const app *a, table *t, uint64_t n, uint64_t seed, int
     free(fill);
 }
 
+/* ---------------------------------------------------------------- local: the ceiling */
+
+/* Wait for the other ranks without spinning, so the one rank at work has the cores. */
+static void wait_sleeping(void)
+{
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    for (int done = 0;;) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+}
+
+/* Rank 0 does every rank's updates into the whole table (`full`, T counters), with
+ * the same streams as the other modes; returns its time, on every rank, and whether
+ * the counts verify (sum and per-index checksum, as verify() does). */
+static double run_local(const table *t, uint64_t *full, uint64_t n, uint64_t seed, int rank,
+                        int size, int *ok)
+{
+    double sec = 0;
+    if (rank == 0) {
+        memset(full, 0, t->total * sizeof *full);
+        double t0 = MPI_Wtime();
+        for (int r = 0; r < size; r++) {
+            uint64_t s = stream_seed(seed, r);
+            for (uint64_t i = 0; i < n; i++)
+                full[cr_bounded(cr_splitmix64(&s), t->range)]++;
+        }
+        sec = MPI_Wtime() - t0;
+        uint64_t sum = 0, check = 0, sent = 0;
+        for (uint64_t i = 0; i < t->total; i++) {
+            sum += full[i];
+            check += full[i] * cr_hash64(i);
+        }
+        for (int r = 0; r < size; r++) {
+            uint64_t s = stream_seed(seed, r);
+            for (uint64_t i = 0; i < n; i++)
+                sent += cr_hash64(cr_bounded(cr_splitmix64(&s), t->range));
+        }
+        *ok = sum == n * (uint64_t)size && check == sent;
+    }
+    wait_sleeping();
+    double res[2] = {sec, *ok};
+    MPI_Bcast(res, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    *ok = res[1] != 0;
+    return res[0];
+}
+
+/* ---------------------------------------------------------------- gather: request/reply */
+
+/* Each rank reads N random counters of the table. A request is one 8-byte word: the
+ * counter's offset in its owner's block (high 32 bits) and the slot of the answer in
+ * the requester's array (low 32 bits), as bale's index gather packs it; the owner
+ * answers {slot, value}. The table holds hash(i) at global index i, so every answer
+ * can be checked. */
+typedef struct gather {
+    table *t;
+    uint64_t *got; /* [N] answers, by slot */
+    uint64_t answers;
+    int h_reply;
+} gather;
+
+static void on_requests(cr_comm *comm, const cr_batch *b, void *user)
+{
+    gather *g = user;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t w;
+        memcpy(&w, cr_batch_payload(b, k), sizeof w);
+        uint64_t reply[2] = {w & 0xffffffffu, g->t->count[w >> 32]};
+        cr_async(comm, cr_batch_src(b, k), g->h_reply, reply, sizeof reply);
+    }
+}
+
+static void on_replies(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    gather *g = user;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t reply[2];
+        memcpy(reply, cr_batch_payload(b, k), sizeof reply);
+        g->got[reply[0]] = reply[1];
+    }
+    g->answers += b->count;
+}
+
+static uint64_t block_start(const table *t, int r)
+{
+    uint64_t base = t->total / (uint64_t)t->size, extra = t->total % (uint64_t)t->size;
+    return (uint64_t)r * base + ((uint64_t)r < extra ? (uint64_t)r : extra);
+}
+
+static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint64_t seed,
+                       int rank)
+{
+    const table *t = g->t;
+    uint64_t s = stream_seed(seed, rank);
+    g->answers = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t idx = cr_bounded(cr_splitmix64(&s), t->range);
+        int owner = owner_of(t, idx);
+        uint64_t w = (idx - block_start(t, owner)) << 32 | i;
+        cr_async(comm, owner, h_request, &w, sizeof w);
+    }
+    cr_barrier(comm);
+}
+
+/* Every answer arrived once and holds hash(index asked), on every rank. */
+static int verify_gather(const gather *g, uint64_t n, uint64_t seed, int rank)
+{
+    uint64_t s = stream_seed(seed, rank), bad = g->answers != n, any;
+    for (uint64_t i = 0; i < n; i++)
+        bad += g->got[i] != cr_hash64(cr_bounded(cr_splitmix64(&s), g->t->range));
+    MPI_Allreduce(&bad, &any, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return any == 0;
+}
+
+/* --mode: a comma-separated list of modes, or both / all. */
+static void parse_modes(const app *a, const char *value, int *want)
+{
+    memset(want, 0, NMODES * sizeof *want);
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", value) >= (int)sizeof buf)
+        app_usage_error(a, "--mode '%s' is too long", value);
+    for (char *tok = buf, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        if (!strcmp(tok, "both")) {
+            want[MODE_COURIER] = want[MODE_ALLTOALLV] = 1;
+        } else if (!strcmp(tok, "all")) {
+            for (int m = 0; m < NMODES; m++)
+                want[m] = 1;
+        } else {
+            int m = 0;
+            while (m < NMODES && strcmp(tok, mode_names[m]))
+                m++;
+            if (m == NMODES)
+                app_usage_error(a, "bad value for --mode: '%s' (expected a comma-separated list "
+                                "of: courier, alltoallv, local, gather, both, all)", tok);
+            want[m] = 1;
+        }
+    }
+}
+
 /* What the route did in the last courier repetition, reduced over the ranks. */
 typedef struct traffic {
     double sends_max, sends_mean, partners_max, partners_mean, off_node_partners_max;
@@ -176,13 +350,15 @@ static int verify(const table *t, uint64_t n, uint64_t seed, int rank, int size)
     return global[0] == n * (uint64_t)size && global[1] == sent_total;
 }
 
+static const char *const units[] = {"updates", "updates", "updates", "requests"};
+
 int main(int argc, char **argv)
 {
     app a;
     app_init(&a, "histogram", usage, &argc, &argv);
 
     uint64_t n = 2u << 20, total = 1u << 20, seed = 1, buffer_kb = 0;
-    int mode = MODE_BOTH, reps = 3, show_stats = 0, hotspot = 0;
+    int want[NMODES] = {1, 1, 0, 0}, reps = 3, show_stats = 0, hotspot = 0, per_record = 0;
     const char *csv = NULL, *route = NULL;
     uint64_t node_size = 0;
     static const struct option opts[] = {
@@ -192,14 +368,14 @@ int main(int argc, char **argv)
         {"csv", required_argument, 0, 'c'},     {"stats", no_argument, 0, 'S'},
         {"hotspot", no_argument, 0, 'H'},       {"help", no_argument, 0, 'h'},
         {"route", required_argument, 0, 'R'},   {"node-size", required_argument, 0, 'N'},
-        {0, 0, 0, 0}};
+        {"handler", required_argument, 0, 'D'}, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'n': n = app_parse_u64(&a, "--updates", optarg, 1, 1ULL << 31); break;
         case 't': total = app_parse_u64(&a, "--table", optarg, 1, 1ULL << 62); break;
-        case 'm': mode = app_parse_choice(&a, "--mode", optarg, mode_names); break;
+        case 'm': parse_modes(&a, optarg, want); break;
         case 'b': buffer_kb = app_parse_u64(&a, "--buffer-kb", optarg, 1, 1u << 20); break;
         case 'r': reps = (int)app_parse_u64(&a, "--reps", optarg, 1, 1000); break;
         case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
@@ -208,17 +384,23 @@ int main(int argc, char **argv)
         case 'H': hotspot = 1; break;
         case 'R': route = optarg; break;
         case 'N': node_size = app_parse_u64(&a, "--node-size", optarg, 1, 1u << 30); break;
+        case 'D': per_record = app_parse_choice(&a, "--handler", optarg, handler_names); break;
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    if (!want[0] && !want[1] && !want[2] && !want[3])
+        app_usage_error(&a, "--mode names no mode");
     if (total < (uint64_t)a.size)
         app_usage_error(&a, "--table %llu is smaller than the number of ranks (%d)",
                         (unsigned long long)total, a.size);
-    if (mode != MODE_COURIER && n * (uint64_t)a.size > (1ULL << 31) - 1)
+    if (want[MODE_ALLTOALLV] && n * (uint64_t)a.size > (1ULL << 31) - 1)
         app_usage_error(&a, "alltoallv mode needs updates * ranks below 2^31 (MPI int counts)");
+    if (want[MODE_GATHER] && total / (uint64_t)a.size >= (1ULL << 32))
+        app_usage_error(&a, "gather mode needs fewer than 2^32 counters per rank (--table %llu "
+                        "over %d ranks)", (unsigned long long)total, a.size);
 
     FILE *out = app_open_csv(&a, csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
                                       "seconds,updates_per_s,verified,mpi_sends_max,mpi_sends_mean,"
@@ -231,13 +413,31 @@ int main(int argc, char **argv)
     table_init(&a, &t, total, a.rank, a.size);
     if (hotspot)
         t.range = total / (uint64_t)a.size; /* rank 0 owns at least this many */
-    int h = cr_register(comm, on_increment, &t);
+    cr_handler_type inc = per_record ? (cr_handler_type){.fn = on_increment}
+                                     : (cr_handler_type){.batch = on_increments};
+    int h = cr_register_type(comm, &inc, &t);
+    gather g = {.t = &t};
+    int h_request = -1;
+    if (want[MODE_GATHER]) {
+        g.got = app_calloc(&a, n, sizeof *g.got, "the answers of gather mode");
+        h_request = cr_register_type(comm, &(cr_handler_type){.batch = on_requests}, &g);
+        g.h_reply = cr_register_type(comm, &(cr_handler_type){.batch = on_replies}, &g);
+    }
+    uint64_t *full = NULL;
+    if (want[MODE_LOCAL] && a.rank == 0)
+        full = total <= SIZE_MAX / sizeof *full ? calloc(total, sizeof *full) : NULL;
+    if (want[MODE_LOCAL]) {
+        char err[160];
+        snprintf(err, sizeof err, "--mode local: cannot allocate the whole table of %llu "
+                 "counters on rank 0", (unsigned long long)total);
+        app_agree(&a, a.rank == 0 && !full ? err : NULL);
+    }
 
     if (a.rank == 0)
         printf("histogram: %d ranks, %llu updates per rank (%llu in total), %llu counters, "
-               "buffer %zu bytes, %d repetition(s)%s\n",
+               "buffer %zu bytes, %d repetition(s), %s handlers%s\n",
                a.size, (unsigned long long)n, (unsigned long long)n * (unsigned long long)a.size,
-               (unsigned long long)total, cfg.buffer_bytes, reps,
+               (unsigned long long)total, cfg.buffer_bytes, reps, handler_names[per_record],
                hotspot ? ", every update to rank 0" : "");
 
     char route_name[128];
@@ -245,26 +445,42 @@ int main(int argc, char **argv)
     if (a.rank == 0)
         printf("  route %s over %d node(s)%s\n", route_name,
                cr_layout_nodes(cr_comm_layout(comm)), cfg.node_size ? " (virtual)" : "");
-    traffic tr = {0};
-    double times[2][1000];
-    int verified[2] = {1, 1};
+    traffic tr[NMODES] = {{0}};
+    static double times[NMODES][1000];
+    int verified[NMODES] = {1, 1, 1, 1};
     for (int rep = 0; rep < reps; rep++) {
-        for (int m = MODE_COURIER; m <= MODE_ALLTOALLV; m++) {
-            if (mode != MODE_BOTH && mode != m)
+        for (int m = 0; m < NMODES; m++) {
+            if (!want[m])
                 continue;
+            uint64_t rseed = seed + (uint64_t)rep;
             memset(t.count, 0, t.len * sizeof *t.count);
-            if (m == MODE_COURIER && rep == reps - 1)
+            if (m == MODE_GATHER)
+                for (uint64_t i = 0; i < t.len; i++)
+                    t.count[i] = cr_hash64(t.first + i);
+            bool courier = m == MODE_COURIER || m == MODE_GATHER;
+            if (courier && rep == reps - 1)
                 cr_stats_reset(comm);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
-            if (m == MODE_COURIER)
-                run_courier(comm, h, &t, n, seed + (uint64_t)rep, a.rank);
-            else
-                run_alltoallv(&a, &t, n, seed + (uint64_t)rep, a.rank, a.size);
+            switch (m) {
+            case MODE_COURIER: run_courier(comm, h, &t, n, rseed, a.rank); break;
+            case MODE_ALLTOALLV: run_alltoallv(&a, &t, n, rseed, a.rank, a.size); break;
+            case MODE_GATHER: run_gather(comm, h_request, &g, n, rseed, a.rank); break;
+            default: break;
+            }
+            if (m == MODE_LOCAL) {
+                int ok = 0;
+                times[m][rep] = run_local(&t, full, n, rseed, a.rank, a.size, &ok);
+                verified[m] &= ok;
+                continue;
+            }
             times[m][rep] = app_max_time(MPI_Wtime() - t0);
-            verified[m] &= verify(&t, n, seed + (uint64_t)rep, a.rank, a.size);
-            if (m == MODE_COURIER && rep == reps - 1)
-                tr = reduce_traffic(comm, a.size);
+            if (m == MODE_GATHER)
+                verified[m] &= verify_gather(&g, n, rseed, a.rank);
+            else
+                verified[m] &= verify(&t, n, rseed, a.rank, a.size);
+            if (courier && rep == reps - 1)
+                tr[m] = reduce_traffic(comm, a.size);
         }
     }
 
@@ -273,47 +489,61 @@ int main(int argc, char **argv)
     long rss = ru.ru_maxrss, rss_max = 0, rss_min = 0;
     MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&rss, &rss_min, 1, MPI_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
-    double rate[2] = {0, 0};
-    for (int m = MODE_COURIER; m <= MODE_ALLTOALLV; m++) {
-        if (mode != MODE_BOTH && mode != m)
+    double rate[NMODES] = {0};
+    for (int m = 0; m < NMODES; m++) {
+        if (!want[m])
             continue;
         double sec = app_median(times[m], reps);
         rate[m] = (double)n * a.size / sec;
         if (a.rank == 0) {
-            printf("  %-10s %9.4f s  %8.2f M updates/s in total  %7.2f M/s per rank  %s\n",
-                   mode_names[m], sec, rate[m] / 1e6, rate[m] / 1e6 / a.size,
+            printf("  %-10s %9.4f s  %8.2f M %s/s in total  %7.2f M/s per rank  %s\n",
+                   mode_names[m], sec, rate[m] / 1e6, units[m], rate[m] / 1e6 / a.size,
                    verified[m] ? "verified" : "VERIFICATION FAILED");
             if (out)
                 fprintf(out, "%s,%d,%llu,%llu,%zu,%s,%d,%.6f,%.1f,%d,%.0f,%.1f,%.0f,%.2f,%.0f,"
                              "%.0f,%.0f,%.0f,%.1f\n",
                         mode_names[m], a.size, (unsigned long long)n, (unsigned long long)total,
-                        cfg.buffer_bytes, m == MODE_COURIER ? route_name : "-",
+                        cfg.buffer_bytes, m == MODE_COURIER || m == MODE_GATHER ? route_name : "-",
                         cr_layout_nodes(cr_comm_layout(comm)), sec, rate[m], verified[m],
-                        tr.sends_max, tr.sends_mean, tr.partners_max, tr.partners_mean,
-                        tr.off_node_partners_max, tr.bytes_on_node, tr.bytes_off_node,
-                        tr.forwarded, rss_max / 1024.0);
+                        tr[m].sends_max, tr[m].sends_mean, tr[m].partners_max,
+                        tr[m].partners_mean, tr[m].off_node_partners_max, tr[m].bytes_on_node,
+                        tr[m].bytes_off_node, tr[m].forwarded, rss_max / 1024.0);
         }
     }
     if (out)
         fclose(out);
-    if (mode != MODE_ALLTOALLV && a.rank == 0)
-        printf("  courier traffic: MPI sends per rank max %.0f mean %.1f; partners per rank max "
-               "%.0f mean %.2f (off node max %.0f); bytes on node %.1f MiB, off node %.1f MiB; "
-               "%.0f records forwarded\n",
-               tr.sends_max, tr.sends_mean, tr.partners_max, tr.partners_mean,
-               tr.off_node_partners_max, tr.bytes_on_node / 1048576.0,
-               tr.bytes_off_node / 1048576.0, tr.forwarded);
-    if (mode == MODE_BOTH && a.rank == 0)
-        printf("  ratio courier / alltoallv throughput: %.2f\n", rate[0] / rate[1]);
+    static const int courier_modes[] = {MODE_COURIER, MODE_GATHER};
+    for (int k = 0; k < 2; k++) {
+        int m = courier_modes[k];
+        if (want[m] && a.rank == 0)
+            printf("  %s traffic: MPI sends per rank max %.0f mean %.1f; partners per rank max "
+                   "%.0f mean %.2f (off node max %.0f); bytes on node %.1f MiB, off node %.1f "
+                   "MiB; %.0f records forwarded\n",
+                   mode_names[m], tr[m].sends_max, tr[m].sends_mean, tr[m].partners_max,
+                   tr[m].partners_mean, tr[m].off_node_partners_max,
+                   tr[m].bytes_on_node / 1048576.0, tr[m].bytes_off_node / 1048576.0,
+                   tr[m].forwarded);
+    }
+    if (want[MODE_COURIER] && want[MODE_ALLTOALLV] && a.rank == 0)
+        printf("  ratio courier / alltoallv throughput: %.2f\n",
+               rate[MODE_COURIER] / rate[MODE_ALLTOALLV]);
+    if (want[MODE_LOCAL] && a.rank == 0)
+        for (int m = 0; m < NMODES; m++)
+            if (want[m] && m != MODE_LOCAL)
+                printf("  ratio %s / local: %.3f\n", mode_names[m], rate[m] / rate[MODE_LOCAL]);
     if (a.rank == 0)
         printf("  peak resident memory per rank: %.1f to %.1f MiB\n", rss_min / 1024.0,
                rss_max / 1024.0);
-    if (show_stats && mode != MODE_ALLTOALLV)
+    if (show_stats && (want[MODE_COURIER] || want[MODE_GATHER]))
         cr_stats_print(comm, stdout);
 
     cr_comm_destroy(comm);
     free(t.count);
-    int ok = verified[0] && verified[1];
+    free(full);
+    free(g.got);
+    int ok = 1;
+    for (int m = 0; m < NMODES; m++)
+        ok &= verified[m];
     MPI_Finalize();
     return ok ? 0 : 1;
 }

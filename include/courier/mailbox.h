@@ -14,7 +14,7 @@
  * Which calls may run handlers. Handlers run only inside Courier calls that run the
  * event loop, never asynchronously. Called from the main program, these may run
  * handlers of incoming messages before they return:
- *   cr_register, cr_async, cr_async_bcast, cr_progress, cr_barrier,
+ *   cr_register, cr_register_type, cr_async, cr_async_bcast, cr_progress, cr_barrier,
  *   cr_sparse_exchange[_with], cr_wait, cr_test, cr_comm_destroy.
  * So a handler may already run for a message that a faster rank sent right after
  * it returned from cr_register: set up the state handlers use (counters, tables)
@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +50,48 @@ typedef struct cr_comm cr_comm;
  * but not cr_barrier(), cr_register() or cr_comm_destroy(). */
 typedef void (*cr_handler_fn)(cr_comm *comm, int src, const void *payload, size_t len,
                               void *user);
+
+/* Consecutive records for one handler, from one received buffer, handed over in one
+ * call (see cr_handler_type). Record i's payload is at payloads + i * stride, 8-byte
+ * aligned, `len` bytes long (every record of a batch has the same length); its
+ * sender is cr_batch_src(batch, i). Valid only during the call. */
+typedef struct cr_batch {
+    const char *payloads; /* payload of record 0 */
+    size_t stride;        /* bytes from one payload to the next */
+    size_t len;           /* payload bytes of every record */
+    size_t count;         /* records in the batch, at least 1 */
+    int src;              /* sender of every record, when `origins` is NULL */
+    const char *origins;  /* else record i's sender is the int32_t at origins + i * stride
+                             (records routed through other ranks) */
+} cr_batch;
+
+static inline const void *cr_batch_payload(const cr_batch *b, size_t i)
+{
+    return b->payloads + i * b->stride;
+}
+
+static inline int cr_batch_src(const cr_batch *b, size_t i)
+{
+    if (!b->origins)
+        return b->src;
+    int32_t origin;
+    memcpy(&origin, b->origins + i * b->stride, sizeof origin);
+    return (int)origin;
+}
+
+/* A batch handler: called once for a batch of records instead of once per record.
+ * The same rules as for cr_handler_fn apply. */
+typedef void (*cr_batch_fn)(cr_comm *comm, const cr_batch *batch, void *user);
+
+/* What a handler is: the options table of cr_register_type (in the manner of Redis's
+ * dictType). Set exactly one of `fn` and `batch`. A batch handler pays one indirect
+ * call per batch instead of one per record, which matters when the work per record is
+ * a few instructions (a counter increment, a bitmap test); the records arrive in the
+ * same order either way. */
+typedef struct cr_handler_type {
+    cr_handler_fn fn;   /* called once per record */
+    cr_batch_fn batch;  /* called once per batch of consecutive records */
+} cr_handler_type;
 
 /* Largest number of handlers per comm (the id travels in 16 bits). */
 #define CR_MAX_HANDLERS 65535
@@ -132,6 +175,11 @@ const cr_router *cr_comm_router(const cr_comm *comm);
  * earlier may run, for messages faster ranks sent after they returned from it. */
 int cr_register(cr_comm *comm, cr_handler_fn fn, void *user);
 
+/* Register a handler described by `type` (copied; the caller keeps it) and return its
+ * id. Collective, and may run handlers, as cr_register. cr_register(c, fn, user) is
+ * cr_register_type with only `fn` set. */
+int cr_register_type(cr_comm *comm, const cr_handler_type *type, void *user);
+
 /* Send `len` bytes of `payload` to `handler` on rank `dest`. Local: the payload is
  * copied before the call can run any handler, and before it returns. Large payloads
  * (above the buffer size) travel as a send of their own. May run handlers of
@@ -184,6 +232,9 @@ typedef struct cr_stats {
     uint64_t mpi_sends_off_node; /* MPI sends to other nodes */
     uint64_t mpi_bytes_on_node;  /* bytes of MPI sends within the node */
     uint64_t mpi_bytes_off_node; /* bytes of MPI sends to other nodes */
+    uint64_t local_buffers;    /* buffers of records to this rank itself, handed to its own
+                                  event loop without MPI (not in mpi_sends or mpi_recvs) */
+    uint64_t batches;          /* calls of batch handlers (cr_handler_type.batch) */
 } cr_stats;
 
 /* Copy this rank's counters. Local. */

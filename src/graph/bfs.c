@@ -33,12 +33,15 @@ static void visit(cr_graph *g, uint64_t v, uint64_t from)
     g->bfs_next[g->nnext++] = i;
 }
 
-static void on_visit(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+/* A batch handler: one call per run of visits in a received buffer. */
+static void on_visits(cr_comm *comm, const cr_batch *b, void *user)
 {
-    (void)comm, (void)src, (void)len;
-    uint64_t m[2];
-    memcpy(m, payload, sizeof m);
-    visit(user, m[0], m[1]);
+    (void)comm;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t m[2];
+        memcpy(m, cr_batch_payload(b, k), sizeof m);
+        visit(user, m[0], m[1]);
+    }
 }
 
 static uint64_t sum_over_ranks(cr_graph *g, uint64_t v)
@@ -92,13 +95,17 @@ static void relax_drain(cr_graph *g)
     }
 }
 
-static void on_relax(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+/* A batch handler: every offer of the batch is applied, then the improvements are
+ * spread, so offers that arrived together are compared before any is passed on. */
+static void on_relaxes(cr_comm *comm, const cr_batch *b, void *user)
 {
-    (void)comm, (void)src, (void)len;
+    (void)comm;
     cr_graph *g = user;
-    int64_t m[3];
-    memcpy(m, payload, sizeof m);
-    relax(g, (uint64_t)m[0], (uint64_t)m[1], (int32_t)m[2]);
+    for (size_t k = 0; k < b->count; k++) {
+        int64_t m[3];
+        memcpy(m, cr_batch_payload(b, k), sizeof m);
+        relax(g, (uint64_t)m[0], (uint64_t)m[1], (int32_t)m[2]);
+    }
     relax_drain(g);
 }
 
@@ -275,8 +282,8 @@ static void register_bfs(cr_graph *g)
     if (g->bfs_registered)
         return;
     g->bfs_registered = true;
-    g->h_visit = cr_register(g->comm, on_visit, g);
-    g->h_relax = cr_register(g->comm, on_relax, g);
+    g->h_visit = cr_register_type(g->comm, &(cr_handler_type){.batch = on_visits}, g);
+    g->h_relax = cr_register_type(g->comm, &(cr_handler_type){.batch = on_relaxes}, g);
     g->h_check_parent = cr_register(g->comm, on_check_parent, g);
     g->h_check_edge = cr_register(g->comm, on_check_edge, g);
 }

@@ -117,6 +117,7 @@ void cr_comm_destroy(cr_comm *c)
     cr_watchdog_free(c);
     cr_trace_close(c->trace);
     cr_engine_free(c);
+    cr_selfq_free(c);
     cr_outbufs_free(&c->out);
     cr_registry_free(&c->handlers);
     free(c->scratch);
@@ -153,19 +154,27 @@ const cr_router *cr_comm_router(const cr_comm *c)
     return c->router;
 }
 
-int cr_register(cr_comm *c, cr_handler_fn fn, void *user)
+int cr_register_type(cr_comm *c, const cr_handler_type *type, void *user)
 {
     if (!cr_can_wait(c))
         cr_fatal("cr_register was called from inside a handler; register from the main program");
-    if (!fn)
+    if (!type || (!type->fn && !type->batch))
         cr_fatal("cr_register: the handler function is NULL");
-    int id = cr_registry_add(&c->handlers, fn, user);
+    if (type->fn && type->batch)
+        cr_fatal("cr_register_type: set either fn or batch, not both");
+    int id = cr_registry_add_entry(
+        &c->handlers, (cr_handler_entry){.fn = type->fn, .batch = type->batch, .user = user});
     if (id < 0)
         cr_fatal("cr_register: more than %d handlers on one comm", CR_MAX_HANDLERS);
     /* No rank returns before every rank has registered the id, so no message for it
      * can reach a rank that does not know it yet. */
     cr_term_register_wave(c);
     return id;
+}
+
+int cr_register(cr_comm *c, cr_handler_fn fn, void *user)
+{
+    return cr_register_type(c, &(cr_handler_type){.fn = fn}, user);
 }
 
 size_t cr_progress(cr_comm *c)
@@ -182,7 +191,7 @@ size_t cr_progress(cr_comm *c)
 void cr_stats_get(const cr_comm *c, cr_stats *out)
 {
     *out = c->stats;
-    out->peak_buffered_bytes = c->out.peak;
+    out->peak_buffered_bytes = cr_outbufs_peak(&c->out);
 }
 
 void cr_stats_reset(cr_comm *c)

@@ -12,12 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Append a record to the buffer of `hop` (with a route block if route != NULL),
- * flushing by size and cap as it goes. */
-static void append_to_buffer(cr_comm *c, int hop, int handler, uint16_t flags,
-                             const cr_rec_route *route, const void *payload, size_t len)
+/* The slow half of append_to_buffer: the record opens a run, or its buffer is due
+ * to be sent, or the cap is reached. */
+static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
+                        const cr_rec_route *route, const void *payload, size_t len)
 {
-    size_t size = route ? cr_rec_size_routed(len) : cr_rec_size(len);
     cr_outbufs *o = &c->out;
     /* A deferred buffer is retried by the loop; only user code, which may wait for a
      * slot, forces it again here (so a handler does not test sends per record). */
@@ -26,18 +25,39 @@ static void append_to_buffer(cr_comm *c, int hop, int handler, uint16_t flags,
      * which may write to the caller's payload (it is often one reused buffer). So a
      * buffer the record would overflow is sent now if a slot is free, else deferred,
      * and the record goes after it in the same buffer; the wait comes below. */
-    if (may_force && cr_outbufs_overflows(o, hop, size))
+    if (may_force && cr_outbufs_overflows(o, hop, cr_outbufs_rec_size(o, hop, key, stride)))
         cr_flush_dest(c, hop, CR_FLUSH_SIZE, false);
-    char *at = cr_outbufs_append(o, hop, size, c->now);
-    if (route)
-        cr_rec_write_routed(at, (uint16_t)handler, flags, *route, payload, (uint32_t)len);
-    else
-        cr_rec_write(at, (uint16_t)handler, payload, (uint32_t)len);
+    char *at = cr_outbufs_append_rec(o, hop, key, stride, c->now);
+    cr_rec_write(at, route, payload, (uint32_t)len);
 
     if (may_force && cr_outbufs_full(o, hop))
         cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
     if (o->total >= c->cfg.buffer_cap_bytes && !c->cap_blocked)
         cr_flush_for_cap(c);
+}
+
+/* Append a record to the buffer of `hop` (routed if route != NULL), flushing by size
+ * and cap as it goes. Inline: the common case, a record that continues the open run
+ * of a buffer that stays below its threshold and the cap, is a few instructions. */
+static inline void append_to_buffer(cr_comm *c, int hop, int handler, uint16_t flags,
+                                    const cr_rec_route *route, const void *payload, size_t len)
+{
+    uint16_t run_flags = route ? (uint16_t)(flags | CR_REC_ROUTED) : 0;
+    uint64_t key = cr_run_key((uint16_t)handler, run_flags, (uint32_t)len);
+    size_t stride = cr_rec_stride(len, route != NULL);
+    cr_outbufs *o = &c->out;
+    cr_outbuf *b = &o->bufs[hop];
+    if (b->run_key == key && b->run_count < CR_RUN_MAX && b->len + stride < o->threshold &&
+        b->cap - b->len >= stride && o->total + stride < c->cfg.buffer_cap_bytes) {
+        b->run_count++;
+        cr_run_add(b->data + b->run_at);
+        char *at = b->data + b->len;
+        b->len += stride;
+        o->total += stride;
+        cr_rec_write(at, route, payload, (uint32_t)len);
+        return;
+    }
+    append_slow(c, hop, key, stride, route, payload, len);
 }
 
 /* The next hop towards dest: itself, or the route's choice. */
@@ -74,21 +94,28 @@ static inline void cr_append(cr_comm *c, int dest, int origin, int handler, uint
     }
 }
 
-static void check_message(const cr_comm *c, const char *fn, int handler, const void *payload,
-                          size_t len)
+static void bad_message(const cr_comm *c, const char *fn, int handler, const void *payload,
+                        size_t len)
 {
+    (void)payload;
     if ((unsigned)handler >= c->handlers.count)
         cr_fatal("%s: handler id %d is not registered (%u handlers registered)", fn, handler,
                  c->handlers.count);
     if (len > CR_MAX_PAYLOAD)
         cr_fatal("%s: payload of %zu bytes is larger than the limit of %zu bytes", fn, len,
                  CR_MAX_PAYLOAD);
-    if (len && !payload)
-        cr_fatal("%s: payload is NULL but its length is %zu", fn, len);
+    cr_fatal("%s: payload is NULL but its length is %zu", fn, len);
+}
+
+static inline void check_message(const cr_comm *c, const char *fn, int handler,
+                                 const void *payload, size_t len)
+{
+    if ((unsigned)handler >= c->handlers.count || len > CR_MAX_PAYLOAD || (len && !payload))
+        bad_message(c, fn, handler, payload, len);
 }
 
 /* User code polls the network every CR_POLL_EVERY records it sends. */
-static void count_sent(cr_comm *c, uint64_t msgs, size_t len)
+static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
 {
     c->stats.msgs_sent += msgs;
     c->stats.bytes_sent += msgs * len;
@@ -174,55 +201,105 @@ static void bcast_fanout(cr_comm *c, int handler, int origin, const void *payloa
     }
 }
 
-static void corrupt_route(const cr_comm *c, int src, const cr_rec_view *rec)
+static void corrupt_route(const cr_comm *c, int src, cr_rec_route route)
 {
     cr_fatal("corrupt record from rank %d: route block names destination %d and origin %d, but "
              "the job has %d ranks and this is rank %d",
-             src, (int)rec->route.dest, (int)rec->route.origin, c->size, c->rank);
+             src, (int)route.dest, (int)route.origin, c->size, c->rank);
 }
 
-/* Run the handler of every record in buf[0, len), received from rank src. Records
- * for other ranks are re-buffered towards their next hop before this buffer counts
- * as handled, which keeps the barrier's counts exact (docs/routing.md). */
+static const cr_handler_entry *handler_of(const cr_comm *c, int src, unsigned id)
+{
+    const cr_handler_entry *h = cr_registry_get(&c->handlers, id);
+    if (!h)
+        cr_fatal("received a message for handler id %u from rank %d, but only %u handlers "
+                 "are registered here; every rank must register the same handlers in the "
+                 "same order",
+                 id, src, c->handlers.count);
+    return h;
+}
+
+/* Hand a batch of records for this rank to its handler: in one call to a batch
+ * handler, or record by record. */
+static void handle_batch(cr_comm *c, const cr_handler_entry *h, const cr_batch *b)
+{
+    if (h->batch) {
+        h->batch(c, b, h->user);
+        c->stats.batches++;
+    } else if (!b->origins) {
+        for (size_t i = 0; i < b->count; i++)
+            h->fn(c, b->src, b->payloads + i * b->stride, b->len, h->user);
+    } else {
+        for (size_t i = 0; i < b->count; i++)
+            h->fn(c, cr_batch_src(b, i), cr_batch_payload(b, i), b->len, h->user);
+    }
+    c->stats.msgs_handled += b->count;
+    c->stats.bytes_handled += b->count * b->len;
+}
+
+/* A routed run: records for other ranks are passed on towards their next hop; each
+ * stretch of consecutive records for this rank is handled as one batch (broadcast
+ * copies are fanned out on the node first). */
+static void dispatch_routed(cr_comm *c, int src, const cr_handler_entry *h,
+                            const cr_run_view *run)
+{
+    cr_batch b = {.stride = run->stride, .len = run->len, .src = -1};
+    size_t start = 0;
+    for (size_t i = 0; i < run->count; i++) {
+        cr_rec_route r = cr_run_route(run, i);
+        if ((unsigned)r.dest >= (unsigned)c->size || (unsigned)r.origin >= (unsigned)c->size)
+            corrupt_route(c, src, r);
+        const char *payload = run->first + i * run->stride;
+        if (r.dest == c->rank) {
+            if (run->flags & CR_REC_BCAST)
+                bcast_fanout(c, run->handler, r.origin, payload, run->len);
+            continue;
+        }
+        cr_append(c, r.dest, r.origin, run->handler, run->flags & CR_REC_BCAST, payload,
+                  run->len);
+        if (i > start) {
+            b.payloads = run->first + start * run->stride;
+            b.origins = b.payloads - sizeof(cr_rec_route) + offsetof(cr_rec_route, origin);
+            b.count = i - start;
+            handle_batch(c, h, &b);
+        }
+        start = i + 1;
+    }
+    if (run->count > start) {
+        b.payloads = run->first + start * run->stride;
+        b.origins = b.payloads - sizeof(cr_rec_route) + offsetof(cr_rec_route, origin);
+        b.count = run->count - start;
+        handle_batch(c, h, &b);
+    }
+}
+
+/* Run the handler of every record in buf[0, len), received from rank src (or handed
+ * over by this rank itself). Records for other ranks are re-buffered towards their
+ * next hop before this buffer counts as handled, which keeps the barrier's counts
+ * exact (docs/routing.md). */
 void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
 {
     double traced = c->trace ? cr_trace_now(c->trace) : 0;
     uint64_t handled_before = c->stats.msgs_handled;
     c->handler_depth++;
     size_t off = 0;
-    cr_rec_view rec;
+    cr_run_view run;
     cr_rec_status st;
-    while ((st = cr_rec_next(buf, len, &off, &rec)) == CR_REC_OK) {
-        const cr_handler_entry *h = cr_registry_get(&c->handlers, rec.handler);
-        if (!h)
-            cr_fatal("received a message for handler id %u from rank %d, but only %u handlers "
-                     "are registered here; every rank must register the same handlers in the "
-                     "same order",
-                     (unsigned)rec.handler, src, c->handlers.count);
-        int from = src;
-        if (rec.flags & CR_REC_ROUTED) {
-            int dest = rec.route.dest;
-            from = rec.route.origin;
-            if ((unsigned)dest >= (unsigned)c->size || (unsigned)from >= (unsigned)c->size)
-                corrupt_route(c, src, &rec);
-            if (dest != c->rank) {
-                cr_append(c, dest, from, rec.handler, rec.flags & CR_REC_BCAST, rec.payload,
-                          rec.len);
-                continue;
-            }
-            if (rec.flags & CR_REC_BCAST)
-                bcast_fanout(c, rec.handler, from, rec.payload, rec.len);
+    while ((st = cr_run_next(buf, len, &off, &run)) == CR_REC_OK) {
+        const cr_handler_entry *h = handler_of(c, src, run.handler);
+        if (run.flags & CR_REC_ROUTED) {
+            dispatch_routed(c, src, h, &run);
+            continue;
         }
-        h->fn(c, from, rec.payload, rec.len, h->user);
-        c->stats.msgs_handled++;
-        c->stats.bytes_handled += rec.len;
+        cr_batch b = {.payloads = run.first, .stride = run.stride, .len = run.len,
+                      .count = run.count, .src = src, .origins = NULL};
+        handle_batch(c, h, &b);
     }
     if (st == CR_REC_TRUNCATED)
         cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its "
                  "end",
                  len, src, off);
     c->handler_depth--;
-    c->stats.mpi_recvs++;
     c->mpi_handled_total++;
     if (c->trace)
         cr_trace_span(c->trace, "handle", traced, "src", src, "records",
@@ -231,7 +308,21 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
 
 static void deliver(void *arg, int src, const char *buf, size_t len)
 {
-    cr_dispatch(arg, src, buf, len);
+    cr_comm *c = arg;
+    c->stats.mpi_recvs++;
+    cr_dispatch(c, src, buf, len);
+}
+
+size_t cr_self_poll(cr_comm *c, int budget)
+{
+    size_t done = 0;
+    cr_block b;
+    while (done < (size_t)budget && cr_selfq_pop(c, &b)) {
+        cr_dispatch(c, c->rank, b.data, b.len);
+        cr_outbufs_recycle(&c->out, b.data, b.cap);
+        done++;
+    }
+    return done;
 }
 
 size_t cr_recv_poll(cr_comm *c, int budget)

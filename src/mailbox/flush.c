@@ -62,6 +62,73 @@ static void defer(cr_comm *c, int dest, cr_flush_cause cause)
     }
 }
 
+static void selfq_push(cr_comm *c, cr_block blk)
+{
+    cr_selfq *q = &c->self;
+    if (q->n == q->cap) {
+        int cap = q->cap ? 2 * q->cap : 8;
+        cr_block *b = cr_xmalloc((size_t)cap * sizeof *b);
+        for (int i = 0; i < q->n; i++)
+            b[i] = q->blocks[(q->head + i) % q->cap];
+        free(q->blocks);
+        q->blocks = b;
+        q->head = 0;
+        q->cap = cap;
+    }
+    q->blocks[(q->head + q->n++) % q->cap] = blk;
+}
+
+bool cr_selfq_pop(cr_comm *c, cr_block *out)
+{
+    cr_selfq *q = &c->self;
+    if (q->n == 0)
+        return false;
+    *out = q->blocks[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    return true;
+}
+
+void cr_selfq_free(cr_comm *c)
+{
+    cr_block b;
+    while (cr_selfq_pop(c, &b))
+        free(b.data);
+    free(c->self.blocks);
+    c->self = (cr_selfq){0};
+}
+
+static bool self_queue_short(cr_comm *c, void *arg)
+{
+    (void)arg;
+    return c->self.n < (int)c->cfg.max_inflight;
+}
+
+/* A buffer to this rank itself: queued for its own event loop, which handles it
+ * outside any handler, instead of an MPI send to itself. It counts as a data message
+ * sent (and, once handled, handled), so the barrier covers it as any other. User
+ * code that has queued as many as it may have sends in flight waits, which handles
+ * some, so the queue is bounded like the sends. */
+static void hand_to_self(cr_comm *c, bool may_wait)
+{
+    if (may_wait && cr_can_wait(c) && !self_queue_short(c, NULL)) {
+        c->stats.slot_waits++;
+        cr_wait_until(c, self_queue_short, NULL, "handling the records sent to this rank");
+        if (c->out.bufs[c->rank].len == 0)
+            return;
+    }
+    cr_outbuf *b = &c->out.bufs[c->rank];
+    if (b->deferred)
+        c->ndeferred--;
+    cr_block blk = cr_outbufs_take(&c->out, c->rank);
+    selfq_push(c, blk);
+    c->mpi_sent_total++;
+    c->stats.local_buffers++;
+    if (c->trace)
+        cr_trace_instant(c->trace, "send (local)", "dest", c->rank, "bytes", (int64_t)blk.len,
+                         "queued", c->self.n);
+}
+
 /* Send dest's buffer. Without a free slot, either wait for one (when may_wait and
  * the caller is user code) or mark the buffer deferred. Returns false if deferred. */
 bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
@@ -69,6 +136,11 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     cr_outbuf *b = &c->out.bufs[dest];
     if (b->len == 0)
         return true;
+    if (dest == c->rank) {
+        hand_to_self(c, may_wait);
+        count_flush(c, cause);
+        return true;
+    }
     if (!cr_slot_free(c))
         cr_complete_sends(c);
     if (!cr_slot_free(c)) {

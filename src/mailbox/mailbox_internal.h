@@ -52,11 +52,21 @@ typedef struct cr_engine {
     double sleep;        /* current back-off sleep in seconds, 0 while spinning */
     double sleep_start;  /* trace time the current sleep began */
     double sim_timer;    /* simulation: virtual time the flush timer last ran */
+    double last_full;    /* loop time of the last full iteration from user code's polls */
     bool last_poll_worked;
 } cr_engine;
 
 /* Records appended from user code between two polls of the network. */
 #define CR_POLL_EVERY 1024
+
+/* Buffers this rank sent to itself, in order, waiting for the event loop to handle
+ * them (a ring). They never go through the transport: no MPI send, no slot. */
+typedef struct cr_selfq {
+    cr_block *blocks;
+    int head;
+    int n;
+    int cap;
+} cr_selfq;
 
 /* A module attached to the comm (module.h). */
 #define CR_MAX_MODULES 8
@@ -78,6 +88,7 @@ struct cr_comm {
 
     cr_registry handlers;
     cr_outbufs out;
+    cr_selfq self; /* buffers to this rank, not yet handled */
     cr_engine engine;
     cr_term term;
     cr_stats stats;
@@ -154,6 +165,11 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
 
 /* flush.c: complete finished sends; returns how many. */
 int cr_complete_sends(cr_comm *c);
+/* flush.c: the oldest buffer to this rank itself; false when there is none. */
+bool cr_selfq_pop(cr_comm *c, cr_block *out);
+void cr_selfq_free(cr_comm *c);
+/* core.c: handle up to `budget` buffers this rank sent itself; returns how many. */
+size_t cr_self_poll(cr_comm *c, int budget);
 /* work.c: complete sends, then (outside handlers) receive and handle. Returns the
  * work done. */
 size_t cr_poll(cr_comm *c);

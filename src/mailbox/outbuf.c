@@ -11,8 +11,10 @@
 void cr_outbufs_init(cr_outbufs *o, int ndest, size_t threshold, int pool_max)
 {
     o->bufs = cr_xcalloc((size_t)ndest, sizeof *o->bufs);
-    for (int i = 0; i < ndest; i++)
+    for (int i = 0; i < ndest; i++) {
         o->bufs[i].active_pos = -1;
+        o->bufs[i].run_key = CR_RUN_NONE;
+    }
     o->nbufs = ndest;
     o->active = cr_xmalloc((size_t)ndest * sizeof *o->active);
     o->nactive = 0;
@@ -67,7 +69,11 @@ cr_block cr_outbufs_take(cr_outbufs *o, int dest)
     o->bufs[last].active_pos = pos;
     b->active_pos = -1;
 
+    if (o->total > o->peak)
+        o->peak = o->total;
     o->total -= b->len;
+    b->run_key = CR_RUN_NONE;
+    b->run_count = 0;
     b->data = NULL;
     b->len = 0;
     b->cap = 0;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mailbox/record.h"
+
 typedef struct cr_outbuf {
     char *data;
     size_t len;
@@ -20,6 +22,9 @@ typedef struct cr_outbuf {
     int32_t active_pos; /* index in cr_outbufs.active, -1 while empty */
     uint8_t deferred;   /* why a due flush is waiting for a send slot (a cr_flush_cause), 0 if not */
     uint8_t relay;      /* holds records forwarded for other ranks (routing) */
+    uint16_t run_count; /* records in the open run (the last one in the buffer) */
+    size_t run_at;      /* offset of the open run's header */
+    uint64_t run_key;   /* cr_run_key of the open run, CR_RUN_NONE if there is none */
 } cr_outbuf;
 
 typedef struct cr_outbufs {
@@ -30,7 +35,7 @@ typedef struct cr_outbufs {
     size_t threshold;  /* a buffer this full is due to be sent */
     size_t block_size; /* size of pooled blocks: threshold rounded to 8 bytes */
     size_t total;      /* bytes held in all buffers */
-    size_t peak;       /* largest `total` seen */
+    size_t peak;       /* largest `total` seen before the last take (cr_outbufs_peak) */
     char **pool;
     int npool;
     int pool_max;
@@ -48,6 +53,16 @@ void cr_outbufs_free(cr_outbufs *o);
 
 /* Make room for `bytes` more bytes in dest's buffer (growing it when needed). */
 void cr_outbufs_grow(cr_outbufs *o, int dest, size_t bytes);
+
+/* Bytes a record of `key` with `stride` bytes would add to dest's buffer: its
+ * stride if it continues the open run, else a run header more. */
+static inline size_t cr_outbufs_rec_size(const cr_outbufs *o, int dest, uint64_t key,
+                                         size_t stride)
+{
+    const cr_outbuf *b = &o->bufs[dest];
+    bool joins = b->run_key == key && b->run_count < CR_RUN_MAX;
+    return joins ? stride : stride + sizeof(cr_run_hdr);
+}
 
 /* True when appending `bytes` would push a non-empty buffer past the threshold, so
  * it should be sent first. An empty buffer always accepts one record, however big. */
@@ -72,9 +87,40 @@ static inline char *cr_outbufs_append(cr_outbufs *o, int dest, size_t bytes, dou
     char *at = b->data + b->len;
     b->len += bytes;
     o->total += bytes;
-    if (o->total > o->peak)
-        o->peak = o->total;
     return at;
+}
+
+/* Reserve room for one record of `key` (handler, flags, payload length) taking
+ * `stride` bytes, continuing dest's open run when the key matches and opening a new
+ * run otherwise; returns where the record goes. The per-record path of every send:
+ * in the common case it adds the stride and counts the record in the run's header. */
+static inline char *cr_outbufs_append_rec(cr_outbufs *o, int dest, uint64_t key, size_t stride,
+                                          double now)
+{
+    cr_outbuf *b = &o->bufs[dest];
+    if (b->run_key == key && b->run_count < CR_RUN_MAX) {
+        if (b->cap - b->len < stride)
+            cr_outbufs_grow(o, dest, stride);
+        b->run_count++;
+        cr_run_add(b->data + b->run_at);
+        char *at = b->data + b->len;
+        b->len += stride;
+        o->total += stride;
+        return at;
+    }
+    size_t at_off = b->len;
+    char *hdr = cr_outbufs_append(o, dest, sizeof(cr_run_hdr) + stride, now);
+    cr_run_write_hdr(hdr, (uint16_t)(key >> 32), (uint16_t)(key >> 48), (uint32_t)key);
+    b->run_at = at_off;
+    b->run_key = key;
+    b->run_count = 1;
+    return hdr + sizeof(cr_run_hdr);
+}
+
+/* The largest number of bytes buffered at once so far. */
+static inline size_t cr_outbufs_peak(const cr_outbufs *o)
+{
+    return o->total > o->peak ? o->total : o->peak;
 }
 
 static inline bool cr_outbufs_full(const cr_outbufs *o, int dest)

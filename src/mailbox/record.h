@@ -1,9 +1,12 @@
-/* Wire format of a send buffer: records packed back to back, each an 8-byte header
- * followed by the payload padded to a multiple of 8 bytes, so every payload a
- * handler sees is 8-byte aligned. A record that travels through other ranks (a
- * route other than direct) carries an 8-byte route block between header and
- * payload: its final destination and the rank that sent it. Header fields are in host byte order: all ranks of
- * one job run on the same architecture. */
+/* Wire format of a send buffer: a sequence of runs. A run is an 8-byte header
+ * followed by `count` records of one handler, all with the same payload length and
+ * the same flags. Each record is its payload padded to a multiple of 8 bytes, so
+ * every payload a handler sees is 8-byte aligned; a routed run (a route other than
+ * direct) puts an 8-byte route block before each payload: the record's final
+ * destination and the rank that created it. So an 8-byte update costs 8 bytes on the
+ * wire (16 when routed) plus its share of one header, instead of a header of its own
+ * (docs/architecture.md, "Wire format"). Header fields are in host byte order: all
+ * ranks of one job run on the same architecture. */
 #ifndef COURIER_MAILBOX_RECORD_H
 #define COURIER_MAILBOX_RECORD_H
 
@@ -14,23 +17,29 @@
 
 #define CR_REC_ALIGN 8
 
-typedef struct cr_rec_hdr {
-    uint32_t len;     /* payload bytes, without padding */
+typedef struct cr_run_hdr {
+    uint32_t len;     /* payload bytes of each record, without padding */
     uint16_t handler; /* registered handler id */
-    uint16_t flags;   /* CR_REC_* bits */
-} cr_rec_hdr;
+    uint16_t info;    /* bits 0-1: CR_REC_* flags; bits 2-15: records in the run */
+} cr_run_hdr;
 
 enum {
-    CR_REC_ROUTED = 1, /* a cr_rec_route block follows the header */
-    CR_REC_BCAST = 2,  /* (with ROUTED) a broadcast copy: deliver here and to this node */
+    CR_REC_ROUTED = 1, /* every record carries a cr_rec_route block */
+    CR_REC_BCAST = 2,  /* (with ROUTED) broadcast copies: deliver here and to this node */
+    CR_REC_FLAG_BITS = 2,
 };
+
+/* Records in one run, at most: the count fills the 14 high bits of `info`. */
+#define CR_RUN_MAX ((1u << (16 - CR_REC_FLAG_BITS)) - 1)
+/* What one more record adds to `info`. */
+#define CR_RUN_ONE (1u << CR_REC_FLAG_BITS)
 
 typedef struct cr_rec_route {
     int32_t dest;   /* final destination */
     int32_t origin; /* the rank that called cr_async: the handler's src */
 } cr_rec_route;
 
-_Static_assert(sizeof(cr_rec_hdr) == CR_REC_ALIGN, "record header must stay 8 bytes");
+_Static_assert(sizeof(cr_run_hdr) == CR_REC_ALIGN, "run header must stay 8 bytes");
 _Static_assert(sizeof(cr_rec_route) == CR_REC_ALIGN, "route block must stay 8 bytes");
 
 static inline size_t cr_rec_pad(size_t len)
@@ -38,16 +47,36 @@ static inline size_t cr_rec_pad(size_t len)
     return (len + (CR_REC_ALIGN - 1)) & ~(size_t)(CR_REC_ALIGN - 1);
 }
 
-/* Bytes a record with a payload of `len` bytes occupies in a buffer. */
-static inline size_t cr_rec_size(size_t len)
+/* Bytes one record of a run takes after the header: its payload padded, plus the
+ * route block when the run is routed. */
+static inline size_t cr_rec_stride(size_t len, bool routed)
 {
-    return sizeof(cr_rec_hdr) + cr_rec_pad(len);
+    return cr_rec_pad(len) + (routed ? sizeof(cr_rec_route) : 0);
 }
 
-/* ... with a route block. */
-static inline size_t cr_rec_size_routed(size_t len)
+/* The run's identity: records may join a run only when all of it matches. Never
+ * equal to CR_RUN_NONE, because a key has no count bits. */
+static inline uint64_t cr_run_key(uint16_t handler, uint16_t flags, uint32_t len)
 {
-    return sizeof(cr_rec_hdr) + sizeof(cr_rec_route) + cr_rec_pad(len);
+    return (uint64_t)len | (uint64_t)handler << 32 | (uint64_t)flags << 48;
+}
+#define CR_RUN_NONE UINT64_MAX
+
+/* Write a run header for one record at `dst`. */
+static inline void cr_run_write_hdr(char *dst, uint16_t handler, uint16_t flags, uint32_t len)
+{
+    cr_run_hdr h = {.len = len, .handler = handler, .info = (uint16_t)(flags | CR_RUN_ONE)};
+    memcpy(dst, &h, sizeof h);
+}
+
+/* Count one more record in the run whose header is at `hdr`; returns the new count. */
+static inline unsigned cr_run_add(char *hdr)
+{
+    uint16_t info;
+    memcpy(&info, hdr + offsetof(cr_run_hdr, info), sizeof info);
+    info = (uint16_t)(info + CR_RUN_ONE);
+    memcpy(hdr + offsetof(cr_run_hdr, info), &info, sizeof info);
+    return info >> CR_REC_FLAG_BITS;
 }
 
 /* Copy the payload to `dst` and zero its padding, so buffers never carry
@@ -68,63 +97,66 @@ static inline void cr_rec_write_payload(char *dst, const void *payload, uint32_t
         memset(dst + len, 0, pad);
 }
 
-/* Write one record at `dst`, which has room for cr_rec_size(len) bytes. */
-static inline void cr_rec_write(char *dst, uint16_t handler, const void *payload, uint32_t len)
+/* Write one record of a run at `dst` (room for cr_rec_stride bytes); `route` is
+ * NULL unless the run is routed. */
+static inline void cr_rec_write(char *dst, const cr_rec_route *route, const void *payload,
+                                uint32_t len)
 {
-    cr_rec_hdr h = {.len = len, .handler = handler, .flags = 0};
-    memcpy(dst, &h, sizeof h);
-    cr_rec_write_payload(dst + sizeof h, payload, len);
+    if (route) {
+        memcpy(dst, route, sizeof *route);
+        dst += sizeof *route;
+    }
+    cr_rec_write_payload(dst, payload, len);
 }
 
-/* Write a routed record (room for cr_rec_size_routed(len) bytes); `flags` adds to
- * CR_REC_ROUTED. */
-static inline void cr_rec_write_routed(char *dst, uint16_t handler, uint16_t flags,
-                                       cr_rec_route route, const void *payload, uint32_t len)
-{
-    cr_rec_hdr h = {.len = len, .handler = handler, .flags = (uint16_t)(flags | CR_REC_ROUTED)};
-    memcpy(dst, &h, sizeof h);
-    memcpy(dst + sizeof h, &route, sizeof route);
-    cr_rec_write_payload(dst + sizeof h + sizeof route, payload, len);
-}
-
-/* One record seen in a received buffer. */
-typedef struct cr_rec_view {
+/* One run seen in a received buffer. Record i's payload is at
+ * first + i * stride; in a routed run its route block is the 8 bytes before it. */
+typedef struct cr_run_view {
     uint16_t handler;
     uint16_t flags;
     uint32_t len;
-    const char *payload;
-    cr_rec_route route; /* valid when flags has CR_REC_ROUTED */
-} cr_rec_view;
+    uint32_t count;
+    size_t stride;
+    const char *first;
+} cr_run_view;
+
+static inline cr_rec_route cr_run_route(const cr_run_view *run, size_t i)
+{
+    cr_rec_route r;
+    memcpy(&r, run->first + i * run->stride - sizeof r, sizeof r);
+    return r;
+}
 
 typedef enum cr_rec_status {
-    CR_REC_OK = 1,        /* *out holds the next record */
+    CR_REC_OK = 1,        /* *out holds the next run */
     CR_REC_END = 0,       /* the buffer is used up */
-    CR_REC_TRUNCATED = -1 /* the buffer ends inside a record: corrupt input */
+    CR_REC_TRUNCATED = -1 /* the buffer ends inside a run: corrupt input */
 } cr_rec_status;
 
-/* Read the record at *off in buf[0, len) and advance *off past it. */
-static inline cr_rec_status cr_rec_next(const char *buf, size_t len, size_t *off,
-                                        cr_rec_view *out)
+/* Read the run at *off in buf[0, len) and advance *off past it. A run of no records
+ * is corrupt input too. */
+static inline cr_rec_status cr_run_next(const char *buf, size_t len, size_t *off,
+                                        cr_run_view *out)
 {
     if (*off == len)
         return CR_REC_END;
-    if (len - *off < sizeof(cr_rec_hdr))
+    if (len - *off < sizeof(cr_run_hdr))
         return CR_REC_TRUNCATED;
-    cr_rec_hdr h;
+    cr_run_hdr h;
     memcpy(&h, buf + *off, sizeof h);
-    bool routed = h.flags & CR_REC_ROUTED;
-    size_t size = routed ? cr_rec_size_routed(h.len) : cr_rec_size(h.len);
-    if (size > len - *off)
+    bool routed = h.info & CR_REC_ROUTED;
+    size_t count = h.info >> CR_REC_FLAG_BITS;
+    size_t stride = cr_rec_stride(h.len, routed);
+    /* count < 2^14 and stride < 2^33: the product cannot overflow 64 bits. */
+    if (count == 0 || count * stride > len - *off - sizeof h)
         return CR_REC_TRUNCATED;
     out->handler = h.handler;
-    out->flags = h.flags;
+    out->flags = (uint16_t)(h.info & ((1u << CR_REC_FLAG_BITS) - 1));
     out->len = h.len;
-    out->payload = buf + *off + sizeof h;
-    if (routed) {
-        memcpy(&out->route, out->payload, sizeof out->route);
-        out->payload += sizeof out->route;
-    }
-    *off += size;
+    out->count = (uint32_t)count;
+    out->stride = stride;
+    out->first = buf + *off + sizeof h + (routed ? sizeof(cr_rec_route) : 0);
+    *off += sizeof h + count * stride;
     return CR_REC_OK;
 }
 

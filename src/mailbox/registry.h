@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 typedef struct cr_handler_entry {
-    cr_handler_fn fn;
+    cr_handler_fn fn;   /* per record, or NULL for a batch handler */
+    cr_batch_fn batch;  /* per batch, or NULL */
     void *user;
 } cr_handler_entry;
 
@@ -21,6 +22,8 @@ void cr_registry_init(cr_registry *r);
 void cr_registry_free(cr_registry *r);
 /* Append a handler; returns its id, or -1 when CR_MAX_HANDLERS are registered. */
 int cr_registry_add(cr_registry *r, cr_handler_fn fn, void *user);
+/* The same for a full entry (fn or batch set). */
+int cr_registry_add_entry(cr_registry *r, cr_handler_entry entry);
 
 /* The entry for `id`, or NULL when no handler has that id. */
 static inline const cr_handler_entry *cr_registry_get(const cr_registry *r, uint32_t id)

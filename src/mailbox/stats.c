@@ -13,7 +13,8 @@ static const struct {
     F(mpi_sends),       F(mpi_bytes_sent),   F(mpi_recvs),      F(slot_waits),
     F(deferred_flushes), F(peak_buffered_bytes), F(peak_inflight), F(barriers),
     F(barrier_epochs),  F(forwarded),        F(partners),       F(partners_off_node),
-    F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node),
+    F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
+    F(batches),
 #undef F
 };
 

@@ -55,11 +55,11 @@ void cr_print_state(cr_comm *c, FILE *out, const char *why)
 {
     fprintf(out,
             "courier state: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
-            "buffered %zu bytes in %d buffers (%d deferred), data messages sent %llu, "
-            "handled %llu\n",
+            "buffered %zu bytes in %d buffers (%d deferred), %d buffers to itself unhandled, "
+            "data messages sent %llu, handled %llu\n",
             c->rank, why, c->waiting ? c->wait_reason : "user code",
             (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
-            cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred,
+            cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred, c->self.n,
             (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total);
     fflush(out);
 }

@@ -59,13 +59,13 @@ int main(int argc, char **argv)
     if (!strcmp(what, "unknown-handler")) {
         char rec[16];
         uint64_t x = 1;
-        cr_rec_write(rec, 9, &x, sizeof x);
+        cr_run_write_hdr(rec, 9, 0, sizeof x);
+        cr_rec_write(rec + 8, NULL, &x, sizeof x);
         if (c->rank == 0)
             inject(c, rec, sizeof rec);
     } else if (!strcmp(what, "truncated")) {
         char rec[16];
-        cr_rec_hdr hdr = {.len = 1000, .handler = 0, .flags = 0};
-        memcpy(rec, &hdr, sizeof hdr);
+        cr_run_write_hdr(rec, 0, 0, 1000);
         memset(rec + 8, 0, 8);
         if (c->rank == 0)
             inject(c, rec, sizeof rec);

@@ -16,21 +16,22 @@ static int append(cr_outbufs *o, int dest, size_t payload, size_t *flushed_bytes
 {
     static char data[1 << 16];
     int flushes = 0;
-    size_t size = cr_rec_size(payload);
-    if (cr_outbufs_overflows(o, dest, size)) {
+    uint64_t key = cr_run_key(3, 0, (uint32_t)payload);
+    size_t stride = cr_rec_stride(payload, false);
+    if (cr_outbufs_overflows(o, dest, cr_outbufs_rec_size(o, dest, key, stride))) {
         cr_block b = cr_outbufs_take(o, dest);
         *flushed_bytes += b.len;
         cr_outbufs_recycle(o, b.data, b.cap);
         flushes++;
     }
-    cr_rec_write(cr_outbufs_append(o, dest, size, 1.0), 3, data, (uint32_t)payload);
+    cr_rec_write(cr_outbufs_append_rec(o, dest, key, stride, 1.0), NULL, data, (uint32_t)payload);
     if (cr_outbufs_full(o, dest)) {
         cr_block b = cr_outbufs_take(o, dest);
         *flushed_bytes += b.len;
         size_t pos = 0, n = 0;
-        cr_rec_view v;
-        while (cr_rec_next(b.data, b.len, &pos, &v) == CR_REC_OK)
-            n++;
+        cr_run_view v;
+        while (cr_run_next(b.data, b.len, &pos, &v) == CR_REC_OK)
+            n += v.count;
         assert_int_equal(pos, b.len);
         assert_true(n >= 1);
         cr_outbufs_recycle(o, b.data, b.cap);
@@ -50,11 +51,20 @@ static void test_record_exactly_at_threshold(void **state)
     assert_int_equal(flushed, 64);
     assert_int_equal(o.total, 0);
     assert_int_equal(o.nactive, 0);
-    /* 24 + 24 + 16 = 64: the third record fills the buffer exactly */
-    assert_int_equal(append(&o, 1, 16, &flushed), 0);
-    assert_int_equal(append(&o, 1, 16, &flushed), 0);
+    /* one header + 7 records of 8 bytes = 64: the seventh fills the buffer exactly */
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(append(&o, 1, 8, &flushed), 0);
+    assert_int_equal(o.total, 8 + 6 * 8);
     assert_int_equal(append(&o, 1, 8, &flushed), 1);
     assert_int_equal(flushed, 128);
+    /* a record of another length opens a run: 16 + 8 + 24 = 48, then 8 + 16 more
+     * would make 72 > 64, so the buffer goes first */
+    assert_int_equal(append(&o, 1, 8, &flushed), 0);
+    assert_int_equal(append(&o, 1, 20, &flushed), 0);
+    assert_int_equal(o.total, 48);
+    assert_int_equal(append(&o, 1, 16, &flushed), 1);
+    assert_int_equal(flushed, 128 + 48);
+    assert_int_equal(o.total, 24);
     cr_outbufs_free(&o);
 }
 
@@ -67,7 +77,7 @@ static void test_record_above_threshold_goes_alone(void **state)
     assert_int_equal(append(&o, 0, 8, &flushed), 0); /* 16 bytes buffered */
     /* 1000-byte payload: the 16 buffered bytes go first, then the big record alone */
     assert_int_equal(append(&o, 0, 1000, &flushed), 2);
-    assert_int_equal(flushed, 16 + cr_rec_size(1000));
+    assert_int_equal(flushed, 16 + 8 + cr_rec_stride(1000, false));
     assert_int_equal(o.total, 0);
     cr_outbufs_free(&o);
 }
@@ -93,7 +103,7 @@ static void test_active_list_and_totals(void **state)
         cr_outbufs_append(&o, d, 16 * (size_t)(d + 1), 2.0);
     assert_int_equal(o.nactive, 4);
     assert_int_equal(o.total, 16 * (1 + 3 + 5 + 7));
-    assert_int_equal(o.peak, o.total);
+    assert_int_equal(cr_outbufs_peak(&o), o.total);
     for (int i = 0; i < o.nactive; i++)
         assert_int_equal(o.bufs[o.active[i]].active_pos, i);
     cr_block b = cr_outbufs_take(&o, 2);
@@ -104,7 +114,7 @@ static void test_active_list_and_totals(void **state)
     for (int i = 0; i < o.nactive; i++)
         assert_int_equal(o.bufs[o.active[i]].active_pos, i);
     assert_int_equal(o.total, 16 * (1 + 5 + 7));
-    assert_int_equal(o.peak, 16 * (1 + 3 + 5 + 7));
+    assert_int_equal(cr_outbufs_peak(&o), 16 * (1 + 3 + 5 + 7));
     cr_outbufs_free(&o);
 }
 
