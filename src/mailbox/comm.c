@@ -97,7 +97,7 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool);
     cr_term_init(&c->term, tp);
     c->scratch = cr_xmalloc((size_t)c->size * sizeof *c->scratch);
-    c->poll_countdown = CR_POLL_EVERY;
+    c->poll_countdown = c->poll_every = CR_POLL_EVERY;
     cr_engine_init(c, &cr_mailbox_loop_work);
     cr_watchdog_init(c);
     c->trace = cr_trace_open(c->cfg.trace_path, tp);

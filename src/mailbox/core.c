@@ -36,28 +36,36 @@ static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
         cr_flush_for_cap(c);
 }
 
+/* The common case of an append, a few instructions: the record joins the open run
+ * of a buffer that stays below its threshold, its capacity and the cap. False when
+ * append_slow must decide. */
+static inline bool append_fast(cr_comm *c, int hop, uint64_t key, size_t stride,
+                               const cr_rec_route *route, const void *payload, size_t len)
+{
+    cr_outbufs *o = &c->out;
+    cr_outbuf *b = &o->bufs[hop];
+    if (b->run_key != key || b->len + stride >= b->limit ||
+        o->total + stride >= c->cfg.buffer_cap_bytes)
+        return false;
+    char *at = b->data + b->len;
+    b->len += stride;
+    o->total += stride;
+    if (++b->run_count == CR_RUN_MAX)
+        b->run_key = CR_RUN_NONE;
+    cr_rec_write(at, route, payload, (uint32_t)len);
+    return true;
+}
+
 /* Append a record to the buffer of `hop` (routed if route != NULL), flushing by size
- * and cap as it goes. Inline: the common case, a record that continues the open run
- * of a buffer that stays below its threshold and the cap, is a few instructions. */
+ * and cap as it goes. */
 static inline void append_to_buffer(cr_comm *c, int hop, int handler, uint16_t flags,
                                     const cr_rec_route *route, const void *payload, size_t len)
 {
     uint16_t run_flags = route ? (uint16_t)(flags | CR_REC_ROUTED) : 0;
     uint64_t key = cr_run_key((uint16_t)handler, run_flags, (uint32_t)len);
     size_t stride = cr_rec_stride(len, route != NULL);
-    cr_outbufs *o = &c->out;
-    cr_outbuf *b = &o->bufs[hop];
-    if (b->run_key == key && b->run_count < CR_RUN_MAX && b->len + stride < o->threshold &&
-        b->cap - b->len >= stride && o->total + stride < c->cfg.buffer_cap_bytes) {
-        b->run_count++;
-        cr_run_add(b->data + b->run_at);
-        char *at = b->data + b->len;
-        b->len += stride;
-        o->total += stride;
-        cr_rec_write(at, route, payload, (uint32_t)len);
-        return;
-    }
-    append_slow(c, hop, key, stride, route, payload, len);
+    if (!append_fast(c, hop, key, stride, route, payload, len))
+        append_slow(c, hop, key, stride, route, payload, len);
 }
 
 /* The next hop towards dest: itself, or the route's choice. */
@@ -114,16 +122,32 @@ static inline void check_message(const cr_comm *c, const char *fn, int handler,
         bad_message(c, fn, handler, payload, len);
 }
 
-/* User code polls the network every CR_POLL_EVERY records it sends. */
+/* User code polls the network every poll_every records it sends: CR_POLL_EVERY
+ * while polls find work, and up to CR_POLL_MAX as they keep finding none. An empty
+ * poll is not free: Open MPI yields the processor in every MPI call that finds
+ * nothing when ranks outnumber cores (mpi_yield_when_idle), so polling a quiet
+ * network every few microseconds from a rank that has work of its own hands its
+ * core to another rank tens of thousands of times a second. */
+static void poll_from_user_code(cr_comm *c)
+{
+    if (!cr_can_wait(c)) {
+        c->poll_countdown = c->poll_every;
+        return;
+    }
+    bool worked = cr_engine_run_nowait(c) > 0 || c->engine.last_poll_worked;
+    if (worked)
+        c->poll_every = CR_POLL_EVERY;
+    else if (c->poll_every < CR_POLL_MAX)
+        c->poll_every *= 2;
+    c->poll_countdown = c->poll_every;
+}
+
 static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
 {
     c->stats.msgs_sent += msgs;
     c->stats.bytes_sent += msgs * len;
-    if (--c->poll_countdown == 0) {
-        c->poll_countdown = CR_POLL_EVERY;
-        if (cr_can_wait(c))
-            cr_engine_run_nowait(c);
-    }
+    if (--c->poll_countdown == 0)
+        poll_from_user_code(c);
 }
 
 void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len)
@@ -131,7 +155,15 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
     if ((unsigned)dest >= (unsigned)c->size)
         cr_fatal("cr_async: destination rank %d is out of range [0, %d)", dest, c->size);
     check_message(c, "cr_async", handler, payload, len);
-    cr_append(c, dest, c->rank, handler, 0, payload, len);
+    if (c->routed) {
+        cr_append(c, dest, c->rank, handler, 0, payload, len);
+    } else {
+        /* Direct: the next hop is dest and the record needs no route block. */
+        uint64_t key = cr_run_key((uint16_t)handler, 0, (uint32_t)len);
+        size_t stride = cr_rec_pad(len);
+        if (!append_fast(c, dest, key, stride, NULL, payload, len))
+            append_slow(c, dest, key, stride, NULL, payload, len);
+    }
     count_sent(c, 1, len);
 }
 

@@ -58,6 +58,8 @@ typedef struct cr_engine {
 
 /* Records appended from user code between two polls of the network. */
 #define CR_POLL_EVERY 1024
+/* ... at most, after polls that found nothing (see count_sent in core.c). */
+#define CR_POLL_MAX 16384
 
 /* Buffers this rank sent to itself, in order, waiting for the event loop to handle
  * them (a ring). They never go through the transport: no MPI send, no slot. */
@@ -109,6 +111,7 @@ struct cr_comm {
     bool in_cap_flush;
     int ndeferred;        /* buffers whose flush waits for a free slot */
     unsigned poll_countdown;
+    unsigned poll_every;  /* records between user code's polls: CR_POLL_EVERY .. CR_POLL_MAX */
     int *scratch;         /* size P, for the cap flush's ordering */
     char *bcast_copy;     /* cr_async_bcast's private copy of the payload (see there) */
     size_t bcast_copy_cap;

@@ -48,6 +48,7 @@ void cr_outbufs_grow(cr_outbufs *o, int dest, size_t bytes)
     if (!b->data && o->npool && need <= o->block_size) {
         b->data = o->pool[--o->npool];
         b->cap = o->block_size;
+        b->limit = b->cap < o->threshold ? b->cap : o->threshold;
         return;
     }
     size_t limit = o->block_size > need ? o->block_size : need;
@@ -56,10 +57,12 @@ void cr_outbufs_grow(cr_outbufs *o, int dest, size_t bytes)
         cap = cap > limit / 2 ? limit : 2 * cap;
     b->data = cr_xrealloc(b->data, cap);
     b->cap = cap;
+    b->limit = cap < o->threshold ? cap : o->threshold;
 }
 
 cr_block cr_outbufs_take(cr_outbufs *o, int dest)
 {
+    cr_outbufs_close_run(o, dest);
     cr_outbuf *b = &o->bufs[dest];
     cr_block blk = {.data = b->data, .len = b->len, .cap = b->cap};
 
@@ -72,11 +75,10 @@ cr_block cr_outbufs_take(cr_outbufs *o, int dest)
     if (o->total > o->peak)
         o->peak = o->total;
     o->total -= b->len;
-    b->run_key = CR_RUN_NONE;
-    b->run_count = 0;
     b->data = NULL;
     b->len = 0;
     b->cap = 0;
+    b->limit = 0;
     b->deferred = 0;
     b->relay = 0;
     return blk;

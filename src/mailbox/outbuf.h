@@ -22,9 +22,13 @@ typedef struct cr_outbuf {
     int32_t active_pos; /* index in cr_outbufs.active, -1 while empty */
     uint8_t deferred;   /* why a due flush is waiting for a send slot (a cr_flush_cause), 0 if not */
     uint8_t relay;      /* holds records forwarded for other ranks (routing) */
-    uint16_t run_count; /* records in the open run (the last one in the buffer) */
+    uint16_t run_count; /* records in the open run (the last one in the buffer), whose
+                           header says 1 until the run is closed */
+    size_t limit;       /* min(threshold, cap): a record that keeps len below it needs
+                           neither a flush nor more room */
     size_t run_at;      /* offset of the open run's header */
-    uint64_t run_key;   /* cr_run_key of the open run, CR_RUN_NONE if there is none */
+    uint64_t run_key;   /* cr_run_key of the run records may join; CR_RUN_NONE if none
+                           (no run, or the open run is full) */
 } cr_outbuf;
 
 typedef struct cr_outbufs {
@@ -54,14 +58,24 @@ void cr_outbufs_free(cr_outbufs *o);
 /* Make room for `bytes` more bytes in dest's buffer (growing it when needed). */
 void cr_outbufs_grow(cr_outbufs *o, int dest, size_t bytes);
 
+/* Write the open run's count into its header; the run takes no more records. Done
+ * when a run is followed by another and when the buffer is taken, so the per-record
+ * path only counts in the outbuf. */
+static inline void cr_outbufs_close_run(cr_outbufs *o, int dest)
+{
+    cr_outbuf *b = &o->bufs[dest];
+    if (b->run_count > 1)
+        cr_run_set_count(b->data + b->run_at, b->run_count);
+    b->run_count = 0;
+    b->run_key = CR_RUN_NONE;
+}
+
 /* Bytes a record of `key` with `stride` bytes would add to dest's buffer: its
  * stride if it continues the open run, else a run header more. */
 static inline size_t cr_outbufs_rec_size(const cr_outbufs *o, int dest, uint64_t key,
                                          size_t stride)
 {
-    const cr_outbuf *b = &o->bufs[dest];
-    bool joins = b->run_key == key && b->run_count < CR_RUN_MAX;
-    return joins ? stride : stride + sizeof(cr_run_hdr);
+    return o->bufs[dest].run_key == key ? stride : stride + sizeof(cr_run_hdr);
 }
 
 /* True when appending `bytes` would push a non-empty buffer past the threshold, so
@@ -98,16 +112,17 @@ static inline char *cr_outbufs_append_rec(cr_outbufs *o, int dest, uint64_t key,
                                           double now)
 {
     cr_outbuf *b = &o->bufs[dest];
-    if (b->run_key == key && b->run_count < CR_RUN_MAX) {
+    if (b->run_key == key) {
         if (b->cap - b->len < stride)
             cr_outbufs_grow(o, dest, stride);
-        b->run_count++;
-        cr_run_add(b->data + b->run_at);
+        if (++b->run_count == CR_RUN_MAX)
+            b->run_key = CR_RUN_NONE;
         char *at = b->data + b->len;
         b->len += stride;
         o->total += stride;
         return at;
     }
+    cr_outbufs_close_run(o, dest);
     size_t at_off = b->len;
     char *hdr = cr_outbufs_append(o, dest, sizeof(cr_run_hdr) + stride, now);
     cr_run_write_hdr(hdr, (uint16_t)(key >> 32), (uint16_t)(key >> 48), (uint32_t)key);

@@ -69,14 +69,13 @@ static inline void cr_run_write_hdr(char *dst, uint16_t handler, uint16_t flags,
     memcpy(dst, &h, sizeof h);
 }
 
-/* Count one more record in the run whose header is at `hdr`; returns the new count. */
-static inline unsigned cr_run_add(char *hdr)
+/* Set the count of the run whose header is at `hdr` (1 .. CR_RUN_MAX). */
+static inline void cr_run_set_count(char *hdr, unsigned count)
 {
     uint16_t info;
     memcpy(&info, hdr + offsetof(cr_run_hdr, info), sizeof info);
-    info = (uint16_t)(info + CR_RUN_ONE);
+    info = (uint16_t)((info & (CR_RUN_ONE - 1)) | count << CR_REC_FLAG_BITS);
     memcpy(hdr + offsetof(cr_run_hdr, info), &info, sizeof info);
-    return info >> CR_REC_FLAG_BITS;
 }
 
 /* Copy the payload to `dst` and zero its padding, so buffers never carry
