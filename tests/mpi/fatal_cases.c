@@ -17,6 +17,11 @@ static void nop(cr_comm *c, int src, const void *p, size_t len, void *u)
     (void)c, (void)src, (void)p, (void)len, (void)u;
 }
 
+static void nop_batch(cr_comm *c, const cr_batch *b, void *u)
+{
+    (void)c, (void)b, (void)u;
+}
+
 static void exchange_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
 {
     (void)src, (void)p, (void)len, (void)u;
@@ -69,6 +74,8 @@ int main(int argc, char **argv)
         memset(rec + 8, 0, 8);
         if (c->rank == 0)
             inject(c, rec, sizeof rec);
+    } else if (!strcmp(what, "register-fn-and-batch")) {
+        cr_register_type(c, &(cr_handler_type){.fn = nop, .batch = nop_batch}, NULL);
     } else if (!strcmp(what, "bad-dest")) {
         cr_async(c, c->size, h, NULL, 0);
     } else if (!strcmp(what, "bad-handler")) {

@@ -725,6 +725,145 @@ static void test_payload_copied_before_handlers(void **state)
     verdict();
 }
 
+/* ---------------------------------------------------------------- batch handlers */
+
+#define BATCH_K 3000
+
+typedef struct batch_state {
+    uint8_t *seen; /* [src][seq], over both handlers */
+    uint64_t calls, records;
+} batch_state;
+
+/* Checks one record as on_a2a does, by the sender cr_batch_src reports. */
+static void count_batch_record(cr_comm *comm, batch_state *st, const void *p, int src)
+{
+    a2a_msg m;
+    memcpy(&m, p, sizeof m);
+    CHECK((uintptr_t)p % 8 == 0, "payload not 8-byte aligned");
+    CHECK(m.src == src && m.dst == cr_comm_rank(comm) && m.seq < BATCH_K,
+          "record from %d (says %d) for %d, seq %u", src, m.src, m.dst, m.seq);
+    CHECK(m.check == a2a_check(m.src, m.dst, m.seq), "bad checksum");
+    if (m.src == src && m.seq < BATCH_K)
+        st->seen[(size_t)src * BATCH_K + m.seq]++;
+    st->records++;
+}
+
+static void on_batch(cr_comm *comm, const cr_batch *b, void *user)
+{
+    batch_state *st = user;
+    st->calls++;
+    CHECK(b->count >= 1 && b->len == sizeof(a2a_msg) && b->stride >= b->len &&
+              b->stride % 8 == 0,
+          "batch of %zu records of %zu bytes, stride %zu", b->count, b->len, b->stride);
+    for (size_t k = 0; k < b->count; k++)
+        count_batch_record(comm, st, cr_batch_payload(b, k), cr_batch_src(b, k));
+}
+
+static void on_single(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    CHECK(len == sizeof(a2a_msg), "length %zu", len);
+    count_batch_record(comm, user, p, src);
+}
+
+/* A batch handler gets every record once, with its true sender (under routes, the
+ * origin in each record's route block), in batches: with 64 KiB buffers, thousands
+ * of records to a rank arrive in far fewer calls than records. Every seventh record
+ * goes to an ordinary handler instead, which splits the runs. */
+static void batch_handlers(const named_config *nc)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &nc->cfg);
+    batch_state batched = {.seen = calloc((size_t)test_size * BATCH_K, 1)};
+    int hb = cr_register_type(comm, &(cr_handler_type){.batch = on_batch}, &batched);
+    int hs = cr_register_type(comm, &(cr_handler_type){.fn = on_single}, &batched);
+    for (uint32_t seq = 0; seq < BATCH_K; seq++)
+        for (int d = 0; d < test_size; d++) {
+            int dst = (test_rank + d) % test_size;
+            a2a_msg m = {test_rank, dst, seq, a2a_check(test_rank, dst, seq)};
+            cr_async(comm, dst, seq % 7 == 3 ? hs : hb, &m, sizeof m);
+        }
+    cr_barrier(comm);
+    check_each_once(batched.seen, BATCH_K, "record");
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    CHECK(s.batches == batched.calls, "%llu batches counted, %llu calls",
+          (unsigned long long)s.batches, (unsigned long long)batched.calls);
+    uint64_t calls = sum_all(batched.calls), records = sum_all(batched.records);
+    /* 6 of every 7 records to a destination in a row go to the batch handler */
+    if (!strcmp(nc->name, "default"))
+        CHECK(calls * 4 <= records, "%llu batch calls for %llu records",
+              (unsigned long long)calls, (unsigned long long)records);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(batched.seen);
+}
+
+static void test_batch_handlers(void **state)
+{
+    (void)state;
+    for (int i = 0; i < nconfigs; i++)
+        batch_handlers(&configs[i]);
+    verdict();
+}
+
+/* ---------------------------------------------------------------- messages to self */
+
+typedef struct self_state {
+    int h;
+    int depth;       /* handlers of this kind running now */
+    uint64_t handled;
+    uint64_t nested; /* a handler that started while another ran */
+} self_state;
+
+static void on_self(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    self_state *st = user;
+    if (++st->depth > 1)
+        st->nested++;
+    CHECK(src == cr_comm_rank(comm) && len == sizeof(uint32_t), "from %d, %zu bytes", src, len);
+    uint32_t left;
+    memcpy(&left, p, sizeof left);
+    if (left > 0) {
+        left--;
+        cr_async(comm, cr_comm_rank(comm), st->h, &left, sizeof left);
+    }
+    st->handled++;
+    st->depth--;
+}
+
+/* Records a rank sends itself, from user code and from handlers, are handled by its
+ * own loop: exactly once, never inside a running handler, never through MPI (no MPI
+ * send at all, under any route), and covered by the barrier. */
+static void self_messages(const named_config *nc)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &nc->cfg);
+    self_state st = {0};
+    st.h = cr_register(comm, on_self, &st);
+    const uint32_t chains = 300, length = 20;
+    for (uint32_t i = 0; i < chains; i++)
+        cr_async(comm, test_rank, st.h, &length, sizeof length);
+    cr_barrier(comm);
+    CHECK(st.handled == chains * (length + 1), "%s: %llu handled, expected %u", nc->name,
+          (unsigned long long)st.handled, chains * (length + 1));
+    CHECK(st.nested == 0, "%s: %llu handlers ran inside another", nc->name,
+          (unsigned long long)st.nested);
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    CHECK(s.mpi_sends == 0 && s.mpi_recvs == 0 && s.local_buffers >= 1,
+          "%s: %llu MPI sends, %llu receives, %llu buffers to itself", nc->name,
+          (unsigned long long)s.mpi_sends, (unsigned long long)s.mpi_recvs,
+          (unsigned long long)s.local_buffers);
+    check_conserved(comm, (uint64_t)test_size * chains * (length + 1));
+    cr_comm_destroy(comm);
+}
+
+static void test_self_messages(void **state)
+{
+    (void)state;
+    for (int i = 0; i < nconfigs; i++)
+        self_messages(&configs[i]);
+    verdict();
+}
+
 int main(int argc, char **argv)
 {
     setup_configs();
@@ -742,6 +881,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cap_flushes_largest_first),
         cmocka_unit_test(test_two_comms),
         cmocka_unit_test(test_payload_copied_before_handlers),
+        cmocka_unit_test(test_batch_handlers),
+        cmocka_unit_test(test_self_messages),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
