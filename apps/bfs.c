@@ -30,7 +30,11 @@ static const char usage[] =
     "                    1 + the largest id; needed when that is far more than the\n"
     "                    edges suggest, e.g. many isolated vertices)\n"
     "  --roots R         searches (default 16)\n"
-    "  --algorithm A     levels (level-synchronous, default) or async (label-correcting)\n"
+    "  --algorithm A     levels (level-synchronous, default), async (label-correcting),\n"
+    "                    or dedup: level-synchronous with the visits of a vertex merged\n"
+    "                    by the mailbox (a combining handler) instead of a bitmap of\n"
+    "                    the visits each rank sent\n"
+    "  --dedup           the same as --algorithm dedup\n"
     "  --shuffle S       how edges reach their owners when the graph is built: mailbox\n"
     "                    (one message per edge end, default) or exchange (one sparse\n"
     "                    exchange)\n"
@@ -44,7 +48,7 @@ static const char usage[] =
     "  --help            show this text\n";
 
 static const char *const generators[] = {"rmat", "gnm", "rgg", NULL};
-static const char *const algorithms[] = {"levels", "async", NULL};
+static const char *const algorithms[] = {"levels", "async", "dedup", NULL};
 static const char *const shuffles[] = {"mailbox", "exchange", NULL};
 
 typedef struct options {
@@ -69,6 +73,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
         {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},            {"algorithm", required_argument, 0, 'A'},
+        {"dedup", no_argument, 0, 'U'},
         {"shuffle", required_argument, 0, 'X'},   {"vertices", required_argument, 0, 'V'},
         {0, 0, 0, 0}};
     opterr = 0;
@@ -90,6 +95,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'q': o->quiet = 1; break;
         case 'X': o->shuffle = (cr_graph_shuffle)app_parse_choice(a, "--shuffle", optarg, shuffles); break;
         case 'A': o->algorithm = (cr_bfs_algorithm)app_parse_choice(a, "--algorithm", optarg, algorithms); break;
+        case 'U': o->algorithm = CR_BFS_LEVELS_DEDUP; break;
         case 'h': app_help(a);
         default: app_bad_option(a, argv);
         }

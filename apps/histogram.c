@@ -11,6 +11,7 @@
 #include <courier.h>
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <stdlib.h>
@@ -38,6 +39,12 @@ static const char usage[] =
     "                     both = courier,alltoallv; all = courier,alltoallv,local,gather\n"
     "  --handler H      batch (one call per run of updates, cr_handler_type.batch) or\n"
     "                   record (one call per update) (default batch)\n"
+    "  --combine        courier mode: 16-byte updates {index, amount} to a summing handler,\n"
+    "                   merged wherever two for one counter meet in a send buffer, at\n"
+    "                   their source or at a forwarding rank (include/courier/dedup.h)\n"
+    "  --skew S         draw index floor(range * u^S) of a uniform u, hashed over the\n"
+    "                   table: S = 1 (default) is uniform, larger S puts most updates\n"
+    "                   on a few counters spread over the ranks\n"
     "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
     "  --route R        direct, nr, nlnr, grid, grid:AxB..., hypercube (default:\n"
     "                   COURIER_ROUTE or direct); see docs/routing.md\n"
@@ -60,6 +67,8 @@ typedef struct table {
     uint64_t len;
     uint64_t total;  /* T */
     uint64_t range;  /* updates draw indices from [0, range): T, or rank 0's block */
+    double skew;     /* 1: uniform; s > 1: index floor(range * u^s) of a uniform u, hashed
+                        over the table, so a few counters (anywhere) get most updates */
     int size;
 } table;
 
@@ -69,6 +78,17 @@ static inline int owner_of(const table *t, uint64_t idx)
     uint64_t base = t->total / (uint64_t)t->size, extra = t->total % (uint64_t)t->size;
     uint64_t cut = extra * (base + 1);
     return idx < cut ? (int)(idx / (base + 1)) : (int)(extra + (idx - cut) / base);
+}
+
+/* The next index of a stream: uniform, or skewed (--skew). */
+static inline uint64_t draw(const table *t, uint64_t *s)
+{
+    uint64_t r = cr_splitmix64(s);
+    if (t->skew == 1.0)
+        return cr_bounded(r, t->range);
+    double u = (double)(r >> 11) * 0x1.0p-53;
+    uint64_t rank = (uint64_t)((double)t->range * pow(u, t->skew));
+    return cr_bounded(cr_hash64(rank), t->range);
 }
 
 /* Collective: a block too large to allocate on any rank ends the job with one line. */
@@ -87,6 +107,7 @@ static void table_init(const app *a, table *t, uint64_t total, int rank, int siz
              (double)t->len * sizeof *t->count / (1 << 30));
     app_agree(a, t->count ? NULL : err);
     t->range = total;
+    t->skew = 1.0;
 }
 
 static void on_increment(cr_comm *comm, int src, const void *payload, size_t len, void *user)
@@ -121,8 +142,31 @@ static void run_courier(cr_comm *comm, int h, table *t, uint64_t n, uint64_t see
 {
     uint64_t s = stream_seed(seed, rank);
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t idx = cr_bounded(cr_splitmix64(&s), t->range);
+        uint64_t idx = draw(t, &s);
         cr_async(comm, owner_of(t, idx), h, &idx, sizeof idx);
+    }
+    cr_barrier(comm);
+}
+
+/* --combine: an update is {index, amount}, and a summing handler merges the updates
+ * of one counter wherever they meet in a send buffer (include/courier/dedup.h). */
+static void on_sums(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    table *t = user;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t u[2];
+        memcpy(u, cr_batch_payload(b, k), sizeof u);
+        t->count[u[0] - t->first] += u[1];
+    }
+}
+
+static void run_combining(cr_comm *comm, int h, table *t, uint64_t n, uint64_t seed, int rank)
+{
+    uint64_t s = stream_seed(seed, rank);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t u[2] = {draw(t, &s), 1};
+        cr_async(comm, owner_of(t, u[0]), h, u, sizeof u);
     }
     cr_barrier(comm);
 }
@@ -137,7 +181,7 @@ static void run_alltoallv(const app *a, table *t, uint64_t n, uint64_t seed, int
     int *rdispl = app_calloc(a, (size_t)size, sizeof(int), "the displacements");
     uint64_t s = stream_seed(seed, rank);
     for (uint64_t i = 0; i < n; i++) {
-        updates[i] = cr_bounded(cr_splitmix64(&s), t->range);
+        updates[i] = draw(t, &s);
         scount[owner_of(t, updates[i])]++;
     }
     MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, MPI_COMM_WORLD);
@@ -195,7 +239,7 @@ static double run_local(const table *t, uint64_t *full, uint64_t n, uint64_t see
         for (int r = 0; r < size; r++) {
             uint64_t s = stream_seed(seed, r);
             for (uint64_t i = 0; i < n; i++)
-                full[cr_bounded(cr_splitmix64(&s), t->range)]++;
+                full[draw(t, &s)]++;
         }
         sec = MPI_Wtime() - t0;
         uint64_t sum = 0, check = 0, sent = 0;
@@ -206,7 +250,7 @@ static double run_local(const table *t, uint64_t *full, uint64_t n, uint64_t see
         for (int r = 0; r < size; r++) {
             uint64_t s = stream_seed(seed, r);
             for (uint64_t i = 0; i < n; i++)
-                sent += cr_hash64(cr_bounded(cr_splitmix64(&s), t->range));
+                sent += cr_hash64(draw(t, &s));
         }
         *ok = sum == n * (uint64_t)size && check == sent;
     }
@@ -267,7 +311,7 @@ static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint
     uint64_t s = stream_seed(seed, rank);
     g->answers = 0;
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t idx = cr_bounded(cr_splitmix64(&s), t->range);
+        uint64_t idx = draw(t, &s);
         int owner = owner_of(t, idx);
         uint64_t w = (idx - block_start(t, owner)) << 32 | i;
         cr_async(comm, owner, h_request, &w, sizeof w);
@@ -280,7 +324,7 @@ static int verify_gather(const gather *g, uint64_t n, uint64_t seed, int rank)
 {
     uint64_t s = stream_seed(seed, rank), bad = g->answers != n, any;
     for (uint64_t i = 0; i < n; i++)
-        bad += g->got[i] != cr_hash64(cr_bounded(cr_splitmix64(&s), g->t->range));
+        bad += g->got[i] != cr_hash64(draw(g->t, &s));
     MPI_Allreduce(&bad, &any, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return any == 0;
 }
@@ -317,20 +361,23 @@ static void parse_modes(const app *a, const char *value, int *want)
 typedef struct traffic {
     double sends_max, sends_mean, partners_max, partners_mean, off_node_partners_max;
     double bytes_on_node, bytes_off_node, forwarded;
+    double handled, handled_max, merged_at_source, merged_at_hops; /* records */
 } traffic;
 
 static traffic reduce_traffic(cr_comm *comm, int size)
 {
     cr_stats s;
     cr_stats_get(comm, &s);
-    double mine[3] = {(double)s.mpi_sends, (double)s.partners, (double)s.partners_off_node};
-    double sums[6] = {(double)s.mpi_sends, (double)s.partners, (double)s.mpi_bytes_on_node,
-                      (double)s.mpi_bytes_off_node, (double)s.forwarded, 0};
-    double maxes[3], totals[6];
-    MPI_Allreduce(mine, maxes, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(sums, totals, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double mine[4] = {(double)s.mpi_sends, (double)s.partners, (double)s.partners_off_node,
+                      (double)s.msgs_handled};
+    double sums[8] = {(double)s.mpi_sends, (double)s.partners, (double)s.mpi_bytes_on_node,
+                      (double)s.mpi_bytes_off_node, (double)s.forwarded, (double)s.msgs_handled,
+                      (double)s.merged_at_source, (double)s.merged_at_hops};
+    double maxes[4], totals[8];
+    MPI_Allreduce(mine, maxes, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(sums, totals, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return (traffic){maxes[0], totals[0] / size, maxes[1], totals[1] / size, maxes[2],
-                     totals[2], totals[3], totals[4]};
+                     totals[2], totals[3], totals[4], totals[5], maxes[3], totals[6], totals[7]};
 }
 
 /* Verify the table: the counters sum to N*P, and sum(count[i] * hash(i)) equals the
@@ -344,7 +391,7 @@ static int verify(const table *t, uint64_t n, uint64_t seed, int rank, int size)
     }
     uint64_t s = stream_seed(seed, rank);
     for (uint64_t i = 0; i < n; i++)
-        sent += cr_hash64(cr_bounded(cr_splitmix64(&s), t->range));
+        sent += cr_hash64(draw(t, &s));
     MPI_Allreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&sent, &sent_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return global[0] == n * (uint64_t)size && global[1] == sent_total;
@@ -359,6 +406,8 @@ int main(int argc, char **argv)
 
     uint64_t n = 2u << 20, total = 1u << 20, seed = 1, buffer_kb = 0;
     int want[NMODES] = {1, 1, 0, 0}, reps = 3, show_stats = 0, hotspot = 0, per_record = 0;
+    int combine = 0;
+    double skew = 1.0;
     const char *csv = NULL, *route = NULL;
     uint64_t node_size = 0;
     static const struct option opts[] = {
@@ -368,7 +417,8 @@ int main(int argc, char **argv)
         {"csv", required_argument, 0, 'c'},     {"stats", no_argument, 0, 'S'},
         {"hotspot", no_argument, 0, 'H'},       {"help", no_argument, 0, 'h'},
         {"route", required_argument, 0, 'R'},   {"node-size", required_argument, 0, 'N'},
-        {"handler", required_argument, 0, 'D'}, {0, 0, 0, 0}};
+        {"handler", required_argument, 0, 'D'}, {"combine", no_argument, 0, 'C'},
+        {"skew", required_argument, 0, 'k'},    {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -385,6 +435,8 @@ int main(int argc, char **argv)
         case 'R': route = optarg; break;
         case 'N': node_size = app_parse_u64(&a, "--node-size", optarg, 1, 1u << 30); break;
         case 'D': per_record = app_parse_choice(&a, "--handler", optarg, handler_names); break;
+        case 'C': combine = 1; break;
+        case 'k': skew = app_parse_double(&a, "--skew", optarg, 1.0, 100.0); break;
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
         }
@@ -405,7 +457,9 @@ int main(int argc, char **argv)
     FILE *out = app_open_csv(&a, csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
                                       "seconds,updates_per_s,verified,mpi_sends_max,mpi_sends_mean,"
                                       "partners_max,partners_mean,off_node_partners_max,"
-                                      "bytes_on_node,bytes_off_node,forwarded,peak_rss_mib");
+                                      "bytes_on_node,bytes_off_node,forwarded,peak_rss_mib,"
+                                      "records_handled,records_handled_max,merged_at_source,"
+                                      "merged_at_hops");
     cr_config cfg;
     app_comm_flags flags = {.buffer_kb = buffer_kb, .route = route, .node_size = node_size};
     cr_comm *comm = app_comm_create(&a, &flags, &cfg);
@@ -413,9 +467,16 @@ int main(int argc, char **argv)
     table_init(&a, &t, total, a.rank, a.size);
     if (hotspot)
         t.range = total / (uint64_t)a.size; /* rank 0 owns at least this many */
+    t.skew = skew;
     cr_handler_type inc = per_record ? (cr_handler_type){.fn = on_increment}
                                      : (cr_handler_type){.batch = on_increments};
-    int h = cr_register_type(comm, &inc, &t);
+    int h;
+    if (combine) {
+        cr_dedup_rule sum = {.key_len = 8, .op = CR_DEDUP_SUM, .type = CR_DEDUP_UINT64};
+        h = cr_dedup_register(comm, &(cr_handler_type){.batch = on_sums}, &sum, &t);
+    } else {
+        h = cr_register_type(comm, &inc, &t);
+    }
     gather g = {.t = &t};
     int h_request = -1;
     if (want[MODE_GATHER]) {
@@ -435,10 +496,11 @@ int main(int argc, char **argv)
 
     if (a.rank == 0)
         printf("histogram: %d ranks, %llu updates per rank (%llu in total), %llu counters, "
-               "buffer %zu bytes, %d repetition(s), %s handlers%s\n",
+               "buffer %zu bytes, %d repetition(s), %s handlers%s%s\n",
                a.size, (unsigned long long)n, (unsigned long long)n * (unsigned long long)a.size,
-               (unsigned long long)total, cfg.buffer_bytes, reps, handler_names[per_record],
-               hotspot ? ", every update to rank 0" : "");
+               (unsigned long long)total, cfg.buffer_bytes, reps,
+               combine ? "combining" : handler_names[per_record],
+               hotspot ? ", every update to rank 0" : "", skew != 1.0 ? ", skewed" : "");
 
     char route_name[128];
     cr_route_format(&cfg.route, route_name, sizeof route_name);
@@ -463,7 +525,9 @@ int main(int argc, char **argv)
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             switch (m) {
-            case MODE_COURIER: run_courier(comm, h, &t, n, rseed, a.rank); break;
+            case MODE_COURIER:
+                (combine ? run_combining : run_courier)(comm, h, &t, n, rseed, a.rank);
+                break;
             case MODE_ALLTOALLV: run_alltoallv(&a, &t, n, rseed, a.rank, a.size); break;
             case MODE_GATHER: run_gather(comm, h_request, &g, n, rseed, a.rank); break;
             default: break;
@@ -501,13 +565,14 @@ int main(int argc, char **argv)
                    verified[m] ? "verified" : "VERIFICATION FAILED");
             if (out)
                 fprintf(out, "%s,%d,%llu,%llu,%zu,%s,%d,%.6f,%.1f,%d,%.0f,%.1f,%.0f,%.2f,%.0f,"
-                             "%.0f,%.0f,%.0f,%.1f\n",
+                             "%.0f,%.0f,%.0f,%.1f,%.0f,%.0f,%.0f,%.0f\n",
                         mode_names[m], a.size, (unsigned long long)n, (unsigned long long)total,
                         cfg.buffer_bytes, m == MODE_COURIER || m == MODE_GATHER ? route_name : "-",
                         cr_layout_nodes(cr_comm_layout(comm)), sec, rate[m], verified[m],
                         tr[m].sends_max, tr[m].sends_mean, tr[m].partners_max,
                         tr[m].partners_mean, tr[m].off_node_partners_max, tr[m].bytes_on_node,
-                        tr[m].bytes_off_node, tr[m].forwarded, rss_max / 1024.0);
+                        tr[m].bytes_off_node, tr[m].forwarded, rss_max / 1024.0, tr[m].handled,
+                        tr[m].handled_max, tr[m].merged_at_source, tr[m].merged_at_hops);
         }
     }
     if (out)
@@ -518,11 +583,13 @@ int main(int argc, char **argv)
         if (want[m] && a.rank == 0)
             printf("  %s traffic: MPI sends per rank max %.0f mean %.1f; partners per rank max "
                    "%.0f mean %.2f (off node max %.0f); bytes on node %.1f MiB, off node %.1f "
-                   "MiB; %.0f records forwarded\n",
+                   "MiB; %.0f records forwarded; %.0f records handled (most on one rank "
+                   "%.0f), %.0f merged at their source, %.0f at hops\n",
                    mode_names[m], tr[m].sends_max, tr[m].sends_mean, tr[m].partners_max,
                    tr[m].partners_mean, tr[m].off_node_partners_max,
                    tr[m].bytes_on_node / 1048576.0, tr[m].bytes_off_node / 1048576.0,
-                   tr[m].forwarded);
+                   tr[m].forwarded, tr[m].handled, tr[m].handled_max, tr[m].merged_at_source,
+                   tr[m].merged_at_hops);
     }
     if (want[MODE_COURIER] && want[MODE_ALLTOALLV] && a.rank == 0)
         printf("  ratio courier / alltoallv throughput: %.2f\n",

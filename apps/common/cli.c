@@ -103,6 +103,18 @@ noreturn void app_fail(const app *a, const char *fmt, ...)
     exit(1);
 }
 
+double app_parse_double(const app *a, const char *flag, const char *value, double min,
+                        double max)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (end == value || *end || errno == ERANGE || !(v >= min && v <= max))
+        app_usage_error(a, "bad value for %s: '%s' (expected a number from %g to %g)", flag,
+                        value, min, max);
+    return v;
+}
+
 uint64_t app_parse_u64(const app *a, const char *flag, const char *value, uint64_t min,
                        uint64_t max)
 {

@@ -53,6 +53,11 @@ noreturn void app_fail(const app *a, const char *fmt, ...) __attribute__((format
 uint64_t app_parse_u64(const app *a, const char *flag, const char *value, uint64_t min,
                        uint64_t max);
 
+/* Parse a number in [min, max] (NaN and trailing text are errors); a bad value is a
+ * usage error naming the flag. */
+double app_parse_double(const app *a, const char *flag, const char *value, double min,
+                        double max);
+
 /* Parse a value that must be one of `choices` (NULL-terminated); returns its index. */
 int app_parse_choice(const app *a, const char *flag, const char *value,
                      const char *const *choices);

@@ -121,6 +121,9 @@ typedef enum cr_bfs_algorithm {
     CR_BFS_LEVELS, /* level-synchronous: one barrier per level (the default) */
     CR_BFS_ASYNC,  /* label-correcting: no level barriers, a vertex is re-visited
                       whenever a shorter path reaches it; one barrier in total */
+    CR_BFS_LEVELS_DEDUP, /* level-synchronous, but the visits of one vertex are merged by
+                      the mailbox (a combining handler keyed on the vertex, keeping the
+                      first parent) instead of a bitmap of the visits each rank sent */
 } cr_bfs_algorithm;
 
 /* BFS from `root` with asynchronous visits; level-synchronous. Collective. */

@@ -91,7 +91,21 @@ typedef void (*cr_batch_fn)(cr_comm *comm, const cr_batch *batch, void *user);
 typedef struct cr_handler_type {
     cr_handler_fn fn;   /* called once per record */
     cr_batch_fn batch;  /* called once per batch of consecutive records */
+    /* Combining (optional; include/courier/dedup.h builds these from named rules).
+     * When key_len > 0, two records for this handler with the same final destination,
+     * the same length and equal first key_len bytes that meet in one send buffer (at
+     * their source, or at a rank that forwards them under a route) become one:
+     * combine(dst, src, len, combine_user) merges src's payload into dst's, in the
+     * buffer, and the handler runs once for the result, with the sender of the first.
+     * So every contribution is applied exactly once, but not always by its own
+     * record. 0 < key_len <= CR_MAX_KEY, key_len <= the payload length. */
+    size_t key_len;
+    void (*combine)(void *dst, const void *src, size_t len, void *user);
+    void *combine_user;
 } cr_handler_type;
+
+/* Longest key of a combining handler, in bytes. */
+#define CR_MAX_KEY 64
 
 /* Largest number of handlers per comm (the id travels in 16 bits). */
 #define CR_MAX_HANDLERS 65535
@@ -235,6 +249,10 @@ typedef struct cr_stats {
     uint64_t local_buffers;    /* buffers of records to this rank itself, handed to its own
                                   event loop without MPI (not in mpi_sends or mpi_recvs) */
     uint64_t batches;          /* calls of batch handlers (cr_handler_type.batch) */
+    uint64_t merged_at_source; /* records of combining handlers this rank merged into an
+                                  earlier record in its own send buffer (cr_async) */
+    uint64_t merged_at_hops;   /* ... records it forwarded for others, merged (routes) */
+    uint64_t merged_bytes;     /* bytes of buffer space these merges saved */
 } cr_stats;
 
 /* Copy this rank's counters. Local. */

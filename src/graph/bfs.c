@@ -134,9 +134,15 @@ static bool first_visit_to(uint8_t *sent, uint64_t v)
     return true;
 }
 
-static int search_levels(cr_graph *g, uint64_t root)
+/* The combining rule of merged visits: the record already buffered wins. */
+static void keep_first(void *dst, const void *src, size_t len, void *user)
 {
-    uint8_t *sent = cr_xcalloc(g->n / 8 + 1, 1);
+    (void)dst, (void)src, (void)len, (void)user;
+}
+
+static int search_levels(cr_graph *g, uint64_t root, bool merged)
+{
+    uint8_t *sent = merged ? NULL : cr_xcalloc(g->n / 8 + 1, 1);
     uint64_t *frontier = NULL;
     size_t nfrontier = 0;
     g->nnext = 0;
@@ -161,6 +167,9 @@ static int search_levels(cr_graph *g, uint64_t root)
                 int owner = cr_graph_owner(g, v);
                 if (owner == g->rank) {
                     visit(g, v, u);
+                } else if (merged) {
+                    uint64_t m[2] = {v, u};
+                    cr_async(g->comm, owner, g->h_visit_merged, m, sizeof m);
                 } else if (first_visit_to(sent, v)) {
                     uint64_t m[2] = {v, u};
                     cr_async(g->comm, owner, g->h_visit, m, sizeof m);
@@ -183,7 +192,8 @@ static void register_bfs(cr_graph *g); /* with the validation's handlers, below 
 
 void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out)
 {
-    if (algorithm != CR_BFS_LEVELS && algorithm != CR_BFS_ASYNC)
+    if (algorithm != CR_BFS_LEVELS && algorithm != CR_BFS_ASYNC &&
+        algorithm != CR_BFS_LEVELS_DEDUP)
         cr_fatal("cr_bfs_with: algorithm %d is not valid", (int)algorithm);
     register_bfs(g);
     memset(out, 0, sizeof *out);
@@ -200,8 +210,8 @@ void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_
     }
     int levels = 0;
     uint64_t visits;
-    if (algorithm == CR_BFS_LEVELS) {
-        levels = search_levels(g, root);
+    if (algorithm != CR_BFS_ASYNC) {
+        levels = search_levels(g, root, algorithm == CR_BFS_LEVELS_DEDUP);
     } else {
         search_async(g, root);
     }
@@ -283,6 +293,9 @@ static void register_bfs(cr_graph *g)
         return;
     g->bfs_registered = true;
     g->h_visit = cr_register_type(g->comm, &(cr_handler_type){.batch = on_visits}, g);
+    /* Visits {v, parent} keyed on v: any parent of the level is a right one. */
+    g->h_visit_merged = cr_register_type(
+        g->comm, &(cr_handler_type){.batch = on_visits, .key_len = 8, .combine = keep_first}, g);
     g->h_relax = cr_register_type(g->comm, &(cr_handler_type){.batch = on_relaxes}, g);
     g->h_check_parent = cr_register(g->comm, on_check_parent, g);
     g->h_check_edge = cr_register(g->comm, on_check_edge, g);

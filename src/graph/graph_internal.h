@@ -21,6 +21,7 @@ struct cr_graph {
      * first search or validation (both collective) */
     bool bfs_registered;
     int h_visit, h_relax, h_check_parent, h_check_edge;
+    int h_visit_merged; /* on_visits as a combining handler (CR_BFS_LEVELS_DEDUP) */
     int64_t *parent;
     int32_t *level;
     int32_t cur_level;

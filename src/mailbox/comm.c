@@ -118,6 +118,7 @@ void cr_comm_destroy(cr_comm *c)
     cr_trace_close(c->trace);
     cr_engine_free(c);
     cr_selfq_free(c);
+    cr_combine_index_free(&c->combine);
     cr_outbufs_free(&c->out);
     cr_registry_free(&c->handlers);
     free(c->scratch);
@@ -162,10 +163,18 @@ int cr_register_type(cr_comm *c, const cr_handler_type *type, void *user)
         cr_fatal("cr_register: the handler function is NULL");
     if (type->fn && type->batch)
         cr_fatal("cr_register_type: set either fn or batch, not both");
+    if (type->key_len > CR_MAX_KEY || (type->key_len > 0) != (type->combine != NULL))
+        cr_fatal("cr_register_type: a combining handler needs 1 <= key_len <= %d and a "
+                 "combine function (key_len %zu, combine %s)",
+                 CR_MAX_KEY, type->key_len, type->combine ? "set" : "NULL");
     int id = cr_registry_add_entry(
-        &c->handlers, (cr_handler_entry){.fn = type->fn, .batch = type->batch, .user = user});
+        &c->handlers, (cr_handler_entry){.fn = type->fn, .batch = type->batch, .user = user,
+                                         .key_len = type->key_len, .combine = type->combine,
+                                         .combine_user = type->combine_user});
     if (id < 0)
         cr_fatal("cr_register: more than %d handlers on one comm", CR_MAX_HANDLERS);
+    if (type->key_len > 0)
+        c->ncombining++;
     /* No rank returns before every rank has registered the id, so no message for it
      * can reach a rank that does not know it yet. */
     cr_term_register_wave(c);

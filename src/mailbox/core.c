@@ -7,15 +7,31 @@
 #include "mailbox/mailbox_internal.h"
 
 #include "common/fatal.h"
+#include "mailbox/combine.h"
 #include "mailbox/record.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* A combining handler's record was just written at `payload` in hop's buffer: point
+ * the index slot at it (combine.h). The slot dies when the buffer is sent. */
+static void index_record(cr_comm *c, cr_combine_slot *slot, int hop, const char *payload)
+{
+    const cr_outbuf *b = &c->out.bufs[hop];
+    slot->hash = c->pending_key.hash;
+    slot->hop = (uint32_t)hop;
+    slot->gen = b->gen;
+    slot->off = (uint32_t)(payload - b->data);
+    slot->dest = c->pending_key.dest;
+    slot->len = c->pending_key.len;
+    slot->handler = c->pending_key.handler;
+}
+
 /* The slow half of append_to_buffer: the record opens a run, or its buffer is due
  * to be sent, or the cap is reached. */
 static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
-                        const cr_rec_route *route, const void *payload, size_t len)
+                        const cr_rec_route *route, const void *payload, size_t len,
+                        cr_combine_slot *slot)
 {
     cr_outbufs *o = &c->out;
     /* A deferred buffer is retried by the loop; only user code, which may wait for a
@@ -29,6 +45,8 @@ static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
         cr_flush_dest(c, hop, CR_FLUSH_SIZE, false);
     char *at = cr_outbufs_append_rec(o, hop, key, stride, c->now);
     cr_rec_write(at, route, payload, (uint32_t)len);
+    if (slot)
+        index_record(c, slot, hop, at + (route ? sizeof *route : 0));
 
     if (may_force && cr_outbufs_full(o, hop))
         cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
@@ -40,7 +58,8 @@ static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
  * of a buffer that stays below its threshold, its capacity and the cap. False when
  * append_slow must decide. */
 static inline bool append_fast(cr_comm *c, int hop, uint64_t key, size_t stride,
-                               const cr_rec_route *route, const void *payload, size_t len)
+                               const cr_rec_route *route, const void *payload, size_t len,
+                               cr_combine_slot *slot)
 {
     cr_outbufs *o = &c->out;
     cr_outbuf *b = &o->bufs[hop];
@@ -53,19 +72,54 @@ static inline bool append_fast(cr_comm *c, int hop, uint64_t key, size_t stride,
     if (++b->run_count == CR_RUN_MAX)
         b->run_key = CR_RUN_NONE;
     cr_rec_write(at, route, payload, (uint32_t)len);
+    if (slot)
+        index_record(c, slot, hop, at + (route ? sizeof *route : 0));
     return true;
 }
 
 /* Append a record to the buffer of `hop` (routed if route != NULL), flushing by size
  * and cap as it goes. */
 static inline void append_to_buffer(cr_comm *c, int hop, int handler, uint16_t flags,
-                                    const cr_rec_route *route, const void *payload, size_t len)
+                                    const cr_rec_route *route, const void *payload, size_t len,
+                                    cr_combine_slot *slot)
 {
     uint16_t run_flags = route ? (uint16_t)(flags | CR_REC_ROUTED) : 0;
     uint64_t key = cr_run_key((uint16_t)handler, run_flags, (uint32_t)len);
     size_t stride = cr_rec_stride(len, route != NULL);
-    if (!append_fast(c, hop, key, stride, route, payload, len))
-        append_slow(c, hop, key, stride, route, payload, len);
+    if (!append_fast(c, hop, key, stride, route, payload, len, slot))
+        append_slow(c, hop, key, stride, route, payload, len, slot);
+}
+
+/* A record of a combining handler (cr_handler_type.key_len > 0) on its way to `dest`
+ * through `hop`: if a record with the same handler, destination, length and key
+ * waits in hop's buffer, merge this one into it and return true; else return the
+ * index slot the record should be entered in (*slot, possibly NULL) and false.
+ * Merging at the source and at every forwarding hop is the same code. */
+static bool merge_combining(cr_comm *c, int hop, int dest, int origin, int handler,
+                            const void *payload, size_t len, cr_combine_slot **slot)
+{
+    const cr_handler_entry *h = &c->handlers.entries[handler];
+    cr_combine_key k = {.hop = hop, .dest = dest, .handler = (uint16_t)handler,
+                        .len = (uint32_t)len, .key = payload, .key_len = h->key_len};
+    k.hash = cr_combine_hash(hop, dest, k.handler, payload, h->key_len);
+    bool found;
+    *slot = cr_combine_find(&c->combine, &c->out, &k, &found);
+    if (!found) {
+        c->pending_key = k;
+        return false;
+    }
+    h->combine(c->out.bufs[hop].data + (*slot)->off, payload, len, h->combine_user);
+    if (origin == c->rank)
+        c->stats.merged_at_source++;
+    else
+        c->stats.merged_at_hops++;
+    c->stats.merged_bytes += len;
+    return true;
+}
+
+static inline bool combining(const cr_comm *c, int handler, uint16_t flags)
+{
+    return c->ncombining > 0 && flags == 0 && c->handlers.entries[handler].key_len > 0;
 }
 
 /* The next hop towards dest: itself, or the route's choice. */
@@ -84,12 +138,16 @@ static inline void cr_append(cr_comm *c, int dest, int origin, int handler, uint
                              const void *payload, size_t len)
 {
     int hop = next_hop(c, dest);
+    cr_combine_slot *slot = NULL;
+    if (combining(c, handler, flags) &&
+        merge_combining(c, hop, dest, origin, handler, payload, len, &slot))
+        return;
     if (hop == dest && origin == c->rank && flags == 0) {
-        append_to_buffer(c, hop, handler, 0, NULL, payload, len);
+        append_to_buffer(c, hop, handler, 0, NULL, payload, len, slot);
         return;
     }
     cr_rec_route route = {.dest = dest, .origin = origin};
-    append_to_buffer(c, hop, handler, flags, &route, payload, len);
+    append_to_buffer(c, hop, handler, flags, &route, payload, len, slot);
     if (origin == c->rank)
         return;
     /* A record this rank passes on for another: no later cr_flush or barrier on this
@@ -120,6 +178,17 @@ static inline void check_message(const cr_comm *c, const char *fn, int handler,
 {
     if ((unsigned)handler >= c->handlers.count || len > CR_MAX_PAYLOAD || (len && !payload))
         bad_message(c, fn, handler, payload, len);
+}
+
+/* Is `handler` a combining one? Then its payloads must hold its key. */
+static bool check_key(const cr_comm *c, const char *fn, int handler, size_t len)
+{
+    size_t key_len = c->handlers.entries[handler].key_len;
+    if (len < key_len)
+        cr_fatal("%s: payload of %zu bytes is shorter than the key (%zu bytes) of combining "
+                 "handler %d",
+                 fn, len, key_len, handler);
+    return key_len > 0;
 }
 
 /* User code polls the network every poll_every records it sends: CR_POLL_EVERY
@@ -155,14 +224,15 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
     if ((unsigned)dest >= (unsigned)c->size)
         cr_fatal("cr_async: destination rank %d is out of range [0, %d)", dest, c->size);
     check_message(c, "cr_async", handler, payload, len);
-    if (c->routed) {
+    bool combines = c->ncombining > 0 && check_key(c, "cr_async", handler, len);
+    if (c->routed || combines) {
         cr_append(c, dest, c->rank, handler, 0, payload, len);
     } else {
         /* Direct: the next hop is dest and the record needs no route block. */
         uint64_t key = cr_run_key((uint16_t)handler, 0, (uint32_t)len);
         size_t stride = cr_rec_pad(len);
-        if (!append_fast(c, dest, key, stride, NULL, payload, len))
-            append_slow(c, dest, key, stride, NULL, payload, len);
+        if (!append_fast(c, dest, key, stride, NULL, payload, len, NULL))
+            append_slow(c, dest, key, stride, NULL, payload, len, NULL);
     }
     count_sent(c, 1, len);
 }
@@ -200,6 +270,8 @@ static const void *stable_payload(cr_comm *c, const void *payload, size_t len)
 void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
 {
     check_message(c, "cr_async_bcast", handler, payload, len);
+    if (c->ncombining > 0)
+        check_key(c, "cr_async_bcast", handler, len);
     payload = stable_payload(c, payload, len);
     const cr_layout *l = c->layout;
     if (!c->routed || l->nnodes == c->size) {

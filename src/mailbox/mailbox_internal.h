@@ -5,6 +5,7 @@
 #define COURIER_MAILBOX_INTERNAL_H
 
 #include "courier/mailbox.h"
+#include "mailbox/combine.h"
 #include "mailbox/outbuf.h"
 #include "mailbox/record.h"
 #include "mailbox/registry.h"
@@ -91,6 +92,9 @@ struct cr_comm {
     cr_registry handlers;
     cr_outbufs out;
     cr_selfq self; /* buffers to this rank, not yet handled */
+    cr_combine_index combine; /* records of combining handlers in the send buffers */
+    cr_combine_key pending_key; /* the combining record being appended (core.c) */
+    int ncombining;           /* combining handlers registered */
     cr_engine engine;
     cr_term term;
     cr_stats stats;

@@ -79,6 +79,7 @@ cr_block cr_outbufs_take(cr_outbufs *o, int dest)
     b->len = 0;
     b->cap = 0;
     b->limit = 0;
+    b->gen++;
     b->deferred = 0;
     b->relay = 0;
     return blk;

@@ -29,6 +29,8 @@ typedef struct cr_outbuf {
     size_t run_at;      /* offset of the open run's header */
     uint64_t run_key;   /* cr_run_key of the run records may join; CR_RUN_NONE if none
                            (no run, or the open run is full) */
+    uint32_t gen;       /* times the buffer was taken: the combining index's slots
+                           for an older generation are dead (combine.h) */
 } cr_outbuf;
 
 typedef struct cr_outbufs {

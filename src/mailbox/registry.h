@@ -10,6 +10,9 @@ typedef struct cr_handler_entry {
     cr_handler_fn fn;   /* per record, or NULL for a batch handler */
     cr_batch_fn batch;  /* per batch, or NULL */
     void *user;
+    size_t key_len;     /* > 0: a combining handler (cr_handler_type) */
+    void (*combine)(void *dst, const void *src, size_t len, void *user);
+    void *combine_user;
 } cr_handler_entry;
 
 typedef struct cr_registry {

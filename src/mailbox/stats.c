@@ -14,7 +14,7 @@ static const struct {
     F(deferred_flushes), F(peak_buffered_bytes), F(peak_inflight), F(barriers),
     F(barrier_epochs),  F(forwarded),        F(partners),       F(partners_off_node),
     F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
-    F(batches),
+    F(batches),         F(merged_at_source), F(merged_at_hops), F(merged_bytes),
 #undef F
 };
 

@@ -74,6 +74,14 @@ int main(int argc, char **argv)
         memset(rec + 8, 0, 8);
         if (c->rank == 0)
             inject(c, rec, sizeof rec);
+    } else if (!strcmp(what, "dedup-bad-key")) {
+        cr_dedup_rule rule = {.key_len = 0, .op = CR_DEDUP_SUM, .type = CR_DEDUP_INT64};
+        cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
+    } else if (!strcmp(what, "dedup-short-payload")) {
+        cr_dedup_rule rule = {.key_len = 16, .op = CR_DEDUP_FIRST};
+        int d = cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
+        uint64_t x = 1;
+        cr_async(c, 0, d, &x, sizeof x);
     } else if (!strcmp(what, "register-fn-and-batch")) {
         cr_register_type(c, &(cr_handler_type){.fn = nop, .batch = nop_batch}, NULL);
     } else if (!strcmp(what, "bad-dest")) {

@@ -36,7 +36,8 @@ uint64_t sum_all(uint64_t v);
 
 struct cr_comm;
 /* Conservation: over all ranks, the records created with cr_async equal the records
- * handled, and both equal `expect` (pass UINT64_MAX to skip that comparison).
+ * handled plus those merged into others (combining handlers), and the records
+ * created equal `expect` (pass UINT64_MAX to skip that comparison).
  * Collective; call it after a cr_barrier. */
 void check_conserved(struct cr_comm *comm, uint64_t expect);
 

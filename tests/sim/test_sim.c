@@ -197,6 +197,59 @@ static void run_a2a_batch(cr_comm *comm, void *user)
     cr_barrier(comm);
 }
 
+/* Combining: every rank adds to the same 10 counters (key k owned by rank k % P),
+ * param rounds each, through a summing handler: records merge at their source and,
+ * under routes, where they meet on the way. The owners' sums must be exact. */
+#define COMBINE_KEYS 10
+
+static int64_t combine_value(int r, uint64_t k, int i)
+{
+    return (int64_t)(cr_hash64((uint64_t)r * 7919u + k * 104729u + (uint64_t)i) % 1001) - 500;
+}
+
+static void on_combined(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)src, (void)user;
+    seen *s = &W.ranks[cr_comm_rank(comm)];
+    uint64_t m[2];
+    memcpy(m, payload, sizeof m);
+    if (len != sizeof m || m[0] >= COMBINE_KEYS || (int)(m[0] % (uint64_t)W.p) != cr_comm_rank(comm))
+        s->bad++;
+    s->count++;
+    s->sum += m[1]; /* int64 sums, wrapping alike */
+}
+
+static void run_combining(cr_comm *comm, void *user)
+{
+    (void)user;
+    int me = cr_comm_rank(comm), p = cr_comm_size(comm);
+    cr_dedup_rule rule = {.key_len = 8, .op = CR_DEDUP_SUM, .type = CR_DEDUP_INT64};
+    int h = cr_dedup_register(comm, &(cr_handler_type){.fn = on_combined}, &rule, NULL);
+    for (int i = 0; i < W.param; i++)
+        for (uint64_t k = 0; k < COMBINE_KEYS; k++) {
+            int64_t v = combine_value(me, k, i);
+            uint64_t m[2] = {k, (uint64_t)v};
+            W.sent_sum += (uint64_t)v;
+            W.sent_count++;
+            cr_async(comm, (int)(k % (uint64_t)p), h, m, sizeof m);
+        }
+    cr_barrier(comm);
+}
+
+static void check_combining(int p)
+{
+    uint64_t sum = 0, handled = 0;
+    for (int r = 0; r < p; r++) {
+        EXPECT_EQ(W.ranks[r].bad, 0);
+        sum += W.ranks[r].sum;
+        handled += W.ranks[r].count;
+    }
+    EXPECT_EQ(sum, W.sent_sum);
+    if (handled > W.sent_count)
+        fail_msg("%s: %llu records handled, more than the %llu sent", ctx,
+                 (unsigned long long)handled, (unsigned long long)W.sent_count);
+}
+
 /* Chains: tokens hop from handler to handler through random ranks. */
 typedef struct token {
     uint64_t id;
@@ -495,6 +548,7 @@ typedef struct scenario {
 static const scenario scenarios[] = {
     {"all-to-some", run_a2a, check_a2a, 3},
     {"batch handlers", run_a2a_batch, check_a2a, 7},
+    {"combining", run_combining, check_combining, 4},
     {"chains", run_chains, check_chains, 6},
     {"hot spot", run_hot, check_hot, 40},
     {"random sizes", run_sizes, check_sizes, 12},
@@ -528,8 +582,9 @@ static void run_one(const scenario *sc, int p, const named_config *nc, uint64_t 
     sc->check(p);
     uint64_t sent = 0, handled = 0, bsent = 0, bhandled = 0, msent = 0, mrecv = 0;
     for (int r = 0; r < p; r++) {
-        sent += stats[r].msgs_sent, handled += stats[r].msgs_handled;
-        bsent += stats[r].bytes_sent, bhandled += stats[r].bytes_handled;
+        sent += stats[r].msgs_sent;
+        handled += stats[r].msgs_handled + stats[r].merged_at_source + stats[r].merged_at_hops;
+        bsent += stats[r].bytes_sent, bhandled += stats[r].bytes_handled + stats[r].merged_bytes;
         msent += stats[r].mpi_sends, mrecv += stats[r].mpi_recvs;
         if (stats[r].peak_inflight > nc->cfg.max_inflight)
             fail_msg("%s: rank %d: %llu sends in flight, cap %u", ctx, r,
@@ -662,6 +717,43 @@ static void test_4096_hypercube(void **state)
     print_message("4096 ranks: %llu scheduling steps\n", (unsigned long long)cr_sim_last_steps());
 }
 
+/* Records of a summing handler from many sources meet at the ranks that forward
+ * them and merge there: on 64 virtual ranks under the hypercube route (nodes of 2,
+ * 512-byte buffers), over 8 seeds, some records merge at hops, and the owners' sums
+ * stay exact. Deterministic: the seeds fix every interleaving. */
+static void test_merging_at_hops(void **state)
+{
+    (void)state;
+    named_config nc = config("hypercube");
+    const scenario *sc = NULL;
+    for (size_t i = 0; i < NSCENARIOS; i++)
+        if (!strcmp(scenarios[i].name, "combining"))
+            sc = &scenarios[i];
+    assert_non_null(sc);
+    uint64_t at_hops = 0, at_source = 0, forwarded = 0;
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        int p = 64;
+        world_reset(p, 40);
+        cr_stats *stats = calloc((size_t)p, sizeof *stats);
+        cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+        char err[256];
+        snprintf(ctx, sizeof ctx, "merging at hops, P=%d, seed %llu", p, (unsigned long long)seed);
+        if (cr_sim_run(&o, sc->run, NULL, stats, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        check_combining(p);
+        for (int r = 0; r < p; r++) {
+            at_hops += stats[r].merged_at_hops;
+            at_source += stats[r].merged_at_source;
+            forwarded += stats[r].forwarded;
+        }
+        free(stats);
+    }
+    print_message("merging at hops: %llu records merged at their source, %llu at hops, %llu "
+                  "forwarded\n", (unsigned long long)at_source, (unsigned long long)at_hops,
+                  (unsigned long long)forwarded);
+    assert_true(at_hops > 0);
+}
+
 /* A collective on the simulated transport: one line that says why, exit 1. */
 static void run_collective(cr_comm *comm, void *user)
 {
@@ -695,6 +787,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_p5),
         cmocka_unit_test(test_p8),
         cmocka_unit_test(test_p64),
+        cmocka_unit_test(test_merging_at_hops),
         cmocka_unit_test(test_p1024),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
