@@ -34,7 +34,15 @@ static const char usage[] =
     "                    or dedup: level-synchronous with the visits of a vertex merged\n"
     "                    by the mailbox (a combining handler) instead of a bitmap of\n"
     "                    the visits each rank sent\n"
+    "                    or hybrid: direction-optimizing (each level top-down by\n"
+    "                    messages, or bottom-up over an allgathered frontier bitmap)\n"
     "  --dedup           the same as --algorithm dedup\n"
+    "  --direction D     hybrid: auto (Beamer's rule, default), top-down, bottom-up or\n"
+    "                    alternate (for tests and comparisons)\n"
+    "  --alpha A         hybrid: go bottom-up when the frontier's edges exceed the\n"
+    "                    unvisited vertices' edges / A (default 14)\n"
+    "  --beta B          hybrid: go back top-down when the frontier has fewer than\n"
+    "                    n / B vertices (default 24)\n"
     "  --shuffle S       how edges reach their owners when the graph is built: mailbox\n"
     "                    (one message per edge end, default) or exchange (one sparse\n"
     "                    exchange)\n"
@@ -48,7 +56,8 @@ static const char usage[] =
     "  --help            show this text\n";
 
 static const char *const generators[] = {"rmat", "gnm", "rgg", NULL};
-static const char *const algorithms[] = {"levels", "async", "dedup", NULL};
+static const char *const algorithms[] = {"levels", "async", "dedup", "hybrid", NULL};
+static const char *const directions[] = {"auto", "top-down", "bottom-up", "alternate", NULL};
 static const char *const shuffles[] = {"mailbox", "exchange", NULL};
 
 typedef struct options {
@@ -57,13 +66,14 @@ typedef struct options {
     uint64_t roots, buffer_kb, node_size, vertices;
     int stats, quiet;
     const char *generator_flag; /* a generator flag given, which --graph contradicts */
-    cr_bfs_algorithm algorithm;
+    cr_bfs_opts bfs;
     cr_graph_shuffle shuffle;
 } options;
 
 static void parse(app *a, int argc, char **argv, options *o)
 {
     cr_gen_params_init(&o->gen);
+    cr_bfs_opts_init(&o->bfs);
     o->roots = 16;
     static const struct option opts[] = {
         {"scale", required_argument, 0, 's'},     {"edgefactor", required_argument, 0, 'e'},
@@ -73,7 +83,8 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
         {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},            {"algorithm", required_argument, 0, 'A'},
-        {"dedup", no_argument, 0, 'U'},
+        {"dedup", no_argument, 0, 'U'},           {"direction", required_argument, 0, 'D'},
+        {"alpha", required_argument, 0, 'a'},     {"beta", required_argument, 0, 'B'},
         {"shuffle", required_argument, 0, 'X'},   {"vertices", required_argument, 0, 'V'},
         {0, 0, 0, 0}};
     opterr = 0;
@@ -94,8 +105,11 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'T': o->stats = 1; break;
         case 'q': o->quiet = 1; break;
         case 'X': o->shuffle = (cr_graph_shuffle)app_parse_choice(a, "--shuffle", optarg, shuffles); break;
-        case 'A': o->algorithm = (cr_bfs_algorithm)app_parse_choice(a, "--algorithm", optarg, algorithms); break;
-        case 'U': o->algorithm = CR_BFS_LEVELS_DEDUP; break;
+        case 'A': o->bfs.algorithm = (cr_bfs_algorithm)app_parse_choice(a, "--algorithm", optarg, algorithms); break;
+        case 'U': o->bfs.algorithm = CR_BFS_LEVELS_DEDUP; break;
+        case 'D': o->bfs.direction = (cr_bfs_direction)app_parse_choice(a, "--direction", optarg, directions); break;
+        case 'a': o->bfs.alpha = app_parse_double(a, "--alpha", optarg, 1e-6, 1e9); break;
+        case 'B': o->bfs.beta = app_parse_double(a, "--beta", optarg, 1e-6, 1e9); break;
         case 'h': app_help(a);
         default: app_bad_option(a, argv);
         }
@@ -215,7 +229,7 @@ int main(int argc, char **argv)
                    a.size, generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
                    (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
         printf("  %s BFS, route %s, buffer %zu bytes; generated in %.3f s, built (%s) in %.3f s\n",
-               algorithms[o.algorithm], route_name, cfg.buffer_bytes, t_gen, shuffles[o.shuffle],
+               algorithms[o.bfs.algorithm], route_name, cfg.buffer_bytes, t_gen, shuffles[o.shuffle],
                t_build);
     }
 
@@ -228,7 +242,7 @@ int main(int argc, char **argv)
     cr_stats_reset(comm);
     for (int k = 0; k < nroots; k++) {
         cr_bfs_result r;
-        cr_bfs_with(g, o.algorithm, roots[k], &r);
+        cr_bfs_run(g, &o.bfs, roots[k], &r);
         char why[256];
         uint64_t bad = cr_bfs_validate(g, roots[k], r.parent, r.level, why, sizeof why);
         teps[k] = r.edges / r.seconds;
@@ -241,9 +255,11 @@ int main(int argc, char **argv)
         }
         if (a.rank == 0 && !o.quiet) {
             char visits[48] = ""; /* re-visits only happen in the label-correcting search */
-            if (o.algorithm == CR_BFS_ASYNC)
+            if (o.bfs.algorithm == CR_BFS_ASYNC)
                 snprintf(visits, sizeof visits, ", %.2f visits per vertex",
                          (double)r.visits / (double)r.reached);
+            if (o.bfs.algorithm == CR_BFS_HYBRID)
+                snprintf(visits, sizeof visits, ", %d bottom-up", r.bottom_up_levels);
             printf("  search %2d from %llu: %llu vertices, %llu edges, %d levels, %.4f s, "
                    "%.2f M TEPS%s, %s\n", k + 1, (unsigned long long)roots[k],
                    (unsigned long long)r.reached, (unsigned long long)r.edges, r.levels,
@@ -273,7 +289,7 @@ int main(int argc, char **argv)
                     o.graph ? o.graph : generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
                     route_name, cfg.buffer_bytes, nroots, hmean, lo, hi,
                     (unsigned long long)sends_max, rss_max / 1024.0, failures == 0,
-                    algorithms[o.algorithm]);
+                    algorithms[o.bfs.algorithm]);
             fclose(out);
         }
     }

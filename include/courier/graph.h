@@ -115,6 +115,7 @@ typedef struct cr_bfs_result {
     int levels;       /* levels traversed (the largest level + 1) */
     uint64_t visits;  /* level assignments over all ranks: reached, plus re-visits of async */
     double seconds;   /* time of the search, slowest rank */
+    int bottom_up_levels; /* CR_BFS_HYBRID: levels done bottom-up */
 } cr_bfs_result;
 
 typedef enum cr_bfs_algorithm {
@@ -124,7 +125,33 @@ typedef enum cr_bfs_algorithm {
     CR_BFS_LEVELS_DEDUP, /* level-synchronous, but the visits of one vertex are merged by
                       the mailbox (a combining handler keyed on the vertex, keeping the
                       first parent) instead of a bitmap of the visits each rank sent */
+    CR_BFS_HYBRID, /* direction-optimizing (Beamer et al., SC 2012): level-synchronous,
+                      each level either top-down (visit messages, as CR_BFS_LEVELS) or
+                      bottom-up (every unvisited vertex looks for a parent in the
+                      frontier, allgathered as a bitmap; no messages), chosen per level */
 } cr_bfs_algorithm;
+
+/* CR_BFS_HYBRID: how each level's direction is chosen. */
+typedef enum cr_bfs_direction {
+    CR_BFS_AUTO,      /* Beamer's rule with alpha and beta (cr_bfs_opts) */
+    CR_BFS_TOP_DOWN,  /* always top-down (for tests and comparisons) */
+    CR_BFS_BOTTOM_UP, /* always bottom-up */
+    CR_BFS_ALTERNATE, /* top-down, bottom-up, top-down, ... */
+} cr_bfs_direction;
+
+typedef struct cr_bfs_opts {
+    cr_bfs_algorithm algorithm;
+    cr_bfs_direction direction;
+    double alpha; /* go bottom-up when the frontier's edges exceed the unvisited vertices'
+                     edges / alpha (default 14, Beamer's) */
+    double beta;  /* go back top-down when the frontier has fewer than n / beta vertices
+                     (default 24) */
+} cr_bfs_opts;
+
+/* Defaults: CR_BFS_LEVELS, CR_BFS_AUTO, alpha 14, beta 24. Local. */
+void cr_bfs_opts_init(cr_bfs_opts *o);
+/* BFS from `root` as `o` says; NULL: the defaults. Collective. */
+void cr_bfs_run(cr_graph *g, const cr_bfs_opts *o, uint64_t root, cr_bfs_result *out);
 
 /* BFS from `root` with asynchronous visits; level-synchronous. Collective. */
 void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out);

@@ -7,6 +7,7 @@
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"
+#include "courier/coll.h"
 #include "courier/mailbox.h"
 #include "courier/route.h"
 #include "mailbox/module.h"
@@ -140,46 +141,229 @@ static void keep_first(void *dst, const void *src, size_t len, void *user)
     (void)dst, (void)src, (void)len, (void)user;
 }
 
-static int search_levels(cr_graph *g, uint64_t root, bool merged)
+/* One top-down level: every frontier vertex visits its neighbours, in place or by
+ * message; the barrier ends the level. */
+static void top_down_step(cr_graph *g, const uint64_t *frontier, size_t nfrontier,
+                          uint8_t *sent, bool merged)
 {
-    uint8_t *sent = merged ? NULL : cr_xcalloc(g->n / 8 + 1, 1);
-    uint64_t *frontier = NULL;
-    size_t nfrontier = 0;
+    for (size_t f = 0; f < nfrontier; f++) {
+        uint64_t i = frontier[f], u = g->first + i;
+        for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+            uint64_t v = g->adj[e];
+            int owner = cr_graph_owner(g, v);
+            if (owner == g->rank) {
+                visit(g, v, u);
+            } else if (merged) {
+                uint64_t m[2] = {v, u};
+                cr_async(g->comm, owner, g->h_visit_merged, m, sizeof m);
+            } else if (first_visit_to(sent, v)) {
+                uint64_t m[2] = {v, u};
+                cr_async(g->comm, owner, g->h_visit, m, sizeof m);
+            }
+        }
+    }
+    cr_barrier(g->comm);
+}
+
+/* Start a search: the root is visited, and the first frontier is the root alone. */
+static void start_search(cr_graph *g, uint64_t root)
+{
     g->nnext = 0;
     if (root < g->n && cr_graph_owner(g, root) == g->rank) {
         g->cur_level = -1;
         visit(g, root, root);
     }
+}
+
+/* The next frontier: what the last level reached. The caller frees the old one. */
+static uint64_t *take_next(cr_graph *g, size_t *n)
+{
+    uint64_t *frontier = g->bfs_next;
+    *n = g->nnext;
+    g->bfs_next = NULL;
+    g->nnext = g->next_cap = 0;
+    return frontier;
+}
+
+static int search_levels(cr_graph *g, uint64_t root, bool merged)
+{
+    uint8_t *sent = merged ? NULL : cr_xcalloc(g->n / 8 + 1, 1);
+    uint64_t *frontier = NULL;
+    size_t nfrontier = 0;
+    start_search(g, root);
     int levels = 0;
     for (g->cur_level = 0;; g->cur_level++) {
         free(frontier);
-        frontier = g->bfs_next;
-        nfrontier = g->nnext;
-        g->bfs_next = NULL;
-        g->nnext = g->next_cap = 0;
+        frontier = take_next(g, &nfrontier);
         if (sum_over_ranks(g, nfrontier) == 0)
             break;
         levels++;
-        for (size_t f = 0; f < nfrontier; f++) {
-            uint64_t i = frontier[f], u = g->first + i;
-            for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-                uint64_t v = g->adj[e];
-                int owner = cr_graph_owner(g, v);
-                if (owner == g->rank) {
-                    visit(g, v, u);
-                } else if (merged) {
-                    uint64_t m[2] = {v, u};
-                    cr_async(g->comm, owner, g->h_visit_merged, m, sizeof m);
-                } else if (first_visit_to(sent, v)) {
-                    uint64_t m[2] = {v, u};
-                    cr_async(g->comm, owner, g->h_visit, m, sizeof m);
-                }
-            }
-        }
-        cr_barrier(g->comm);
+        top_down_step(g, frontier, nfrontier, sent, merged);
     }
     free(frontier);
     free(sent);
+    return levels;
+}
+
+/* ---------------------------------------------------------------- direction-optimizing */
+
+/* Beamer, Asanovic and Patterson, "Direction-Optimizing Breadth-First Search" (SC
+ * 2012). A top-down level costs one check per edge out of the frontier; a bottom-up
+ * level lets every unvisited vertex scan its own edges for a parent in the frontier
+ * and stop at the first, which on a scale-free graph skips most edges once the
+ * frontier is large. Each rank owns its vertices' edges (the graph is stored in
+ * both directions), so a bottom-up level needs only the frontier as a bitmap on
+ * every rank: each rank's segment (its own vertices' bits) is allgathered with the
+ * project's cr_allgatherv. The rule of section 4: go bottom-up when the frontier's
+ * edges m_f exceed the unvisited vertices' edges m_u / alpha; go back top-down when
+ * the frontier has fewer than n / beta vertices. */
+typedef struct hybrid {
+    uint64_t *seg;     /* this rank's frontier bits */
+    uint64_t *all;     /* every rank's segment, as gathered */
+    uint64_t *bits;    /* the whole frontier, n bits */
+    size_t *sizes, *offsets; /* allgatherv layout, bytes */
+    size_t nbits_words;
+} hybrid;
+
+static size_t words_for(uint64_t bits)
+{
+    return (size_t)((bits + 63) / 64);
+}
+
+static void hybrid_init(cr_graph *g, hybrid *h)
+{
+    h->sizes = cr_xmalloc((size_t)g->size * sizeof *h->sizes);
+    h->offsets = cr_xmalloc((size_t)g->size * sizeof *h->offsets);
+    size_t total = 0;
+    for (int r = 0; r < g->size; r++) {
+        uint64_t count = cr_block_first(g->n, g->size, r + 1) - cr_block_first(g->n, g->size, r);
+        h->sizes[r] = words_for(count) * sizeof(uint64_t);
+        h->offsets[r] = total;
+        total += h->sizes[r];
+    }
+    h->seg = cr_xcalloc(words_for(g->count) + 1, sizeof *h->seg);
+    h->all = cr_xmalloc(total + sizeof(uint64_t));
+    h->nbits_words = words_for(g->n);
+    h->bits = cr_xcalloc(h->nbits_words + 1, sizeof *h->bits);
+}
+
+static void hybrid_free(hybrid *h)
+{
+    free(h->seg);
+    free(h->all);
+    free(h->bits);
+    free(h->sizes);
+    free(h->offsets);
+}
+
+/* OR `nbits` bits of src into dst from bit `pos` on (dst has a spare word). */
+static void or_bits(uint64_t *dst, uint64_t pos, const uint64_t *src, uint64_t nbits)
+{
+    unsigned shift = (unsigned)(pos & 63);
+    size_t at = (size_t)(pos >> 6);
+    for (size_t j = 0; j < words_for(nbits); j++) {
+        uint64_t w = src[j];
+        if (j == words_for(nbits) - 1 && (nbits & 63))
+            w &= (UINT64_C(1) << (nbits & 63)) - 1;
+        dst[at + j] |= w << shift;
+        if (shift)
+            dst[at + j + 1] |= w >> (64 - shift);
+    }
+}
+
+static bool in_frontier(const hybrid *h, uint64_t v)
+{
+    return h->bits[v >> 6] >> (v & 63) & 1;
+}
+
+/* Every rank gets the whole frontier as a bitmap. */
+static void gather_frontier(cr_graph *g, hybrid *h, const uint64_t *frontier, size_t nfrontier)
+{
+    memset(h->seg, 0, words_for(g->count) * sizeof *h->seg);
+    for (size_t f = 0; f < nfrontier; f++)
+        h->seg[frontier[f] >> 6] |= UINT64_C(1) << (frontier[f] & 63);
+    cr_allgatherv(g->comm, h->seg, h->all, h->sizes, h->offsets, NULL);
+    memset(h->bits, 0, (h->nbits_words + 1) * sizeof *h->bits);
+    for (int r = 0; r < g->size; r++) {
+        uint64_t first = cr_block_first(g->n, g->size, r);
+        uint64_t count = cr_block_first(g->n, g->size, r + 1) - first;
+        or_bits(h->bits, first, h->all + h->offsets[r] / sizeof(uint64_t), count);
+    }
+}
+
+/* One bottom-up level: each unvisited vertex of mine takes the first neighbour in the
+ * frontier as its parent. No messages. */
+static void bottom_up_step(cr_graph *g, hybrid *h, const uint64_t *frontier, size_t nfrontier)
+{
+    gather_frontier(g, h, frontier, nfrontier);
+    for (uint64_t i = 0; i < g->count; i++) {
+        if (g->level[i] >= 0)
+            continue;
+        for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+            if (in_frontier(h, g->adj[e])) {
+                visit(g, g->first + i, g->adj[e]);
+                break;
+            }
+        }
+    }
+}
+
+static uint64_t degree_sum(const cr_graph *g, const uint64_t *list, size_t n)
+{
+    uint64_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        m += g->offsets[list[k] + 1] - g->offsets[list[k]];
+    return m;
+}
+
+static bool choose_bottom_up(const cr_bfs_opts *o, bool bottom_up, int level,
+                             const uint64_t sums[3], uint64_t n)
+{
+    switch (o->direction) {
+    case CR_BFS_TOP_DOWN: return false;
+    case CR_BFS_BOTTOM_UP: return true;
+    case CR_BFS_ALTERNATE: return level % 2 == 1;
+    default: break;
+    }
+    double nf = (double)sums[0], mf = (double)sums[1], mu = (double)sums[2];
+    if (!bottom_up)
+        return mf > mu / o->alpha;
+    return !(nf < (double)n / o->beta);
+}
+
+static int search_hybrid(cr_graph *g, const cr_bfs_opts *o, uint64_t root, int *bottom_up_levels)
+{
+    hybrid h;
+    hybrid_init(g, &h);
+    uint8_t *sent = cr_xcalloc(g->n / 8 + 1, 1);
+    uint64_t *frontier = NULL;
+    size_t nfrontier = 0;
+    uint64_t unvisited_edges = g->offsets[g->count];
+    start_search(g, root);
+    int levels = 0;
+    bool bottom_up = false;
+    *bottom_up_levels = 0;
+    for (g->cur_level = 0;; g->cur_level++) {
+        free(frontier);
+        frontier = take_next(g, &nfrontier);
+        uint64_t mf = degree_sum(g, frontier, nfrontier);
+        unvisited_edges -= mf; /* the frontier was reached by the last level */
+        uint64_t mine[3] = {nfrontier, mf, unvisited_edges}, sums[3];
+        cr_allreduce(g->comm, mine, sums, 3, CR_UINT64, CR_OP_SUM, NULL);
+        if (sums[0] == 0)
+            break;
+        levels++;
+        bottom_up = choose_bottom_up(o, bottom_up, g->cur_level, sums, g->n);
+        if (bottom_up) {
+            bottom_up_step(g, &h, frontier, nfrontier);
+            (*bottom_up_levels)++;
+        } else {
+            top_down_step(g, frontier, nfrontier, sent, false);
+        }
+    }
+    free(frontier);
+    free(sent);
+    hybrid_free(&h);
     return levels;
 }
 
@@ -190,11 +374,33 @@ void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
 
 static void register_bfs(cr_graph *g); /* with the validation's handlers, below */
 
+void cr_bfs_opts_init(cr_bfs_opts *o)
+{
+    *o = (cr_bfs_opts){.algorithm = CR_BFS_LEVELS, .direction = CR_BFS_AUTO, .alpha = 14,
+                       .beta = 24};
+}
+
 void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out)
 {
+    cr_bfs_opts o;
+    cr_bfs_opts_init(&o);
+    o.algorithm = algorithm;
+    cr_bfs_run(g, &o, root, out);
+}
+
+void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_result *out)
+{
+    cr_bfs_opts defaults;
+    cr_bfs_opts_init(&defaults);
+    const cr_bfs_opts *o = opts ? opts : &defaults;
+    cr_bfs_algorithm algorithm = o->algorithm;
     if (algorithm != CR_BFS_LEVELS && algorithm != CR_BFS_ASYNC &&
-        algorithm != CR_BFS_LEVELS_DEDUP)
-        cr_fatal("cr_bfs_with: algorithm %d is not valid", (int)algorithm);
+        algorithm != CR_BFS_LEVELS_DEDUP && algorithm != CR_BFS_HYBRID)
+        cr_fatal("cr_bfs_run: algorithm %d is not valid", (int)algorithm);
+    if (algorithm == CR_BFS_HYBRID && (!(o->alpha > 0) || !(o->beta > 0) ||
+                                       (unsigned)o->direction > CR_BFS_ALTERNATE))
+        cr_fatal("cr_bfs_run: hybrid needs alpha > 0, beta > 0 and a valid direction "
+                 "(alpha %g, beta %g, direction %d)", o->alpha, o->beta, (int)o->direction);
     register_bfs(g);
     memset(out, 0, sizeof *out);
     size_t n = g->count ? g->count : 1;
@@ -210,7 +416,9 @@ void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_
     }
     int levels = 0;
     uint64_t visits;
-    if (algorithm != CR_BFS_ASYNC) {
+    if (algorithm == CR_BFS_HYBRID) {
+        levels = search_hybrid(g, o, root, &out->bottom_up_levels);
+    } else if (algorithm != CR_BFS_ASYNC) {
         levels = search_levels(g, root, algorithm == CR_BFS_LEVELS_DEDUP);
     } else {
         search_async(g, root);

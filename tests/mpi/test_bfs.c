@@ -27,11 +27,11 @@ static cr_comm *open_comm(void)
 }
 
 /* Run a BFS and compare every local level with `want` (-1: unreached). */
-static void expect_levels_with(cr_graph *g, cr_bfs_algorithm algo, uint64_t root,
+static void expect_levels_with(cr_graph *g, const cr_bfs_opts *o, uint64_t root,
                                const int *want, uint64_t reached, uint64_t edges)
 {
     cr_bfs_result r;
-    cr_bfs_with(g, algo, root, &r);
+    cr_bfs_run(g, o, root, &r);
     uint64_t first = cr_graph_first(g);
     for (uint64_t i = 0; i < cr_graph_local_count(g); i++) {
         CHECK(r.level[i] == want[first + i], "root %llu: vertex %llu has level %d, expected %d",
@@ -53,12 +53,30 @@ static void expect_levels_with(cr_graph *g, cr_bfs_algorithm algo, uint64_t root
     cr_bfs_result_free(&r);
 }
 
-/* Both algorithms must give the same exact levels. */
+/* Every algorithm, and the hybrid one in every direction, is one of these. */
+static cr_bfs_opts variant(int k)
+{
+    cr_bfs_opts o;
+    cr_bfs_opts_init(&o);
+    static const cr_bfs_algorithm algos[] = {CR_BFS_LEVELS, CR_BFS_ASYNC, CR_BFS_LEVELS_DEDUP};
+    if (k < 3) {
+        o.algorithm = algos[k];
+    } else {
+        o.algorithm = CR_BFS_HYBRID;
+        o.direction = (cr_bfs_direction)(k - 3); /* auto, top-down, bottom-up, alternate */
+    }
+    return o;
+}
+#define NVARIANTS 7
+
+/* Every algorithm must give the same exact levels. */
 static void expect_levels(cr_graph *g, uint64_t root, const int *want, uint64_t reached,
                           uint64_t edges)
 {
-    expect_levels_with(g, CR_BFS_LEVELS, root, want, reached, edges);
-    expect_levels_with(g, CR_BFS_ASYNC, root, want, reached, edges);
+    for (int k = 0; k < NVARIANTS; k++) {
+        cr_bfs_opts o = variant(k);
+        expect_levels_with(g, &o, root, want, reached, edges);
+    }
 }
 
 static void test_path(void **state)
@@ -199,19 +217,30 @@ static void test_rmat_validates(void **state)
     cr_graph *g = cr_graph_build(comm, &l);
     cr_edge_list_free(&l);
     for (uint64_t root = 0; root < 1024; root += 97) {
-        cr_bfs_result r[2];
-        for (int a = 0; a < 2; a++) {
-            cr_bfs_with(g, a ? CR_BFS_ASYNC : CR_BFS_LEVELS, root, &r[a]);
+        cr_bfs_result r[NVARIANTS];
+        for (int a = 0; a < NVARIANTS; a++) {
+            cr_bfs_opts o = variant(a);
+            cr_bfs_run(g, &o, root, &r[a]);
             char why[256];
             uint64_t bad = cr_bfs_validate(g, root, r[a].parent, r[a].level, why, sizeof why);
-            CHECK(bad == 0, "root %llu, algorithm %d: %s", (unsigned long long)root, a, why);
+            CHECK(bad == 0, "root %llu, variant %d: %s", (unsigned long long)root, a, why);
         }
         /* the same levels (parents may differ) */
-        int same = memcmp(r[0].level, r[1].level, cr_graph_local_count(g) * sizeof *r[0].level) == 0;
-        CHECK(same && r[0].reached == r[1].reached && r[0].levels == r[1].levels,
-              "root %llu: the algorithms disagree", (unsigned long long)root);
-        cr_bfs_result_free(&r[0]);
-        cr_bfs_result_free(&r[1]);
+        for (int a = 1; a < NVARIANTS; a++) {
+            int same = memcmp(r[0].level, r[a].level,
+                              cr_graph_local_count(g) * sizeof *r[0].level) == 0;
+            CHECK(same && r[0].reached == r[a].reached && r[0].levels == r[a].levels &&
+                      r[0].edges == r[a].edges,
+                  "root %llu: variant %d disagrees with the level-synchronous search",
+                  (unsigned long long)root, a);
+        }
+        /* forced directions do what they say */
+        CHECK(r[4].bottom_up_levels == 0 && r[5].bottom_up_levels == r[5].levels,
+              "root %llu: top-down did %d bottom-up levels, bottom-up %d of %d",
+              (unsigned long long)root, r[4].bottom_up_levels, r[5].bottom_up_levels,
+              r[5].levels);
+        for (int a = 0; a < NVARIANTS; a++)
+            cr_bfs_result_free(&r[a]);
     }
     cr_graph_destroy(g);
     cr_comm_destroy(comm);
