@@ -26,7 +26,7 @@ mpirun=scripts/mpirun.sh
 
 hist() { "$mpirun" -np 4 "$1/apps/histogram" --mode courier --updates 2M --reps 3 |
          awk '/courier .*updates\/s/ {for (i = 1; i <= NF; i++) if ($i == "M") {print $(i-1); exit}}'; }
-bfs() { "$mpirun" -np 4 "$1/apps/bfs" --scale 18 --roots 8 --quiet ${2:+--algorithm "$2"} |
+bfs() { "$mpirun" -np 4 "$1/apps/bfs" --scale 18 --roots 8 --quiet --algorithm "${2:-levels}" |
         awk '/harmonic mean/ {for (i = 1; i <= NF; i++) if ($i == "mean") {print $(i+1); exit}}'; }
 
 printf 'A = %s (%s), B = %s\n' "$sha" "$old" "$new"

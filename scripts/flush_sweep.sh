@@ -23,7 +23,7 @@ trap 'rm -rf "$tmp"' EXIT
 for kb in "${sizes[@]}"; do
     for r in "${routes[@]}"; do
         "$mpirun" -np "$np" "$build/apps/bfs" --scale "${SCALE:-16}" --roots "${ROOTS:-8}" --quiet \
-            --route "$r" --node-size "$node" --buffer-kb "$kb" --csv "$tmp/bfs.csv" >/dev/null
+            --algorithm levels --route "$r" --node-size "$node" --buffer-kb "$kb" --csv "$tmp/bfs.csv" >/dev/null
         "$mpirun" -np "$np" "$build/apps/histogram" --mode courier --updates "${UPDATES:-1M}" --reps 3 \
             --route "$r" --node-size "$node" --buffer-kb "$kb" --csv "$tmp/hist.csv" >/dev/null
     done
