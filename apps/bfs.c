@@ -6,6 +6,7 @@
 
 #include <courier.h>
 
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +27,15 @@ static const char usage[] =
     "  --graph FILE      read the edges from FILE instead (text 'u v [w]' per line,\n"
     "                    Courier binary, or a Graph500 dump if FILE ends in .g500);\n"
     "                    vertex ids are used as they are, so they must be dense\n"
+    "  --format F        with --graph: auto (by the name, default), text, binary or\n"
+    "                    graph500 (a dump whatever its name, e.g. the reference's TMPFILE)\n"
     "  --vertices N      with --graph: the graph has N vertices, ids 0 .. N-1 (default:\n"
     "                    1 + the largest id; needed when that is far more than the\n"
     "                    edges suggest, e.g. many isolated vertices)\n"
-    "  --roots R         searches (default 16)\n"
+    "  --roots R         searches (default 16; with --roots-file: at most R of its roots)\n"
+    "  --roots-file FILE search from the vertex ids in FILE (whitespace-separated, '#'\n"
+    "                    starts a comment), in order, e.g. another program's roots; each\n"
+    "                    must have an edge\n"
     "  --algorithm A     levels (level-synchronous, top-down), async (label-correcting),\n"
     "                    or dedup: level-synchronous with the visits of a vertex merged\n"
     "                    by the mailbox (a combining handler) instead of a bitmap of\n"
@@ -59,10 +65,13 @@ static const char *const generators[] = {"rmat", "gnm", "rgg", NULL};
 static const char *const algorithms[] = {"levels", "async", "dedup", "hybrid", NULL};
 static const char *const directions[] = {"auto", "top-down", "bottom-up", "alternate", NULL};
 static const char *const shuffles[] = {"mailbox", "exchange", NULL};
+static const char *const formats[] = {"auto", "text", "binary", "graph500", NULL};
 
 typedef struct options {
     cr_gen_params gen;
-    const char *graph, *route, *csv;
+    const char *graph, *route, *csv, *roots_file;
+    cr_file_format format;
+    bool roots_given;
     uint64_t roots, buffer_kb, node_size, vertices;
     int stats, quiet;
     const char *generator_flag; /* a generator flag given, which --graph contradicts */
@@ -86,6 +95,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"help", no_argument, 0, 'h'},            {"algorithm", required_argument, 0, 'A'},
         {"dedup", no_argument, 0, 'U'},           {"direction", required_argument, 0, 'D'},
         {"alpha", required_argument, 0, 'a'},     {"beta", required_argument, 0, 'B'},
+        {"format", required_argument, 0, 'F'},    {"roots-file", required_argument, 0, 'o'},
         {"shuffle", required_argument, 0, 'X'},   {"vertices", required_argument, 0, 'V'},
         {0, 0, 0, 0}};
     opterr = 0;
@@ -97,7 +107,9 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'g': o->gen.kind = (cr_gen_kind)app_parse_choice(a, "--generator", optarg, generators); o->generator_flag = "--generator"; break;
         case 'V': o->vertices = app_parse_u64(a, "--vertices", optarg, 1, 1ULL << 62); break;
         case 'f': o->graph = optarg; break;
-        case 'r': o->roots = app_parse_u64(a, "--roots", optarg, 1, 1024); break;
+        case 'r': o->roots = app_parse_u64(a, "--roots", optarg, 1, 1024); o->roots_given = true; break;
+        case 'F': o->format = (cr_file_format)app_parse_choice(a, "--format", optarg, formats); break;
+        case 'o': o->roots_file = optarg; break;
         case 'S': o->gen.seed = app_parse_u64(a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'R': o->route = optarg; break;
         case 'N': o->node_size = app_parse_u64(a, "--node-size", optarg, 1, 1u << 30); break;
@@ -119,6 +131,8 @@ static void parse(app *a, int argc, char **argv, options *o)
         app_usage_error(a, "unexpected argument '%s'", argv[optind]);
     if (o->graph && o->generator_flag)
         app_usage_error(a, "%s and --graph conflict: the file gives the graph", o->generator_flag);
+    if (o->format != CR_FILE_AUTO && !o->graph)
+        app_usage_error(a, "--format goes with --graph");
     if (o->vertices && !o->graph)
         app_usage_error(a, "--vertices goes with --graph (a generated graph has 2^scale vertices)");
     if (o->gen.kind == CR_GEN_RGG && o->gen.scale > 26)
@@ -141,6 +155,74 @@ static int pick_roots(cr_graph *g, uint64_t seed, uint64_t want, uint64_t *roots
             repeat |= roots[k] == v;
         if (any > 0 && !repeat)
             roots[have++] = v;
+    }
+    return have;
+}
+
+/* Parse the roots file into roots[0 .. max); returns how many, or -1 with a one-line
+ * message in err. Local. */
+static int parse_roots(const char *path, uint64_t n, uint64_t max, uint64_t *roots, char *err,
+                       size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open the roots file", path);
+        return -1;
+    }
+    int have = 0, line = 1;
+    char tok[64];
+    for (int c = fgetc(f); c != EOF && (uint64_t)have < max;) {
+        if (c == '\n') {
+            line++;
+            c = fgetc(f);
+        } else if (c == '#') {
+            while (c != EOF && c != '\n')
+                c = fgetc(f);
+        } else if (c == ' ' || c == '\t' || c == '\r') {
+            c = fgetc(f);
+        } else {
+            size_t len = 0;
+            while (c != EOF && c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '#') {
+                if (len + 1 < sizeof tok)
+                    tok[len++] = (char)c;
+                c = fgetc(f);
+            }
+            tok[len] = '\0';
+            char *end;
+            unsigned long long v = strtoull(tok, &end, 10);
+            if (!isdigit((unsigned char)tok[0]) || *end || v >= n) {
+                snprintf(err, errlen, "%s:%d: '%s' is not a vertex id (the graph has vertices "
+                         "0 .. %llu)", path, line, tok, (unsigned long long)(n - 1));
+                fclose(f);
+                return -1;
+            }
+            roots[have++] = v;
+        }
+    }
+    fclose(f);
+    if (have == 0) {
+        snprintf(err, errlen, "%s: no roots in the file", path);
+        return -1;
+    }
+    return have;
+}
+
+/* --roots-file: every rank reads the file; any rank's error (a file it cannot open,
+ * a bad token, an id out of range) ends the job with one line, as does a root
+ * without an edge. Collective. Returns how many roots (at most `max`). */
+static int read_roots(app *a, cr_graph *g, const char *path, uint64_t max, uint64_t *roots)
+{
+    char err[300];
+    int have = parse_roots(path, cr_graph_vertices(g), max, roots, err, sizeof err);
+    app_agree(a, have < 0 ? err : NULL);
+    for (int k = 0; k < have; k++) {
+        uint64_t degree = 0, any;
+        if (cr_graph_owner(g, roots[k]) == cr_comm_rank(cr_graph_comm(g)))
+            cr_graph_neighbours(g, roots[k] - cr_graph_first(g), &degree);
+        MPI_Allreduce(&degree, &any, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+        if (any == 0)
+            app_error(a, "%s: root %llu has no edge (a search must start at a vertex with one)",
+                      path, (unsigned long long)roots[k]);
     }
     return have;
 }
@@ -186,7 +268,7 @@ static void check_vertices(app *a, const options *o, cr_edge_list *edges)
 static void load_graph(app *a, const options *o, cr_edge_list *edges)
 {
     char err[512];
-    int rc = o->graph ? cr_read_edges(o->graph, CR_FILE_AUTO, NULL, a->rank, a->size, edges, err,
+    int rc = o->graph ? cr_read_edges(o->graph, o->format, NULL, a->rank, a->size, edges, err,
                                       sizeof err)
                       : cr_generate(&o->gen, a->rank, a->size, edges, err, sizeof err);
     app_agree(a, rc ? err : NULL);
@@ -234,8 +316,10 @@ int main(int argc, char **argv)
                t_build);
     }
 
-    uint64_t *roots = app_calloc(&a, o.roots, sizeof *roots, "the roots");
-    int nroots = pick_roots(g, o.gen.seed, o.roots, roots);
+    uint64_t max_roots = o.roots_file && !o.roots_given ? 1u << 16 : o.roots;
+    uint64_t *roots = app_calloc(&a, max_roots, sizeof *roots, "the roots");
+    int nroots = o.roots_file ? read_roots(&a, g, o.roots_file, max_roots, roots)
+                              : pick_roots(g, o.gen.seed, o.roots, roots);
     if (nroots == 0) /* the same on every rank */
         app_error(&a, "no vertex has an edge: nothing to search");
     double *teps = app_calloc(&a, (size_t)nroots, sizeof *teps, "the timings"), inv_sum = 0;
