@@ -100,6 +100,18 @@ static uint64_t check_of(uint64_t a, uint64_t b, uint64_t c)
     return cr_hash64(a * 0x9e3779b97f4a7c15ULL ^ cr_hash64(b * 31 + c));
 }
 
+/* Over all ranks: no bad record anywhere; the records handled and the sum of what
+ * they carried. */
+static void seen_totals(int p, uint64_t *count, uint64_t *sum)
+{
+    *count = *sum = 0;
+    for (int r = 0; r < p; r++) {
+        EXPECT_EQ(W.ranks[r].bad, 0);
+        *count += W.ranks[r].count;
+        *sum += W.ranks[r].sum;
+    }
+}
+
 /* ---------------------------------------------------------------- scenarios */
 
 /* All to some: rank r sends K messages to each of D destinations drawn from its own
@@ -163,15 +175,12 @@ static void check_a2a(int p)
     for (int r = 0; r < p; r++)
         for (int i = 0; i < a2a_fanout(p); i++)
             want[a2a_dest(r, i, p)] += (uint64_t)W.param;
-    uint64_t count = 0, sum = 0;
-    for (int r = 0; r < p; r++) {
+    for (int r = 0; r < p; r++)
         if (W.ranks[r].count != want[r])
             fail_msg("%s: rank %d handled %llu messages, expected %llu", ctx, r,
                      (unsigned long long)W.ranks[r].count, (unsigned long long)want[r]);
-        EXPECT_EQ(W.ranks[r].bad, 0);
-        count += W.ranks[r].count;
-        sum += W.ranks[r].sum;
-    }
+    uint64_t count, sum;
+    seen_totals(p, &count, &sum);
     EXPECT_EQ(count, W.sent_count);
     EXPECT_EQ(sum, W.sent_sum);
     free(want);
@@ -236,12 +245,8 @@ static void run_combining(cr_comm *comm, void *user)
 
 static void check_combining(int p)
 {
-    uint64_t sum = 0, handled = 0;
-    for (int r = 0; r < p; r++) {
-        EXPECT_EQ(W.ranks[r].bad, 0);
-        sum += W.ranks[r].sum;
-        handled += W.ranks[r].count;
-    }
+    uint64_t handled, sum;
+    seen_totals(p, &handled, &sum);
     EXPECT_EQ(sum, W.sent_sum);
     if (handled > W.sent_count)
         fail_msg("%s: %llu records handled, more than the %llu sent", ctx,
@@ -425,12 +430,8 @@ static void run_sizes(cr_comm *comm, void *user)
 
 static void check_sizes(int p)
 {
-    uint64_t count = 0, sum = 0;
-    for (int r = 0; r < p; r++) {
-        EXPECT_EQ(W.ranks[r].bad, 0);
-        count += W.ranks[r].count;
-        sum += W.ranks[r].sum;
-    }
+    uint64_t count, sum;
+    seen_totals(p, &count, &sum);
     EXPECT_EQ(count, W.sent_count);
     EXPECT_EQ(sum, W.sent_sum);
 }
