@@ -9,8 +9,11 @@
  * always by its own record (the handler's `src` is the sender of the first record
  * merged). See docs/dedup.md for where merging happens and what it guarantees.
  *
- * Still to come (docs/dedup.md): requests whose replies fan back out to every
- * merged requester, and requests coalesced while in flight.
+ * Requests with replies (cr_dedup_request, below) are merged the same way, and more: a
+ * rank that has sent a request and waits for its reply holds every identical request
+ * that reaches it (issued there or passing through) until the reply comes, then fans
+ * the reply out to all of them. Replies travel back along the reverse of the path
+ * their request took, so every rank that merged splits the reply again.
  */
 #ifndef COURIER_DEDUP_H
 #define COURIER_DEDUP_H
@@ -64,6 +67,79 @@ int cr_dedup_rule_apply(const cr_dedup_rule *rule, cr_handler_type *type, char *
  * and may run handlers, as cr_register. A bad rule ends the job with one line. */
 int cr_dedup_register(cr_comm *comm, const cr_handler_type *type, const cr_dedup_rule *rule,
                       void *user);
+
+/* ---- Requests with replies ------------------------------------------------------
+ *
+ * A request goes to its owner rank, hop by hop along the comm's route; the owner's
+ * serve function answers it with cr_dedup_reply; the reply goes back along the same hops,
+ * in reverse, to the requester, where reply_fn(comm, data, len, ctx) runs.
+ *
+ * Merging. Requests of one type with the same owner, the same length and equal
+ * first key_len bytes are the same request. Where two meet on one rank (the
+ * requester's, or any hop on the way) the later joins the earlier and is not sent
+ * again; when the reply comes back, it is handed to every request that joined, in
+ * the order they arrived. So the owner serves far fewer requests than were made,
+ * and every request still gets exactly one reply. The payload past the key of a
+ * request that joins another is not sent: only the first request's payload reaches
+ * the owner.
+ *
+ * Consistency. A request joins one that is still in the rank's send buffer
+ * (*merged*, always on), or, with coalescing on, also one that has already left and
+ * waits for its reply (*coalesced*). So with coalescing off, every reply is computed
+ * after its own request was issued; with it on, after an identical request was
+ * issued. Never across a cr_barrier: cr_barrier returns only when every request has
+ * its reply, so no request waits over a barrier and none after it can join one from
+ * before it. Use coalescing off for reads of values that change within a phase
+ * whose order against the read matters.
+ */
+
+/* The request being served, passed to serve and to cr_dedup_reply. */
+typedef struct cr_dedup_req cr_dedup_req;
+
+/* What a type of request is (copied at registration). */
+typedef struct cr_dedup_request_type {
+    /* Runs on the owner once per request that reaches it (merged requests once);
+     * must call cr_dedup_reply(comm, req, ...) exactly once before it returns. `payload`
+     * (8-byte aligned) is valid during the call. May send messages and requests as a
+     * handler may (mailbox.h). */
+    void (*serve)(cr_comm *comm, cr_dedup_req *req, const void *payload, size_t len,
+                  void *user);
+    size_t key_len; /* 0: never merged; else 1 .. CR_MAX_KEY and at most every payload */
+    int coalesce;   /* nonzero: identical requests also join one that is in flight */
+} cr_dedup_request_type;
+
+/* Runs on the requester when the reply arrives, as a handler does (it may send
+ * messages and requests, not wait). `data` (8-byte aligned) is valid during the
+ * call; `ctx` is cr_dedup_request's. */
+typedef void (*cr_dedup_reply_fn)(cr_comm *comm, const void *data, size_t len, void *ctx);
+
+/* Register a request type; returns its id for cr_dedup_request (a handler id of the comm,
+ * distinct from every other). Collective and may run handlers, as cr_register. A bad
+ * type ends the job with one line. `user` is passed to serve. */
+int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, void *user);
+
+/* Send a request of type `id` with `len` bytes of `payload` to rank `owner`; reply_fn
+ * runs with `ctx` when its reply arrives here (always later, never inside this call,
+ * even for owner == this rank). Local; the payload is copied. May run handlers (as
+ * cr_async) unless called from a handler or reply_fn. */
+void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, size_t len,
+                cr_dedup_reply_fn reply_fn, void *ctx);
+
+/* Answer the request being served with `len` bytes of `data` (copied; len may be 0
+ * and may exceed the buffer size). Only from serve, exactly once. Local. */
+void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t len);
+
+/* The rank that issued the request being served (of merged requests, the first to
+ * reach the owner's side of the merge). */
+int cr_dedup_origin(const cr_dedup_req *req);
+
+/* The rank the request being served came from: the previous hop on its way (this
+ * rank for its own requests). The reply goes back there. */
+int cr_dedup_from(const cr_dedup_req *req);
+
+/* Requests this rank has sent (or passed on) and still waits for replies to: 0 after
+ * cr_barrier. Local. */
+size_t cr_dedup_pending(const cr_comm *comm);
 
 #ifdef __cplusplus
 }

@@ -80,3 +80,25 @@ MPI_Comm cr_module_mpi_dup(const cr_comm *c, const char *what)
     MPI_Comm_dup(c->ctrl, &dup);
     return dup;
 }
+
+int cr_module_next_hop(const cr_comm *c, int dest)
+{
+    if (!c->routed || dest == c->rank)
+        return dest;
+    return cr_router_next_hop(c->router, c->rank, dest);
+}
+
+uint32_t cr_module_send_epoch(const cr_comm *c, int dest)
+{
+    return c->out.bufs[cr_module_next_hop(c, dest)].gen;
+}
+
+cr_stats *cr_module_stats(cr_comm *c)
+{
+    return &c->stats;
+}
+
+int cr_module_next_handler_id(const cr_comm *c)
+{
+    return (int)c->handlers.count;
+}

@@ -48,4 +48,19 @@ MPI_Comm cr_module_mpi_comm(const cr_comm *comm);
  * simulated transport, a one-line error that `what` needs the MPI transport. */
 MPI_Comm cr_module_mpi_dup(const cr_comm *comm, const char *what);
 
+/* The rank a record sent to `dest` now goes to first: `dest` itself, or the route's
+ * next hop (this rank when dest is this rank). Local. */
+int cr_module_next_hop(const cr_comm *comm, int dest);
+/* A number that changes every time the send buffer a record to `dest` would join is
+ * sent: equal values before and after some calls mean a record appended in between
+ * still waits in that buffer. Local. */
+uint32_t cr_module_send_epoch(const cr_comm *comm, int dest);
+/* The rank's counters, for modules that count their own work (cr_stats fields
+ * documented as theirs). Local; owned by the comm. */
+cr_stats *cr_module_stats(cr_comm *comm);
+/* The id the next cr_register / cr_register_type on this comm will return. A module
+ * whose handler needs its own id must know it before registering: the handler may
+ * run inside the registration, for a record a faster rank sent. Local. */
+int cr_module_next_handler_id(const cr_comm *comm);
+
 #endif

@@ -15,6 +15,9 @@ static const struct {
     F(barrier_epochs),  F(forwarded),        F(partners),       F(partners_off_node),
     F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
     F(batches),         F(merged_at_source), F(merged_at_hops), F(merged_bytes),
+    F(requests),        F(requests_served),  F(requests_merged_at_source),
+    F(requests_merged_at_hops), F(requests_coalesced), F(replies_fanned_out),
+    F(request_bytes_saved),
 #undef F
 };
 

@@ -17,6 +17,17 @@ static void nop(cr_comm *c, int src, const void *p, size_t len, void *u)
     (void)c, (void)src, (void)p, (void)len, (void)u;
 }
 
+/* A serve function that forgets to reply, and a reply callback never reached. */
+static void serve_silently(cr_comm *c, cr_dedup_req *req, const void *p, size_t len, void *u)
+{
+    (void)c, (void)req, (void)p, (void)len, (void)u;
+}
+
+static void no_reply(cr_comm *c, const void *data, size_t len, void *ctx)
+{
+    (void)c, (void)data, (void)len, (void)ctx;
+}
+
 static void nop_batch(cr_comm *c, const cr_batch *b, void *u)
 {
     (void)c, (void)b, (void)u;
@@ -82,6 +93,19 @@ int main(int argc, char **argv)
         int d = cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
         uint64_t x = 1;
         cr_async(c, 0, d, &x, sizeof x);
+    } else if (!strcmp(what, "request-not-a-type")) {
+        uint64_t x = 1;
+        cr_dedup_request(c, 0, h, &x, sizeof x, no_reply, NULL);
+    } else if (!strcmp(what, "request-short-key")) {
+        int r = cr_dedup_register_request(
+            c, &(cr_dedup_request_type){.serve = serve_silently, .key_len = 16}, NULL);
+        uint64_t x = 1;
+        cr_dedup_request(c, 0, r, &x, sizeof x, no_reply, NULL);
+    } else if (!strcmp(what, "request-without-reply")) {
+        int r = cr_dedup_register_request(c, &(cr_dedup_request_type){.serve = serve_silently},
+                                          NULL);
+        if (c->rank == 1)
+            cr_dedup_request(c, 0, r, NULL, 0, no_reply, NULL);
     } else if (!strcmp(what, "register-fn-and-batch")) {
         cr_register_type(c, &(cr_handler_type){.fn = nop, .batch = nop_batch}, NULL);
     } else if (!strcmp(what, "bad-dest")) {

@@ -9,6 +9,8 @@
 
 #include "common/rng.h"
 
+#include "../requests_scenarios.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -753,6 +755,86 @@ static void test_merging_at_hops(void **state)
     assert_true(at_hops > 0);
 }
 
+/* ---------------------------------------------------------------- requests */
+
+/* Requests with replies (tests/requests_scenarios.h, the same scenarios the MPI test
+ * runs) on virtual ranks: every request gets exactly one right reply, under every
+ * route, at P up to 1024, many seeds; the counters balance over all ranks. */
+typedef struct req_params {
+    int nidx, walks, shapes;
+} req_params;
+
+static void run_requests(cr_comm *comm, void *user)
+{
+    const req_params *rp = user;
+    req_overload(comm, rp->nidx, 2, 1);
+    req_overload(comm, rp->nidx, 2, 0);
+    req_chains(comm, rp->walks, 6);
+    req_coalesce_rule(comm, 8, 1);
+    req_coalesce_rule(comm, 8, 0);
+    req_phases(comm, 2, 16);
+    if (rp->shapes)
+        req_shapes(comm, cr_comm_config(comm)->buffer_bytes, rp->shapes);
+}
+
+static named_config request_config(const char *route)
+{
+    named_config nc = config("default");
+    nc.name = route;
+    cr_route_parse(route, &nc.cfg.route, NULL, 0);
+    nc.cfg.node_size = 2;
+    nc.cfg.buffer_bytes = 256;
+    nc.cfg.flush_interval = 0; /* the coalescing rule's test needs it */
+    return nc;
+}
+
+static void run_requests_at(int p, const char *route, uint64_t seed, req_params rp)
+{
+    named_config nc = request_config(route);
+    cr_stats *stats = calloc((size_t)p, sizeof *stats);
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "requests, P=%d, %s, seed %llu", p, route,
+             (unsigned long long)seed);
+    req_fails = 0;
+    if (cr_sim_run(&o, run_requests, &rp, stats, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    cr_stats sum = {0};
+    for (int r = 0; r < p; r++) {
+        sum.requests += stats[r].requests;
+        sum.requests_served += stats[r].requests_served;
+        sum.requests_merged_at_source += stats[r].requests_merged_at_source;
+        sum.requests_merged_at_hops += stats[r].requests_merged_at_hops;
+        sum.requests_coalesced += stats[r].requests_coalesced;
+        sum.replies_fanned_out += stats[r].replies_fanned_out;
+    }
+    req_check_totals(NULL, &sum);
+    free(stats);
+    if (req_fails)
+        fail_msg("%s: %ld checks failed (see above)", ctx, req_fails);
+}
+
+static void test_requests(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nr", "nlnr", "grid", "hypercube"};
+    int seeds = seeds_wanted();
+    static const int small[] = {1, 2, 3, 5, 8};
+    for (size_t rt = 0; rt < 5; rt++) {
+        for (size_t k = 0; k < 5; k++)
+            for (int seed = 1; seed <= seeds; seed++)
+                run_requests_at(small[k], routes[rt], (uint64_t)seed * 31 + (uint64_t)small[k],
+                                (req_params){.nidx = 60, .walks = 8, .shapes = 3});
+        for (int seed = 1; seed <= (seeds + 3) / 4; seed++)
+            run_requests_at(64, routes[rt], (uint64_t)seed * 131 + 64,
+                            (req_params){.nidx = 40, .walks = 4, .shapes = 1});
+    }
+    for (int seed = 1; seed <= 2; seed++) {
+        run_requests_at(1024, "hypercube", (uint64_t)seed * 1031, (req_params){.nidx = 16, .walks = 2});
+        run_requests_at(1024, "nlnr", (uint64_t)seed * 1031, (req_params){.nidx = 16, .walks = 2});
+    }
+}
+
 /* A collective on the simulated transport: one line that says why, exit 1. */
 static void run_collective(cr_comm *comm, void *user)
 {
@@ -772,6 +854,10 @@ int main(int argc, char **argv)
      * so that a leak checker can be told to ignore just that run. */
     if (argc > 1 && !strcmp(argv[1], "deadlock")) {
         const struct CMUnitTest one[] = {cmocka_unit_test(test_deadlock_is_reported)};
+        return cmocka_run_group_tests(one, NULL, NULL);
+    }
+    if (argc > 1 && !strcmp(argv[1], "requests")) {
+        const struct CMUnitTest one[] = {cmocka_unit_test(test_requests)};
         return cmocka_run_group_tests(one, NULL, NULL);
     }
     if (argc > 1 && !strcmp(argv[1], "4096")) {

@@ -1,0 +1,541 @@
+/* Requests with replies, merged on their way and split again on the way back
+ * (include/courier/dedup.h; docs/dedup.md). The thesis behind src/darray
+ * (../shared/papers/darray-aggregation-indirection.txt, sections 4.4-4.5) merges
+ * the requests of a lock-step grid exchange with a hash map per hop and splits the
+ * replies by the map on the way back; here the same happens asynchronously, per
+ * request, at every rank a request passes.
+ *
+ * A request travels hop by hop, each hop a plain record to the route's next rank.
+ * Every rank a request leaves (its requester's and every hop's) keeps a *waiting
+ * entry*: the request's identity (type, owner, length, key) and the list of those
+ * that asked, each either a local requester (reply_fn, ctx) or the previous hop and
+ * the token naming its own entry there. The record sent on carries this rank's
+ * token. An identical request that reaches the rank while the entry waits joins its
+ * list instead of being sent. When the reply comes back (addressed to the token) the
+ * entry is taken out, and the reply goes to every member of the list: a call of
+ * reply_fn, or a reply record to the previous hop with that hop's token.
+ *
+ * Memory: one entry per request this rank sent and waits for (64 + 16 bytes plus
+ * a 32-byte waiter per requester), in pools that grow by doubling and are reused;
+ * nothing is allocated per request once the pools have grown.
+ *
+ * The module sees the mailbox only through its public API and module.h. */
+#include "courier/dedup.h"
+
+#include "common/fatal.h"
+#include "mailbox/module.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+/* The record of a request on the wire: this header, then the payload. */
+typedef struct req_header {
+    int32_t owner;  /* the rank that serves it */
+    int32_t origin; /* the rank that issued it (the first, if merged) */
+    uint32_t token; /* the sender's entry, which the reply names */
+    uint32_t pad;
+} req_header;
+
+/* The record of a reply: this header, then the data. */
+typedef struct rep_header {
+    uint32_t token; /* the receiver's entry */
+    uint32_t pad;
+} rep_header;
+
+/* Someone waiting for an entry's reply. */
+typedef struct waiter {
+    uint32_t next;
+    int32_t hop;     /* previous hop, or -1: a requester on this rank */
+    uint32_t token;  /* the previous hop's entry */
+    cr_dedup_reply_fn fn;  /* for a local requester */
+    void *ctx;
+} waiter;
+
+typedef struct entry {
+    uint64_t hash;
+    uint32_t next;       /* next entry of the bucket, or of the free list */
+    uint32_t head, tail; /* waiters, in arrival order */
+    int32_t owner;
+    int32_t origin;
+    uint32_t len;
+    uint32_t epoch;      /* send epoch of the request's buffer before it was appended */
+    uint16_t type;
+    uint8_t in_use;
+    uint8_t in_table;    /* the newest entry of its identity (reachable by key) */
+    char key[CR_MAX_KEY];
+} entry;
+
+typedef struct rtype {
+    cr_dedup_request_type t;
+    void *user;
+    int handler; /* the mailbox handler of its request records */
+    struct dedup_state *state;
+} rtype;
+
+typedef struct dedup_state {
+    int reply_handler;
+    rtype **types;
+    int ntypes;
+    int *type_of_handler; /* mailbox handler id -> index in types, or -1 */
+    int handler_cap;
+
+    entry *entries;
+    uint32_t nentries, entry_cap, free_entries, live;
+    waiter *waiters;
+    uint32_t waiter_cap, free_waiters;
+    uint32_t *buckets; /* power of two */
+    uint32_t nbuckets;
+
+    char *scratch; /* a record being built (request or reply) */
+    size_t scratch_cap;
+    cr_dedup_req *serving;
+} dedup_state;
+
+struct cr_dedup_req {
+    int prev;       /* where the reply goes */
+    uint32_t token; /* ... and the entry it names there */
+    int origin;
+    bool replied;
+};
+
+static void state_destroy(cr_comm *comm, void *arg);
+
+static const cr_module_type dedup_module = {
+    .name = "dedup requests",
+    .poll = NULL,
+    .destroy = state_destroy,
+};
+
+static void state_destroy(cr_comm *comm, void *arg)
+{
+    (void)comm;
+    dedup_state *s = arg;
+    for (int i = 0; i < s->ntypes; i++)
+        free(s->types[i]);
+    free(s->types);
+    free(s->type_of_handler);
+    free(s->entries);
+    free(s->waiters);
+    free(s->buckets);
+    free(s->scratch);
+    free(s);
+}
+
+/* ---- pools and the table ---------------------------------------------------- */
+
+static uint64_t mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static uint64_t identity_hash(int type, int owner, size_t len, const char *key, size_t key_len)
+{
+    uint64_t h = mix(((uint64_t)(uint32_t)owner << 32) ^ ((uint64_t)type << 16) ^ len);
+    for (size_t i = 0; i < key_len; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, key + i, key_len - i < 8 ? key_len - i : 8);
+        h = mix(h ^ w);
+    }
+    return h;
+}
+
+static void *scratch(dedup_state *s, size_t len)
+{
+    if (s->scratch_cap < len) {
+        size_t cap = s->scratch_cap ? s->scratch_cap : 256;
+        while (cap < len)
+            cap *= 2;
+        s->scratch = cr_xrealloc(s->scratch, cap);
+        s->scratch_cap = cap;
+    }
+    return s->scratch;
+}
+
+static uint32_t waiter_new(dedup_state *s)
+{
+    if (s->free_waiters == NONE) {
+        uint32_t old = s->waiter_cap, cap = old ? old * 2 : 256;
+        s->waiters = cr_xrealloc(s->waiters, cap * sizeof *s->waiters);
+        for (uint32_t i = old; i < cap; i++)
+            s->waiters[i].next = i + 1 < cap ? i + 1 : NONE;
+        s->free_waiters = old;
+        s->waiter_cap = cap;
+    }
+    uint32_t w = s->free_waiters;
+    s->free_waiters = s->waiters[w].next;
+    s->waiters[w].next = NONE;
+    return w;
+}
+
+static void waiter_free(dedup_state *s, uint32_t w)
+{
+    s->waiters[w].next = s->free_waiters;
+    s->free_waiters = w;
+}
+
+static void add_waiter(dedup_state *s, uint32_t e, waiter who)
+{
+    uint32_t w = waiter_new(s);
+    who.next = NONE;
+    s->waiters[w] = who;
+    entry *en = &s->entries[e];
+    if (en->tail == NONE)
+        en->head = w;
+    else
+        s->waiters[en->tail].next = w;
+    en->tail = w;
+}
+
+static void rehash(dedup_state *s, uint32_t nbuckets)
+{
+    free(s->buckets);
+    s->buckets = cr_xmalloc(nbuckets * sizeof *s->buckets);
+    for (uint32_t i = 0; i < nbuckets; i++)
+        s->buckets[i] = NONE;
+    s->nbuckets = nbuckets;
+    for (uint32_t e = 0; e < s->nentries; e++) {
+        entry *en = &s->entries[e];
+        if (!en->in_use || !en->in_table)
+            continue;
+        uint32_t b = (uint32_t)en->hash & (nbuckets - 1);
+        en->next = s->buckets[b];
+        s->buckets[b] = e;
+    }
+}
+
+static uint32_t entry_new(dedup_state *s)
+{
+    if (s->free_entries == NONE) {
+        if (s->nentries == s->entry_cap) {
+            uint32_t cap = s->entry_cap ? s->entry_cap * 2 : 256;
+            if (cap > NONE / 2)
+                cr_fatal("cr_dedup_request: more than %u requests wait for replies on one rank",
+                         s->entry_cap);
+            s->entries = cr_xrealloc(s->entries, cap * sizeof *s->entries);
+            s->entry_cap = cap;
+        }
+        s->free_entries = s->nentries;
+        s->entries[s->nentries].next = NONE;
+        s->entries[s->nentries].in_use = 0;
+        s->nentries++;
+    }
+    uint32_t e = s->free_entries;
+    s->free_entries = s->entries[e].next;
+    s->live++;
+    if (s->live > s->nbuckets)
+        rehash(s, s->nbuckets ? s->nbuckets * 2 : 256);
+    return e;
+}
+
+static void unlink_from_table(dedup_state *s, uint32_t e)
+{
+    entry *en = &s->entries[e];
+    if (!en->in_table)
+        return;
+    uint32_t *at = &s->buckets[(uint32_t)en->hash & (s->nbuckets - 1)];
+    while (*at != e)
+        at = &s->entries[*at].next;
+    *at = en->next;
+    en->in_table = 0;
+}
+
+static void entry_free(dedup_state *s, uint32_t e)
+{
+    unlink_from_table(s, e);
+    s->entries[e].in_use = 0;
+    s->entries[e].next = s->free_entries;
+    s->free_entries = e;
+    s->live--;
+}
+
+/* The newest waiting entry of this identity, or NONE. */
+static uint32_t lookup(const dedup_state *s, uint64_t hash, int type, int owner, size_t len,
+                       const char *key, size_t key_len)
+{
+    if (!s->nbuckets)
+        return NONE;
+    for (uint32_t e = s->buckets[(uint32_t)hash & (s->nbuckets - 1)]; e != NONE;
+         e = s->entries[e].next) {
+        const entry *en = &s->entries[e];
+        if (en->hash == hash && en->type == type && en->owner == owner && en->len == len &&
+            memcmp(en->key, key, key_len) == 0)
+            return e;
+    }
+    return NONE;
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+/* The request (type, owner, payload) leaves this rank towards the owner's next hop,
+ * holding a new entry whose first waiter is `who`; identical requests that reach
+ * this rank before the reply join that entry (see join). */
+static void send_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
+                         uint64_t hash, const void *payload, size_t len, waiter who)
+{
+    uint32_t e = entry_new(s);
+    entry *en = &s->entries[e];
+    *en = (entry){.hash = hash, .head = NONE, .tail = NONE, .owner = owner, .origin = origin,
+                  .len = (uint32_t)len, .in_use = 1};
+    en->type = (uint16_t)s->type_of_handler[t->handler];
+    int hop = cr_module_next_hop(comm, owner);
+    /* Taken before the append: an append that sends the buffer changes the epoch, so
+     * an equal epoch later proves the record still waits in the buffer. */
+    en->epoch = cr_module_send_epoch(comm, hop);
+    if (t->t.key_len) {
+        memcpy(en->key, payload, t->t.key_len);
+        uint32_t b = (uint32_t)hash & (s->nbuckets - 1);
+        en->next = s->buckets[b];
+        s->buckets[b] = e;
+        en->in_table = 1;
+    }
+    add_waiter(s, e, who);
+
+    req_header h = {.owner = owner, .origin = origin, .token = e};
+    char *rec = scratch(s, sizeof h + len);
+    memcpy(rec, &h, sizeof h);
+    if (len)
+        memcpy(rec + sizeof h, payload, len);
+    /* May run handlers (from user code), which may answer and free the entry: it is
+     * not touched after this call. */
+    cr_async(comm, hop, t->handler, rec, sizeof h + len);
+}
+
+/* An identical request waits here: may `who` join it? Into the buffer always; into
+ * a request in flight only if the type coalesces. Counts what joining saved. */
+static bool join(cr_comm *comm, dedup_state *s, const rtype *t, uint32_t e, bool local,
+                 waiter who)
+{
+    entry *en = &s->entries[e];
+    int hop = cr_module_next_hop(comm, en->owner);
+    bool buffered = cr_module_send_epoch(comm, hop) == en->epoch;
+    if (!buffered && !t->t.coalesce)
+        return false;
+    cr_stats *st = cr_module_stats(comm);
+    if (!buffered)
+        st->requests_coalesced++;
+    else if (local)
+        st->requests_merged_at_source++;
+    else
+        st->requests_merged_at_hops++;
+    st->request_bytes_saved += sizeof(req_header) + en->len;
+    add_waiter(s, e, who);
+    return true;
+}
+
+/* A request reaching this rank (issued here, or passing through): join an identical
+ * waiting one, or send it on. */
+static void route_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
+                          const void *payload, size_t len, waiter who)
+{
+    uint64_t hash = 0;
+    if (t->t.key_len) {
+        int ti = s->type_of_handler[t->handler];
+        hash = identity_hash(ti, owner, len, payload, t->t.key_len);
+        uint32_t e = lookup(s, hash, ti, owner, len, payload, t->t.key_len);
+        if (e != NONE && join(comm, s, t, e, who.hop < 0, who))
+            return;
+        if (e != NONE)
+            unlink_from_table(s, e); /* it has left: the new entry takes over its key */
+    }
+    send_request(comm, s, t, owner, origin, hash, payload, len, who);
+}
+
+/* ---- handlers --------------------------------------------------------------- */
+
+static void bad_record(const char *what, int src, size_t len)
+{
+    cr_fatal("corrupt %s record of %zu bytes from rank %d", what, len, src);
+}
+
+/* A request record: serve it here if this rank owns it, else pass it on. */
+static void on_request(cr_comm *comm, int src, const void *rec, size_t len, void *arg)
+{
+    rtype *t = arg;
+    dedup_state *s = t->state;
+    req_header h;
+    if (len < sizeof h)
+        bad_record("request", src, len);
+    memcpy(&h, rec, sizeof h);
+    int size = cr_comm_size(comm);
+    if (h.owner < 0 || h.owner >= size || h.origin < 0 || h.origin >= size)
+        bad_record("request", src, len);
+    const char *payload = (const char *)rec + sizeof h;
+    size_t plen = len - sizeof h;
+    if (h.owner != cr_comm_rank(comm)) {
+        route_request(comm, s, t, h.owner, h.origin, payload, plen,
+                      (waiter){.hop = src, .token = h.token});
+        return;
+    }
+    cr_dedup_req req = {.prev = src, .token = h.token, .origin = h.origin};
+    s->serving = &req;
+    cr_module_stats(comm)->requests_served++;
+    t->t.serve(comm, &req, payload, plen, t->user);
+    s->serving = NULL;
+    if (!req.replied)
+        cr_fatal("request type %d: its serve function returned without calling cr_dedup_reply",
+                 t->handler);
+}
+
+/* A reply record: hand it to everyone who waits for the entry it names. */
+static void on_reply(cr_comm *comm, int src, const void *rec, size_t len, void *arg)
+{
+    dedup_state *s = arg;
+    rep_header h;
+    if (len < sizeof h)
+        bad_record("reply", src, len);
+    memcpy(&h, rec, sizeof h);
+    if (h.token >= s->nentries || !s->entries[h.token].in_use)
+        cr_fatal("reply from rank %d names request %u, which this rank is not waiting for",
+                 src, h.token);
+    const char *data = (const char *)rec + sizeof h;
+    size_t dlen = len - sizeof h;
+    uint32_t w = s->entries[h.token].head;
+    /* Freed first: reply_fn may issue requests, which may reuse the entry and the
+     * waiters (and grow the pools), so each waiter is copied out before its call. */
+    entry_free(s, h.token);
+    cr_stats *st = cr_module_stats(comm);
+    bool first = true;
+    while (w != NONE) {
+        waiter who = s->waiters[w];
+        waiter_free(s, w);
+        w = who.next;
+        if (!first)
+            st->replies_fanned_out++;
+        first = false;
+        if (who.hop < 0) {
+            who.fn(comm, data, dlen, who.ctx);
+            continue;
+        }
+        rep_header out = {.token = who.token};
+        char *r = scratch(s, sizeof out + dlen);
+        memcpy(r, &out, sizeof out);
+        if (dlen)
+            memcpy(r + sizeof out, data, dlen);
+        cr_async(comm, who.hop, s->reply_handler, r, sizeof out + dlen);
+    }
+}
+
+/* ---- the public calls -------------------------------------------------------- */
+
+static dedup_state *state_of(cr_comm *comm)
+{
+    return cr_module_state(comm, &dedup_module);
+}
+
+static dedup_state *attach(cr_comm *comm)
+{
+    dedup_state *s = state_of(comm);
+    if (s)
+        return s;
+    s = cr_xcalloc(1, sizeof *s);
+    s->free_entries = NONE;
+    s->free_waiters = NONE;
+    cr_module_attach(comm, &dedup_module, s);
+    s->reply_handler = cr_register(comm, on_reply, s);
+    return s;
+}
+
+int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, void *user)
+{
+    if (cr_module_in_handler(comm))
+        cr_fatal("cr_dedup_register_request: called from a handler; register before sending");
+    if (!type || !type->serve)
+        cr_fatal("cr_dedup_register_request: the request type has no serve function");
+    if (type->key_len > CR_MAX_KEY)
+        cr_fatal("cr_dedup_register_request: key of %zu bytes is longer than the limit of %d",
+                 type->key_len, CR_MAX_KEY);
+    dedup_state *s = attach(comm);
+    rtype *t = cr_xcalloc(1, sizeof *t);
+    *t = (rtype){.t = *type, .user = user, .state = s};
+    s->types = cr_xrealloc(s->types, (size_t)(s->ntypes + 1) * sizeof *s->types);
+    s->types[s->ntypes] = t;
+    int index = s->ntypes++;
+    /* Known before registering: requests of this type may arrive (and be passed on,
+     * under this id) while the registration waits for the other ranks. */
+    t->handler = cr_module_next_handler_id(comm);
+    if (t->handler >= s->handler_cap) {
+        int cap = t->handler + 16;
+        s->type_of_handler = cr_xrealloc(s->type_of_handler, (size_t)cap * sizeof(int));
+        for (int i = s->handler_cap; i < cap; i++)
+            s->type_of_handler[i] = -1;
+        s->handler_cap = cap;
+    }
+    s->type_of_handler[t->handler] = index;
+    if (cr_register(comm, on_request, t) != t->handler)
+        cr_fatal("internal error: request type %d registered under an unexpected id", index);
+    return t->handler;
+}
+
+void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, size_t len,
+                cr_dedup_reply_fn reply_fn, void *ctx)
+{
+    dedup_state *s = state_of(comm);
+    if (!s || id < 0 || id >= s->handler_cap || s->type_of_handler[id] < 0)
+        cr_fatal("cr_dedup_request: id %d is not a request type (register it with "
+                 "cr_dedup_register_request)",
+                 id);
+    if (owner < 0 || owner >= cr_comm_size(comm))
+        cr_fatal("cr_dedup_request: owner rank %d is out of range [0, %d)", owner,
+                 cr_comm_size(comm));
+    const rtype *t = s->types[s->type_of_handler[id]];
+    if (len < t->t.key_len)
+        cr_fatal("cr_dedup_request: payload of %zu bytes is shorter than the key (%zu bytes) of "
+                 "request type %d",
+                 len, t->t.key_len, id);
+    if (len > UINT32_MAX - sizeof(req_header))
+        cr_fatal("cr_dedup_request: payload of %zu bytes is larger than the limit of %zu bytes",
+                 len, (size_t)UINT32_MAX - sizeof(req_header));
+    if (len && !payload)
+        cr_fatal("cr_dedup_request: payload is NULL but its length is %zu", len);
+    if (!reply_fn)
+        cr_fatal("cr_dedup_request: reply_fn is NULL");
+    cr_module_stats(comm)->requests++;
+    route_request(comm, s, t, owner, cr_comm_rank(comm), payload, len,
+                  (waiter){.hop = -1, .fn = reply_fn, .ctx = ctx});
+}
+
+void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t len)
+{
+    dedup_state *s = state_of(comm);
+    if (!s || !req || s->serving != req)
+        cr_fatal("cr_dedup_reply: called outside the serve function of the request it answers");
+    if (req->replied)
+        cr_fatal("cr_dedup_reply: the request was already answered (serve must reply once)");
+    if (len > UINT32_MAX - sizeof(rep_header))
+        cr_fatal("cr_dedup_reply: reply of %zu bytes is larger than the limit of %zu bytes", len,
+                 (size_t)UINT32_MAX - sizeof(rep_header));
+    if (len && !data)
+        cr_fatal("cr_dedup_reply: data is NULL but its length is %zu", len);
+    req->replied = true;
+    rep_header h = {.token = req->token};
+    char *r = scratch(s, sizeof h + len);
+    memcpy(r, &h, sizeof h);
+    if (len)
+        memcpy(r + sizeof h, data, len);
+    cr_async(comm, req->prev, s->reply_handler, r, sizeof h + len);
+}
+
+int cr_dedup_origin(const cr_dedup_req *req)
+{
+    return req->origin;
+}
+
+int cr_dedup_from(const cr_dedup_req *req)
+{
+    return req->prev;
+}
+
+size_t cr_dedup_pending(const cr_comm *comm)
+{
+    const dedup_state *s = cr_module_state((cr_comm *)comm, &dedup_module);
+    return s ? s->live : 0;
+}

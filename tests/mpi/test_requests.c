@@ -1,0 +1,137 @@
+/* Requests with replies (include/courier/dedup.h) under mpirun, under every route
+ * with virtual nodes of 2 and small buffers: every request gets exactly one right
+ * reply, merged or not; the coalescing rule; nothing waits over a barrier; the
+ * counters balance. The scenarios are shared with the simulated transport
+ * (tests/requests_scenarios.h). */
+#include "harness.h"
+
+#include "../requests_scenarios.h"
+
+#include <courier.h>
+
+#include <stdlib.h>
+
+static const char *const routes[] = {"direct", "nr", "nlnr", "grid", "hypercube"};
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+/* Small buffers so that requests leave in many buffers and meet at forwarding ranks;
+ * no flush timer, so a buffer leaves only by size, cap or a flush (the coalescing
+ * rule's test needs that). */
+static cr_config config_for(const char *route)
+{
+    cr_config cfg;
+    cr_config_init(&cfg);
+    char err[200];
+    if (cr_route_parse(route, &cfg.route, err, sizeof err))
+        fprintf(stderr, "%s\n", err), exit(2);
+    cfg.node_size = 2;
+    cfg.buffer_bytes = 256;
+    cfg.flush_interval = 0;
+    return cfg;
+}
+
+typedef long (*scenario)(cr_comm *comm, int route);
+
+static void each_route(scenario run)
+{
+    for (size_t rt = 0; rt < NROUTES; rt++) {
+        cr_config cfg = config_for(routes[rt]);
+        cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+        cr_stats_reset(comm);
+        req_fails = 0;
+        run(comm, (int)rt);
+        cr_stats st;
+        cr_stats_get(comm, &st);
+        cr_stats sum = {
+            .requests = sum_all(st.requests),
+            .requests_served = sum_all(st.requests_served),
+            .requests_merged_at_source = sum_all(st.requests_merged_at_source),
+            .requests_merged_at_hops = sum_all(st.requests_merged_at_hops),
+            .requests_coalesced = sum_all(st.requests_coalesced),
+            .replies_fanned_out = sum_all(st.replies_fanned_out),
+        };
+        req_check_totals(comm, &sum);
+        check_conserved(comm, UINT64_MAX);
+        if (req_fails)
+            fprintf(stderr, "rank %d: route %s failed\n", test_rank, routes[rt]);
+        test_errors += req_fails;
+        cr_comm_destroy(comm);
+    }
+    verdict();
+}
+
+static long overload_on(cr_comm *c, int rt)
+{
+    (void)rt;
+    long f = req_overload(c, 300, 3, 1);
+    cr_stats st;
+    cr_stats_get(c, &st);
+    /* rank 0 serves at most what was asked of it; the rest merged on the way */
+    uint64_t asked = sum_all(st.requests), served = sum_all(st.requests_served);
+    REQ_CHECK(c, served <= asked, "served %llu of %llu", (unsigned long long)served,
+              (unsigned long long)asked);
+    REQ_CHECK(c, asked == (uint64_t)test_size * 900, "%llu requests", (unsigned long long)asked);
+    return f;
+}
+
+static long overload_off(cr_comm *c, int rt)
+{
+    (void)rt;
+    long f = req_overload(c, 300, 3, 0);
+    cr_stats st;
+    cr_stats_get(c, &st);
+    REQ_CHECK(c, sum_all(st.requests_coalesced) == 0, "coalesced with coalescing off");
+    return f;
+}
+
+static long shapes(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_shapes(c, cr_comm_config(c)->buffer_bytes, 12);
+}
+
+static long chains(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_chains(c, 40, 12);
+}
+
+static long coalesce_on(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_coalesce_rule(c, 24, 1);
+}
+
+static long coalesce_off(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_coalesce_rule(c, 24, 0);
+}
+
+static long phases(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_phases(c, 4, 50);
+}
+
+static void test_overload(void **state) { (void)state; each_route(overload_on); }
+static void test_overload_no_coalescing(void **state) { (void)state; each_route(overload_off); }
+static void test_reply_shapes(void **state) { (void)state; each_route(shapes); }
+static void test_requests_from_handlers(void **state) { (void)state; each_route(chains); }
+static void test_coalescing_rule(void **state) { (void)state; each_route(coalesce_on); }
+static void test_coalescing_off(void **state) { (void)state; each_route(coalesce_off); }
+static void test_never_across_barrier(void **state) { (void)state; each_route(phases); }
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_overload),
+        cmocka_unit_test(test_overload_no_coalescing),
+        cmocka_unit_test(test_reply_shapes),
+        cmocka_unit_test(test_requests_from_handlers),
+        cmocka_unit_test(test_coalescing_rule),
+        cmocka_unit_test(test_coalescing_off),
+        cmocka_unit_test(test_never_across_barrier),
+    };
+    return RUN_MPI_TESTS(argc, argv, tests);
+}

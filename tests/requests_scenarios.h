@@ -1,0 +1,441 @@
+/* Scenarios for requests with replies (include/courier/dedup.h), shared by the MPI
+ * test (tests/mpi/test_requests.c) and the simulated one (tests/sim/test_sim.c):
+ * each is what one rank runs on a comm, collective over it, and returns the number
+ * of failed checks on this rank (each printed once, up to a few). Conservation over
+ * all ranks is checked by the caller from the ranks' counters (req_check_totals). */
+#ifndef COURIER_TESTS_REQUESTS_SCENARIOS_H
+#define COURIER_TESTS_REQUESTS_SCENARIOS_H
+
+#include "common/rng.h"
+
+#include <courier.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long req_fails;
+
+#define REQ_CHECK(comm, cond, ...)                                                        \
+    do {                                                                                  \
+        if (!(cond) && req_fails++ < 8) {                                                 \
+            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ",                         \
+                    (comm) ? cr_comm_rank(comm) : -1,                                     \
+                    __FILE__, __LINE__, #cond);                                           \
+            fprintf(stderr, __VA_ARGS__);                                                 \
+            fputc('\n', stderr);                                                          \
+        }                                                                                 \
+    } while (0)
+
+/* The value rank `owner` holds at index i in phase `phase`. */
+static uint64_t req_value(uint64_t i, int phase)
+{
+    return cr_hash64(i * 31 + (uint64_t)phase * 1000003u + 17);
+}
+
+/* ---- serving an array of values -------------------------------------------------- */
+
+typedef struct req_owner {
+    int phase;
+    uint64_t served;
+    /* what one received buffer brought: for index i, the receive count and the
+     * previous hop of the last request served (0 = none yet) */
+    uint64_t *last_recv;
+    int *last_from;
+    uint64_t nidx;
+    uint64_t twice_in_a_buffer; /* requests for an index served twice from one buffer */
+} req_owner;
+
+/* Request payload: {index}; the reply: the value, 8 bytes. */
+static void req_serve_value(cr_comm *comm, cr_dedup_req *req, const void *p, size_t len,
+                            void *user)
+{
+    req_owner *o = user;
+    uint64_t i;
+    REQ_CHECK(comm, len >= sizeof i, "request of %zu bytes", len);
+    memcpy(&i, p, sizeof i);
+    uint64_t v = req_value(i, o->phase);
+    o->served++;
+    int from = cr_dedup_from(req);
+    if (o->last_recv && i < o->nidx && from != cr_comm_rank(comm)) {
+        cr_stats st;
+        cr_stats_get(comm, &st);
+        if (o->last_recv[i] == st.mpi_recvs + 1 && o->last_from[i] == from)
+            o->twice_in_a_buffer++;
+        o->last_recv[i] = st.mpi_recvs + 1;
+        o->last_from[i] = from;
+    }
+    cr_dedup_reply(comm, req, &v, sizeof v);
+}
+
+/* One outstanding request: what it must get back, and how many replies it got. */
+typedef struct req_slot {
+    uint64_t expect;
+    uint32_t replies;
+    uint32_t wrong;
+} req_slot;
+
+static void req_got_value(cr_comm *comm, const void *data, size_t len, void *ctx)
+{
+    (void)comm;
+    req_slot *s = ctx;
+    uint64_t v = 0;
+    if (len == sizeof v)
+        memcpy(&v, data, sizeof v);
+    s->replies++;
+    if (len != sizeof v || v != s->expect)
+        s->wrong++;
+}
+
+static long req_check_slots(cr_comm *comm, const req_slot *slots, size_t n, const char *what)
+{
+    for (size_t k = 0; k < n; k++)
+        REQ_CHECK(comm, slots[k].replies == 1 && slots[k].wrong == 0,
+                  "%s: request %zu got %u replies, %u wrong", what, k, slots[k].replies,
+                  slots[k].wrong);
+    return 0;
+}
+
+static cr_stats req_stats(cr_comm *comm)
+{
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    return s;
+}
+
+/* Overload (the thesis's hot spot): every rank requests every one of `nidx` indices
+ * held by rank 0, each `repeats` times; every request gets exactly one reply with
+ * the right value; nothing waits after the barrier. */
+static long req_overload(cr_comm *comm, int nidx, int repeats, int coalesce)
+{
+    long before = req_fails;
+    req_owner owner = {.last_recv = calloc((size_t)nidx, sizeof(uint64_t)),
+                       .last_from = calloc((size_t)nidx, sizeof(int)), .nidx = (uint64_t)nidx};
+    int id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_value, .key_len = 8, .coalesce = coalesce},
+        &owner);
+    size_t n = (size_t)nidx * (size_t)repeats;
+    req_slot *slots = calloc(n, sizeof *slots);
+    int me = cr_comm_rank(comm);
+    for (int r = 0; r < repeats; r++)
+        for (int j = 0; j < nidx; j++) {
+            /* each rank walks the indices from its own starting point */
+            uint64_t i = (uint64_t)((j + me * 7) % nidx);
+            req_slot *s = &slots[(size_t)r * (size_t)nidx + (size_t)j];
+            s->expect = req_value(i, 0);
+            cr_dedup_request(comm, 0, id, &i, sizeof i, req_got_value, s);
+        }
+    cr_barrier(comm);
+    req_check_slots(comm, slots, n, "overload");
+    REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
+              cr_dedup_pending(comm));
+    REQ_CHECK(comm, me == 0 || owner.served == 0, "rank %d served %llu requests", me,
+              (unsigned long long)owner.served);
+    /* With coalescing on, a rank never has two requests for one index in flight, so
+     * no buffer from it holds two. (Off, a route that passes the records of two
+     * buffers on in one, as nr does, may bring two.) */
+    REQ_CHECK(comm, !coalesce || owner.twice_in_a_buffer == 0,
+              "%llu times one buffer brought two requests for one index",
+              (unsigned long long)owner.twice_in_a_buffer);
+    free(owner.last_recv);
+    free(owner.last_from);
+    free(slots);
+    return req_fails - before;
+}
+
+/* ---- replies of every size, to every rank, self included -------------------------- */
+
+static size_t req_reply_len(uint64_t i, size_t buffer_bytes)
+{
+    switch (i % 4) {
+    case 0: return 0;
+    case 1: return 8;
+    case 2: return 13; /* not a multiple of 8 */
+    default: return 3 * buffer_bytes + 5; /* larger than a send buffer */
+    }
+}
+
+static unsigned char req_byte(uint64_t i, size_t k)
+{
+    return (unsigned char)(cr_hash64(i * 131 + k) & 0xff);
+}
+
+typedef struct req_shape_owner {
+    size_t buffer_bytes;
+    unsigned char *reply;
+} req_shape_owner;
+
+/* Request payload: {index, tail}: the key is the index only. */
+static void req_serve_shape(cr_comm *comm, cr_dedup_req *req, const void *p, size_t len,
+                            void *user)
+{
+    req_shape_owner *o = user;
+    uint64_t i;
+    REQ_CHECK(comm, len == 16, "request of %zu bytes", len);
+    memcpy(&i, p, sizeof i);
+    size_t n = req_reply_len(i, o->buffer_bytes);
+    for (size_t k = 0; k < n; k++)
+        o->reply[k] = req_byte(i, k);
+    cr_dedup_reply(comm, req, o->reply, n);
+}
+
+typedef struct req_shape_slot {
+    uint64_t index;
+    size_t buffer_bytes;
+    uint32_t replies;
+    uint32_t wrong;
+} req_shape_slot;
+
+static void req_got_shape(cr_comm *comm, const void *data, size_t len, void *ctx)
+{
+    (void)comm;
+    req_shape_slot *s = ctx;
+    s->replies++;
+    const unsigned char *d = data;
+    if (len != req_reply_len(s->index, s->buffer_bytes) || ((uintptr_t)data & 7)) {
+        s->wrong++;
+        return;
+    }
+    for (size_t k = 0; k < len; k++)
+        if (d[k] != req_byte(s->index, k)) {
+            s->wrong++;
+            return;
+        }
+}
+
+/* Every rank asks every rank (itself too) for `per_rank` indices, twice each; the
+ * replies are 0, 8, 13 bytes or larger than a send buffer. */
+static long req_shapes(cr_comm *comm, size_t buffer_bytes, int per_rank)
+{
+    long before = req_fails;
+    req_shape_owner owner = {.buffer_bytes = buffer_bytes,
+                             .reply = malloc(3 * buffer_bytes + 5)};
+    int id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_shape, .key_len = 8, .coalesce = 1},
+        &owner);
+    int size = cr_comm_size(comm), me = cr_comm_rank(comm);
+    size_t n = (size_t)size * (size_t)per_rank * 2;
+    req_shape_slot *slots = calloc(n, sizeof *slots);
+    size_t k = 0;
+    for (int twice = 0; twice < 2; twice++)
+        for (int r = 0; r < size; r++)
+            for (int j = 0; j < per_rank; j++) {
+                int dest = (me + r) % size;
+                uint64_t p[2] = {(uint64_t)dest * 1000 + (uint64_t)j, (uint64_t)me};
+                slots[k] = (req_shape_slot){.index = p[0], .buffer_bytes = buffer_bytes};
+                cr_dedup_request(comm, dest, id, p, sizeof p, req_got_shape, &slots[k]);
+                k++;
+            }
+    cr_barrier(comm);
+    for (k = 0; k < n; k++)
+        REQ_CHECK(comm, slots[k].replies == 1 && slots[k].wrong == 0,
+                  "shapes: request %zu (index %llu) got %u replies, %u wrong", k,
+                  (unsigned long long)slots[k].index, slots[k].replies, slots[k].wrong);
+    free(slots);
+    free(owner.reply);
+    return req_fails - before;
+}
+
+/* ---- requests from reply callbacks and from serve ------------------------------- */
+
+/* A global array next[0, n), block-distributed: next[x] = (x * 7 + 3) % n. A walk
+ * requests next[x] from its owner and, in the reply callback, the next step, until
+ * it has made `steps` steps; serve also sends a one-way request of another type
+ * back to the walk's origin (a request issued from serve). */
+typedef struct req_chase {
+    uint64_t n;
+    int steps;
+    int ping_id;
+    uint64_t pings_served; /* pings this rank answered */
+    uint64_t pongs;        /* replies to the pings this rank sent */
+    uint64_t next_served;  /* steps this rank served (each sent one ping) */
+} req_chase;
+
+static int req_owner_of(uint64_t x, uint64_t n, int size)
+{
+    return (int)(x * (uint64_t)size / n);
+}
+
+static uint64_t req_next(uint64_t x, uint64_t n)
+{
+    return (x * 7 + 3) % n;
+}
+
+static void req_got_pong(cr_comm *comm, const void *data, size_t len, void *ctx)
+{
+    (void)data;
+    req_chase *c = ctx;
+    REQ_CHECK(comm, len == 0, "pong of %zu bytes", len);
+    c->pongs++;
+}
+
+static void req_serve_ping(cr_comm *comm, cr_dedup_req *req, const void *p, size_t len,
+                           void *user)
+{
+    (void)p, (void)len;
+    req_chase *c = user;
+    c->pings_served++;
+    cr_dedup_reply(comm, req, NULL, 0);
+}
+
+static void req_serve_next(cr_comm *comm, cr_dedup_req *req, const void *p, size_t len,
+                           void *user)
+{
+    req_chase *c = user;
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    (void)len;
+    REQ_CHECK(comm, req_owner_of(x, c->n, cr_comm_size(comm)) == cr_comm_rank(comm),
+              "index %llu served by rank %d", (unsigned long long)x, cr_comm_rank(comm));
+    uint64_t nx = req_next(x, c->n);
+    c->next_served++;
+    cr_dedup_reply(comm, req, &nx, sizeof nx);
+    /* not merged (key_len 0): one ping per request served */
+    cr_dedup_request(comm, cr_dedup_origin(req), c->ping_id, &x, sizeof x, req_got_pong, c);
+}
+
+typedef struct req_walk {
+    req_chase *chase;
+    int id;
+    uint64_t at;
+    int taken;
+} req_walk;
+
+static void req_step(cr_comm *comm, const void *data, size_t len, void *ctx)
+{
+    req_walk *w = ctx;
+    REQ_CHECK(comm, len == 8, "step reply of %zu bytes", len);
+    memcpy(&w->at, data, sizeof w->at);
+    if (++w->taken < w->chase->steps)
+        cr_dedup_request(comm, req_owner_of(w->at, w->chase->n, cr_comm_size(comm)), w->id,
+                         &w->at, sizeof w->at, req_step, w);
+}
+
+static long req_chains(cr_comm *comm, int walks, int steps)
+{
+    long before = req_fails;
+    int size = cr_comm_size(comm), me = cr_comm_rank(comm);
+    req_chase c = {.n = (uint64_t)size * 100, .steps = steps};
+    c.ping_id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_ping}, &c);
+    int id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_next, .key_len = 8, .coalesce = 1},
+        &c);
+    req_walk *w = calloc((size_t)walks, sizeof *w);
+    for (int k = 0; k < walks; k++) {
+        w[k] = (req_walk){.chase = &c, .id = id, .at = (uint64_t)(me * 37 + k * 11) % c.n};
+        cr_dedup_request(comm, req_owner_of(w[k].at, c.n, size), id, &w[k].at, sizeof w[k].at,
+                         req_step, &w[k]);
+    }
+    cr_barrier(comm);
+    for (int k = 0; k < walks; k++) {
+        uint64_t x = (uint64_t)(me * 37 + k * 11) % c.n;
+        for (int s = 0; s < steps; s++)
+            x = req_next(x, c.n);
+        REQ_CHECK(comm, w[k].taken == steps && w[k].at == x,
+                  "walk %d: %d steps to %llu, expected %d to %llu", k, w[k].taken,
+                  (unsigned long long)w[k].at, steps, (unsigned long long)x);
+    }
+    /* every step served sent one ping from serve, and every ping got its pong */
+    REQ_CHECK(comm, c.pongs == c.next_served, "%llu pongs for %llu pings",
+              (unsigned long long)c.pongs, (unsigned long long)c.next_served);
+    REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
+              cr_dedup_pending(comm));
+    free(w);
+    return req_fails - before;
+}
+
+/* ---- the coalescing rule ------------------------------------------------------------ */
+
+/* Each rank issues `n` identical requests to rank 0 with cr_flush between them. A
+ * request that finds the previous one still waiting for its reply (its callback has
+ * not run) must join it: merged if that one is still in the send buffer, coalesced
+ * if it has left, and with coalescing off it must never be coalesced. A join sends
+ * nothing, so no handler runs during it and the counters' change is exactly its
+ * own. Every request still gets its reply. */
+static long req_coalesce_rule(cr_comm *comm, int n, int coalesce)
+{
+    long before = req_fails;
+    req_owner owner = {0};
+    int id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_value, .key_len = 8, .coalesce = coalesce},
+        &owner);
+    cr_barrier(comm);
+    req_slot *slots = calloc((size_t)n, sizeof *slots);
+    uint64_t key = 5 + (uint64_t)cr_comm_rank(comm) % 3;
+    int leader = -1; /* the request whose entry later ones may join */
+    for (int k = 0; k < n; k++) {
+        slots[k].expect = req_value(key, 0);
+        bool waits = leader >= 0 && slots[leader].replies == 0;
+        cr_stats s0 = req_stats(comm);
+        cr_dedup_request(comm, 0, id, &key, sizeof key, req_got_value, &slots[k]);
+        cr_stats s1 = req_stats(comm);
+        uint64_t merged = s1.requests_merged_at_source - s0.requests_merged_at_source;
+        uint64_t co = s1.requests_coalesced - s0.requests_coalesced;
+        if (waits && coalesce)
+            REQ_CHECK(comm, merged + co == 1, "request %d did not join a waiting one (%llu "
+                      "merged, %llu coalesced)", k, (unsigned long long)merged,
+                      (unsigned long long)co);
+        if (!coalesce)
+            REQ_CHECK(comm, co == 0, "request %d coalesced with coalescing off", k);
+        bool joined = waits && (coalesce ? merged + co == 1 : merged == 1);
+        if (!joined)
+            leader = k;
+        if (k % 2 == 1)
+            cr_flush(comm); /* requests 2k and 2k+1 may merge in the buffer */
+    }
+    cr_barrier(comm);
+    req_check_slots(comm, slots, (size_t)n, "coalesce");
+    REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
+              cr_dedup_pending(comm));
+    free(slots);
+    return req_fails - before;
+}
+
+/* ---- never across a barrier ---------------------------------------------------------- */
+
+/* Rank 0's values change between phases; requests issued after a barrier see the new
+ * values, whatever waited before it. */
+static long req_phases(cr_comm *comm, int phases, int nidx)
+{
+    long before = req_fails;
+    req_owner owner = {0};
+    int id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_value, .key_len = 8, .coalesce = 1},
+        &owner);
+    req_slot *slots = calloc((size_t)nidx, sizeof *slots);
+    for (int ph = 0; ph < phases; ph++) {
+        owner.phase = ph; /* rank 0's write: no request is being served now */
+        cr_barrier(comm);
+        memset(slots, 0, (size_t)nidx * sizeof *slots);
+        for (int j = 0; j < nidx; j++) {
+            uint64_t i = (uint64_t)j;
+            slots[j].expect = req_value(i, ph);
+            cr_dedup_request(comm, 0, id, &i, sizeof i, req_got_value, &slots[j]);
+        }
+        cr_barrier(comm);
+        req_check_slots(comm, slots, (size_t)nidx, "phases");
+    }
+    free(slots);
+    return req_fails - before;
+}
+
+/* Conservation over all ranks, from the sums of the ranks' counters: every request
+ * issued is served or joined another (merged or coalesced), and every join got a
+ * copy of a reply. */
+static long req_check_totals(cr_comm *comm, const cr_stats *sum)
+{
+    long before = req_fails;
+    uint64_t joins = sum->requests_merged_at_source + sum->requests_merged_at_hops +
+                     sum->requests_coalesced;
+    REQ_CHECK(comm, sum->requests == sum->requests_served + joins,
+              "requests %llu, served %llu + joined %llu", (unsigned long long)sum->requests,
+              (unsigned long long)sum->requests_served, (unsigned long long)joins);
+    REQ_CHECK(comm, sum->replies_fanned_out == joins, "replies fanned out %llu, joins %llu",
+              (unsigned long long)sum->replies_fanned_out, (unsigned long long)joins);
+    return req_fails - before;
+}
+
+#endif
