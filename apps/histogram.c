@@ -6,6 +6,7 @@
  * does every rank's updates in a plain loop). In gather mode each rank instead reads
  * N random counters, each read a request answered by a reply. Every mode verifies. */
 #include "cli.h"
+#include "skew.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -41,7 +42,10 @@ static const char usage[] =
     "                   record (one call per update) (default batch)\n"
     "  --combine        courier mode: 16-byte updates {index, amount} to a summing handler,\n"
     "                   merged wherever two for one counter meet in a send buffer, at\n"
-    "                   their source or at a forwarding rank (include/courier/dedup.h)\n"
+    "                   their source or at a forwarding rank (include/courier/dedup.h);\n"
+    "                   gather mode: reads are cr_dedup_request, merged with identical\n"
+    "                   reads on their way and coalesced while in flight, the replies\n"
+    "                   split again on the way back\n"
     "  --skew S         draw index floor(range * u^S) of a uniform u, hashed over the\n"
     "                   table: S = 1 (default) is uniform, larger S puts most updates\n"
     "                   on a few counters spread over the ranks\n"
@@ -83,12 +87,7 @@ static inline int owner_of(const table *t, uint64_t idx)
 /* The next index of a stream: uniform, or skewed (--skew). */
 static inline uint64_t draw(const table *t, uint64_t *s)
 {
-    uint64_t r = cr_splitmix64(s);
-    if (t->skew == 1.0)
-        return cr_bounded(r, t->range);
-    double u = (double)(r >> 11) * 0x1.0p-53;
-    uint64_t rank = (uint64_t)((double)t->range * pow(u, t->skew));
-    return cr_bounded(cr_hash64(rank), t->range);
+    return app_skewed_key(t->range, t->skew, s);
 }
 
 /* Collective: a block too large to allocate on any rank ends the job with one line. */
@@ -272,12 +271,37 @@ typedef struct gather {
     table *t;
     uint64_t *got; /* [N] answers, by slot */
     uint64_t answers;
+    uint64_t served; /* requests that reached this rank as their owner */
     int h_reply;
+    int merged;      /* --combine: reads are cr_dedup_request, merged on their way */
 } gather;
+
+/* --combine: a read is a request {global index} (the key), merged with identical
+ * reads wherever they meet and coalesced while in flight; the reply is the value. */
+static gather *merged_gather; /* the reply callback's counter of answers */
+
+static void serve_read(cr_comm *comm, cr_dedup_req *req, const void *payload, size_t len,
+                       void *user)
+{
+    (void)len;
+    gather *g = user;
+    uint64_t idx;
+    memcpy(&idx, payload, sizeof idx);
+    g->served++;
+    cr_dedup_reply(comm, req, &g->t->count[idx - g->t->first], sizeof(uint64_t));
+}
+
+static void got_read(cr_comm *comm, const void *data, size_t len, void *slot)
+{
+    (void)comm, (void)len;
+    memcpy(slot, data, sizeof(uint64_t));
+    merged_gather->answers++;
+}
 
 static void on_requests(cr_comm *comm, const cr_batch *b, void *user)
 {
     gather *g = user;
+    g->served += b->count;
     for (size_t k = 0; k < b->count; k++) {
         uint64_t w;
         memcpy(&w, cr_batch_payload(b, k), sizeof w);
@@ -310,9 +334,14 @@ static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint
     const table *t = g->t;
     uint64_t s = stream_seed(seed, rank);
     g->answers = 0;
+    g->served = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t idx = draw(t, &s);
         int owner = owner_of(t, idx);
+        if (g->merged) {
+            cr_dedup_request(comm, owner, h_request, &idx, sizeof idx, got_read, &g->got[i]);
+            continue;
+        }
         uint64_t w = (idx - block_start(t, owner)) << 32 | i;
         cr_async(comm, owner, h_request, &w, sizeof w);
     }
@@ -362,9 +391,13 @@ typedef struct traffic {
     double sends_max, sends_mean, partners_max, partners_mean, off_node_partners_max;
     double bytes_on_node, bytes_off_node, forwarded;
     double handled, handled_max, merged_at_source, merged_at_hops; /* records */
+    double served, served_max; /* gather: requests reaching their owners */
+    double req_merged_at_source, req_merged_at_hops, req_coalesced; /* gather --combine */
 } traffic;
 
-static traffic reduce_traffic(cr_comm *comm, int size)
+/* Collective: the traffic counters over all ranks; `served` is this rank's requests
+ * that reached it as their owner (gather mode). */
+static traffic reduce_traffic(cr_comm *comm, int size, uint64_t served)
 {
     cr_stats s;
     cr_stats_get(comm, &s);
@@ -376,8 +409,23 @@ static traffic reduce_traffic(cr_comm *comm, int size)
     double maxes[4], totals[8];
     MPI_Allreduce(mine, maxes, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(sums, totals, 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return (traffic){maxes[0], totals[0] / size, maxes[1], totals[1] / size, maxes[2],
-                     totals[2], totals[3], totals[4], totals[5], maxes[3], totals[6], totals[7]};
+    traffic tr = {.sends_max = maxes[0], .sends_mean = totals[0] / size,
+                  .partners_max = maxes[1], .partners_mean = totals[1] / size,
+                  .off_node_partners_max = maxes[2], .bytes_on_node = totals[2],
+                  .bytes_off_node = totals[3], .forwarded = totals[4], .handled = totals[5],
+                  .handled_max = maxes[3], .merged_at_source = totals[6],
+                  .merged_at_hops = totals[7]};
+    double req[4] = {(double)served, (double)s.requests_merged_at_source,
+                     (double)s.requests_merged_at_hops, (double)s.requests_coalesced};
+    double req_totals[4], served_max;
+    MPI_Allreduce(req, req_totals, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&req[0], &served_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    tr.served = req_totals[0];
+    tr.served_max = served_max;
+    tr.req_merged_at_source = req_totals[1];
+    tr.req_merged_at_hops = req_totals[2];
+    tr.req_coalesced = req_totals[3];
+    return tr;
 }
 
 /* Verify the table: the counters sum to N*P, and sum(count[i] * hash(i)) equals the
@@ -481,7 +529,14 @@ int main(int argc, char **argv)
     int h_request = -1;
     if (want[MODE_GATHER]) {
         g.got = app_calloc(&a, n, sizeof *g.got, "the answers of gather mode");
-        h_request = cr_register_type(comm, &(cr_handler_type){.batch = on_requests}, &g);
+        g.merged = combine;
+        merged_gather = &g;
+        if (combine)
+            h_request = cr_dedup_register_request(
+                comm, &(cr_dedup_request_type){.serve = serve_read, .key_len = 8, .coalesce = 1},
+                &g);
+        else
+            h_request = cr_register_type(comm, &(cr_handler_type){.batch = on_requests}, &g);
         g.h_reply = cr_register_type(comm, &(cr_handler_type){.batch = on_replies}, &g);
     }
     uint64_t *full = NULL;
@@ -544,7 +599,7 @@ int main(int argc, char **argv)
             else
                 verified[m] &= verify(&t, n, rseed, a.rank, a.size);
             if (courier && rep == reps - 1)
-                tr[m] = reduce_traffic(comm, a.size);
+                tr[m] = reduce_traffic(comm, a.size, m == MODE_GATHER ? g.served : 0);
         }
     }
 
@@ -591,6 +646,12 @@ int main(int argc, char **argv)
                    tr[m].forwarded, tr[m].handled, tr[m].handled_max, tr[m].merged_at_source,
                    tr[m].merged_at_hops);
     }
+    if (want[MODE_GATHER] && a.rank == 0)
+        printf("  gather requests: %.0f reached their owners (most on one rank %.0f); %.0f "
+               "merged at their source, %.0f at hops, %.0f coalesced in flight\n",
+               tr[MODE_GATHER].served, tr[MODE_GATHER].served_max,
+               tr[MODE_GATHER].req_merged_at_source, tr[MODE_GATHER].req_merged_at_hops,
+               tr[MODE_GATHER].req_coalesced);
     if (want[MODE_COURIER] && want[MODE_ALLTOALLV] && a.rank == 0)
         printf("  ratio courier / alltoallv throughput: %.2f\n",
                rate[MODE_COURIER] / rate[MODE_ALLTOALLV]);
