@@ -1,0 +1,143 @@
+/* Courier darray: a distributed array of fixed-size elements.
+ *
+ * The array's n elements are block-distributed over the comm's ranks (rank r holds
+ * the indices cr_darray_block gives it; blocks differ by at most one element). Each
+ * rank reaches its own block directly (cr_darray_local) and every element through
+ * one of two modes (docs/darray.md):
+ *
+ *  - asynchronous, on the mailbox: cr_darray_async_write / _read / _visit send one
+ *    message each, merged on their way (include/courier/dedup.h: writes by the
+ *    array's merge rule, reads as requests merged and coalesced); everything sent
+ *    before a cr_barrier has been applied, and every read answered, when it returns;
+ *  - lock-step (the thesis behind this module,
+ *    ../shared/papers/darray-aggregation-indirection.txt, chapter 4): cr_darray_read
+ *    and cr_darray_write only queue; cr_darray_step executes every queued write,
+ *    then every queued read, in bulk exchanges along a route (direct: one all-to-all;
+ *    grid or hypercube: one exchange per dimension), merging identical requests at
+ *    every hop by hashing or by sorting, and splitting the replies again on the way
+ *    back. Needs the MPI transport.
+ *
+ * Writes combine by the merge rule chosen at creation: overwrite, add, min, max or
+ * a user function; the element's old value takes part (add adds to it).
+ */
+#ifndef COURIER_DARRAY_H
+#define COURIER_DARRAY_H
+
+#include "courier/dedup.h"
+#include "courier/mailbox.h"
+#include "courier/route.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_darray cr_darray;
+
+typedef enum cr_darray_merge {
+    CR_DARRAY_OVERWRITE = 0, /* lock-step: the write of the highest rank wins, of its
+                                writes to one index its last; async: one of the
+                                writes wins (which one depends on arrival order) */
+    CR_DARRAY_ADD,           /* element += value (8-byte elements of `type`) */
+    CR_DARRAY_MIN,           /* element = min(element, value) */
+    CR_DARRAY_MAX,
+    CR_DARRAY_USER,          /* combine(element, value, elem_size, combine_user) */
+} cr_darray_merge;
+
+typedef enum cr_darray_aggregation {
+    CR_DARRAY_AGG_NONE = 0, /* every request travels on its own */
+    CR_DARRAY_AGG_HASH,     /* identical requests merged through a hash table per hop
+                               (thesis 4.4.1, 4.5.1) */
+    CR_DARRAY_AGG_SORT,     /* requests sorted once, merged presorted at every hop,
+                               replies split by exponential search (4.4.3, 4.5.3) */
+} cr_darray_aggregation;
+
+typedef struct cr_darray_opts {
+    cr_darray_merge merge;
+    cr_dedup_type type; /* ADD, MIN, MAX: the element is one 8-byte value of this type */
+    /* USER: merge `src` into `dst` (both elem_size bytes); must be commutative and
+     * associative, since requests merge in any order. */
+    void (*combine)(void *dst, const void *src, size_t elem_size, void *user);
+    void *combine_user;
+    cr_route route;     /* lock-step: CR_ROUTE_DIRECT, CR_ROUTE_GRID (dims multiplying to
+                           P, or 0 dims: two chosen from P) or CR_ROUTE_HYPERCUBE (one
+                           dimension per prime factor of P: all 2s when P is a power of
+                           two); other kinds are an error */
+    cr_darray_aggregation aggregation; /* lock-step */
+    int coalesce_reads; /* async reads also join an identical read in flight */
+} cr_darray_opts;
+
+/* Defaults: overwrite, direct, hash aggregation, reads coalesced. Local. */
+void cr_darray_opts_init(cr_darray_opts *opts);
+
+/* Parse "none", "hash" or "sort". Returns 0, or -1 (`out` unchanged). Local. */
+int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out);
+
+/* The block distribution (pure, local): the owner of index i, and the first index
+ * and count of rank r's block, for n elements over p ranks. */
+int cr_darray_owner(uint64_t n, int p, uint64_t i);
+void cr_darray_block(uint64_t n, int p, int r, uint64_t *first, uint64_t *count);
+
+/* Create an array of n elements of elem_size bytes (1 .. 4096), zeroed. Collective
+ * (registers handlers: may run handlers, as cr_register). A bad option ends the job
+ * with one line. `opts` may be NULL (the defaults); it is copied. */
+cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
+                            const cr_darray_opts *opts);
+/* Free the array. Collective: call it after a barrier or a step, on every rank. */
+void cr_darray_destroy(cr_darray *a);
+
+uint64_t cr_darray_length(const cr_darray *a);
+size_t cr_darray_elem_size(const cr_darray *a);
+cr_comm *cr_darray_comm(const cr_darray *a);
+/* This rank's block: its elements (owned by the array), first index and count. Local. */
+void *cr_darray_local(cr_darray *a, uint64_t *first, uint64_t *count);
+
+/* ---- asynchronous mode (on the mailbox; complete at cr_barrier) ---- */
+
+/* Merge `value` (elem_size bytes, copied) into element i by the merge rule. Local;
+ * may run handlers as cr_async does. */
+void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value);
+/* Read element i: fn(comm, value, elem_size, ctx) runs on this rank when the value
+ * arrives (as a handler; never inside this call). Local; may run handlers. */
+void cr_darray_async_read(cr_darray *a, uint64_t i, cr_dedup_reply_fn fn, void *ctx);
+
+/* Runs on the owner of element i with a pointer to it. */
+typedef void (*cr_darray_visit_fn)(cr_darray *a, uint64_t i, void *elem, const void *args,
+                                   size_t len, void *user);
+/* Register a visitor; returns its id. Collective, as cr_register. */
+int cr_darray_register_visit(cr_darray *a, cr_darray_visit_fn fn, void *user);
+/* Run visitor `visit` on element i's owner with `len` bytes of `args` (copied).
+ * Local; may run handlers. */
+void cr_darray_async_visit(cr_darray *a, uint64_t i, int visit, const void *args, size_t len);
+
+/* ---- lock-step mode (MPI transport) ---- */
+
+/* Queue a write of `value` (copied) to element i, or a read of element i into
+ * `dst` (elem_size bytes, written by the next step). Local; never runs handlers. */
+void cr_darray_write(cr_darray *a, uint64_t i, const void *value);
+void cr_darray_read(cr_darray *a, uint64_t i, void *dst);
+/* Execute every queued write, then every queued read. Collective; not from a
+ * handler. Mailbox traffic keeps being handled while it waits. */
+void cr_darray_step(cr_darray *a);
+
+/* What this rank's lock-step steps did, summed since creation (or the last reset). */
+typedef struct cr_darray_stats {
+    uint64_t steps;
+    uint64_t requests;          /* reads and writes queued on this rank */
+    uint64_t merged_local;      /* ... merged with another of this rank's before leaving */
+    uint64_t merged_hops;       /* requests this rank merged as an intermediate hop */
+    uint64_t reached_owner;     /* requests that reached this rank as their owner */
+    uint64_t messages;          /* non-empty exchanges with other ranks (reads' replies
+                                   included) */
+    uint64_t bytes;             /* bytes in them */
+} cr_darray_stats;
+void cr_darray_stats_get(const cr_darray *a, cr_darray_stats *out);
+void cr_darray_stats_reset(cr_darray *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

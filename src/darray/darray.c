@@ -1,0 +1,362 @@
+/* The distributed array: creation, the block distribution, local access and the
+ * asynchronous mode on the mailbox (include/courier/darray.h, docs/darray.md).
+ *
+ * Asynchronous writes are records of a combining handler whose key is the index
+ * (include/courier/dedup.h): two writes to one element that meet in a send buffer,
+ * at their source or at a forwarding rank, become one by the array's merge rule,
+ * and the owner merges what arrives into the element by the same rule. Reads are
+ * requests keyed by the index: merged wherever they meet, coalesced in flight if
+ * the array allows, answered by the owner with the element. Visits are plain
+ * records {index, args} to a handler per registered visitor. */
+#include "darray/darray_internal.h"
+
+#include "common/fatal.h"
+#include "mailbox/module.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct darray_visit {
+    cr_darray *a;
+    cr_darray_visit_fn fn;
+    void *user;
+    int handler_id; /* its mailbox handler */
+};
+
+/* ---- the block distribution ---------------------------------------------------- */
+
+/* The first n % p ranks hold one element more: blocks differ by at most one. */
+void cr_darray_block(uint64_t n, int p, int r, uint64_t *first, uint64_t *count)
+{
+    uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p, ur = (uint64_t)r;
+    *count = base + (ur < extra);
+    *first = ur * base + (ur < extra ? ur : extra);
+}
+
+int cr_darray_owner(uint64_t n, int p, uint64_t i)
+{
+    uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p;
+    uint64_t cut = extra * (base + 1);
+    if (i < cut)
+        return (int)(i / (base + 1));
+    return (int)(extra + (i - cut) / base);
+}
+
+/* ---- bytes ------------------------------------------------------------------- */
+
+void *cr_bytes_grow(bytes *b, size_t more)
+{
+    if (b->len + more > b->cap || !b->data) { /* never NULL, even for 0 bytes */
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + more)
+            cap *= 2;
+        b->data = cr_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    void *at = b->data + b->len;
+    b->len += more;
+    return at;
+}
+
+void cr_bytes_free(bytes *b)
+{
+    free(b->data);
+    *b = (bytes){0};
+}
+
+/* ---- merge rules -------------------------------------------------------------- */
+
+void cr_darray_apply(const cr_darray *a, void *dst, const void *src)
+{
+    const cr_darray_opts *o = &a->opts;
+    if (o->merge == CR_DARRAY_OVERWRITE) {
+        memcpy(dst, src, a->elem);
+        return;
+    }
+    if (o->merge == CR_DARRAY_USER) {
+        o->combine(dst, src, a->elem, o->combine_user);
+        return;
+    }
+    union {
+        int64_t i;
+        uint64_t u;
+        double d;
+    } x, y;
+    memcpy(&x, dst, 8);
+    memcpy(&y, src, 8);
+    bool add = o->merge == CR_DARRAY_ADD, min = o->merge == CR_DARRAY_MIN;
+    switch (o->type) {
+    case CR_DEDUP_INT64:
+        x.i = add ? (int64_t)((uint64_t)x.i + (uint64_t)y.i)
+                  : (min ? (y.i < x.i ? y.i : x.i) : (y.i > x.i ? y.i : x.i));
+        break;
+    case CR_DEDUP_UINT64:
+        x.u = add ? x.u + y.u : (min ? (y.u < x.u ? y.u : x.u) : (y.u > x.u ? y.u : x.u));
+        break;
+    default:
+        x.d = add ? x.d + y.d : (min ? (y.d < x.d ? y.d : x.d) : (y.d > x.d ? y.d : x.d));
+        break;
+    }
+    memcpy(dst, &x, 8);
+}
+
+/* ---- asynchronous mode ---------------------------------------------------------- */
+
+static char *local_elem(cr_darray *a, uint64_t i, const char *what, int src)
+{
+    if (i < a->first || i - a->first >= a->count)
+        cr_fatal("darray: %s for index %llu reached rank %d (from rank %d), which holds "
+                 "[%llu, %llu)",
+                 what, (unsigned long long)i, a->rank, src, (unsigned long long)a->first,
+                 (unsigned long long)(a->first + a->count));
+    return a->data + (i - a->first) * a->elem;
+}
+
+static void on_writes(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    cr_darray *a = user;
+    for (size_t k = 0; k < b->count; k++) {
+        const char *rec = cr_batch_payload(b, k);
+        uint64_t i;
+        memcpy(&i, rec, sizeof i);
+        cr_darray_apply(a, local_elem(a, i, "a write", cr_batch_src(b, k)), rec + 8);
+    }
+}
+
+/* The combining rule of a user merge: the value follows the 8-byte index. */
+static void combine_user_writes(void *dst, const void *src, size_t len, void *user)
+{
+    (void)len;
+    cr_darray *a = user;
+    a->opts.combine((char *)dst + 8, (const char *)src + 8, a->elem, a->opts.combine_user);
+}
+
+static cr_dedup_rule write_rule(const cr_darray *a)
+{
+    cr_dedup_rule r = {.key_len = 8, .type = a->opts.type};
+    switch (a->opts.merge) {
+    case CR_DARRAY_ADD: r.op = CR_DEDUP_SUM; break;
+    case CR_DARRAY_MIN: r.op = CR_DEDUP_MIN; break;
+    case CR_DARRAY_MAX: r.op = CR_DEDUP_MAX; break;
+    case CR_DARRAY_USER:
+        r.op = CR_DEDUP_USER;
+        r.combine = combine_user_writes;
+        r.combine_user = (void *)a;
+        break;
+    default: r.op = CR_DEDUP_LAST; break;
+    }
+    return r;
+}
+
+static void serve_read(cr_comm *comm, cr_dedup_req *req, const void *payload, size_t len,
+                       void *user)
+{
+    (void)len;
+    cr_darray *a = user;
+    uint64_t i;
+    memcpy(&i, payload, sizeof i);
+    cr_dedup_reply(comm, req, local_elem(a, i, "a read", cr_dedup_from(req)), a->elem);
+}
+
+static void on_visits(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm;
+    darray_visit *v = user;
+    uint64_t i;
+    memcpy(&i, payload, sizeof i);
+    v->fn(v->a, i, local_elem(v->a, i, "a visit", src), (const char *)payload + 8, len - 8,
+          v->user);
+}
+
+static char *record(cr_darray *a, uint64_t i, const void *data, size_t len)
+{
+    if (a->scratch_cap < 8 + len) {
+        a->scratch_cap = 8 + len;
+        a->scratch = cr_xrealloc(a->scratch, a->scratch_cap);
+    }
+    memcpy(a->scratch, &i, 8);
+    if (len)
+        memcpy(a->scratch + 8, data, len);
+    return a->scratch;
+}
+
+static void check_index(const cr_darray *a, const char *fn, uint64_t i)
+{
+    if (i >= a->n)
+        cr_fatal("%s: index %llu is out of range [0, %llu)", fn, (unsigned long long)i,
+                 (unsigned long long)a->n);
+}
+
+void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value)
+{
+    check_index(a, "cr_darray_async_write", i);
+    char *rec = record(a, i, value, a->elem);
+    cr_async(a->comm, cr_darray_owner(a->n, a->size, i), a->h_write, rec, 8 + a->elem);
+}
+
+void cr_darray_async_read(cr_darray *a, uint64_t i, cr_dedup_reply_fn fn, void *ctx)
+{
+    check_index(a, "cr_darray_async_read", i);
+    cr_dedup_request(a->comm, cr_darray_owner(a->n, a->size, i), a->h_read, &i, sizeof i, fn,
+                     ctx);
+}
+
+int cr_darray_register_visit(cr_darray *a, cr_darray_visit_fn fn, void *user)
+{
+    if (!fn)
+        cr_fatal("cr_darray_register_visit: the visit function is NULL");
+    darray_visit *v = cr_xmalloc(sizeof *v);
+    *v = (darray_visit){.a = a, .fn = fn, .user = user};
+    a->visits = cr_xrealloc(a->visits, (size_t)(a->nvisits + 1) * sizeof *a->visits);
+    a->visits[a->nvisits] = v;
+    int id = a->nvisits++;
+    /* the array numbers its visitors itself; each is a mailbox handler */
+    v->handler_id = cr_register(a->comm, on_visits, v);
+    return id;
+}
+
+void cr_darray_async_visit(cr_darray *a, uint64_t i, int visit, const void *args, size_t len)
+{
+    check_index(a, "cr_darray_async_visit", i);
+    if (visit < 0 || visit >= a->nvisits)
+        cr_fatal("cr_darray_async_visit: visitor %d is not registered (%d registered)", visit,
+                 a->nvisits);
+    if (len && !args)
+        cr_fatal("cr_darray_async_visit: args is NULL but its length is %zu", len);
+    char *rec = record(a, i, args, len);
+    cr_async(a->comm, cr_darray_owner(a->n, a->size, i), a->visits[visit]->handler_id, rec,
+             8 + len);
+}
+
+/* ---- creation ----------------------------------------------------------------- */
+
+void cr_darray_opts_init(cr_darray_opts *o)
+{
+    *o = (cr_darray_opts){.merge = CR_DARRAY_OVERWRITE, .type = CR_DEDUP_INT64,
+                          .route = {.kind = CR_ROUTE_DIRECT},
+                          .aggregation = CR_DARRAY_AGG_HASH, .coalesce_reads = 1};
+}
+
+int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out)
+{
+    static const char *const names[] = {"none", "hash", "sort"};
+    for (int k = 0; k < 3; k++)
+        if (text && !strcmp(text, names[k])) {
+            *out = (cr_darray_aggregation)k;
+            return 0;
+        }
+    return -1;
+}
+
+static void check_opts(const cr_darray_opts *o, size_t elem_size)
+{
+    if (elem_size < 1 || elem_size > 4096)
+        cr_fatal("cr_darray_create: element size %zu is out of range: expected 1 to 4096",
+                 elem_size);
+    switch (o->merge) {
+    case CR_DARRAY_OVERWRITE: break;
+    case CR_DARRAY_ADD:
+    case CR_DARRAY_MIN:
+    case CR_DARRAY_MAX:
+        if (elem_size != 8)
+            cr_fatal("cr_darray_create: merge add, min and max need 8-byte elements, not %zu "
+                     "bytes (use CR_DARRAY_USER)",
+                     elem_size);
+        if (o->type < CR_DEDUP_INT64 || o->type > CR_DEDUP_DOUBLE)
+            cr_fatal("cr_darray_create: unknown element type %d", (int)o->type);
+        break;
+    case CR_DARRAY_USER:
+        if (!o->combine)
+            cr_fatal("cr_darray_create: merge user needs a combine function");
+        break;
+    default: cr_fatal("cr_darray_create: unknown merge rule %d", (int)o->merge);
+    }
+    if (o->aggregation > CR_DARRAY_AGG_SORT)
+        cr_fatal("cr_darray_create: unknown aggregation %d", (int)o->aggregation);
+    if (o->route.kind != CR_ROUTE_DIRECT && o->route.kind != CR_ROUTE_GRID &&
+        o->route.kind != CR_ROUTE_HYPERCUBE)
+        cr_fatal("cr_darray_create: the lock-step route must be direct, grid or hypercube");
+}
+
+cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
+                            const cr_darray_opts *opts)
+{
+    if (cr_module_in_handler(comm))
+        cr_fatal("cr_darray_create was called from inside a handler");
+    cr_darray_opts o;
+    if (opts)
+        o = *opts;
+    else
+        cr_darray_opts_init(&o);
+    check_opts(&o, elem_size);
+    cr_darray *a = cr_xcalloc(1, sizeof *a);
+    a->comm = comm;
+    a->opts = o;
+    a->n = n;
+    a->elem = elem_size;
+    a->rank = cr_comm_rank(comm);
+    a->size = cr_comm_size(comm);
+    cr_darray_block(n, a->size, a->rank, &a->first, &a->count);
+    a->data = cr_xcalloc(a->count ? a->count : 1, elem_size);
+    cr_darray_grid_init(a);
+    cr_bytes_grow(&a->writes, 0); /* never NULL: the steps copy from them */
+    cr_bytes_grow(&a->reads, 0);
+
+    cr_dedup_rule rule = write_rule(a);
+    a->h_write = cr_dedup_register(comm, &(cr_handler_type){.batch = on_writes}, &rule, a);
+    a->h_read = cr_dedup_register_request(
+        comm,
+        &(cr_dedup_request_type){.serve = serve_read, .key_len = 8, .coalesce = o.coalesce_reads},
+        a);
+    return a;
+}
+
+void cr_darray_destroy(cr_darray *a)
+{
+    if (!a)
+        return;
+    cr_darray_grid_free(a);
+    for (int k = 0; k < a->nvisits; k++)
+        free(a->visits[k]);
+    free(a->visits);
+    free(a->scratch);
+    cr_bytes_free(&a->writes);
+    cr_bytes_free(&a->reads);
+    free(a->data);
+    free(a);
+}
+
+uint64_t cr_darray_length(const cr_darray *a)
+{
+    return a->n;
+}
+
+size_t cr_darray_elem_size(const cr_darray *a)
+{
+    return a->elem;
+}
+
+cr_comm *cr_darray_comm(const cr_darray *a)
+{
+    return a->comm;
+}
+
+void *cr_darray_local(cr_darray *a, uint64_t *first, uint64_t *count)
+{
+    if (first)
+        *first = a->first;
+    if (count)
+        *count = a->count;
+    return a->data;
+}
+
+void cr_darray_stats_get(const cr_darray *a, cr_darray_stats *out)
+{
+    *out = a->stats;
+}
+
+void cr_darray_stats_reset(cr_darray *a)
+{
+    a->stats = (cr_darray_stats){0};
+}

@@ -1,0 +1,66 @@
+/* The distributed array's state, shared by its two files: darray.c (the array, the
+ * block distribution, the asynchronous mode) and lockstep.c (the lock-step mode).
+ * Not installed. */
+#ifndef COURIER_DARRAY_INTERNAL_H
+#define COURIER_DARRAY_INTERNAL_H
+
+#include "courier/darray.h"
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct darray_visit darray_visit;
+
+/* A growable byte vector. */
+typedef struct bytes {
+    char *data;
+    size_t len, cap;
+} bytes;
+
+/* The lock-step route resolved for P: dimensions, most significant first (thesis
+ * Algorithm 3), and this rank's communicator in each. */
+typedef struct lockstep_grid {
+    int ndims;
+    int dims[64];
+    int fill[64];     /* ranks per step of coordinate d: product of dims[d+1 ..] */
+    MPI_Comm comm[64];
+    bool ready;       /* communicators created (on the first step) */
+} lockstep_grid;
+
+struct cr_darray {
+    cr_comm *comm;
+    cr_darray_opts opts;
+    uint64_t n;
+    size_t elem;      /* element bytes */
+    int rank, size;
+    uint64_t first, count;
+    char *data;       /* count * elem */
+
+    int h_write;      /* asynchronous mode: handler of writes */
+    int h_read;       /* request type of reads */
+    darray_visit **visits;
+    int nvisits;
+    char *scratch;    /* an asynchronous record being built: {index, value or args} */
+    size_t scratch_cap;
+
+    lockstep_grid grid;
+    bytes writes;     /* queued writes: {index, [stamp], value} records */
+    bytes reads;      /* queued reads: {index, dst} */
+    uint64_t write_seq;
+    cr_darray_stats stats;
+};
+
+/* Merge `src` into the element `dst` by the array's rule (both elem bytes; for
+ * overwrite, src replaces dst). */
+void cr_darray_apply(const cr_darray *a, void *dst, const void *src);
+
+/* lockstep.c */
+void cr_darray_grid_init(cr_darray *a);
+void cr_darray_grid_free(cr_darray *a);
+
+/* Bytes helpers. */
+void *cr_bytes_grow(bytes *b, size_t more);
+void cr_bytes_free(bytes *b);
+
+#endif

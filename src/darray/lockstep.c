@@ -1,0 +1,636 @@
+/* The lock-step mode of the distributed array (thesis
+ * ../shared/papers/darray-aggregation-indirection.txt, chapter 4): queued writes,
+ * then queued reads, executed in bulk exchanges along a k-dimensional grid, one
+ * MPI_Alltoallv per dimension on split communicators (Algorithm 3; direct is the
+ * grid of one dimension, P). Requests that meet on a rank are merged: by a hash
+ * table (4.4.1) or by sorting once and merging the presorted segments received at
+ * every hop (4.4.3, Algorithm 4). Read replies go back along the same dimensions in
+ * reverse and are split again (4.5): by the position each request's merged copy
+ * took (hash, 4.5.1), or by exponential search of the sorted merged requests
+ * (4.5.3, Algorithms 5 and 6).
+ *
+ * Why sorting by index also sorts by next hop (4.2): indices are block-distributed,
+ * so the owner is monotone in the index; dimensions are exchanged most significant
+ * first, so at dimension d every record on a rank has an owner that agrees with the
+ * rank on coordinates 0 .. d-1, and coordinate d is the most significant digit
+ * still free: monotone in the owner. */
+#include "darray/darray_internal.h"
+
+#include "common/fatal.h"
+#include "common/rng.h"
+#include "mailbox/module.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the grid ----------------------------------------------------------------- */
+
+/* Dimensions for P, most significant first; dimensions of 1 are left out. */
+void cr_darray_grid_init(cr_darray *a)
+{
+    lockstep_grid *g = &a->grid;
+    const cr_route *r = &a->opts.route;
+    int p = a->size, dims[64], nd = 0;
+    if (r->kind == CR_ROUTE_DIRECT) {
+        dims[nd++] = p;
+    } else if (r->kind == CR_ROUTE_HYPERCUBE) {
+        /* one dimension per prime factor: the hypercube when P is a power of two */
+        int rest = p;
+        for (int f = 2; rest > 1 && nd < 64; f++)
+            while (rest % f == 0 && nd < 64)
+                dims[nd++] = f, rest /= f;
+    } else if (r->ndims == 0) {
+        int b = 1;
+        for (int f = 1; (long)f * f <= p; f++)
+            if (p % f == 0)
+                b = f;
+        dims[nd++] = p / b;
+        dims[nd++] = b;
+    } else {
+        long cells = 1;
+        for (unsigned d = 0; d < r->ndims; d++)
+            cells *= r->dims[d], dims[nd++] = (int)r->dims[d];
+        if (cells != p)
+            cr_fatal("cr_darray_create: the lock-step grid has %ld cells but the comm has %d "
+                     "ranks (the dimensions must multiply to P)",
+                     cells, p);
+    }
+    g->ndims = 0;
+    for (int d = 0; d < nd; d++)
+        if (dims[d] > 1)
+            g->dims[g->ndims++] = dims[d];
+    int fill = 1;
+    for (int d = g->ndims - 1; d >= 0; d--) {
+        g->fill[d] = fill;
+        fill *= g->dims[d];
+    }
+    g->ready = false;
+}
+
+static int coord(const lockstep_grid *g, int rank, int d)
+{
+    return (rank / g->fill[d]) % g->dims[d];
+}
+
+/* Algorithm 3: in dimension d, the ranks that differ from this one only in
+ * coordinate d; their order in the new communicator is their coordinate. */
+static void grid_comms(cr_darray *a)
+{
+    lockstep_grid *g = &a->grid;
+    if (g->ready)
+        return;
+    MPI_Comm base = cr_module_mpi_dup(a->comm, "cr_darray_step");
+    for (int d = 0; d < g->ndims; d++) {
+        int pivot = a->rank - coord(g, a->rank, d) * g->fill[d];
+        MPI_Comm_split(base, pivot, a->rank, &g->comm[d]);
+    }
+    MPI_Comm_free(&base);
+    g->ready = true;
+}
+
+void cr_darray_grid_free(cr_darray *a)
+{
+    lockstep_grid *g = &a->grid;
+    if (!g->ready)
+        return;
+    for (int d = 0; d < g->ndims; d++)
+        MPI_Comm_free(&g->comm[d]);
+    g->ready = false;
+}
+
+/* ---- exchanges ---------------------------------------------------------------- */
+
+static bool request_done(cr_comm *comm, void *arg)
+{
+    int flag = 0;
+    MPI_Test(arg, &flag, MPI_STATUS_IGNORE);
+    if (flag)
+        cr_module_note_work(comm);
+    return flag != 0;
+}
+
+/* Wait in the mailbox's loop, so that its traffic keeps moving meanwhile. */
+static void wait_for(cr_darray *a, MPI_Request *req)
+{
+    cr_module_wait(a->comm, request_done, req, "a lock-step exchange of a darray");
+}
+
+static int bytes_count(size_t records, size_t rec)
+{
+    if (records > (size_t)INT_MAX / rec)
+        cr_fatal("cr_darray_step: one exchange would carry %zu records of %zu bytes, more "
+                 "than MPI's int counts allow",
+                 records, rec);
+    return (int)(records * rec);
+}
+
+/* Dimension d's exchange: scounts[j] records of `rec` bytes from `send` to the
+ * partner with coordinate j, the partners' records into `recv` (replaced), their
+ * counts into rcounts (exchanged first unless `counts_known`). Returns the records
+ * received. */
+static size_t exchange(cr_darray *a, int d, const char *send, const size_t *scounts, size_t rec,
+                       bytes *recv, size_t *rcounts, bool counts_known)
+{
+    lockstep_grid *g = &a->grid;
+    int n = g->dims[d], me = coord(g, a->rank, d);
+    int *sc = cr_xmalloc(4 * (size_t)n * sizeof(int)), *rc = sc + n, *sd = rc + n, *rd = sd + n;
+    for (int j = 0; j < n; j++) {
+        sc[j] = bytes_count(scounts[j], rec);
+        if (j != me && sc[j] > 0) {
+            a->stats.messages++;
+            a->stats.bytes += (uint64_t)sc[j];
+        }
+    }
+    MPI_Request req;
+    if (counts_known) {
+        for (int j = 0; j < n; j++)
+            rc[j] = bytes_count(rcounts[j], rec);
+    } else {
+        MPI_Ialltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, g->comm[d], &req);
+        wait_for(a, &req);
+    }
+    size_t stotal = 0, rtotal = 0;
+    for (int j = 0; j < n; j++) {
+        sd[j] = (int)stotal, rd[j] = (int)rtotal;
+        stotal += (size_t)sc[j], rtotal += (size_t)rc[j];
+        rcounts[j] = (size_t)rc[j] / rec;
+        if (rtotal > INT_MAX)
+            cr_fatal("cr_darray_step: one rank would receive more than 2 GiB in one exchange");
+    }
+    recv->len = 0;
+    cr_bytes_grow(recv, rtotal ? rtotal : 1);
+    recv->len = rtotal;
+    MPI_Ialltoallv(send, sc, sd, MPI_BYTE, recv->data, rc, rd, MPI_BYTE, g->comm[d], &req);
+    wait_for(a, &req);
+    free(sc);
+    return rtotal / rec;
+}
+
+/* ---- merging records: {uint64 index, ...} of `rec` bytes ------------------------ */
+
+static uint64_t index_of(const char *rec)
+{
+    uint64_t i;
+    memcpy(&i, rec, sizeof i);
+    return i;
+}
+
+static int next_hop(const cr_darray *a, int d, uint64_t index)
+{
+    return coord(&a->grid, cr_darray_owner(a->n, a->size, index), d);
+}
+
+/* How two write records for one index become one (dst keeps the result). Overwrite
+ * records carry a stamp (rank << 40 | sequence): the larger wins, whatever the order
+ * the records meet in, so every aggregation gives the same result. */
+static void merge_write(const cr_darray *a, char *dst, const char *src)
+{
+    if (a->opts.merge == CR_DARRAY_OVERWRITE) {
+        uint64_t sd, ss;
+        memcpy(&sd, dst + 8, 8);
+        memcpy(&ss, src + 8, 8);
+        if (ss > sd)
+            memcpy(dst + 8, src + 8, 8 + a->elem);
+        return;
+    }
+    cr_darray_apply(a, dst + 8, src + 8);
+}
+
+typedef void (*merge_fn)(const cr_darray *a, char *dst, const char *src);
+
+/* 4.4.1: the distinct indices of in[0, m) in first-seen order into `out`, merging
+ * duplicates with `merge` (writes) or keeping the first (reads, merge == NULL);
+ * pos[j] (if not NULL) is where in[j] went. Returns the distinct count. */
+static size_t hash_unique(const cr_darray *a, const char *in, size_t m, size_t rec, bytes *out,
+                          uint32_t *pos, merge_fn merge)
+{
+    size_t cap = 16;
+    while (cap < 2 * m)
+        cap *= 2;
+    uint32_t *slot = cr_xmalloc(cap * sizeof *slot);
+    memset(slot, 0xff, cap * sizeof *slot);
+    out->len = 0;
+    char *o = cr_bytes_grow(out, m * rec);
+    size_t u = 0;
+    for (size_t j = 0; j < m; j++) {
+        const char *r = in + j * rec;
+        uint64_t i = index_of(r);
+        size_t h = (size_t)cr_hash64(i) & (cap - 1);
+        while (slot[h] != UINT32_MAX && index_of(o + (size_t)slot[h] * rec) != i)
+            h = (h + 1) & (cap - 1);
+        if (slot[h] == UINT32_MAX) {
+            slot[h] = (uint32_t)u;
+            memcpy(o + u * rec, r, rec);
+            u++;
+        } else if (merge) {
+            merge(a, o + (size_t)slot[h] * rec, r);
+        }
+        if (pos)
+            pos[j] = slot[h];
+    }
+    out->len = u * rec;
+    free(slot);
+    return u;
+}
+
+/* Order in[0, m) by next hop in dimension d (a stable counting sort) into `out`,
+ * with the counts per hop; where[u] (if not NULL) is the new place of in[u]. */
+static void bucket_by_hop(const cr_darray *a, int d, const char *in, size_t m, size_t rec,
+                          bytes *out, size_t *counts, uint32_t *where)
+{
+    int n = a->grid.dims[d];
+    size_t *at = cr_xcalloc((size_t)n, sizeof *at);
+    memset(counts, 0, (size_t)n * sizeof *counts);
+    for (size_t j = 0; j < m; j++)
+        counts[next_hop(a, d, index_of(in + j * rec))]++;
+    for (int k = 1; k < n; k++)
+        at[k] = at[k - 1] + counts[k - 1];
+    out->len = 0;
+    char *o = cr_bytes_grow(out, m * rec);
+    out->len = m * rec;
+    for (size_t j = 0; j < m; j++) {
+        size_t to = at[next_hop(a, d, index_of(in + j * rec))]++;
+        memcpy(o + to * rec, in + j * rec, rec);
+        if (where)
+            where[j] = (uint32_t)to;
+    }
+    free(at);
+}
+
+static int by_index(const void *x, const void *y)
+{
+    uint64_t a = index_of(x), b = index_of(y);
+    return (a > b) - (a < b);
+}
+
+/* Algorithm 4, line 9: merge the sorted segments of in (seg[k] records each) into
+ * one sorted sequence (pairwise, log2(segments) passes), then keep one record per
+ * index (merging writes). Returns the distinct count, in `out`. */
+static size_t merge_presorted(const cr_darray *a, const char *in, const size_t *seg, int nseg,
+                              size_t rec, bytes *out, merge_fn merge)
+{
+    size_t m = 0;
+    for (int k = 0; k < nseg; k++)
+        m += seg[k];
+    bytes x = {0}, y = {0};
+    memcpy(cr_bytes_grow(&x, m * rec), in, m * rec);
+    cr_bytes_grow(&y, m * rec);
+    size_t *bound = cr_xmalloc(((size_t)nseg + 1) * sizeof *bound);
+    int nb = 0;
+    bound[nb++] = 0;
+    for (int k = 0; k < nseg; k++)
+        if (seg[k])
+            bound[nb] = bound[nb - 1] + seg[k], nb++;
+    while (nb > 2) { /* runs [bound[k], bound[k+1]) */
+        int nn = 1;
+        for (int k = 0; k + 1 < nb; k += 2) {
+            size_t lo = bound[k], mid = bound[k + 1], hi = k + 2 < nb ? bound[k + 2] : mid;
+            size_t i = lo, j = mid, t = lo;
+            while (i < mid || j < hi) {
+                bool left = j >= hi || (i < mid && index_of(x.data + i * rec) <=
+                                                       index_of(x.data + j * rec));
+                memcpy(y.data + t++ * rec, x.data + (left ? i++ : j++) * rec, rec);
+            }
+            bound[nn++] = hi;
+        }
+        nb = nn;
+        bytes swap = x;
+        x = y, y = swap;
+    }
+    free(bound);
+    out->len = 0;
+    char *o = cr_bytes_grow(out, m * rec);
+    size_t u = 0;
+    for (size_t j = 0; j < m; j++) {
+        const char *r = x.data + j * rec;
+        if (u > 0 && index_of(o + (u - 1) * rec) == index_of(r)) {
+            if (merge)
+                merge(a, o + (u - 1) * rec, r);
+            continue;
+        }
+        memcpy(o + u++ * rec, r, rec);
+    }
+    out->len = u * rec;
+    cr_bytes_free(&x);
+    cr_bytes_free(&y);
+    return u;
+}
+
+/* Counts per next hop of records sorted by index (Algorithm 4, lines 2-6): the end
+ * of each hop's run by binary search, the hop being monotone in the index. */
+static void counts_of_sorted(const cr_darray *a, int d, const char *in, size_t m, size_t rec,
+                             size_t *counts)
+{
+    size_t start = 0;
+    for (int k = 0; k < a->grid.dims[d]; k++) {
+        size_t lo = start, hi = m; /* first record whose hop is > k */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (next_hop(a, d, index_of(in + mid * rec)) <= k)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        counts[k] = lo - start;
+        start = lo;
+    }
+}
+
+/* One hop's aggregation: the m records of `in` (as received: nseg sorted segments
+ * of seg[k] records under sort aggregation) become the records to send in dimension
+ * d, in `out`, ordered by next hop with counts[] per hop. pos[j] (reads under none
+ * and hash aggregation) is where in[j]'s request went. Returns the records to send. */
+static size_t aggregate(cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
+                        int nseg, size_t rec, bytes *out, size_t *counts, uint32_t *pos,
+                        merge_fn merge)
+{
+    switch (a->opts.aggregation) {
+    case CR_DARRAY_AGG_NONE:
+        bucket_by_hop(a, d, in, m, rec, out, counts, pos);
+        return m;
+    case CR_DARRAY_AGG_HASH: {
+        bytes unique = {0};
+        size_t u = hash_unique(a, in, m, rec, &unique, pos, merge);
+        uint32_t *where = cr_xmalloc((u ? u : 1) * sizeof *where);
+        bucket_by_hop(a, d, unique.data, u, rec, out, counts, where);
+        if (pos)
+            for (size_t j = 0; j < m; j++)
+                pos[j] = where[pos[j]];
+        free(where);
+        cr_bytes_free(&unique);
+        return u;
+    }
+    default: {
+        size_t u = merge_presorted(a, in, seg, nseg, rec, out, merge);
+        counts_of_sorted(a, d, out->data, u, rec, counts);
+        return u;
+    }
+    }
+}
+
+static void count_merged(cr_darray *a, int d, size_t before, size_t after)
+{
+    if (d == 0)
+        a->stats.merged_local += before - after;
+    else
+        a->stats.merged_hops += before - after;
+}
+
+static char *elem_at(cr_darray *a, uint64_t i)
+{
+    if (i < a->first || i - a->first >= a->count)
+        cr_fatal("cr_darray_step: index %llu reached rank %d, which holds [%llu, %llu)",
+                 (unsigned long long)i, a->rank, (unsigned long long)a->first,
+                 (unsigned long long)(a->first + a->count));
+    return a->data + (i - a->first) * a->elem;
+}
+
+static size_t pad8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+/* A write record: {index, stamp (overwrite only), value padded to 8}. */
+static size_t write_rec(const cr_darray *a)
+{
+    return 8 + (a->opts.merge == CR_DARRAY_OVERWRITE ? 8 : 0) + pad8(a->elem);
+}
+
+/* ---- writes -------------------------------------------------------------------- */
+
+static void step_writes(cr_darray *a)
+{
+    lockstep_grid *g = &a->grid;
+    size_t rec = write_rec(a), m = a->writes.len / rec;
+    a->stats.requests += m;
+    bytes out = {0}, recv = {0}, final = {0};
+    if (a->opts.aggregation == CR_DARRAY_AGG_SORT) /* sorted once, at the source */
+        qsort(a->writes.data, m, rec, by_index);
+    const char *in = a->writes.data;
+    size_t *seg = cr_xmalloc(sizeof *seg), *counts = NULL; /* the input's sorted segments */
+    seg[0] = m;
+    int nseg = 1;
+    for (int d = 0; d < g->ndims; d++) {
+        counts = cr_xrealloc(counts, (size_t)g->dims[d] * sizeof *counts);
+        size_t u = aggregate(a, d, in, m, seg, nseg, rec, &out, counts, NULL, merge_write);
+        count_merged(a, d, m, u);
+        seg = cr_xrealloc(seg, (size_t)g->dims[d] * sizeof *seg);
+        nseg = g->dims[d];
+        m = exchange(a, d, out.data, counts, rec, &recv, seg, false);
+        in = recv.data;
+    }
+    /* Writes to one element from different senders of the last exchange meet here:
+     * merged first, so that overwrite stamps decide, then applied. */
+    size_t u = hash_unique(a, in, m, rec, &final, NULL, merge_write);
+    a->stats.reached_owner += a->opts.aggregation == CR_DARRAY_AGG_NONE ? m : u;
+    size_t voff = a->opts.merge == CR_DARRAY_OVERWRITE ? 16 : 8;
+    for (size_t j = 0; j < u; j++) {
+        const char *r = final.data + j * rec;
+        cr_darray_apply(a, elem_at(a, index_of(r)), r + voff);
+    }
+    free(seg);
+    free(counts);
+    cr_bytes_free(&out);
+    cr_bytes_free(&recv);
+    cr_bytes_free(&final);
+    a->writes.len = 0;
+}
+
+/* ---- reads --------------------------------------------------------------------- */
+
+/* A queued read. */
+typedef struct read_entry {
+    uint64_t index;
+    void *dst;
+} read_entry;
+
+/* What one hop keeps of a read's way out, to split its replies on the way back. */
+typedef struct frame {
+    bytes R;          /* the requests that reached this hop (indices), as received */
+    size_t *rseg;     /* ... in segments of rseg[k] (sorted under sort aggregation) */
+    int nrseg;
+    size_t nR;
+    bytes U;          /* the requests sent on in this dimension, merged */
+    size_t *scounts;  /* ... per next hop */
+    uint32_t *pos;    /* none / hash: R[j]'s request is U[pos[j]] */
+} frame;
+
+/* Algorithm 6: the first position in u[start, end) whose index is >= target. */
+static size_t exponential_lower_bound(const uint64_t *u, size_t start, size_t end,
+                                      uint64_t target)
+{
+    size_t step = 1, lo = start;
+    while (lo + step < end && u[lo + step] < target) {
+        lo += step;
+        step *= 2;
+    }
+    size_t hi = lo + step < end ? lo + step : end; /* u[hi] >= target, or hi = end */
+    if (lo < end && u[lo] >= target)
+        return lo;
+    while (lo + 1 < hi) { /* u[lo] < target */
+        size_t mid = lo + (hi - lo) / 2;
+        if (u[mid] < target)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/* The replies to f's requests, vu[k] for f->U[k], become the replies to what reached
+ * the hop, v[j] for f->R[j] (4.5): by position (none, hash), or by searching each
+ * sorted segment of R in the sorted U (sort, Algorithm 5). */
+static void split_replies(const cr_darray *a, const frame *f, const char *vu, char *v)
+{
+    size_t e = a->elem;
+    const uint64_t *r = (const uint64_t *)f->R.data;
+    if (a->opts.aggregation != CR_DARRAY_AGG_SORT) {
+        for (size_t j = 0; j < f->nR; j++)
+            memcpy(v + j * e, vu + (size_t)f->pos[j] * e, e);
+        return;
+    }
+    const uint64_t *u = (const uint64_t *)f->U.data;
+    size_t nu = f->U.len / 8, j = 0;
+    for (int k = 0; k < f->nrseg; k++) {
+        size_t at = 0;
+        for (size_t end = j + f->rseg[k]; j < end; j++) {
+            at = exponential_lower_bound(u, at, nu, r[j]);
+            if (at >= nu || u[at] != r[j])
+                cr_fatal("cr_darray_step: internal error: request %llu lost on its way",
+                         (unsigned long long)r[j]);
+            memcpy(v + j * e, vu + at * e, e);
+        }
+    }
+}
+
+static void frame_free(frame *f)
+{
+    cr_bytes_free(&f->R);
+    cr_bytes_free(&f->U);
+    free(f->rseg);
+    free(f->scounts);
+    free(f->pos);
+}
+
+static int by_read_index(const void *x, const void *y)
+{
+    const read_entry *p = x, *q = y;
+    return (p->index > q->index) - (p->index < q->index);
+}
+
+static void step_reads(cr_darray *a)
+{
+    lockstep_grid *g = &a->grid;
+    size_t nq = a->reads.len / sizeof(read_entry), e = a->elem;
+    read_entry *q = (read_entry *)a->reads.data;
+    a->stats.requests += nq;
+    if (a->opts.aggregation == CR_DARRAY_AGG_SORT)
+        qsort(q, nq, sizeof *q, by_read_index);
+    frame *fr = cr_xcalloc((size_t)g->ndims + 1, sizeof *fr);
+    /* frame 0's requests: this rank's own, one segment */
+    fr[0].nR = nq;
+    uint64_t *r0 = cr_bytes_grow(&fr[0].R, nq * 8);
+    for (size_t j = 0; j < nq; j++)
+        r0[j] = q[j].index;
+    fr[0].R.len = nq * 8;
+    fr[0].rseg = cr_xmalloc(sizeof(size_t));
+    fr[0].rseg[0] = nq;
+    fr[0].nrseg = 1;
+    for (int d = 0; d < g->ndims; d++) {
+        frame *f = &fr[d], *next = &fr[d + 1];
+        int n = g->dims[d];
+        f->scounts = cr_xmalloc((size_t)n * sizeof *f->scounts);
+        if (a->opts.aggregation != CR_DARRAY_AGG_SORT)
+            f->pos = cr_xmalloc((f->nR ? f->nR : 1) * sizeof *f->pos);
+        size_t u = aggregate(a, d, f->R.data, f->nR, f->rseg, f->nrseg, 8, &f->U, f->scounts,
+                             f->pos, NULL);
+        count_merged(a, d, f->nR, u);
+        next->rseg = cr_xmalloc((size_t)n * sizeof *next->rseg);
+        next->nrseg = n;
+        next->nR = exchange(a, d, f->U.data, f->scounts, 8, &next->R, next->rseg, false);
+    }
+    /* The owner merges what reached it from its partners of the last dimension (and
+     * itself), reads each element once, and splits the values as any hop does. */
+    frame *last = &fr[g->ndims];
+    bytes v = {0}, vu = {0};
+    cr_bytes_grow(&v, last->nR * e);
+    size_t served = last->nR;
+    if (a->opts.aggregation == CR_DARRAY_AGG_HASH) {
+        last->pos = cr_xmalloc((last->nR ? last->nR : 1) * sizeof *last->pos);
+        served = hash_unique(a, last->R.data, last->nR, 8, &last->U, last->pos, NULL);
+    } else if (a->opts.aggregation == CR_DARRAY_AGG_SORT) {
+        served = merge_presorted(a, last->R.data, last->rseg, last->nrseg, 8, &last->U, NULL);
+    }
+    a->stats.reached_owner += served;
+    const uint64_t *rk = (const uint64_t *)(a->opts.aggregation == CR_DARRAY_AGG_NONE
+                                                ? last->R.data
+                                                : last->U.data);
+    char *vals = cr_bytes_grow(&vu, served * e);
+    for (size_t j = 0; j < served; j++)
+        memcpy(vals + j * e, elem_at(a, rk[j]), e);
+    if (a->opts.aggregation == CR_DARRAY_AGG_NONE)
+        memcpy(v.data, vu.data, served * e);
+    else
+        split_replies(a, last, vu.data, v.data);
+    /* and the replies go back the way the requests came, split at every hop */
+    for (int d = g->ndims - 1; d >= 0; d--) {
+        frame *f = &fr[d];
+        exchange(a, d, v.data, fr[d + 1].rseg, e, &vu, f->scounts, true);
+        v.len = 0;
+        cr_bytes_grow(&v, f->nR * e);
+        split_replies(a, f, vu.data, v.data);
+    }
+    for (size_t j = 0; j < nq; j++)
+        memcpy(q[j].dst, v.data + j * e, e);
+    for (int d = 0; d <= g->ndims; d++)
+        frame_free(&fr[d]);
+    free(fr);
+    cr_bytes_free(&v);
+    cr_bytes_free(&vu);
+    a->reads.len = 0;
+}
+
+/* ---- the public calls ------------------------------------------------------------ */
+
+void cr_darray_write(cr_darray *a, uint64_t i, const void *value)
+{
+    if (i >= a->n)
+        cr_fatal("cr_darray_write: index %llu is out of range [0, %llu)", (unsigned long long)i,
+                 (unsigned long long)a->n);
+    size_t rec = write_rec(a);
+    char *r = cr_bytes_grow(&a->writes, rec);
+    memset(r, 0, rec);
+    memcpy(r, &i, 8);
+    if (a->opts.merge == CR_DARRAY_OVERWRITE) {
+        uint64_t stamp = (uint64_t)a->rank << 40 | a->write_seq++;
+        memcpy(r + 8, &stamp, 8);
+        memcpy(r + 16, value, a->elem);
+    } else {
+        memcpy(r + 8, value, a->elem);
+    }
+}
+
+void cr_darray_read(cr_darray *a, uint64_t i, void *dst)
+{
+    if (i >= a->n)
+        cr_fatal("cr_darray_read: index %llu is out of range [0, %llu)", (unsigned long long)i,
+                 (unsigned long long)a->n);
+    if (!dst)
+        cr_fatal("cr_darray_read: dst is NULL");
+    read_entry *q = cr_bytes_grow(&a->reads, sizeof *q);
+    *q = (read_entry){.index = i, .dst = dst};
+}
+
+void cr_darray_step(cr_darray *a)
+{
+    if (cr_module_in_handler(a->comm))
+        cr_fatal("cr_darray_step was called from inside a handler");
+    if (cr_module_busy(a->comm))
+        cr_fatal("cr_darray_step was called while the comm waits (from a callback)");
+    grid_comms(a);
+    step_writes(a);
+    step_reads(a);
+    a->write_seq = 0;
+    a->stats.steps++;
+}
