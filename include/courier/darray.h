@@ -127,8 +127,12 @@ typedef struct cr_darray_stats {
     uint64_t steps;
     uint64_t requests;          /* reads and writes queued on this rank */
     uint64_t merged_local;      /* ... merged with another of this rank's before leaving */
-    uint64_t merged_hops;       /* requests this rank merged as an intermediate hop */
-    uint64_t reached_owner;     /* requests that reached this rank as their owner */
+    uint64_t merged_hops;       /* requests this rank merged as a hop or as the owner */
+    uint64_t reached_owner;     /* requests that reached this rank as their owner:
+                                   lock-step, those that came from other ranks in the
+                                   last exchange (before the owner merges them: the load
+                                   of a hot owner's last stage); async, every write
+                                   record and read request handled here */
     uint64_t messages;          /* non-empty exchanges with other ranks (reads' replies
                                    included) */
     uint64_t bytes;             /* bytes in them */

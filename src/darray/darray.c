@@ -122,6 +122,7 @@ static void on_writes(cr_comm *comm, const cr_batch *b, void *user)
         memcpy(&i, rec, sizeof i);
         cr_darray_apply(a, local_elem(a, i, "a write", cr_batch_src(b, k)), rec + 8);
     }
+    a->stats.reached_owner += b->count;
 }
 
 /* The combining rule of a user merge: the value follows the 8-byte index. */
@@ -156,6 +157,7 @@ static void serve_read(cr_comm *comm, cr_dedup_req *req, const void *payload, si
     cr_darray *a = user;
     uint64_t i;
     memcpy(&i, payload, sizeof i);
+    a->stats.reached_owner++;
     cr_dedup_reply(comm, req, local_elem(a, i, "a read", cr_dedup_from(req)), a->elem);
 }
 
@@ -303,6 +305,10 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
     cr_bytes_grow(&a->writes, 0); /* never NULL: the steps copy from them */
     cr_bytes_grow(&a->reads, 0);
 
+    /* Under MPI the lock-step communicators are split now, so that no step pays for
+     * it; on the simulated transport only the asynchronous mode is available. */
+    if (cr_module_mpi_comm(comm) != MPI_COMM_NULL)
+        cr_darray_grid_comms(a);
     cr_dedup_rule rule = write_rule(a);
     a->h_write = cr_dedup_register(comm, &(cr_handler_type){.batch = on_writes}, &rule, a);
     a->h_read = cr_dedup_register_request(

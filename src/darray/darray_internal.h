@@ -57,6 +57,8 @@ void cr_darray_apply(const cr_darray *a, void *dst, const void *src);
 
 /* lockstep.c */
 void cr_darray_grid_init(cr_darray *a);
+/* Collective: split the communicators of the grid's dimensions (once). */
+void cr_darray_grid_comms(cr_darray *a);
 void cr_darray_grid_free(cr_darray *a);
 
 /* Bytes helpers. */

@@ -75,7 +75,7 @@ static int coord(const lockstep_grid *g, int rank, int d)
 
 /* Algorithm 3: in dimension d, the ranks that differ from this one only in
  * coordinate d; their order in the new communicator is their coordinate. */
-static void grid_comms(cr_darray *a)
+void cr_darray_grid_comms(cr_darray *a)
 {
     lockstep_grid *g = &a->grid;
     if (g->ready)
@@ -377,6 +377,18 @@ static void count_merged(cr_darray *a, int d, size_t before, size_t after)
         a->stats.merged_hops += before - after;
 }
 
+/* What reached this rank as the owner: the records of the last exchange that came
+ * from other ranks (`seg` per partner; with one rank, none), and the requests the
+ * owner merged before serving them (`merged`, under hash and sort). */
+static void count_at_owner(cr_darray *a, size_t m, const size_t *seg, size_t merged)
+{
+    const lockstep_grid *g = &a->grid;
+    if (g->ndims > 0)
+        a->stats.reached_owner += m - seg[coord(g, a->rank, g->ndims - 1)];
+    if (a->opts.aggregation != CR_DARRAY_AGG_NONE)
+        a->stats.merged_hops += merged;
+}
+
 static char *elem_at(cr_darray *a, uint64_t i)
 {
     if (i < a->first || i - a->first >= a->count)
@@ -423,7 +435,7 @@ static void step_writes(cr_darray *a)
     /* Writes to one element from different senders of the last exchange meet here:
      * merged first, so that overwrite stamps decide, then applied. */
     size_t u = hash_unique(a, in, m, rec, &final, NULL, merge_write);
-    a->stats.reached_owner += a->opts.aggregation == CR_DARRAY_AGG_NONE ? m : u;
+    count_at_owner(a, m, seg, m - u);
     size_t voff = a->opts.merge == CR_DARRAY_OVERWRITE ? 16 : 8;
     for (size_t j = 0; j < u; j++) {
         const char *r = final.data + j * rec;
@@ -562,7 +574,7 @@ static void step_reads(cr_darray *a)
     } else if (a->opts.aggregation == CR_DARRAY_AGG_SORT) {
         served = merge_presorted(a, last->R.data, last->rseg, last->nrseg, 8, &last->U, NULL);
     }
-    a->stats.reached_owner += served;
+    count_at_owner(a, last->nR, last->rseg, last->nR - served);
     const uint64_t *rk = (const uint64_t *)(a->opts.aggregation == CR_DARRAY_AGG_NONE
                                                 ? last->R.data
                                                 : last->U.data);
@@ -628,7 +640,7 @@ void cr_darray_step(cr_darray *a)
         cr_fatal("cr_darray_step was called from inside a handler");
     if (cr_module_busy(a->comm))
         cr_fatal("cr_darray_step was called while the comm waits (from a callback)");
-    grid_comms(a);
+    cr_darray_grid_comms(a);
     step_writes(a);
     step_reads(a);
     a->write_seq = 0;

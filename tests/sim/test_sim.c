@@ -835,6 +835,99 @@ static void test_requests(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- darray */
+
+/* The distributed array's asynchronous mode on virtual ranks: every rank adds i + 1
+ * to every element i twice and visits each once, then reads a permutation of the
+ * elements; every value must be exact (tests/mpi/test_darray.c does the same under
+ * MPI). */
+static long darray_fails;
+
+static void darray_visit_add(cr_darray *a, uint64_t i, void *elem, const void *args, size_t len,
+                             void *user)
+{
+    (void)a, (void)i, (void)user, (void)len;
+    uint64_t v, add;
+    memcpy(&v, elem, 8);
+    memcpy(&add, args, 8);
+    v += add;
+    memcpy(elem, &v, 8);
+}
+
+static void darray_got(cr_comm *comm, const void *data, size_t len, void *ctx)
+{
+    (void)comm;
+    if (len == 8)
+        memcpy(ctx, data, 8);
+}
+
+static void run_darray_async(cr_comm *comm, void *user)
+{
+    (void)user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    cr_darray_opts o;
+    cr_darray_opts_init(&o);
+    o.merge = CR_DARRAY_ADD;
+    o.type = CR_DEDUP_UINT64;
+    uint64_t n = p < 64 ? 3 * (uint64_t)p + 5 : 96; /* at large P, hot elements */
+    cr_darray *a = cr_darray_create(comm, n, 8, &o);
+    int visit = cr_darray_register_visit(a, darray_visit_add, NULL);
+    for (int rep = 0; rep < 2; rep++)
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t v = i + 1;
+            cr_darray_async_write(a, i, &v);
+        }
+    uint64_t thousand = 1000;
+    for (uint64_t i = 0; i < n; i += 2)
+        cr_darray_async_visit(a, i, visit, &thousand, 8);
+    cr_barrier(comm);
+    uint64_t *got = calloc(n, 8);
+    for (uint64_t k = 0; k < n; k++)
+        cr_darray_async_read(a, (k * 5 + (uint64_t)me) % n, darray_got, &got[k]);
+    cr_barrier(comm);
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t i = (k * 5 + (uint64_t)me) % n;
+        uint64_t expect = 2 * (i + 1) * (uint64_t)p + (i % 2 == 0 ? 1000 * (uint64_t)p : 0);
+        if (got[k] != expect && darray_fails++ < 4)
+            fprintf(stderr, "rank %d: element %llu is %llu, expected %llu\n", me,
+                    (unsigned long long)i, (unsigned long long)got[k],
+                    (unsigned long long)expect);
+    }
+    free(got);
+    cr_darray_destroy(a);
+}
+
+static void test_darray_async(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nlnr", "hypercube"};
+    static const int ps[] = {1, 3, 8, 64, 1024};
+    int seeds = seeds_wanted() < 4 ? seeds_wanted() : 4;
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t k = 0; k < 5; k++)
+            for (int seed = 1; seed <= (ps[k] >= 1024 ? 1 : seeds); seed++) {
+                named_config nc = request_config(routes[rt]);
+                cr_sim_opts o = {.ranks = ps[k], .seed = (uint64_t)seed * 17 + (uint64_t)ps[k],
+                                 .cfg = &nc.cfg};
+                char err[256];
+                snprintf(ctx, sizeof ctx, "darray async, P=%d, %s, seed %d", ps[k], routes[rt],
+                         seed);
+                darray_fails = 0;
+                if (cr_sim_run(&o, run_darray_async, NULL, NULL, err, sizeof err))
+                    fail_msg("%s: %s", ctx, err);
+                if (darray_fails)
+                    fail_msg("%s: %ld wrong elements", ctx, darray_fails);
+            }
+}
+
+/* A lock-step step on the simulated transport: one line that says why, exit 1. */
+static void run_darray_step(cr_comm *comm, void *user)
+{
+    (void)user;
+    cr_darray *a = cr_darray_create(comm, 10, 8, NULL);
+    cr_darray_step(a);
+}
+
 /* A collective on the simulated transport: one line that says why, exit 1. */
 static void run_collective(cr_comm *comm, void *user)
 {
@@ -857,8 +950,14 @@ int main(int argc, char **argv)
         return cmocka_run_group_tests(one, NULL, NULL);
     }
     if (argc > 1 && !strcmp(argv[1], "requests")) {
-        const struct CMUnitTest one[] = {cmocka_unit_test(test_requests)};
-        return cmocka_run_group_tests(one, NULL, NULL);
+        const struct CMUnitTest two[] = {cmocka_unit_test(test_requests),
+                                         cmocka_unit_test(test_darray_async)};
+        return cmocka_run_group_tests(two, NULL, NULL);
+    }
+    if (argc > 1 && !strcmp(argv[1], "darray-step")) {
+        cr_sim_opts o = {.ranks = 3, .seed = 1};
+        cr_sim_run(&o, run_darray_step, NULL, NULL, NULL, 0);
+        return 0; /* not reached */
     }
     if (argc > 1 && !strcmp(argv[1], "4096")) {
         const struct CMUnitTest one[] = {cmocka_unit_test(test_4096_hypercube)};

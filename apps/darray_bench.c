@@ -1,0 +1,451 @@
+/* darray_bench: the distributed array's three benchmarks (the thesis behind
+ * src/darray, ../shared/papers/darray-aggregation-indirection.txt, section 5.4):
+ * neighborhood (every vertex reads its neighbours' entries), pointer doubling (the
+ * first round of Boruvka: every vertex points to its lightest neighbour, then
+ * doubling until every vertex points to a root) and overload (every rank reads and
+ * writes every index rank 0 holds). Each runs lock-step under every route and
+ * aggregation asked for, and asynchronously on the mailbox; every run is verified.
+ * Prints time (slowest rank, median of the repetitions), messages and bytes per
+ * rank, requests merged and requests reaching their owners, and the speedup over
+ * lock-step direct without aggregation. */
+#include "cli.h"
+#include "common/rng.h"
+
+#include <courier.h>
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: mpirun -np P darray_bench [options]\n"
+    "\n"
+    "The distributed array's benchmarks, each verified:\n"
+    "  neighborhood      every vertex reads the entries of all its neighbours\n"
+    "  doubling          pointer doubling: every vertex points to its lightest\n"
+    "                    neighbour, then p(u) = p(p(u)) until every vertex points to a\n"
+    "                    root (the first round of Boruvka)\n"
+    "  overload          every rank reads and adds to every index rank 0 holds\n"
+    "\n"
+    "  --patterns L      comma list of the above (default all three)\n"
+    "  --generator G     rmat, gnm or rgg (default rmat)\n"
+    "  --vertices-per-rank V  2^13 by default (thesis 5.4.1): the graph has the\n"
+    "                    power of two nearest V * P vertices\n"
+    "  --edgefactor E    edges per vertex (default 16: 2^17 edges per rank)\n"
+    "  --entries E       overload: entries per rank (default 256; the thesis also\n"
+    "                    uses 8192)\n"
+    "  --routes L        lock-step routes: comma list of direct, grid, hypercube\n"
+    "                    (default all three)\n"
+    "  --aggregations L  comma list of none, hash, sort (default all three)\n"
+    "  --modes L         lockstep, async or both (default both); async runs on the\n"
+    "                    mailbox under each route of --routes (grid and hypercube as\n"
+    "                    mailbox routes, with virtual nodes of --node-size)\n"
+    "  --node-size K     async: virtual nodes of K ranks (default 2)\n"
+    "  --reps R          repetitions; the median time is reported (default 3)\n"
+    "  --seed S          graph seed (default 1)\n"
+    "  --csv FILE        append one line per run to FILE (header written if new)\n"
+    "  --help            this text\n";
+
+enum { PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_OVERLOAD, NPATTERNS };
+static const char *const pattern_names[] = {"neighborhood", "doubling", "overload", NULL};
+static const char *const route_names[] = {"direct", "grid", "hypercube", NULL};
+static const char *const agg_names[] = {"none", "hash", "sort", NULL};
+static const char *const mode_names[] = {"lockstep", "async", "both", NULL};
+static const char *const gen_names[] = {"rmat", "gnm", "rgg", NULL};
+
+typedef struct bench {
+    app a;
+    cr_graph *g;
+    uint64_t n;         /* graph vertices */
+    uint64_t entries;   /* overload: per rank */
+    int reps;
+    unsigned node_size;
+} bench;
+
+/* What one run measured, reduced over the ranks. */
+typedef struct result {
+    double seconds;
+    double msgs_max, msgs_mean, mib_max, mib_mean;
+    double merged, reached, reached_max;
+    int verified;
+} result;
+
+/* ---- a run's context: the array and how it is accessed -------------------------- */
+
+typedef struct run {
+    bench *b;
+    cr_comm *comm;
+    cr_darray *arr;
+    int lockstep;
+    uint64_t bad; /* wrong values seen on this rank */
+} run;
+
+static void got_checked(cr_comm *comm, const void *data, size_t len, void *ctx)
+{
+    (void)comm, (void)len;
+    memcpy(ctx, data, 8);
+}
+
+/* Read element i into *dst: queued (lock-step) or requested (async). */
+static void read_into(run *r, uint64_t i, uint64_t *dst)
+{
+    if (r->lockstep)
+        cr_darray_read(r->arr, i, dst);
+    else
+        cr_darray_async_read(r->arr, i, got_checked, dst);
+}
+
+/* Complete what was queued or sent. */
+static void complete(run *r)
+{
+    if (r->lockstep)
+        cr_darray_step(r->arr);
+    else
+        cr_barrier(r->comm);
+}
+
+/* ---- neighborhood -------------------------------------------------------------- */
+
+static void neighborhood(run *r)
+{
+    cr_graph *g = r->b->g;
+    uint64_t first, count, *local = cr_darray_local(r->arr, &first, &count);
+    for (uint64_t i = 0; i < count; i++)
+        local[i] = cr_hash64(first + i);
+    uint64_t nloc = cr_graph_local_count(g), total = 0;
+    for (uint64_t u = 0; u < nloc; u++) {
+        uint64_t deg;
+        cr_graph_neighbours(g, u, &deg);
+        total += deg;
+    }
+    uint64_t *got = app_calloc(&r->b->a, total ? total : 1, 8, "the neighbours' entries");
+    uint64_t k = 0;
+    for (uint64_t u = 0; u < nloc; u++) {
+        uint64_t deg;
+        const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
+        for (uint64_t j = 0; j < deg; j++)
+            read_into(r, nb[j], &got[k++]);
+    }
+    complete(r);
+    k = 0;
+    for (uint64_t u = 0; u < nloc; u++) {
+        uint64_t deg;
+        const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
+        for (uint64_t j = 0; j < deg; j++)
+            r->bad += got[k++] != cr_hash64(nb[j]);
+    }
+    free(got);
+}
+
+/* ---- pointer doubling ------------------------------------------------------------ */
+
+/* The weight of edge {u, v}: a hash of the pair, ties broken by the endpoint. */
+static uint64_t weight(uint64_t u, uint64_t v)
+{
+    uint64_t lo = u < v ? u : v, hi = u < v ? v : u;
+    return cr_hash64(lo * 0x9e3779b97f4a7c15ULL ^ hi);
+}
+
+static uint64_t lightest_neighbour(cr_graph *g, uint64_t u_local, uint64_t u)
+{
+    uint64_t deg, best = u, bw = UINT64_MAX;
+    const uint64_t *nb = cr_graph_neighbours(g, u_local, &deg);
+    for (uint64_t j = 0; j < deg; j++) {
+        if (nb[j] == u)
+            continue;
+        uint64_t w = weight(u, nb[j]);
+        if (w < bw || (w == bw && nb[j] < best))
+            bw = w, best = nb[j];
+    }
+    return best;
+}
+
+static int any_rank(int mine)
+{
+    int any = 0;
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    return any;
+}
+
+static void doubling(run *r)
+{
+    cr_graph *g = r->b->g;
+    uint64_t first, count, *p = cr_darray_local(r->arr, &first, &count);
+    for (uint64_t i = 0; i < count; i++) /* the graph's blocks are the array's */
+        p[i] = lightest_neighbour(g, i, first + i);
+    uint64_t *q = app_calloc(&r->b->a, count ? count : 1, 8, "the pointers");
+    /* The lightest edges form trees whose roots are 2-cycles (the two ends of a
+     * component's lightest edge point at each other): the smaller end becomes the
+     * root. */
+    for (uint64_t i = 0; i < count; i++)
+        read_into(r, p[i], &q[i]);
+    complete(r);
+    for (uint64_t i = 0; i < count; i++)
+        if (q[i] == first + i && first + i < p[i])
+            p[i] = first + i;
+    MPI_Barrier(MPI_COMM_WORLD); /* every root is set before anyone reads again */
+    for (;;) {
+        for (uint64_t i = 0; i < count; i++)
+            read_into(r, p[i], &q[i]);
+        complete(r);
+        int changed = 0;
+        for (uint64_t i = 0; i < count; i++)
+            changed |= q[i] != p[i];
+        MPI_Barrier(MPI_COMM_WORLD); /* all reads of this round done before writes */
+        for (uint64_t i = 0; i < count; i++)
+            p[i] = q[i];
+        if (!any_rank(changed))
+            break;
+    }
+    /* every pointer names a root: p(p(u)) == p(u) held in the last round */
+    for (uint64_t i = 0; i < count; i++)
+        r->bad += p[i] >= r->b->n;
+    free(q);
+}
+
+/* ---- overload ------------------------------------------------------------------- */
+
+static void overload(run *r)
+{
+    uint64_t first, count, *local = cr_darray_local(r->arr, &first, &count);
+    memset(local, 0, count * 8);
+    MPI_Barrier(MPI_COMM_WORLD);
+    uint64_t first0, count0, one = 1;
+    cr_darray_block(cr_darray_length(r->arr), r->b->a.size, 0, &first0, &count0);
+    uint64_t *got = app_calloc(&r->b->a, count0, 8, "the overload reads");
+    if (r->lockstep) {
+        for (uint64_t i = 0; i < count0; i++) {
+            cr_darray_write(r->arr, first0 + i, &one);
+            cr_darray_read(r->arr, first0 + i, &got[i]);
+        }
+        cr_darray_step(r->arr);
+    } else { /* writes, then (after the barrier) reads: the same order as a step */
+        for (uint64_t i = 0; i < count0; i++)
+            cr_darray_async_write(r->arr, first0 + i, &one);
+        cr_barrier(r->comm);
+        for (uint64_t i = 0; i < count0; i++)
+            cr_darray_async_read(r->arr, first0 + i, got_checked, &got[i]);
+        cr_barrier(r->comm);
+    }
+    for (uint64_t i = 0; i < count0; i++)
+        r->bad += got[i] != (uint64_t)r->b->a.size;
+    free(got);
+}
+
+/* ---- one configuration ---------------------------------------------------------- */
+
+static cr_comm *comm_for(bench *b, int lockstep, int route)
+{
+    cr_config cfg;
+    cr_config_init(&cfg);
+    if (!lockstep) {
+        app_parse_route(&b->a, route_names[route], &cfg);
+        cfg.node_size = route ? b->node_size : 0;
+    }
+    return cr_comm_create(MPI_COMM_WORLD, &cfg);
+}
+
+static result measure(bench *b, int pattern, int lockstep, int route, int agg)
+{
+    cr_comm *comm = comm_for(b, lockstep, route);
+    cr_darray_opts o;
+    cr_darray_opts_init(&o);
+    if (lockstep)
+        cr_route_parse(route_names[route], &o.route, NULL, 0);
+    o.aggregation = (cr_darray_aggregation)agg;
+    if (pattern == PAT_OVERLOAD)
+        o.merge = CR_DARRAY_ADD, o.type = CR_DEDUP_UINT64;
+    uint64_t n = pattern == PAT_OVERLOAD ? b->entries * (uint64_t)b->a.size : b->n;
+    run r = {.b = b, .comm = comm, .lockstep = lockstep};
+    r.arr = cr_darray_create(comm, n, 8, &o);
+    double *times = app_calloc(&b->a, (size_t)b->reps, sizeof *times, "the times");
+    cr_darray_stats ds;
+    cr_stats cs;
+    for (int rep = 0; rep < b->reps; rep++) {
+        cr_darray_stats_reset(r.arr);
+        cr_stats_reset(comm);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        switch (pattern) {
+        case PAT_NEIGHBORHOOD: neighborhood(&r); break;
+        case PAT_DOUBLING: doubling(&r); break;
+        default: overload(&r); break;
+        }
+        times[rep] = app_max_time(MPI_Wtime() - t0);
+        cr_darray_stats_get(r.arr, &ds);
+        cr_stats_get(comm, &cs);
+    }
+    result res = {.seconds = app_median(times, b->reps)};
+    double msgs = lockstep ? (double)ds.messages : (double)cs.mpi_sends;
+    double bytes = lockstep ? (double)ds.bytes : (double)cs.mpi_bytes_sent;
+    double merged = lockstep ? (double)(ds.merged_local + ds.merged_hops)
+                             : (double)(cs.merged_at_source + cs.merged_at_hops +
+                                        cs.requests_merged_at_source + cs.requests_merged_at_hops +
+                                        cs.requests_coalesced);
+    double in[5] = {msgs, bytes, merged, (double)ds.reached_owner, (double)r.bad}, sum[5], mx[5];
+    MPI_Allreduce(in, sum, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(in, mx, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int p = b->a.size;
+    res.msgs_max = mx[0], res.msgs_mean = sum[0] / p;
+    res.mib_max = mx[1] / 1048576.0, res.mib_mean = sum[1] / p / 1048576.0;
+    res.merged = sum[2], res.reached = sum[3], res.reached_max = mx[3];
+    res.verified = sum[4] == 0;
+    free(times);
+    cr_darray_destroy(r.arr);
+    cr_comm_destroy(comm);
+    return res;
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+/* A comma list of names from `choices` into want[]. */
+static void parse_list(const app *a, const char *flag, const char *value,
+                       const char *const *choices, int *want, int n)
+{
+    memset(want, 0, (size_t)n * sizeof *want);
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", value) >= (int)sizeof buf)
+        app_usage_error(a, "%s '%s' is too long", flag, value);
+    for (char *tok = buf, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        want[app_parse_choice(a, flag, tok, choices)] = 1;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    bench b = {.reps = 3, .entries = 256, .node_size = 2};
+    app_init(&b.a, "darray_bench", usage, &argc, &argv);
+    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[3] = {1, 1, 1}, want_agg[3] = {1, 1, 1};
+    int modes = 2, generator = 0;
+    uint64_t vpr = 1u << 13, seed = 1;
+    double edgefactor = 16;
+    const char *csv = NULL;
+    static const struct option opts[] = {
+        {"patterns", required_argument, 0, 'p'},  {"generator", required_argument, 0, 'g'},
+        {"vertices-per-rank", required_argument, 0, 'v'},
+        {"edgefactor", required_argument, 0, 'e'}, {"entries", required_argument, 0, 'E'},
+        {"routes", required_argument, 0, 'R'},    {"aggregations", required_argument, 0, 'A'},
+        {"modes", required_argument, 0, 'm'},     {"node-size", required_argument, 0, 'N'},
+        {"reps", required_argument, 0, 'r'},      {"seed", required_argument, 0, 's'},
+        {"csv", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'p': parse_list(&b.a, "--patterns", optarg, pattern_names, want_pat, NPATTERNS); break;
+        case 'g': generator = app_parse_choice(&b.a, "--generator", optarg, gen_names); break;
+        case 'v': vpr = app_parse_u64(&b.a, "--vertices-per-rank", optarg, 1, 1u << 30); break;
+        case 'e': edgefactor = app_parse_double(&b.a, "--edgefactor", optarg, 1, 1024); break;
+        case 'E': b.entries = app_parse_u64(&b.a, "--entries", optarg, 1, 1u << 24); break;
+        case 'R': parse_list(&b.a, "--routes", optarg, route_names, want_route, 3); break;
+        case 'A': parse_list(&b.a, "--aggregations", optarg, agg_names, want_agg, 3); break;
+        case 'm': modes = app_parse_choice(&b.a, "--modes", optarg, mode_names); break;
+        case 'N': b.node_size = (unsigned)app_parse_u64(&b.a, "--node-size", optarg, 1, 65536); break;
+        case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 100); break;
+        case 's': seed = app_parse_u64(&b.a, "--seed", optarg, 0, UINT64_MAX); break;
+        case 'c': csv = optarg; break;
+        case 'h': app_help(&b.a);
+        default: app_bad_option(&b.a, argv);
+        }
+    }
+    if (optind < argc)
+        app_usage_error(&b.a, "unexpected argument '%s'", argv[optind]);
+
+    FILE *out = app_open_csv(&b.a, csv, "pattern,mode,route,aggregation,ranks,vertices,seconds,"
+                                         "speedup,msgs_max,msgs_mean,mib_max,mib_mean,merged,"
+                                         "reached_owner,reached_owner_max,verified");
+    if (want_pat[PAT_NEIGHBORHOOD] || want_pat[PAT_DOUBLING]) {
+        cr_gen_params gp;
+        cr_gen_params_init(&gp);
+        gp.kind = (cr_gen_kind)generator;
+        gp.scale = (int)lround(log2((double)vpr * b.a.size));
+        gp.scale = gp.scale < 1 ? 1 : gp.scale;
+        gp.edgefactor = edgefactor;
+        gp.seed = seed;
+        if (gp.kind == CR_GEN_RGG && gp.scale > 26)
+            app_usage_error(&b.a, "the graph's scale %d is too large for rgg (at most 26)",
+                            gp.scale);
+        cr_edge_list edges = {0};
+        char err[256];
+        if (cr_generate(&gp, b.a.rank, b.a.size, &edges, err, sizeof err))
+            app_error(&b.a, "%s", err);
+        cr_comm *gcomm = comm_for(&b, 1, 0);
+        b.g = cr_graph_build(gcomm, &edges);
+        cr_edge_list_free(&edges);
+        b.n = cr_graph_vertices(b.g);
+        if (b.a.rank == 0)
+            printf("darray_bench: %d ranks, %s graph of %llu vertices (scale %d), edge factor "
+                   "%g; overload %llu entries per rank; %d repetition(s)\n",
+                   b.a.size, gen_names[generator], (unsigned long long)b.n, gp.scale, edgefactor,
+                   (unsigned long long)b.entries, b.reps);
+    } else if (b.a.rank == 0) {
+        printf("darray_bench: %d ranks; overload %llu entries per rank; %d repetition(s)\n",
+               b.a.size, (unsigned long long)b.entries, b.reps);
+    }
+    if (b.a.rank == 0) {
+        printf("\n| pattern | mode | route | aggregation | time s | speedup | msgs/rank max | "
+               "mean | MiB/rank max | mean | requests merged | reach owners | most on a rank "
+               "| verified |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        fflush(stdout);
+    }
+    int all_ok = 1;
+    for (int pat = 0; pat < NPATTERNS; pat++) {
+        if (!want_pat[pat])
+            continue;
+        /* the baseline: lock-step, direct, no aggregation */
+        result base = measure(&b, pat, 1, 0, 0);
+        for (int mode = 0; mode < 2; mode++) {
+            if (modes != 2 && modes != mode)
+                continue;
+            for (int rt = 0; rt < 3; rt++) {
+                if (!want_route[rt])
+                    continue;
+                for (int agg = 0; agg < 3; agg++) {
+                    if (mode == 1 && agg != 0)
+                        continue; /* async: merging is the runtime's */
+                    if (mode == 0 && !want_agg[agg])
+                        continue;
+                    result res = mode == 0 && rt == 0 && agg == 0 ? base
+                                                                  : measure(&b, pat, !mode, rt, agg);
+                    all_ok &= res.verified;
+                    if (b.a.rank != 0)
+                        continue;
+                    const char *aname = mode ? "dedup" : agg_names[agg];
+                    printf("| %s | %s | %s | %s | %.4f | %.2f | %.0f | %.1f | %.2f | %.2f | %.0f "
+                           "| %.0f | %.0f | %s |\n",
+                           pattern_names[pat], mode ? "async" : "lockstep", route_names[rt], aname,
+                           res.seconds, base.seconds / res.seconds, res.msgs_max, res.msgs_mean,
+                           res.mib_max, res.mib_mean, res.merged, res.reached, res.reached_max,
+                           res.verified ? "yes" : "FAILED");
+                    fflush(stdout);
+                    if (out)
+                        fprintf(out, "%s,%s,%s,%s,%d,%llu,%.6f,%.3f,%.0f,%.1f,%.3f,%.3f,%.0f,%.0f,"
+                                     "%.0f,%d\n",
+                                pattern_names[pat], mode ? "async" : "lockstep", route_names[rt],
+                                aname, b.a.size,
+                                (unsigned long long)(pat == PAT_OVERLOAD ? b.entries * (uint64_t)b.a.size : b.n),
+                                res.seconds, base.seconds / res.seconds, res.msgs_max, res.msgs_mean,
+                                res.mib_max, res.mib_mean, res.merged, res.reached, res.reached_max,
+                                res.verified);
+                }
+            }
+        }
+    }
+    if (out)
+        fclose(out);
+    if (b.g) {
+        cr_comm *gcomm = cr_graph_comm(b.g);
+        cr_graph_destroy(b.g);
+        cr_comm_destroy(gcomm);
+    }
+    if (!all_ok)
+        app_error(&b.a, "VERIFICATION FAILED (see the table)");
+    MPI_Finalize();
+    return 0;
+}
