@@ -23,83 +23,6 @@ struct darray_visit {
     int handler_id; /* its mailbox handler */
 };
 
-/* ---- the block distribution ---------------------------------------------------- */
-
-/* The first n % p ranks hold one element more: blocks differ by at most one. */
-void cr_darray_block(uint64_t n, int p, int r, uint64_t *first, uint64_t *count)
-{
-    uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p, ur = (uint64_t)r;
-    *count = base + (ur < extra);
-    *first = ur * base + (ur < extra ? ur : extra);
-}
-
-int cr_darray_owner(uint64_t n, int p, uint64_t i)
-{
-    uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p;
-    uint64_t cut = extra * (base + 1);
-    if (i < cut)
-        return (int)(i / (base + 1));
-    return (int)(extra + (i - cut) / base);
-}
-
-/* ---- bytes ------------------------------------------------------------------- */
-
-void *cr_bytes_grow(bytes *b, size_t more)
-{
-    if (b->len + more > b->cap || !b->data) { /* never NULL, even for 0 bytes */
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + more)
-            cap *= 2;
-        b->data = cr_xrealloc(b->data, cap);
-        b->cap = cap;
-    }
-    void *at = b->data + b->len;
-    b->len += more;
-    return at;
-}
-
-void cr_bytes_free(bytes *b)
-{
-    free(b->data);
-    *b = (bytes){0};
-}
-
-/* ---- merge rules -------------------------------------------------------------- */
-
-void cr_darray_apply(const cr_darray *a, void *dst, const void *src)
-{
-    const cr_darray_opts *o = &a->opts;
-    if (o->merge == CR_DARRAY_OVERWRITE) {
-        memcpy(dst, src, a->elem);
-        return;
-    }
-    if (o->merge == CR_DARRAY_USER) {
-        o->combine(dst, src, a->elem, o->combine_user);
-        return;
-    }
-    union {
-        int64_t i;
-        uint64_t u;
-        double d;
-    } x, y;
-    memcpy(&x, dst, 8);
-    memcpy(&y, src, 8);
-    bool add = o->merge == CR_DARRAY_ADD, min = o->merge == CR_DARRAY_MIN;
-    switch (o->type) {
-    case CR_DEDUP_INT64:
-        x.i = add ? (int64_t)((uint64_t)x.i + (uint64_t)y.i)
-                  : (min ? (y.i < x.i ? y.i : x.i) : (y.i > x.i ? y.i : x.i));
-        break;
-    case CR_DEDUP_UINT64:
-        x.u = add ? x.u + y.u : (min ? (y.u < x.u ? y.u : x.u) : (y.u > x.u ? y.u : x.u));
-        break;
-    default:
-        x.d = add ? x.d + y.d : (min ? (y.d < x.d ? y.d : x.d) : (y.d > x.d ? y.d : x.d));
-        break;
-    }
-    memcpy(dst, &x, 8);
-}
-
 /* ---- asynchronous mode ---------------------------------------------------------- */
 
 static char *local_elem(cr_darray *a, uint64_t i, const char *what, int src)
@@ -171,7 +94,7 @@ static void on_visits(cr_comm *comm, int src, const void *payload, size_t len, v
           v->user);
 }
 
-static char *record(cr_darray *a, uint64_t i, const void *data, size_t len)
+static char *async_record(cr_darray *a, uint64_t i, const void *data, size_t len)
 {
     if (a->scratch_cap < 8 + len) {
         a->scratch_cap = 8 + len;
@@ -193,7 +116,7 @@ static void check_index(const cr_darray *a, const char *fn, uint64_t i)
 void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value)
 {
     check_index(a, "cr_darray_async_write", i);
-    char *rec = record(a, i, value, a->elem);
+    char *rec = async_record(a, i, value, a->elem);
     cr_async(a->comm, cr_darray_owner(a->n, a->size, i), a->h_write, rec, 8 + a->elem);
 }
 
@@ -226,7 +149,7 @@ void cr_darray_async_visit(cr_darray *a, uint64_t i, int visit, const void *args
                  a->nvisits);
     if (len && !args)
         cr_fatal("cr_darray_async_visit: args is NULL but its length is %zu", len);
-    char *rec = record(a, i, args, len);
+    char *rec = async_record(a, i, args, len);
     cr_async(a->comm, cr_darray_owner(a->n, a->size, i), a->visits[visit]->handler_id, rec,
              8 + len);
 }
@@ -302,8 +225,8 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
     cr_darray_block(n, a->size, a->rank, &a->first, &a->count);
     a->data = cr_xcalloc(a->count ? a->count : 1, elem_size);
     cr_darray_grid_init(a);
-    cr_bytes_grow(&a->writes, 0); /* never NULL: the steps copy from them */
-    cr_bytes_grow(&a->reads, 0);
+    darray_bytes_grow(&a->writes, 0); /* never NULL: the steps copy from them */
+    darray_bytes_grow(&a->reads, 0);
 
     /* Under MPI the lock-step communicators are split now, so that no step pays for
      * it; on the simulated transport only the asynchronous mode is available. */
@@ -327,8 +250,8 @@ void cr_darray_destroy(cr_darray *a)
         free(a->visits[k]);
     free(a->visits);
     free(a->scratch);
-    cr_bytes_free(&a->writes);
-    cr_bytes_free(&a->reads);
+    darray_bytes_free(&a->writes);
+    darray_bytes_free(&a->reads);
     free(a->data);
     free(a);
 }

@@ -13,10 +13,10 @@
 typedef struct darray_visit darray_visit;
 
 /* A growable byte vector. */
-typedef struct bytes {
+typedef struct darray_bytes {
     char *data;
     size_t len, cap;
-} bytes;
+} darray_bytes;
 
 /* The lock-step route resolved for P: dimensions, most significant first (thesis
  * Algorithm 3), and this rank's communicator in each. */
@@ -32,7 +32,7 @@ struct cr_darray {
     cr_comm *comm;
     cr_darray_opts opts;
     uint64_t n;
-    size_t elem;      /* element bytes */
+    size_t elem;      /* element darray_bytes */
     int rank, size;
     uint64_t first, count;
     char *data;       /* count * elem */
@@ -45,8 +45,8 @@ struct cr_darray {
     size_t scratch_cap;
 
     lockstep_grid grid;
-    bytes writes;     /* queued writes: {index, [stamp], value} records */
-    bytes reads;      /* queued reads: {index, dst} */
+    darray_bytes writes;     /* queued writes: {index, [stamp], value} records */
+    darray_bytes reads;      /* queued reads: {index, dst} */
     uint64_t write_seq;
     cr_darray_stats stats;
 };
@@ -62,7 +62,7 @@ void cr_darray_grid_comms(cr_darray *a);
 void cr_darray_grid_free(cr_darray *a);
 
 /* Bytes helpers. */
-void *cr_bytes_grow(bytes *b, size_t more);
-void cr_bytes_free(bytes *b);
+void *darray_bytes_grow(darray_bytes *b, size_t more);
+void darray_bytes_free(darray_bytes *b);
 
 #endif

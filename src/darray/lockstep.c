@@ -125,12 +125,12 @@ static int bytes_count(size_t records, size_t rec)
     return (int)(records * rec);
 }
 
-/* Dimension d's exchange: scounts[j] records of `rec` bytes from `send` to the
+/* Dimension d's exchange: scounts[j] records of `rec` darray_bytes from `send` to the
  * partner with coordinate j, the partners' records into `recv` (replaced), their
  * counts into rcounts (exchanged first unless `counts_known`). Returns the records
  * received. */
-static size_t exchange(cr_darray *a, int d, const char *send, const size_t *scounts, size_t rec,
-                       bytes *recv, size_t *rcounts, bool counts_known)
+static size_t exchange_dim(cr_darray *a, int d, const char *send, const size_t *scounts, size_t rec,
+                       darray_bytes *recv, size_t *rcounts, bool counts_known)
 {
     lockstep_grid *g = &a->grid;
     int n = g->dims[d], me = coord(g, a->rank, d);
@@ -159,7 +159,7 @@ static size_t exchange(cr_darray *a, int d, const char *send, const size_t *scou
             cr_fatal("cr_darray_step: one rank would receive more than 2 GiB in one exchange");
     }
     recv->len = 0;
-    cr_bytes_grow(recv, rtotal ? rtotal : 1);
+    darray_bytes_grow(recv, rtotal ? rtotal : 1);
     recv->len = rtotal;
     MPI_Ialltoallv(send, sc, sd, MPI_BYTE, recv->data, rc, rd, MPI_BYTE, g->comm[d], &req);
     wait_for(a, &req);
@@ -176,7 +176,7 @@ static uint64_t index_of(const char *rec)
     return i;
 }
 
-static int next_hop(const cr_darray *a, int d, uint64_t index)
+static int hop_of(const cr_darray *a, int d, uint64_t index)
 {
     return coord(&a->grid, cr_darray_owner(a->n, a->size, index), d);
 }
@@ -202,7 +202,7 @@ typedef void (*merge_fn)(const cr_darray *a, char *dst, const char *src);
 /* 4.4.1: the distinct indices of in[0, m) in first-seen order into `out`, merging
  * duplicates with `merge` (writes) or keeping the first (reads, merge == NULL);
  * pos[j] (if not NULL) is where in[j] went. Returns the distinct count. */
-static size_t hash_unique(const cr_darray *a, const char *in, size_t m, size_t rec, bytes *out,
+static size_t hash_unique(const cr_darray *a, const char *in, size_t m, size_t rec, darray_bytes *out,
                           uint32_t *pos, merge_fn merge)
 {
     size_t cap = 16;
@@ -211,7 +211,7 @@ static size_t hash_unique(const cr_darray *a, const char *in, size_t m, size_t r
     uint32_t *slot = cr_xmalloc(cap * sizeof *slot);
     memset(slot, 0xff, cap * sizeof *slot);
     out->len = 0;
-    char *o = cr_bytes_grow(out, m * rec);
+    char *o = darray_bytes_grow(out, m * rec);
     size_t u = 0;
     for (size_t j = 0; j < m; j++) {
         const char *r = in + j * rec;
@@ -237,20 +237,20 @@ static size_t hash_unique(const cr_darray *a, const char *in, size_t m, size_t r
 /* Order in[0, m) by next hop in dimension d (a stable counting sort) into `out`,
  * with the counts per hop; where[u] (if not NULL) is the new place of in[u]. */
 static void bucket_by_hop(const cr_darray *a, int d, const char *in, size_t m, size_t rec,
-                          bytes *out, size_t *counts, uint32_t *where)
+                          darray_bytes *out, size_t *counts, uint32_t *where)
 {
     int n = a->grid.dims[d];
     size_t *at = cr_xcalloc((size_t)n, sizeof *at);
     memset(counts, 0, (size_t)n * sizeof *counts);
     for (size_t j = 0; j < m; j++)
-        counts[next_hop(a, d, index_of(in + j * rec))]++;
+        counts[hop_of(a, d, index_of(in + j * rec))]++;
     for (int k = 1; k < n; k++)
         at[k] = at[k - 1] + counts[k - 1];
     out->len = 0;
-    char *o = cr_bytes_grow(out, m * rec);
+    char *o = darray_bytes_grow(out, m * rec);
     out->len = m * rec;
     for (size_t j = 0; j < m; j++) {
-        size_t to = at[next_hop(a, d, index_of(in + j * rec))]++;
+        size_t to = at[hop_of(a, d, index_of(in + j * rec))]++;
         memcpy(o + to * rec, in + j * rec, rec);
         if (where)
             where[j] = (uint32_t)to;
@@ -268,14 +268,14 @@ static int by_index(const void *x, const void *y)
  * one sorted sequence (pairwise, log2(segments) passes), then keep one record per
  * index (merging writes). Returns the distinct count, in `out`. */
 static size_t merge_presorted(const cr_darray *a, const char *in, const size_t *seg, int nseg,
-                              size_t rec, bytes *out, merge_fn merge)
+                              size_t rec, darray_bytes *out, merge_fn merge)
 {
     size_t m = 0;
     for (int k = 0; k < nseg; k++)
         m += seg[k];
-    bytes x = {0}, y = {0};
-    memcpy(cr_bytes_grow(&x, m * rec), in, m * rec);
-    cr_bytes_grow(&y, m * rec);
+    darray_bytes x = {0}, y = {0};
+    memcpy(darray_bytes_grow(&x, m * rec), in, m * rec);
+    darray_bytes_grow(&y, m * rec);
     size_t *bound = cr_xmalloc(((size_t)nseg + 1) * sizeof *bound);
     int nb = 0;
     bound[nb++] = 0;
@@ -295,12 +295,12 @@ static size_t merge_presorted(const cr_darray *a, const char *in, const size_t *
             bound[nn++] = hi;
         }
         nb = nn;
-        bytes swap = x;
+        darray_bytes swap = x;
         x = y, y = swap;
     }
     free(bound);
     out->len = 0;
-    char *o = cr_bytes_grow(out, m * rec);
+    char *o = darray_bytes_grow(out, m * rec);
     size_t u = 0;
     for (size_t j = 0; j < m; j++) {
         const char *r = x.data + j * rec;
@@ -312,8 +312,8 @@ static size_t merge_presorted(const cr_darray *a, const char *in, const size_t *
         memcpy(o + u++ * rec, r, rec);
     }
     out->len = u * rec;
-    cr_bytes_free(&x);
-    cr_bytes_free(&y);
+    darray_bytes_free(&x);
+    darray_bytes_free(&y);
     return u;
 }
 
@@ -327,7 +327,7 @@ static void counts_of_sorted(const cr_darray *a, int d, const char *in, size_t m
         size_t lo = start, hi = m; /* first record whose hop is > k */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (next_hop(a, d, index_of(in + mid * rec)) <= k)
+            if (hop_of(a, d, index_of(in + mid * rec)) <= k)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -342,7 +342,7 @@ static void counts_of_sorted(const cr_darray *a, int d, const char *in, size_t m
  * d, in `out`, ordered by next hop with counts[] per hop. pos[j] (reads under none
  * and hash aggregation) is where in[j]'s request went. Returns the records to send. */
 static size_t aggregate(cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
-                        int nseg, size_t rec, bytes *out, size_t *counts, uint32_t *pos,
+                        int nseg, size_t rec, darray_bytes *out, size_t *counts, uint32_t *pos,
                         merge_fn merge)
 {
     switch (a->opts.aggregation) {
@@ -350,7 +350,7 @@ static size_t aggregate(cr_darray *a, int d, const char *in, size_t m, const siz
         bucket_by_hop(a, d, in, m, rec, out, counts, pos);
         return m;
     case CR_DARRAY_AGG_HASH: {
-        bytes unique = {0};
+        darray_bytes unique = {0};
         size_t u = hash_unique(a, in, m, rec, &unique, pos, merge);
         uint32_t *where = cr_xmalloc((u ? u : 1) * sizeof *where);
         bucket_by_hop(a, d, unique.data, u, rec, out, counts, where);
@@ -358,7 +358,7 @@ static size_t aggregate(cr_darray *a, int d, const char *in, size_t m, const siz
             for (size_t j = 0; j < m; j++)
                 pos[j] = where[pos[j]];
         free(where);
-        cr_bytes_free(&unique);
+        darray_bytes_free(&unique);
         return u;
     }
     default: {
@@ -416,7 +416,7 @@ static void step_writes(cr_darray *a)
     lockstep_grid *g = &a->grid;
     size_t rec = write_rec(a), m = a->writes.len / rec;
     a->stats.requests += m;
-    bytes out = {0}, recv = {0}, final = {0};
+    darray_bytes out = {0}, recv = {0}, final = {0};
     if (a->opts.aggregation == CR_DARRAY_AGG_SORT) /* sorted once, at the source */
         qsort(a->writes.data, m, rec, by_index);
     const char *in = a->writes.data;
@@ -429,7 +429,7 @@ static void step_writes(cr_darray *a)
         count_merged(a, d, m, u);
         seg = cr_xrealloc(seg, (size_t)g->dims[d] * sizeof *seg);
         nseg = g->dims[d];
-        m = exchange(a, d, out.data, counts, rec, &recv, seg, false);
+        m = exchange_dim(a, d, out.data, counts, rec, &recv, seg, false);
         in = recv.data;
     }
     /* Writes to one element from different senders of the last exchange meet here:
@@ -443,9 +443,9 @@ static void step_writes(cr_darray *a)
     }
     free(seg);
     free(counts);
-    cr_bytes_free(&out);
-    cr_bytes_free(&recv);
-    cr_bytes_free(&final);
+    darray_bytes_free(&out);
+    darray_bytes_free(&recv);
+    darray_bytes_free(&final);
     a->writes.len = 0;
 }
 
@@ -459,11 +459,11 @@ typedef struct read_entry {
 
 /* What one hop keeps of a read's way out, to split its replies on the way back. */
 typedef struct frame {
-    bytes R;          /* the requests that reached this hop (indices), as received */
+    darray_bytes R;          /* the requests that reached this hop (indices), as received */
     size_t *rseg;     /* ... in segments of rseg[k] (sorted under sort aggregation) */
     int nrseg;
     size_t nR;
-    bytes U;          /* the requests sent on in this dimension, merged */
+    darray_bytes U;          /* the requests sent on in this dimension, merged */
     size_t *scounts;  /* ... per next hop */
     uint32_t *pos;    /* none / hash: R[j]'s request is U[pos[j]] */
 } frame;
@@ -518,8 +518,8 @@ static void split_replies(const cr_darray *a, const frame *f, const char *vu, ch
 
 static void frame_free(frame *f)
 {
-    cr_bytes_free(&f->R);
-    cr_bytes_free(&f->U);
+    darray_bytes_free(&f->R);
+    darray_bytes_free(&f->U);
     free(f->rseg);
     free(f->scounts);
     free(f->pos);
@@ -542,7 +542,7 @@ static void step_reads(cr_darray *a)
     frame *fr = cr_xcalloc((size_t)g->ndims + 1, sizeof *fr);
     /* frame 0's requests: this rank's own, one segment */
     fr[0].nR = nq;
-    uint64_t *r0 = cr_bytes_grow(&fr[0].R, nq * 8);
+    uint64_t *r0 = darray_bytes_grow(&fr[0].R, nq * 8);
     for (size_t j = 0; j < nq; j++)
         r0[j] = q[j].index;
     fr[0].R.len = nq * 8;
@@ -560,13 +560,13 @@ static void step_reads(cr_darray *a)
         count_merged(a, d, f->nR, u);
         next->rseg = cr_xmalloc((size_t)n * sizeof *next->rseg);
         next->nrseg = n;
-        next->nR = exchange(a, d, f->U.data, f->scounts, 8, &next->R, next->rseg, false);
+        next->nR = exchange_dim(a, d, f->U.data, f->scounts, 8, &next->R, next->rseg, false);
     }
     /* The owner merges what reached it from its partners of the last dimension (and
      * itself), reads each element once, and splits the values as any hop does. */
     frame *last = &fr[g->ndims];
-    bytes v = {0}, vu = {0};
-    cr_bytes_grow(&v, last->nR * e);
+    darray_bytes v = {0}, vu = {0};
+    darray_bytes_grow(&v, last->nR * e);
     size_t served = last->nR;
     if (a->opts.aggregation == CR_DARRAY_AGG_HASH) {
         last->pos = cr_xmalloc((last->nR ? last->nR : 1) * sizeof *last->pos);
@@ -578,7 +578,7 @@ static void step_reads(cr_darray *a)
     const uint64_t *rk = (const uint64_t *)(a->opts.aggregation == CR_DARRAY_AGG_NONE
                                                 ? last->R.data
                                                 : last->U.data);
-    char *vals = cr_bytes_grow(&vu, served * e);
+    char *vals = darray_bytes_grow(&vu, served * e);
     for (size_t j = 0; j < served; j++)
         memcpy(vals + j * e, elem_at(a, rk[j]), e);
     if (a->opts.aggregation == CR_DARRAY_AGG_NONE)
@@ -588,9 +588,9 @@ static void step_reads(cr_darray *a)
     /* and the replies go back the way the requests came, split at every hop */
     for (int d = g->ndims - 1; d >= 0; d--) {
         frame *f = &fr[d];
-        exchange(a, d, v.data, fr[d + 1].rseg, e, &vu, f->scounts, true);
+        exchange_dim(a, d, v.data, fr[d + 1].rseg, e, &vu, f->scounts, true);
         v.len = 0;
-        cr_bytes_grow(&v, f->nR * e);
+        darray_bytes_grow(&v, f->nR * e);
         split_replies(a, f, vu.data, v.data);
     }
     for (size_t j = 0; j < nq; j++)
@@ -598,8 +598,8 @@ static void step_reads(cr_darray *a)
     for (int d = 0; d <= g->ndims; d++)
         frame_free(&fr[d]);
     free(fr);
-    cr_bytes_free(&v);
-    cr_bytes_free(&vu);
+    darray_bytes_free(&v);
+    darray_bytes_free(&vu);
     a->reads.len = 0;
 }
 
@@ -611,7 +611,7 @@ void cr_darray_write(cr_darray *a, uint64_t i, const void *value)
         cr_fatal("cr_darray_write: index %llu is out of range [0, %llu)", (unsigned long long)i,
                  (unsigned long long)a->n);
     size_t rec = write_rec(a);
-    char *r = cr_bytes_grow(&a->writes, rec);
+    char *r = darray_bytes_grow(&a->writes, rec);
     memset(r, 0, rec);
     memcpy(r, &i, 8);
     if (a->opts.merge == CR_DARRAY_OVERWRITE) {
@@ -630,7 +630,7 @@ void cr_darray_read(cr_darray *a, uint64_t i, void *dst)
                  (unsigned long long)a->n);
     if (!dst)
         cr_fatal("cr_darray_read: dst is NULL");
-    read_entry *q = cr_bytes_grow(&a->reads, sizeof *q);
+    read_entry *q = darray_bytes_grow(&a->reads, sizeof *q);
     *q = (read_entry){.index = i, .dst = dst};
 }
 
