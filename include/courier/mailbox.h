@@ -186,7 +186,10 @@ const cr_router *cr_comm_router(const cr_comm *comm);
  * every rank registers the same handlers in the same order, as with MPI datatypes;
  * a mismatch in the number of handlers aborts. `user` is passed to every call.
  * Runs the event loop while it waits for the other ranks, so handlers registered
- * earlier may run, for messages faster ranks sent after they returned from it. */
+ * earlier may run, for messages faster ranks sent after they returned from it, and
+ * so may the handler being registered: a handler that sends to its own id must not
+ * read that id from where the caller stores cr_register's result before it has
+ * returned (apps/cc.c registers first and sends only after a barrier). */
 int cr_register(cr_comm *comm, cr_handler_fn fn, void *user);
 
 /* Register a handler described by `type` (copied; the caller keeps it) and return its
