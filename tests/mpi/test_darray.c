@@ -254,6 +254,41 @@ static void test_overload(void **state)
     verdict();
 }
 
+/* Every rank writes (adds 1) twice to index 0 and reads it twice, in one step: the
+ * reads see all 2P writes; with aggregation rank 0 receives one write and one read
+ * from each partner of its last dimension. */
+static void test_one_index(void **state)
+{
+    (void)state;
+    for (int route = 0; route < NROUTES; route++)
+        for (int agg = 0; agg < NAGGS; agg++) {
+            cr_comm *comm = make_comm();
+            cr_darray_opts o = opts_for(RULE_ADD, route, agg);
+            cr_darray *a = cr_darray_create(comm, 5 + (uint64_t)test_size, 8, &o);
+            uint64_t one = 1, got[2] = {0, 0};
+            cr_darray_write(a, 0, &one);
+            cr_darray_write(a, 0, &one);
+            cr_darray_read(a, 0, &got[0]);
+            cr_darray_read(a, 0, &got[1]);
+            cr_darray_step(a);
+            cr_darray_stats st;
+            cr_darray_stats_get(a, &st);
+            for (int k = 0; k < 2; k++)
+                CHECK(got[k] == 2 * (uint64_t)test_size, "%s agg %d: read %llu", routes[route],
+                      agg, (unsigned long long)got[k]);
+            uint64_t last = (uint64_t)last_dim(route, test_size), p = (uint64_t)test_size;
+            uint64_t expect = test_rank != 0 ? 0
+                              : aggs[agg] == CR_DARRAY_AGG_NONE ? 4 * (p - p / last)
+                                                                 : 2 * (last - 1);
+            CHECK(st.reached_owner == expect, "%s agg %d: %llu requests reached rank %d, "
+                  "expected %llu", routes[route], agg, (unsigned long long)st.reached_owner,
+                  test_rank, (unsigned long long)expect);
+            cr_darray_destroy(a);
+            cr_comm_destroy(comm);
+        }
+    verdict();
+}
+
 /* ---- asynchronous mode ---- */
 
 static void got_value(cr_comm *comm, const void *data, size_t len, void *ctx)
@@ -326,6 +361,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lockstep_against_model),
         cmocka_unit_test(test_overload),
+        cmocka_unit_test(test_one_index),
         cmocka_unit_test(test_async),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
