@@ -15,9 +15,10 @@
  * entry is taken out, and the reply goes to every member of the list: a call of
  * reply_fn, or a reply record to the previous hop with that hop's token.
  *
- * Memory: one entry per request this rank sent and waits for (64 + 16 bytes plus
- * a 32-byte waiter per requester), in pools that grow by doubling and are reused;
- * nothing is allocated per request once the pools have grown.
+ * Memory: one 112-byte entry per distinct request this rank sent and waits for,
+ * plus a 32-byte waiter per requester, in pools that grow by doubling and are
+ * reused, and a bucket array of 4 bytes per entry; nothing is allocated per
+ * request once the pools have grown.
  *
  * The module sees the mailbox only through its public API and module.h. */
 #include "courier/dedup.h"
