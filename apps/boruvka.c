@@ -406,7 +406,6 @@ static int validate(const app *a, const edge *orig, size_t m, const forest *f,
 
 static void parse(app *a, int argc, char **argv, opts *o)
 {
-    static const char *const gens[] = {"rmat", "gnm", "rgg", NULL};
     static const char *const modes[] = {"lockstep", "async", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     static const char *const validations[] = {"no", "yes", "auto", NULL};
@@ -427,33 +426,25 @@ static void parse(app *a, int argc, char **argv, opts *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
         switch (ch) {
-        case 's': o->gen.scale = (int)app_parse_u64(a, "--scale", optarg, 1, 36); break;
-        case 'e': o->gen.edgefactor = app_parse_double(a, "--edgefactor", optarg, 0.01, 1024); break;
-        case 'g': o->gen.kind = (cr_gen_kind)app_parse_choice(a, "--generator", optarg, gens); break;
-        case 'G': o->graph = optarg; break;
         case 'W': o->weights = optarg; break;
         case 'm': o->async = app_parse_choice(a, "--mode", optarg, modes); break;
         case 'R': o->route = optarg; break;
         case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
         case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
-        case 'S': o->gen.seed = app_parse_u64(a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'h': app_help(a);
-        default: app_bad_option(a, argv);
+        default:
+            if (!app_graph_option(a, ch, optarg, &o->gen, &o->graph))
+                app_bad_option(a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(a, "unexpected argument '%s'", argv[optind]);
-    if (o->gen.kind == CR_GEN_RGG && o->gen.scale > 26)
-        app_usage_error(a, "--scale %d is too large for rgg (at most 26)", o->gen.scale);
-    cr_route r;
-    char err[256];
-    if (cr_route_parse(o->route, &r, err, sizeof err))
-        app_usage_error(a, "bad value for --route: '%s'", o->route);
-    if (!o->async && r.kind != CR_ROUTE_DIRECT && r.kind != CR_ROUTE_GRID &&
-        r.kind != CR_ROUTE_HYPERCUBE)
-        app_usage_error(a, "--route %s: lock-step routes are direct, grid and hypercube",
-                        o->route);
+    app_graph_check(a, &o->gen);
+    if (!o->async)
+        app_lockstep_route(a, o->route, "lock-step");
+    else
+        app_parse_route(a, o->route, &(cr_config){0});
 }
 
 /* This rank's weighted edges, numbered: ids are unique over the graph. */

@@ -241,3 +241,32 @@ FILE *app_open_csv(const app *a, const char *path, const char *header)
     app_agree(a, err[0] ? err : NULL);
     return out;
 }
+
+int app_graph_option(const app *a, int ch, const char *value, cr_gen_params *gen,
+                     const char **graph)
+{
+    static const char *const gens[] = {"rmat", "gnm", "rgg", NULL};
+    switch (ch) {
+    case 's': gen->scale = (int)app_parse_u64(a, "--scale", value, 1, 36); return 1;
+    case 'e': gen->edgefactor = app_parse_double(a, "--edgefactor", value, 0.01, 1024); return 1;
+    case 'g': gen->kind = (cr_gen_kind)app_parse_choice(a, "--generator", value, gens); return 1;
+    case 'G': *graph = value; return 1;
+    case 'S': gen->seed = app_parse_u64(a, "--seed", value, 0, UINT64_MAX); return 1;
+    default: return 0;
+    }
+}
+
+void app_graph_check(const app *a, const cr_gen_params *gen)
+{
+    if (gen->kind == CR_GEN_RGG && gen->scale > 26)
+        app_usage_error(a, "--scale %d is too large for rgg (at most 26)", gen->scale);
+}
+
+void app_lockstep_route(const app *a, const char *value, const char *who)
+{
+    cr_route r;
+    if (cr_route_parse(value, &r, NULL, 0))
+        app_usage_error(a, "bad value for --route: '%s'", value);
+    if (r.kind != CR_ROUTE_DIRECT && r.kind != CR_ROUTE_GRID && r.kind != CR_ROUTE_HYPERCUBE)
+        app_usage_error(a, "--route %s: %s routes are direct, grid and hypercube", value, who);
+}

@@ -70,6 +70,18 @@ int app_parse_list(const app *a, const char *flag, const char *value, uint64_t m
 
 struct cr_config;
 struct cr_comm;
+struct cr_gen_params;
+
+/* The graph flags boruvka and cc share, as getopt_long values: --scale 's',
+ * --edgefactor 'e', --generator 'g', --graph 'G', --seed 'S'. Returns 1 if `ch` was
+ * one of them (parsed into gen or *graph), else 0. */
+int app_graph_option(const app *a, int ch, const char *value, struct cr_gen_params *gen,
+                     const char **graph);
+/* After parsing: a generated graph's scale must suit its generator. */
+void app_graph_check(const app *a, const struct cr_gen_params *gen);
+/* --route for a lock-step step of the distributed array: parsed, and one of direct,
+ * grid and hypercube (`who` names the app's mode in the message). */
+void app_lockstep_route(const app *a, const char *value, const char *who);
 
 /* --route VALUE: parse a route as COURIER_ROUTE does into cfg->route; a bad value is a
  * usage error naming the flag. */
