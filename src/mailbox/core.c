@@ -122,22 +122,14 @@ static inline bool combining(const cr_comm *c, int handler, uint16_t flags)
     return c->ncombining > 0 && flags == 0 && c->handlers.entries[handler].key_len > 0;
 }
 
-/* The next hop towards dest: itself, or the route's choice. */
-static int next_hop(const cr_comm *c, int dest)
-{
-    if (!c->routed || dest == c->rank)
-        return dest;
-    return cr_router_next_hop(c->router, c->rank, dest);
-}
-
 /* A record for handler on rank `dest`, created by rank `origin` (this rank for
  * cr_async and cr_async_bcast, the creator when passing a record on), goes to the
- * buffer of the next hop, which only next_hop computes; flags: CR_REC_BCAST for a
+ * buffer of the next hop, which only cr_next_hop computes; flags: CR_REC_BCAST for a
  * broadcast copy to fan out at dest. Inline: it is cr_async's per-record path. */
 static inline void cr_append(cr_comm *c, int dest, int origin, int handler, uint16_t flags,
                              const void *payload, size_t len)
 {
-    int hop = next_hop(c, dest);
+    int hop = cr_next_hop(c, dest);
     cr_combine_slot *slot = NULL;
     if (combining(c, handler, flags) &&
         merge_combining(c, hop, dest, origin, handler, payload, len, &slot))

@@ -154,6 +154,15 @@ void cr_term_register_wave(cr_comm *c);
 size_t cr_recv_poll(cr_comm *c, int budget);
 void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len);
 
+/* The next hop of a record to dest: dest itself, or the route's choice. The one
+ * place this is decided (cr_append, and modules through cr_module_next_hop). */
+static inline int cr_next_hop(const cr_comm *c, int dest)
+{
+    if (!c->routed || dest == c->rank)
+        return dest;
+    return cr_router_next_hop(c->router, c->rank, dest);
+}
+
 /* Sends in flight, and whether another may start now. */
 static inline int cr_inflight(cr_comm *c)
 {

@@ -83,14 +83,12 @@ MPI_Comm cr_module_mpi_dup(const cr_comm *c, const char *what)
 
 int cr_module_next_hop(const cr_comm *c, int dest)
 {
-    if (!c->routed || dest == c->rank)
-        return dest;
-    return cr_router_next_hop(c->router, c->rank, dest);
+    return cr_next_hop(c, dest);
 }
 
 uint32_t cr_module_send_epoch(const cr_comm *c, int dest)
 {
-    return c->out.bufs[cr_module_next_hop(c, dest)].gen;
+    return c->out.bufs[cr_next_hop(c, dest)].gen;
 }
 
 cr_stats *cr_module_stats(cr_comm *c)
