@@ -13,6 +13,7 @@
  * same few entries, which is what merging removes (the thesis behind src/darray,
  * section 5.4). */
 #include "cli.h"
+#include "components.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -41,7 +42,10 @@ static const char usage[] =
     "                    async: the comm's route, any of COURIER_ROUTE's\n"
     "  --node-size K     async: virtual nodes of K ranks\n"
     "  --aggregation A   lock-step: none, hash (default) or sort\n"
-    "  --validate V      auto (default: when the graph has at most 2^22 edges), yes, no\n"
+    "  --validate V      auto (default): check the invariants distributedly (every\n"
+    "                    edge within one tree, forest edges = vertices - trees) and,\n"
+    "                    when the graph has at most 2^22 edges, against Kruskal on\n"
+    "                    rank 0; yes: always against Kruskal too; no: neither\n"
     "  --seed S          graph seed (default 1)\n"
     "  --help            this text\n";
 
@@ -301,15 +305,6 @@ static void boruvka(const app *a, arrays *s, edge *e, size_t m, uint64_t *label,
 
 /* ---- validation: Kruskal on rank 0 ---------------------------------------------- */
 
-static uint64_t find(uint64_t *uf, uint64_t x)
-{
-    while (uf[x] != x) {
-        uf[x] = uf[uf[x]];
-        x = uf[x];
-    }
-    return x;
-}
-
 static int by_key(const void *x, const void *y)
 {
     const edge *p = x, *q = y;
@@ -364,7 +359,7 @@ static int validate(const app *a, const edge *orig, size_t m, const forest *f,
         for (uint64_t v = 0; v < n; v++)
             uf[v] = v;
         for (size_t j = 0; j < me; j++) {
-            uint64_t x = find(uf, all[j].a), y = find(uf, all[j].b);
+            uint64_t x = app_uf_find(uf, all[j].a), y = app_uf_find(uf, all[j].b);
             if (x == y)
                 continue;
             uf[x] = y;
@@ -379,7 +374,7 @@ static int validate(const app *a, const edge *orig, size_t m, const forest *f,
         /* components: label[v] == label[w] exactly when Kruskal joins v and w */
         uint64_t *first_of = app_calloc(a, n, 8, "the partition check");
         for (uint64_t v = 0; v < n && ok; v++) {
-            uint64_t r = find(uf, v);
+            uint64_t r = app_uf_find(uf, v);
             if (!first_of[r])
                 first_of[r] = v + 1;
             else if (labels[first_of[r] - 1] != labels[v])
@@ -387,7 +382,7 @@ static int validate(const app *a, const edge *orig, size_t m, const forest *f,
         }
         memset(first_of, 0, n * 8); /* and no label spans two of Kruskal's components */
         for (uint64_t v = 0; v < n && ok; v++) {
-            uint64_t l = labels[v] < n ? labels[v] : 0, r = find(uf, v) + 1;
+            uint64_t l = labels[v] < n ? labels[v] : 0, r = app_uf_find(uf, v) + 1;
             if (!first_of[l])
                 first_of[l] = r;
             else if (first_of[l] != r)
@@ -544,6 +539,10 @@ int main(int argc, char **argv)
 
     int validated = o.validate == 1 || (o.validate == 2 && total_edges <= (1u << 22));
     int ok = validated ? validate(&a, orig, m, &f, label, count, n) : 1;
+    app_components_check inv = {.ok = 1};
+    if (o.validate)
+        inv = app_check_components(&a, comm, n, first, label, count, orig, m, sizeof *orig, 0,
+                                   forest_edges);
     if (a.rank == 0) {
         printf("boruvka: %d ranks, %llu vertices, %llu edges, %s, %s\n", a.size,
                (unsigned long long)n, (unsigned long long)total_edges,
@@ -557,7 +556,11 @@ int main(int argc, char **argv)
         printf("  messages per rank max %.0f mean %.1f; requests merged %.0f; requests "
                "reaching owners %.0f (most on one rank %.0f)\n",
                mx[0], sum[0] / a.size, sum[2], sum[1], mx[1]);
-        printf("  %s\n", !validated ? "not validated (larger than --validate auto gathers)"
+        if (o.validate)
+            printf("  invariants %s: every edge within one tree, every label a root, forest "
+                   "edges = vertices - trees\n", inv.ok ? "hold" : "FAILED");
+        printf("  %s\n", !validated ? "not checked against Kruskal (--validate no, or larger "
+                                       "than --validate auto gathers)"
                          : ok       ? "validated against Kruskal: the same forest and components"
                                     : "VALIDATION FAILED");
     }
@@ -565,7 +568,7 @@ int main(int argc, char **argv)
     cr_darray_destroy(s.parent);
     cr_comm_destroy(comm);
     free(orig), free(e), free(label), free(f.ids);
-    if (!ok) {
+    if (!ok || !inv.ok) {
         MPI_Finalize();
         return 1;
     }

@@ -15,6 +15,7 @@
  * Both end with every vertex labelled by the smallest id of its component, which is
  * what the validation checks against a sequential union-find. */
 #include "cli.h"
+#include "components.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -44,7 +45,10 @@ static const char usage[] =
     "                    label: the comm's route, any of COURIER_ROUTE's\n"
     "  --node-size K     label: virtual nodes of K ranks\n"
     "  --aggregation A   sv: none, hash (default) or sort\n"
-    "  --validate V      auto (default: up to 2^22 edges), yes, no\n"
+    "  --validate V      auto (default): check the invariants distributedly (every\n"
+    "                    edge within one component, every label a root and at most\n"
+    "                    its vertex's id) and, up to 2^22 edges, against a union-find\n"
+    "                    on rank 0; yes: always against the union-find too; no: neither\n"
     "  --seed S          graph seed (default 1)\n"
     "  --help            this text\n";
 
@@ -193,15 +197,6 @@ static uint64_t sv(cr_comm *comm, cr_graph *g, const cr_darray_opts *base, uint6
 
 /* ---- validation and sizes ------------------------------------------------------------- */
 
-static uint64_t find(uint64_t *uf, uint64_t x)
-{
-    while (uf[x] != x) {
-        uf[x] = uf[uf[x]];
-        x = uf[x];
-    }
-    return x;
-}
-
 /* Every label is the smallest id of its vertex's component (union-find on rank 0). */
 static int validate(const app *a, const cr_edge_list *edges, const uint64_t *label,
                     uint64_t nl, uint64_t n)
@@ -224,15 +219,15 @@ static int validate(const app *a, const cr_edge_list *edges, const uint64_t *lab
         for (uint64_t v = 0; v < n; v++)
             uf[v] = v;
         for (size_t j = 0; j < eb / sizeof(cr_edge); j++) {
-            uint64_t x = find(uf, all[j].u), y = find(uf, all[j].v);
+            uint64_t x = app_uf_find(uf, all[j].u), y = app_uf_find(uf, all[j].v);
             if (x != y) /* the smaller id stays the root: it is the component's minimum */
                 x < y ? (uf[y] = x) : (uf[x] = y);
         }
         for (uint64_t v = 0; v < n && ok; v++)
-            if (labels[v] != find(uf, v)) {
+            if (labels[v] != app_uf_find(uf, v)) {
                 fprintf(stderr, "cc: VALIDATION FAILED: vertex %llu has label %llu, the smallest "
                         "id of its component is %llu\n", (unsigned long long)v,
-                        (unsigned long long)labels[v], (unsigned long long)find(uf, v));
+                        (unsigned long long)labels[v], (unsigned long long)app_uf_find(uf, v));
                 ok = 0;
             }
         free(uf);
@@ -351,13 +346,21 @@ int main(int argc, char **argv)
     sizes(comm, n, first, label, nl, &components, &largest);
     int validated = o.validate == 1 || (o.validate == 2 && total_edges <= (1u << 22));
     int ok = validated ? validate(&a, &edges, label, nl, n) : 1;
+    app_components_check inv = {.ok = 1};
+    if (o.validate)
+        inv = app_check_components(&a, comm, n, first, label, nl, edges.edges, edges.count,
+                                   sizeof *edges.edges, 1, UINT64_MAX);
     if (a.rank == 0) {
         printf("cc: %d ranks, %llu vertices, %llu edges, %s (%s)\n", a.size, (unsigned long long)n,
                (unsigned long long)total_edges, o.label ? "label propagation" : "sv", o.route);
         printf("  %llu components, the largest %llu vertices; %llu rounds, %.4f s\n",
                (unsigned long long)components, (unsigned long long)largest,
                (unsigned long long)rounds, seconds);
-        printf("  %s\n", !validated ? "not validated (larger than --validate auto gathers)"
+        if (o.validate)
+            printf("  invariants %s: every edge within one component, every label a root "
+                   "and at most its vertex's id\n", inv.ok ? "hold" : "FAILED");
+        printf("  %s\n", !validated ? "not checked against union-find (--validate no, or "
+                                       "larger than --validate auto gathers)"
                          : ok       ? "validated against union-find: every label is its "
                                       "component's smallest id"
                                     : "VALIDATION FAILED");
@@ -367,5 +370,5 @@ int main(int argc, char **argv)
     cr_comm_destroy(comm);
     cr_edge_list_free(&edges);
     MPI_Finalize();
-    return ok ? 0 : 1;
+    return ok && inv.ok ? 0 : 1;
 }
