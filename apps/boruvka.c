@@ -14,6 +14,7 @@
  * section 5.4). */
 #include "cli.h"
 #include "components.h"
+#include "msf.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -49,35 +50,6 @@ static const char usage[] =
     "  --seed S          graph seed (default 1)\n"
     "  --help            this text\n";
 
-/* An edge between two components: the order key is (weight bits, id). */
-typedef struct edge {
-    uint64_t a, b; /* components (vertices at first) */
-    uint64_t w;    /* the weight's float bits: ordered as the weight for w >= 0 */
-    uint64_t id;   /* unique over the graph */
-} edge;
-
-/* A component's lightest edge so far: the array's element, merged by "lighter". */
-typedef struct choice {
-    uint64_t w, id, a, b;
-} choice;
-
-static const choice NONE = {UINT64_MAX, UINT64_MAX, 0, 0};
-
-static int lighter(const choice *x, const choice *y)
-{
-    return x->w < y->w || (x->w == y->w && x->id < y->id);
-}
-
-static void keep_lighter(void *dst, const void *src, size_t len, void *user)
-{
-    (void)len, (void)user;
-    choice d, s;
-    memcpy(&d, dst, sizeof d);
-    memcpy(&s, src, sizeof s);
-    if (lighter(&s, &d))
-        memcpy(dst, &s, sizeof s);
-}
-
 typedef struct opts {
     cr_gen_params gen;
     const char *graph, *weights, *route;
@@ -87,44 +59,6 @@ typedef struct opts {
     int validate; /* 0 no, 1 yes, 2 auto */
 } opts;
 
-/* ---- access in either mode -------------------------------------------------------- */
-
-typedef struct arrays {
-    cr_comm *comm;
-    int async;
-    cr_darray *best, *parent;
-} arrays;
-
-static void got_u64(cr_comm *comm, const void *data, size_t len, void *ctx)
-{
-    (void)comm, (void)len;
-    memcpy(ctx, data, 8);
-}
-
-static void read_u64(arrays *s, cr_darray *a, uint64_t i, uint64_t *dst)
-{
-    if (s->async)
-        cr_darray_async_read(a, i, got_u64, dst);
-    else
-        cr_darray_read(a, i, dst);
-}
-
-static void write_choice(arrays *s, uint64_t i, const choice *c)
-{
-    if (s->async)
-        cr_darray_async_write(s->best, i, c);
-    else
-        cr_darray_write(s->best, i, c);
-}
-
-static void complete(arrays *s, cr_darray *a)
-{
-    if (s->async)
-        cr_barrier(s->comm);
-    else
-        cr_darray_step(a);
-}
-
 static uint64_t sum_u64(uint64_t x)
 {
     uint64_t y;
@@ -132,182 +66,17 @@ static uint64_t sum_u64(uint64_t x)
     return y;
 }
 
-/* ---- the rounds ------------------------------------------------------------------ */
-
-typedef struct forest {
-    uint64_t *ids; /* this rank's forest edges (ids), for validation */
-    size_t n, cap;
-    double weight;  /* their weights, summed */
-    uint64_t rounds;
-    double t_choose, t_double, t_relabel;
-} forest;
-
-static int by_pair(const void *x, const void *y)
+static uint64_t mpi_sum(cr_comm *comm, uint64_t mine, void *ctx)
 {
-    const edge *p = x, *q = y;
-    uint64_t pa = p->a < p->b ? p->a : p->b, pb = p->a < p->b ? p->b : p->a;
-    uint64_t qa = q->a < q->b ? q->a : q->b, qb = q->a < q->b ? q->b : q->a;
-    if (pa != qa)
-        return pa < qa ? -1 : 1;
-    if (pb != qb)
-        return pb < qb ? -1 : 1;
-    if (p->w != q->w)
-        return p->w < q->w ? -1 : 1;
-    return (p->id > q->id) - (p->id < q->id);
-}
-
-static int same_pair(const edge *p, const edge *q)
-{
-    uint64_t pa = p->a < p->b ? p->a : p->b, pb = p->a < p->b ? p->b : p->a;
-    uint64_t qa = q->a < q->b ? q->a : q->b, qb = q->a < q->b ? q->b : q->a;
-    return pa == qa && pb == qb;
-}
-
-/* Drop self-loops; of the parallel edges this rank holds, keep the lightest. */
-static size_t contract(edge *e, size_t m)
-{
-    size_t k = 0;
-    for (size_t j = 0; j < m; j++)
-        if (e[j].a != e[j].b)
-            e[k++] = e[j];
-    qsort(e, k, sizeof *e, by_pair);
-    size_t u = 0;
-    for (size_t j = 0; j < k; j++)
-        if (u == 0 || !same_pair(&e[u - 1], &e[j]))
-            e[u++] = e[j];
-    return u;
-}
-
-static void add_to_forest(forest *f, uint64_t id, uint64_t wbits)
-{
-    if (f->n == f->cap) {
-        f->cap = f->cap ? 2 * f->cap : 1024;
-        f->ids = realloc(f->ids, f->cap * sizeof *f->ids);
-        if (!f->ids) {
-            fprintf(stderr, "boruvka: out of memory for the forest\n");
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-    f->ids[f->n++] = id;
-    float w;
-    uint32_t bits = (uint32_t)wbits;
-    memcpy(&w, &bits, sizeof w);
-    f->weight += w;
-}
-
-/* Async mode: the ranks' local writes of the parents must be done before any rank
- * reads them (a lock-step read happens inside the collective step, after them). */
-static void writes_done(const arrays *s)
-{
-    if (s->async)
-        MPI_Barrier(MPI_COMM_WORLD);
-}
-
-/* Every component's lightest edge, and each component points across it; the two
- * ends of an edge chosen from both sides: the smaller becomes the root. Adds the
- * chosen edges to the forest. */
-static void choose(arrays *s, const edge *e, size_t m, uint64_t *q, forest *f)
-{
-    uint64_t first, count;
-    choice *best = cr_darray_local(s->best, &first, &count);
-    uint64_t *parent = cr_darray_local(s->parent, NULL, NULL);
-    for (uint64_t i = 0; i < count; i++)
-        best[i] = NONE;
-    writes_done(s);
-    for (size_t j = 0; j < m; j++) {
-        choice c = {e[j].w, e[j].id, e[j].a, e[j].b};
-        write_choice(s, e[j].a, &c);
-        write_choice(s, e[j].b, &c);
-    }
-    complete(s, s->best);
-    for (uint64_t i = 0; i < count; i++) {
-        uint64_t c = first + i;
-        parent[i] = best[i].w == UINT64_MAX ? c : (best[i].a == c ? best[i].b : best[i].a);
-    }
-    writes_done(s);
-    for (uint64_t i = 0; i < count; i++)
-        read_u64(s, s->parent, parent[i], &q[i]);
-    complete(s, s->parent);
-    for (uint64_t i = 0; i < count; i++) {
-        uint64_t c = first + i;
-        if (best[i].w == UINT64_MAX)
-            continue;
-        if (q[i] == c && c < parent[i])
-            parent[i] = c; /* the smaller end of a mutual choice: a root */
-        else
-            add_to_forest(f, best[i].id, best[i].w);
-    }
-    writes_done(s);
-}
-
-/* Pointer doubling: parent[c] = parent[parent[c]] until nothing changes. */
-static void double_pointers(arrays *s, uint64_t *q)
-{
-    uint64_t count;
-    uint64_t *parent = cr_darray_local(s->parent, NULL, &count);
-    for (;;) {
-        for (uint64_t i = 0; i < count; i++)
-            read_u64(s, s->parent, parent[i], &q[i]);
-        complete(s, s->parent);
-        uint64_t changed = 0;
-        for (uint64_t i = 0; i < count; i++) {
-            changed += q[i] != parent[i];
-            parent[i] = q[i];
-        }
-        writes_done(s);
-        if (sum_u64(changed) == 0)
-            return;
-    }
-}
-
-/* The edges' ends and the vertices' labels, renamed to their new components. */
-static void relabel(arrays *s, edge *e, size_t m, uint64_t *label, uint64_t nlocal,
-                    uint64_t *ends)
-{
-    for (size_t j = 0; j < m; j++) {
-        read_u64(s, s->parent, e[j].a, &ends[2 * j]);
-        read_u64(s, s->parent, e[j].b, &ends[2 * j + 1]);
-    }
-    for (uint64_t i = 0; i < nlocal; i++)
-        read_u64(s, s->parent, label[i], &ends[2 * m + i]);
-    complete(s, s->parent);
-    for (size_t j = 0; j < m; j++)
-        e[j].a = ends[2 * j], e[j].b = ends[2 * j + 1];
-    for (uint64_t i = 0; i < nlocal; i++)
-        label[i] = ends[2 * m + i];
-}
-
-static void boruvka(const app *a, arrays *s, edge *e, size_t m, uint64_t *label, forest *f)
-{
-    uint64_t count;
-    cr_darray_local(s->parent, NULL, &count);
-    uint64_t *q = app_calloc(a, count ? count : 1, 8, "the pointers");
-    uint64_t *ends = NULL;
-    for (;;) {
-        m = contract(e, m);
-        if (sum_u64(m) == 0)
-            break;
-        f->rounds++;
-        double t0 = MPI_Wtime();
-        choose(s, e, m, q, f);
-        double t1 = MPI_Wtime();
-        double_pointers(s, q);
-        double t2 = MPI_Wtime();
-        free(ends);
-        ends = app_calloc(a, 2 * m + count + 1, 8, "the relabelled ends");
-        relabel(s, e, m, label, count, ends);
-        double t3 = MPI_Wtime();
-        f->t_choose += t1 - t0, f->t_double += t2 - t1, f->t_relabel += t3 - t2;
-    }
-    free(ends);
-    free(q);
+    (void)comm, (void)ctx;
+    return sum_u64(mine);
 }
 
 /* ---- validation: Kruskal on rank 0 ---------------------------------------------- */
 
 static int by_key(const void *x, const void *y)
 {
-    const edge *p = x, *q = y;
+    const msf_edge *p = x, *q = y;
     if (p->w != q->w)
         return p->w < q->w ? -1 : 1;
     return (p->id > q->id) - (p->id < q->id);
@@ -343,11 +112,11 @@ static void *gather(const app *a, const void *mine, size_t count, size_t size, s
 
 /* The same forest (edge ids) and the same components (as a partition) as Kruskal
  * on the gathered edges. Returns 1 on every rank if so. */
-static int validate(const app *a, const edge *orig, size_t m, const forest *f,
+static int validate(const app *a, const msf_edge *orig, size_t m, const msf_forest *f,
                     const uint64_t *label, uint64_t nlocal, uint64_t n)
 {
     size_t me, nf, nl;
-    edge *all = gather(a, orig, m, sizeof *orig, &me);
+    msf_edge *all = gather(a, orig, m, sizeof *orig, &me);
     uint64_t *ids = gather(a, f->ids, f->n, 8, &nf);
     uint64_t *labels = gather(a, label, nlocal, 8, &nl);
     int ok = 1;
@@ -443,7 +212,7 @@ static void parse(app *a, int argc, char **argv, opts *o)
 }
 
 /* This rank's weighted edges, numbered: ids are unique over the graph. */
-static edge *load_edges(const app *a, const opts *o, size_t *m, uint64_t *n)
+static msf_edge *load_edges(const app *a, const opts *o, size_t *m, uint64_t *n)
 {
     cr_edge_list list = {0};
     char err[512];
@@ -459,12 +228,12 @@ static edge *load_edges(const app *a, const opts *o, size_t *m, uint64_t *n)
     if (a->rank == 0)
         before = 0;
     MPI_Allreduce(&nv, n, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    edge *e = app_calloc(a, list.count ? list.count : 1, sizeof *e, "the edges");
+    msf_edge *e = app_calloc(a, list.count ? list.count : 1, sizeof *e, "the edges");
     for (size_t j = 0; j < list.count; j++) {
         float w = list.weights[j] < 0 ? 0 : list.weights[j];
         uint32_t bits;
         memcpy(&bits, &w, sizeof bits);
-        e[j] = (edge){list.edges[j].u, list.edges[j].v, bits, before + j};
+        e[j] = (msf_edge){list.edges[j].u, list.edges[j].v, bits, before + j};
     }
     *m = list.count;
     cr_edge_list_free(&list);
@@ -480,8 +249,8 @@ int main(int argc, char **argv)
 
     size_t m;
     uint64_t n;
-    edge *orig = load_edges(&a, &o, &m, &n);
-    edge *e = app_calloc(&a, m ? m : 1, sizeof *e, "the edges");
+    msf_edge *orig = load_edges(&a, &o, &m, &n);
+    msf_edge *e = app_calloc(&a, m ? m : 1, sizeof *e, "the edges");
     memcpy(e, orig, m * sizeof *e);
     uint64_t total_edges = sum_u64(m);
 
@@ -497,28 +266,20 @@ int main(int argc, char **argv)
     if (!o.async)
         cr_route_parse(o.route, &d.route, NULL, 0);
     d.aggregation = (cr_darray_aggregation)o.aggregation;
-    cr_darray_opts bd = d;
-    bd.merge = CR_DARRAY_USER;
-    bd.combine = keep_lighter;
-    arrays s = {.comm = comm, .async = o.async};
-    s.best = cr_darray_create(comm, n, sizeof(choice), &bd);
-    s.parent = cr_darray_create(comm, n, 8, &d);
+    msf *s = msf_create(&a, comm, n, o.async, &d, mpi_sum, NULL);
     uint64_t first, count;
-    cr_darray_local(s.parent, &first, &count);
+    msf_local(s, &first, &count);
     uint64_t *label = app_calloc(&a, count ? count : 1, 8, "the labels");
-    for (uint64_t i = 0; i < count; i++)
-        label[i] = first + i;
 
-    forest f = {0};
+    msf_forest f = {0};
     cr_stats_reset(comm);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    boruvka(&a, &s, e, m, label, &f);
+    msf_run(s, e, m, label, &f);
     double seconds = app_max_time(MPI_Wtime() - t0);
 
     cr_darray_stats b1, b2;
-    cr_darray_stats_get(s.best, &b1);
-    cr_darray_stats_get(s.parent, &b2);
+    msf_darray_stats(s, &b1, &b2);
     cr_stats cs;
     cr_stats_get(comm, &cs);
     double in[4] = {(double)(o.async ? cs.mpi_sends : b1.messages + b2.messages),
@@ -564,8 +325,7 @@ int main(int argc, char **argv)
                          : ok       ? "validated against Kruskal: the same forest and components"
                                     : "VALIDATION FAILED");
     }
-    cr_darray_destroy(s.best);
-    cr_darray_destroy(s.parent);
+    msf_destroy(s);
     cr_comm_destroy(comm);
     free(orig), free(e), free(label), free(f.ids);
     if (!ok || !inv.ok) {

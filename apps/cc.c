@@ -14,6 +14,7 @@
  *
  * Both end with every vertex labelled by the smallest id of its component, which is
  * what the validation checks against a sequential union-find. */
+#include "cc_label.h"
 #include "cli.h"
 #include "components.h"
 #include "common/rng.h"
@@ -61,68 +62,23 @@ typedef struct ccopts {
     int validate;
 } ccopts;
 
-/* ---- label propagation ------------------------------------------------------------ */
+/* ---- label propagation (apps/common/cc_label.c) on the graph ---------------------- */
 
-typedef struct prop {
-    cr_graph *g;
-    uint64_t first;
-    uint64_t *label;  /* of my vertices */
-    uint64_t updates; /* labels lowered on this rank */
-    int h;
-} prop;
-
-/* Offer `label` to every neighbour of my vertex i. */
-static void offer(cr_comm *comm, prop *p, uint64_t i, uint64_t label)
+static const uint64_t *graph_neighbours(void *g, uint64_t i, uint64_t *deg)
 {
-    uint64_t deg;
-    const uint64_t *nb = cr_graph_neighbours(p->g, i, &deg);
-    for (uint64_t j = 0; j < deg; j++) {
-        if (nb[j] <= label)
-            continue; /* its own id is already at most this label */
-        uint64_t rec[2] = {nb[j], label};
-        cr_async(comm, cr_graph_owner(p->g, nb[j]), p->h, rec, sizeof rec);
-    }
+    return cr_graph_neighbours(g, i, deg);
 }
 
-static void on_offers(cr_comm *comm, const cr_batch *b, void *user)
+static int graph_owner(void *g, uint64_t v)
 {
-    prop *p = user;
-    for (size_t k = 0; k < b->count; k++) {
-        uint64_t rec[2];
-        memcpy(rec, cr_batch_payload(b, k), sizeof rec);
-        uint64_t i = rec[0] - p->first;
-        if (rec[1] >= p->label[i])
-            continue;
-        p->label[i] = rec[1];
-        p->updates++;
-        offer(comm, p, i, rec[1]);
-    }
+    return cr_graph_owner(g, v);
 }
 
-/* Registered before the graph is built, so that the handler's id is known before any
- * offer can be sent (a handler may run inside its own registration, before
- * cr_register has returned the id it sends with); no rank offers anything before
- * every rank's labels are set (the barrier in label_propagation). */
-static prop the_prop;
-
-static void label_register(cr_comm *comm)
+static uint64_t label_propagation(cr_comm *comm, cc_label *state, cr_graph *g, uint64_t *label)
 {
-    cr_dedup_rule min = {.key_len = 8, .op = CR_DEDUP_MIN, .type = CR_DEDUP_UINT64};
-    the_prop.h = cr_dedup_register(comm, &(cr_handler_type){.batch = on_offers}, &min,
-                                   &the_prop);
-}
-
-static uint64_t label_propagation(cr_comm *comm, cr_graph *g, uint64_t *label)
-{
-    prop *p = &the_prop;
-    p->g = g, p->first = cr_graph_first(g), p->label = label, p->updates = 0;
-    uint64_t n = cr_graph_local_count(g);
-    for (uint64_t i = 0; i < n; i++)
-        label[i] = p->first + i;
-    cr_barrier(comm); /* every rank's labels are set before the first offer */
-    for (uint64_t i = 0; i < n; i++)
-        offer(comm, p, i, label[i]);
-    cr_barrier(comm);
+    cc_adjacency adj = {cr_graph_first(g), cr_graph_local_count(g), graph_neighbours,
+                        graph_owner, g};
+    cc_label_run(comm, state, &adj, label);
     return 1;
 }
 
@@ -324,8 +280,9 @@ int main(int argc, char **argv)
         cfg.node_size = o.node_size;
     }
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    static cc_label state; /* lives until the comm is destroyed */
     if (o.label)
-        label_register(comm);
+        cc_label_register(comm, &state);
     cr_graph *g = cr_graph_build(comm, &edges);
     uint64_t n = cr_graph_vertices(g), nl = cr_graph_local_count(g), first = cr_graph_first(g);
     uint64_t total = edges.count, total_edges;
@@ -339,7 +296,7 @@ int main(int argc, char **argv)
     d.aggregation = (cr_darray_aggregation)o.aggregation;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    uint64_t rounds = o.label ? label_propagation(comm, g, label) : sv(comm, g, &d, label);
+    uint64_t rounds = o.label ? label_propagation(comm, &state, g, label) : sv(comm, g, &d, label);
     double seconds = app_max_time(MPI_Wtime() - t0);
 
     uint64_t components, largest;

@@ -1,0 +1,349 @@
+/* The graph apps' algorithms on the simulated transport, at up to 256 virtual ranks
+ * under several routes and many scheduler seeds, on random multigraphs with ties,
+ * self-loops, parallel edges and isolated vertices:
+ *  - Boruvka's asynchronous rounds (apps/common/msf.c, the code apps/boruvka runs):
+ *    exactly the forest and the components of a sequential Kruskal;
+ *  - label propagation (apps/common/cc_label.c, apps/cc's default): every label
+ *    the smallest id of its component, as a sequential union-find gives it.
+ * The lock-step modes need the MPI transport (tests/mpi and the app runs cover them). */
+#include "cc_label.h"
+#include "components.h"
+#include "msf.h"
+
+#include <courier.h>
+#include <courier/sim.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static char ctx[160];
+
+static int seeds_wanted(void)
+{
+    const char *s = getenv("SIM_SEEDS");
+    return s && atoi(s) > 0 ? atoi(s) : 20;
+}
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- the graph, known to every virtual rank; rank r holds edges j = r mod P ---- */
+
+typedef struct graph {
+    uint64_t n, m;
+    msf_edge *edges; /* id = index */
+} graph;
+
+/* n vertices (the last few isolated), m edges among the rest, weights in eighths
+ * (many ties), one edge in 16 a self-loop, one in 8 a copy of an earlier edge with
+ * another weight. */
+static graph make_graph(uint64_t n, uint64_t m, uint64_t seed)
+{
+    graph g = {n, m, calloc(m, sizeof(msf_edge))};
+    uint64_t s = seed, used = n - 3;
+    for (uint64_t j = 0; j < m; j++) {
+        uint64_t r = splitmix(&s);
+        uint64_t a = r % used, b = (r >> 20) % used;
+        if (j % 16 == 5)
+            b = a;
+        if (j % 8 == 3 && j > 0) {
+            const msf_edge *old = &g.edges[(r >> 40) % j];
+            a = old->b, b = old->a;
+        }
+        float w = (float)((r >> 50) % 8) / 8.0f;
+        uint32_t bits;
+        memcpy(&bits, &w, sizeof bits);
+        g.edges[j] = (msf_edge){a, b, bits, j};
+    }
+    return g;
+}
+
+/* ---- what the virtual ranks found ---- */
+
+typedef struct result {
+    const graph *g;
+    uint64_t *label;      /* n: every vertex's component root */
+    uint8_t *in_forest;   /* m: edge ids the ranks put in the forest */
+    uint64_t forest_edges, duplicates;
+} result;
+
+/* The sum over the ranks, as the app's MPI_Allreduce, from mailbox messages: every
+ * rank adds to one element of an adding array, and reads the running total. */
+typedef struct sim_sum {
+    cr_darray *total;
+    uint64_t seen;
+} sim_sum;
+
+static void got_u64(cr_comm *comm, const void *data, size_t len, void *dst)
+{
+    (void)comm;
+    if (len == 8)
+        memcpy(dst, data, 8);
+}
+
+static uint64_t sum_by_messages(cr_comm *comm, uint64_t mine, void *user)
+{
+    sim_sum *s = user;
+    uint64_t now = 0;
+    cr_darray_async_write(s->total, 0, &mine);
+    cr_barrier(comm);
+    cr_darray_async_read(s->total, 0, got_u64, &now);
+    cr_barrier(comm); /* every rank has read before any adds again */
+    uint64_t r = now - s->seen;
+    s->seen = now;
+    return r;
+}
+
+static void run_msf(cr_comm *comm, void *user)
+{
+    result *res = user;
+    const graph *g = res->g;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    app a = {.name = "test_sim_graph", .rank = me, .size = p};
+    cr_darray_opts o;
+    cr_darray_opts_init(&o);
+    o.merge = CR_DARRAY_ADD;
+    o.type = CR_DEDUP_UINT64;
+    sim_sum sum = {cr_darray_create(comm, 1, 8, &o), 0};
+    cr_darray_opts_init(&o);
+    msf *s = msf_create(&a, comm, g->n, 1, &o, sum_by_messages, &sum);
+    size_t m = 0;
+    msf_edge *e = calloc(g->m / (uint64_t)p + 1, sizeof *e);
+    for (uint64_t j = (uint64_t)me; j < g->m; j += (uint64_t)p)
+        e[m++] = g->edges[j];
+    uint64_t first, count;
+    msf_local(s, &first, &count);
+    uint64_t *label = calloc(count + 1, 8);
+    msf_forest f = {0};
+    msf_run(s, e, m, label, &f);
+    memcpy(&res->label[first], label, count * 8);
+    for (size_t k = 0; k < f.n; k++) {
+        res->duplicates += res->in_forest[f.ids[k]];
+        res->in_forest[f.ids[k]] = 1;
+    }
+    res->forest_edges += f.n;
+    free(f.ids), free(label), free(e);
+    msf_destroy(s);
+    cr_darray_destroy(sum.total);
+}
+
+/* ---- Kruskal on the same edges ---- */
+
+static const msf_edge *sorting;
+
+static int by_weight_then_id(const void *x, const void *y)
+{
+    const msf_edge *p = &sorting[*(const uint64_t *)x], *q = &sorting[*(const uint64_t *)y];
+    if (p->w != q->w)
+        return p->w < q->w ? -1 : 1;
+    return (p->id > q->id) - (p->id < q->id);
+}
+
+/* Compares with Kruskal; returns the number of differences (0: the same forest
+ * edges, and labels that partition the vertices as Kruskal's components do, each
+ * label a vertex of its component labelled with itself). */
+static uint64_t compare(const graph *g, const result *res)
+{
+    uint64_t *order = calloc(g->m, 8), *uf = calloc(g->n, 8), bad = res->duplicates;
+    for (uint64_t j = 0; j < g->m; j++)
+        order[j] = j;
+    sorting = g->edges;
+    qsort(order, g->m, 8, by_weight_then_id);
+    for (uint64_t v = 0; v < g->n; v++)
+        uf[v] = v;
+    uint64_t kruskal = 0;
+    for (uint64_t k = 0; k < g->m; k++) {
+        const msf_edge *e = &g->edges[order[k]];
+        uint64_t x = app_uf_find(uf, e->a), y = app_uf_find(uf, e->b);
+        int joins = x != y;
+        if (joins)
+            uf[x] = y, kruskal++;
+        bad += joins != res->in_forest[e->id];
+    }
+    bad += kruskal != res->forest_edges;
+    for (uint64_t v = 0; v < g->n; v++) {
+        uint64_t l = res->label[v];
+        bad += l >= g->n || res->label[l] != l || app_uf_find(uf, l) != app_uf_find(uf, v);
+    }
+    free(order), free(uf);
+    return bad;
+}
+
+static void run_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m)
+{
+    graph g = make_graph(n, m, seed);
+    result res = {&g, calloc(n, 8), calloc(m, 1), 0, 0};
+    cr_config cfg;
+    cr_config_init(&cfg);
+    cr_route_parse(route, &cfg.route, NULL, 0);
+    cfg.node_size = 2;
+    cfg.buffer_bytes = 256;
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "Boruvka async, P=%d, %s, seed %llu, %llu vertices, %llu edges", p,
+             route, (unsigned long long)seed, (unsigned long long)n, (unsigned long long)m);
+    if (cr_sim_run(&o, run_msf, &res, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    uint64_t bad = compare(&g, &res);
+    if (bad)
+        fail_msg("%s: %llu differences from Kruskal", ctx, (unsigned long long)bad);
+    free(res.label), free(res.in_forest), free(g.edges);
+}
+
+static void test_msf_async(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nlnr", "hypercube"};
+    static const int ps[] = {1, 2, 3, 5, 8, 17, 64};
+    int seeds = seeds_wanted() < 8 ? seeds_wanted() : 8;
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            for (int seed = 1; seed <= seeds; seed++)
+                run_at(ps[k], routes[rt], (uint64_t)seed * 101 + (uint64_t)ps[k], 200, 600);
+    for (int seed = 1; seed <= (seeds < 2 ? seeds : 2); seed++) { /* sparse: many rounds */
+        run_at(256, "hypercube", (uint64_t)seed * 7919, 2000, 2400);
+        run_at(256, "nlnr", (uint64_t)seed * 7927, 2000, 2400);
+    }
+}
+
+/* ---- label propagation ---- */
+
+/* The whole graph as adjacency lists (both directions), and a block distribution. */
+typedef struct csr {
+    uint64_t n, *offset, *target;
+    int p;
+} csr;
+
+static csr make_csr(const graph *g, int p)
+{
+    csr c = {g->n, calloc(g->n + 1, 8), calloc(2 * g->m + 1, 8), p};
+    uint64_t *fill = calloc(g->n + 1, 8);
+    for (uint64_t j = 0; j < g->m; j++)
+        c.offset[g->edges[j].a + 1]++, c.offset[g->edges[j].b + 1]++;
+    for (uint64_t v = 0; v < g->n; v++)
+        c.offset[v + 1] += c.offset[v];
+    for (uint64_t j = 0; j < g->m; j++) {
+        uint64_t a = g->edges[j].a, b = g->edges[j].b;
+        c.target[c.offset[a] + fill[a]++] = b;
+        c.target[c.offset[b] + fill[b]++] = a;
+    }
+    free(fill);
+    return c;
+}
+
+static uint64_t block_first(uint64_t n, int p, int r)
+{
+    uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p, ur = (uint64_t)r;
+    return ur * base + (ur < extra ? ur : extra);
+}
+
+typedef struct local_graph {
+    const csr *c;
+    uint64_t first;
+} local_graph;
+
+static const uint64_t *local_neighbours(void *graph, uint64_t i, uint64_t *deg)
+{
+    const local_graph *lg = graph;
+    uint64_t v = lg->first + i;
+    *deg = lg->c->offset[v + 1] - lg->c->offset[v];
+    return &lg->c->target[lg->c->offset[v]];
+}
+
+static int block_owner(void *graph, uint64_t v)
+{
+    const csr *c = ((const local_graph *)graph)->c;
+    int lo = 0, hi = c->p - 1; /* the last rank whose block starts at or before v */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (block_first(c->n, c->p, mid) <= v)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+typedef struct cc_result {
+    const csr *c;
+    uint64_t *label; /* n */
+} cc_result;
+
+static void run_cc(cr_comm *comm, void *user)
+{
+    cc_result *res = user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    cc_label *state = calloc(1, sizeof *state);
+    cc_label_register(comm, state);
+    local_graph lg = {res->c, block_first(res->c->n, p, me)};
+    cc_adjacency adj = {lg.first, block_first(res->c->n, p, me + 1) - lg.first, local_neighbours,
+                        block_owner, &lg};
+    uint64_t *label = calloc(adj.count + 1, 8);
+    cc_label_run(comm, state, &adj, label);
+    memcpy(&res->label[lg.first], label, adj.count * 8);
+    cr_barrier(comm); /* no offer is left before the state goes */
+    free(label), free(state);
+}
+
+static void run_cc_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m)
+{
+    graph g = make_graph(n, m, seed);
+    csr c = make_csr(&g, p);
+    cc_result res = {&c, calloc(n, 8)};
+    cr_config cfg;
+    cr_config_init(&cfg);
+    cr_route_parse(route, &cfg.route, NULL, 0);
+    cfg.node_size = 2;
+    cfg.buffer_bytes = 256;
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "CC label propagation, P=%d, %s, seed %llu, %llu vertices", p,
+             route, (unsigned long long)seed, (unsigned long long)n);
+    if (cr_sim_run(&o, run_cc, &res, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    uint64_t *uf = calloc(n, 8), bad = 0;
+    for (uint64_t v = 0; v < n; v++)
+        uf[v] = v;
+    for (uint64_t j = 0; j < m; j++) { /* the smaller root stays: the component's minimum */
+        uint64_t x = app_uf_find(uf, g.edges[j].a), y = app_uf_find(uf, g.edges[j].b);
+        if (x != y)
+            x < y ? (uf[y] = x) : (uf[x] = y);
+    }
+    for (uint64_t v = 0; v < n; v++)
+        bad += res.label[v] != app_uf_find(uf, v);
+    if (bad)
+        fail_msg("%s: %llu vertices without their component's smallest id", ctx,
+                 (unsigned long long)bad);
+    free(uf), free(res.label), free(c.offset), free(c.target), free(g.edges);
+}
+
+static void test_cc_label(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nlnr", "hypercube"};
+    static const int ps[] = {1, 2, 3, 5, 8, 17, 64, 256};
+    int seeds = seeds_wanted() < 8 ? seeds_wanted() : 8;
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            for (int seed = 1; seed <= seeds; seed++)
+                run_cc_at(ps[k], routes[rt], (uint64_t)seed * 103 + (uint64_t)ps[k],
+                          ps[k] >= 64 ? 2000 : 200, ps[k] >= 64 ? 2400 : 300);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_msf_async),
+                                       cmocka_unit_test(test_cc_label)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
