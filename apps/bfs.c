@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,9 @@ static const char usage[] =
     "  --node-size K     virtual nodes of K ranks (default: as MPI reports)\n"
     "  --buffer-kb K     flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
     "  --csv FILE        append a summary line to FILE (header written if new)\n"
+    "  --graph500-output print the Graph500 reference's result block at the end\n"
+    "                    (SCALE, NBFS, construction_time, time, nedge and TEPS\n"
+    "                    quartiles, harmonic mean and its standard deviation, ...)\n"
     "  --stats           print Courier's counters over all searches\n"
     "  --quiet           no line per search\n"
     "  --help            show this text\n";
@@ -73,7 +77,7 @@ typedef struct options {
     cr_file_format format;
     bool roots_given;
     uint64_t roots, buffer_kb, node_size, vertices;
-    int stats, quiet;
+    int stats, quiet, graph500_output;
     const char *generator_flag; /* a generator flag given, which --graph contradicts */
     cr_bfs_opts bfs;
     cr_graph_shuffle shuffle;
@@ -97,6 +101,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"alpha", required_argument, 0, 'a'},     {"beta", required_argument, 0, 'B'},
         {"format", required_argument, 0, 'F'},    {"roots-file", required_argument, 0, 'o'},
         {"shuffle", required_argument, 0, 'X'},   {"vertices", required_argument, 0, 'V'},
+        {"graph500-output", no_argument, 0, 'O'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -117,6 +122,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'c': o->csv = optarg; break;
         case 'T': o->stats = 1; break;
         case 'q': o->quiet = 1; break;
+        case 'O': o->graph500_output = 1; break;
         case 'X': o->shuffle = (cr_graph_shuffle)app_parse_choice(a, "--shuffle", optarg, shuffles); break;
         case 'A': o->bfs.algorithm = (cr_bfs_algorithm)app_parse_choice(a, "--algorithm", optarg, algorithms); break;
         case 'U': o->bfs.algorithm = CR_BFS_LEVELS_DEDUP; break;
@@ -276,6 +282,105 @@ static void load_graph(app *a, const options *o, cr_edge_list *edges)
         check_vertices(a, o, edges);
 }
 
+/* ---- the Graph500 reference's result block --------------------------------------- */
+
+enum { ST_MIN, ST_Q1, ST_MEDIAN, ST_Q3, ST_MAX, ST_MEAN, ST_STDDEV, ST_COUNT };
+
+static int by_double(const void *x, const void *y)
+{
+    double p = *(const double *)x, q = *(const double *)y;
+    return (p > q) - (p < q);
+}
+
+/* The statistics as the reference defines them: the mean; the standard deviation
+ * with n - 1; the quartiles of the sorted values, each the average of the two
+ * middle candidates. */
+static void g500_statistics(const double *x, int n, double r[ST_COUNT])
+{
+    double *v = malloc((size_t)n * sizeof *v), sum = 0, sq = 0;
+    if (!v) {
+        fprintf(stderr, "bfs: out of memory for the statistics\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memcpy(v, x, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, by_double);
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    r[ST_MEAN] = sum / n;
+    for (int i = 0; i < n; i++)
+        sq += (v[i] - r[ST_MEAN]) * (v[i] - r[ST_MEAN]);
+    r[ST_STDDEV] = n > 1 ? sqrt(sq / (n - 1)) : 0;
+    r[ST_MIN] = v[0];
+    r[ST_Q1] = (v[(n - 1) / 4] + v[n / 4]) / 2;
+    r[ST_MEDIAN] = (v[(n - 1) / 2] + v[n / 2]) / 2;
+    r[ST_Q3] = (v[n - 1 - (n - 1) / 4] + v[n - 1 - n / 4]) / 2;
+    r[ST_MAX] = v[n - 1];
+    free(v);
+}
+
+static void g500_line(const char *name, const char *fmt, double value)
+{
+    char label[80];
+    snprintf(label, sizeof label, "%s:", name);
+    printf("%-32s", label);
+    printf(fmt, value);
+    putchar('\n');
+}
+
+static void g500_block(const char *prefix, const char *what, const double *x, int n)
+{
+    static const char *const names[] = {"min", "firstquartile", "median", "thirdquartile",
+                                        "max", "mean", "stddev"};
+    double r[ST_COUNT];
+    g500_statistics(x, n, r);
+    for (int k = 0; k < ST_COUNT; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%s_%s", prefix, names[k], what);
+        g500_line(name, strcmp(what, "nedge") ? "%g" : "%.11g", r[k]);
+    }
+}
+
+typedef struct g500_run {
+    int scale, edgefactor, nbfs, ranks;
+    double generation, construction;
+    const double *time, *nedge, *validate;
+} g500_run;
+
+/* Rank 0: the block the reference prints after a valid run, same names and order.
+ * TEPS come from the seconds per edge: its quartiles inverted (the slowest search
+ * gives min_TEPS), the harmonic mean as 1 / their mean, and its standard deviation
+ * by Norris's formula for the harmonic mean, as the reference does. */
+static void g500_print(const g500_run *r)
+{
+    int n = r->nbfs;
+    printf("SCALE:                          %d\n", r->scale);
+    printf("edgefactor:                     %d\n", r->edgefactor);
+    printf("NBFS:                           %d\n", n);
+    g500_line("graph_generation", "%g", r->generation);
+    printf("num_mpi_processes:              %d\n", r->ranks);
+    g500_line("construction_time", "%g", r->construction);
+    g500_block("bfs  ", "time", r->time, n);
+    g500_block("", "nedge", r->nedge, n);
+    double *spe = malloc((size_t)n * sizeof *spe), st[ST_COUNT];
+    if (!spe) {
+        fprintf(stderr, "bfs: out of memory for the statistics\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (int i = 0; i < n; i++)
+        spe[i] = r->time[i] / r->nedge[i];
+    g500_statistics(spe, n, st);
+    g500_line("bfs  min_TEPS", "%g", 1 / st[ST_MAX]);
+    g500_line("bfs  firstquartile_TEPS", "%g", 1 / st[ST_Q3]);
+    g500_line("bfs  median_TEPS", "%g", 1 / st[ST_MEDIAN]);
+    g500_line("bfs  thirdquartile_TEPS", "%g", 1 / st[ST_Q1]);
+    g500_line("bfs  max_TEPS", "%g", 1 / st[ST_MIN]);
+    printf("%-29s!  %g\n", "bfs  harmonic_mean_TEPS:", 1 / st[ST_MEAN]);
+    g500_line("bfs  harmonic_stddev_TEPS", "%g",
+              n > 1 ? st[ST_STDDEV] / (st[ST_MEAN] * st[ST_MEAN] * sqrt(n - 1)) : 0);
+    free(spe);
+    g500_block("bfs  ", "validate", r->validate, n);
+}
+
 int main(int argc, char **argv)
 {
     app a;
@@ -323,13 +428,20 @@ int main(int argc, char **argv)
     if (nroots == 0) /* the same on every rank */
         app_error(&a, "no vertex has an edge: nothing to search");
     double *teps = app_calloc(&a, (size_t)nroots, sizeof *teps, "the timings"), inv_sum = 0;
+    double *times = app_calloc(&a, (size_t)nroots, sizeof *times, "the timings");
+    double *nedges = app_calloc(&a, (size_t)nroots, sizeof *nedges, "the timings");
+    double *validate_times = app_calloc(&a, (size_t)nroots, sizeof *validate_times, "the timings");
     int failures = 0;
     cr_stats_reset(comm);
     for (int k = 0; k < nroots; k++) {
         cr_bfs_result r;
         cr_bfs_run(g, &o.bfs, roots[k], &r);
         char why[256];
+        double tv = MPI_Wtime();
         uint64_t bad = cr_bfs_validate(g, roots[k], r.parent, r.level, why, sizeof why);
+        validate_times[k] = app_max_time(MPI_Wtime() - tv);
+        times[k] = r.seconds;
+        nedges[k] = (double)r.edges;
         teps[k] = r.edges / r.seconds;
         inv_sum += 1 / teps[k];
         if (bad) {
@@ -378,10 +490,26 @@ int main(int argc, char **argv)
             fclose(out);
         }
     }
+    if (o.graph500_output && a.rank == 0 && failures == 0) {
+        uint64_t nv = cr_graph_vertices(g);
+        int scale = 0;
+        while (scale < 63 && (1ull << scale) < nv)
+            scale++;
+        g500_run run = {.scale = o.graph ? scale : o.gen.scale,
+                        .edgefactor = o.graph ? (int)((input_edges + nv / 2) / nv)
+                                              : (int)o.gen.edgefactor,
+                        .nbfs = nroots, .ranks = a.size, .generation = t_gen,
+                        .construction = t_build, .time = times, .nedge = nedges,
+                        .validate = validate_times};
+        printf("\n");
+        g500_print(&run);
+    } else if (o.graph500_output && a.rank == 0) {
+        printf("No results printed for invalid run.\n");
+    }
     if (o.stats)
         cr_stats_print(comm, stdout);
     free(roots);
-    free(teps);
+    free(teps), free(times), free(nedges), free(validate_times);
     cr_graph_destroy(g);
     cr_comm_destroy(comm);
     MPI_Finalize();

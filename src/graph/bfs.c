@@ -431,8 +431,12 @@ void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_resu
             reached++;
             ends += g->offsets[i + 1] - g->offsets[i];
         }
+    uint64_t loops = 0; /* Graph500 counts the component's edges without self-loops */
+    for (size_t k = 0; k < g->nloops; k++)
+        loops += g->level[g->loops[k].local] >= 0 ? g->loops[k].count : 0;
     out->reached = sum_over_ranks(g, reached);
-    out->edges = sum_over_ranks(g, ends) / 2; /* both halves of every edge are stored */
+    /* both halves of every edge are stored, both ends of a loop at its vertex */
+    out->edges = sum_over_ranks(g, ends) / 2 - sum_over_ranks(g, loops);
     visits = algorithm == CR_BFS_ASYNC ? sum_over_ranks(g, g->relaxations) : out->reached;
     out->visits = visits;
     if (algorithm == CR_BFS_ASYNC) {

@@ -7,6 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A local vertex with self-loops, and how many. */
+typedef struct cr_graph_loops {
+    uint64_t local, count;
+} cr_graph_loops;
+
 struct cr_graph {
     cr_comm *comm;
     int rank, size;
@@ -16,6 +21,8 @@ struct cr_graph {
     uint64_t *offsets; /* CSR: neighbours of local i are adj[offsets[i] .. offsets[i+1]) */
     uint64_t *adj;
     uint64_t nadj;
+    cr_graph_loops *loops; /* my vertices with self-loops, by local index */
+    size_t nloops;
 
     /* BFS and validation (bfs.c); handlers are registered once per graph, by the
      * first search or validation (both collective) */
