@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Directed halves of edges as they arrive, before the CSR is built. */
+/* Directed halves of edges as they arrive, before the CSR is built (the sparse
+ * exchange's path). */
 typedef struct arrivals {
     uint64_t (*pairs)[2]; /* local source index, global target */
     size_t count, cap;
@@ -28,22 +29,6 @@ static void add_arrival(arrivals *a, uint64_t u, uint64_t v)
     a->pairs[a->count][0] = u - a->g->first;
     a->pairs[a->count][1] = v;
     a->count++;
-}
-
-static void on_edge(cr_comm *comm, int src, const void *payload, size_t len, void *user)
-{
-    (void)comm;
-    (void)src;
-    (void)len;
-    uint64_t e[2];
-    memcpy(e, payload, sizeof e);
-    add_arrival(user, e[0], e[1]);
-}
-
-static void send_half(cr_graph *g, int h, uint64_t u, uint64_t v)
-{
-    uint64_t e[2] = {u, v};
-    cr_async(g->comm, cr_block_owner(g->n, g->size, u), h, e, sizeof e);
 }
 
 /* Counting sort of the arrivals by local source: the CSR. */
@@ -63,6 +48,77 @@ static void build_csr(cr_graph *g, const arrivals *a)
     free(fill);
 }
 
+/* ---- the mailbox's path: two passes, the adjacency written in place --------------- */
+
+/* The mailbox's build never holds the halves apart from the adjacency: a first pass
+ * counts every vertex's degree at its owner (one 8-byte record per edge end), the
+ * owners size the CSR, and a second pass sends each half straight to its slot. Its
+ * peak is the edge list plus the CSR, not the edge list plus twice the halves. */
+typedef struct placing {
+    cr_graph *g;
+    uint64_t *fill; /* next free slot of each local vertex */
+} placing;
+
+static void on_degrees(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    cr_graph *g = ((placing *)user)->g;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t u;
+        memcpy(&u, b->payloads + k * b->stride, sizeof u);
+        g->offsets[u - g->first + 1]++;
+    }
+}
+
+static void on_halves(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    placing *p = user;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t e[2];
+        memcpy(e, b->payloads + k * b->stride, sizeof e);
+        p->g->adj[p->fill[e[0] - p->g->first]++] = e[1];
+    }
+}
+
+static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local)
+{
+    placing p = {.g = g};
+    g->offsets = cr_xcalloc(g->count + 1, sizeof *g->offsets);
+    /* registered after the state they use exists: they may run inside cr_register */
+    int h_degree = cr_register_type(g->comm, &(cr_handler_type){.batch = on_degrees}, &p);
+    int h_half = cr_register_type(g->comm, &(cr_handler_type){.batch = on_halves}, &p);
+    for (size_t i = 0; i < local->count; i++) { /* self-loops too: degrees count ends */
+        uint64_t u = local->edges[i].u, v = local->edges[i].v;
+        cr_async(g->comm, cr_block_owner(g->n, g->size, u), h_degree, &u, sizeof u);
+        cr_async(g->comm, cr_block_owner(g->n, g->size, v), h_degree, &v, sizeof v);
+    }
+    cr_barrier(g->comm);
+    for (uint64_t i = 0; i < g->count; i++)
+        g->offsets[i + 1] += g->offsets[i];
+    g->nadj = g->offsets[g->count];
+    g->adj = cr_xmalloc((g->nadj ? g->nadj : 1) * sizeof *g->adj);
+    p.fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *p.fill);
+    memcpy(p.fill, g->offsets, g->count * sizeof *p.fill);
+    /* A faster rank's halves may arrive while this one still finishes the barrier:
+     * no rank sends one before every rank has its adjacency (no handler runs inside
+     * MPI_Barrier). */
+    MPI_Barrier(cr_module_mpi_comm(g->comm));
+    for (size_t i = 0; i < local->count; i++) {
+        uint64_t u = local->edges[i].u, v = local->edges[i].v;
+        uint64_t e[2] = {u, v}, r[2] = {v, u};
+        cr_async(g->comm, cr_block_owner(g->n, g->size, u), h_half, e, sizeof e);
+        cr_async(g->comm, cr_block_owner(g->n, g->size, v), h_half, r, sizeof r);
+    }
+    cr_barrier(g->comm);
+    for (uint64_t i = 0; i < g->count; i++)
+        if (p.fill[i] != g->offsets[i + 1])
+            cr_fatal("cr_graph_build: vertex %llu received %llu edge ends, but %llu were "
+                     "counted", (unsigned long long)(g->first + i),
+                     (unsigned long long)(p.fill[i] - g->offsets[i]),
+                     (unsigned long long)(g->offsets[i + 1] - g->offsets[i]));
+    free(p.fill);
+}
 
 /* Bulk-synchronous shuffle: bucket both halves of every edge by owner, one
  * cr_sparse_exchange, then unpack. */
@@ -153,21 +209,14 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
     g->first = cr_block_first(g->n, g->size, g->rank);
     g->count = cr_block_first(g->n, g->size, g->rank + 1) - g->first;
 
-    arrivals a = {.g = g};
-    /* registered in both cases: registration is collective and must match */
-    int h = cr_register(comm, on_edge, &a);
     if (shuffle == CR_SHUFFLE_EXCHANGE) {
+        arrivals a = {.g = g};
         shuffle_by_exchange(g, local, &a);
+        build_csr(g, &a);
+        free(a.pairs);
     } else {
-        for (size_t i = 0; i < local->count; i++) {
-            uint64_t u = local->edges[i].u, v = local->edges[i].v;
-            send_half(g, h, u, v);
-            send_half(g, h, v, u); /* self-loops too: degrees count edge ends */
-        }
-        cr_barrier(comm);
+        shuffle_by_mailbox(g, local);
     }
-    build_csr(g, &a);
-    free(a.pairs);
     find_self_loops(g);
     return g;
 }
