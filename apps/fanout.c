@@ -1,0 +1,164 @@
+/* fanout: a program whose handlers send more than they receive, for measuring what
+ * Courier's buffers hold when messages are sent from handlers (the issue "Bounded
+ * memory for every message"). Every rank sends --seeds records to random ranks;
+ * the handler of a record of depth d < --depth sends --fanout records of depth d + 1
+ * to random ranks. Every record is counted: the total handled must be exactly
+ * ranks x seeds x (1 + F + F^2 + ... + F^D). Prints the peak of each memory
+ * component per rank (Courier's counters) and the peak resident memory. */
+#include "cli.h"
+
+#include <courier.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+static const char usage[] =
+    "Usage: mpirun -np P fanout [options]\n"
+    "\n"
+    "Every rank sends S seed records to random ranks; the handler of a record of depth\n"
+    "d < D sends F records of depth d + 1 to random ranks. Checks that exactly\n"
+    "P x S x (1 + F + ... + F^D) records were handled, and prints the peak of Courier's\n"
+    "send buffers, sends in flight and resident memory per rank. The buffer sizes come\n"
+    "from COURIER_BUFFER_SIZE and COURIER_BUFFER_CAP (docs/configuration.md).\n"
+    "\n"
+    "  --depth D     depth of the trees (default 7)\n"
+    "  --fanout F    records each handler sends (default 4)\n"
+    "  --seeds S     trees started by each rank (default 1000)\n"
+    "  --payload B   bytes per record, at least 16 (default 16)\n"
+    "  --route R     direct, nr, nlnr, grid, hypercube (default: COURIER_ROUTE)\n"
+    "  --stats       print Courier's counters\n"
+    "  --help        this text\n";
+
+typedef struct tree {
+    int h;
+    uint64_t depth, fanout, handled;
+    size_t payload;
+    char *out; /* the records a handler sends, reused */
+} tree;
+
+/* A record: its depth and a key that decides where its children go. */
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ull;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2dd44dull;
+    return x ^ (x >> 33);
+}
+
+static void send_record(cr_comm *comm, tree *t, uint64_t depth, uint64_t key)
+{
+    memcpy(t->out, &depth, 8);
+    memcpy(t->out + 8, &key, 8);
+    cr_async(comm, (int)(key % (uint64_t)cr_comm_size(comm)), t->h, t->out, t->payload);
+}
+
+static void on_record(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)src, (void)len;
+    tree *t = user;
+    uint64_t depth, key;
+    memcpy(&depth, p, 8);
+    memcpy(&key, (const char *)p + 8, 8);
+    t->handled++;
+    if (depth == t->depth)
+        return;
+    for (uint64_t j = 0; j < t->fanout; j++)
+        send_record(comm, t, depth + 1, mix(key * 31 + j + 1));
+}
+
+static uint64_t expected_per_seed(uint64_t fanout, uint64_t depth)
+{
+    uint64_t total = 0, level = 1;
+    for (uint64_t d = 0; d <= depth; d++, level *= fanout)
+        total += level;
+    return total;
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "fanout", usage, &argc, &argv);
+    uint64_t depth = 7, fanout = 4, seeds = 1000, payload = 16;
+    const char *route = NULL;
+    int stats = 0;
+    static const struct option opts[] = {
+        {"depth", required_argument, 0, 'd'}, {"fanout", required_argument, 0, 'f'},
+        {"seeds", required_argument, 0, 's'}, {"payload", required_argument, 0, 'p'},
+        {"route", required_argument, 0, 'R'}, {"stats", no_argument, 0, 'T'},
+        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': depth = app_parse_u64(&a, "--depth", optarg, 0, 30); break;
+        case 'f': fanout = app_parse_u64(&a, "--fanout", optarg, 1, 64); break;
+        case 's': seeds = app_parse_u64(&a, "--seeds", optarg, 0, 1ull << 30); break;
+        case 'p': payload = app_parse_u64(&a, "--payload", optarg, 16, 1u << 20); break;
+        case 'R': route = optarg; break;
+        case 'T': stats = 1; break;
+        case 'h': app_help(&a);
+        default: app_bad_option(&a, argv);
+        }
+    }
+    if (optind < argc)
+        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    uint64_t per_seed = expected_per_seed(fanout, depth);
+    if (seeds && per_seed > UINT64_MAX / seeds / (uint64_t)a.size)
+        app_usage_error(&a, "--depth %llu and --fanout %llu make too many records to count",
+                        (unsigned long long)depth, (unsigned long long)fanout);
+
+    cr_config cfg;
+    cr_config_init(&cfg);
+    if (cr_config_from_env(&cfg, NULL, 0) != 0)
+        cr_config_init(&cfg); /* cr_comm_create reports a bad environment itself */
+    if (route)
+        app_parse_route(&a, route, &cfg);
+    tree t = {.depth = depth, .fanout = fanout, .payload = payload};
+    t.out = app_calloc(&a, 1, payload, "the record buffer");
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, route ? &cfg : NULL);
+    cfg = *cr_comm_config(comm);
+    t.h = cr_register(comm, on_record, &t);
+    cr_barrier(comm); /* every rank has registered before the first seed */
+    cr_stats_reset(comm);
+    double t0 = MPI_Wtime();
+    for (uint64_t s = 0; s < seeds; s++)
+        send_record(comm, &t, 0, mix(((uint64_t)a.rank << 32) + s));
+    cr_barrier(comm);
+    double seconds = app_max_time(MPI_Wtime() - t0);
+
+    uint64_t handled;
+    MPI_Allreduce(&t.handled, &handled, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    uint64_t expect = per_seed * seeds * (uint64_t)a.size;
+    cr_stats s;
+    cr_stats_get(comm, &s);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double mine[3] = {(double)s.peak_buffered_bytes, (double)s.peak_inflight,
+                      (double)ru.ru_maxrss * 1024.0},
+           peak[3];
+    MPI_Reduce(mine, peak, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (a.rank == 0) {
+        printf("fanout: %d ranks, depth %llu, fanout %llu, %llu seeds per rank, %llu-byte "
+               "records; buffer %zu B, cap %zu B, %u sends in flight at most\n",
+               a.size, (unsigned long long)depth, (unsigned long long)fanout,
+               (unsigned long long)seeds, (unsigned long long)payload, cfg.buffer_bytes,
+               cfg.buffer_cap_bytes, cfg.max_inflight);
+        printf("  handled %llu records (expected %llu): %s; %.3f s, %.1f M records/s\n",
+               (unsigned long long)handled, (unsigned long long)expect,
+               handled == expect ? "exact" : "WRONG", seconds, handled / seconds / 1e6);
+        printf("  peak per rank (max over ranks): send buffers %.1f KiB (%.0f times the cap), "
+               "sends in flight %.0f, resident memory %.1f MiB\n",
+               peak[0] / 1024, peak[0] / (double)cfg.buffer_cap_bytes, peak[1],
+               peak[2] / 1048576.0);
+    }
+    if (stats)
+        cr_stats_print(comm, stdout);
+    cr_comm_destroy(comm);
+    free(t.out);
+    MPI_Finalize();
+    return handled == expect ? 0 : 1;
+}
