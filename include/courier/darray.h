@@ -15,7 +15,9 @@
  *    then every queued read, in bulk exchanges along a route (direct: one all-to-all;
  *    grid or hypercube: one exchange per dimension), merging identical requests at
  *    every hop by hashing or by sorting, and splitting the replies again on the way
- *    back. Needs the MPI transport.
+ *    back. Under MPI the stages are MPI collectives on split communicators; on the
+ *    simulated transport (or with opts.exchange = CR_DARRAY_EXCHANGE_MAILBOX) they
+ *    are mailbox records and a cr_barrier, with the same results and statistics.
  *
  * Writes combine by the merge rule chosen at creation: overwrite, add, min, max or
  * a user function; the element's old value takes part (add adds to it).
@@ -54,6 +56,18 @@ typedef enum cr_darray_aggregation {
                                replies split by exponential search (4.4.3, 4.5.3) */
 } cr_darray_aggregation;
 
+/* How a lock-step stage moves its records between the ranks of a dimension. Both
+ * give the same results and the same statistics (messages count the non-empty
+ * segments either way). */
+typedef enum cr_darray_exchange {
+    CR_DARRAY_EXCHANGE_AUTO = 0,   /* collective under MPI, mailbox on the simulated
+                                      transport */
+    CR_DARRAY_EXCHANGE_COLLECTIVE, /* MPI_Ialltoallv on a communicator per dimension
+                                      (MPI transport only) */
+    CR_DARRAY_EXCHANGE_MAILBOX,    /* each segment as mailbox records, then a
+                                      cr_barrier: runs on either transport */
+} cr_darray_exchange;
+
 typedef struct cr_darray_opts {
     cr_darray_merge merge;
     cr_dedup_type type; /* ADD, MIN, MAX: the element is one 8-byte value of this type */
@@ -67,6 +81,7 @@ typedef struct cr_darray_opts {
                            two); other kinds are an error */
     cr_darray_aggregation aggregation; /* lock-step */
     int coalesce_reads; /* async reads also join an identical read in flight */
+    cr_darray_exchange exchange; /* lock-step: how a stage's records move */
 } cr_darray_opts;
 
 /* Defaults: overwrite, direct, hash aggregation, reads coalesced. Local. */
@@ -112,14 +127,15 @@ int cr_darray_register_visit(cr_darray *a, cr_darray_visit_fn fn, void *user);
  * Local; may run handlers. */
 void cr_darray_async_visit(cr_darray *a, uint64_t i, int visit, const void *args, size_t len);
 
-/* ---- lock-step mode (MPI transport) ---- */
+/* ---- lock-step mode (either transport) ---- */
 
 /* Queue a write of `value` (copied) to element i, or a read of element i into
  * `dst` (elem_size bytes, written by the next step). Local; never runs handlers. */
 void cr_darray_write(cr_darray *a, uint64_t i, const void *value);
 void cr_darray_read(cr_darray *a, uint64_t i, void *dst);
 /* Execute every queued write, then every queued read. Collective; not from a
- * handler. Mailbox traffic keeps being handled while it waits. */
+ * handler. Mailbox traffic keeps being handled while it waits; with the mailbox
+ * exchange every stage is also a cr_barrier (all earlier traffic completes). */
 void cr_darray_step(cr_darray *a);
 
 /* What this rank's lock-step steps did, summed since creation (or the last reset). */

@@ -199,6 +199,8 @@ static void check_opts(const cr_darray_opts *o, size_t elem_size)
     }
     if (o->aggregation > CR_DARRAY_AGG_SORT)
         cr_fatal("cr_darray_create: unknown aggregation %d", (int)o->aggregation);
+    if (o->exchange > CR_DARRAY_EXCHANGE_MAILBOX)
+        cr_fatal("cr_darray_create: unknown exchange %d", (int)o->exchange);
     if (o->route.kind != CR_ROUTE_DIRECT && o->route.kind != CR_ROUTE_GRID &&
         o->route.kind != CR_ROUTE_HYPERCUBE)
         cr_fatal("cr_darray_create: the lock-step route must be direct, grid or hypercube");
@@ -229,9 +231,14 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
     darray_bytes_grow(&a->reads, 0);
 
     /* Under MPI the lock-step communicators are split now, so that no step pays for
-     * it; on the simulated transport only the asynchronous mode is available. */
-    if (cr_module_mpi_comm(comm) != MPI_COMM_NULL)
+     * it; on the simulated transport (or if asked) the stages move as mailbox
+     * records instead. */
+    a->by_mailbox = o.exchange == CR_DARRAY_EXCHANGE_MAILBOX ||
+                    (o.exchange == CR_DARRAY_EXCHANGE_AUTO &&
+                     cr_module_mpi_comm(comm) == MPI_COMM_NULL);
+    if (!a->by_mailbox)
         cr_darray_grid_comms(a);
+    cr_darray_exchange_register(a);
     cr_dedup_rule rule = write_rule(a);
     a->h_write = cr_dedup_register(comm, &(cr_handler_type){.batch = on_writes}, &rule, a);
     a->h_read = cr_dedup_register_request(
@@ -246,6 +253,7 @@ void cr_darray_destroy(cr_darray *a)
     if (!a)
         return;
     cr_darray_grid_free(a);
+    cr_darray_exchange_free(a);
     for (int k = 0; k < a->nvisits; k++)
         free(a->visits[k]);
     free(a->visits);

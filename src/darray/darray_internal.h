@@ -45,6 +45,11 @@ struct cr_darray {
     size_t scratch_cap;
 
     lockstep_grid grid;
+    bool by_mailbox;         /* lock-step stages move as mailbox records (no MPI) */
+    int h_segment;           /* their handler */
+    darray_bytes *staging;   /* [largest dimension] what each partner sent, this stage */
+    int staging_width;       /* the largest dimension: staging's length */
+    uint32_t stage_seq;      /* exchanges made so far (the same on every rank) */
     darray_bytes writes;     /* queued writes: {index, [stamp], value} records */
     darray_bytes reads;      /* queued reads: {index, dst} */
     uint64_t write_seq;
@@ -59,6 +64,10 @@ void cr_darray_apply(const cr_darray *a, void *dst, const void *src);
 void cr_darray_grid_init(cr_darray *a);
 /* Collective: split the communicators of the grid's dimensions (once). */
 void cr_darray_grid_comms(cr_darray *a);
+/* Collective: register the handler of the mailbox exchange's segments (every array
+ * registers it, whichever exchange it uses, so handler ids agree). */
+void cr_darray_exchange_register(cr_darray *a);
+void cr_darray_exchange_free(cr_darray *a);
 void cr_darray_grid_free(cr_darray *a);
 
 /* Bytes helpers. */

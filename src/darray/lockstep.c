@@ -125,23 +125,137 @@ static int bytes_count(size_t records, size_t rec)
     return (int)(records * rec);
 }
 
+/* ---- exchanges by mailbox records (either transport) -------------------------- */
+
+/* A piece of one partner's segment: which exchange (its sequence number, the same
+ * on every rank since every rank makes every exchange), from which coordinate, and
+ * where in the segment it starts (checked: one sender's pieces arrive in order). */
+typedef struct segment_head {
+    uint32_t seq, from;
+    uint64_t offset;
+} segment_head;
+
+/* Segment bytes per record: what fills one of the comm's buffers (at least 64). */
+static size_t piece_bytes(const cr_darray *a)
+{
+    size_t buf = cr_comm_config(a->comm)->buffer_bytes;
+    return buf > 64 + sizeof(segment_head) ? buf - sizeof(segment_head) : 64;
+}
+
+static void on_segment(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm;
+    cr_darray *a = user;
+    segment_head h;
+    memcpy(&h, payload, sizeof h);
+    /* Pieces sent after a barrier belong to the transport's next phase, which no
+     * rank receives before its own barrier has returned: so a piece is always of the
+     * exchange this rank is in. */
+    if (len < sizeof h || h.seq != a->stage_seq || h.from >= (uint32_t)a->staging_width)
+        cr_fatal("cr_darray_step: rank %d sent a segment of exchange %u from coordinate %u, "
+                 "but this rank is at exchange %u (every rank must make the same steps)",
+                 src, h.seq, h.from, a->stage_seq);
+    darray_bytes *b = &a->staging[h.from];
+    if (h.offset != b->len) /* the mailbox keeps one sender's records in order, as MPI */
+        cr_fatal("cr_darray_step: internal error: a piece of rank %d's segment arrived at "
+                 "offset %llu, after %zu bytes", src, (unsigned long long)h.offset, b->len);
+    size_t n = len - sizeof h;
+    memcpy(darray_bytes_grow(b, n), (const char *)payload + sizeof h, n);
+}
+
+void cr_darray_exchange_register(cr_darray *a)
+{
+    int width = 1;
+    for (int d = 0; d < a->grid.ndims; d++)
+        width = a->grid.dims[d] > width ? a->grid.dims[d] : width;
+    a->staging_width = width;
+    a->staging = cr_xcalloc((size_t)width, sizeof *a->staging);
+    /* the staging exists before the handler can run (inside cr_register, for a
+     * faster rank's first step) */
+    a->h_segment = cr_register(a->comm, on_segment, a);
+}
+
+void cr_darray_exchange_free(cr_darray *a)
+{
+    for (int k = 0; a->staging && k < a->staging_width; k++)
+        darray_bytes_free(&a->staging[k]);
+    free(a->staging);
+    a->staging = NULL;
+}
+
+/* Dimension d's exchange as records: each partner's segment in pieces, then a
+ * cr_barrier (every piece handled everywhere); the received segments are put
+ * together in coordinate order, as MPI_Alltoallv would. */
+static size_t exchange_by_mailbox(cr_darray *a, int d, const char *send, const size_t *scounts,
+                                  size_t rec, darray_bytes *recv, size_t *rcounts, bool counts_known)
+{
+    lockstep_grid *g = &a->grid;
+    int n = g->dims[d], me = coord(g, a->rank, d);
+    uint32_t seq = a->stage_seq;
+    darray_bytes *stage = a->staging;
+    size_t most = piece_bytes(a);
+    char *piece = cr_xmalloc(sizeof(segment_head) + most);
+    size_t off = 0;
+    for (int j = 0; j < n; j++) {
+        size_t bytes = scounts[j] * rec;
+        const char *seg = send + off;
+        off += bytes;
+        if (j == me) {
+            stage[j].len = 0;
+            memcpy(darray_bytes_grow(&stage[j], bytes), seg, bytes);
+            continue;
+        }
+        int partner = a->rank + (j - me) * g->fill[d];
+        for (size_t at = 0; at < bytes; at += most) {
+            size_t len = bytes - at < most ? bytes - at : most;
+            segment_head h = {seq, (uint32_t)me, at};
+            memcpy(piece, &h, sizeof h);
+            memcpy(piece + sizeof h, seg + at, len);
+            cr_async(a->comm, partner, a->h_segment, piece, sizeof h + len);
+        }
+    }
+    free(piece);
+    cr_barrier(a->comm);
+    size_t total = 0;
+    for (int j = 0; j < n; j++) {
+        if (stage[j].len % rec || (counts_known && stage[j].len != rcounts[j] * rec))
+            cr_fatal("cr_darray_step: internal error: coordinate %d sent %zu bytes in "
+                     "exchange %u, not the records expected", j, stage[j].len, seq);
+        total += stage[j].len;
+    }
+    recv->len = 0;
+    char *to = darray_bytes_grow(recv, total);
+    for (int j = 0; j < n; j++) {
+        memcpy(to, stage[j].data, stage[j].len);
+        to += stage[j].len;
+        rcounts[j] = stage[j].len / rec;
+        stage[j].len = 0; /* ready for the next exchange */
+    }
+    a->stage_seq = seq + 1;
+    return total / rec;
+}
+
+/* ---- exchanges by MPI collectives ---------------------------------------------- */
+
 /* Dimension d's exchange: scounts[j] records of `rec` darray_bytes from `send` to the
  * partner with coordinate j, the partners' records into `recv` (replaced), their
  * counts into rcounts (exchanged first unless `counts_known`). Returns the records
- * received. */
+ * received. Counts the non-empty segments sent to others, whichever way they move. */
 static size_t exchange_dim(cr_darray *a, int d, const char *send, const size_t *scounts, size_t rec,
                        darray_bytes *recv, size_t *rcounts, bool counts_known)
 {
     lockstep_grid *g = &a->grid;
     int n = g->dims[d], me = coord(g, a->rank, d);
-    int *sc = cr_xmalloc(4 * (size_t)n * sizeof(int)), *rc = sc + n, *sd = rc + n, *rd = sd + n;
-    for (int j = 0; j < n; j++) {
-        sc[j] = bytes_count(scounts[j], rec);
-        if (j != me && sc[j] > 0) {
+    for (int j = 0; j < n; j++)
+        if (j != me && scounts[j] > 0) {
             a->stats.messages++;
-            a->stats.bytes += (uint64_t)sc[j];
+            a->stats.bytes += (uint64_t)(scounts[j] * rec);
         }
-    }
+    if (a->by_mailbox)
+        return exchange_by_mailbox(a, d, send, scounts, rec, recv, rcounts, counts_known);
+    int *sc = cr_xmalloc(4 * (size_t)n * sizeof(int)), *rc = sc + n, *sd = rc + n, *rd = sd + n;
+    for (int j = 0; j < n; j++)
+        sc[j] = bytes_count(scounts[j], rec);
     MPI_Request req;
     if (counts_known) {
         for (int j = 0; j < n; j++)
@@ -674,7 +788,8 @@ void cr_darray_step(cr_darray *a)
         cr_fatal("cr_darray_step was called from inside a handler");
     if (cr_module_busy(a->comm))
         cr_fatal("cr_darray_step was called while the comm waits (from a callback)");
-    cr_darray_grid_comms(a);
+    if (!a->by_mailbox)
+        cr_darray_grid_comms(a);
     step_writes(a);
     step_reads(a);
     a->write_seq = 0;

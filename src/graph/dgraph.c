@@ -100,10 +100,8 @@ static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local)
     g->adj = cr_xmalloc((g->nadj ? g->nadj : 1) * sizeof *g->adj);
     p.fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *p.fill);
     memcpy(p.fill, g->offsets, g->count * sizeof *p.fill);
-    /* A faster rank's halves may arrive while this one still finishes the barrier:
-     * no rank sends one before every rank has its adjacency (no handler runs inside
-     * MPI_Barrier). */
-    MPI_Barrier(cr_module_mpi_comm(g->comm));
+    /* A faster rank's halves belong to the transport's next phase: this rank
+     * receives none before its own barrier has returned, so its adjacency exists. */
     for (size_t i = 0; i < local->count; i++) {
         uint64_t u = local->edges[i].u, v = local->edges[i].v;
         uint64_t e[2] = {u, v}, r[2] = {v, u};

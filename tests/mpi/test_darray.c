@@ -4,18 +4,13 @@
  * once per index when aggregating; the asynchronous mode's writes, reads and visits. */
 #include "harness.h"
 
+#include "../darray_scenarios.h"
 #include "common/rng.h"
 
 #include <courier.h>
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const routes[] = {"direct", "grid", "hypercube"};
-static const cr_darray_aggregation aggs[] = {CR_DARRAY_AGG_NONE, CR_DARRAY_AGG_HASH,
-                                              CR_DARRAY_AGG_SORT};
-#define NROUTES 3
-#define NAGGS 3
 
 static cr_comm *make_comm(void)
 {
@@ -24,163 +19,44 @@ static cr_comm *make_comm(void)
     return cr_comm_create(MPI_COMM_WORLD, &cfg);
 }
 
-/* 16-byte elements under a user rule: {sum, xor} of what was written. */
-typedef struct pair {
-    uint64_t sum, xor;
-} pair;
-
-static void combine_pairs(void *dst, const void *src, size_t len, void *user)
+static bool same_stats(const cr_darray_stats *x, const cr_darray_stats *y)
 {
-    (void)len, (void)user;
-    pair d, s;
-    memcpy(&d, dst, sizeof d);
-    memcpy(&s, src, sizeof s);
-    d.sum += s.sum;
-    d.xor ^= s.xor;
-    memcpy(dst, &d, sizeof d);
+    return x->steps == y->steps && x->requests == y->requests &&
+           x->merged_local == y->merged_local && x->merged_hops == y->merged_hops &&
+           x->reached_owner == y->reached_owner && x->messages == y->messages &&
+           x->bytes == y->bytes;
 }
 
-enum { RULE_OVERWRITE, RULE_ADD, RULE_MIN, RULE_USER, NRULES };
-
-static cr_darray_opts opts_for(int rule, int route, int agg)
-{
-    cr_darray_opts o;
-    cr_darray_opts_init(&o);
-    cr_route_parse(routes[route], &o.route, NULL, 0);
-    o.aggregation = aggs[agg];
-    switch (rule) {
-    case RULE_ADD: o.merge = CR_DARRAY_ADD, o.type = CR_DEDUP_UINT64; break;
-    case RULE_MIN: o.merge = CR_DARRAY_MIN, o.type = CR_DEDUP_INT64; break;
-    case RULE_USER: o.merge = CR_DARRAY_USER, o.combine = combine_pairs; break;
-    default: break;
-    }
-    return o;
-}
-
-/* Rank r's requests in step s: the same stream on every rank, so every rank can
- * replay every other rank's writes. */
-static uint64_t stream_of(int r, int s)
-{
-    return cr_hash64((uint64_t)r * 7919 + (uint64_t)s * 104729 + 1);
-}
-
-#define WRITES 150
-#define READS 150
-
-typedef struct request {
-    uint64_t index;
-    uint64_t value;
-} request;
-
-static request next_write(uint64_t *st, uint64_t n)
-{
-    uint64_t x = cr_splitmix64(st);
-    return (request){.index = cr_bounded(x, n), .value = cr_splitmix64(st) % 1000};
-}
-
-/* Apply every rank's writes of step s to the model, as the rule says: overwrite
- * keeps the highest rank's last write. */
-static void model_step(int rule, int s, int size, uint64_t n, char *model, size_t e)
-{
-    for (int r = 0; r < size; r++) {
-        uint64_t st = stream_of(r, s);
-        for (int k = 0; k < WRITES; k++) {
-            request w = next_write(&st, n);
-            char *m = model + w.index * e;
-            switch (rule) {
-            case RULE_OVERWRITE: memcpy(m, &w.value, 8); break; /* ranks in order: last wins */
-            case RULE_ADD: { uint64_t v; memcpy(&v, m, 8); v += w.value; memcpy(m, &v, 8); break; }
-            case RULE_MIN: {
-                int64_t v, x = (int64_t)w.value - 500;
-                memcpy(&v, m, 8);
-                if (x < v)
-                    memcpy(m, &x, 8);
-                break;
-            }
-            default: {
-                pair p = {w.value, cr_hash64(w.value)};
-                combine_pairs(m, &p, e, NULL);
-                break;
-            }
-            }
-        }
-    }
-}
-
-static void value_of(int rule, uint64_t v, char *out)
-{
-    if (rule == RULE_MIN) {
-        int64_t x = (int64_t)v - 500;
-        memcpy(out, &x, 8);
-    } else if (rule == RULE_USER) {
-        pair p = {v, cr_hash64(v)};
-        memcpy(out, &p, sizeof p);
-    } else {
-        memcpy(out, &v, 8);
-    }
-}
-
-/* Three steps of random writes and reads to a small array (heavy duplication);
- * every read must equal the model after that step's writes. Returns a checksum of
- * this rank's block at the end (hash and sort must agree). */
-static uint64_t run_steps(int rule, int route, int agg)
-{
-    cr_comm *comm = make_comm();
-    uint64_t n = 40 + (uint64_t)test_size * 3;
-    size_t e = rule == RULE_USER ? sizeof(pair) : 8;
-    cr_darray_opts o = opts_for(rule, route, agg);
-    cr_darray *a = cr_darray_create(comm, n, e, &o);
-    char *model = calloc(n, e), *got = calloc(READS, e);
-    uint64_t *asked = calloc(READS, sizeof *asked);
-    if (rule == RULE_MIN) { /* start from a large value so that min has work */
-        uint64_t first, count;
-        int64_t big = 1 << 20;
-        char *local = cr_darray_local(a, &first, &count);
-        for (uint64_t i = 0; i < count; i++)
-            memcpy(local + i * e, &big, 8);
-        for (uint64_t i = 0; i < n; i++)
-            memcpy(model + i * e, &big, 8);
-    }
-    for (int s = 0; s < 3; s++) {
-        uint64_t st = stream_of(test_rank, s);
-        char val[16];
-        for (int k = 0; k < WRITES; k++) {
-            request w = next_write(&st, n);
-            value_of(rule, w.value, val);
-            cr_darray_write(a, w.index, val);
-        }
-        uint64_t rs = cr_hash64(stream_of(test_rank, s) ^ 0xabcdef);
-        for (int k = 0; k < READS; k++) {
-            asked[k] = cr_bounded(cr_splitmix64(&rs), n);
-            cr_darray_read(a, asked[k], got + (size_t)k * e);
-        }
-        cr_darray_step(a);
-        model_step(rule, s, test_size, n, model, e);
-        for (int k = 0; k < READS; k++)
-            CHECK(!memcmp(got + (size_t)k * e, model + asked[k] * e, e),
-                  "%s, aggregation %d, rule %d, step %d: read %d of index %llu differs", routes[route],
-                  agg, rule, s, k, (unsigned long long)asked[k]);
-    }
-    uint64_t first, count, sum = 0;
-    const char *local = cr_darray_local(a, &first, &count);
-    for (uint64_t i = 0; i < count * e; i++)
-        sum = cr_hash64(sum ^ (uint64_t)(unsigned char)local[i]);
-    cr_darray_destroy(a);
-    cr_comm_destroy(comm);
-    free(model), free(got), free(asked);
-    return sum;
-}
-
+/* Every rule, route and aggregation against the model; hash and sort leave the same
+ * array; the mailbox exchange gives the same array and the same statistics as the
+ * collective one. */
 static void test_lockstep_against_model(void **state)
 {
     (void)state;
     for (int rule = 0; rule < NRULES; rule++)
         for (int route = 0; route < NROUTES; route++) {
             uint64_t sums[NAGGS];
-            for (int agg = 0; agg < NAGGS; agg++)
-                sums[agg] = run_steps(rule, route, agg);
+            for (int agg = 0; agg < NAGGS; agg++) {
+                cr_comm *comm = make_comm();
+                cr_darray_stats coll, mbox;
+                darray_fails = 0;
+                sums[agg] = darray_run_steps(comm, rule, route, agg,
+                                             CR_DARRAY_EXCHANGE_COLLECTIVE, &coll);
+                uint64_t again = darray_run_steps(comm, rule, route, agg,
+                                                  CR_DARRAY_EXCHANGE_MAILBOX, &mbox);
+                test_errors += darray_fails;
+                CHECK(again == sums[agg], "rule %d, %s, aggregation %d: the mailbox exchange "
+                      "leaves another array", rule, darray_routes[route], agg);
+                CHECK(same_stats(&coll, &mbox), "rule %d, %s, aggregation %d: the exchanges "
+                      "count differently (messages %llu / %llu, reached %llu / %llu)", rule,
+                      darray_routes[route], agg, (unsigned long long)coll.messages,
+                      (unsigned long long)mbox.messages, (unsigned long long)coll.reached_owner,
+                      (unsigned long long)mbox.reached_owner);
+                cr_comm_destroy(comm);
+            }
             CHECK(sums[0] == sums[1] && sums[1] == sums[2],
-                  "rule %d, %s: the aggregations leave different arrays", rule, routes[route]);
+                  "rule %d, %s: the aggregations leave different arrays", rule,
+                  darray_routes[route]);
         }
     verdict();
 }
@@ -218,7 +94,7 @@ static void test_overload(void **state)
         for (int agg = 0; agg < NAGGS; agg++) {
             cr_comm *comm = make_comm();
             uint64_t n = 64 * (uint64_t)test_size;
-            cr_darray_opts o = opts_for(RULE_ADD, route, agg);
+            cr_darray_opts o = opts_for(RULE_ADD, route, agg, CR_DARRAY_EXCHANGE_AUTO);
             cr_darray *a = cr_darray_create(comm, n, 8, &o);
             uint64_t first0, count0;
             cr_darray_block(n, test_size, 0, &first0, &count0);
@@ -234,17 +110,17 @@ static void test_overload(void **state)
                 cr_darray_stats_get(a, &after);
                 for (uint64_t i = 0; i < count0; i++)
                     CHECK(got[i] == (uint64_t)(s * test_size), "%s agg %d: index %llu read %llu",
-                          routes[route], agg, (unsigned long long)i, (unsigned long long)got[i]);
+                          darray_routes[route], agg, (unsigned long long)i, (unsigned long long)got[i]);
                 uint64_t reached = after.reached_owner - before.reached_owner;
                 /* In the last exchange, from its partners there: with aggregation one
                  * request per index from each (under the hypercube, one partner);
                  * without, the requests of every rank whose last coordinate differs
                  * from the owner's (the others came through the owner itself). */
                 uint64_t last = (uint64_t)last_dim(route, test_size), p = (uint64_t)test_size;
-                uint64_t senders = aggs[agg] == CR_DARRAY_AGG_NONE ? p - p / last : last - 1;
+                uint64_t senders = darray_aggs[agg] == CR_DARRAY_AGG_NONE ? p - p / last : last - 1;
                 uint64_t expect = test_rank != 0 ? 0 : 2 * count0 * senders;
                 CHECK(reached == expect, "%s agg %d: %llu requests reached rank %d, expected %llu",
-                      routes[route], agg, (unsigned long long)reached, test_rank,
+                      darray_routes[route], agg, (unsigned long long)reached, test_rank,
                       (unsigned long long)expect);
             }
             free(got);
@@ -263,7 +139,7 @@ static void test_one_index(void **state)
     for (int route = 0; route < NROUTES; route++)
         for (int agg = 0; agg < NAGGS; agg++) {
             cr_comm *comm = make_comm();
-            cr_darray_opts o = opts_for(RULE_ADD, route, agg);
+            cr_darray_opts o = opts_for(RULE_ADD, route, agg, CR_DARRAY_EXCHANGE_AUTO);
             cr_darray *a = cr_darray_create(comm, 5 + (uint64_t)test_size, 8, &o);
             uint64_t one = 1, got[2] = {0, 0};
             cr_darray_write(a, 0, &one);
@@ -274,14 +150,14 @@ static void test_one_index(void **state)
             cr_darray_stats st;
             cr_darray_stats_get(a, &st);
             for (int k = 0; k < 2; k++)
-                CHECK(got[k] == 2 * (uint64_t)test_size, "%s agg %d: read %llu", routes[route],
+                CHECK(got[k] == 2 * (uint64_t)test_size, "%s agg %d: read %llu", darray_routes[route],
                       agg, (unsigned long long)got[k]);
             uint64_t last = (uint64_t)last_dim(route, test_size), p = (uint64_t)test_size;
             uint64_t expect = test_rank != 0 ? 0
-                              : aggs[agg] == CR_DARRAY_AGG_NONE ? 4 * (p - p / last)
+                              : darray_aggs[agg] == CR_DARRAY_AGG_NONE ? 4 * (p - p / last)
                                                                  : 2 * (last - 1);
             CHECK(st.reached_owner == expect, "%s agg %d: %llu requests reached rank %d, "
-                  "expected %llu", routes[route], agg, (unsigned long long)st.reached_owner,
+                  "expected %llu", darray_routes[route], agg, (unsigned long long)st.reached_owner,
                   test_rank, (unsigned long long)expect);
             cr_darray_destroy(a);
             cr_comm_destroy(comm);
@@ -321,7 +197,7 @@ static void test_async(void **state)
         cfg.node_size = 2;
         cfg.buffer_bytes = 512;
         cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
-        cr_darray_opts o = opts_for(RULE_ADD, 0, 1);
+        cr_darray_opts o = opts_for(RULE_ADD, 0, 1, CR_DARRAY_EXCHANGE_AUTO);
         uint64_t n = 30 + (uint64_t)test_size;
         cr_darray *a = cr_darray_create(comm, n, 8, &o);
         int visit = cr_darray_register_visit(a, add_visit, NULL);

@@ -9,6 +9,7 @@
 
 #include "common/rng.h"
 
+#include "../darray_scenarios.h"
 #include "../requests_scenarios.h"
 
 #include <setjmp.h>
@@ -842,7 +843,6 @@ static void test_requests(void **state)
  * to every element i twice and visits each once, then reads a permutation of the
  * elements; every value must be exact (tests/mpi/test_darray.c does the same under
  * MPI). */
-static long darray_fails;
 
 static void darray_visit_add(cr_darray *a, uint64_t i, void *elem, const void *args, size_t len,
                              void *user)
@@ -921,12 +921,59 @@ static void test_darray_async(void **state)
             }
 }
 
-/* A lock-step step on the simulated transport: one line that says why, exit 1. */
-static void run_darray_step(cr_comm *comm, void *user)
+/* The lock-step mode on virtual ranks (its stages move as mailbox records here):
+ * tests/darray_scenarios.h's model, every rule, route and aggregation; hash and sort
+ * must leave the same arrays, rank by rank. */
+typedef struct lockstep_run {
+    int rule, route, agg;
+    uint64_t *sums; /* [P]: each rank's checksum */
+} lockstep_run;
+
+static void run_darray_lockstep(cr_comm *comm, void *user)
 {
-    (void)user;
-    cr_darray *a = cr_darray_create(comm, 10, 8, NULL);
-    cr_darray_step(a);
+    lockstep_run *r = user;
+    cr_darray_stats st;
+    r->sums[cr_comm_rank(comm)] =
+        darray_run_steps(comm, r->rule, r->route, r->agg, CR_DARRAY_EXCHANGE_AUTO, &st);
+}
+
+static void test_darray_lockstep(void **state)
+{
+    (void)state;
+    static const int ps[] = {1, 3, 8, 12, 64, 256};
+    int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (int rule = 0; rule < NRULES; rule++)
+            for (int route = 0; route < NROUTES; route++)
+                for (int seed = 1; seed <= (ps[k] >= 64 ? 1 : seeds); seed++) {
+                    uint64_t *sums[NAGGS];
+                    for (int agg = 0; agg < NAGGS; agg++) {
+                        lockstep_run r = {rule, route, agg, calloc((size_t)ps[k], 8)};
+                        sums[agg] = r.sums;
+                        /* small buffers on odd seeds: segments in many pieces,
+                         * arriving in any order */
+                        cr_config cfg;
+                        cr_config_init(&cfg);
+                        cfg.buffer_bytes = seed % 2 ? 128 : cfg.buffer_bytes;
+                        cr_sim_opts o = {.ranks = ps[k], .seed = (uint64_t)seed * 13 + (uint64_t)k,
+                                         .cfg = &cfg};
+                        char err[256];
+                        snprintf(ctx, sizeof ctx, "darray lock-step, P=%d, rule %d, %s, "
+                                 "aggregation %d, seed %d", ps[k], rule, darray_routes[route],
+                                 agg, seed);
+                        darray_fails = 0;
+                        if (cr_sim_run(&o, run_darray_lockstep, &r, NULL, err, sizeof err))
+                            fail_msg("%s: %s", ctx, err);
+                        if (darray_fails)
+                            fail_msg("%s: %ld reads differ from the model", ctx, darray_fails);
+                    }
+                    for (int agg = 1; agg < NAGGS; agg++)
+                        if (memcmp(sums[0], sums[agg], (size_t)ps[k] * 8))
+                            fail_msg("P=%d, rule %d, %s: aggregation %d leaves another array "
+                                     "than none", ps[k], rule, darray_routes[route], agg);
+                    for (int agg = 0; agg < NAGGS; agg++)
+                        free(sums[agg]);
+                }
 }
 
 /* A collective on the simulated transport: one line that says why, exit 1. */
@@ -952,13 +999,9 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "requests")) {
         const struct CMUnitTest two[] = {cmocka_unit_test(test_requests),
-                                         cmocka_unit_test(test_darray_async)};
+                                         cmocka_unit_test(test_darray_async),
+                                         cmocka_unit_test(test_darray_lockstep)};
         return cmocka_run_group_tests(two, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "darray-step")) {
-        cr_sim_opts o = {.ranks = 3, .seed = 1};
-        cr_sim_run(&o, run_darray_step, NULL, NULL, NULL, 0);
-        return 0; /* not reached */
     }
     if (argc > 1 && !strcmp(argv[1], "4096")) {
         const struct CMUnitTest one[] = {cmocka_unit_test(test_4096_hypercube)};
