@@ -6,14 +6,19 @@
  * partners, the bytes and the requests reaching the owner, and a predicted time
  * from an alpha-beta-gamma model of those counts. Every run is verified.
  *
- * Patterns so far: overload (thesis 5.4.3: every rank reads and adds to every
- * index rank 0 holds). The neighborhood and pointer-doubling patterns need the
- * distributed graph on virtual ranks (docs/scaling.md says what is missing). */
+ * Patterns (thesis 5.4): overload (every rank reads and adds to every index rank 0
+ * holds), neighborhood (every vertex reads the entries of its neighbours) and
+ * pointer doubling (every vertex points to its lightest neighbour, then
+ * p(u) = p(p(u)) until every vertex points to a root: Boruvka's first round) on an
+ * R-MAT graph built on the virtual ranks. */
 #include "cli.h"
 
 #include <courier.h>
 
+#include "common/rng.h"
+
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +26,19 @@
 static const char usage[] =
     "Usage: scale_model [options]        (one process: do not start it with mpirun)\n"
     "\n"
-    "Runs the distributed array's overload pattern (every rank reads and adds to\n"
-    "every index of rank 0) in lock-step on P virtual ranks of the simulated\n"
-    "transport, under each route and aggregation, and prints per rank (max and mean)\n"
+    "Runs the distributed array's benchmark patterns in lock-step on P virtual ranks\n"
+    "of the simulated transport, under each route and aggregation, and prints per\n"
+    "rank (max and mean)\n"
     "the messages, partners, bytes and requests reaching the owner, with a time\n"
     "predicted from those counts: alpha per message + beta per byte on the busiest\n"
     "rank, plus gamma per request the owner merges. Every read is verified.\n"
     "\n"
+    "  --patterns L      overload, neighborhood, doubling (default overload)\n"
     "  --ranks L         comma list of virtual rank counts, powers of two (default\n"
     "                    64,256,1024,4096)\n"
+    "  --vertices-per-rank V  neighborhood, doubling: R-MAT vertices per rank\n"
+    "                    (default 1024; the thesis uses 8192)\n"
+    "  --edgefactor E    edges per vertex (default 16)\n"
     "  --entries E       indices of rank 0, each read and written by every rank\n"
     "                    (default 256; the thesis also uses 8192)\n"
     "  --routes L        direct, grid (2D), grid3 (3D), hypercube (default all)\n"
@@ -42,10 +51,15 @@ static const char usage[] =
 
 static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", NULL};
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
+static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", NULL};
 
 typedef struct world {
     uint64_t entries;
-    int route, agg;
+    int route, agg, pattern;
+    uint64_t vertices_per_rank;
+    double edgefactor;
+    uint8_t *changed[2]; /* [P] per round parity: doubling's "did my pointers move" */
+    char error[256];     /* a virtual rank's failure (graph generation) */
     cr_darray_stats *stats; /* [P] */
     uint64_t *bad;          /* [P] wrong reads */
 } world;
@@ -62,13 +76,13 @@ static void grid3(int p, char *spec, size_t len)
     snprintf(spec, len, "grid:%dx%dx%d", 1 << a, 1 << b, 1 << c);
 }
 
-static void run_overload(cr_comm *comm, void *user)
+/* The array's options for this run: the merge rule, the route (3D grid dimensions
+ * for P), the aggregation. */
+static cr_darray_opts array_opts(int p, cr_darray_merge merge)
 {
-    (void)user;
-    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
     cr_darray_opts o;
     cr_darray_opts_init(&o);
-    o.merge = CR_DARRAY_ADD;
+    o.merge = merge;
     o.type = CR_DEDUP_UINT64;
     o.aggregation = (cr_darray_aggregation)W.agg;
     char spec[64];
@@ -77,6 +91,14 @@ static void run_overload(cr_comm *comm, void *user)
     else
         snprintf(spec, sizeof spec, "%s", route_names[W.route]);
     cr_route_parse(spec, &o.route, NULL, 0);
+    return o;
+}
+
+static void run_overload(cr_comm *comm, void *user)
+{
+    (void)user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    cr_darray_opts o = array_opts(p, CR_DARRAY_ADD);
     uint64_t n = W.entries * (uint64_t)p; /* rank 0 holds `entries` of them */
     cr_darray *a = cr_darray_create(comm, n, 8, &o);
     uint64_t first0, count0, one = 1;
@@ -92,6 +114,131 @@ static void run_overload(cr_comm *comm, void *user)
     cr_darray_stats_get(a, &W.stats[me]);
     free(got);
     cr_darray_destroy(a);
+}
+
+
+/* ---- the graph patterns ------------------------------------------------------------ */
+
+/* Every rank's flag of this round, read by every rank after a barrier: the model's
+ * stand-in for an allreduce (its messages are not the array's, so not counted). Two
+ * sets by round parity: a rank writes round k + 1's flags only after the barrier of
+ * round k + 1, which waits for every rank to have read round k's. */
+static int any_changed(cr_comm *comm, int round, int mine)
+{
+    int p = cr_comm_size(comm);
+    uint8_t *flags = W.changed[round & 1];
+    flags[cr_comm_rank(comm)] = (uint8_t)mine;
+    cr_barrier(comm);
+    int any = 0;
+    for (int r = 0; r < p && !any; r++)
+        any = flags[r];
+    return any;
+}
+
+static uint64_t weight(uint64_t u, uint64_t v)
+{
+    uint64_t lo = u < v ? u : v, hi = u < v ? v : u;
+    return cr_hash64(lo * 0x9e3779b97f4a7c15ULL ^ hi);
+}
+
+static uint64_t lightest_neighbour(cr_graph *g, uint64_t u_local, uint64_t u)
+{
+    uint64_t deg, best = u, bw = UINT64_MAX;
+    const uint64_t *nb = cr_graph_neighbours(g, u_local, &deg);
+    for (uint64_t j = 0; j < deg; j++) {
+        if (nb[j] == u)
+            continue;
+        uint64_t w = weight(u, nb[j]);
+        if (w < bw || (w == bw && nb[j] < best))
+            bw = w, best = nb[j];
+    }
+    return best;
+}
+
+static uint64_t neighborhood(cr_graph *g, cr_darray *a)
+{
+    uint64_t first, count, *local = cr_darray_local(a, &first, &count), bad = 0, total = 0;
+    for (uint64_t i = 0; i < count; i++)
+        local[i] = cr_hash64(first + i);
+    uint64_t nloc = cr_graph_local_count(g);
+    for (uint64_t u = 0; u < nloc; u++) {
+        uint64_t deg;
+        cr_graph_neighbours(g, u, &deg);
+        total += deg;
+    }
+    uint64_t *got = calloc(total ? total : 1, 8), k = 0;
+    for (uint64_t u = 0; u < nloc; u++) {
+        uint64_t deg;
+        const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
+        for (uint64_t j = 0; j < deg; j++)
+            cr_darray_read(a, nb[j], &got[k++]);
+    }
+    cr_darray_step(a);
+    k = 0;
+    for (uint64_t u = 0; u < nloc; u++) {
+        uint64_t deg;
+        const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
+        for (uint64_t j = 0; j < deg; j++)
+            bad += got[k++] != cr_hash64(nb[j]);
+    }
+    free(got);
+    return bad;
+}
+
+static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
+{
+    uint64_t first, count, *p = cr_darray_local(a, &first, &count), bad = 0;
+    for (uint64_t i = 0; i < count; i++) /* the graph's blocks are the array's */
+        p[i] = lightest_neighbour(g, i, first + i);
+    uint64_t *q = calloc(count ? count : 1, 8);
+    for (uint64_t i = 0; i < count; i++)
+        cr_darray_read(a, p[i], &q[i]);
+    cr_darray_step(a);
+    for (uint64_t i = 0; i < count; i++) /* 2-cycles: the smaller end is the root */
+        if (q[i] == first + i && first + i < p[i])
+            p[i] = first + i;
+    for (int round = 0;; round++) {
+        any_changed(comm, round, 0); /* every root is set before anyone reads again */
+        for (uint64_t i = 0; i < count; i++)
+            cr_darray_read(a, p[i], &q[i]);
+        cr_darray_step(a);
+        int changed = 0;
+        for (uint64_t i = 0; i < count; i++)
+            changed |= q[i] != p[i];
+        int any = any_changed(comm, ++round, changed); /* all reads done before writes */
+        for (uint64_t i = 0; i < count; i++)
+            p[i] = q[i];
+        if (!any)
+            break;
+    }
+    for (uint64_t i = 0; i < count; i++)
+        bad += p[i] >= cr_darray_length(a);
+    free(q);
+    return bad;
+}
+
+static void run_graph_pattern(cr_comm *comm, void *user)
+{
+    (void)user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    cr_gen_params gp;
+    cr_gen_params_init(&gp);
+    gp.scale = (int)lround(log2((double)W.vertices_per_rank * p));
+    gp.edgefactor = W.edgefactor;
+    cr_edge_list edges = {0};
+    char err[256];
+    if (cr_generate(&gp, me, p, &edges, err, sizeof err)) {
+        snprintf(W.error, sizeof W.error, "%s", err); /* the same on every rank */
+        return;
+    }
+    cr_graph *g = cr_graph_build(comm, &edges);
+    cr_edge_list_free(&edges);
+    cr_darray_opts o = array_opts(p, CR_DARRAY_OVERWRITE);
+    cr_darray *a = cr_darray_create(comm, cr_graph_vertices(g), 8, &o);
+    W.bad[me] = W.pattern == 1 ? neighborhood(g, a) : doubling(comm, g, a);
+    cr_darray_stats_get(a, &W.stats[me]);
+    cr_darray_destroy(a);
+    cr_graph_destroy(g);
 }
 
 typedef struct row {
@@ -124,13 +271,17 @@ int main(int argc, char **argv)
     uint64_t ranks[16] = {64, 256, 1024, 4096}, entries = 256;
     int nranks = 4;
     double alpha = 2, beta = 0.1, gamma = 10;
-    int use_route[4] = {1, 1, 1, 1}, use_agg[3] = {1, 1, 1};
+    int use_route[4] = {1, 1, 1, 1}, use_agg[3] = {1, 1, 1}, use_pattern[3] = {1, 0, 0};
+    uint64_t vpr = 1024;
+    double edgefactor = 16;
     const char *csv = NULL;
     static const struct option opts[] = {
         {"ranks", required_argument, 0, 'P'},   {"entries", required_argument, 0, 'e'},
         {"routes", required_argument, 0, 'R'},  {"aggregations", required_argument, 0, 'A'},
         {"alpha", required_argument, 0, 'a'},   {"beta", required_argument, 0, 'b'},
         {"gamma", required_argument, 0, 'g'},   {"csv", required_argument, 0, 'c'},
+        {"patterns", required_argument, 0, 'T'}, {"vertices-per-rank", required_argument, 0, 'v'},
+        {"edgefactor", required_argument, 0, 'E'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -145,16 +296,20 @@ int main(int argc, char **argv)
             break;
         case 'e': entries = app_parse_u64(&a, "--entries", optarg, 1, 1u << 24); break;
         case 'R':
-        case 'A': {
-            const char *const *names = ch == 'R' ? route_names : agg_names;
-            int *use = ch == 'R' ? use_route : use_agg, count = ch == 'R' ? 4 : 3;
-            memset(use, 0, (size_t)count * sizeof *use);
+        case 'A':
+        case 'T': {
+            const char *const *names = ch == 'R' ? route_names : ch == 'A' ? agg_names : pattern_names;
+            int *use = ch == 'R' ? use_route : ch == 'A' ? use_agg : use_pattern;
+            const char *flag = ch == 'R' ? "--routes" : ch == 'A' ? "--aggregations" : "--patterns";
+            memset(use, 0, (size_t)(ch == 'R' ? 4 : 3) * sizeof *use);
             char *list = strdup(optarg), *save = NULL;
             for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-                use[app_parse_choice(&a, ch == 'R' ? "--routes" : "--aggregations", t, names)] = 1;
+                use[app_parse_choice(&a, flag, t, names)] = 1;
             free(list);
             break;
         }
+        case 'v': vpr = app_parse_u64(&a, "--vertices-per-rank", optarg, 1, 1u << 24); break;
+        case 'E': edgefactor = (double)app_parse_u64(&a, "--edgefactor", optarg, 1, 1024); break;
         case 'a': alpha = app_parse_double(&a, "--alpha", optarg, 0, 1e6); break;
         case 'b': beta = app_parse_double(&a, "--beta", optarg, 0, 1e6); break;
         case 'g': gamma = app_parse_double(&a, "--gamma", optarg, 0, 1e6); break;
@@ -172,51 +327,63 @@ int main(int argc, char **argv)
                              "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
                              "verified");
     printf("overload: every rank reads and adds to each of rank 0's %llu indices; "
-           "alpha %g us, beta %g ns/B, gamma %g ns\n\n", (unsigned long long)entries, alpha,
-           beta, gamma);
-    printf("| P | route | aggregation | messages max | mean | KiB max | mean | requests "
-           "reaching rank 0 | predicted ms | vs direct none |\n|---|---|---|---|---|---|---|---|---|---|\n");
+           "neighborhood, doubling: R-MAT, %llu vertices per rank, edge factor %g;\n"
+           "alpha %g us, beta %g ns/B, gamma %g ns\n\n", (unsigned long long)entries,
+           (unsigned long long)vpr, edgefactor, alpha, beta, gamma);
+    printf("| pattern | P | route | aggregation | messages max | mean | KiB max | mean | "
+           "requests reaching the busiest owner | predicted ms | vs direct none |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n");
     int failed = 0;
-    for (int k = 0; k < nranks; k++) {
-        int p = (int)ranks[k];
-        W.entries = entries;
-        W.stats = app_calloc(&a, (size_t)p, sizeof *W.stats, "the ranks' statistics");
-        W.bad = app_calloc(&a, (size_t)p, sizeof *W.bad, "the ranks' checks");
-        double base = 0;
-        for (int route = 0; route < 4; route++)
-            for (int agg = 0; agg < 3; agg++) {
-                if (!use_route[route] || !use_agg[agg])
-                    continue;
-                W.route = route, W.agg = agg;
-                memset(W.stats, 0, (size_t)p * sizeof *W.stats);
-                memset(W.bad, 0, (size_t)p * sizeof *W.bad);
-                cr_sim_opts so = {.ranks = p, .seed = 1};
-                char err[256];
-                if (cr_sim_run(&so, run_overload, NULL, NULL, err, sizeof err))
-                    app_error(&a, "P=%d, %s, %s: %s", p, route_names[route], agg_names[agg], err);
-                uint64_t bad = 0;
-                for (int r = 0; r < p; r++)
-                    bad += W.bad[r];
-                failed += bad != 0;
-                row w = model(p, alpha, beta, gamma);
-                if (route == 0 && agg == 0)
-                    base = w.predicted;
-                char ratio[32] = "-";
-                if (base > 0)
-                    snprintf(ratio, sizeof ratio, "%.2f", base / w.predicted);
-                printf("| %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.0f | %.3f | %s |%s\n", p,
-                       route_names[route], agg_names[agg], w.msgs_max, w.msgs_mean,
-                       w.bytes_max / 1024, w.bytes_mean / 1024, w.reached_max,
-                       w.predicted * 1e3, ratio, bad ? " WRONG READS" : "");
-                if (out)
-                    fprintf(out, "overload,%d,%llu,%s,%s,%.0f,%.2f,%.0f,%.1f,%.0f,%.6f,%s\n", p,
-                            (unsigned long long)entries, route_names[route], agg_names[agg],
-                            w.msgs_max, w.msgs_mean, w.bytes_max, w.bytes_mean, w.reached_max,
-                            w.predicted, bad ? "no" : "yes");
-                fflush(stdout);
-            }
-        free(W.stats), free(W.bad);
-    }
+    W.entries = entries, W.vertices_per_rank = vpr, W.edgefactor = edgefactor;
+    for (int pat = 0; pat < 3; pat++)
+        for (int k = 0; k < nranks && use_pattern[pat]; k++) {
+            int p = (int)ranks[k];
+            W.pattern = pat;
+            W.stats = app_calloc(&a, (size_t)p, sizeof *W.stats, "the ranks' statistics");
+            W.bad = app_calloc(&a, (size_t)p, sizeof *W.bad, "the ranks' checks");
+            W.changed[0] = app_calloc(&a, (size_t)p, 1, "the ranks' flags");
+            W.changed[1] = app_calloc(&a, (size_t)p, 1, "the ranks' flags");
+            double base = 0;
+            for (int route = 0; route < 4; route++)
+                for (int agg = 0; agg < 3; agg++) {
+                    if (!use_route[route] || !use_agg[agg])
+                        continue;
+                    W.route = route, W.agg = agg;
+                    memset(W.stats, 0, (size_t)p * sizeof *W.stats);
+                    memset(W.bad, 0, (size_t)p * sizeof *W.bad);
+                    W.error[0] = 0;
+                    cr_sim_opts so = {.ranks = p, .seed = 1};
+                    char err[256];
+                    if (cr_sim_run(&so, pat ? run_graph_pattern : run_overload, NULL, NULL, err,
+                                   sizeof err))
+                        app_error(&a, "%s, P=%d, %s, %s: %s", pattern_names[pat], p,
+                                  route_names[route], agg_names[agg], err);
+                    if (W.error[0])
+                        app_error(&a, "%s, P=%d: %s", pattern_names[pat], p, W.error);
+                    uint64_t bad = 0;
+                    for (int r = 0; r < p; r++)
+                        bad += W.bad[r];
+                    failed += bad != 0;
+                    row w = model(p, alpha, beta, gamma);
+                    if (route == 0 && agg == 0)
+                        base = w.predicted;
+                    char ratio[32] = "-";
+                    if (base > 0)
+                        snprintf(ratio, sizeof ratio, "%.2f", base / w.predicted);
+                    printf("| %s | %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.0f | %.3f | %s |%s\n",
+                           pattern_names[pat], p, route_names[route], agg_names[agg], w.msgs_max,
+                           w.msgs_mean, w.bytes_max / 1024, w.bytes_mean / 1024, w.reached_max,
+                           w.predicted * 1e3, ratio, bad ? " WRONG" : "");
+                    if (out)
+                        fprintf(out, "%s,%d,%llu,%s,%s,%.0f,%.2f,%.0f,%.1f,%.0f,%.6f,%s\n",
+                                pattern_names[pat], p,
+                                (unsigned long long)(pat ? vpr : entries), route_names[route],
+                                agg_names[agg], w.msgs_max, w.msgs_mean, w.bytes_max, w.bytes_mean,
+                                w.reached_max, w.predicted, bad ? "no" : "yes");
+                    fflush(stdout);
+                }
+            free(W.stats), free(W.bad), free(W.changed[0]), free(W.changed[1]);
+        }
     if (out)
         fclose(out);
     if (failed)
