@@ -226,7 +226,8 @@ static size_t exchange_by_mailbox(cr_darray *a, int d, const char *send, const s
     recv->len = 0;
     char *to = darray_bytes_grow(recv, total);
     for (int j = 0; j < n; j++) {
-        memcpy(to, stage[j].data, stage[j].len);
+        if (stage[j].len) /* a partner that sent nothing has no buffer yet */
+            memcpy(to, stage[j].data, stage[j].len);
         to += stage[j].len;
         rcounts[j] = stage[j].len / rec;
         stage[j].len = 0; /* ready for the next exchange */
