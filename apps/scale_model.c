@@ -3,7 +3,7 @@
  * own darray code runs on P virtual ranks (its stages move as mailbox records
  * there, with the same counts as the MPI collectives: docs/darray.md); for each
  * route and aggregation the model reports per rank (max and mean) the messages, the
- * partners, the bytes and the requests reaching the owner, and a predicted time
+ * bytes and the requests reaching the owner, and a predicted time
  * from an alpha-beta-gamma model of those counts. Every run is verified.
  *
  * Patterns (thesis 5.4): overload (every rank reads and adds to every index rank 0
@@ -29,7 +29,7 @@ static const char usage[] =
     "Runs the distributed array's benchmark patterns in lock-step on P virtual ranks\n"
     "of the simulated transport, under each route and aggregation, and prints per\n"
     "rank (max and mean)\n"
-    "the messages, partners, bytes and requests reaching the owner, with a time\n"
+    "the messages, bytes and requests reaching the busiest owner, with a time\n"
     "predicted from those counts: alpha per message + beta per byte on the busiest\n"
     "rank, plus gamma per request the owner merges. Every read is verified.\n"
     "\n"
@@ -65,6 +65,18 @@ typedef struct world {
 } world;
 
 static world W;
+
+/* calloc for the virtual ranks (no app handle there): one line and exit on failure. */
+static void *xcalloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size);
+    if (!p) {
+        fprintf(stderr, "scale_model: out of memory for %zu x %zu bytes (fewer --ranks or "
+                "--vertices-per-rank)\n", count, size);
+        exit(1);
+    }
+    return p;
+}
 
 /* 3D grid dimensions for a power of two P: as equal as they go. */
 static void grid3(int p, char *spec, size_t len)
@@ -103,7 +115,7 @@ static void run_overload(cr_comm *comm, void *user)
     cr_darray *a = cr_darray_create(comm, n, 8, &o);
     uint64_t first0, count0, one = 1;
     cr_darray_block(n, p, 0, &first0, &count0);
-    uint64_t *got = calloc(count0 ? count0 : 1, 8);
+    uint64_t *got = xcalloc(count0, 8);
     for (uint64_t i = 0; i < count0; i++) {
         cr_darray_write(a, first0 + i, &one);
         cr_darray_read(a, first0 + i, &got[i]);
@@ -115,7 +127,6 @@ static void run_overload(cr_comm *comm, void *user)
     free(got);
     cr_darray_destroy(a);
 }
-
 
 /* ---- the graph patterns ------------------------------------------------------------ */
 
@@ -166,7 +177,7 @@ static uint64_t neighborhood(cr_graph *g, cr_darray *a)
         cr_graph_neighbours(g, u, &deg);
         total += deg;
     }
-    uint64_t *got = calloc(total ? total : 1, 8), k = 0;
+    uint64_t *got = xcalloc(total, 8), k = 0;
     for (uint64_t u = 0; u < nloc; u++) {
         uint64_t deg;
         const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
@@ -190,7 +201,7 @@ static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
     uint64_t first, count, *p = cr_darray_local(a, &first, &count), bad = 0;
     for (uint64_t i = 0; i < count; i++) /* the graph's blocks are the array's */
         p[i] = lightest_neighbour(g, i, first + i);
-    uint64_t *q = calloc(count ? count : 1, 8);
+    uint64_t *q = xcalloc(count, 8);
     for (uint64_t i = 0; i < count; i++)
         cr_darray_read(a, p[i], &q[i]);
     cr_darray_step(a);
@@ -242,7 +253,7 @@ static void run_graph_pattern(cr_comm *comm, void *user)
 }
 
 typedef struct row {
-    double msgs_max, msgs_mean, bytes_max, bytes_mean, reached_max, partners_max, predicted;
+    double msgs_max, msgs_mean, bytes_max, bytes_mean, reached_max, predicted;
 } row;
 
 static row model(int p, double alpha_us, double beta_ns, double gamma_ns)
@@ -302,7 +313,8 @@ int main(int argc, char **argv)
             int *use = ch == 'R' ? use_route : ch == 'A' ? use_agg : use_pattern;
             const char *flag = ch == 'R' ? "--routes" : ch == 'A' ? "--aggregations" : "--patterns";
             memset(use, 0, (size_t)(ch == 'R' ? 4 : 3) * sizeof *use);
-            char *list = strdup(optarg), *save = NULL;
+            char *list = xcalloc(strlen(optarg) + 1, 1), *save = NULL;
+            strcpy(list, optarg);
             for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
                 use[app_parse_choice(&a, flag, t, names)] = 1;
             free(list);
