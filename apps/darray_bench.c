@@ -9,6 +9,7 @@
  * rank, requests merged and requests reaching their owners, and the speedup over
  * lock-step direct without aggregation. */
 #include "cli.h"
+#include "lightest.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -141,27 +142,6 @@ static void neighborhood(run *r)
 
 /* ---- pointer doubling ------------------------------------------------------------ */
 
-/* The weight of edge {u, v}: a hash of the pair, ties broken by the endpoint. */
-static uint64_t weight(uint64_t u, uint64_t v)
-{
-    uint64_t lo = u < v ? u : v, hi = u < v ? v : u;
-    return cr_hash64(lo * 0x9e3779b97f4a7c15ULL ^ hi);
-}
-
-static uint64_t lightest_neighbour(cr_graph *g, uint64_t u_local, uint64_t u)
-{
-    uint64_t deg, best = u, bw = UINT64_MAX;
-    const uint64_t *nb = cr_graph_neighbours(g, u_local, &deg);
-    for (uint64_t j = 0; j < deg; j++) {
-        if (nb[j] == u)
-            continue;
-        uint64_t w = weight(u, nb[j]);
-        if (w < bw || (w == bw && nb[j] < best))
-            bw = w, best = nb[j];
-    }
-    return best;
-}
-
 static int any_rank(int mine)
 {
     int any = 0;
@@ -174,7 +154,7 @@ static void doubling(run *r)
     cr_graph *g = r->b->g;
     uint64_t first, count, *p = cr_darray_local(r->arr, &first, &count);
     for (uint64_t i = 0; i < count; i++) /* the graph's blocks are the array's */
-        p[i] = lightest_neighbour(g, i, first + i);
+        p[i] = app_lightest_neighbour(g, i, first + i);
     uint64_t *q = app_calloc(&r->b->a, count ? count : 1, 8, "the pointers");
     /* The lightest edges form trees whose roots are 2-cycles (the two ends of a
      * component's lightest edge point at each other): the smaller end becomes the

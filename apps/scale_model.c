@@ -12,6 +12,7 @@
  * p(u) = p(p(u)) until every vertex points to a root: Boruvka's first round) on an
  * R-MAT graph built on the virtual ranks. */
 #include "cli.h"
+#include "lightest.h"
 
 #include <courier.h>
 
@@ -146,26 +147,6 @@ static int any_changed(cr_comm *comm, int round, int mine)
     return any;
 }
 
-static uint64_t weight(uint64_t u, uint64_t v)
-{
-    uint64_t lo = u < v ? u : v, hi = u < v ? v : u;
-    return cr_hash64(lo * 0x9e3779b97f4a7c15ULL ^ hi);
-}
-
-static uint64_t lightest_neighbour(cr_graph *g, uint64_t u_local, uint64_t u)
-{
-    uint64_t deg, best = u, bw = UINT64_MAX;
-    const uint64_t *nb = cr_graph_neighbours(g, u_local, &deg);
-    for (uint64_t j = 0; j < deg; j++) {
-        if (nb[j] == u)
-            continue;
-        uint64_t w = weight(u, nb[j]);
-        if (w < bw || (w == bw && nb[j] < best))
-            bw = w, best = nb[j];
-    }
-    return best;
-}
-
 static uint64_t neighborhood(cr_graph *g, cr_darray *a)
 {
     uint64_t first, count, *local = cr_darray_local(a, &first, &count), bad = 0, total = 0;
@@ -200,7 +181,7 @@ static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
 {
     uint64_t first, count, *p = cr_darray_local(a, &first, &count), bad = 0;
     for (uint64_t i = 0; i < count; i++) /* the graph's blocks are the array's */
-        p[i] = lightest_neighbour(g, i, first + i);
+        p[i] = app_lightest_neighbour(g, i, first + i);
     uint64_t *q = xcalloc(count, 8);
     for (uint64_t i = 0; i < count; i++)
         cr_darray_read(a, p[i], &q[i]);
