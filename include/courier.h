@@ -9,6 +9,7 @@
 #include "courier/graph.h"
 #include "courier/mailbox.h"
 #include "courier/nbx.h"
+#include "courier/plan.h"
 #include "courier/route.h"
 #include "courier/sim.h"
 

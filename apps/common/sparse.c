@@ -1,0 +1,588 @@
+/* Sparse matrices for apps/plan and apps/spmv: see sparse.h. */
+#include "sparse.h"
+
+#include "courier/graph.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "sparse: out of memory (%zu bytes)\n", n);
+        abort();
+    }
+    return p;
+}
+
+void sparse_free(sparse_matrix *m)
+{
+    free(m->col_ptr);
+    free(m->row);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---------------------------------------------------------------- from entries */
+
+typedef struct entry {
+    uint64_t col, row;
+    double val;
+} entry;
+
+typedef struct entries {
+    entry *v;
+    uint64_t count, cap;
+} entries;
+
+static void push(entries *e, uint64_t row, uint64_t col, double val)
+{
+    if (e->count == e->cap) {
+        e->cap = e->cap ? 2 * e->cap : 1024;
+        entry *nv = realloc(e->v, e->cap * sizeof *nv);
+        if (!nv) {
+            fprintf(stderr, "sparse: out of memory for %" PRIu64 " entries\n", e->cap);
+            abort();
+        }
+        e->v = nv;
+    }
+    e->v[e->count++] = (entry){col, row, val};
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    if (x->col != y->col)
+        return x->col < y->col ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+/* Sort, sum repeats, and compress by columns. Frees the entries. */
+static void compress(entries *e, uint64_t n, sparse_matrix *m)
+{
+    qsort(e->v, e->count, sizeof *e->v, cmp_entry);
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < e->count; i++) {
+        if (k > 0 && e->v[k - 1].col == e->v[i].col && e->v[k - 1].row == e->v[i].row)
+            e->v[k - 1].val += e->v[i].val;
+        else
+            e->v[k++] = e->v[i];
+    }
+    m->n = n;
+    m->nnz = k;
+    m->col_ptr = calloc(n + 1, sizeof *m->col_ptr);
+    m->row = xmalloc(k * sizeof *m->row);
+    m->val = xmalloc(k * sizeof *m->val);
+    if (!m->col_ptr) {
+        fprintf(stderr, "sparse: out of memory for %" PRIu64 " columns\n", n);
+        abort();
+    }
+    for (uint64_t i = 0; i < k; i++) {
+        m->col_ptr[e->v[i].col + 1]++;
+        m->row[i] = e->v[i].row;
+        m->val[i] = e->v[i].val;
+    }
+    for (uint64_t j = 0; j < n; j++)
+        m->col_ptr[j + 1] += m->col_ptr[j];
+    free(e->v);
+    memset(e, 0, sizeof *e);
+}
+
+/* A value for a generated entry: the same for (i, j) and (j, i), in [1, 2). */
+static double gen_value(uint64_t i, uint64_t j)
+{
+    uint64_t a = i < j ? i : j, b = i < j ? j : i;
+    uint64_t h = (a * 0x9e3779b97f4a7c15ULL) ^ (b + 0x632be59bd9b4e019ULL);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 32;
+    return 1.0 + (double)(h >> 11) / 9007199254740992.0;
+}
+
+/* ---------------------------------------------------------------- generators */
+
+static int load_graph(cr_gen_kind kind, bool permute, const char *args, uint64_t seed,
+                      sparse_matrix *m, char *err, size_t errlen)
+{
+    cr_gen_params p;
+    cr_gen_params_init(&p);
+    p.kind = kind;
+    p.permute = permute;
+    p.seed = seed;
+    char *end;
+    errno = 0;
+    long scale = strtol(args, &end, 10);
+    if (end == args || errno || (*end && *end != ':')) {
+        set_err(err, errlen, "bad generator scale in '%s'", args);
+        return -1;
+    }
+    p.scale = (int)scale;
+    if (*end == ':') {
+        const char *e = end + 1;
+        p.edgefactor = strtod(e, &end);
+        if (end == e || *end || !(p.edgefactor > 0)) {
+            set_err(err, errlen, "bad edge factor in '%s'", args);
+            return -1;
+        }
+    }
+    if (scale < 1 || scale > 30) {
+        set_err(err, errlen, "generator scale %ld is out of range 1..30", scale);
+        return -1;
+    }
+    cr_edge_list list = {0};
+    if (cr_generate(&p, 0, 1, &list, err, errlen) != 0)
+        return -1;
+    entries e = {0};
+    for (size_t i = 0; i < list.count; i++) {
+        uint64_t u = list.edges[i].u, v = list.edges[i].v;
+        push(&e, u, v, gen_value(u, v));
+        if (u != v)
+            push(&e, v, u, gen_value(u, v));
+    }
+    uint64_t n = list.nvertices;
+    cr_edge_list_free(&list);
+    compress(&e, n, m);
+    return 0;
+}
+
+static int load_stencil(int dims, const char *args, sparse_matrix *m, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long k = strtol(args, &end, 10);
+    long max = dims == 2 ? 20000 : 700;
+    if (end == args || *end || errno || k < 1 || k > max) {
+        set_err(err, errlen, "stencil size '%s' must be an integer in 1..%ld", args, max);
+        return -1;
+    }
+    uint64_t kk = (uint64_t)k, n = dims == 2 ? kk * kk : kk * kk * kk;
+    entries e = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t c[3] = {i % kk, (i / kk) % kk, dims == 3 ? i / (kk * kk) : 0};
+        push(&e, i, i, 2.0 * dims);
+        uint64_t stride = 1;
+        for (int d = 0; d < dims; d++, stride *= kk) {
+            if (c[d] > 0)
+                push(&e, i, i - stride, -1.0);
+            if (c[d] + 1 < kk)
+                push(&e, i, i + stride, -1.0);
+        }
+    }
+    compress(&e, n, m);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- Matrix Market */
+
+typedef enum { MM_REAL, MM_INTEGER, MM_PATTERN } mm_field;
+typedef enum { MM_GENERAL, MM_SYMMETRIC, MM_SKEW } mm_symmetry;
+
+static int mm_header(const char *line, mm_field *field, mm_symmetry *sym, char *err,
+                     size_t errlen, const char *path)
+{
+    char banner[64], object[64], format[64], f[64], s[64];
+    if (sscanf(line, "%63s %63s %63s %63s %63s", banner, object, format, f, s) != 5 ||
+        strcasecmp(banner, "%%MatrixMarket") != 0) {
+        set_err(err, errlen, "%s:1: not a Matrix Market file (no %%%%MatrixMarket header)", path);
+        return -1;
+    }
+    if (strcasecmp(object, "matrix") != 0 || strcasecmp(format, "coordinate") != 0) {
+        set_err(err, errlen, "%s:1: only 'matrix coordinate' files are supported, not '%s %s'",
+                path, object, format);
+        return -1;
+    }
+    if (!strcasecmp(f, "real") || !strcasecmp(f, "double"))
+        *field = MM_REAL;
+    else if (!strcasecmp(f, "integer"))
+        *field = MM_INTEGER;
+    else if (!strcasecmp(f, "pattern"))
+        *field = MM_PATTERN;
+    else {
+        set_err(err, errlen, "%s:1: field '%s' is not supported (real, integer, pattern)", path, f);
+        return -1;
+    }
+    if (!strcasecmp(s, "general"))
+        *sym = MM_GENERAL;
+    else if (!strcasecmp(s, "symmetric"))
+        *sym = MM_SYMMETRIC;
+    else if (!strcasecmp(s, "skew-symmetric"))
+        *sym = MM_SKEW;
+    else {
+        set_err(err, errlen,
+                "%s:1: symmetry '%s' is not supported (general, symmetric, skew-symmetric)", path, s);
+        return -1;
+    }
+    return 0;
+}
+
+static bool blank_or_comment(const char *line)
+{
+    while (isspace((unsigned char)*line))
+        line++;
+    return *line == '\0' || *line == '%';
+}
+
+/* Read one line into buf; -1 at end of file, -2 if it does not fit. */
+static int read_line(FILE *f, char *buf, size_t len)
+{
+    if (!fgets(buf, (int)len, f))
+        return -1;
+    size_t l = strlen(buf);
+    if (l == len - 1 && buf[l - 1] != '\n' && !feof(f))
+        return -2;
+    return 0;
+}
+
+static int mm_entry(const char *line, mm_field field, uint64_t n, uint64_t *i, uint64_t *j,
+                    double *v)
+{
+    char *end;
+    const char *p = line;
+    errno = 0;
+    unsigned long long a = strtoull(p, &end, 10);
+    if (end == p || errno)
+        return -1;
+    p = end;
+    unsigned long long b = strtoull(p, &end, 10);
+    if (end == p || errno)
+        return -1;
+    p = end;
+    if (a < 1 || a > n || b < 1 || b > n)
+        return -2;
+    *v = 1.0;
+    if (field != MM_PATTERN) {
+        *v = strtod(p, &end);
+        if (end == p)
+            return -1;
+        p = end;
+    }
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p)
+        return -1;
+    *i = a - 1;
+    *j = b - 1;
+    return 0;
+}
+
+static int load_mm(const char *path, sparse_matrix *m, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[1024];
+    uint64_t lineno = 1, rows = 0, cols = 0, nnz = 0, seen = 0;
+    mm_field field;
+    mm_symmetry sym;
+    entries e = {0};
+    int rc = -1;
+    if (read_line(f, line, sizeof line) != 0) {
+        set_err(err, errlen, "%s:1: empty file, not a Matrix Market file", path);
+        goto out;
+    }
+    if (mm_header(line, &field, &sym, err, errlen, path) != 0)
+        goto out;
+    bool have_size = false;
+    for (;;) {
+        int r = read_line(f, line, sizeof line);
+        lineno++;
+        if (r == -1)
+            break;
+        if (r == -2) {
+            set_err(err, errlen, "%s:%" PRIu64 ": line longer than %zu characters", path, lineno,
+                    sizeof line - 2);
+            goto out;
+        }
+        if (blank_or_comment(line))
+            continue;
+        if (!have_size) {
+            unsigned long long a, b, c;
+            char extra;
+            if (sscanf(line, "%llu %llu %llu %c", &a, &b, &c, &extra) != 3) {
+                set_err(err, errlen, "%s:%" PRIu64 ": expected 'rows columns entries'", path, lineno);
+                goto out;
+            }
+            rows = a, cols = b, nnz = c;
+            if (rows != cols || rows == 0) {
+                set_err(err, errlen, "%s:%" PRIu64 ": the matrix is %" PRIu64 " x %" PRIu64
+                        "; the SpMV needs a square, non-empty one", path, lineno, rows, cols);
+                goto out;
+            }
+            have_size = true;
+            continue;
+        }
+        uint64_t i, j;
+        double v;
+        int er = mm_entry(line, field, rows, &i, &j, &v);
+        if (er == -2) {
+            set_err(err, errlen, "%s:%" PRIu64 ": index out of range 1..%" PRIu64, path, lineno, rows);
+            goto out;
+        }
+        if (er != 0) {
+            set_err(err, errlen, "%s:%" PRIu64 ": malformed entry (expected 'row column%s')", path,
+                    lineno, field == MM_PATTERN ? "" : " value");
+            goto out;
+        }
+        if (++seen > nnz) {
+            set_err(err, errlen, "%s:%" PRIu64 ": more entries than the %" PRIu64 " announced",
+                    path, lineno, nnz);
+            goto out;
+        }
+        push(&e, i, j, v);
+        if (sym != MM_GENERAL && i != j)
+            push(&e, j, i, sym == MM_SKEW ? -v : v);
+    }
+    if (!have_size) {
+        set_err(err, errlen, "%s:%" PRIu64 ": no size line", path, lineno - 1);
+        goto out;
+    }
+    if (seen < nnz) {
+        set_err(err, errlen, "%s:%" PRIu64 ": %" PRIu64 " entries announced, %" PRIu64 " found",
+                path, lineno - 1, nnz, seen);
+        goto out;
+    }
+    compress(&e, rows, m);
+    rc = 0;
+out:
+    free(e.v);
+    fclose(f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- load */
+
+static int load_one(const char *spec, uint64_t seed, sparse_matrix *m, char *err, size_t errlen);
+
+/* a+b: the sum of two inputs of the same size. */
+static int load_sum(const char *spec, const char *plus, uint64_t seed, sparse_matrix *m,
+                    char *err, size_t errlen)
+{
+    char *left = strndup(spec, (size_t)(plus - spec));
+    if (!left) {
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    sparse_matrix a, b;
+    int rc = load_one(left, seed, &a, err, errlen);
+    free(left);
+    if (rc != 0)
+        return -1;
+    if (sparse_load(plus + 1, seed + 1, &b, err, errlen) != 0) {
+        sparse_free(&a);
+        return -1;
+    }
+    if (a.n != b.n) {
+        set_err(err, errlen, "'%s': the summed inputs have %llu and %llu rows", spec,
+                (unsigned long long)a.n, (unsigned long long)b.n);
+        sparse_free(&a);
+        sparse_free(&b);
+        return -1;
+    }
+    entries e = {0};
+    const sparse_matrix *parts[2] = {&a, &b};
+    for (int t = 0; t < 2; t++)
+        for (uint64_t j = 0; j < parts[t]->n; j++)
+            for (uint64_t k = parts[t]->col_ptr[j]; k < parts[t]->col_ptr[j + 1]; k++)
+                push(&e, parts[t]->row[k], j, parts[t]->val[k]);
+    uint64_t n = a.n;
+    sparse_free(&a);
+    sparse_free(&b);
+    compress(&e, n, m);
+    return 0;
+}
+
+int sparse_load(const char *spec, uint64_t seed, sparse_matrix *m, char *err, size_t errlen)
+{
+    const char *plus = strchr(spec, '+');
+    if (plus)
+        return load_sum(spec, plus, seed, m, err, errlen);
+    return load_one(spec, seed, m, err, errlen);
+}
+
+static int load_one(const char *spec, uint64_t seed, sparse_matrix *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    static const struct {
+        const char *prefix;
+        int what; /* 0..3 graphs, 4 stencil2d, 5 stencil3d */
+    } gens[] = {{"rmat:", 0}, {"rmatp:", 1}, {"gnm:", 2}, {"rgg:", 3},
+                {"stencil2d:", 4}, {"stencil3d:", 5}};
+    for (size_t g = 0; g < sizeof gens / sizeof gens[0]; g++) {
+        size_t l = strlen(gens[g].prefix);
+        if (strncmp(spec, gens[g].prefix, l) != 0)
+            continue;
+        const char *args = spec + l;
+        switch (gens[g].what) {
+        case 0: return load_graph(CR_GEN_RMAT, false, args, seed, m, err, errlen);
+        case 1: return load_graph(CR_GEN_RMAT, true, args, seed, m, err, errlen);
+        case 2: return load_graph(CR_GEN_GNM, false, args, seed, m, err, errlen);
+        case 3: return load_graph(CR_GEN_RGG, false, args, seed, m, err, errlen);
+        case 4: return load_stencil(2, args, m, err, errlen);
+        default: return load_stencil(3, args, m, err, errlen);
+        }
+    }
+    return load_mm(spec, m, err, errlen);
+}
+
+void sparse_name(const char *spec, char *out, size_t len)
+{
+    const char *base = strrchr(spec, '/');
+    base = base ? base + 1 : spec;
+    snprintf(out, len, "%s", base);
+    size_t l = strlen(out);
+    if (l > 4 && strcmp(out + l - 4, ".mtx") == 0)
+        out[l - 4] = '\0';
+}
+
+/* ---------------------------------------------------------------- partitions */
+
+void sparse_block_partition(uint64_t n, int parts, int *part)
+{
+    for (uint64_t i = 0; i < n; i++)
+        part[i] = (int)((unsigned __int128)i * (unsigned)parts / n);
+}
+
+int sparse_read_partition(const char *path, uint64_t n, int parts, int *part, char *err,
+                          size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[256];
+    uint64_t lineno = 0, k = 0;
+    int rc = -1;
+    for (;;) {
+        int r = read_line(f, line, sizeof line);
+        lineno++;
+        if (r == -1)
+            break;
+        char *p = line;
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p == '\0' || *p == '%' || *p == '#')
+            continue;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        while (isspace((unsigned char)*end))
+            end++;
+        if (r == -2 || end == p || *end || errno || v < 0 || v >= parts) {
+            set_err(err, errlen, "%s:%" PRIu64 ": expected a part in 0..%d", path, lineno, parts - 1);
+            goto out;
+        }
+        if (k == n) {
+            set_err(err, errlen, "%s:%" PRIu64 ": more than the matrix's %" PRIu64 " rows", path,
+                    lineno, n);
+            goto out;
+        }
+        part[k++] = (int)v;
+    }
+    if (k < n) {
+        set_err(err, errlen, "%s: %" PRIu64 " parts for a matrix of %" PRIu64 " rows", path, k, n);
+        goto out;
+    }
+    rc = 0;
+out:
+    fclose(f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the communication */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Section 2.1: the part owning column j computes a_ij x_j; when part[i] differs, the
+ * partial sum of row i travels to part[i], once per (sending part, row). Keys
+ * (sender << 40 | row) sorted and made unique give, per sender, the rows it sends;
+ * grouped by the row's part they are the messages. */
+void spmv_comm_build(const sparse_matrix *m, const int *part, int nranks, spmv_comm *c)
+{
+    if (nranks > 4096 || m->n >= (1ULL << 40)) {
+        fprintf(stderr, "sparse: at most 4096 parts and 2^40 rows\n");
+        abort();
+    }
+    uint64_t nk = 0;
+    uint64_t *keys = xmalloc(m->nnz * sizeof *keys);
+    for (uint64_t j = 0; j < m->n; j++)
+        for (uint64_t k = m->col_ptr[j]; k < m->col_ptr[j + 1]; k++)
+            if (part[m->row[k]] != part[j])
+                keys[nk++] = (uint64_t)part[j] << 40 | m->row[k];
+    qsort(keys, nk, sizeof *keys, cmp_u64);
+    uint64_t u = 0;
+    for (uint64_t i = 0; i < nk; i++)
+        if (u == 0 || keys[u - 1] != keys[i])
+            keys[u++] = keys[i];
+    /* Re-key as (sender, dest part, row) so each message's rows are contiguous. */
+    for (uint64_t i = 0; i < u; i++) {
+        uint64_t s = keys[i] >> 40, row = keys[i] & ((1ULL << 40) - 1);
+        keys[i] = s << 52 | (uint64_t)part[row] << 40 | row;
+    }
+    qsort(keys, u, sizeof *keys, cmp_u64);
+    memset(c, 0, sizeof *c);
+    c->nranks = nranks;
+    c->ptr = calloc((size_t)nranks + 1, sizeof *c->ptr);
+    c->rows = xmalloc(u * sizeof *c->rows);
+    uint64_t nmsg = 0;
+    for (uint64_t i = 0; i < u; i++)
+        if (i == 0 || keys[i] >> 40 != keys[i - 1] >> 40)
+            nmsg++;
+    c->dest = xmalloc(nmsg * sizeof *c->dest);
+    c->volume = xmalloc(nmsg * sizeof *c->volume);
+    c->rows_ptr = xmalloc((nmsg + 1) * sizeof *c->rows_ptr);
+    if (!c->ptr) {
+        fprintf(stderr, "sparse: out of memory\n");
+        abort();
+    }
+    uint64_t x = 0;
+    c->rows_ptr[0] = 0;
+    for (uint64_t i = 0; i < u; i++) {
+        if (i == 0 || keys[i] >> 40 != keys[i - 1] >> 40) {
+            int s = (int)(keys[i] >> 52);
+            c->dest[x] = (int)((keys[i] >> 40) & 0xfff);
+            c->volume[x] = 0;
+            c->ptr[s + 1]++;
+            x++;
+        }
+        c->rows[i] = keys[i] & ((1ULL << 40) - 1);
+        c->volume[x - 1]++;
+        c->rows_ptr[x] = i + 1;
+    }
+    for (int r = 0; r < nranks; r++)
+        c->ptr[r + 1] += c->ptr[r];
+    free(keys);
+}
+
+void spmv_comm_free(spmv_comm *c)
+{
+    free(c->ptr);
+    free(c->dest);
+    free(c->volume);
+    free(c->rows_ptr);
+    free(c->rows);
+    memset(c, 0, sizeof *c);
+}

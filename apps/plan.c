@@ -1,0 +1,237 @@
+/* plan: the static exchange planner on SpMV communication patterns, as the thesis's
+ * Table 6.2 (../shared/papers/message-sharing.txt): for each input matrix, the
+ * average and the bottleneck number of messages per rank, initially, after message
+ * sharing's phase I and phase II, and under store-and-forward on a 2D grid, a 3D
+ * grid and the hypercube; then geometric means over the inputs (Table 6.3). One
+ * process: the planner is sequential. */
+#include "cli.h"
+#include "sparse.h"
+
+#include <courier.h>
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage[] =
+    "Usage: plan [options]        (one process: do not start it with mpirun)\n"
+    "\n"
+    "Plans the exchange of a column-parallel SpMV (y = Ax, rows and columns of A\n"
+    "block-partitioned onto P ranks, or by --partition) and prints, per input, the\n"
+    "average and the most messages a rank sends: initially, after message sharing's\n"
+    "phase I and phase II, and under store-and-forward (STFW) on a 2D grid, a 3D grid\n"
+    "and the hypercube; the overhead links and the planning time; then geometric\n"
+    "means over the inputs.\n"
+    "\n"
+    "  --ranks P         number of ranks to plan for (default 512; 1..4096)\n"
+    "  --inputs L        comma list of inputs (default rmat:16,rmat:17:8,gnm:16:8,\n"
+    "                    rgg:16:16,stencil2d:512,stencil3d:64). An input is a Matrix\n"
+    "                    Market file or a generator: rmat:S[:E], rmatp:S[:E] (vertices\n"
+    "                    permuted), gnm:S[:E], rgg:S[:D], stencil2d:K, stencil3d:K\n"
+    "  --partition FILE  one part in 0..P-1 per row (a METIS or PaToH partition\n"
+    "                    vector); only with a single input\n"
+    "  --seed S          generator seed (default 1)\n"
+    "  --csv FILE        append one line per input to FILE\n"
+    "  --help            this text\n";
+
+/* The columns of the table: the sharing plan's three stages, then the baselines. */
+enum { COL_INITIAL, COL_PHASE1, COL_PHASE2, COL_GRID2, COL_GRID3, COL_HCUBE, NCOL };
+
+typedef struct row {
+    double avg[NCOL];
+    double max[NCOL];
+    double overhead; /* phase II, per rank */
+    double seconds;  /* the sharing plan */
+} row;
+
+/* Three factors of p as equal as they go, for the 3D grid. */
+static void grid3_spec(int p, char *spec, size_t len)
+{
+    int best[3] = {1, 1, p};
+    for (int a = 1; a * a * a <= p; a++) {
+        if (p % a)
+            continue;
+        for (int b = a; a * b * b <= p; b++) {
+            if ((p / a) % b)
+                continue;
+            int c = p / a / b;
+            if (c - a < best[2] - best[0])
+                best[0] = a, best[1] = b, best[2] = c;
+        }
+    }
+    snprintf(spec, len, "grid:%dx%dx%d", best[2], best[1], best[0]);
+}
+
+static cr_plan *make_plan(const app *a, const cr_plan_matrix *m, cr_plan_kind kind,
+                          const char *topology)
+{
+    cr_plan_opts o;
+    cr_plan_opts_init(&o);
+    o.kind = kind;
+    char err[256];
+    if (topology && cr_route_parse(topology, &o.topology, err, sizeof err) != 0)
+        app_error(a, "%s", err);
+    cr_plan *p = cr_plan_create(m, &o, err, sizeof err);
+    if (!p)
+        app_error(a, "%s", err);
+    return p;
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void take(row *r, int col, const cr_plan *p, cr_plan_stage stage)
+{
+    cr_plan_stats st;
+    cr_plan_stats_get(p, stage, &st);
+    r->avg[col] = st.mean_messages;
+    r->max[col] = (double)st.max_messages;
+}
+
+static void plan_input(const app *a, const char *spec, int ranks, const char *partition,
+                       uint64_t seed, row *r)
+{
+    sparse_matrix m;
+    char err[512];
+    if (sparse_load(spec, seed, &m, err, sizeof err) != 0)
+        app_error(a, "%s", err);
+    int *part = app_calloc(a, m.n, sizeof *part, "the partition");
+    if (partition) {
+        if (sparse_read_partition(partition, m.n, ranks, part, err, sizeof err) != 0)
+            app_error(a, "%s", err);
+    } else {
+        sparse_block_partition(m.n, ranks, part);
+    }
+    spmv_comm c;
+    spmv_comm_build(&m, part, ranks, &c);
+    cr_plan_matrix cm = {.nranks = ranks, .ptr = c.ptr, .dest = c.dest, .volume = c.volume};
+
+    double t0 = seconds_now();
+    cr_plan *p = make_plan(a, &cm, CR_PLAN_SHARING, NULL);
+    r->seconds = seconds_now() - t0;
+    take(r, COL_INITIAL, p, CR_PLAN_INITIAL);
+    take(r, COL_PHASE1, p, CR_PLAN_PHASE1);
+    take(r, COL_PHASE2, p, CR_PLAN_FINAL);
+    cr_plan_stats st;
+    cr_plan_stats_get(p, CR_PLAN_FINAL, &st);
+    r->overhead = (double)st.overhead / ranks;
+    cr_plan_destroy(p);
+
+    char g3[64];
+    grid3_spec(ranks, g3, sizeof g3);
+    const char *topo[] = {"grid", g3, "hypercube"};
+    for (int t = 0; t < 3; t++) {
+        p = make_plan(a, &cm, CR_PLAN_STFW, topo[t]);
+        take(r, COL_GRID2 + t, p, CR_PLAN_FINAL);
+        cr_plan_destroy(p);
+    }
+    printf("| %s | %llu | %llu |", spec, (unsigned long long)m.n, (unsigned long long)m.nnz);
+    for (int k = 0; k < NCOL; k++)
+        printf(" %.2f |", r->avg[k]);
+    for (int k = 0; k < NCOL; k++)
+        printf(" %.0f |", r->max[k]);
+    printf(" %.2f | %.2f |\n", r->overhead, r->seconds);
+    fflush(stdout);
+    spmv_comm_free(&c);
+    free(part);
+    sparse_free(&m);
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "plan", usage, &argc, &argv);
+    static const struct option opts[] = {
+        {"ranks", required_argument, 0, 'P'},  {"inputs", required_argument, 0, 'i'},
+        {"partition", required_argument, 0, 'p'}, {"seed", required_argument, 0, 'S'},
+        {"csv", required_argument, 0, 'c'},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int ranks = 512;
+    const char *inputs = "rmat:16,rmat:17:8,gnm:16:8,rgg:16:16,stencil2d:512,stencil3d:64";
+    const char *partition = NULL, *csv = NULL;
+    uint64_t seed = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'P': ranks = (int)app_parse_u64(&a, "--ranks", optarg, 1, 4096); break;
+        case 'i': inputs = optarg; break;
+        case 'p': partition = optarg; break;
+        case 'S': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
+        case 'c': csv = optarg; break;
+        case 'h': app_help(&a);
+        default: app_bad_option(&a, argv);
+        }
+    }
+    if (optind < argc)
+        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    if (a.size != 1)
+        app_usage_error(&a, "plans in one process: start it without mpirun (or with -np 1)");
+    if (partition && strchr(inputs, ','))
+        app_usage_error(&a, "--partition needs a single input, not the list '%s'", inputs);
+    if (!*inputs)
+        app_usage_error(&a, "--inputs is empty");
+    FILE *out = app_open_csv(&a, csv, "input,ranks,avg_initial,avg_phase1,avg_phase2,"
+                             "avg_stfw2d,avg_stfw3d,avg_hypercube,max_initial,max_phase1,"
+                             "max_phase2,max_stfw2d,max_stfw3d,max_hypercube,overhead,"
+                             "plan_seconds");
+    char g3[64];
+    grid3_spec(ranks, g3, sizeof g3);
+    printf("column-parallel SpMV on %d ranks; STFW 3D grid %s; messages per rank:\n\n", ranks,
+           g3 + 5);
+    printf("| input | rows | nonzeros | avg initial | avg phase I | avg phase II | avg STFW 2D | "
+           "avg STFW 3D | avg hypercube | max initial | max phase I | max phase II | "
+           "max STFW 2D | max STFW 3D | max hypercube | overhead | plan s |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    char *list = strdup(inputs);
+    if (!list)
+        app_error(&a, "out of memory");
+    double logs[2][NCOL] = {{0}};
+    int n = 0;
+    bool zero = false;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        row r;
+        plan_input(&a, t, ranks, partition, seed, &r);
+        for (int k = 0; k < NCOL; k++) {
+            zero |= r.avg[k] <= 0 || r.max[k] <= 0;
+            logs[0][k] += log(r.avg[k] > 0 ? r.avg[k] : 1);
+            logs[1][k] += log(r.max[k] > 0 ? r.max[k] : 1);
+        }
+        n++;
+        if (out) {
+            char name[256];
+            sparse_name(t, name, sizeof name);
+            fprintf(out, "%s,%d", name, ranks);
+            for (int k = 0; k < NCOL; k++)
+                fprintf(out, ",%.4f", r.avg[k]);
+            for (int k = 0; k < NCOL; k++)
+                fprintf(out, ",%.0f", r.max[k]);
+            fprintf(out, ",%.4f,%.4f\n", r.overhead, r.seconds);
+        }
+    }
+    printf("| geometric mean%s | | |", zero ? " (zeros as 1)" : "");
+    for (int k = 0; k < NCOL; k++)
+        printf(" %.2f |", exp(logs[0][k] / n));
+    for (int k = 0; k < NCOL; k++)
+        printf(" %.1f |", exp(logs[1][k] / n));
+    printf(" | |\n");
+    double gm_init = exp(logs[1][COL_INITIAL] / n), gm_two = exp(logs[1][COL_PHASE2] / n);
+    double best_stfw = exp(logs[1][COL_GRID2] / n);
+    for (int k = COL_GRID3; k <= COL_HCUBE; k++)
+        best_stfw = fmin(best_stfw, exp(logs[1][k] / n));
+    printf("\nbottleneck: %.0f%% fewer messages than initially, %.0f%% fewer than the best "
+           "STFW; average: %.0f%% fewer than initially\n",
+           100 * (1 - gm_two / gm_init), 100 * (1 - gm_two / best_stfw),
+           100 * (1 - exp(logs[0][COL_PHASE2] / n) / exp(logs[0][COL_INITIAL] / n)));
+    free(list);
+    if (out)
+        fclose(out);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,369 @@
+/* The exchange planner: the thesis's small examples exactly, and the invariants of
+ * every plan on random matrices (../shared/papers/message-sharing.txt). */
+#include "courier/plan.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* A matrix under construction: dense 0/1 rows, volumes 1 + (s + d) % 3. */
+typedef struct dense {
+    int n;
+    unsigned char *m;
+    uint64_t *ptr, *vol;
+    int *dest;
+} dense;
+
+static void dense_init(dense *d, int n)
+{
+    d->n = n;
+    d->m = calloc((size_t)n * n, 1);
+    d->ptr = calloc((size_t)n + 1, sizeof *d->ptr);
+    d->dest = malloc(((size_t)n * n + 1) * sizeof *d->dest);
+    d->vol = malloc(((size_t)n * n + 1) * sizeof *d->vol);
+    assert_non_null(d->m);
+    assert_non_null(d->dest);
+}
+
+static void dense_set(dense *d, int s, int t)
+{
+    d->m[(size_t)s * d->n + t] = 1;
+}
+
+static cr_plan_matrix dense_csr(dense *d)
+{
+    uint64_t k = 0;
+    for (int s = 0; s < d->n; s++) {
+        for (int t = 0; t < d->n; t++)
+            if (d->m[(size_t)s * d->n + t]) {
+                d->dest[k] = t;
+                d->vol[k] = 1 + (uint64_t)(s + t) % 3;
+                k++;
+            }
+        d->ptr[s + 1] = k;
+    }
+    return (cr_plan_matrix){.nranks = d->n, .ptr = d->ptr, .dest = d->dest, .volume = d->vol};
+}
+
+static void dense_free(dense *d)
+{
+    free(d->m);
+    free(d->ptr);
+    free(d->dest);
+    free(d->vol);
+}
+
+static cr_plan *make(const cr_plan_matrix *m, cr_plan_kind kind, int phases, const char *topo)
+{
+    cr_plan_opts o;
+    cr_plan_opts_init(&o);
+    o.kind = kind;
+    o.phases = phases;
+    char err[256] = "";
+    if (topo && cr_route_parse(topo, &o.topology, err, sizeof err))
+        fail_msg("%s", err);
+    cr_plan *p = cr_plan_create(m, &o, err, sizeof err);
+    if (!p)
+        fail_msg("cr_plan_create: %s", err);
+    return p;
+}
+
+/* Links of rank s in the final plan, recounted from cr_plan_path. */
+static void recount(const cr_plan *p, const cr_plan_matrix *m, uint64_t *links, uint64_t *vol,
+                    uint64_t *overhead)
+{
+    int n = cr_plan_ranks(p);
+    unsigned char *seen = calloc((size_t)n * n, 1);
+    assert_non_null(seen);
+    memset(links, 0, (size_t)n * sizeof *links);
+    memset(vol, 0, (size_t)n * sizeof *vol);
+    *overhead = 0;
+    for (int s = 0; s < n; s++)
+        for (uint64_t x = m->ptr[s]; x < m->ptr[s + 1]; x++) {
+            const int *path;
+            int len = cr_plan_path(p, x, &path);
+            /* Delivered exactly once: one path, from its source to its destination. */
+            assert_true(len >= 2);
+            assert_int_equal(path[0], s);
+            assert_int_equal(path[len - 1], m->dest[x]);
+            for (int h = 1; h < len; h++) {
+                int a = path[h - 1], b = path[h];
+                assert_true(a >= 0 && a < n && b >= 0 && b < n && a != b);
+                vol[a] += m->volume[x];
+                if (!seen[(size_t)a * n + b]) {
+                    seen[(size_t)a * n + b] = 1;
+                    links[a]++;
+                    bool own = false;
+                    for (uint64_t y = m->ptr[a]; y < m->ptr[a + 1]; y++)
+                        own |= m->dest[y] == b;
+                    *overhead += !own;
+                }
+            }
+        }
+    free(seen);
+}
+
+/* The plan's own statistics equal the recount from its paths. */
+static void check_stats(const cr_plan *p, const cr_plan_matrix *m)
+{
+    int n = m->nranks;
+    uint64_t *links = calloc((size_t)n, sizeof *links), *vol = calloc((size_t)n, sizeof *vol);
+    uint64_t overhead, total = 0, max = 0, maxvol = 0, totvol = 0;
+    recount(p, m, links, vol, &overhead);
+    for (int r = 0; r < n; r++) {
+        total += links[r];
+        totvol += vol[r];
+        max = links[r] > max ? links[r] : max;
+        maxvol = vol[r] > maxvol ? vol[r] : maxvol;
+    }
+    cr_plan_stats st;
+    cr_plan_stats_get(p, CR_PLAN_FINAL, &st);
+    assert_int_equal(st.links, total);
+    assert_int_equal(st.max_messages, max);
+    assert_int_equal(links[st.bottleneck], max);
+    assert_int_equal(st.overhead, overhead);
+    assert_int_equal(st.max_volume, maxvol);
+    assert_true(st.mean_volume * n > (double)totvol - 0.5 && st.mean_volume * n < (double)totvol + 0.5);
+    free(links);
+    free(vol);
+}
+
+/* After phase I, a message goes through a partner only if its source has no link
+ * of its own to the destination: otherwise the detour would cost a message and save
+ * none (the group rule, thesis 4.3.2 and Algorithm 3). */
+static void check_no_wasted_relay(const cr_plan *p, const cr_plan_matrix *m)
+{
+    int n = m->nranks;
+    unsigned char *link = calloc((size_t)n * n, 1);
+    assert_non_null(link);
+    for (uint64_t x = 0; x < m->ptr[n]; x++) {
+        const int *path;
+        int len = cr_plan_path(p, x, &path);
+        for (int h = 1; h < len; h++)
+            link[(size_t)path[h - 1] * n + path[h]] = 1;
+    }
+    for (uint64_t x = 0; x < m->ptr[n]; x++) {
+        const int *path;
+        int len = cr_plan_path(p, x, &path);
+        if (len > 2 && link[(size_t)path[0] * n + path[len - 1]])
+            fail_msg("message %llu: %d -> %d goes through %d although %d sends to %d anyway",
+                     (unsigned long long)x, path[0], path[len - 1], path[1], path[0],
+                     path[len - 1]);
+    }
+    free(link);
+}
+
+/* Figure 2.3 (0-based): rank 0 sends to {1, 2, 3}, rank 2 to {3, 4}. Rank 0 gives its
+ * message for 3 to rank 2, which sends M(2,3) = {m(0,3), m(2,3)}; both send 2. */
+static void figure_2_3(void **state)
+{
+    (void)state;
+    dense d;
+    dense_init(&d, 5);
+    dense_set(&d, 0, 1);
+    dense_set(&d, 0, 2);
+    dense_set(&d, 0, 3);
+    dense_set(&d, 2, 3);
+    dense_set(&d, 2, 4);
+    cr_plan_matrix m = dense_csr(&d);
+    cr_plan *p = make(&m, CR_PLAN_SHARING, 1, NULL);
+    const int *path;
+    assert_int_equal(cr_plan_path(p, 0, &path), 2); /* m(0,1) direct */
+    assert_int_equal(cr_plan_path(p, 1, &path), 2); /* m(0,2) direct */
+    assert_int_equal(cr_plan_path(p, 2, &path), 3); /* m(0,3) through 2 */
+    assert_int_equal(path[1], 2);
+    cr_plan_stats st, init;
+    cr_plan_stats_get(p, CR_PLAN_INITIAL, &init);
+    cr_plan_stats_get(p, CR_PLAN_FINAL, &st);
+    assert_int_equal(init.max_messages, 3);
+    assert_int_equal(st.max_messages, 2);
+    assert_int_equal(st.links, 4);
+    assert_int_equal(st.overhead, 0);
+    check_stats(p, &m);
+    cr_plan_destroy(p);
+    dense_free(&d);
+}
+
+/* Figures 4.1 and 4.2: ranks 0 and 1 both send to ranks 2..7. Each gives the other
+ * three of its messages and ends with 4 (three destinations and its partner). */
+static void figure_4_1(void **state)
+{
+    (void)state;
+    dense d;
+    dense_init(&d, 8);
+    for (int t = 2; t < 8; t++) {
+        dense_set(&d, 0, t);
+        dense_set(&d, 1, t);
+    }
+    cr_plan_matrix m = dense_csr(&d);
+    cr_plan *p = make(&m, CR_PLAN_SHARING, 1, NULL);
+    cr_plan_stats st;
+    cr_plan_stats_get(p, CR_PLAN_FINAL, &st);
+    assert_int_equal(st.max_messages, 4);
+    assert_int_equal(st.links, 8);
+    assert_int_equal(st.overhead, 2); /* 0 -> 1 and 1 -> 0 */
+    for (uint64_t x = 0; x < 12; x++) {
+        const int *path;
+        int len = cr_plan_path(p, x, &path);
+        int s = x < 6 ? 0 : 1, t = 2 + (int)(x % 6);
+        /* Rank 0 carries the upper half of the destinations for both, rank 1 the lower. */
+        int carrier = t < 5 ? 1 : 0;
+        assert_int_equal(len, s == carrier ? 2 : 3);
+        assert_int_equal(path[len - 2], carrier);
+    }
+    check_stats(p, &m);
+    cr_plan_destroy(p);
+    /* Phase II then spreads the two loads over the idle ranks. */
+    p = make(&m, CR_PLAN_SHARING, 2, NULL);
+    cr_plan_stats_get(p, CR_PLAN_FINAL, &st);
+    assert_true(st.max_messages < 4);
+    check_stats(p, &m);
+    cr_plan_destroy(p);
+    dense_free(&d);
+}
+
+/* Equation 4.1 when equal sharing is impossible (4.2.1): rank 0 sends to 10 ranks,
+ * rank 1 to 2 of them. Rank 0 gives both and keeps 8 + 1 (its partner). */
+static void unequal_sharing(void **state)
+{
+    (void)state;
+    dense d;
+    dense_init(&d, 12);
+    for (int t = 2; t < 12; t++)
+        dense_set(&d, 0, t);
+    dense_set(&d, 1, 2);
+    dense_set(&d, 1, 3);
+    cr_plan_matrix m = dense_csr(&d);
+    cr_plan *p = make(&m, CR_PLAN_SHARING, 1, NULL);
+    cr_plan_stats st;
+    cr_plan_stats_get(p, CR_PLAN_PHASE1, &st);
+    assert_int_equal(st.max_messages, 9);
+    assert_int_equal(st.bottleneck, 0);
+    const int *path;
+    assert_int_equal(cr_plan_path(p, 0, &path), 3);
+    assert_int_equal(path[1], 1);
+    check_stats(p, &m);
+    cr_plan_destroy(p);
+    dense_free(&d);
+}
+
+/* All-to-all on 16 ranks under store-and-forward: the hypercube sends log2(16) = 4
+ * links per rank, the 4x4 grid 3 + 3. */
+static void stfw_all_to_all(void **state)
+{
+    (void)state;
+    dense d;
+    dense_init(&d, 16);
+    for (int s = 0; s < 16; s++)
+        for (int t = 0; t < 16; t++)
+            if (s != t)
+                dense_set(&d, s, t);
+    cr_plan_matrix m = dense_csr(&d);
+    const char *topo[] = {"hypercube", "grid:4x4"};
+    uint64_t want[] = {4, 6};
+    for (int i = 0; i < 2; i++) {
+        cr_plan *p = make(&m, CR_PLAN_STFW, 2, topo[i]);
+        cr_plan_stats st;
+        cr_plan_stats_get(p, CR_PLAN_FINAL, &st);
+        assert_int_equal(st.max_messages, want[i]);
+        assert_int_equal(st.links, 16 * want[i]);
+        check_stats(p, &m);
+        cr_plan_destroy(p);
+    }
+    dense_free(&d);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Random matrices, P = 1 .. 64, several densities and a skewed variant where a few
+ * ranks send to almost everyone: every plan delivers every message once, its counts
+ * equal the recount, and neither phase raises the bottleneck. */
+static void random_invariants(void **state)
+{
+    (void)state;
+    uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    for (int n = 1; n <= 64; n += (n < 10 ? 1 : 9)) {
+        for (int density = 1; density <= 4; density++) {
+            dense d;
+            dense_init(&d, n);
+            for (int s = 0; s < n; s++) {
+                bool hot = rng_next(&seed) % 8 == 0;
+                for (int t = 0; t < n; t++)
+                    if (s != t && (hot ? rng_next(&seed) % 8 != 0
+                                       : rng_next(&seed) % 10 < (uint64_t)density))
+                        dense_set(&d, s, t);
+            }
+            cr_plan_matrix m = dense_csr(&d);
+            cr_plan *p = make(&m, CR_PLAN_SHARING, 1, NULL);
+            check_stats(p, &m);
+            check_no_wasted_relay(p, &m);
+            cr_plan_destroy(p);
+            p = make(&m, CR_PLAN_SHARING, 2, NULL);
+            check_stats(p, &m);
+            cr_plan_stats init, one, fin;
+            cr_plan_stats_get(p, CR_PLAN_INITIAL, &init);
+            cr_plan_stats_get(p, CR_PLAN_PHASE1, &one);
+            cr_plan_stats_get(p, CR_PLAN_FINAL, &fin);
+            assert_true(one.max_messages <= init.max_messages);
+            assert_true(fin.max_messages <= one.max_messages);
+            assert_true(fin.max_hops <= 4);
+            assert_int_equal(init.links, m.ptr[n]);
+            cr_plan_destroy(p);
+            p = make(&m, CR_PLAN_DIRECT, 2, NULL);
+            check_stats(p, &m);
+            cr_plan_stats_get(p, CR_PLAN_FINAL, &fin);
+            assert_int_equal(fin.max_messages, init.max_messages);
+            cr_plan_destroy(p);
+            p = make(&m, CR_PLAN_STFW, 2, "hypercube");
+            check_stats(p, &m);
+            cr_plan_destroy(p);
+            p = make(&m, CR_PLAN_STFW, 2, "grid");
+            check_stats(p, &m);
+            cr_plan_destroy(p);
+            dense_free(&d);
+        }
+    }
+}
+
+/* Malformed matrices are refused with a message naming the problem. */
+static void bad_matrices(void **state)
+{
+    (void)state;
+    uint64_t ptr[] = {0, 2, 3, 3};
+    int self[] = {1, 2, 1};     /* rank 1 sends to 1 */
+    int unsorted[] = {2, 1, 0}; /* rank 0: 2 before 1 */
+    int range[] = {1, 2, 7};    /* rank 1 sends to 7 */
+    const int *cases[] = {self, unsorted, range};
+    const char *want[] = {"itself", "strictly increasing", "out of range"};
+    for (int i = 0; i < 3; i++) {
+        cr_plan_matrix m = {.nranks = 3, .ptr = ptr, .dest = cases[i], .volume = NULL};
+        char err[256] = "";
+        cr_plan *p = cr_plan_create(&m, NULL, err, sizeof err);
+        assert_null(p);
+        if (!strstr(err, want[i]))
+            fail_msg("case %d: '%s' lacks '%s'", i, err, want[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(figure_2_3),       cmocka_unit_test(figure_4_1),
+        cmocka_unit_test(unequal_sharing),  cmocka_unit_test(stfw_all_to_all),
+        cmocka_unit_test(random_invariants), cmocka_unit_test(bad_matrices),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
