@@ -101,6 +101,39 @@ uint64_t cr_plan_messages(const cr_plan *plan);
  * the plan's. Returns count (at least 2). */
 int cr_plan_path(const cr_plan *plan, uint64_t x, const int **ranks);
 
+/* ---------------------------------------------------------------- schedules */
+
+/* How a plan runs: every hop of every message is a segment; the segments one rank
+ * sends another in one iteration form a unit, one MPI message. Normally a unit is a
+ * whole link. A relay sends a unit once everything it forwards in it has arrived; if
+ * those waits form a cycle, the links on it are sent per hop index instead (counted
+ * in splits; docs/plan.md). */
+typedef struct cr_plan_segment {
+    uint64_t message; /* original message x */
+    int hop;          /* path[hop] -> path[hop + 1] */
+} cr_plan_segment;
+
+typedef struct cr_plan_unit {
+    int from, to;
+    int tag;              /* 0 for a whole link, 1 + hop index for a piece */
+    uint64_t first, count; /* its segments in cr_plan_schedule_segments() */
+} cr_plan_unit;
+
+typedef struct cr_plan_schedule cr_plan_schedule;
+
+/* Local. The schedule of a plan, which must outlive it. Aborts the job if memory
+ * runs out. */
+cr_plan_schedule *cr_plan_schedule_create(const cr_plan *plan);
+void cr_plan_schedule_destroy(cr_plan_schedule *schedule);
+
+/* Local. The units, in an order where every unit comes after the units bringing
+ * what it forwards (a rank that sends its units in this order never waits on
+ * itself); their segments are ordered by message, then hop. */
+uint64_t cr_plan_schedule_units(const cr_plan_schedule *schedule, const cr_plan_unit **units);
+const cr_plan_segment *cr_plan_schedule_segments(const cr_plan_schedule *schedule);
+/* Units beyond one per link. */
+uint64_t cr_plan_schedule_splits(const cr_plan_schedule *schedule);
+
 #ifdef __cplusplus
 }
 #endif

@@ -280,6 +280,58 @@ static void stfw_all_to_all(void **state)
     dense_free(&d);
 }
 
+static uint64_t splits_seen;
+
+/* The schedule carries every hop of every message exactly once, in a unit of the
+ * hop's two ranks, after the unit bringing the previous hop; units are the plan's
+ * links plus the counted splits. */
+static void check_schedule(const cr_plan *p)
+{
+    cr_plan_schedule *s = cr_plan_schedule_create(p);
+    const cr_plan_unit *units;
+    uint64_t nu = cr_plan_schedule_units(s, &units);
+    const cr_plan_segment *seg = cr_plan_schedule_segments(s);
+    uint64_t nmsg = cr_plan_messages(p), nseg = 0;
+    uint64_t *base = calloc(nmsg + 1, sizeof *base);
+    for (uint64_t x = 0; x < nmsg; x++) {
+        const int *path;
+        base[x + 1] = base[x] + (uint64_t)cr_plan_path(p, x, &path) - 1;
+    }
+    nseg = base[nmsg];
+    uint64_t *at = malloc((nseg + 1) * sizeof *at);
+    for (uint64_t k = 0; k < nseg; k++)
+        at[k] = UINT64_MAX;
+    uint64_t covered = 0;
+    for (uint64_t u = 0; u < nu; u++) {
+        for (uint64_t i = units[u].first; i < units[u].first + units[u].count; i++) {
+            const int *path;
+            int len = cr_plan_path(p, seg[i].message, &path);
+            assert_true(seg[i].hop >= 0 && seg[i].hop + 1 < len);
+            assert_int_equal(path[seg[i].hop], units[u].from);
+            assert_int_equal(path[seg[i].hop + 1], units[u].to);
+            uint64_t k = base[seg[i].message] + (uint64_t)seg[i].hop;
+            assert_true(at[k] == UINT64_MAX); /* once */
+            at[k] = u;
+            covered++;
+            if (seg[i].hop > 0) {
+                uint64_t prev = at[k - 1];
+                if (prev == UINT64_MAX || prev >= u)
+                    fail_msg("unit %llu forwards message %llu hop %d before it arrives",
+                             (unsigned long long)u, (unsigned long long)seg[i].message,
+                             seg[i].hop);
+            }
+        }
+    }
+    assert_int_equal(covered, nseg);
+    cr_plan_stats st;
+    cr_plan_stats_get(p, CR_PLAN_FINAL, &st);
+    assert_int_equal(nu, st.links + cr_plan_schedule_splits(s));
+    splits_seen += cr_plan_schedule_splits(s);
+    free(base);
+    free(at);
+    cr_plan_schedule_destroy(s);
+}
+
 static uint64_t rng_next(uint64_t *s)
 {
     *s ^= *s << 13;
@@ -313,6 +365,7 @@ static void random_invariants(void **state)
             cr_plan_destroy(p);
             p = make(&m, CR_PLAN_SHARING, 2, NULL);
             check_stats(p, &m);
+            check_schedule(p);
             cr_plan_stats init, one, fin;
             cr_plan_stats_get(p, CR_PLAN_INITIAL, &init);
             cr_plan_stats_get(p, CR_PLAN_PHASE1, &one);
@@ -329,6 +382,7 @@ static void random_invariants(void **state)
             cr_plan_destroy(p);
             p = make(&m, CR_PLAN_STFW, 2, "hypercube");
             check_stats(p, &m);
+            check_schedule(p);
             cr_plan_destroy(p);
             p = make(&m, CR_PLAN_STFW, 2, "grid");
             check_stats(p, &m);
@@ -336,6 +390,8 @@ static void random_invariants(void **state)
             dense_free(&d);
         }
     }
+    print_message("schedules: %llu units split to break dependency cycles\n",
+                  (unsigned long long)splits_seen);
 }
 
 /* Malformed matrices are refused with a message naming the problem. */
