@@ -25,6 +25,7 @@
 
 #include "courier/route.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,9 +55,13 @@ typedef struct cr_plan_opts {
     int phases;             /* SHARING: 1 (phase I only) or 2 (default) */
     cr_route topology;      /* STFW: a grid ("grid", "grid:8x8x8") or "hypercube" */
     uint64_t max_iterations; /* SHARING: a bound on the pairings of each phase; 0 = 16 (P + messages) */
+    bool cap_search;         /* SHARING: also run phase II with receivers filled only up to a
+                                cap, bisected, and keep the best (docs/plan.md); false:
+                                exactly the thesis's phase II */
 } cr_plan_opts;
 
-/* Defaults: SHARING, two phases, STFW on the 2D grid, the default iteration bound. */
+/* Defaults: SHARING, two phases with the cap search, STFW on the 2D grid, the
+ * default iteration bound. */
 void cr_plan_opts_init(cr_plan_opts *opts);
 
 typedef struct cr_plan cr_plan;
@@ -84,9 +89,10 @@ typedef struct cr_plan_stats {
 } cr_plan_stats;
 
 typedef enum cr_plan_stage {
-    CR_PLAN_INITIAL = 0, /* the matrix as given: every message direct */
-    CR_PLAN_PHASE1,      /* SHARING after phase I; the final plan otherwise */
-    CR_PLAN_FINAL,
+    CR_PLAN_INITIAL = 0,  /* the matrix as given: every message direct */
+    CR_PLAN_PHASE1,       /* SHARING after phase I; the final plan otherwise */
+    CR_PLAN_FINAL,        /* the plan made (with the cap search, if asked) */
+    CR_PLAN_PHASE2_PLAIN, /* SHARING after the thesis's phase II, without the cap search */
 } cr_plan_stage;
 
 /* Local. The statistics of a stage. */

@@ -116,7 +116,7 @@ struct cr_plan {
     int *src;           /* source rank of each message */
     uint64_t *path_ptr; /* final paths, CSR over messages */
     int *path;
-    cr_plan_stats stats[3];
+    cr_plan_stats stats[4];
 };
 
 /* The planner's working state while it decides. */
@@ -331,9 +331,16 @@ static void channels_build(planner *pl, channels *c)
     free(fill);
     for (int r = 0; r < n; r++)
         qsort(c->dest + c->ptr[r], c->ptr[r + 1] - c->ptr[r], sizeof *c->dest, cmp_int);
+}
+
+/* Start phase II afresh: no channel shared, the ledger counting one reason per
+ * channel. */
+static void phase2_reset(planner *pl, channels *c)
+{
+    int n = pl->plan->nranks;
+    uint64_t total = c->ptr[n];
     for (uint64_t k = 0; k < total; k++)
         c->via[k] = -1;
-    /* From here on the ledger counts channels, one reason per hop. */
     hops_free(&pl->hops);
     hops_init(&pl->hops, 2 * total);
     memset(pl->load, 0, (size_t)n * sizeof *pl->load);
@@ -368,8 +375,14 @@ static uint64_t channel_find(const channels *c, int a, int b)
 /* Algorithm 4: the busiest rank gives alpha = (load(mx) - load(mn)) / 2 of its
  * channels to the least loaded rank. A channel is given at most once, and never
  * when something else (traffic given to mx earlier in this phase) also uses the hop:
- * that is the thesis's rule that a rank does not pass on what was shared with it. */
-static uint64_t phase2(planner *pl, channels *c)
+ * that is the thesis's rule that a rank does not pass on what was shared with it.
+ *
+ * With cap > 0 a receiver is filled only up to cap links. Because of the rule above,
+ * what a receiver takes it keeps for good: the thesis's equal split makes the first
+ * receiver of a hub's channels a new bottleneck at half the hub's load (the thesis's
+ * TSOPF_FS_b300_c2 and human_gene_2 rows, 497 -> 124 and 511 -> 114). A cap spreads
+ * the hub over several receivers instead. */
+static uint64_t phase2(planner *pl, channels *c, uint64_t cap)
 {
     int prev = -1;
     uint64_t prev_load = 0, it = 0;
@@ -381,6 +394,10 @@ static uint64_t phase2(planner *pl, channels *c)
         prev = mx;
         prev_load = pl->load[mx];
         uint64_t alpha = (pl->load[mx] - pl->load[mn]) / 2, shared = 0;
+        if (cap > 0) {
+            uint64_t room = cap > pl->load[mn] ? cap - pl->load[mn] : 0;
+            alpha = alpha < room ? alpha : room;
+        }
         for (uint64_t k = c->ptr[mx]; k < c->ptr[mx + 1] && shared < alpha; k++) {
             int t = c->dest[k];
             if (c->via[k] >= 0 || t == mn || hops_count(&pl->hops, mx, t) != 1)
@@ -393,6 +410,39 @@ static uint64_t phase2(planner *pl, channels *c)
         }
     }
     return it;
+}
+
+static uint64_t max_load(const planner *pl)
+{
+    return pl->load[busiest(pl, NULL)];
+}
+
+/* Bisect the smallest cap that phase II can meet (the bottleneck it reaches is at
+ * most the cap), starting below plain's bottleneck; keep the best run in c->via.
+ * About log2(plain) runs of phase II. Returns the pairings made in all runs. */
+static uint64_t phase2_search(planner *pl, channels *c, uint64_t plain)
+{
+    uint64_t total = c->ptr[pl->plan->nranks], best = plain, iterations = 0;
+    int *best_via = cr_xmalloc((total ? total : 1) * sizeof *best_via);
+    memcpy(best_via, c->via, total * sizeof *best_via);
+    uint64_t lo = 1, hi = plain > 1 ? plain - 1 : 0;
+    while (lo <= hi) {
+        uint64_t cap = lo + (hi - lo) / 2;
+        phase2_reset(pl, c);
+        iterations += phase2(pl, c, cap);
+        uint64_t got = max_load(pl);
+        if (got < best) {
+            best = got;
+            memcpy(best_via, c->via, total * sizeof *best_via);
+        }
+        if (got <= cap)
+            hi = cap - 1;
+        else
+            lo = cap + 1;
+    }
+    memcpy(c->via, best_via, total * sizeof *best_via);
+    free(best_via);
+    return iterations;
 }
 
 /* ---------------------------------------------------------------- paths and stats */
@@ -544,6 +594,7 @@ void cr_plan_opts_init(cr_plan_opts *opts)
     memset(opts, 0, sizeof *opts);
     opts->kind = CR_PLAN_SHARING;
     opts->phases = 2;
+    opts->cap_search = true;
     opts->topology.kind = CR_ROUTE_GRID;
 }
 
@@ -650,11 +701,18 @@ static void plan_sharing(cr_plan *p, const cr_plan_opts *opts)
     if (opts->phases >= 2) {
         channels c;
         channels_build(&pl, &c);
-        it2 = phase2(&pl, &c);
+        phase2_reset(&pl, &c);
+        it2 = phase2(&pl, &c, 0);
+        paths_from_relays(p, &pl, &c);
+        stats_from_paths(p, &p->stats[CR_PLAN_PHASE2_PLAIN], it1 + it2);
+        if (opts->cap_search)
+            it2 += phase2_search(&pl, &c, p->stats[CR_PLAN_PHASE2_PLAIN].max_messages);
         paths_from_relays(p, &pl, &c);
         channels_free(&c);
     }
     stats_from_paths(p, &p->stats[CR_PLAN_FINAL], it1 + it2);
+    if (opts->phases < 2)
+        p->stats[CR_PLAN_PHASE2_PLAIN] = p->stats[CR_PLAN_FINAL];
     planner_free(&pl);
 }
 
@@ -695,7 +753,7 @@ cr_plan *cr_plan_create(const cr_plan_matrix *m, const cr_plan_opts *opts, char 
         return NULL;
     }
     if (opts->kind != CR_PLAN_SHARING)
-        p->stats[CR_PLAN_PHASE1] = p->stats[CR_PLAN_FINAL];
+        p->stats[CR_PLAN_PHASE1] = p->stats[CR_PLAN_PHASE2_PLAIN] = p->stats[CR_PLAN_FINAL];
     return p;
 }
 
@@ -714,7 +772,7 @@ void cr_plan_destroy(cr_plan *plan)
 
 void cr_plan_stats_get(const cr_plan *plan, cr_plan_stage stage, cr_plan_stats *out)
 {
-    if ((int)stage < 0 || stage > CR_PLAN_FINAL)
+    if ((int)stage < 0 || stage > CR_PLAN_PHASE2_PLAIN)
         cr_fatal("cr_plan_stats_get: unknown stage %d", (int)stage);
     *out = plan->stats[stage];
 }

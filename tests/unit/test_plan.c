@@ -372,6 +372,10 @@ static void random_invariants(void **state)
             cr_plan_stats_get(p, CR_PLAN_FINAL, &fin);
             assert_true(one.max_messages <= init.max_messages);
             assert_true(fin.max_messages <= one.max_messages);
+            cr_plan_stats plain;
+            cr_plan_stats_get(p, CR_PLAN_PHASE2_PLAIN, &plain);
+            assert_true(plain.max_messages <= one.max_messages);
+            assert_true(fin.max_messages <= plain.max_messages); /* the cap search keeps the best */
             assert_true(fin.max_hops <= 4);
             assert_int_equal(init.links, m.ptr[n]);
             cr_plan_destroy(p);
