@@ -24,17 +24,24 @@ static const char usage[] =
     "skewed counters of a table block-distributed over the ranks, then reads N skewed\n"
     "counters with requests; each workload once without and once with merging. Prints\n"
     "the records that reach their owners (total and the most on one rank), merges at\n"
-    "the source, at hops and in flight, and the buffers sent. Results are verified.\n"
+    "the source, at hops and in flight, the buffers sent, per rank the most buffers,\n"
+    "partners and bytes, and a time predicted for the busiest rank (alpha per buffer,\n"
+    "beta per byte, gamma per record handled). Results are verified.\n"
     "\n"
-    "  --ranks P        virtual ranks (default 1024)\n"
+    "  --ranks L        virtual ranks, a comma list (default 1024)\n"
     "  --updates N      updates and reads per rank (default 2K; suffixes K, M)\n"
     "  --table T        counters in the whole table (default 1024 per rank)\n"
     "  --skew S         key skew as in histogram --skew (default 4; 1 = uniform)\n"
-    "  --route R        direct, nr, nlnr, grid, hypercube (default hypercube)\n"
+    "  --route L        direct, nr, nlnr, grid, grid:AxBxC, hypercube, a comma list\n"
+    "                   (default hypercube)\n"
     "  --node-size K    virtual nodes of K ranks (default 2)\n"
     "  --buffer-kb K    send buffer size in KiB (default 4)\n"
     "  --seed S         key and scheduler seed (default 1)\n"
     "  --workload W     updates, reads or both (default both)\n"
+    "  --alpha US       microseconds per buffer sent (default 2)\n"
+    "  --beta NS        nanoseconds per byte sent (default 0.1)\n"
+    "  --gamma NS       nanoseconds per record handled (default 10)\n"
+    "  --csv FILE       append one line per run to FILE\n"
     "  --help           this text\n";
 
 typedef struct model {
@@ -153,7 +160,11 @@ static void run_reads(cr_comm *comm, void *user)
 
 typedef struct row {
     uint64_t reached, reached_max, merged_src, merged_hops, coalesced, buffers, bytes;
+    uint64_t buffers_max, partners_max, partners_sum, bytes_max;
+    double busiest_us; /* the largest alpha-beta-gamma time of one rank */
 } row;
+
+static double alpha_us = 2, beta_ns = 0.1, gamma_ns = 10;
 
 static row run(const cr_config *cfg, int reads, int merge)
 {
@@ -186,6 +197,13 @@ static row run(const cr_config *cfg, int reads, int merge)
         w.coalesced += st[r].requests_coalesced;
         w.buffers += st[r].mpi_sends;
         w.bytes += st[r].mpi_bytes_sent;
+        w.buffers_max = st[r].mpi_sends > w.buffers_max ? st[r].mpi_sends : w.buffers_max;
+        w.bytes_max = st[r].mpi_bytes_sent > w.bytes_max ? st[r].mpi_bytes_sent : w.bytes_max;
+        w.partners_max = st[r].partners > w.partners_max ? st[r].partners : w.partners_max;
+        w.partners_sum += st[r].partners;
+        double t = alpha_us * (double)st[r].mpi_sends + beta_ns * 1e-3 * (double)st[r].mpi_bytes_sent +
+                   gamma_ns * 1e-3 * (double)M.handled[r];
+        w.busiest_us = t > w.busiest_us ? t : w.busiest_us;
         bad += M.bad[r];
         sum += M.sum[r];
         answers += M.answers[r];
@@ -204,20 +222,57 @@ static row run(const cr_config *cfg, int reads, int merge)
 
 static void print_row(const char *workload, const char *how, row w, row base)
 {
-    printf("| %-7s | %-28s | %11llu | %9llu | %9llu | %9llu | %9llu | %9llu | %7.1f | %5.2f |\n",
+    printf("| %-7s | %-28s | %11llu | %9llu | %9llu | %9llu | %9llu | %9llu | %7.1f | %5.2f | "
+           "%6llu | %5llu | %5.1f | %8.1f | %9.1f | %5.2f |\n",
            workload, how, (unsigned long long)w.reached, (unsigned long long)w.reached_max,
            (unsigned long long)w.merged_src, (unsigned long long)w.merged_hops,
            (unsigned long long)w.coalesced, (unsigned long long)w.buffers,
-           (double)w.bytes / 1048576.0, (double)w.reached_max / (double)base.reached_max);
+           (double)w.bytes / 1048576.0, (double)w.reached_max / (double)base.reached_max,
+           (unsigned long long)w.buffers_max, (unsigned long long)w.partners_max,
+           (double)w.partners_sum / M.size, (double)w.bytes_max / 1024.0, w.busiest_us,
+           base.busiest_us / w.busiest_us);
+}
+
+static void csv_row(FILE *out, const char *route, const char *workload, int merge, row w)
+{
+    if (!out)
+        return;
+    fprintf(out, "%d,%s,%g,%s,%d,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.4f,%llu,%.3f\n",
+            M.size, route, M.skew, workload, merge, (unsigned long long)w.reached,
+            (unsigned long long)w.reached_max, (unsigned long long)w.merged_src,
+            (unsigned long long)w.merged_hops, (unsigned long long)w.coalesced,
+            (unsigned long long)w.buffers, (unsigned long long)w.bytes,
+            (unsigned long long)w.buffers_max, (unsigned long long)w.partners_max,
+            (double)w.partners_sum / M.size, (unsigned long long)w.bytes_max, w.busiest_us);
+}
+
+/* Run both workloads for one P and route; print and log them. */
+static void run_config(const app *a, const cr_config *cfg, const char *route, int workload,
+                       const char *const *workloads, FILE *csv)
+{
+    (void)a;
+    for (int w = 0; w < 2; w++) {
+        if (workload != 2 && workload != w)
+            continue;
+        row plain = run(cfg, w, 0);
+        print_row(workloads[w], w ? "none (key_len 0)" : "none (plain handler)", plain, plain);
+        csv_row(csv, route, workloads[w], 0, plain);
+        fflush(stdout);
+        row merged = run(cfg, w, 1);
+        print_row(workloads[w], w ? "merged + coalesced" : "combining (sum)", merged, plain);
+        csv_row(csv, route, workloads[w], 1, merged);
+        fflush(stdout);
+    }
 }
 
 int main(int argc, char **argv)
 {
     app a;
     app_init(&a, "dedup_model", usage, &argc, &argv);
-    uint64_t ranks = 1024, n = 2048, total = 0, seed = 1, node_size = 2, buffer_kb = 4;
+    uint64_t ranks_list[8] = {1024}, n = 2048, total = 0, seed = 1, node_size = 2, buffer_kb = 4;
+    int nranks = 1;
     double skew = 4;
-    const char *route = "hypercube";
+    const char *routes = "hypercube", *csv_path = NULL;
     static const char *const workloads[] = {"updates", "reads", "both", NULL};
     int workload = 2;
     static const struct option opts[] = {
@@ -225,21 +280,27 @@ int main(int argc, char **argv)
         {"table", required_argument, 0, 't'},     {"skew", required_argument, 0, 'k'},
         {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"buffer-kb", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'},
-        {"workload", required_argument, 0, 'w'},  {"help", no_argument, 0, 'h'},
+        {"workload", required_argument, 0, 'w'},  {"alpha", required_argument, 0, 'A'},
+        {"beta", required_argument, 0, 'B'},      {"gamma", required_argument, 0, 'G'},
+        {"csv", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'P': ranks = app_parse_u64(&a, "--ranks", optarg, 1, 65536); break;
+        case 'P': nranks = app_parse_list(&a, "--ranks", optarg, 1, 65536, ranks_list, 8); break;
         case 'n': n = app_parse_u64(&a, "--updates", optarg, 1, 1u << 24); break;
         case 't': total = app_parse_u64(&a, "--table", optarg, 1, 1ULL << 40); break;
         case 'k': skew = app_parse_double(&a, "--skew", optarg, 1.0, 100.0); break;
-        case 'R': route = optarg; break;
+        case 'R': routes = optarg; break;
         case 'N': node_size = app_parse_u64(&a, "--node-size", optarg, 1, 65536); break;
         case 'b': buffer_kb = app_parse_u64(&a, "--buffer-kb", optarg, 1, 1u << 20); break;
         case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'w': workload = app_parse_choice(&a, "--workload", optarg, workloads); break;
+        case 'A': alpha_us = app_parse_double(&a, "--alpha", optarg, 0, 1e6); break;
+        case 'B': beta_ns = app_parse_double(&a, "--beta", optarg, 0, 1e6); break;
+        case 'G': gamma_ns = app_parse_double(&a, "--gamma", optarg, 0, 1e6); break;
+        case 'c': csv_path = optarg; break;
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
         }
@@ -249,47 +310,62 @@ int main(int argc, char **argv)
     if (a.size != 1)
         app_usage_error(&a, "runs its virtual ranks in one process: start it without mpirun "
                         "(or with -np 1)");
-    if (!total)
-        total = ranks * 1024;
-    if (total < ranks)
-        app_usage_error(&a, "--table %llu is smaller than --ranks %llu",
-                        (unsigned long long)total, (unsigned long long)ranks);
+    for (int i = 0; i < nranks; i++)
+        if (total && total < ranks_list[i])
+            app_usage_error(&a, "--table %llu is smaller than --ranks %llu",
+                            (unsigned long long)total, (unsigned long long)ranks_list[i]);
+    /* Every route is checked before anything runs. */
+    char *list = strdup(routes);
+    if (!list)
+        app_error(&a, "out of memory");
     cr_config cfg;
     cr_config_init(&cfg);
-    app_parse_route(&a, route, &cfg);
-    cfg.node_size = (unsigned)node_size;
-    cfg.buffer_bytes = (size_t)buffer_kb << 10;
-
-    M = (model){.n = n, .total = total, .skew = skew, .size = (int)ranks, .seed = seed};
-    M.handled = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
-    M.bad = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
-    M.sum = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
-    M.answers = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
-
-    printf("dedup_model: %llu virtual ranks, route %s, nodes of %llu, %llu KiB buffers; %llu "
-           "updates / reads per rank, %llu counters, skew %g, seed %llu\n\n",
-           (unsigned long long)ranks, route, (unsigned long long)node_size,
-           (unsigned long long)buffer_kb, (unsigned long long)n, (unsigned long long)total,
-           skew, (unsigned long long)seed);
-    printf("| workload | merging | reach owners | most on a rank | merged at source | merged "
-           "at hops | coalesced | buffers sent | MiB sent | most, vs plain |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|\n");
-    fflush(stdout);
-    for (int w = 0; w < 2; w++) {
-        if (workload != 2 && workload != w)
-            continue;
-        row plain = run(&cfg, w, 0);
-        print_row(workloads[w], w ? "none (key_len 0)" : "none (plain handler)", plain, plain);
-        fflush(stdout);
-        row merged = run(&cfg, w, 1);
-        print_row(workloads[w], w ? "merged + coalesced" : "combining (sum)", merged, plain);
-        fflush(stdout);
+    for (char *save = NULL, *r = strtok_r(list, ",", &save); r; r = strtok_r(NULL, ",", &save))
+        app_parse_route(&a, r, &cfg);
+    free(list);
+    FILE *csv = app_open_csv(&a, csv_path, "ranks,route,skew,workload,merged,reach_owners,"
+                             "reach_max,merged_source,merged_hops,coalesced,buffers,bytes,"
+                             "buffers_max,partners_max,partners_mean,bytes_max,busiest_us");
+    for (int i = 0; i < nranks; i++) {
+        uint64_t ranks = ranks_list[i], tot = total ? total : ranks * 1024;
+        M = (model){.n = n, .total = tot, .skew = skew, .size = (int)ranks, .seed = seed};
+        M.handled = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
+        M.bad = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
+        M.sum = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
+        M.answers = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
+        list = strdup(routes);
+        if (!list)
+            app_error(&a, "out of memory");
+        for (char *save = NULL, *route = strtok_r(list, ",", &save); route;
+             route = strtok_r(NULL, ",", &save)) {
+            cr_config_init(&cfg);
+            app_parse_route(&a, route, &cfg);
+            cfg.node_size = (unsigned)node_size;
+            cfg.buffer_bytes = (size_t)buffer_kb << 10;
+            printf("dedup_model: %llu virtual ranks, route %s, nodes of %llu, %llu KiB buffers; "
+                   "%llu updates / reads per rank, %llu counters, skew %g, seed %llu; alpha %g "
+                   "us, beta %g ns/B, gamma %g ns\n\n",
+                   (unsigned long long)ranks, route, (unsigned long long)node_size,
+                   (unsigned long long)buffer_kb, (unsigned long long)n, (unsigned long long)tot,
+                   skew, (unsigned long long)seed, alpha_us, beta_ns, gamma_ns);
+            printf("| workload | merging | reach owners | most on a rank | merged at source | "
+                   "merged at hops | coalesced | buffers sent | MiB sent | most, vs plain | "
+                   "buffers / rank, max | partners, max | mean | KiB / rank, max | "
+                   "predicted us | vs plain |\n");
+            printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+            fflush(stdout);
+            run_config(&a, &cfg, route, workload, workloads, csv);
+            printf("\n");
+        }
+        free(list);
+        free(M.handled);
+        free(M.bad);
+        free(M.sum);
+        free(M.answers);
     }
-    printf("\nverified: every update applied once, every read answered once and right\n");
-    free(M.handled);
-    free(M.bad);
-    free(M.sum);
-    free(M.answers);
+    printf("verified: every update applied once, every read answered once and right\n");
+    if (csv)
+        fclose(csv);
     MPI_Finalize();
     return 0;
 }
