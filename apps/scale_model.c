@@ -34,7 +34,9 @@ static const char usage[] =
     "predicted from those counts: alpha per message + beta per byte on the busiest\n"
     "rank, plus gamma per request the owner merges. Every read is verified.\n"
     "\n"
-    "  --patterns L      overload, neighborhood, doubling (default overload)\n"
+    "  --patterns L      overload, neighborhood, doubling, bfs (default overload);\n"
+    "                    bfs: the level-synchronous search on the mailbox, routed by\n"
+    "                    the route, aggregation none or hash (visits merged at hops)\n"
     "  --ranks L         comma list of virtual rank counts, powers of two (default\n"
     "                    64,256,1024,4096)\n"
     "  --vertices-per-rank V  neighborhood, doubling: R-MAT vertices per rank\n"
@@ -52,7 +54,8 @@ static const char usage[] =
 
 static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", NULL};
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
-static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", NULL};
+static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", "bfs", NULL};
+enum { PAT_OVERLOAD, PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_BFS, NPAT };
 
 typedef struct world {
     uint64_t entries;
@@ -63,6 +66,7 @@ typedef struct world {
     char error[256];     /* a virtual rank's failure (graph generation) */
     cr_darray_stats *stats; /* [P] */
     uint64_t *bad;          /* [P] wrong reads */
+    uint64_t reached;       /* bfs: vertices the search reached */
 } world;
 
 static world W;
@@ -233,6 +237,78 @@ static void run_graph_pattern(cr_comm *comm, void *user)
     cr_graph_destroy(g);
 }
 
+/* The BFS's root: the first end of the first edge the generator makes (the same on
+ * every rank, and never isolated). */
+static uint64_t bfs_root(const cr_gen_params *gp)
+{
+    cr_edge_list first = {0};
+    char err[256];
+    if (cr_generate(gp, 0, 1 << 20, &first, err, sizeof err) || first.count == 0) {
+        cr_edge_list_free(&first);
+        return 0;
+    }
+    uint64_t root = first.edges[0].u;
+    cr_edge_list_free(&first);
+    return root;
+}
+
+/* The level-synchronous BFS from one root on the mailbox, routed by the comm's route;
+ * "none" sends one visit per remote neighbour (a bitmap of the visits sent), "hash"
+ * merges the visits of one vertex wherever they meet (CR_BFS_LEVELS_DEDUP). Counts
+ * what the search alone sends: the mailbox's statistics before and after it. */
+static void run_bfs(cr_comm *comm, void *user)
+{
+    (void)user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    cr_gen_params gp;
+    cr_gen_params_init(&gp);
+    gp.scale = (int)lround(log2((double)W.vertices_per_rank * p));
+    gp.edgefactor = W.edgefactor;
+    cr_edge_list edges = {0};
+    char err[256];
+    if (cr_generate(&gp, me, p, &edges, err, sizeof err)) {
+        snprintf(W.error, sizeof W.error, "%s", err);
+        return;
+    }
+    cr_graph *g = cr_graph_build(comm, &edges);
+    cr_edge_list_free(&edges);
+    uint64_t root = bfs_root(&gp);
+    cr_bfs_opts o;
+    cr_bfs_opts_init(&o);
+    o.algorithm = W.agg == 0 ? CR_BFS_LEVELS : CR_BFS_LEVELS_DEDUP;
+    cr_stats before, after;
+    cr_barrier(comm);
+    cr_stats_get(comm, &before);
+    cr_bfs_result res;
+    cr_bfs_run(g, &o, root, &res);
+    cr_stats_get(comm, &after);
+    W.stats[me].messages = after.mpi_sends - before.mpi_sends;
+    W.stats[me].bytes = after.mpi_bytes_sent - before.mpi_bytes_sent;
+    W.stats[me].reached_owner = after.msgs_handled - before.msgs_handled;
+    char why[256];
+    W.bad[me] = cr_bfs_validate(g, root, res.parent, res.level, why, sizeof why);
+    if (me == 0)
+        W.reached = res.reached;
+    cr_bfs_result_free(&res);
+    cr_graph_destroy(g);
+}
+
+/* The route of a graph pattern run on the mailbox (the BFS): the comm's own. */
+static void route_config(int p, int route, cr_config *cfg)
+{
+    cr_config_init(cfg);
+    char spec[64];
+    if (route == 2)
+        grid3(p, spec, sizeof spec);
+    else
+        snprintf(spec, sizeof spec, "%s", route_names[route]);
+    char err[256];
+    if (cr_route_parse(spec, &cfg->route, err, sizeof err)) {
+        fprintf(stderr, "scale_model: %s\n", err);
+        exit(1);
+    }
+}
+
 typedef struct row {
     double msgs_max, msgs_mean, bytes_max, bytes_mean, reached_max, predicted;
 } row;
@@ -263,7 +339,7 @@ int main(int argc, char **argv)
     uint64_t ranks[16] = {64, 256, 1024, 4096}, entries = 256;
     int nranks = 4;
     double alpha = 2, beta = 0.1, gamma = 10;
-    int use_route[4] = {1, 1, 1, 1}, use_agg[3] = {1, 1, 1}, use_pattern[3] = {1, 0, 0};
+    int use_route[4] = {1, 1, 1, 1}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0};
     uint64_t vpr = 1024;
     double edgefactor = 16;
     const char *csv = NULL;
@@ -293,7 +369,7 @@ int main(int argc, char **argv)
             const char *const *names = ch == 'R' ? route_names : ch == 'A' ? agg_names : pattern_names;
             int *use = ch == 'R' ? use_route : ch == 'A' ? use_agg : use_pattern;
             const char *flag = ch == 'R' ? "--routes" : ch == 'A' ? "--aggregations" : "--patterns";
-            memset(use, 0, (size_t)(ch == 'R' ? 4 : 3) * sizeof *use);
+            memset(use, 0, (size_t)(ch == 'R' ? 4 : ch == 'A' ? 3 : NPAT) * sizeof *use);
             char *list = xcalloc(strlen(optarg) + 1, 1), *save = NULL;
             strcpy(list, optarg);
             for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
@@ -328,7 +404,7 @@ int main(int argc, char **argv)
            "|---|---|---|---|---|---|---|---|---|---|---|\n");
     int failed = 0;
     W.entries = entries, W.vertices_per_rank = vpr, W.edgefactor = edgefactor;
-    for (int pat = 0; pat < 3; pat++)
+    for (int pat = 0; pat < NPAT; pat++)
         for (int k = 0; k < nranks && use_pattern[pat]; k++) {
             int p = (int)ranks[k];
             W.pattern = pat;
@@ -341,14 +417,20 @@ int main(int argc, char **argv)
                 for (int agg = 0; agg < 3; agg++) {
                     if (!use_route[route] || !use_agg[agg])
                         continue;
+                    if (pat == PAT_BFS && agg == 2)
+                        continue; /* the BFS merges by hashing only: "hash" */
                     W.route = route, W.agg = agg;
                     memset(W.stats, 0, (size_t)p * sizeof *W.stats);
                     memset(W.bad, 0, (size_t)p * sizeof *W.bad);
                     W.error[0] = 0;
-                    cr_sim_opts so = {.ranks = p, .seed = 1};
+                    cr_config cfg;
+                    route_config(p, route, &cfg);
+                    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = pat == PAT_BFS ? &cfg : NULL};
                     char err[256];
-                    if (cr_sim_run(&so, pat ? run_graph_pattern : run_overload, NULL, NULL, err,
-                                   sizeof err))
+                    cr_sim_rank_fn fn = pat == PAT_OVERLOAD ? run_overload
+                                      : pat == PAT_BFS    ? run_bfs
+                                                          : run_graph_pattern;
+                    if (cr_sim_run(&so, fn, NULL, NULL, err, sizeof err))
                         app_error(&a, "%s, P=%d, %s, %s: %s", pattern_names[pat], p,
                                   route_names[route], agg_names[agg], err);
                     if (W.error[0])

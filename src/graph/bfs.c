@@ -45,10 +45,83 @@ static void on_visits(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
+/* ---------------------------------------------------------------- reductions */
+
+/* A sum or a maximum over the ranks. Under MPI one MPI_Allreduce. The simulated
+ * transport has no collectives: every rank sends its value to rank 0, which sends
+ * the result to every rank (two barriers). Rank 0 adds contributions into
+ * reduce_acc as they come, even before it reaches the reduction itself, so the
+ * accumulator is reset to 0 only after the result has gone out; contributions to
+ * the next reduction are sent after the second barrier and are handled in the next
+ * phase (cr_barrier's phase rule). */
+enum { REDUCE_SUM, REDUCE_MAX, REDUCE_RESULT };
+
+static uint64_t reduce_op(int op, uint64_t a, uint64_t b)
+{
+    return op == REDUCE_SUM ? a + b : (a > b ? a : b);
+}
+
+static void on_reduce(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len;
+    cr_graph *g = user;
+    uint64_t m[2];
+    memcpy(m, payload, sizeof m);
+    if (m[0] == REDUCE_RESULT)
+        g->reduce_result = m[1];
+    else
+        g->reduce_acc = reduce_op((int)m[0], g->reduce_acc, m[1]);
+}
+
+static uint64_t reduce_over_ranks(cr_graph *g, uint64_t v, int op)
+{
+    MPI_Comm mpi = cr_module_mpi_comm(g->comm);
+    if (mpi != MPI_COMM_NULL) {
+        unsigned long long in = v, out;
+        MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op == REDUCE_SUM ? MPI_SUM : MPI_MAX,
+                      mpi);
+        return out;
+    }
+    if (g->rank != 0) {
+        uint64_t m[2] = {(uint64_t)op, v};
+        cr_async(g->comm, 0, g->h_reduce, m, sizeof m);
+    }
+    cr_barrier(g->comm);
+    if (g->rank == 0) {
+        g->reduce_result = reduce_op(op, g->reduce_acc, v);
+        g->reduce_acc = 0;
+        uint64_t m[2] = {REDUCE_RESULT, g->reduce_result};
+        for (int r = 1; r < g->size; r++)
+            cr_async(g->comm, r, g->h_reduce, m, sizeof m);
+    }
+    cr_barrier(g->comm);
+    return g->reduce_result;
+}
+
 static uint64_t sum_over_ranks(cr_graph *g, uint64_t v)
 {
-    unsigned long long in = v, out;
-    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, cr_module_mpi_comm(g->comm));
+    return reduce_over_ranks(g, v, REDUCE_SUM);
+}
+
+/* All ranks together, before the timed search: MPI_Barrier, or cr_barrier on the
+ * simulated transport. */
+static void align_ranks(cr_graph *g)
+{
+    MPI_Comm mpi = cr_module_mpi_comm(g->comm);
+    if (mpi != MPI_COMM_NULL)
+        MPI_Barrier(mpi);
+    else
+        cr_barrier(g->comm);
+}
+
+/* The slowest rank's seconds; on the simulated transport, which has no clock of its
+ * own, this rank's. */
+static double slowest(cr_graph *g, double mine)
+{
+    MPI_Comm mpi = cr_module_mpi_comm(g->comm);
+    double out = mine;
+    if (mpi != MPI_COMM_NULL)
+        MPI_Allreduce(&mine, &out, 1, MPI_DOUBLE, MPI_MAX, mpi);
     return out;
 }
 
@@ -408,7 +481,7 @@ void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_resu
     out->level = cr_xmalloc(n * sizeof *out->level);
     g->parent = out->parent;
     g->level = out->level;
-    MPI_Barrier(cr_module_mpi_comm(g->comm));
+    align_ranks(g);
     double t0 = MPI_Wtime();
     for (uint64_t i = 0; i < g->count; i++) {
         g->parent[i] = -1;
@@ -424,7 +497,7 @@ void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_resu
         search_async(g, root);
     }
     double mine = MPI_Wtime() - t0;
-    MPI_Allreduce(&mine, &out->seconds, 1, MPI_DOUBLE, MPI_MAX, cr_module_mpi_comm(g->comm));
+    out->seconds = slowest(g, mine);
     uint64_t reached = 0, ends = 0;
     for (uint64_t i = 0; i < g->count; i++)
         if (g->level[i] >= 0) {
@@ -440,11 +513,11 @@ void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_resu
     visits = algorithm == CR_BFS_ASYNC ? sum_over_ranks(g, g->relaxations) : out->reached;
     out->visits = visits;
     if (algorithm == CR_BFS_ASYNC) {
-        int32_t deepest = -1, all;
+        int32_t deepest = -1;
         for (uint64_t i = 0; i < g->count; i++)
             deepest = g->level[i] > deepest ? g->level[i] : deepest;
-        MPI_Allreduce(&deepest, &all, 1, MPI_INT32_T, MPI_MAX, cr_module_mpi_comm(g->comm));
-        levels = all + 1;
+        /* levels = deepest + 1, carried as an unsigned maximum */
+        levels = (int)reduce_over_ranks(g, (uint64_t)(deepest + 1), REDUCE_MAX);
     }
     out->levels = levels;
     g->parent = NULL;
@@ -511,6 +584,7 @@ static void register_bfs(cr_graph *g)
     g->h_relax = cr_register_type(g->comm, &(cr_handler_type){.batch = on_relaxes}, g);
     g->h_check_parent = cr_register(g->comm, on_check_parent, g);
     g->h_check_edge = cr_register(g->comm, on_check_edge, g);
+    g->h_reduce = cr_register(g->comm, on_reduce, g);
 }
 
 static bool is_neighbour(const cr_graph *g, uint64_t i, uint64_t v)
