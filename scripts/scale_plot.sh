@@ -107,8 +107,10 @@ set ylabel "messages per rank, max"
 plot \$od w lp t "direct", \$og w lp t "2D grid", \$o3 w lp t "3D grid", \$oh w lp t "hypercube"
 set title "overload: requests reaching rank 0"
 set ylabel "requests"
+set yrange [256:*]
 plot \$rd w lp t "direct", \$rhn w lp t "hypercube, no aggregation", \$rg w lp t "2D grid, sort", \$r3 w lp t "3D grid, sort", \$rh w lp t "hypercube, sort"
-set title "histogram updates (skew 4): buffers of the busiest rank"
+set yrange [*:*]
+set title "histogram updates, skew 4: busiest rank"
 set ylabel "MPI buffers per rank, max"
 plot \$hd w lp t "direct", \$hn w lp t "nlnr (nodes of 48)", \$hg w lp t "2D grid", \$h3 w lp t "3D grid", \$hh w lp t "hypercube", \$hhc w lp t "hypercube, combining"
 unset multiplot
