@@ -213,22 +213,33 @@ static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
     return bad;
 }
 
+/* The R-MAT graph of the graph patterns, built on the virtual ranks; NULL (with
+ * W.error set, the same on every rank) if the generator refuses the size. */
+static cr_graph *build_graph(cr_comm *comm, cr_gen_params *gp)
+{
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    cr_gen_params_init(gp);
+    gp->scale = (int)lround(log2((double)W.vertices_per_rank * p));
+    gp->edgefactor = W.edgefactor;
+    cr_edge_list edges = {0};
+    char err[256];
+    if (cr_generate(gp, me, p, &edges, err, sizeof err)) {
+        snprintf(W.error, sizeof W.error, "%s", err);
+        return NULL;
+    }
+    cr_graph *g = cr_graph_build(comm, &edges);
+    cr_edge_list_free(&edges);
+    return g;
+}
+
 static void run_graph_pattern(cr_comm *comm, void *user)
 {
     (void)user;
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
     cr_gen_params gp;
-    cr_gen_params_init(&gp);
-    gp.scale = (int)lround(log2((double)W.vertices_per_rank * p));
-    gp.edgefactor = W.edgefactor;
-    cr_edge_list edges = {0};
-    char err[256];
-    if (cr_generate(&gp, me, p, &edges, err, sizeof err)) {
-        snprintf(W.error, sizeof W.error, "%s", err); /* the same on every rank */
+    cr_graph *g = build_graph(comm, &gp);
+    if (!g)
         return;
-    }
-    cr_graph *g = cr_graph_build(comm, &edges);
-    cr_edge_list_free(&edges);
     cr_darray_opts o = array_opts(p, CR_DARRAY_OVERWRITE);
     cr_darray *a = cr_darray_create(comm, cr_graph_vertices(g), 8, &o);
     W.bad[me] = W.pattern == 1 ? neighborhood(g, a) : doubling(comm, g, a);
@@ -259,19 +270,11 @@ static uint64_t bfs_root(const cr_gen_params *gp)
 static void run_bfs(cr_comm *comm, void *user)
 {
     (void)user;
-    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    int me = cr_comm_rank(comm);
     cr_gen_params gp;
-    cr_gen_params_init(&gp);
-    gp.scale = (int)lround(log2((double)W.vertices_per_rank * p));
-    gp.edgefactor = W.edgefactor;
-    cr_edge_list edges = {0};
-    char err[256];
-    if (cr_generate(&gp, me, p, &edges, err, sizeof err)) {
-        snprintf(W.error, sizeof W.error, "%s", err);
+    cr_graph *g = build_graph(comm, &gp);
+    if (!g)
         return;
-    }
-    cr_graph *g = cr_graph_build(comm, &edges);
-    cr_edge_list_free(&edges);
     uint64_t root = bfs_root(&gp);
     cr_bfs_opts o;
     cr_bfs_opts_init(&o);
