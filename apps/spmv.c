@@ -515,8 +515,6 @@ int main(int argc, char **argv)
                name, (unsigned long long)mat.n, (unsigned long long)mat.nnz, a.size,
                (unsigned long long)o.iterations, (unsigned long long)o.reps);
     for (int k = 0; k < nplans; k++) {
-        cr_plan_stats st;
-        cr_plan_stats_get(plans[k], CR_PLAN_FINAL, &st);
         uint64_t maxd = 0;
         for (uint64_t u = 0; u < sched[k].nunits; u++)
             if (sched[k].doubles[u] > maxd)
@@ -546,7 +544,6 @@ int main(int argc, char **argv)
                         (double)sched[k].nunits / a.size, (unsigned long long)maxd,
                         (unsigned long long)cr_plan_schedule_splits(sched[k].ps), med, mn);
         }
-        (void)st;
     }
     for (int k = 0; k < nplans; k++) {
         mine_free(&mine_of[k]);
