@@ -103,6 +103,19 @@ static void hops_grow(hop_table *t)
     hops_free(&old);
 }
 
+/* The first index in [lo, hi) of the ascending v whose value is not below b. */
+static uint64_t lower_bound(const int *v, uint64_t lo, uint64_t hi, int b)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* ---------------------------------------------------------------- the plan */
 
 #define SHARING_MAX_PATH 5 /* src, phase-I relay, two phase-II relays, dest */
@@ -359,14 +372,7 @@ static void channels_free(channels *c)
 /* The channel (a, b), which exists for every hop of a phase-I path. */
 static uint64_t channel_find(const channels *c, int a, int b)
 {
-    uint64_t lo = c->ptr[a], hi = c->ptr[a + 1];
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (c->dest[mid] < b)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t lo = lower_bound(c->dest, c->ptr[a], c->ptr[a + 1], b);
     if (lo == c->ptr[a + 1] || c->dest[lo] != b)
         cr_fatal("plan: no channel %d -> %d after phase I", a, b);
     return lo;
@@ -493,14 +499,7 @@ static void paths_direct(cr_plan *p)
 /* Whether a had a message of its own for b, and which (x, if not NULL). */
 static bool originally_sends(const cr_plan *p, int a, int b, uint64_t *x)
 {
-    uint64_t lo = p->ptr[a], hi = p->ptr[a + 1];
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (p->dest[mid] < b)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t lo = lower_bound(p->dest, p->ptr[a], p->ptr[a + 1], b);
     if (x)
         *x = lo;
     return lo < p->ptr[a + 1] && p->dest[lo] == b;
