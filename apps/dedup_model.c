@@ -307,9 +307,7 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
-    if (a.size != 1)
-        app_usage_error(&a, "runs its virtual ranks in one process: start it without mpirun "
-                        "(or with -np 1)");
+    app_require_one_process(&a, "runs its virtual ranks");
     for (int i = 0; i < nranks; i++)
         if (total && total < ranks_list[i])
             app_usage_error(&a, "--table %llu is smaller than --ranks %llu",

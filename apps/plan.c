@@ -180,8 +180,7 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
-    if (a.size != 1)
-        app_usage_error(&a, "plans in one process: start it without mpirun (or with -np 1)");
+    app_require_one_process(&a, "plans");
     if (partition && strchr(inputs, ','))
         app_usage_error(&a, "--partition needs a single input, not the list '%s'", inputs);
     if (!*inputs)

@@ -392,9 +392,7 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
-    if (a.size != 1)
-        app_usage_error(&a, "runs its virtual ranks in one process: start it without mpirun "
-                        "(or with -np 1)");
+    app_require_one_process(&a, "runs its virtual ranks");
     FILE *out = app_open_csv(&a, csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
                              "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
                              "verified");

@@ -82,6 +82,12 @@ void *app_calloc(const app *a, size_t count, size_t size, const char *what)
     return p;
 }
 
+void app_require_one_process(const app *a, const char *what)
+{
+    if (a->size != 1)
+        app_usage_error(a, "%s in one process: start it without mpirun (or with -np 1)", what);
+}
+
 noreturn void app_help(const app *a)
 {
     if (a->rank == 0)

@@ -44,6 +44,11 @@ void *app_calloc(const app *a, size_t count, size_t size, const char *what);
 /* Print the usage on rank 0 and exit with 0 on every rank. */
 noreturn void app_help(const app *a);
 
+/* For the apps that work in one process (the models, the planner): under mpirun
+ * with more than one rank, a usage error "<what> in one process: start it without
+ * mpirun (or with -np 1)". */
+void app_require_one_process(const app *a, const char *what);
+
 /* Print "<name>: <message>" on this rank and abort the job (verification failures,
  * I/O errors). */
 noreturn void app_fail(const app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
