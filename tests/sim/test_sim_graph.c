@@ -4,7 +4,10 @@
  *  - Boruvka's asynchronous rounds (apps/common/msf.c, the code apps/boruvka runs):
  *    exactly the forest and the components of a sequential Kruskal;
  *  - label propagation (apps/common/cc_label.c, apps/cc's default): every label
- *    the smallest id of its component, as a sequential union-find gives it.
+ *    the smallest id of its component, as a sequential union-find gives it;
+ *  - the BFS (src/graph/bfs.c, level-synchronous, merged and label-correcting):
+ *    every level as a sequential BFS gives it, and the counts it sums by messages
+ *    on this transport (reached, edges, levels) equal the sequential ones.
  * The lock-step modes need the MPI transport (tests/mpi and the app runs cover them). */
 #include "cc_label.h"
 #include "components.h"
@@ -341,9 +344,130 @@ static void test_cc_label(void **state)
                           ps[k] >= 64 ? 2000 : 200, ps[k] >= 64 ? 2400 : 300);
 }
 
+/* ---- the BFS, whose sums go by messages on this transport ---- */
+
+typedef struct bfs_case {
+    const graph *g;
+    cr_bfs_algorithm algorithm;
+    uint64_t root;
+    int32_t *level;   /* n: what the virtual ranks found */
+    uint64_t reached, edges, levels, invalid, disagree;
+} bfs_case;
+
+static void run_bfs(cr_comm *comm, void *user)
+{
+    bfs_case *bc = user;
+    const graph *g = bc->g;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    cr_edge_list local = {.nvertices = g->n};
+    local.cap = g->m / (uint64_t)p + 1;
+    local.edges = calloc(local.cap, sizeof *local.edges);
+    for (uint64_t j = (uint64_t)me; j < g->m; j += (uint64_t)p)
+        local.edges[local.count++] = (cr_edge){g->edges[j].a, g->edges[j].b};
+    cr_graph *cg = cr_graph_build(comm, &local);
+    cr_edge_list_free(&local);
+    cr_bfs_opts o;
+    cr_bfs_opts_init(&o);
+    o.algorithm = bc->algorithm;
+    cr_bfs_result res;
+    cr_bfs_run(cg, &o, bc->root, &res);
+    uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
+    memcpy(&bc->level[first], res.level, count * sizeof *res.level);
+    /* Every rank must get the same sums: rank 0 keeps its own before the collective
+     * validation, the others compare theirs after it. */
+    if (me == 0)
+        bc->reached = res.reached, bc->edges = res.edges, bc->levels = (uint64_t)res.levels;
+    char why[256];
+    uint64_t bad = cr_bfs_validate(cg, bc->root, res.parent, res.level, why, sizeof why);
+    if (me == 0)
+        bc->invalid = bad;
+    else
+        bc->disagree += res.reached != bc->reached || res.edges != bc->edges ||
+                        (uint64_t)res.levels != bc->levels;
+    cr_bfs_result_free(&res);
+    cr_graph_destroy(cg);
+}
+
+/* The sequential BFS: levels (-1 unreached), and the Graph500 counts. */
+static void sequential_bfs(const graph *g, uint64_t root, int32_t *level, uint64_t *reached,
+                           uint64_t *edges, uint64_t *levels)
+{
+    csr c = make_csr(g, 1);
+    uint64_t *queue = calloc(g->n, 8), head = 0, tail = 0;
+    for (uint64_t v = 0; v < g->n; v++)
+        level[v] = -1;
+    level[root] = 0;
+    queue[tail++] = root;
+    while (head < tail) {
+        uint64_t u = queue[head++];
+        for (uint64_t k = c.offset[u]; k < c.offset[u + 1]; k++)
+            if (level[c.target[k]] < 0) {
+                level[c.target[k]] = level[u] + 1;
+                queue[tail++] = c.target[k];
+            }
+    }
+    *reached = tail;
+    *levels = (uint64_t)level[queue[tail - 1]] + 1;
+    *edges = 0;
+    for (uint64_t j = 0; j < g->m; j++) /* Graph500: the component's edges, no self-loops */
+        *edges += level[g->edges[j].a] >= 0 && g->edges[j].a != g->edges[j].b;
+    free(queue), free(c.offset), free(c.target);
+}
+
+static void run_bfs_at(int p, const char *route, cr_bfs_algorithm algorithm, uint64_t seed,
+                       uint64_t n, uint64_t m)
+{
+    graph g = make_graph(n, m, seed);
+    bfs_case bc = {&g, algorithm, g.edges[0].a, calloc(n, sizeof(int32_t)), 0, 0, 0, 0, 0};
+    cr_config cfg;
+    cr_config_init(&cfg);
+    cr_route_parse(route, &cfg.route, NULL, 0);
+    cfg.node_size = 2;
+    cfg.buffer_bytes = 256;
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "BFS (algorithm %d), P=%d, %s, seed %llu, %llu vertices",
+             (int)algorithm, p, route, (unsigned long long)seed, (unsigned long long)n);
+    if (cr_sim_run(&o, run_bfs, &bc, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    int32_t *want = calloc(n, sizeof(int32_t));
+    uint64_t reached, edges, levels, wrong = 0;
+    sequential_bfs(&g, bc.root, want, &reached, &edges, &levels);
+    for (uint64_t v = 0; v < n; v++)
+        wrong += want[v] != bc.level[v];
+    if (wrong || bc.invalid || bc.disagree)
+        fail_msg("%s: %llu levels differ from a sequential BFS, %llu violations, %llu ranks "
+                 "with other sums", ctx, (unsigned long long)wrong,
+                 (unsigned long long)bc.invalid, (unsigned long long)bc.disagree);
+    if (bc.reached != reached || bc.edges != edges || bc.levels != levels)
+        fail_msg("%s: reached %llu, edges %llu, levels %llu; sequentially %llu, %llu, %llu", ctx,
+                 (unsigned long long)bc.reached, (unsigned long long)bc.edges,
+                 (unsigned long long)bc.levels, (unsigned long long)reached,
+                 (unsigned long long)edges, (unsigned long long)levels);
+    free(want), free(bc.level), free(g.edges);
+}
+
+static void test_bfs(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nlnr", "hypercube"};
+    static const cr_bfs_algorithm algorithms[] = {CR_BFS_LEVELS, CR_BFS_LEVELS_DEDUP,
+                                                  CR_BFS_ASYNC};
+    static const int ps[] = {1, 2, 3, 5, 17, 64};
+    int seeds = seeds_wanted() < 4 ? seeds_wanted() : 4;
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t a = 0; a < 3; a++)
+            for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+                for (int seed = 1; seed <= seeds; seed++)
+                    run_bfs_at(ps[k], routes[rt], algorithms[a],
+                               (uint64_t)seed * 107 + (uint64_t)ps[k], ps[k] >= 64 ? 2000 : 300,
+                               ps[k] >= 64 ? 3000 : 500);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_msf_async),
-                                       cmocka_unit_test(test_cc_label)};
+                                       cmocka_unit_test(test_cc_label),
+                                       cmocka_unit_test(test_bfs)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
