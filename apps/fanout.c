@@ -137,10 +137,18 @@ int main(int argc, char **argv)
     cr_stats_get(comm, &s);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    double mine[3] = {(double)s.peak_buffered_bytes, (double)s.peak_inflight,
-                      (double)ru.ru_maxrss * 1024.0},
-           peak[3];
-    MPI_Reduce(mine, peak, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    double mine[8] = {(double)s.peak_buffered_bytes, (double)s.peak_inflight,
+                      (double)ru.ru_maxrss * 1024.0, (double)s.peak_inflight_bytes,
+                      (double)s.peak_self_bytes, (double)s.peak_memory_bytes,
+                      (double)s.peak_handler_output, (double)s.throttled_us * 1e-6},
+           peak[8];
+    MPI_Reduce(mine, peak, 8, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    /* The bound docs/flow_control.md proposes (not enforced yet): the cap, the sends in
+     * flight and the queue to itself (max_inflight blocks each), and one received
+     * buffer's output: its records times the most one handler sent. */
+    double per_buffer = (double)cfg.buffer_bytes / (double)(payload + 8);
+    double bound = (double)cfg.buffer_cap_bytes + 2.0 * cfg.max_inflight * cfg.buffer_bytes +
+                   per_buffer * peak[6];
     if (a.rank == 0) {
         printf("fanout: %d ranks, depth %llu, fanout %llu, %llu seeds per rank, %llu-byte "
                "records; buffer %zu B, cap %zu B, %u sends in flight at most\n",
@@ -154,6 +162,12 @@ int main(int argc, char **argv)
                "sends in flight %.0f, resident memory %.1f MiB\n",
                peak[0] / 1024, peak[0] / (double)cfg.buffer_cap_bytes, peak[1],
                peak[2] / 1048576.0);
+        printf("  mailbox memory per rank (max over ranks): in flight %.1f KiB, to itself %.1f "
+               "KiB, all at once %.1f KiB; most one handler sent %.0f B; throttled %.3f s\n",
+               peak[3] / 1024, peak[4] / 1024, peak[5] / 1024, peak[6], peak[7]);
+        printf("  proposed bound (docs/flow_control.md, not enforced yet): %.1f KiB; measured "
+               "%.1f KiB (%.1f times)\n",
+               bound / 1024, peak[5] / 1024, peak[5] / bound);
     }
     if (stats)
         cr_stats_print(comm, stdout);

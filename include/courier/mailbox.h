@@ -241,6 +241,15 @@ typedef struct cr_stats {
     uint64_t deferred_flushes; /* flushes postponed because a handler found no slot */
     uint64_t peak_buffered_bytes; /* most bytes held in send buffers at once */
     uint64_t peak_inflight;    /* most sends in flight at once */
+    /* Memory, per component (docs/flow_control.md): each peak since the last reset. */
+    uint64_t peak_inflight_bytes; /* most bytes of blocks held by sends in flight at once */
+    uint64_t peak_self_bytes;  /* most bytes of buffers to this rank itself waiting to be handled */
+    uint64_t peak_memory_bytes; /* most bytes of the three at once: send buffers, sends in
+                                  flight and buffers to itself */
+    uint64_t peak_handler_output; /* most payload bytes one handler call sent (cr_async and
+                                  cr_async_bcast from handlers; forwarded records not included) */
+    uint64_t throttled_us;     /* microseconds user code waited for a send slot or for its own
+                                  queue to shorten (the slot_waits) */
     uint64_t barriers;         /* cr_barrier calls */
     uint64_t barrier_epochs;   /* termination rounds over all barriers */
     uint64_t forwarded;        /* records this rank passed on for other ranks (routing) */

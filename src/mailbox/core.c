@@ -315,19 +315,33 @@ static const cr_handler_entry *handler_of(const cr_comm *c, int src, unsigned id
     return h;
 }
 
+static inline void note_output(cr_comm *c, uint64_t bytes_sent_before)
+{
+    uint64_t out = c->stats.bytes_sent - bytes_sent_before;
+    if (out > c->stats.peak_handler_output)
+        c->stats.peak_handler_output = out;
+}
+
 /* Hand a batch of records for this rank to its handler: in one call to a batch
- * handler, or record by record. */
+ * handler, or record by record. The most one call sends is kept: the memory bound
+ * has a term for it (docs/flow_control.md). */
 static void handle_batch(cr_comm *c, const cr_handler_entry *h, const cr_batch *b)
 {
+    uint64_t before = c->stats.bytes_sent;
     if (h->batch) {
         h->batch(c, b, h->user);
         c->stats.batches++;
+        note_output(c, before);
     } else if (!b->origins) {
-        for (size_t i = 0; i < b->count; i++)
+        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent) {
             h->fn(c, b->src, b->payloads + i * b->stride, b->len, h->user);
+            note_output(c, before);
+        }
     } else {
-        for (size_t i = 0; i < b->count; i++)
+        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent) {
             h->fn(c, cr_batch_src(b, i), cr_batch_payload(b, i), b->len, h->user);
+            note_output(c, before);
+        }
     }
     c->stats.msgs_handled += b->count;
     c->stats.bytes_handled += b->count * b->len;
@@ -415,6 +429,7 @@ size_t cr_self_poll(cr_comm *c, int budget)
     cr_block b;
     while (done < (size_t)budget && cr_selfq_pop(c, &b)) {
         cr_dispatch(c, c->rank, b.data, b.len);
+        c->self_bytes -= b.cap;
         cr_outbufs_recycle(&c->out, b.data, b.cap);
         done++;
     }

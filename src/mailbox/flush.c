@@ -8,12 +8,14 @@
 
 static void give_back(void *arg, char *data, size_t cap)
 {
-    cr_outbufs_recycle(arg, data, cap);
+    cr_comm *c = arg;
+    c->inflight_bytes -= cap;
+    cr_outbufs_recycle(&c->out, data, cap);
 }
 
 int cr_complete_sends(cr_comm *c)
 {
-    int done = c->tp->ops->complete(c->tp, give_back, &c->out);
+    int done = c->tp->ops->complete(c->tp, give_back, c);
     if (done > 0)
         c->cap_blocked = false; /* a cap flush may find a slot now */
     return done;
@@ -98,6 +100,28 @@ void cr_selfq_free(cr_comm *c)
     c->self = (cr_selfq){0};
 }
 
+void cr_note_memory(cr_comm *c)
+{
+    cr_stats *s = &c->stats;
+    size_t held = c->out.total + c->inflight_bytes + c->self_bytes;
+    if (held > s->peak_memory_bytes)
+        s->peak_memory_bytes = held;
+    if (c->inflight_bytes > s->peak_inflight_bytes)
+        s->peak_inflight_bytes = c->inflight_bytes;
+    if (c->self_bytes > s->peak_self_bytes)
+        s->peak_self_bytes = c->self_bytes;
+}
+
+/* Wait in user code until done(c, arg), counting the wait as throttled time. */
+static void throttled_wait(cr_comm *c, bool (*done)(cr_comm *, void *), const char *reason)
+{
+    c->stats.slot_waits++;
+    double t0 = cr_clock(c);
+    cr_wait_until(c, done, NULL, reason);
+    double us = (cr_clock(c) - t0) * 1e6;
+    c->stats.throttled_us += us > 0 ? (uint64_t)us : 0;
+}
+
 static bool self_queue_short(cr_comm *c, void *arg)
 {
     (void)arg;
@@ -112,8 +136,7 @@ static bool self_queue_short(cr_comm *c, void *arg)
 static void hand_to_self(cr_comm *c, bool may_wait)
 {
     if (may_wait && cr_can_wait(c) && !self_queue_short(c, NULL)) {
-        c->stats.slot_waits++;
-        cr_wait_until(c, self_queue_short, NULL, "handling the records sent to this rank");
+        throttled_wait(c, self_queue_short, "handling the records sent to this rank");
         if (c->out.bufs[c->rank].len == 0)
             return;
     }
@@ -122,6 +145,8 @@ static void hand_to_self(cr_comm *c, bool may_wait)
         c->ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, c->rank);
     selfq_push(c, blk);
+    c->self_bytes += blk.cap;
+    cr_note_memory(c);
     c->mpi_sent_total++;
     c->stats.local_buffers++;
     if (c->trace)
@@ -148,8 +173,7 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
             defer(c, dest, cause);
             return false;
         }
-        c->stats.slot_waits++;
-        cr_wait_until(c, slot_free, NULL, "a free send slot");
+        throttled_wait(c, slot_free, "a free send slot");
         /* Handlers ran while we waited; they may have sent this buffer already. */
         if (b->len == 0)
             return true;
@@ -159,6 +183,8 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
         c->ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, dest);
     c->tp->ops->send(c->tp, dest, blk.data, blk.len, blk.cap);
+    c->inflight_bytes += blk.cap;
+    cr_note_memory(c);
 
     c->mpi_sent_total++;
     c->stats.mpi_sends++;

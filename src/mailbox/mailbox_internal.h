@@ -119,6 +119,8 @@ struct cr_comm {
     int *scratch;         /* size P, for the cap flush's ordering */
     char *bcast_copy;     /* cr_async_bcast's private copy of the payload (see there) */
     size_t bcast_copy_cap;
+    size_t inflight_bytes; /* capacity of the blocks the transport holds for sends in flight */
+    size_t self_bytes;     /* capacity of the blocks queued to this rank itself */
     double now;           /* loop time at the last iteration: stamps buffers without a call */
     double last_activity; /* loop time of the last observable progress, for the watchdog */
     const char *wait_reason; /* what cr_wait_until is waiting for, for the watchdog */
@@ -199,6 +201,12 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
 /* A wait's `done` found work of its own (not mailbox traffic): stop backing off. */
 void cr_engine_note_work(cr_comm *c);
 double cr_now(cr_comm *c);
+/* The current time (not the loop's cached one); the simulation's clock there. */
+double cr_clock(cr_comm *c);
+/* Record the memory the mailbox holds now in the peaks of cr_stats (see there). Called
+ * where a block changes hands, the only moments a component grows past its last
+ * peak or the sum can reach a new one. */
+void cr_note_memory(cr_comm *c);
 
 /* watchdog.c: one summary from rank 0 instead of a line from every stuck rank, and
  * one rank's state line (the watchdog's fallback, SIGUSR1) */

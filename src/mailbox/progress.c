@@ -38,6 +38,11 @@ double cr_now(cr_comm *c)
     return simulated(c) ? c->tp->ops->now(c->tp) : ev_now(c->engine.loop);
 }
 
+double cr_clock(cr_comm *c)
+{
+    return simulated(c) ? c->tp->ops->now(c->tp) : ev_time();
+}
+
 static void wake_up(cr_engine *e)
 {
     e->empty_polls = 0;

@@ -29,6 +29,9 @@ typedef struct cr_watch_report {
     uint64_t barrier;   /* cr_barrier calls entered so far (this one included) */
     uint64_t wave;
     char reason[32];    /* what the wait is for */
+    uint64_t held;      /* bytes the mailbox holds now: send buffers, in flight, to itself */
+    uint64_t peak;      /* cr_stats.peak_memory_bytes */
+    uint64_t throttled_us;
 } cr_watch_report;
 
 typedef struct cr_watchdog {
@@ -48,19 +51,30 @@ static void fill_report(cr_comm *c, cr_watch_report *r)
     r->joined = c->term.joined;
     r->barrier = c->barriers_entered;
     r->wave = c->term.wave;
+    cr_stats s;
+    cr_stats_get(c, &s);
+    r->held = c->out.total + c->inflight_bytes + c->self_bytes;
+    r->peak = s.peak_memory_bytes;
+    r->throttled_us = s.throttled_us;
     snprintf(r->reason, sizeof r->reason, "%s", c->waiting ? c->wait_reason : "user code");
 }
 
 void cr_print_state(cr_comm *c, FILE *out, const char *why)
 {
+    cr_stats s;
+    cr_stats_get(c, &s);
     fprintf(out,
             "courier state: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
             "buffered %zu bytes in %d buffers (%d deferred), %d buffers to itself unhandled, "
-            "data messages sent %llu, handled %llu\n",
+            "data messages sent %llu, handled %llu; memory: %zu bytes in flight, %zu to itself, "
+            "peak %llu (send buffers %llu), most one handler sent %llu, throttled %.3f s\n",
             c->rank, why, c->waiting ? c->wait_reason : "user code",
             (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
             cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred, c->self.n,
-            (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total);
+            (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total,
+            c->inflight_bytes, c->self_bytes, (unsigned long long)s.peak_memory_bytes,
+            (unsigned long long)s.peak_buffered_bytes, (unsigned long long)s.peak_handler_output,
+            (double)s.throttled_us * 1e-6);
     fflush(out);
 }
 
@@ -129,9 +143,12 @@ static void print_summary(cr_comm *c, double quiet)
     int *elsewhere = cr_xmalloc((size_t)c->size * sizeof *elsewhere);
     int *silent = cr_xmalloc((size_t)c->size * sizeof *silent);
     int nwith = 0, nelse = 0, nsilent = 0;
+    const cr_watch_report *fullest = &me; /* the rank holding the most memory */
     for (int r = 0; r < c->size; r++) {
         const cr_watch_report *x = r == 0 ? &me : w->last ? &w->last[r] : NULL;
         bool known = r == 0 || (w->at && w->at[r] >= 0 && now - w->at[r] <= fresh);
+        if (known && x->held > fullest->held)
+            fullest = x;
         if (!known)
             silent[nsilent++] = r;
         else if (x->in_barrier == me.in_barrier && x->barrier == me.barrier &&
@@ -155,6 +172,9 @@ static void print_summary(cr_comm *c, double quiet)
     if (nsilent)
         fprintf(stderr, "; not joined: %s%s (no report: outside Courier, or stuck)",
                 nsilent == 1 ? "rank " : "ranks ", list[2]);
+    fprintf(stderr, "; most memory held: rank %d, %llu bytes (its peak %llu, throttled %.3f s)",
+            fullest->rank, (unsigned long long)fullest->held, (unsigned long long)fullest->peak,
+            (double)fullest->throttled_us * 1e-6);
     fputc('\n', stderr);
     fflush(stderr);
     free(with);

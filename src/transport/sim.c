@@ -44,6 +44,7 @@ typedef struct block {
     unsigned phase;
     char *data;
     size_t len;
+    size_t cap;         /* the sender's capacity of data, given back with it */
     bool done;          /* taken and handled by the receiver */
 } block;
 
@@ -177,14 +178,13 @@ static int inflight(cr_transport *t)
 
 static void send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
 {
-    (void)cap;
     sim_transport *s = st(t);
     if (s->inflight == s->nslots)
         cr_fatal("internal error: a send without a free slot");
     if ((unsigned)dest >= (unsigned)s->w->p)
         cr_fatal("internal error: send to rank %d of %d", dest, s->w->p);
     block *b = cr_xcalloc(1, sizeof *b);
-    *b = (block){.src = t->rank, .phase = s->phase, .data = data, .len = len};
+    *b = (block){.src = t->rank, .phase = s->phase, .data = data, .len = len, .cap = cap};
     for (int i = 0; i < s->nslots; i++)
         if (!s->slots[i]) {
             s->slots[i] = b;
@@ -208,7 +208,7 @@ static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
     for (int i = 0; i < s->nslots && s->inflight > 0; i++) {
         block *b = s->slots[i];
         if (b && b->done) {
-            give_back(arg, b->data, 0);
+            give_back(arg, b->data, b->cap);
             free(b);
             s->slots[i] = NULL;
             s->inflight--;

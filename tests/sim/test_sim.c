@@ -339,6 +339,19 @@ static void run_trees(cr_comm *comm, void *user)
     s->hops = s->count;
 }
 
+/* The trees, then a check that the barrier left nothing held: every send has
+ * completed and every buffer to itself was handled, so the peaks of a reset start
+ * from zero (a block the memory accounting lost would show here). */
+static void run_trees_then_reset(cr_comm *comm, void *user)
+{
+    run_trees(comm, user);
+    cr_stats_reset(comm);
+    cr_stats st;
+    cr_stats_get(comm, &st);
+    W.ranks[cr_comm_rank(comm)].bad +=
+        st.peak_memory_bytes + st.peak_inflight_bytes + st.peak_self_bytes;
+}
+
 static void check_trees(int p)
 {
     uint64_t nodes = 0, want_sum = 0, done = 0;
@@ -356,6 +369,10 @@ static void check_trees(int p)
     EXPECT_EQ(nodes, (uint64_t)p * per_tree);
     EXPECT_EQ(done, nodes); /* nothing arrived after the barrier returned */
     EXPECT_EQ(sum, want_sum);
+    uint64_t bad = 0;
+    for (int r = 0; r < p; r++)
+        bad += W.ranks[r].bad;
+    EXPECT_EQ(bad, 0);
 }
 
 /* Hot spot: every rank sends everything to rank 0. */
@@ -545,20 +562,37 @@ typedef struct scenario {
     cr_sim_rank_fn run;
     void (*check)(int p);
     int param;
+    /* the most payload bytes one handler call sends, over all ranks (known only for
+     * some scenarios: -1 otherwise) */
+    long handler_output;
 } scenario;
 
 static const scenario scenarios[] = {
-    {"all-to-some", run_a2a, check_a2a, 3},
-    {"batch handlers", run_a2a_batch, check_a2a, 7},
-    {"combining", run_combining, check_combining, 4},
-    {"chains", run_chains, check_chains, 6},
-    {"hot spot", run_hot, check_hot, 40},
-    {"random sizes", run_sizes, check_sizes, 12},
-    {"rounds", run_rounds, check_rounds, 0},
-    {"broadcast", run_bcast_counted, check_bcast, 3},
-    {"trees", run_trees, check_trees, 5},
+    {"all-to-some", run_a2a, check_a2a, 3, 0},
+    {"batch handlers", run_a2a_batch, check_a2a, 7, 0},
+    {"combining", run_combining, check_combining, 4, -1},
+    {"chains", run_chains, check_chains, 6, (long)sizeof(token)},
+    {"hot spot", run_hot, check_hot, 40, -1},
+    {"random sizes", run_sizes, check_sizes, 12, -1},
+    {"rounds", run_rounds, check_rounds, 0, -1},
+    {"broadcast", run_bcast_counted, check_bcast, 3, -1},
+    {"trees", run_trees, check_trees, 5, 2 * (long)sizeof(token)},
+    {"trees, then a reset", run_trees_then_reset, check_trees, 4, 0},
 };
 #define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
+
+/* The memory peaks of one rank (cr_stats): the peak of the sum is at least each
+ * component's peak and at most the sum of the peaks. */
+static void check_memory_peaks(const cr_stats *s, int r)
+{
+    uint64_t all = s->peak_memory_bytes;
+    if (all < s->peak_buffered_bytes || all < s->peak_inflight_bytes || all < s->peak_self_bytes ||
+        all > s->peak_buffered_bytes + s->peak_inflight_bytes + s->peak_self_bytes)
+        fail_msg("%s: rank %d: memory peak %llu against buffered %llu, in flight %llu, to "
+                 "itself %llu",
+                 ctx, r, (unsigned long long)all, (unsigned long long)s->peak_buffered_bytes,
+                 (unsigned long long)s->peak_inflight_bytes, (unsigned long long)s->peak_self_bytes);
+}
 
 /* Run one scenario at P under one configuration and seed; check the scenario's
  * result and the runtime's conservation counters. */
@@ -583,7 +617,11 @@ static void run_one(const scenario *sc, int p, const named_config *nc, uint64_t 
         fail_msg("%s: %s", ctx, err);
     sc->check(p);
     uint64_t sent = 0, handled = 0, bsent = 0, bhandled = 0, msent = 0, mrecv = 0;
+    uint64_t most_output = 0;
     for (int r = 0; r < p; r++) {
+        check_memory_peaks(&stats[r], r);
+        if (stats[r].peak_handler_output > most_output)
+            most_output = stats[r].peak_handler_output;
         sent += stats[r].msgs_sent;
         handled += stats[r].msgs_handled + stats[r].merged_at_source + stats[r].merged_at_hops;
         bsent += stats[r].bytes_sent, bhandled += stats[r].bytes_handled + stats[r].merged_bytes;
@@ -597,6 +635,8 @@ static void run_one(const scenario *sc, int p, const named_config *nc, uint64_t 
     EXPECT_EQ(sent, handled);
     EXPECT_EQ(bsent, bhandled);
     EXPECT_EQ(msent, mrecv);
+    if (sc->handler_output >= 0)
+        EXPECT_EQ(most_output, (uint64_t)sc->handler_output);
     free(stats);
     free(round_counts);
 }
