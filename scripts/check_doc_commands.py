@@ -35,7 +35,7 @@ TIME_LIMIT = 300
 
 # A run is long when one of these flags asks for more than its limit.
 LONG = {"--scale": 16, "--updates": 2 << 20, "--reps": 10, "--laps": 500,
-        "--tokens": 1000, "--roots": 16, "--stall": 0}
+        "--tokens": 1000, "--roots": 16, "--stall": 0, "--depth": 6}
 SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The scale model's plots: the most messages a rank sends against P, per route and
 # aggregation, for the darray's overload pattern (apps/scale_model) and the
-# histogram's updates (apps/dedup_model, plain and combining). Runs both models
-# unless their CSVs exist in OUT already, then draws OUT/scale_model.png with
-# gnuplot.
+# histogram's updates (apps/dedup_model, plain and combining), and for the graph
+# patterns (pointer doubling, the neighborhood, the BFS; apps/scale_model). Runs
+# the models unless their CSVs exist in OUT already, then draws
+# OUT/scale_model.png with gnuplot.
 #
 #   scripts/scale_plot.sh [BUILD_DIR] [OUT_DIR]      (default: build docs/img)
 #   RANKS=64,256,1024   the virtual rank counts (powers of two; 4096 takes about 10
 #                       minutes and 2.5 GB for the overload pattern)
+#   GRAPH_RANKS=64,256,1024  the rank counts of the graph patterns (1024 takes
+#                       about 19 minutes and 9 GiB)
 #   FRESH=1             run the models even if the CSVs exist
 set -euo pipefail
 build=${1:-build}
@@ -16,7 +19,9 @@ ranks=${RANKS:-64,256,1024}
 mkdir -p "$out"
 overload="$out/scale_overload.csv"
 hist="$out/scale_histogram.csv"
-if [ "${FRESH:-0}" = 1 ]; then rm -f "$overload" "$hist"; fi
+graph="$out/scale_graph.csv"
+graph_ranks=${GRAPH_RANKS:-64,256,1024}
+if [ "${FRESH:-0}" = 1 ]; then rm -f "$overload" "$hist" "$graph"; fi
 if [ ! -s "$overload" ]; then
     "$build/apps/scale_model" --ranks "$ranks" --patterns overload --csv "$overload" >/dev/null
     echo "scale_plot: wrote $overload"
@@ -33,6 +38,11 @@ if [ ! -s "$hist" ]; then
     done
     echo "scale_plot: wrote $hist"
 fi
+if [ ! -s "$graph" ]; then
+    "$build/apps/scale_model" --ranks "$graph_ranks" --patterns neighborhood,doubling,bfs \
+        --routes direct,grid,grid3,hypercube --aggregations none,hash --csv "$graph" >/dev/null
+    echo "scale_plot: wrote $graph"
+fi
 if ! command -v gnuplot >/dev/null; then
     echo "scale_plot: gnuplot not found, no plot (apt-get install gnuplot-nox)"
     exit 0
@@ -45,14 +55,18 @@ series_reached() { # route aggregation -> "P requests reaching rank 0"
     awk -F, -v r="$1" -v a="$2" 'NR > 1 && $1 == "overload" && $4 == r && $5 == a {
         print $2, $10 }' "$overload" | sort -n
 }
+series_graph() { # pattern route aggregation column -> "P value"
+    awk -F, -v p="$1" -v r="$2" -v a="$3" -v c="$4" 'NR > 1 && $1 == p && $4 == r &&
+        $5 == a { print $2, $c }' "$graph" | sort -n
+}
 series_hist() { # route-prefix merged -> "P buffers_max"
     awk -F, -v r="$1" -v m="$2" 'NR > 1 && $4 == "updates" && $5 == m &&
         (r == "grid3" ? $2 ~ /^grid:.*x.*x/ : $2 == r) { print $1, $13 }' "$hist" | sort -n
 }
 gnuplot <<GP
-set terminal pngcairo size 1500,480 noenhanced
+set terminal pngcairo size 1500,900 noenhanced
 set output "$out/scale_model.png"
-set multiplot layout 1,3 title "The scale model on the simulated transport (scripts/scale_plot.sh)"
+set multiplot layout 2,3 title "The scale model on the simulated transport (scripts/scale_plot.sh)"
 set logscale xy 2
 set xlabel "virtual ranks P"
 set grid
@@ -102,6 +116,45 @@ EOD
 \$hhc << EOD
 $(series_hist hypercube 1)
 EOD
+\$dd << EOD
+$(series_graph doubling direct none 6)
+EOD
+\$dg << EOD
+$(series_graph doubling grid hash 6)
+EOD
+\$d3 << EOD
+$(series_graph doubling grid3 hash 6)
+EOD
+\$dh << EOD
+$(series_graph doubling hypercube hash 6)
+EOD
+\$nd << EOD
+$(series_graph neighborhood direct none 10)
+EOD
+\$ndh << EOD
+$(series_graph neighborhood direct hash 10)
+EOD
+\$ng << EOD
+$(series_graph neighborhood grid hash 10)
+EOD
+\$n3 << EOD
+$(series_graph neighborhood grid3 hash 10)
+EOD
+\$nh << EOD
+$(series_graph neighborhood hypercube hash 10)
+EOD
+\$bd << EOD
+$(series_graph bfs direct none 6)
+EOD
+\$bg << EOD
+$(series_graph bfs grid none 6)
+EOD
+\$b3 << EOD
+$(series_graph bfs grid3 none 6)
+EOD
+\$bh << EOD
+$(series_graph bfs hypercube none 6)
+EOD
 set title "overload: messages of the busiest rank"
 set ylabel "messages per rank, max"
 plot \$od w lp t "direct", \$og w lp t "2D grid", \$o3 w lp t "3D grid", \$oh w lp t "hypercube"
@@ -113,6 +166,15 @@ set yrange [*:*]
 set title "histogram updates, skew 4: busiest rank"
 set ylabel "MPI buffers per rank, max"
 plot \$hd w lp t "direct", \$hn w lp t "nlnr (nodes of 48)", \$hg w lp t "2D grid", \$h3 w lp t "3D grid", \$hh w lp t "hypercube", \$hhc w lp t "hypercube, combining"
+set title "pointer doubling (R-MAT): busiest rank"
+set ylabel "messages per rank, max"
+plot \$dd w lp t "direct", \$dg w lp t "2D grid, hash", \$d3 w lp t "3D grid, hash", \$dh w lp t "hypercube, hash"
+set title "neighborhood (R-MAT): requests at the busiest owner"
+set ylabel "requests"
+plot \$nd w lp t "direct", \$ndh w lp t "direct, hash", \$ng w lp t "2D grid, hash", \$n3 w lp t "3D grid, hash", \$nh w lp t "hypercube, hash"
+set title "BFS (R-MAT, level-synchronous): busiest rank"
+set ylabel "MPI buffers per rank, max"
+plot \$bd w lp t "direct", \$bg w lp t "2D grid", \$b3 w lp t "3D grid", \$bh w lp t "hypercube"
 unset multiplot
 GP
 echo "scale_plot: wrote $out/scale_model.png"
