@@ -50,7 +50,13 @@ static const char usage[] =
     "  --beta NS         nanoseconds per byte (default 0.1: 10 GB/s)\n"
     "  --gamma NS        nanoseconds per request merged at the owner (default 10)\n"
     "  --csv FILE        append one line per run to FILE\n"
-    "  --help            this text\n";
+    "  --help            this text\n"
+    "\n"
+    "The COURIER_* variables configure the virtual ranks' mailboxes (not\n"
+    "COURIER_ROUTE: the routes are the runs'). All ranks live in this one process, so\n"
+    "their send buffers add up: COURIER_BUFFER_SIZE=4K COURIER_BUFFER_CAP=256K let the\n"
+    "graph patterns fit at 4096 ranks (the darray's counts do not depend on them; the\n"
+    "BFS's do).\n";
 
 static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", NULL};
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
@@ -296,12 +302,20 @@ static void run_bfs(cr_comm *comm, void *user)
     cr_graph_destroy(g);
 }
 
-/* The route of a graph pattern run on the mailbox (the BFS): the comm's own. */
-static void route_config(int p, int route, cr_config *cfg)
+/* The virtual ranks' configuration: the defaults, with the COURIER_* variables
+ * applied (read once, in main). */
+static cr_config base_config;
+
+/* The configuration of one run: the base, with the route of a graph pattern run on
+ * the mailbox (the BFS: the comm's own), or direct for the darray's patterns, which
+ * route inside the array. */
+static void route_config(int p, int route, bool comm_routes, cr_config *cfg)
 {
-    cr_config_init(cfg);
+    *cfg = base_config;
     char spec[64];
-    if (route == 2)
+    if (!comm_routes)
+        snprintf(spec, sizeof spec, "direct");
+    else if (route == 2)
         grid3(p, spec, sizeof spec);
     else
         snprintf(spec, sizeof spec, "%s", route_names[route]);
@@ -393,6 +407,10 @@ int main(int argc, char **argv)
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
     app_require_one_process(&a, "runs its virtual ranks");
+    char cfg_err[256];
+    cr_config_init(&base_config);
+    if (cr_config_from_env(&base_config, cfg_err, sizeof cfg_err))
+        app_usage_error(&a, "%s", cfg_err);
     FILE *out = app_open_csv(&a, csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
                              "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
                              "verified");
@@ -425,8 +443,8 @@ int main(int argc, char **argv)
                     memset(W.bad, 0, (size_t)p * sizeof *W.bad);
                     W.error[0] = 0;
                     cr_config cfg;
-                    route_config(p, route, &cfg);
-                    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = pat == PAT_BFS ? &cfg : NULL};
+                    route_config(p, route, pat == PAT_BFS, &cfg);
+                    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = &cfg};
                     char err[256];
                     cr_sim_rank_fn fn = pat == PAT_OVERLOAD ? run_overload
                                       : pat == PAT_BFS    ? run_bfs
