@@ -7,7 +7,7 @@
 # OUT/scale_model.png with gnuplot.
 #
 #   scripts/scale_plot.sh [BUILD_DIR] [OUT_DIR]      (default: build docs/img)
-#   RANKS=64,256,1024   the virtual rank counts (powers of two; 4096 takes about 10
+#   RANKS=64,256,1024   the virtual rank counts (powers of two; 4096 takes about 3
 #                       minutes and 2.5 GB for the overload pattern)
 #   GRAPH_RANKS=64,256,1024  the rank counts of the graph patterns (1024 takes
 #                       about 19 minutes and 9 GiB)
@@ -68,6 +68,7 @@ set terminal pngcairo size 1500,900 noenhanced
 set output "$out/scale_model.png"
 set multiplot layout 2,3 title "The scale model on the simulated transport (scripts/scale_plot.sh)"
 set logscale xy 2
+set format y "%.0f"
 set xlabel "virtual ranks P"
 set grid
 set key top left font ",9"
