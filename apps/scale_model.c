@@ -44,7 +44,9 @@ static const char usage[] =
     "  --edgefactor E    edges per vertex (default 16)\n"
     "  --entries E       indices of rank 0, each read and written by every rank\n"
     "                    (default 256; the thesis also uses 8192)\n"
-    "  --routes L        direct, grid (2D), grid3 (3D), hypercube (default all)\n"
+    "  --routes L        direct, grid (2D), grid3 (3D), hypercube, nlnr (the BFS\n"
+    "                    only: the mailbox's node-aware route, nodes of 48 ranks; the\n"
+    "                    lock-step darray has no node-aware stage) (default all)\n"
     "  --aggregations L  none, hash, sort (default all)\n"
     "  --alpha US        microseconds per message (default 2: an off-node start-up)\n"
     "  --beta NS         nanoseconds per byte (default 0.1: 10 GB/s)\n"
@@ -58,7 +60,10 @@ static const char usage[] =
     "graph patterns fit at 4096 ranks (the darray's counts do not depend on them; the\n"
     "BFS's do).\n";
 
-static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", NULL};
+static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", "nlnr", NULL};
+#define NROUTES 5
+#define ROUTE_NLNR 4  /* the mailbox's node-aware route: the BFS only */
+#define NLNR_NODE 48  /* ranks per node under nlnr */
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
 static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", "bfs", NULL};
 enum { PAT_OVERLOAD, PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_BFS, NPAT };
@@ -315,6 +320,8 @@ static void route_config(int p, int route, bool comm_routes, cr_config *cfg)
     char spec[64];
     if (!comm_routes)
         snprintf(spec, sizeof spec, "direct");
+    else if (route == ROUTE_NLNR)
+        snprintf(spec, sizeof spec, "nlnr"), cfg->node_size = NLNR_NODE;
     else if (route == 2)
         grid3(p, spec, sizeof spec);
     else
@@ -356,7 +363,7 @@ int main(int argc, char **argv)
     uint64_t ranks[16] = {64, 256, 1024, 4096}, entries = 256;
     int nranks = 4;
     double alpha = 2, beta = 0.1, gamma = 10;
-    int use_route[4] = {1, 1, 1, 1}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0};
+    int use_route[NROUTES] = {1, 1, 1, 1, 1}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0};
     uint64_t vpr = 1024;
     double edgefactor = 16;
     const char *csv = NULL;
@@ -386,7 +393,7 @@ int main(int argc, char **argv)
             const char *const *names = ch == 'R' ? route_names : ch == 'A' ? agg_names : pattern_names;
             int *use = ch == 'R' ? use_route : ch == 'A' ? use_agg : use_pattern;
             const char *flag = ch == 'R' ? "--routes" : ch == 'A' ? "--aggregations" : "--patterns";
-            memset(use, 0, (size_t)(ch == 'R' ? 4 : ch == 'A' ? 3 : NPAT) * sizeof *use);
+            memset(use, 0, (size_t)(ch == 'R' ? NROUTES : ch == 'A' ? 3 : NPAT) * sizeof *use);
             char *list = xcalloc(strlen(optarg) + 1, 1), *save = NULL;
             strcpy(list, optarg);
             for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
@@ -432,12 +439,14 @@ int main(int argc, char **argv)
             W.changed[0] = app_calloc(&a, (size_t)p, 1, "the ranks' flags");
             W.changed[1] = app_calloc(&a, (size_t)p, 1, "the ranks' flags");
             double base = 0;
-            for (int route = 0; route < 4; route++)
+            for (int route = 0; route < NROUTES; route++)
                 for (int agg = 0; agg < 3; agg++) {
                     if (!use_route[route] || !use_agg[agg])
                         continue;
                     if (pat == PAT_BFS && agg == 2)
                         continue; /* the BFS merges by hashing only: "hash" */
+                    if (pat != PAT_BFS && route == ROUTE_NLNR)
+                        continue; /* the lock-step grid has no node-aware stage */
                     W.route = route, W.agg = agg;
                     memset(W.stats, 0, (size_t)p * sizeof *W.stats);
                     memset(W.bad, 0, (size_t)p * sizeof *W.bad);
