@@ -312,14 +312,16 @@ static void run_bfs(cr_comm *comm, void *user)
 static cr_config base_config;
 
 /* The configuration of one run: the base, with the route of a graph pattern run on
- * the mailbox (the BFS: the comm's own), or direct for the darray's patterns, which
- * route inside the array. */
+ * the mailbox (the BFS: the comm's own), or the hypercube for the darray's patterns,
+ * which route inside the array: their counts are the array's own, and the comm's
+ * route only carries the graph's construction, where the hypercube keeps log2 P
+ * buffers per rank instead of P (all ranks live in this one process). */
 static void route_config(int p, int route, bool comm_routes, cr_config *cfg)
 {
     *cfg = base_config;
     char spec[64];
     if (!comm_routes)
-        snprintf(spec, sizeof spec, "direct");
+        snprintf(spec, sizeof spec, "hypercube");
     else if (route == ROUTE_NLNR)
         snprintf(spec, sizeof spec, "nlnr"), cfg->node_size = NLNR_NODE;
     else if (route == 2)
