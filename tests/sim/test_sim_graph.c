@@ -183,15 +183,22 @@ static uint64_t compare(const graph *g, const result *res)
     return bad;
 }
 
+/* The virtual ranks' configuration in every test here: the route, nodes of 2 (so
+ * nlnr has several nodes at small P), and small buffers (many sends). */
+static void sim_config(cr_config *cfg, const char *route)
+{
+    cr_config_init(cfg);
+    cr_route_parse(route, &cfg->route, NULL, 0);
+    cfg->node_size = 2;
+    cfg->buffer_bytes = 256;
+}
+
 static void run_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m)
 {
     graph g = make_graph(n, m, seed);
     result res = {&g, calloc(n, 8), calloc(m, 1), 0, 0};
     cr_config cfg;
-    cr_config_init(&cfg);
-    cr_route_parse(route, &cfg.route, NULL, 0);
-    cfg.node_size = 2;
-    cfg.buffer_bytes = 256;
+    sim_config(&cfg, route);
     cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
     char err[256];
     snprintf(ctx, sizeof ctx, "Boruvka async, P=%d, %s, seed %llu, %llu vertices, %llu edges", p,
@@ -305,10 +312,7 @@ static void run_cc_at(int p, const char *route, uint64_t seed, uint64_t n, uint6
     csr c = make_csr(&g, p);
     cc_result res = {&c, calloc(n, 8)};
     cr_config cfg;
-    cr_config_init(&cfg);
-    cr_route_parse(route, &cfg.route, NULL, 0);
-    cfg.node_size = 2;
-    cfg.buffer_bytes = 256;
+    sim_config(&cfg, route);
     cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
     char err[256];
     snprintf(ctx, sizeof ctx, "CC label propagation, P=%d, %s, seed %llu, %llu vertices", p,
@@ -420,10 +424,7 @@ static void run_bfs_at(int p, const char *route, cr_bfs_algorithm algorithm, uin
     graph g = make_graph(n, m, seed);
     bfs_case bc = {&g, algorithm, g.edges[0].a, calloc(n, sizeof(int32_t)), 0, 0, 0, 0, 0};
     cr_config cfg;
-    cr_config_init(&cfg);
-    cr_route_parse(route, &cfg.route, NULL, 0);
-    cfg.node_size = 2;
-    cfg.buffer_bytes = 256;
+    sim_config(&cfg, route);
     cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
     char err[256];
     snprintf(ctx, sizeof ctx, "BFS (algorithm %d), P=%d, %s, seed %llu, %llu vertices",
