@@ -103,7 +103,7 @@ void cr_selfq_free(cr_comm *c)
 void cr_note_memory(cr_comm *c)
 {
     cr_stats *s = &c->stats;
-    size_t held = c->out.total + c->inflight_bytes + c->self_bytes;
+    size_t held = cr_held_bytes(c);
     if (held > s->peak_memory_bytes)
         s->peak_memory_bytes = held;
     if (c->inflight_bytes > s->peak_inflight_bytes)

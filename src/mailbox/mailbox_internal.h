@@ -203,6 +203,11 @@ void cr_engine_note_work(cr_comm *c);
 double cr_now(cr_comm *c);
 /* The current time (not the loop's cached one); the simulation's clock there. */
 double cr_clock(cr_comm *c);
+/* Bytes the mailbox holds now: send buffers, blocks in flight, blocks to itself. */
+static inline size_t cr_held_bytes(const cr_comm *c)
+{
+    return c->out.total + c->inflight_bytes + c->self_bytes;
+}
 /* Record the memory the mailbox holds now in the peaks of cr_stats (see there). Called
  * where a block changes hands, the only moments a component grows past its last
  * peak or the sum can reach a new one. */

@@ -43,6 +43,14 @@ typedef struct cr_watchdog {
     double summary_at;      /* when the last summary was printed */
 } cr_watchdog;
 
+/* cr_stats.peak_memory_bytes as cr_stats_get would give it: what is held now may
+ * be above the last peak taken. */
+static uint64_t peak_memory(const cr_comm *c)
+{
+    size_t held = cr_held_bytes(c);
+    return held > c->stats.peak_memory_bytes ? held : c->stats.peak_memory_bytes;
+}
+
 static void fill_report(cr_comm *c, cr_watch_report *r)
 {
     memset(r, 0, sizeof *r);
@@ -51,18 +59,15 @@ static void fill_report(cr_comm *c, cr_watch_report *r)
     r->joined = c->term.joined;
     r->barrier = c->barriers_entered;
     r->wave = c->term.wave;
-    cr_stats s;
-    cr_stats_get(c, &s);
-    r->held = c->out.total + c->inflight_bytes + c->self_bytes;
-    r->peak = s.peak_memory_bytes;
-    r->throttled_us = s.throttled_us;
+    r->held = cr_held_bytes(c);
+    r->peak = peak_memory(c);
+    r->throttled_us = c->stats.throttled_us;
     snprintf(r->reason, sizeof r->reason, "%s", c->waiting ? c->wait_reason : "user code");
 }
 
 void cr_print_state(cr_comm *c, FILE *out, const char *why)
 {
-    cr_stats s;
-    cr_stats_get(c, &s);
+    const cr_stats *s = &c->stats;
     fprintf(out,
             "courier state: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
             "buffered %zu bytes in %d buffers (%d deferred), %d buffers to itself unhandled, "
@@ -72,9 +77,9 @@ void cr_print_state(cr_comm *c, FILE *out, const char *why)
             (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
             cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred, c->self.n,
             (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total,
-            c->inflight_bytes, c->self_bytes, (unsigned long long)s.peak_memory_bytes,
-            (unsigned long long)s.peak_buffered_bytes, (unsigned long long)s.peak_handler_output,
-            (double)s.throttled_us * 1e-6);
+            c->inflight_bytes, c->self_bytes, (unsigned long long)peak_memory(c),
+            (unsigned long long)cr_outbufs_peak(&c->out),
+            (unsigned long long)s->peak_handler_output, (double)s->throttled_us * 1e-6);
     fflush(out);
 }
 
