@@ -201,9 +201,7 @@ void cr_stats_get(const cr_comm *c, cr_stats *out)
 {
     *out = c->stats;
     out->peak_buffered_bytes = cr_outbufs_peak(&c->out);
-    size_t held = cr_held_bytes(c);
-    if (held > out->peak_memory_bytes)
-        out->peak_memory_bytes = held;
+    out->peak_memory_bytes = cr_peak_memory(c);
 }
 
 void cr_stats_reset(cr_comm *c)

@@ -208,6 +208,13 @@ static inline size_t cr_held_bytes(const cr_comm *c)
 {
     return c->out.total + c->inflight_bytes + c->self_bytes;
 }
+/* cr_stats.peak_memory_bytes as cr_stats_get gives it: what is held now may be
+ * above the last peak taken. */
+static inline uint64_t cr_peak_memory(const cr_comm *c)
+{
+    size_t held = cr_held_bytes(c);
+    return held > c->stats.peak_memory_bytes ? held : c->stats.peak_memory_bytes;
+}
 /* Record the memory the mailbox holds now in the peaks of cr_stats (see there). Called
  * where a block changes hands, the only moments a component grows past its last
  * peak or the sum can reach a new one. */

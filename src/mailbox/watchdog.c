@@ -43,14 +43,6 @@ typedef struct cr_watchdog {
     double summary_at;      /* when the last summary was printed */
 } cr_watchdog;
 
-/* cr_stats.peak_memory_bytes as cr_stats_get would give it: what is held now may
- * be above the last peak taken. */
-static uint64_t peak_memory(const cr_comm *c)
-{
-    size_t held = cr_held_bytes(c);
-    return held > c->stats.peak_memory_bytes ? held : c->stats.peak_memory_bytes;
-}
-
 static void fill_report(cr_comm *c, cr_watch_report *r)
 {
     memset(r, 0, sizeof *r);
@@ -60,7 +52,7 @@ static void fill_report(cr_comm *c, cr_watch_report *r)
     r->barrier = c->barriers_entered;
     r->wave = c->term.wave;
     r->held = cr_held_bytes(c);
-    r->peak = peak_memory(c);
+    r->peak = cr_peak_memory(c);
     r->throttled_us = c->stats.throttled_us;
     snprintf(r->reason, sizeof r->reason, "%s", c->waiting ? c->wait_reason : "user code");
 }
@@ -77,7 +69,7 @@ void cr_print_state(cr_comm *c, FILE *out, const char *why)
             (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
             cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred, c->self.n,
             (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total,
-            c->inflight_bytes, c->self_bytes, (unsigned long long)peak_memory(c),
+            c->inflight_bytes, c->self_bytes, (unsigned long long)cr_peak_memory(c),
             (unsigned long long)cr_outbufs_peak(&c->out),
             (unsigned long long)s->peak_handler_output, (double)s->throttled_us * 1e-6);
     fflush(out);
