@@ -56,9 +56,9 @@ static const char usage[] =
     "\n"
     "The COURIER_* variables configure the virtual ranks' mailboxes (not\n"
     "COURIER_ROUTE: the routes are the runs'). All ranks live in this one process, so\n"
-    "their send buffers add up: COURIER_BUFFER_SIZE=4K COURIER_BUFFER_CAP=256K let the\n"
-    "graph patterns fit at 4096 ranks (the darray's counts do not depend on them; the\n"
-    "BFS's do).\n";
+    "their send buffers add up; smaller ones (COURIER_BUFFER_SIZE, COURIER_BUFFER_CAP)\n"
+    "save memory. The darray's counts do not depend on them (its graph is built over\n"
+    "a hypercube comm); the BFS's do.\n";
 
 static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", "nlnr", NULL};
 #define NROUTES 5
