@@ -32,6 +32,7 @@
 #include "courier/settings.h"
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,6 +103,16 @@ typedef struct cr_handler_type {
     size_t key_len;
     void (*combine)(void *dst, const void *src, size_t len, void *user);
     void *combine_user;
+    /* Bounded memory (docs/flow_control.md). When true, a cr_async or cr_async_bcast
+     * this handler makes that finds its rank over the memory cap (its send buffers and
+     * its queue to itself hold COURIER_BUFFER_CAP bytes, or a buffer waits for a send
+     * slot) does not return at once: it handles received buffers until the rank is
+     * below the cap, at most COURIER_NEST_LIMIT calls deep. So handlers that send more
+     * than they receive keep the rank within the bound, as user code does. Other
+     * handlers, this one included, then run inside this call: set it only if the
+     * handler keeps no state across its cr_async calls that another call of it would
+     * break (the payload it passed has been copied by then). */
+    bool reentrant;
 } cr_handler_type;
 
 /* Longest key of a combining handler, in bytes. */
@@ -144,6 +155,9 @@ typedef struct cr_config {
     unsigned allreduce_ports; /* the n of dissemination:n and bruck:n; 0 = automatic */
     cr_allgather_algorithm allgather; /* COURIER_ALLGATHER: auto | ring | neighbor |
                                 recdoubling | bruck | sparbit */
+    unsigned nest_limit;     /* COURIER_NEST_LIMIT: how many calls deep a reentrant
+                                handler's cr_async handles received buffers while its
+                                rank is over the cap (0 .. 64; 0 = never) */
     char trace_path[256];    /* COURIER_TRACE: write a timeline of the runtime's events
                                 to this file (Chrome trace JSON, docs/tracing.md);
                                 "" = off. Only the first traced comm of a process. */
@@ -249,7 +263,14 @@ typedef struct cr_stats {
     uint64_t peak_handler_output; /* most payload bytes one handler call sent (cr_async and
                                   cr_async_bcast from handlers; forwarded records not included) */
     uint64_t throttled_us;     /* microseconds user code waited for a send slot or for its own
-                                  queue to shorten (the slot_waits) */
+                                  queue to shorten (the slot_waits), and reentrant handlers
+                                  waited over the cap (the handler_waits) */
+    uint64_t handler_waits;    /* times a reentrant handler's call, or a forwarded record,
+                                  found the rank over the cap and handled buffers until it
+                                  was below (docs/flow_control.md) */
+    uint64_t peak_nesting;     /* most such waits inside each other at once */
+    uint64_t cap_overruns;     /* calls that found the rank over the cap at COURIER_NEST_LIMIT
+                                  and went on without waiting: the bound holds while 0 */
     uint64_t barriers;         /* cr_barrier calls */
     uint64_t barrier_epochs;   /* termination rounds over all barriers */
     uint64_t forwarded;        /* records this rank passed on for other ranks (routing) */

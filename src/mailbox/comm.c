@@ -66,11 +66,11 @@ static void print_settings(const cr_comm *c)
     cr_route_format(cr_router_route(c->router), route, sizeof route);
     fprintf(stderr,
             "courier: %d ranks on %d node(s)%s, route %s (at most %d hops), buffer %zu B, cap "
-            "%zu B, %u sends in flight, flush interval %g s, watchdog %g s, receive by %s, "
-            "transport %s\n",
+            "%zu B, %u sends in flight, handlers wait %u deep over the cap, flush interval %g s, "
+            "watchdog %g s, receive by %s, transport %s\n",
             c->size, c->layout->nnodes, c->cfg.node_size ? " (virtual)" : "", route,
             cr_router_max_hops(c->router), c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
-            c->cfg.max_inflight, c->cfg.flush_interval, c->cfg.watchdog_seconds,
+            c->cfg.max_inflight, c->cfg.nest_limit, c->cfg.flush_interval, c->cfg.watchdog_seconds,
             c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe",
             c->tp->ops->name);
 }
@@ -95,6 +95,7 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     if ((size_t)pool * c->cfg.buffer_bytes > pool_bytes_limit)
         pool = (int)(pool_bytes_limit / c->cfg.buffer_bytes);
     cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool);
+    cr_update_room(c);
     cr_term_init(&c->term, tp);
     c->scratch = cr_xmalloc((size_t)c->size * sizeof *c->scratch);
     c->poll_countdown = c->poll_every = CR_POLL_EVERY;
@@ -170,7 +171,8 @@ int cr_register_type(cr_comm *c, const cr_handler_type *type, void *user)
     int id = cr_registry_add_entry(
         &c->handlers, (cr_handler_entry){.fn = type->fn, .batch = type->batch, .user = user,
                                          .key_len = type->key_len, .combine = type->combine,
-                                         .combine_user = type->combine_user});
+                                         .combine_user = type->combine_user,
+                                         .reentrant = type->reentrant && c->cfg.nest_limit > 0});
     if (id < 0)
         cr_fatal("cr_register: more than %d handlers on one comm", CR_MAX_HANDLERS);
     if (type->key_len > 0)

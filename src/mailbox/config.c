@@ -29,6 +29,7 @@
 #define WATCHDOG_MAX 86400.0
 #define VERBOSITY_MAX 3
 #define NODE_SIZE_MAX (1 << 30)
+#define NEST_LIMIT_MAX 64
 
 void cr_config_init(cr_config *cfg)
 {
@@ -36,6 +37,7 @@ void cr_config_init(cr_config *cfg)
     cfg->buffer_bytes = 64 * KiB;
     cfg->buffer_cap_bytes = 32 * MiB;
     cfg->max_inflight = 32;
+    cfg->nest_limit = 16;
     cfg->flush_interval = 0.005;
     cfg->watchdog_seconds = 60.0;
     cfg->verbosity = 0;
@@ -186,6 +188,10 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
         return -1;
     if (r)
         c.max_inflight = (unsigned)l;
+    if ((r = env_long("COURIER_NEST_LIMIT", 0, NEST_LIMIT_MAX, &l, err, errlen)) < 0)
+        return -1;
+    if (r)
+        c.nest_limit = (unsigned)l;
     if (env_seconds("COURIER_FLUSH_INTERVAL", INTERVAL_MAX, &c.flush_interval, err, errlen) < 0)
         return -1;
     if (env_seconds("COURIER_WATCHDOG", WATCHDOG_MAX, &c.watchdog_seconds, err, errlen) < 0)
@@ -255,6 +261,11 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
     if (cfg->max_inflight < INFLIGHT_MIN || cfg->max_inflight > INFLIGHT_MAX) {
         cr_set_error(err, errlen, "max_inflight=%u is out of range: expected %d to %d",
                   cfg->max_inflight, INFLIGHT_MIN, INFLIGHT_MAX);
+        return -1;
+    }
+    if (cfg->nest_limit > NEST_LIMIT_MAX) {
+        cr_set_error(err, errlen, "nest_limit=%u is out of range: expected 0 to %d",
+                     cfg->nest_limit, NEST_LIMIT_MAX);
         return -1;
     }
     if (!(cfg->flush_interval >= 0 && cfg->flush_interval <= INTERVAL_MAX)) {

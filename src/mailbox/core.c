@@ -52,6 +52,11 @@ static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
         cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
     if (o->total >= c->cfg.buffer_cap_bytes && !c->cap_blocked)
         cr_flush_for_cap(c);
+    /* User code over the cap (sends in flight and the queue to itself included)
+     * waits until the rank is below it, handling what arrives: so it starts no more
+     * work than the memory bound allows (docs/flow_control.md). */
+    if (cr_over_cap(c) && cr_can_wait(c))
+        cr_wait_below_cap(c);
 }
 
 /* The common case of an append, a few instructions: the record joins the open run
@@ -63,8 +68,7 @@ static inline bool append_fast(cr_comm *c, int hop, uint64_t key, size_t stride,
 {
     cr_outbufs *o = &c->out;
     cr_outbuf *b = &o->bufs[hop];
-    if (b->run_key != key || b->len + stride >= b->limit ||
-        o->total + stride >= c->cfg.buffer_cap_bytes)
+    if (b->run_key != key || b->len + stride >= b->limit || o->total + stride >= c->buffer_room)
         return false;
     char *at = b->data + b->len;
     b->len += stride;
@@ -209,6 +213,19 @@ static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
     c->stats.bytes_sent += msgs * len;
     if (--c->poll_countdown == 0)
         poll_from_user_code(c);
+    /* A reentrant handler over the cap waits here, once its record is appended (and
+     * indexed, if it combines): nothing of this call is left to be done. */
+    if (c->in_reentrant && cr_over_cap(c))
+        cr_wait_by_handling(c);
+}
+
+/* A record passed on for another rank counts against the cap like any other: over
+ * it, the forwarder handles buffers before it passes on the next record. Between
+ * two records of the run no user code is interrupted, so this needs no opt-in. */
+static inline void after_forward(cr_comm *c)
+{
+    if (c->cfg.nest_limit > 0 && cr_over_cap(c))
+        cr_wait_by_handling(c);
 }
 
 void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len)
@@ -292,8 +309,10 @@ static void bcast_fanout(cr_comm *c, int handler, int origin, const void *payloa
     int node = l->node_of[c->rank];
     for (int i = 0; i < cr_layout_node_size(l, node); i++) {
         int m = cr_layout_member(l, node, i);
-        if (m != c->rank)
+        if (m != c->rank) {
             cr_append(c, m, origin, handler, 0, payload, len);
+            after_forward(c);
+        }
     }
 }
 
@@ -317,7 +336,7 @@ static const cr_handler_entry *handler_of(const cr_comm *c, int src, unsigned id
 
 static inline void note_output(cr_comm *c, uint64_t bytes_sent_before)
 {
-    uint64_t out = c->stats.bytes_sent - bytes_sent_before;
+    uint64_t out = c->stats.bytes_sent - c->sent_in_waits - bytes_sent_before;
     if (out > c->stats.peak_handler_output)
         c->stats.peak_handler_output = out;
 }
@@ -327,22 +346,25 @@ static inline void note_output(cr_comm *c, uint64_t bytes_sent_before)
  * has a term for it (docs/flow_control.md). */
 static void handle_batch(cr_comm *c, const cr_handler_entry *h, const cr_batch *b)
 {
-    uint64_t before = c->stats.bytes_sent;
+    uint64_t before = c->stats.bytes_sent - c->sent_in_waits;
+    bool outer_reentrant = c->in_reentrant;
+    c->in_reentrant = h->reentrant;
     if (h->batch) {
         h->batch(c, b, h->user);
         c->stats.batches++;
         note_output(c, before);
     } else if (!b->origins) {
-        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent) {
+        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent - c->sent_in_waits) {
             h->fn(c, b->src, b->payloads + i * b->stride, b->len, h->user);
             note_output(c, before);
         }
     } else {
-        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent) {
+        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent - c->sent_in_waits) {
             h->fn(c, cr_batch_src(b, i), cr_batch_payload(b, i), b->len, h->user);
             note_output(c, before);
         }
     }
+    c->in_reentrant = outer_reentrant;
     c->stats.msgs_handled += b->count;
     c->stats.bytes_handled += b->count * b->len;
 }
@@ -367,6 +389,7 @@ static void dispatch_routed(cr_comm *c, int src, const cr_handler_entry *h,
         }
         cr_append(c, r.dest, r.origin, run->handler, run->flags & CR_REC_BCAST, payload,
                   run->len);
+        after_forward(c);
         if (i > start) {
             b.payloads = run->first + start * run->stride;
             b.origins = b.payloads - sizeof(cr_rec_route) + offsetof(cr_rec_route, origin);
@@ -423,16 +446,24 @@ static void deliver(void *arg, int src, const char *buf, size_t len)
     cr_dispatch(c, src, buf, len);
 }
 
+bool cr_self_handle_one(cr_comm *c, bool newest)
+{
+    cr_block b;
+    if (!(newest ? cr_selfq_pop_newest(c, &b) : cr_selfq_pop(c, &b)))
+        return false;
+    /* From now on the block is being handled, like a received one: no longer queued. */
+    c->self_bytes -= b.cap;
+    cr_update_room(c);
+    cr_dispatch(c, c->rank, b.data, b.len);
+    cr_outbufs_recycle(&c->out, b.data, b.cap);
+    return true;
+}
+
 size_t cr_self_poll(cr_comm *c, int budget)
 {
     size_t done = 0;
-    cr_block b;
-    while (done < (size_t)budget && cr_selfq_pop(c, &b)) {
-        cr_dispatch(c, c->rank, b.data, b.len);
-        c->self_bytes -= b.cap;
-        cr_outbufs_recycle(&c->out, b.data, b.cap);
+    while (done < (size_t)budget && cr_self_handle_one(c, false))
         done++;
-    }
     return done;
 }
 

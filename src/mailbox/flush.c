@@ -10,6 +10,7 @@ static void give_back(void *arg, char *data, size_t cap)
 {
     cr_comm *c = arg;
     c->inflight_bytes -= cap;
+    cr_update_room(c);
     cr_outbufs_recycle(&c->out, data, cap);
 }
 
@@ -91,6 +92,15 @@ bool cr_selfq_pop(cr_comm *c, cr_block *out)
     return true;
 }
 
+bool cr_selfq_pop_newest(cr_comm *c, cr_block *out)
+{
+    cr_selfq *q = &c->self;
+    if (q->n == 0)
+        return false;
+    *out = q->blocks[(q->head + --q->n) % q->cap];
+    return true;
+}
+
 void cr_selfq_free(cr_comm *c)
 {
     cr_block b;
@@ -128,6 +138,19 @@ static bool self_queue_short(cr_comm *c, void *arg)
     return c->self.n < (int)c->cfg.max_inflight;
 }
 
+static bool below_cap(cr_comm *c, void *arg)
+{
+    (void)arg;
+    if (c->ndeferred > 0)
+        cr_retry_deferred(c);
+    return !cr_over_cap(c);
+}
+
+void cr_wait_below_cap(cr_comm *c)
+{
+    throttled_wait(c, below_cap, "memory below COURIER_BUFFER_CAP");
+}
+
 /* A buffer to this rank itself: queued for its own event loop, which handles it
  * outside any handler, instead of an MPI send to itself. It counts as a data message
  * sent (and, once handled, handled), so the barrier covers it as any other. User
@@ -146,6 +169,7 @@ static void hand_to_self(cr_comm *c, bool may_wait)
     cr_block blk = cr_outbufs_take(&c->out, c->rank);
     selfq_push(c, blk);
     c->self_bytes += blk.cap;
+    cr_update_room(c);
     cr_note_memory(c);
     c->mpi_sent_total++;
     c->stats.local_buffers++;
@@ -184,6 +208,7 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     cr_block blk = cr_outbufs_take(&c->out, dest);
     c->tp->ops->send(c->tp, dest, blk.data, blk.len, blk.cap);
     c->inflight_bytes += blk.cap;
+    cr_update_room(c);
     cr_note_memory(c);
 
     c->mpi_sent_total++;

@@ -109,6 +109,10 @@ struct cr_comm {
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
     int handler_depth;    /* > 0 while a received buffer is being handled */
+    int nest;             /* waits by handling inside each other now (handler_wait.c) */
+    bool in_reentrant;    /* the handler running now is reentrant (cr_handler_type) */
+    uint64_t sent_in_waits; /* payload bytes sent by handlers run inside waits, ever: not
+                               the output of the handler that waited */
     bool waiting;         /* inside cr_wait_until */
     bool in_loop;         /* inside ev_run */
     bool cap_blocked;     /* the cap flush found no free slot; retry after a send completes */
@@ -121,6 +125,8 @@ struct cr_comm {
     size_t bcast_copy_cap;
     size_t inflight_bytes; /* capacity of the blocks the transport holds for sends in flight */
     size_t self_bytes;     /* capacity of the blocks queued to this rank itself */
+    size_t buffer_room;    /* the cap less the two above: what the send buffers may hold
+                              before an append takes the slow path (cr_update_room) */
     double now;           /* loop time at the last iteration: stamps buffers without a call */
     double last_activity; /* loop time of the last observable progress, for the watchdog */
     const char *wait_reason; /* what cr_wait_until is waiting for, for the watchdog */
@@ -186,6 +192,11 @@ int cr_complete_sends(cr_comm *c);
 /* flush.c: the oldest buffer to this rank itself; false when there is none. */
 bool cr_selfq_pop(cr_comm *c, cr_block *out);
 void cr_selfq_free(cr_comm *c);
+/* flush.c: the newest buffer to this rank itself; false when there is none. */
+bool cr_selfq_pop_newest(cr_comm *c, cr_block *out);
+/* core.c: handle one buffer this rank sent itself (the newest if `newest`, else the
+ * oldest); false when there is none. */
+bool cr_self_handle_one(cr_comm *c, bool newest);
 /* core.c: handle up to `budget` buffers this rank sent itself; returns how many. */
 size_t cr_self_poll(cr_comm *c, int budget);
 /* work.c: complete sends, then (outside handlers) receive and handle. Returns the
@@ -219,6 +230,25 @@ static inline uint64_t cr_peak_memory(const cr_comm *c)
  * where a block changes hands, the only moments a component grows past its last
  * peak or the sum can reach a new one. */
 void cr_note_memory(cr_comm *c);
+
+/* Over the memory cap: the send buffers, the sends in flight and the queue to itself
+ * together hold COURIER_BUFFER_CAP bytes. User code then waits in the event loop,
+ * reentrant handlers and forwarded records wait by handling (handler_wait.c). */
+static inline bool cr_over_cap(const cr_comm *c)
+{
+    return cr_held_bytes(c) >= c->cfg.buffer_cap_bytes;
+}
+/* Call whenever inflight_bytes or self_bytes changes. */
+static inline void cr_update_room(cr_comm *c)
+{
+    size_t other = c->inflight_bytes + c->self_bytes;
+    c->buffer_room = c->cfg.buffer_cap_bytes > other ? c->cfg.buffer_cap_bytes - other : 0;
+}
+/* handler_wait.c: handle received buffers until the rank is below the cap, unless
+ * COURIER_NEST_LIMIT such waits are already on the stack (docs/flow_control.md). */
+void cr_wait_by_handling(cr_comm *c);
+/* flush.c: user code over the cap waits in the event loop until it is below. */
+void cr_wait_below_cap(cr_comm *c);
 
 /* watchdog.c: one summary from rank 0 instead of a line from every stuck rank, and
  * one rank's state line (the watchdog's fallback, SIGUSR1) */

@@ -4,6 +4,7 @@
 
 #include "courier/mailbox.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct cr_handler_entry {
@@ -13,6 +14,7 @@ typedef struct cr_handler_entry {
     size_t key_len;     /* > 0: a combining handler (cr_handler_type) */
     void (*combine)(void *dst, const void *src, size_t len, void *user);
     void *combine_user;
+    bool reentrant;     /* waits by handling over the cap (cr_handler_type.reentrant) */
 } cr_handler_entry;
 
 typedef struct cr_registry {

@@ -46,8 +46,8 @@ typedef struct mpi_transport {
     int npost;
     MPI_Request *rreqs;
     char **rbufs;
-    int *rdone;
-    MPI_Status *rstatus;
+    char **spares; /* receive buffers not posted: one per delivery in progress */
+    int nspare, spare_cap;
 
     /* termination waves */
     MPI_Request wave;
@@ -153,28 +153,35 @@ static void next_phase(cr_transport *t)
         post(m, k);
 }
 
-/* Receive and deliver one matched message of any size. */
+/* Receive and deliver one matched message of any size. The delivery may poll again
+ * (a reentrant handler waiting over the cap, src/mailbox/handler_wait.c), so the
+ * receive buffer is detached while it is delivered: a nested receive takes another. */
 static void receive_matched(mpi_transport *m, MPI_Message *msg, MPI_Status *status,
                             cr_deliver_fn deliver, void *arg)
 {
     int count;
     MPI_Get_count(status, MPI_BYTE, &count);
-    if ((size_t)count > m->rcap) {
-        free(m->rbuf);
-        m->rcap = (size_t)count;
-        m->rbuf = cr_xmalloc(m->rcap);
-    }
-    MPI_Mrecv(m->rbuf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
     char *buf = m->rbuf;
-    /* Do not keep a huge buffer around after a one-off large message; the delivery
-     * below may itself receive (it never does: deliver runs handlers, which do not
-     * poll), so detach first. */
-    bool shrink = m->rcap > 4 * m->small_max && m->rcap > ((size_t)1 << 20);
-    if (shrink) {
-        m->rbuf = NULL;
-        m->rcap = 0;
+    size_t cap = m->rcap;
+    if ((size_t)count > cap) {
+        free(buf);
+        cap = (size_t)count;
+        buf = cr_xmalloc(cap);
     }
+    m->rbuf = NULL;
+    m->rcap = 0;
+    MPI_Mrecv(buf, count, MPI_BYTE, msg, MPI_STATUS_IGNORE);
     deliver(arg, status->MPI_SOURCE, buf, (size_t)count);
+    /* Keep one buffer (the larger, if a nested receive left one), but not a huge one
+     * after a one-off large message. */
+    if (m->rbuf && m->rcap >= cap) {
+        free(buf);
+        return;
+    }
+    free(m->rbuf);
+    bool shrink = cap > 4 * m->small_max && cap > ((size_t)1 << 20);
+    m->rbuf = shrink ? NULL : buf;
+    m->rcap = shrink ? 0 : cap;
     if (shrink)
         free(buf);
 }
@@ -195,17 +202,43 @@ static size_t poll_probe(mpi_transport *m, int base, int budget, cr_deliver_fn d
     return got;
 }
 
+/* A receive buffer for the ring: a spare one, or a new one. */
+static char *take_spare(mpi_transport *m)
+{
+    if (m->nspare > 0)
+        return m->spares[--m->nspare];
+    return cr_xmalloc(m->small_max);
+}
+
+static void keep_spare(mpi_transport *m, char *buf)
+{
+    if (m->nspare == m->spare_cap) {
+        m->spare_cap = m->spare_cap ? 2 * m->spare_cap : 4;
+        m->spares = cr_xrealloc(m->spares, (size_t)m->spare_cap * sizeof *m->spares);
+    }
+    m->spares[m->nspare++] = buf;
+}
+
+/* Completed receives are delivered from arrays on the stack, and each one's place in
+ * the ring is posted again with a spare buffer before its delivery: a delivery that
+ * polls again (a waiting reentrant handler) then finds the ring full and its own
+ * arrays untouched. Spares: one per delivery in progress, allocated once. */
 static size_t poll_prepost(mpi_transport *m, int budget, cr_deliver_fn deliver, void *arg)
 {
     int ndone = 0;
-    MPI_Testsome(m->npost, m->rreqs, &ndone, m->rdone, m->rstatus);
+    int done[PREPOST_DEPTH];
+    MPI_Status status[PREPOST_DEPTH];
+    MPI_Testsome(m->npost, m->rreqs, &ndone, done, status);
     size_t got = 0;
     for (int i = 0; i < ndone && ndone != MPI_UNDEFINED; i++) {
-        int k = m->rdone[i];
+        int k = done[i];
         int count;
-        MPI_Get_count(&m->rstatus[i], MPI_BYTE, &count);
-        deliver(arg, m->rstatus[i].MPI_SOURCE, m->rbufs[k], (size_t)count);
+        MPI_Get_count(&status[i], MPI_BYTE, &count);
+        char *buf = m->rbufs[k];
+        m->rbufs[k] = take_spare(m);
         post(m, k);
+        deliver(arg, status[i].MPI_SOURCE, buf, (size_t)count);
+        keep_spare(m, buf);
         got++;
     }
     int left = budget - (int)got;
@@ -309,10 +342,11 @@ static void destroy(cr_transport *t)
         cancel_posted(m);
     for (int k = 0; k < m->npost; k++)
         free(m->rbufs[k]);
+    for (int k = 0; k < m->nspare; k++)
+        free(m->spares[k]);
+    free(m->spares);
     free(m->rreqs);
     free(m->rbufs);
-    free(m->rdone);
-    free(m->rstatus);
     free(m->rbuf);
     free(m->free_slots);
     free(m->sreqs);
@@ -365,8 +399,6 @@ static void init_prepost(mpi_transport *m)
     m->npost = PREPOST_DEPTH;
     m->rreqs = cr_xmalloc((size_t)m->npost * sizeof *m->rreqs);
     m->rbufs = cr_xmalloc((size_t)m->npost * sizeof *m->rbufs);
-    m->rdone = cr_xmalloc((size_t)m->npost * sizeof *m->rdone);
-    m->rstatus = cr_xmalloc((size_t)m->npost * sizeof *m->rstatus);
     for (int k = 0; k < m->npost; k++) {
         m->rbufs[k] = cr_xmalloc(m->small_max);
         post(m, k);

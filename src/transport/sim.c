@@ -109,6 +109,12 @@ typedef struct sim_transport {
     block **slots; /* NULL when free */
     int inflight;
     uint64_t wave_gen, red_gen;
+    /* Receive buffers not in use: a block is copied out of its sender's memory when it
+     * is received, one buffer per delivery in progress (deliveries nest when a
+     * reentrant handler waits, src/mailbox/handler_wait.c). */
+    char **spare;
+    size_t *spare_cap;
+    int nspare, spare_max;
 } sim_transport;
 
 static sim_transport *st(cr_transport *t)
@@ -268,6 +274,36 @@ static block *choose(sim_transport *s)
     return NULL;
 }
 
+/* A receive buffer of at least `len` bytes (its capacity in *cap). */
+static char *take_spare(sim_transport *s, size_t len, size_t *cap)
+{
+    char *buf = NULL;
+    *cap = 0;
+    if (s->nspare > 0) {
+        buf = s->spare[--s->nspare];
+        *cap = s->spare_cap[s->nspare];
+    }
+    if (*cap < len) {
+        buf = cr_xrealloc(buf, len ? len : 1);
+        *cap = len;
+    }
+    return buf;
+}
+
+static void keep_spare(sim_transport *s, char *buf, size_t cap)
+{
+    if (s->nspare == s->spare_max) {
+        s->spare_max = s->spare_max ? 2 * s->spare_max : 4;
+        s->spare = cr_xrealloc(s->spare, (size_t)s->spare_max * sizeof *s->spare);
+        s->spare_cap = cr_xrealloc(s->spare_cap, (size_t)s->spare_max * sizeof *s->spare_cap);
+    }
+    s->spare[s->nspare] = buf;
+    s->spare_cap[s->nspare++] = cap;
+}
+
+/* A block is received as MPI receives a synchronous send: copied into the
+ * receiver's buffer, and from then on the send is complete, whether or not its
+ * records have been handled. */
 static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg)
 {
     sim_transport *s = st(t);
@@ -276,9 +312,15 @@ static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg
         block *b = choose(s);
         if (!b)
             break;
-        deliver(arg, b->src, b->data, b->len);
-        b->done = true; /* only now may the sender reuse the block */
+        size_t cap;
+        char *buf = take_spare(s, b->len, &cap);
+        int src = b->src;
+        size_t len = b->len;
+        memcpy(buf, b->data, len);
+        b->done = true; /* the sender may reuse its block now */
         s->w->progress++;
+        deliver(arg, src, buf, len);
+        keep_spare(s, buf, cap);
         got++;
     }
     return got;
@@ -373,6 +415,10 @@ static void destroy(cr_transport *t)
     if (s->inflight)
         cr_fatal("internal error: a simulated comm destroyed with %d sends in flight",
                  s->inflight);
+    for (int i = 0; i < s->nspare; i++)
+        free(s->spare[i]);
+    free(s->spare);
+    free(s->spare_cap);
     free(s->slots);
     free(s);
 }
