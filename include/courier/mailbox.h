@@ -213,9 +213,11 @@ int cr_register_type(cr_comm *comm, const cr_handler_type *type, void *user);
 
 /* Send `len` bytes of `payload` to `handler` on rank `dest`. Local: the payload is
  * copied before the call can run any handler, and before it returns. Large payloads
- * (above the buffer size) travel as a send of their own. May run handlers of
- * incoming messages while it waits for a free send slot (back-pressure) or polls,
- * unless called from a handler. */
+ * (above the buffer size) travel as a send of their own. From user code, may run
+ * handlers of incoming messages while it waits for a free send slot or for the
+ * memory the rank holds to fall below COURIER_BUFFER_CAP (back-pressure), or polls.
+ * From a handler, runs none, unless the handler is reentrant (cr_handler_type) and
+ * the rank is over the cap: then it handles received buffers before it returns. */
 void cr_async(cr_comm *comm, int dest, int handler, const void *payload, size_t len);
 
 /* Send the same message to every rank, the caller included. Local; may run handlers

@@ -127,7 +127,9 @@ static void throttled_wait(cr_comm *c, bool (*done)(cr_comm *, void *), const ch
 {
     c->stats.slot_waits++;
     double t0 = cr_clock(c);
+    c->throttling = true;
     cr_wait_until(c, done, NULL, reason);
+    c->throttling = false;
     double us = (cr_clock(c) - t0) * 1e6;
     c->stats.throttled_us += us > 0 ? (uint64_t)us : 0;
 }

@@ -85,7 +85,9 @@ void cr_wait_by_handling(cr_comm *c)
     /* What the handlers run here sent is theirs, not the waiting handler's output
      * (peak_handler_output); an inner wait's share is already in sent_in_waits. */
     c->sent_in_waits = waits_before + (c->stats.bytes_sent - sent_before);
-    if (c->nest == 1) { /* the outermost wait's time includes the inner ones' */
+    /* The outermost wait's time includes the inner ones'; inside user code's own
+     * wait for room, that wait counts it. */
+    if (c->nest == 1 && !c->throttling) {
         double us = (cr_clock(c) - t0) * 1e6;
         c->stats.throttled_us += us > 0 ? (uint64_t)us : 0;
     }

@@ -111,6 +111,7 @@ struct cr_comm {
     int handler_depth;    /* > 0 while a received buffer is being handled */
     int nest;             /* waits by handling inside each other now (handler_wait.c) */
     bool in_reentrant;    /* the handler running now is reentrant (cr_handler_type) */
+    bool throttling;      /* user code waits for room (flush.c): its time is counted there */
     uint64_t sent_in_waits; /* payload bytes sent by handlers run inside waits, ever: not
                                the output of the handler that waited */
     bool waiting;         /* inside cr_wait_until */

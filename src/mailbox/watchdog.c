@@ -64,14 +64,16 @@ void cr_print_state(cr_comm *c, FILE *out, const char *why)
             "courier state: rank %d: %s in %s: wave %llu (%s), sends in flight %d, "
             "buffered %zu bytes in %d buffers (%d deferred), %d buffers to itself unhandled, "
             "data messages sent %llu, handled %llu; memory: %zu bytes in flight, %zu to itself, "
-            "peak %llu (send buffers %llu), most one handler sent %llu, throttled %.3f s\n",
+            "peak %llu (send buffers %llu), most one handler sent %llu, throttled %.3f s, "
+            "handler waits %d deep now (peak %llu), cap overruns %llu\n",
             c->rank, why, c->waiting ? c->wait_reason : "user code",
             (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
             cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred, c->self.n,
             (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total,
             c->inflight_bytes, c->self_bytes, (unsigned long long)cr_peak_memory(c),
             (unsigned long long)cr_outbufs_peak(&c->out),
-            (unsigned long long)s->peak_handler_output, (double)s->throttled_us * 1e-6);
+            (unsigned long long)s->peak_handler_output, (double)s->throttled_us * 1e-6, c->nest,
+            (unsigned long long)s->peak_nesting, (unsigned long long)s->cap_overruns);
     fflush(out);
 }
 
