@@ -930,7 +930,7 @@ static void test_bounded_sweep(void **state)
         for (size_t k = 0; k < sizeof routes / sizeof routes[0]; k++) {
             named_config nc = capped(routes[k]);
             for (size_t s = 0; s < sizeof bounded_scenarios / sizeof bounded_scenarios[0]; s++)
-                for (int seed = 1; seed <= (ps[i] >= 64 ? 2 : seeds); seed++) {
+                for (int seed = 1; seed <= (ps[i] >= 256 ? 1 : ps[i] >= 64 ? 2 : seeds); seed++) {
                     bounded_result r =
                         run_bounded(&bounded_scenarios[s], ps[i], &nc,
                                     (uint64_t)seed * 7919 + (uint64_t)ps[i],
