@@ -109,7 +109,7 @@ struct cr_comm {
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
     int handler_depth;    /* > 0 while a received buffer is being handled */
-    int nest;             /* waits by handling inside each other now (handler_wait.c) */
+    int nest;             /* waits by handling inside each other now (core.c, "waiting by handling") */
     bool in_reentrant;    /* the handler running now is reentrant (cr_handler_type) */
     bool throttling;      /* user code waits for room (flush.c): its time is counted there */
     uint64_t sent_in_waits; /* payload bytes sent by handlers run inside waits, ever: not
@@ -234,7 +234,7 @@ void cr_note_memory(cr_comm *c);
 
 /* Over the memory cap: the send buffers, the sends in flight and the queue to itself
  * together hold COURIER_BUFFER_CAP bytes. User code then waits in the event loop,
- * reentrant handlers and forwarded records wait by handling (handler_wait.c). */
+ * reentrant handlers and forwarded records wait by handling (core.c, "waiting by handling"). */
 static inline bool cr_over_cap(const cr_comm *c)
 {
     return cr_held_bytes(c) >= c->cfg.buffer_cap_bytes;
@@ -245,7 +245,7 @@ static inline void cr_update_room(cr_comm *c)
     size_t other = c->inflight_bytes + c->self_bytes;
     c->buffer_room = c->cfg.buffer_cap_bytes > other ? c->cfg.buffer_cap_bytes - other : 0;
 }
-/* handler_wait.c: handle received buffers until the rank is below the cap, unless
+/* core.c: handle received buffers until the rank is below the cap, unless
  * COURIER_NEST_LIMIT such waits are already on the stack (docs/flow_control.md). */
 void cr_wait_by_handling(cr_comm *c);
 /* flush.c: user code over the cap waits in the event loop until it is below. */

@@ -111,7 +111,7 @@ typedef struct sim_transport {
     uint64_t wave_gen, red_gen;
     /* Receive buffers not in use: a block is copied out of its sender's memory when it
      * is received, one buffer per delivery in progress (deliveries nest when a
-     * reentrant handler waits, src/mailbox/handler_wait.c). */
+     * reentrant handler waits, src/mailbox/core.c). */
     char **spare;
     size_t *spare_cap;
     int nspare, spare_max;
