@@ -674,46 +674,29 @@ static int register_reentrant(cr_comm *comm, cr_handler_fn fn)
     return cr_register_type(comm, &(cr_handler_type){.fn = fn, .reentrant = true}, NULL);
 }
 
-/* Trees as above, but every handler sends W.param2 children. */
-static int tree_fanout = 2;
-
-static void on_wide_tree(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+/* Three trees of the kind above (two children per handler) from every rank, their
+ * handler `h`; returns after the barrier that ends them. */
+static void grow_three_trees(cr_comm *comm, int h)
 {
-    (void)src, (void)len, (void)user;
-    seen *s = &W.ranks[cr_comm_rank(comm)];
-    token t;
-    memcpy(&t, payload, sizeof t);
-    s->count++;
-    s->sum += t.id;
-    if (t.left == 0)
-        return;
-    for (int k = 0; k < tree_fanout; k++) {
-        token child = {.id = t.id * (uint64_t)tree_fanout + (uint64_t)k, .left = t.left - 1,
-                       .done = t.done + 1};
-        int next = (int)cr_bounded(cr_hash64(child.id * 131 + (uint64_t)child.left),
-                                   (uint64_t)cr_comm_size(comm));
-        cr_async(comm, next, s->h, &child, sizeof child);
+    int me = cr_comm_rank(comm);
+    W.ranks[me].h = h;
+    for (int i = 0; i < 3; i++) {
+        token t = {.id = (uint64_t)me * 3 + (uint64_t)i + 1, .left = W.param};
+        cr_async(comm, (me + i) % cr_comm_size(comm), h, &t, sizeof t);
     }
+    cr_barrier(comm);
 }
 
-/* Every rank starts three trees. */
 static void run_bounded_trees(cr_comm *comm, void *user)
 {
     (void)user;
-    int me = cr_comm_rank(comm);
-    seen *s = &W.ranks[me];
-    s->h = register_reentrant(comm, on_wide_tree);
-    for (int i = 0; i < 3; i++) {
-        token t = {.id = (uint64_t)me * 3 + (uint64_t)i + 1, .left = W.param};
-        cr_async(comm, (me + i) % cr_comm_size(comm), s->h, &t, sizeof t);
-    }
-    cr_barrier(comm);
+    grow_three_trees(comm, register_reentrant(comm, on_tree));
 }
 
 static uint64_t tree_nodes(int depth)
 {
     uint64_t n = 0, level = 1;
-    for (int d = 0; d <= depth; d++, level *= (uint64_t)tree_fanout)
+    for (int d = 0; d <= depth; d++, level *= 2)
         n += level;
     return n;
 }
@@ -727,7 +710,7 @@ static void check_bounded_trees(int p)
     for (int r = 0; r < p; r++)
         for (int i = 0; i < 3; i++) {
             uint64_t first = (uint64_t)r * 3 + (uint64_t)i + 1, width = 1;
-            for (int d = 0; d <= W.param; d++, width *= (uint64_t)tree_fanout)
+            for (int d = 0; d <= W.param; d++, width *= 2)
                 for (uint64_t j = 0; j < width; j++)
                     want += first * width + j;
         }
@@ -788,21 +771,14 @@ static void on_reporting_tree(cr_comm *comm, int src, const void *payload, size_
     token t;
     memcpy(&t, payload, sizeof t);
     cr_async(comm, 0, h_report, &t, sizeof t);
-    on_wide_tree(comm, src, payload, len, user);
+    on_tree(comm, src, payload, len, user);
 }
 
 static void run_hot_from_handlers(cr_comm *comm, void *user)
 {
-    int me = cr_comm_rank(comm);
-    seen *s = &W.ranks[me];
-    h_report = register_reentrant(comm, on_report);
-    s->h = register_reentrant(comm, on_reporting_tree);
     (void)user;
-    for (int i = 0; i < 3; i++) {
-        token t = {.id = (uint64_t)me * 3 + (uint64_t)i + 1, .left = W.param};
-        cr_async(comm, (me + i) % cr_comm_size(comm), s->h, &t, sizeof t);
-    }
-    cr_barrier(comm);
+    h_report = register_reentrant(comm, on_report);
+    grow_three_trees(comm, register_reentrant(comm, on_reporting_tree));
 }
 
 static void check_hot_from_handlers(int p)
