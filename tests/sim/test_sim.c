@@ -895,6 +895,26 @@ static void test_bound_one_rank(void **state)
 /* Every bounded scenario at P = 1 .. 256, direct and routed: exact delivery, no
  * deadlock (the simulation reports one), waits never nested past the limit, and the
  * bound on every rank that had no overrun. */
+/* User code's cap flush waits for a slot, and the handlers it runs forward records
+ * and wait by handling over the cap: such a wait must send without the cap flush
+ * that is further out on the stack (one slot, a small cap, routed traffic from user
+ * code). The regular scenarios under the grid route, P = 5 to 17. */
+static void test_forwarding_inside_cap_flush(void **state)
+{
+    (void)state;
+    named_config nc = config("grid");
+    nc.name = "grid, one slot";
+    nc.cfg.buffer_bytes = 256;
+    nc.cfg.max_inflight = 1;
+    nc.cfg.buffer_cap_bytes = 1024;
+    static const int ps[] = {5, 8, 17};
+    int seeds = seeds_wanted() < 8 ? seeds_wanted() : 8;
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        for (size_t sc = 0; sc < NSCENARIOS; sc++)
+            for (int seed = 1; seed <= seeds; seed++)
+                run_one(&scenarios[sc], ps[i], &nc, (uint64_t)seed * 31 + (uint64_t)ps[i]);
+}
+
 static void test_bounded_sweep(void **state)
 {
     (void)state;
@@ -1300,7 +1320,8 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "bounded")) {
         const struct CMUnitTest two[] = {cmocka_unit_test(test_bound_one_rank),
-                                         cmocka_unit_test(test_bounded_sweep)};
+                                         cmocka_unit_test(test_bounded_sweep),
+                                         cmocka_unit_test(test_forwarding_inside_cap_flush)};
         return cmocka_run_group_tests(two, NULL, NULL);
     }
     if (argc > 1 && !strcmp(argv[1], "4096")) {
