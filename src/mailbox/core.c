@@ -479,19 +479,22 @@ size_t cr_recv_poll(cr_comm *c, int budget)
 
 /* ---------------------------------------------------------------- waiting by handling
  *
- * Waiting by handling: the flow control of records sent from handlers and passed on
- * by routes (docs/flow_control.md, "Waiting by handling").
+ * The flow control of records sent from handlers and passed on by routes
+ * (docs/flow_control.md, "The mechanism: waiting by handling").
  *
  * User code that finds no room waits in the event loop, which handles what arrives.
  * A handler cannot return to the loop, so a reentrant handler (cr_handler_type) or a
  * forwarding step that finds its rank over the cap does the loop's work here, on its
  * own stack: it completes sends, sends what waits for a slot, and handles one
  * received buffer at a time (one from another rank, so its sender's slot comes free,
- * else the newest of its own) until the rank is below the cap. The handlers it runs may wait in turn, so the waits nest; that is a
- * depth-first order, the order in which a tree of records needs the least memory
- * (the lower bound in docs/flow_control.md). COURIER_NEST_LIMIT waits deep, a call
- * goes on without waiting and counts a cap overrun. No waiting rank stops
- * receiving, so no cycle of waiting ranks can block each other. */
+ * else the newest of its own) until the rank is below the cap. The handlers it runs
+ * may wait in turn, so the waits nest: on one rank a depth-first order, the order in
+ * which a tree of records needs the least memory (the lower bound in the doc; across
+ * ranks the nesting does not follow the trees, which the doc explains). At
+ * COURIER_NEST_LIMIT waits deep a call goes on without waiting and counts a cap
+ * overrun. No waiting rank stops receiving, so no cycle of waiting ranks can block
+ * each other. */
+
 /* Polls in a row that found nothing before a waiting rank starts to sleep, and the
  * longest sleep: the wait needs another rank to move, which needs the core. */
 #define SPIN_POLLS 64
