@@ -10,17 +10,20 @@
 #include <string.h>
 
 
-/* Collective: if any rank has an error, that rank prints it and the job aborts.
- * The others wait in a second reduction, so none is left behind in a later
- * collective (it is ended by the failing rank's abort). */
+/* Collective: if any rank has an error, the lowest such rank prints it and the job
+ * aborts, so a setting that is wrong everywhere (an environment variable) is
+ * reported once, not once per rank. The others wait in a second reduction, so none
+ * is left behind in a later collective (it is ended by the printing rank's abort). */
 static void abort_if_any(cr_transport *tp, const char *err)
 {
-    uint64_t bad = err != NULL, any_bad = 0;
-    tp->ops->allreduce_u64(tp, &bad, &any_bad, 1, CR_REDUCE_MAX);
-    if (bad)
+    uint64_t mine = err != NULL ? (uint64_t)tp->rank : UINT64_MAX, first = UINT64_MAX;
+    tp->ops->allreduce_u64(tp, &mine, &first, 1, CR_REDUCE_MIN);
+    if (first == UINT64_MAX)
+        return;
+    if (first == mine)
         cr_fatal("%s", err);
-    if (any_bad)
-        tp->ops->allreduce_u64(tp, &bad, &any_bad, 1, CR_REDUCE_MAX);
+    uint64_t none = 0, ignored = 0;
+    tp->ops->allreduce_u64(tp, &none, &ignored, 1, CR_REDUCE_MAX);
 }
 
 /* Route and node size, hashed, so that all ranks can check they agree. */
