@@ -522,6 +522,26 @@ static void back_off(cr_comm *c, unsigned idle)
     nanosleep(&ts, NULL);
 }
 
+/* The event loop's timer runs the watchdog, and a wait by handling does not return
+ * to the loop: once the wait has found nothing to do for half a watchdog interval,
+ * it ticks the watchdog itself, as often as the timer would, so a rank stuck in a
+ * wait by handling reports like any waiting rank. *next_tick is 0 until the wait
+ * first sleeps; the quiet time counts from then. */
+static void tick_while_waiting(cr_comm *c, double *next_tick)
+{
+    double half = c->cfg.watchdog_seconds / 2;
+    if (half <= 0 || c->tp->ops->yield) /* the simulation has no watchdog */
+        return;
+    double now = cr_clock(c);
+    if (*next_tick == 0) {
+        c->last_activity = now;
+        *next_tick = now + half;
+    } else if (now >= *next_tick) {
+        *next_tick = now + half;
+        cr_engine_tick_watchdog(c);
+    }
+}
+
 /* Send what can be sent now: deferred buffers into free slots, then the largest
  * buffers if the cap is still reached. */
 static void send_what_fits(cr_comm *c)
@@ -552,6 +572,7 @@ void cr_wait_by_handling(cr_comm *c)
     double t0 = cr_clock(c);
     uint64_t sent_before = c->stats.bytes_sent, waits_before = c->sent_in_waits;
     unsigned idle = 0;
+    double next_tick = 0;
     bool changed = true; /* something moved since send_what_fits last ran */
     while (cr_over_cap(c)) {
         if (cr_complete_sends(c) > 0)
@@ -564,9 +585,12 @@ void cr_wait_by_handling(cr_comm *c)
         changed = handle_one(c) > 0;
         if (changed) {
             idle = 0;
+            next_tick = 0;
             c->last_activity = c->now;
         } else {
             back_off(c, ++idle);
+            if (idle >= SPIN_POLLS)
+                tick_while_waiting(c, &next_tick);
         }
     }
     /* What the handlers run here sent is theirs, not the waiting handler's output

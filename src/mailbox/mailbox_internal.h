@@ -212,6 +212,9 @@ size_t cr_engine_run_nowait(cr_comm *c);
 void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const char *reason);
 /* A wait's `done` found work of its own (not mailbox traffic): stop backing off. */
 void cr_engine_note_work(cr_comm *c);
+/* A wait that does not return to the loop (a wait by handling): run the watchdog's
+ * tick now, with the loop's cached time brought up to date. */
+void cr_engine_tick_watchdog(cr_comm *c);
 double cr_now(cr_comm *c);
 /* The current time (not the loop's cached one); the simulation's clock there. */
 double cr_clock(cr_comm *c);

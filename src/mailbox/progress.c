@@ -241,6 +241,14 @@ size_t cr_engine_run_nowait(cr_comm *c)
     return (size_t)(c->stats.msgs_handled - before);
 }
 
+void cr_engine_tick_watchdog(cr_comm *c)
+{
+    if (!simulated(c))
+        ev_now_update(c->engine.loop);
+    c->now = cr_now(c);
+    c->engine.work->watchdog(c);
+}
+
 void cr_engine_note_work(cr_comm *c)
 {
     c->last_activity = cr_now(c);

@@ -53,6 +53,16 @@ static void barrier_inside(cr_comm *c, int src, const void *p, size_t len, void 
     cr_barrier(c);
 }
 
+/* A reentrant handler that sends rank 0 far more than the cap (the test sets a tiny
+ * one) while rank 0 sleeps: it waits by handling until rank 0 receives. */
+static void flood_rank0(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)src, (void)p, (void)len;
+    char rec[64] = {0};
+    for (int i = 0; i < 64; i++)
+        cr_async(c, 0, *(const int *)u, rec, sizeof rec);
+}
+
 /* Send a hand-made buffer to rank (me + 1) % P through the comm's transport,
  * counted like a real send so the barrier waits until it has been handled. */
 static void inject(cr_comm *c, const void *buf, int len)
@@ -141,6 +151,16 @@ int main(int argc, char **argv)
             cr_barrier(c);
     } else if (!strcmp(what, "watchdog")) {
         /* the other ranks wait in the barrier far longer than COURIER_WATCHDOG */
+        if (c->rank == 0)
+            nanosleep(&(struct timespec){.tv_sec = 1, .tv_nsec = 500000000}, NULL);
+    } else if (!strcmp(what, "watchdog-handler-wait")) {
+        /* rank 1 waits by handling inside a handler, which does not return to the
+         * event loop (whose timer runs the watchdog), far longer than COURIER_WATCHDOG */
+        int flood = cr_register_type(c, &(cr_handler_type){.fn = flood_rank0, .reentrant = true},
+                                     &h);
+        cr_barrier(c);
+        if (c->rank == 1)
+            cr_async(c, 1, flood, NULL, 0);
         if (c->rank == 0)
             nanosleep(&(struct timespec){.tv_sec = 1, .tv_nsec = 500000000}, NULL);
     } else if (!strcmp(what, "watchdog-summary")) {
