@@ -3,14 +3,15 @@
 
     scripts/flow_model.py [--ranks 2,4] [--depth 7] [--policies fifo,deep,...]
 
-Not Courier: a few dozen lines that ask what memory a *policy* needs, before
+Not Courier: a couple of hundred lines that ask what memory a *policy* needs, before
 anyone builds it into the mailbox. Every rank starts --seeds trees; the handler of
 a record of depth d < D sends F records of depth d + 1 to random ranks. In one
 step each rank receives what arrived, handles up to --per-step records (how many a
 rank handles in the time a block takes to arrive), and sends.
 Records wait in a send buffer per destination until it holds --buffer records, or
-until the rank has nothing to handle or holds more than half the cap. A sent
-block arrives one step later. A rank admits a seed only when it has nothing to
+until the rank has nothing to handle or holds more than half the cap; every block
+that is ready goes in that step (no limit on sends in flight). A sent block
+arrives one step later. A rank admits a seed only when it has nothing to
 handle and holds less than the cap.
 
 Memory per rank = records in send buffers + in flight from it + received and not
@@ -31,7 +32,8 @@ Policies:
                buffers are full does not handle (relief after 3 idle steps)
 
 Prints one line per policy and rank count: the largest peak of any rank, the
-steps the run took (a time proxy), and the reliefs."""
+steps the run took (a time proxy), the reliefs, and where that rank's peak was:
+send buffers, in flight, received and not handled."""
 import argparse
 import heapq
 import random
@@ -74,22 +76,27 @@ class Model:
         self.deepest_seen = [0] * ranks
         self.peak = [0] * ranks
         self.seq = self.step = self.handled = self.reliefs = self.idle = 0
+        self.parts = (0, 0, 0)
         self.total = a.seeds * ranks * sum(a.fanout ** d for d in range(a.depth + 1))
 
     def held(self, r):
         return self.out_n[r] + self.in_flight[r] + self.pool_n[r]
 
+    def tie(self):
+        """Among records of one depth: oldest first, or newest first (--ties)."""
+        return self.seq if self.a.ties == "oldest" else -self.seq
+
     def push(self, r, depth, src):
         self.seq += 1
         key = self.seq if self.policy == "fifo" else -depth
-        heapq.heappush(self.pool[r], (key, self.seq, depth, src))
+        heapq.heappush(self.pool[r], (key, self.tie(), depth, src))
         self.pool_n[r] += 1
 
     def push_block(self, r, depths, src):
         """deep-block: the block waits as one entry, keyed by its deepest record;
         handling it hands its records to the head of the pool one by one."""
         self.seq += 1
-        heapq.heappush(self.pool[r], (-max(depths), self.seq, None, src, list(depths)))
+        heapq.heappush(self.pool[r], (-max(depths), self.tie(), None, src, list(depths)))
         self.pool_n[r] += len(depths)
 
     def pop(self, r):
@@ -160,24 +167,30 @@ class Model:
         return True
 
     def send(self, r):
+        """Every full block goes, and partial ones when eager (as many blocks per step
+        as there are: the model has no limit on sends in flight)."""
         a, sent = self.a, False
         eager = not self.pool[r] or 2 * self.out_n[r] >= a.cap
         for dst in range(self.P):
-            buf = self.out[r][dst]
-            if not buf or not (len(buf) >= a.buffer or eager):
-                continue
-            room = a.buffer
-            if self.policy == "credit":
-                room = min(room, a.credits - self.owed[r][dst])
-            if room <= 0:
-                continue
-            block, self.out[r][dst] = buf[:room], buf[room:]
-            self.out_n[r] -= len(block)
-            self.owed[r][dst] += len(block)
-            self.in_flight[r] += len(block)
-            self.flight.append((self.step + 1, r, dst, block))
-            sent = True
+            while self.send_block(r, dst, eager):
+                sent = True
         return sent
+
+    def send_block(self, r, dst, eager):
+        a, buf = self.a, self.out[r][dst]
+        if not buf or not (len(buf) >= a.buffer or eager):
+            return False
+        room = a.buffer
+        if self.policy == "credit":
+            room = min(room, a.credits - self.owed[r][dst])
+        if room <= 0:
+            return False
+        block, self.out[r][dst] = buf[:room], buf[room:]
+        self.out_n[r] -= len(block)
+        self.owed[r][dst] += len(block)
+        self.in_flight[r] += len(block)
+        self.flight.append((self.step + 1, r, dst, block))
+        return True
 
     def run(self):
         while self.handled < self.total:
@@ -191,9 +204,13 @@ class Model:
                     moved = True
                 moved |= self.send(r)
                 for x in range(self.P):
-                    self.peak[x] = max(self.peak[x], self.held(x))
+                    if self.held(x) > self.peak[x]:
+                        self.peak[x] = self.held(x)
+                        if self.peak[x] >= max(self.peak):
+                            self.parts = (self.out_n[x], self.in_flight[x], self.pool_n[x])
             self.idle = 0 if moved else self.idle + 1
-        return max(self.peak) * self.a.record_bytes, self.step, self.reliefs
+        kib = [n * self.a.record_bytes / 1024 for n in self.parts]
+        return max(self.peak) * self.a.record_bytes, self.step, self.reliefs, kib
 
 
 def main():
@@ -208,6 +225,8 @@ def main():
     p.add_argument("--record-bytes", type=int, default=32, help="bytes per record (default 32)")
     p.add_argument("--policies", type=policy_list, default=list(POLICIES), help="comma-separated (default all)")
     p.add_argument("--per-step", type=int, default=1, help="records a rank handles per step (default 1)")
+    p.add_argument("--ties", choices=("oldest", "newest"), default="oldest",
+                   help="among records (blocks) of one depth, which first (default oldest)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     a = p.parse_args()
     for name, v in (("--depth", a.depth), ("--fanout", a.fanout), ("--seeds", a.seeds),
@@ -216,12 +235,14 @@ def main():
         if v < 1:
             sys.exit(f"flow_model.py: {name} must be at least 1, got {v}")
     print(f"# depth {a.depth}, fan-out {a.fanout}, {a.seeds} trees per rank, buffers of {a.buffer} "
-          f"records, cap {a.cap} records, {a.record_bytes} bytes per record, {a.per_step} handled per step, seed {a.seed}")
-    print(f"{'policy':<11} {'ranks':>5} {'peak KiB/rank':>14} {'steps':>9} {'reliefs':>8}")
+          f"records, cap {a.cap} records, {a.record_bytes} bytes per record, {a.per_step} handled per step, {a.ties} first among equals, seed {a.seed}")
+    print(f"{'policy':<11} {'ranks':>5} {'peak KiB/rank':>14} {'steps':>9} {'reliefs':>8}   "
+          f"at the peak, KiB: buffers / in flight / received")
     for policy in a.policies:
         for ranks in a.ranks:
-            peak, steps, reliefs = Model(a, ranks, policy).run()
-            print(f"{policy:<11} {ranks:>5} {peak / 1024:>14.1f} {steps:>9} {reliefs:>8}", flush=True)
+            peak, steps, reliefs, parts = Model(a, ranks, policy).run()
+            print(f"{policy:<11} {ranks:>5} {peak / 1024:>14.1f} {steps:>9} {reliefs:>8}   "
+                  f"{parts[0]:.1f} / {parts[1]:.1f} / {parts[2]:.1f}", flush=True)
 
 
 if __name__ == "__main__":
