@@ -10,7 +10,8 @@ step each rank receives what arrived, handles up to --per-step records (how many
 rank handles in the time a block takes to arrive), and sends.
 Records wait in a send buffer per destination until it holds --buffer records, or
 until the rank has nothing to handle or holds more than half the cap; every block
-that is ready goes in that step (no limit on sends in flight). A sent block
+that is ready goes in that step (up to --slots blocks in flight per rank; no limit
+by default). A sent block
 arrives one step later. A rank admits a seed only when it has nothing to
 handle and holds less than the cap.
 
@@ -27,6 +28,9 @@ Policies:
   deep-pause   deepest first; over the cap, handle only records as deep as the
                deepest this rank has seen (leaves, here), else wait; a rank that
                found nothing to do for 3 steps handles anyway (a relief)
+  deep-send    deepest first, and a rank whose send buffers hold the cap does not
+               handle until they drain (relief after 3 idle steps): handling
+               keeps pace with sending
   credit       deepest first, and a sender may have at most --credits records at a
                destination (in flight or not yet handled there); a rank whose send
                buffers are full does not handle (relief after 3 idle steps)
@@ -50,7 +54,7 @@ def int_list(text):
     return values
 
 
-POLICIES = ("fifo", "deep", "deep-block", "deep-pause", "credit")
+POLICIES = ("fifo", "deep", "deep-block", "deep-pause", "deep-send", "credit")
 
 
 def policy_list(text):
@@ -71,6 +75,7 @@ class Model:
         self.pool_n = [0] * ranks                      # records received, not handled
         self.flight = []                                # (arrival step, src, dst, depths)
         self.in_flight = [0] * ranks
+        self.blocks_in_flight = [0] * ranks
         self.owed = [[0] * ranks for _ in range(ranks)]  # records src has at dst (credit)
         self.seeds = [a.seeds] * ranks
         self.deepest_seen = [0] * ranks
@@ -125,6 +130,7 @@ class Model:
                 later.append(item)
                 continue
             self.in_flight[src] -= len(depths)
+            self.blocks_in_flight[src] -= 1
             if self.policy == "deep-block":
                 self.push_block(dst, depths, src)
                 continue
@@ -139,6 +145,8 @@ class Model:
             return True
         if self.policy == "deep-pause":
             blocked = self.held(r) >= a.cap and self.head_depth(r) < self.deepest_seen[r]
+        elif self.policy == "deep-send":
+            blocked = self.out_n[r] >= a.cap
         else:
             blocked = self.out_n[r] + a.fanout > a.cap
         if not blocked:
@@ -167,14 +175,18 @@ class Model:
         return True
 
     def send(self, r):
-        """Every full block goes, and partial ones when eager (as many blocks per step
-        as there are: the model has no limit on sends in flight)."""
+        """Every full block goes, and partial ones when eager, as long as a slot is
+        free (--slots)."""
         a, sent = self.a, False
         eager = not self.pool[r] or 2 * self.out_n[r] >= a.cap
         for dst in range(self.P):
-            while self.send_block(r, dst, eager):
+            while self.slot_free(r) and self.send_block(r, dst, eager):
                 sent = True
         return sent
+
+    def slot_free(self, r):
+        """--slots: at most that many blocks of one rank in flight (0: no limit)."""
+        return self.a.slots == 0 or self.blocks_in_flight[r] < self.a.slots
 
     def send_block(self, r, dst, eager):
         a, buf = self.a, self.out[r][dst]
@@ -189,6 +201,7 @@ class Model:
         self.out_n[r] -= len(block)
         self.owed[r][dst] += len(block)
         self.in_flight[r] += len(block)
+        self.blocks_in_flight[r] += 1
         self.flight.append((self.step + 1, r, dst, block))
         return True
 
@@ -225,6 +238,8 @@ def main():
     p.add_argument("--record-bytes", type=int, default=32, help="bytes per record (default 32)")
     p.add_argument("--policies", type=policy_list, default=list(POLICIES), help="comma-separated (default all)")
     p.add_argument("--per-step", type=int, default=1, help="records a rank handles per step (default 1)")
+    p.add_argument("--slots", type=int, default=0,
+                   help="blocks a rank may have in flight, 0 = no limit (default 0)")
     p.add_argument("--ties", choices=("oldest", "newest"), default="oldest",
                    help="among records (blocks) of one depth, which first (default oldest)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
@@ -234,8 +249,11 @@ def main():
                     ("--record-bytes", a.record_bytes), ("--per-step", a.per_step)):
         if v < 1:
             sys.exit(f"flow_model.py: {name} must be at least 1, got {v}")
+    if a.slots < 0:
+        sys.exit(f"flow_model.py: --slots must be 0 (no limit) or more, got {a.slots}")
     print(f"# depth {a.depth}, fan-out {a.fanout}, {a.seeds} trees per rank, buffers of {a.buffer} "
-          f"records, cap {a.cap} records, {a.record_bytes} bytes per record, {a.per_step} handled per step, {a.ties} first among equals, seed {a.seed}")
+          f"records, cap {a.cap} records, {a.record_bytes} bytes per record, {a.per_step} handled per step, {a.ties} first among equals, "
+          f"{a.slots or 'unlimited'} slots, seed {a.seed}")
     print(f"{'policy':<11} {'ranks':>5} {'peak KiB/rank':>14} {'steps':>9} {'reliefs':>8}   "
           f"at the peak, KiB: buffers / in flight / received")
     for policy in a.policies:
