@@ -69,7 +69,7 @@ class Model:
     def __init__(self, a, ranks, policy):
         self.a, self.P, self.policy = a, ranks, policy
         self.rnd = random.Random(a.seed)
-        self.pool = [[] for _ in range(ranks)]          # heap of (key, seq, depth, src)
+        self.pool = [[] for _ in range(ranks)]          # heap of (key, tie, depth, src)
         self.out = [[[] for _ in range(ranks)] for _ in range(ranks)]
         self.out_n = [0] * ranks
         self.pool_n = [0] * ranks                      # records received, not handled
