@@ -19,7 +19,7 @@ typedef struct cr_outbuf {
     size_t len;
     size_t cap;
     double since;       /* time the oldest record in the buffer was appended */
-    int32_t active_pos; /* index in cr_outbufs.active, -1 while empty */
+    int32_t active_at;  /* 1 + index in cr_outbufs.active, 0 while empty */
     uint8_t deferred;   /* why a due flush is waiting for a send slot (a cr_flush_cause), 0 if not */
     uint8_t relay;      /* holds records forwarded for other ranks (routing) */
     uint16_t run_count; /* records in the open run (the last one in the buffer), whose
@@ -97,8 +97,8 @@ static inline char *cr_outbufs_append(cr_outbufs *o, int dest, size_t bytes, dou
         cr_outbufs_grow(o, dest, bytes);
     if (b->len == 0) {
         b->since = now;
-        b->active_pos = o->nactive;
         o->active[o->nactive++] = dest;
+        b->active_at = o->nactive;
     }
     char *at = b->data + b->len;
     b->len += bytes;
@@ -127,7 +127,8 @@ static inline char *cr_outbufs_append_rec(cr_outbufs *o, int dest, uint64_t key,
     cr_outbufs_close_run(o, dest);
     size_t at_off = b->len;
     char *hdr = cr_outbufs_append(o, dest, sizeof(cr_run_hdr) + stride, now);
-    cr_run_write_hdr(hdr, (uint16_t)(key >> 32), (uint16_t)(key >> 48), (uint32_t)key);
+    cr_run_write_hdr(hdr, (uint16_t)(key >> 32), (uint16_t)((key >> 48) & CR_REC_FLAG_MASK),
+                     (uint32_t)key);
     b->run_at = at_off;
     b->run_key = key;
     b->run_count = 1;

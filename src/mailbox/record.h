@@ -54,13 +54,18 @@ static inline size_t cr_rec_stride(size_t len, bool routed)
     return cr_rec_pad(len) + (routed ? sizeof(cr_rec_route) : 0);
 }
 
-/* The run's identity: records may join a run only when all of it matches. Never
- * equal to CR_RUN_NONE, because a key has no count bits. */
+/* The run's identity: records may join a run only when all of it matches. A key
+ * always has its top bit set (a count bit of `info`, never a flag), so it is never
+ * CR_RUN_NONE, 0: a zeroed send buffer table means "no open run" without being
+ * written, and P destinations cost no memory until they are used. */
+#define CR_RUN_KEY_MARK ((uint64_t)1 << 63)
+#define CR_RUN_NONE ((uint64_t)0)
+#define CR_REC_FLAG_MASK ((1u << CR_REC_FLAG_BITS) - 1)
+
 static inline uint64_t cr_run_key(uint16_t handler, uint16_t flags, uint32_t len)
 {
-    return (uint64_t)len | (uint64_t)handler << 32 | (uint64_t)flags << 48;
+    return (uint64_t)len | (uint64_t)handler << 32 | (uint64_t)flags << 48 | CR_RUN_KEY_MARK;
 }
-#define CR_RUN_NONE UINT64_MAX
 
 /* Write a run header for one record at `dst`. */
 static inline void cr_run_write_hdr(char *dst, uint16_t handler, uint16_t flags, uint32_t len)

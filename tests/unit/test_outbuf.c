@@ -94,6 +94,27 @@ static void test_tiny_threshold_sends_every_record(void **state)
     cr_outbufs_free(&o);
 }
 
+/* A new table is left as calloc made it: all zero must mean empty, inactive, with
+ * no open run, so a large P costs no resident memory for unused destinations. */
+static void test_fresh_table_is_zero(void **state)
+{
+    (void)state;
+    cr_outbufs o;
+    cr_outbufs_init(&o, 1000, 4096, 4);
+    static const cr_outbuf zero;
+    for (int d = 0; d < 1000; d++)
+        assert_memory_equal(&o.bufs[d], &zero, sizeof zero);
+    assert_int_equal(o.bufs[7].run_key, CR_RUN_NONE);
+    uint64_t v = 9;
+    uint64_t key = cr_run_key(0, 0, 8);
+    cr_rec_write(cr_outbufs_append_rec(&o, 999, key, 8, 1.0), NULL, &v, 8);
+    cr_rec_write(cr_outbufs_append_rec(&o, 999, key, 8, 1.0), NULL, &v, 8);
+    assert_int_equal(o.nactive, 1);
+    assert_int_equal(o.bufs[999].active_at, 1);
+    assert_int_equal(o.bufs[999].len, 8 + 2 * 8);
+    cr_outbufs_free(&o);
+}
+
 static void test_active_list_and_totals(void **state)
 {
     (void)state;
@@ -105,14 +126,14 @@ static void test_active_list_and_totals(void **state)
     assert_int_equal(o.total, 16 * (1 + 3 + 5 + 7));
     assert_int_equal(cr_outbufs_peak(&o), o.total);
     for (int i = 0; i < o.nactive; i++)
-        assert_int_equal(o.bufs[o.active[i]].active_pos, i);
+        assert_int_equal(o.bufs[o.active[i]].active_at, i + 1);
     cr_block b = cr_outbufs_take(&o, 2);
     assert_int_equal(b.len, 48);
     free(b.data);
     assert_int_equal(o.nactive, 3);
-    assert_int_equal(o.bufs[2].active_pos, -1);
+    assert_int_equal(o.bufs[2].active_at, 0);
     for (int i = 0; i < o.nactive; i++)
-        assert_int_equal(o.bufs[o.active[i]].active_pos, i);
+        assert_int_equal(o.bufs[o.active[i]].active_at, i + 1);
     assert_int_equal(o.total, 16 * (1 + 5 + 7));
     assert_int_equal(cr_outbufs_peak(&o), 16 * (1 + 3 + 5 + 7));
     cr_outbufs_free(&o);
@@ -149,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_record_exactly_at_threshold),
         cmocka_unit_test(test_record_above_threshold_goes_alone),
         cmocka_unit_test(test_tiny_threshold_sends_every_record),
+        cmocka_unit_test(test_fresh_table_is_zero),
         cmocka_unit_test(test_active_list_and_totals),
         cmocka_unit_test(test_growth_and_pool),
     };
