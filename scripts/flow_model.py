@@ -7,7 +7,10 @@ Not Courier: a couple of hundred lines that ask what memory a *policy* needs, be
 anyone builds it into the mailbox. Every rank starts --seeds trees; the handler of
 a record of depth d < D sends F records of depth d + 1 to random ranks. In one
 step each rank receives what arrived, handles up to --per-step records (how many a
-rank handles in the time a block takes to arrive), and sends.
+rank handles in the time a block takes to arrive), and sends: once after handling,
+or also after every --send-every records handled, as the runtime sends a buffer as
+soon as it is full and a slot is free (the model's first version sent only once per
+step, which let a paused rank put at most one cap on its way per step).
 Records wait in a send buffer per destination until it holds --buffer records, or
 until the rank has nothing to handle or holds more than half the cap; every block
 that is ready goes in that step (up to --slots blocks in flight per rank; no limit
@@ -31,6 +34,8 @@ Policies:
   deep-send    deepest first, and a rank whose send buffers hold the cap does not
                handle until they drain (relief after 3 idle steps): handling
                keeps pace with sending
+  deep-held    as deep-send, but the pause counts the records in flight too: a rank
+               puts at most the cap on its way per step, however many slots
   credit       deepest first, and a sender may have at most --credits records at a
                destination (in flight or not yet handled there); a rank whose send
                buffers are full does not handle (relief after 3 idle steps)
@@ -54,7 +59,7 @@ def int_list(text):
     return values
 
 
-POLICIES = ("fifo", "deep", "deep-block", "deep-pause", "deep-send", "credit")
+POLICIES = ("fifo", "deep", "deep-block", "deep-pause", "deep-send", "deep-held", "credit")
 
 
 def policy_list(text):
@@ -147,6 +152,8 @@ class Model:
             blocked = self.held(r) >= a.cap and self.head_depth(r) < self.deepest_seen[r]
         elif self.policy == "deep-send":
             blocked = self.out_n[r] >= a.cap
+        elif self.policy == "deep-held":
+            blocked = self.out_n[r] + self.in_flight[r] >= a.cap
         else:
             blocked = self.out_n[r] + a.fanout > a.cap
         if not blocked:
@@ -211,10 +218,12 @@ class Model:
             self.arrive()
             moved = False
             for r in range(self.P):
-                for _ in range(self.a.per_step):
+                for k in range(1, self.a.per_step + 1):
                     if not self.handle(r):
                         break
                     moved = True
+                    if k % self.a.send_every == 0:
+                        moved |= self.send(r)
                 moved |= self.send(r)
                 for x in range(self.P):
                     if self.held(x) > self.peak[x]:
@@ -240,6 +249,9 @@ def main():
     p.add_argument("--per-step", type=int, default=1, help="records a rank handles per step (default 1)")
     p.add_argument("--slots", type=int, default=0,
                    help="blocks a rank may have in flight, 0 = no limit (default 0)")
+    p.add_argument("--send-every", type=int, default=0,
+                   help="also send after every N records handled within a step, as the runtime "
+                        "does (default 0: only once per step, after handling)")
     p.add_argument("--ties", choices=("oldest", "newest"), default="oldest",
                    help="among records (blocks) of one depth, which first (default oldest)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
@@ -249,11 +261,17 @@ def main():
                     ("--record-bytes", a.record_bytes), ("--per-step", a.per_step)):
         if v < 1:
             sys.exit(f"flow_model.py: {name} must be at least 1, got {v}")
+    if a.send_every < 0:
+        sys.exit(f"flow_model.py: --send-every must be 0 (once per step) or more, got {a.send_every}")
+    if a.send_every == 0:
+        a.send_every = a.per_step + 1
     if a.slots < 0:
         sys.exit(f"flow_model.py: --slots must be 0 (no limit) or more, got {a.slots}")
     print(f"# depth {a.depth}, fan-out {a.fanout}, {a.seeds} trees per rank, buffers of {a.buffer} "
           f"records, cap {a.cap} records, {a.record_bytes} bytes per record, {a.per_step} handled per step, {a.ties} first among equals, "
-          f"{a.slots or 'unlimited'} slots, seed {a.seed}")
+          f"{a.slots or 'unlimited'} slots, "
+          f"sends {'after every %d handled' % a.send_every if a.send_every <= a.per_step else 'once per step'}, "
+          f"seed {a.seed}")
     print(f"{'policy':<11} {'ranks':>5} {'peak KiB/rank':>14} {'steps':>9} {'reliefs':>8}   "
           f"at the peak, KiB: buffers / in flight / received")
     for policy in a.policies:
