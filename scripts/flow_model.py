@@ -218,7 +218,8 @@ class Model:
             self.arrive()
             moved = False
             for r in range(self.P):
-                for k in range(1, self.a.per_step + 1):
+                limit = self.a.slow if r == 0 and self.a.slow else self.a.per_step
+                for k in range(1, limit + 1):
                     if not self.handle(r):
                         break
                     moved = True
@@ -252,6 +253,9 @@ def main():
     p.add_argument("--send-every", type=int, default=0,
                    help="also send after every N records handled within a step, as the runtime "
                         "does (default 0: only once per step, after handling)")
+    p.add_argument("--slow", type=int, default=0,
+                   help="rank 0 handles at most this many records per step, the others "
+                        "--per-step: a rank slower than the rest (default 0: none)")
     p.add_argument("--ties", choices=("oldest", "newest"), default="oldest",
                    help="among records (blocks) of one depth, which first (default oldest)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
@@ -261,6 +265,8 @@ def main():
                     ("--record-bytes", a.record_bytes), ("--per-step", a.per_step)):
         if v < 1:
             sys.exit(f"flow_model.py: {name} must be at least 1, got {v}")
+    if a.slow < 0:
+        sys.exit(f"flow_model.py: --slow must be 0 (no slow rank) or more, got {a.slow}")
     if a.send_every < 0:
         sys.exit(f"flow_model.py: --send-every must be 0 (once per step) or more, got {a.send_every}")
     if a.send_every == 0:
@@ -271,7 +277,7 @@ def main():
           f"records, cap {a.cap} records, {a.record_bytes} bytes per record, {a.per_step} handled per step, {a.ties} first among equals, "
           f"{a.slots or 'unlimited'} slots, "
           f"sends {'after every %d handled' % a.send_every if a.send_every <= a.per_step else 'once per step'}, "
-          f"seed {a.seed}")
+          f"{'rank 0 handles %d per step, ' % a.slow if a.slow else ''}seed {a.seed}")
     print(f"{'policy':<11} {'ranks':>5} {'peak KiB/rank':>14} {'steps':>9} {'reliefs':>8}   "
           f"at the peak, KiB: buffers / in flight / received")
     for policy in a.policies:
