@@ -223,7 +223,7 @@ class Model:
                     if not self.handle(r):
                         break
                     moved = True
-                    if k % self.a.send_every == 0:
+                    if self.a.send_every and k % self.a.send_every == 0:
                         moved |= self.send(r)
                 moved |= self.send(r)
                 for x in range(self.P):
@@ -269,14 +269,12 @@ def main():
         sys.exit(f"flow_model.py: --slow must be 0 (no slow rank) or more, got {a.slow}")
     if a.send_every < 0:
         sys.exit(f"flow_model.py: --send-every must be 0 (once per step) or more, got {a.send_every}")
-    if a.send_every == 0:
-        a.send_every = a.per_step + 1
     if a.slots < 0:
         sys.exit(f"flow_model.py: --slots must be 0 (no limit) or more, got {a.slots}")
     print(f"# depth {a.depth}, fan-out {a.fanout}, {a.seeds} trees per rank, buffers of {a.buffer} "
           f"records, cap {a.cap} records, {a.record_bytes} bytes per record, {a.per_step} handled per step, {a.ties} first among equals, "
           f"{a.slots or 'unlimited'} slots, "
-          f"sends {'after every %d handled' % a.send_every if a.send_every <= a.per_step else 'once per step'}, "
+          f"sends {'after every %d handled' % a.send_every if a.send_every else 'once per step'}, "
           f"{'rank 0 handles %d per step, ' % a.slow if a.slow else ''}seed {a.seed}")
     print(f"{'policy':<11} {'ranks':>5} {'peak KiB/rank':>14} {'steps':>9} {'reliefs':>8}   "
           f"at the peak, KiB: buffers / in flight / received")
