@@ -4,7 +4,8 @@
 #   ./quickstart.sh demo [FLAGS]    build, then run the main job (BFS) on 4 ranks
 #   ./quickstart.sh test            build, run the whole test suite, then check that
 #                                   the README's commands run and an install works
-#   ./quickstart.sh test-sanitize   the test suite in a separate ASan + UBSan build
+#   ./quickstart.sh test-sanitize   unit, simulation, fatal and core MPI tests in a
+#                                   separate ASan + UBSan build
 #   ./quickstart.sh build           only install and build
 #   ./quickstart.sh run ARGS        mpirun ARGS with the settings below (scripts/mpirun.sh)
 #
@@ -18,7 +19,7 @@ PACKAGES=(build-essential meson ninja-build pkg-config openmpi-bin libopenmpi-de
 DEMO_RANKS=${DEMO_RANKS:-4}
 
 usage() {
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 install_missing() {
@@ -77,7 +78,11 @@ test-sanitize)
     install_missing
     build build-sanitize -Db_sanitize=address,undefined -Dallocator=system -Dbuildtype=debug
     mpi_env
-    meson test -C build-sanitize --print-errorlogs --no-suite large "${@:2}"
+    # What sanitizers add value to: the unit tests, the simulated scenarios, the
+    # fatal cases and the MPI programs at 1, 2, 3 and 5 ranks (suite 'core'). The full
+    # rank matrix, the routes and the apps run in the plain build (test).
+    meson test -C build-sanitize --print-errorlogs --suite unit --suite sim --suite fatal \
+        --suite core "${@:2}"
     ;;
 build)
     install_missing
