@@ -1,5 +1,5 @@
 /* darray_bench: the distributed array's three benchmarks (the thesis behind
- * src/darray, ../shared/papers/darray-aggregation-indirection.txt, section 5.4):
+ * src/darray, Peters 2024, docs/references.md, section 5.4):
  * neighborhood (every vertex reads its neighbours' entries), pointer doubling (the
  * first round of Boruvka: every vertex points to its lightest neighbour, then
  * doubling until every vertex points to a root) and overload (every rank reads and

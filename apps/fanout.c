@@ -1,6 +1,6 @@
 /* fanout: a program whose handlers send more than they receive, for measuring what
- * Courier's buffers hold when messages are sent from handlers (the issue "Bounded
- * memory for every message"). Every rank sends --seeds records to random ranks;
+ * Courier's buffers hold when messages are sent from handlers (docs/flow_control.md).
+ * Every rank sends --seeds records to random ranks;
  * the handler of a record of depth d < --depth sends --fanout records of depth d + 1
  * to random ranks. Every record is counted: the total handled must be exactly
  * ranks x seeds x (1 + F + F^2 + ... + F^D). Prints the peak of each memory

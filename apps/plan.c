@@ -1,5 +1,5 @@
 /* plan: the static exchange planner on SpMV communication patterns, as the thesis's
- * Table 6.2 (../shared/papers/message-sharing.txt): for each input matrix, the
+ * Table 6.2 (Duymuş 2021, docs/references.md): for each input matrix, the
  * average and the bottleneck number of messages per rank, initially, after message
  * sharing's phase I and phase II, and under store-and-forward on a 2D grid, a 3D
  * grid and the hypercube; then geometric means over the inputs (Table 6.3). One

@@ -1,5 +1,5 @@
 /* spmv: a distributed column-parallel y = Ax that runs an exchange plan with real MPI
- * messages (../shared/papers/message-sharing.txt, section 2.1; docs/plan.md).
+ * messages (Duymuş 2021, docs/references.md, section 2.1; docs/plan.md).
  *
  * Rank r owns the columns and the x and y entries of its part. It multiplies its
  * columns, keeps the partial sums of its own rows and sends the others, one

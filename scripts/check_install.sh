@@ -16,12 +16,13 @@ pcdir=$prefix/$(meson introspect "$tmp/build" --buildoptions |
 awk '/^## A first program/ {f = 1} f && /^```c/ {p = 1; next} p && /^```/ {exit} p' README.md > "$tmp/app.c"
 [ -s "$tmp/app.c" ] || { echo "check_install: no C program under 'A first program' in README.md" >&2; exit 1; }
 export PKG_CONFIG_PATH=$pcdir
-cc -std=c11 "$tmp/app.c" -o "$tmp/app" $(pkg-config --cflags --libs courier)
-out=$(scripts/mpirun.sh -np 3 "$tmp/app")
+mpicc -std=c11 "$tmp/app.c" -o "$tmp/app" $(pkg-config --cflags --libs courier)
+[ -x "$prefix/bin/courier-run" ] || { echo "check_install: courier-run is not installed in $prefix/bin" >&2; exit 1; }
+out=$("$prefix/bin/courier-run" -np 3 "$tmp/app")
 for r in 0 1 2; do
     grep -qx "rank $r: 3 greetings" <<<"$out" || {
         printf 'check_install: expected "rank %d: 3 greetings", got:\n%s\n' "$r" "$out" >&2
         exit 1
     }
 done
-echo "check_install: installed to a prefix, courier.pc in lib/<multiarch>/pkgconfig, README program built with pkg-config and ran at 3 ranks: counts right"
+echo "check_install: installed to a prefix, courier.pc in lib/<multiarch>/pkgconfig, README program built with mpicc and pkg-config and ran at 3 ranks with courier-run: counts right"

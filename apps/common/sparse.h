@@ -1,7 +1,7 @@
 /* Sparse matrices for the exchange planner's apps (plan, spmv): Matrix Market files,
  * the project's graph generators as adjacency matrices, 2D/3D stencils, row-block or
  * file partitions, and the communication of a column-parallel SpMV
- * (../shared/papers/message-sharing.txt, section 2.1). Sequential and local: every
+ * (Duymuş 2021, docs/references.md, section 2.1). Sequential and local: every
  * rank that calls these gets the same result. */
 #ifndef COURIER_APPS_SPARSE_H
 #define COURIER_APPS_SPARSE_H

@@ -10,7 +10,7 @@
  *    array's merge rule, reads as requests merged and coalesced); everything sent
  *    before a cr_barrier has been applied, and every read answered, when it returns;
  *  - lock-step (the thesis behind this module,
- *    ../shared/papers/darray-aggregation-indirection.txt, chapter 4): cr_darray_read
+ *    Peters 2024, docs/references.md, chapter 4): cr_darray_read
  *    and cr_darray_write only queue; cr_darray_step executes every queued write,
  *    then every queued read, in bulk exchanges along a route (direct: one all-to-all;
  *    grid or hypercube: one exchange per dimension), merging identical requests at

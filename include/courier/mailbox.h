@@ -113,6 +113,10 @@ typedef struct cr_handler_type {
      * handler keeps no state across its cr_async calls that another call of it would
      * break (the payload it passed has been copied by then). */
     bool reentrant;
+    /* Optional: a name for diagnostics (the watchdog's report of the last handler a
+     * rank ran, the handler-table check). Not copied: a string literal, or one that
+     * lives as long as the comm. */
+    const char *name;
 } cr_handler_type;
 
 /* Longest key of a combining handler, in bytes. */
@@ -158,6 +162,12 @@ typedef struct cr_config {
     unsigned nest_limit;     /* COURIER_NEST_LIMIT: how many calls deep a reentrant
                                 handler's cr_async handles received buffers while its
                                 rank is over the cap (0 .. 64; 0 = never) */
+    unsigned watchdog_abort; /* COURIER_WATCHDOG_ABORT: after this many watchdog intervals
+                                without progress, end the job with one line naming the
+                                ranks not in the barrier and the last handler each ran
+                                (0 = never, the default; at most 1000) */
+    bool print_stats;        /* COURIER_STATS: 1 = print the counters over all ranks
+                                (cr_stats_print) at cr_comm_destroy; 0 = no */
     char trace_path[256];    /* COURIER_TRACE: write a timeline of the runtime's events
                                 to this file (Chrome trace JSON, docs/tracing.md);
                                 "" = off. Only the first traced comm of a process. */
@@ -197,8 +207,12 @@ const cr_layout *cr_comm_layout(const cr_comm *comm);
 const cr_router *cr_comm_router(const cr_comm *comm);
 
 /* Register a handler and return its id (0, 1, 2, ... in call order). Collective:
- * every rank registers the same handlers in the same order, as with MPI datatypes;
- * a mismatch in the number of handlers aborts. `user` is passed to every call.
+ * every rank registers the same handlers in the same order, as with MPI datatypes.
+ * The ranks compare each registration: a different number of handlers, or a handler
+ * that differs in its function, kind (per record, batch, combining, request), key
+ * length, combine rule or reentrant flag, ends the job with one line naming the
+ * handler id and two ranks that disagree (functions are compared by their offset in
+ * the executable, so every rank must run the same program). `user` is passed to every call.
  * Runs the event loop while it waits for the other ranks, so handlers registered
  * earlier may run, for messages faster ranks sent after they returned from it, and
  * so may the handler being registered: a handler that sends to its own id must not

@@ -5,7 +5,7 @@
  * sends the most messages sets the latency. A plan reroutes some messages through a
  * partner rank, where they are combined with the partner's own message to the same
  * destination, so that the busiest rank sends fewer messages
- * (../shared/papers/message-sharing.txt; docs/plan.md):
+ * (Duymuş 2021, docs/references.md; docs/plan.md):
  *
  *   CR_PLAN_DIRECT   every message goes straight to its destination;
  *   CR_PLAN_SHARING  the two-phase message sharing of the thesis: phase I pairs the

@@ -1,5 +1,5 @@
 /* The lock-step mode of the distributed array (thesis
- * ../shared/papers/darray-aggregation-indirection.txt, chapter 4): queued writes,
+ * Peters 2024, docs/references.md, chapter 4): queued writes,
  * then queued reads, executed in bulk exchanges along a k-dimensional grid, one
  * MPI_Alltoallv per dimension on split communicators (Algorithm 3; direct is the
  * grid of one dimension, P). Requests that meet on a rank are merged: by a hash

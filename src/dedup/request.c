@@ -1,6 +1,6 @@
 /* Requests with replies, merged on their way and split again on the way back
  * (include/courier/dedup.h; docs/dedup.md). The thesis behind src/darray
- * (../shared/papers/darray-aggregation-indirection.txt, sections 4.4-4.5) merges
+ * (Peters 2024, docs/references.md, sections 4.4-4.5) merges
  * the requests of a lock-step grid exchange with a hash map per hop and splits the
  * replies by the map on the way back; here the same happens asynchronously, per
  * request, at every rank a request passes.
@@ -21,6 +21,8 @@
  * request once the pools have grown.
  *
  * The module sees the mailbox only through its public API and module.h. */
+#include "common/code_id.h"
+#include "common/rng.h"
 #include "courier/dedup.h"
 
 #include "common/fatal.h"
@@ -471,7 +473,11 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
         s->handler_cap = cap;
     }
     s->type_of_handler[t->handler] = index;
-    if (cr_register(comm, on_request, t) != t->handler)
+    /* The ranks compare the key length and serve function too: a request type
+     * registered in another order would otherwise be served by the wrong function. */
+    uint64_t extra = cr_hash64(cr_code_id(cr_code_of(type->serve)) ^ type->key_len);
+    if (cr_module_register(comm, &(cr_handler_type){.fn = on_request}, t, "request type",
+                           extra) != t->handler)
         cr_fatal("internal error: request type %d registered under an unexpected id", index);
     return t->handler;
 }

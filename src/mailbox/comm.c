@@ -1,6 +1,7 @@
 /* cr_comm: creation, handler registration, cr_async and friends. */
 #include "mailbox/mailbox_internal.h"
 
+#include "common/code_id.h"
 #include "common/fatal.h"
 #include "common/rng.h"
 #include "mailbox/record.h"
@@ -117,6 +118,8 @@ void cr_comm_destroy(cr_comm *c)
     if (c->handler_depth > 0)
         cr_fatal("cr_comm_destroy was called from inside a handler");
     cr_barrier(c);
+    if (c->cfg.print_stats) /* COURIER_STATS=1 */
+        cr_stats_print(c, stderr);
     cr_modules_destroy(c);
     cr_watchdog_free(c);
     cr_trace_close(c->trace);
@@ -159,7 +162,68 @@ const cr_router *cr_comm_router(const cr_comm *c)
     return c->router;
 }
 
-int cr_register_type(cr_comm *c, const cr_handler_type *type, void *user)
+/* What kind of handler an entry is, for the mismatch message. */
+static const char *handler_kind(const cr_handler_type *type, const char *module_kind)
+{
+    if (module_kind)
+        return module_kind;
+    if (type->key_len > 0)
+        return type->batch ? "combining batch handler" : "combining handler";
+    return type->batch ? "batch handler" : "handler";
+}
+
+/* Everything about a handler that must be equal on every rank for a record to reach
+ * the same code with the same merging everywhere: its functions (by their place in
+ * the executable, src/common/code_id.h), kind, key length, reentrant flag, name, and
+ * what a module adds (`extra`). Not the user pointer, which may differ. */
+static uint64_t handler_signature(const cr_handler_type *type, const char *kind, uint64_t extra)
+{
+    uint64_t h = cr_hash64(extra);
+    h = cr_hash64(h ^ cr_code_id(cr_code_of(type->fn)));
+    h = cr_hash64(h ^ cr_code_id(cr_code_of(type->batch)) * 3);
+    h = cr_hash64(h ^ cr_code_id(cr_code_of(type->combine)) * 5);
+    h = cr_hash64(h ^ ((uint64_t)type->key_len << 1 | (uint64_t)type->reentrant));
+    for (const char *s = kind; s && *s; s++)
+        h = cr_hash64(h ^ (unsigned char)*s);
+    for (const char *s = type->name; s && *s; s++)
+        h = cr_hash64(h ^ (unsigned char)*s << 8);
+    return h;
+}
+
+/* Collective, after the registration wave: do all ranks hold the same handler under
+ * `id`? Exact: the minimum of the signatures equals the minimum of their complements'
+ * complement only when every rank has the same one. On a mismatch the lowest of the
+ * two ranks named prints one line and the job ends (abort_if_any). */
+static void check_handler_agrees(cr_comm *c, int id, const cr_handler_type *type,
+                                 const char *kind, uint64_t signature)
+{
+    cr_transport *tp = c->tp;
+    uint64_t local[2] = {signature, ~signature}, agreed[2];
+    tp->ops->allreduce_u64(tp, local, agreed, 2, CR_REDUCE_MIN);
+    if (agreed[0] == ~agreed[1])
+        return;
+    /* A rank holding the smallest signature, and one holding another. */
+    uint64_t me = (uint64_t)c->rank;
+    uint64_t who[2] = {signature == agreed[0] ? me : UINT64_MAX,
+                       signature != agreed[0] ? me : UINT64_MAX}, first[2];
+    tp->ops->allreduce_u64(tp, who, first, 2, CR_REDUCE_MIN);
+    char err[400];
+    snprintf(err, sizeof err,
+             "cr_register: the ranks' handler tables differ at handler id %d: rank %llu and "
+             "rank %llu registered different handlers there (this rank: %s, key %zu bytes, "
+             "%s%s%s); register the same handlers in the same order on every rank",
+             id, (unsigned long long)(first[0] < first[1] ? first[0] : first[1]),
+             (unsigned long long)(first[0] < first[1] ? first[1] : first[0]),
+             handler_kind(type, kind), type->key_len,
+             type->reentrant ? "reentrant" : "not reentrant", type->name ? ", name " : "",
+             type->name ? type->name : "");
+    uint64_t reporter = first[0] < first[1] ? first[0] : first[1];
+    abort_if_any(tp, me == reporter ? err : NULL);
+    cr_fatal("%s", err); /* not reached: abort_if_any ended the job */
+}
+
+int cr_register_checked(cr_comm *c, const cr_handler_type *type, void *user, const char *kind,
+                        uint64_t extra)
 {
     if (!cr_can_wait(c))
         cr_fatal("cr_register was called from inside a handler; register from the main program");
@@ -175,7 +239,8 @@ int cr_register_type(cr_comm *c, const cr_handler_type *type, void *user)
         &c->handlers, (cr_handler_entry){.fn = type->fn, .batch = type->batch, .user = user,
                                          .key_len = type->key_len, .combine = type->combine,
                                          .combine_user = type->combine_user,
-                                         .reentrant = type->reentrant && c->cfg.nest_limit > 0});
+                                         .reentrant = type->reentrant && c->cfg.nest_limit > 0,
+                                         .name = type->name});
     if (id < 0)
         cr_fatal("cr_register: more than %d handlers on one comm", CR_MAX_HANDLERS);
     if (type->key_len > 0)
@@ -183,7 +248,13 @@ int cr_register_type(cr_comm *c, const cr_handler_type *type, void *user)
     /* No rank returns before every rank has registered the id, so no message for it
      * can reach a rank that does not know it yet. */
     cr_term_register_wave(c);
+    check_handler_agrees(c, id, type, kind, handler_signature(type, kind, extra));
     return id;
+}
+
+int cr_register_type(cr_comm *c, const cr_handler_type *type, void *user)
+{
+    return cr_register_checked(c, type, user, NULL, 0);
 }
 
 int cr_register(cr_comm *c, cr_handler_fn fn, void *user)

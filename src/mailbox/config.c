@@ -30,6 +30,7 @@
 #define VERBOSITY_MAX 3
 #define NODE_SIZE_MAX (1 << 30)
 #define NEST_LIMIT_MAX 64
+#define WATCHDOG_ABORT_MAX 1000
 
 void cr_config_init(cr_config *cfg)
 {
@@ -201,6 +202,14 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
                      "seconds from %g to %g", getenv("COURIER_WATCHDOG"), WATCHDOG_MIN, WATCHDOG_MAX);
         return -1;
     }
+    if ((r = env_long("COURIER_WATCHDOG_ABORT", 0, WATCHDOG_ABORT_MAX, &l, err, errlen)) < 0)
+        return -1;
+    if (r)
+        c.watchdog_abort = (unsigned)l;
+    if ((r = env_long("COURIER_STATS", 0, 1, &l, err, errlen)) < 0)
+        return -1;
+    if (r)
+        c.print_stats = l != 0;
     if ((r = env_long("COURIER_VERBOSE", 0, VERBOSITY_MAX, &l, err, errlen)) < 0)
         return -1;
     if (r)
@@ -279,6 +288,11 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
                      "%g to %g seconds", cfg->watchdog_seconds, WATCHDOG_MIN, WATCHDOG_MAX);
         return -1;
     }
+    if (cfg->watchdog_abort > WATCHDOG_ABORT_MAX) {
+        cr_set_error(err, errlen, "watchdog_abort=%u is out of range: expected 0 (never) to %d",
+                     cfg->watchdog_abort, WATCHDOG_ABORT_MAX);
+        return -1;
+    }
     if (cfg->verbosity < 0 || cfg->verbosity > VERBOSITY_MAX) {
         cr_set_error(err, errlen, "verbosity=%d is out of range: expected 0 to %d", cfg->verbosity,
                   VERBOSITY_MAX);
@@ -316,4 +330,70 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
         }
     }
     return 0;
+}
+
+/* Every COURIER_* variable the library reads (the modules' included). */
+static const char *const known_variables[] = {
+    "COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURIER_MAX_INFLIGHT", "COURIER_NEST_LIMIT",
+    "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_WATCHDOG_ABORT", "COURIER_STATS",
+    "COURIER_VERBOSE", "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE", "COURIER_TRACE",
+    "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
+};
+#define NKNOWN (sizeof known_variables / sizeof known_variables[0])
+
+/* Levenshtein distance of two short names (longer ones are cut at 63 bytes). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strnlen(a, 63), lb = strnlen(b, 63), row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *cr_config_nearest_variable(const char *name)
+{
+    const char *best = known_variables[0];
+    size_t best_d = (size_t)-1;
+    for (size_t i = 0; i < NKNOWN; i++) {
+        size_t d = edit_distance(name, known_variables[i]);
+        if (d < best_d)
+            best = known_variables[i], best_d = d;
+    }
+    return best;
+}
+
+bool cr_config_is_known_variable(const char *name)
+{
+    for (size_t i = 0; i < NKNOWN; i++)
+        if (!strcmp(name, known_variables[i]))
+            return true;
+    return false;
+}
+
+void cr_config_warn_unknown(FILE *out)
+{
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "COURIER_", 8))
+            continue;
+        char name[64];
+        size_t n = strcspn(*e, "=");
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), *e);
+        if (!cr_config_is_known_variable(name))
+            fprintf(out, "courier: warning: %s is not a Courier setting and is ignored; did you "
+                    "mean %s?\n", name, cr_config_nearest_variable(name));
+    }
 }

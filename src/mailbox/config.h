@@ -10,4 +10,12 @@
 int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen);
 int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen);
 
+/* A COURIER_* name the library reads (true), and the known one nearest to `name`
+ * by edit distance. Pure. */
+bool cr_config_is_known_variable(const char *name);
+const char *cr_config_nearest_variable(const char *name);
+/* One warning line on `out` for every COURIER_* variable in the environment that the
+ * library does not read, naming the nearest known one. Local. */
+void cr_config_warn_unknown(FILE *out);
+
 #endif

@@ -352,6 +352,7 @@ static void handle_batch(cr_comm *c, const cr_handler_entry *h, const cr_batch *
     uint64_t before = c->stats.bytes_sent - c->sent_in_waits;
     bool outer_reentrant = c->in_reentrant;
     c->in_reentrant = h->reentrant;
+    c->last_handler = (int)(h - c->handlers.entries) + 1;
     if (h->batch) {
         h->batch(c, b, h->user);
         c->stats.batches++;

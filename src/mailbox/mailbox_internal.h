@@ -109,6 +109,8 @@ struct cr_comm {
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
     int handler_depth;    /* > 0 while a received buffer is being handled */
+    int last_handler;     /* id + 1 of the handler that ran last; 0 = none yet (the
+                             watchdog names it) */
     int nest;             /* waits by handling inside each other now (core.c, "waiting by handling") */
     bool in_reentrant;    /* the handler running now is reentrant (cr_handler_type) */
     bool throttling;      /* user code waits for room (flush.c): its time is counted there */
@@ -158,6 +160,9 @@ void cr_modules_destroy(cr_comm *c);
 
 /* barrier.c: the collective half of cr_register */
 void cr_term_register_wave(cr_comm *c);
+/* cr_register_type with a module's kind name and extra signature (module.h). */
+int cr_register_checked(cr_comm *c, const cr_handler_type *type, void *user, const char *kind,
+                        uint64_t extra);
 
 /* core.c: handling what arrived */
 size_t cr_recv_poll(cr_comm *c, int budget);

@@ -62,5 +62,11 @@ cr_stats *cr_module_stats(cr_comm *comm);
  * whose handler needs its own id must know it before registering: the handler may
  * run inside the registration, for a record a faster rank sent. Local. */
 int cr_module_next_handler_id(const cr_comm *comm);
+/* cr_register_type for a module's handler whose meaning depends on more than its
+ * functions (a request type's key length and serve function): `extra` joins what the
+ * ranks compare at registration, `kind` names the handler in the mismatch message.
+ * Collective, may run handlers, as cr_register_type. */
+int cr_module_register(cr_comm *comm, const cr_handler_type *type, void *user,
+                       const char *kind, uint64_t extra);
 
 #endif

@@ -15,6 +15,7 @@ typedef struct cr_handler_entry {
     void (*combine)(void *dst, const void *src, size_t len, void *user);
     void *combine_user;
     bool reentrant;     /* waits by handling over the cap (cr_handler_type.reentrant) */
+    const char *name;   /* cr_handler_type.name, or NULL */
 } cr_handler_entry;
 
 typedef struct cr_registry {

@@ -32,6 +32,8 @@ typedef struct cr_watch_report {
     uint64_t held;      /* bytes the mailbox holds now: send buffers, in flight, to itself */
     uint64_t peak;      /* cr_stats.peak_memory_bytes */
     uint64_t throttled_us;
+    int32_t last_handler; /* id + 1 of the handler it ran last; 0 = none */
+    int32_t pad2;
 } cr_watch_report;
 
 typedef struct cr_watchdog {
@@ -54,6 +56,7 @@ static void fill_report(cr_comm *c, cr_watch_report *r)
     r->held = cr_held_bytes(c);
     r->peak = cr_peak_memory(c);
     r->throttled_us = c->stats.throttled_us;
+    r->last_handler = c->last_handler;
     snprintf(r->reason, sizeof r->reason, "%s", c->waiting ? c->wait_reason : "user code");
 }
 
@@ -131,6 +134,42 @@ static void format_ranks(const int *ranks, int n, char *out, size_t room)
     }
 }
 
+/* "handler 3 (name)" for an id + 1 as the reports carry it. */
+static void format_handler(const cr_comm *c, int32_t id1, char *out, size_t room)
+{
+    const cr_handler_entry *h = id1 > 0 ? cr_registry_get(&c->handlers, (uint32_t)(id1 - 1)) : NULL;
+    if (id1 <= 0)
+        snprintf(out, room, "none");
+    else if (h && h->name)
+        snprintf(out, room, "handler %d (%s)", id1 - 1, h->name);
+    else
+        snprintf(out, room, "handler %d", id1 - 1);
+}
+
+/* COURIER_WATCHDOG_ABORT on rank 0: one line naming the ranks that are not in the
+ * barrier (waiting elsewhere, or silent) and the last handler every rank ran, then
+ * the job ends. */
+static noreturn void abort_hung_job(cr_comm *c, double quiet, const char *where,
+                                    const char *not_in)
+{
+    cr_watchdog *w = c->watch;
+    char last[600];
+    size_t o = 0;
+    for (int r = 0; r < c->size && o + 80 < sizeof last; r++) {
+        char h[96];
+        bool known = r == 0 || (w->at && w->at[r] >= 0);
+        if (known)
+            format_handler(c, r == 0 ? c->last_handler : w->last[r].last_handler, h, sizeof h);
+        o += (size_t)snprintf(last + o, sizeof last - o, "%s%d: %s", r ? ", " : "", r,
+                              known ? h : "no report");
+        if (r + 1 < c->size && o + 80 >= sizeof last)
+            snprintf(last + o, sizeof last - o, ", ... (%d more)", c->size - r - 1);
+    }
+    cr_fatal("watchdog: no progress for %.1f s in %s (COURIER_WATCHDOG_ABORT=%u intervals of "
+             "%g s): ending the job; not in it: %s; the last handler each rank ran: %s",
+             quiet, where, c->cfg.watchdog_abort, c->cfg.watchdog_seconds, not_in, last);
+}
+
 /* Rank 0's summary: who waits in its barrier, who waits elsewhere, who sent nothing. */
 static void print_summary(cr_comm *c, double quiet)
 {
@@ -176,6 +215,16 @@ static void print_summary(cr_comm *c, double quiet)
             (double)fullest->throttled_us * 1e-6);
     fputc('\n', stderr);
     fflush(stderr);
+    if (c->cfg.watchdog_abort > 0 && quiet >= c->cfg.watchdog_abort * c->cfg.watchdog_seconds) {
+        char not_in[900];
+        snprintf(not_in, sizeof not_in, "%s%s%s%s%s%s", nelse ? "in other waits: " : "",
+                 nelse ? (nelse == 1 ? "rank " : "ranks ") : "", nelse ? list[1] : "",
+                 nelse && nsilent ? "; no report (outside Courier, or stuck): "
+                 : nsilent ? "no report (outside Courier, or stuck): " : "",
+                 nsilent ? (nsilent == 1 ? "rank " : "ranks ") : "",
+                 nsilent ? list[2] : nelse ? "" : "none (every rank waits in it)");
+        abort_hung_job(c, quiet, where, not_in);
+    }
     free(with);
     free(elsewhere);
     free(silent);
@@ -199,6 +248,14 @@ static void report(cr_comm *c, double quiet)
                  "reports (it is outside Courier, so no summary),", quiet);
         cr_print_state(c, stderr, why);
         w->sent_at = now;
+        if (c->cfg.watchdog_abort > 0 && quiet >= c->cfg.watchdog_abort * c->cfg.watchdog_seconds) {
+            char h[96];
+            format_handler(c, c->last_handler, h, sizeof h);
+            cr_fatal("watchdog: no progress for %.1f s in %s, and rank 0 is not in Courier "
+                     "(COURIER_WATCHDOG_ABORT=%u intervals): ending the job; the last handler "
+                     "this rank ran: %s",
+                     quiet, c->waiting ? c->wait_reason : "user code", c->cfg.watchdog_abort, h);
+        }
     }
 }
 

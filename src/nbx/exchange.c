@@ -2,7 +2,7 @@
  * machine each, stepped from the comm's event loop so the mailbox keeps running.
  *
  * Protocols after Hoefler, Siebert and Lumsdaine, PPoPP 2010
- * (../shared/papers/nbx-sparse-exchange.txt): PEX exchanges sizes with an
+ * (Hoefler, Siebert and Lumsdaine 2010, docs/references.md): PEX exchanges sizes with an
  * all-to-all, PCX counts with a reduce-scatter, NBX needs no metadata at all and
  * finishes with a non-blocking barrier entered once its synchronous sends matched.
  *

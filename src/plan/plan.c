@@ -1,6 +1,6 @@
 /* The static exchange planner: message sharing (two phases) and store-and-forward.
  *
- * Follows ../shared/papers/message-sharing.txt. The thesis keeps send-set sizes by
+ * Follows Duymuş 2021, docs/references.md. The thesis keeps send-set sizes by
  * hand-written bookkeeping per case (Algorithms 2-4, the four singleton cases); here
  * every decision is the thesis's, but the sizes come from one exact ledger: a table
  * of hops (a, b) with the number of reasons rank a has to send to b. A rank's load

@@ -33,6 +33,17 @@ static void nop_batch(cr_comm *c, const cr_batch *b, void *u)
     (void)c, (void)b, (void)u;
 }
 
+/* Two handlers that do the same (nothing) but are different functions. */
+static void handler_a(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)c, (void)src, (void)p, (void)len, (void)u;
+}
+
+static void handler_b(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)c, (void)src, (void)p, (void)len, (void)u;
+}
+
 static void exchange_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
 {
     (void)src, (void)p, (void)len, (void)u;
@@ -116,6 +127,27 @@ int main(int argc, char **argv)
                                           NULL);
         if (c->rank == 1)
             cr_dedup_request(c, 0, r, NULL, 0, no_reply, NULL);
+    } else if (!strcmp(what, "handler-order")) {
+        /* The last rank registers b before a: each id would run another function. */
+        bool last = c->rank == c->size - 1;
+        cr_register(c, last ? handler_b : handler_a, NULL);
+        cr_register(c, last ? handler_a : handler_b, NULL);
+    } else if (!strcmp(what, "handler-kind")) {
+        bool last = c->rank == c->size - 1;
+        cr_register_type(c, last ? &(cr_handler_type){.batch = nop_batch}
+                                 : &(cr_handler_type){.fn = nop}, NULL);
+    } else if (!strcmp(what, "handler-key-len")) {
+        size_t key = c->rank == c->size - 1 ? 16 : 8;
+        cr_dedup_rule rule = {.key_len = key, .op = CR_DEDUP_SUM, .type = CR_DEDUP_INT64};
+        cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
+    } else if (!strcmp(what, "handler-rule")) {
+        cr_dedup_op op = c->rank == c->size - 1 ? CR_DEDUP_MIN : CR_DEDUP_SUM;
+        cr_dedup_rule rule = {.key_len = 8, .op = op, .type = CR_DEDUP_INT64};
+        cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
+    } else if (!strcmp(what, "request-key-len")) {
+        size_t key = c->rank == c->size - 1 ? 16 : 8;
+        cr_dedup_register_request(
+            c, &(cr_dedup_request_type){.serve = serve_silently, .key_len = key}, NULL);
     } else if (!strcmp(what, "register-fn-and-batch")) {
         cr_register_type(c, &(cr_handler_type){.fn = nop, .batch = nop_batch}, NULL);
     } else if (!strcmp(what, "bad-dest")) {
@@ -163,6 +195,16 @@ int main(int argc, char **argv)
             cr_async(c, 1, flood, NULL, 0);
         if (c->rank == 0)
             nanosleep(&(struct timespec){.tv_sec = 1, .tv_nsec = 500000000}, NULL);
+    } else if (!strcmp(what, "watchdog-abort")) {
+        /* Every rank greets every rank; the last rank then never joins the barrier.
+         * With COURIER_WATCHDOG_ABORT the job ends, naming it and the last handler. */
+        int greet = cr_register_type(c, &(cr_handler_type){.fn = nop, .name = "greet"}, NULL);
+        for (int r = 0; r < c->size; r++)
+            cr_async(c, r, greet, NULL, 0);
+        cr_flush(c);
+        if (c->rank == c->size - 1)
+            for (;;) /* stuck in user code; ended by rank 0's abort */
+                nanosleep(&(struct timespec){.tv_sec = 1}, NULL);
     } else if (!strcmp(what, "watchdog-summary")) {
         /* rank 0 waits and sums up: the last rank is the one that has not joined */
         if (c->rank == c->size - 1)
@@ -170,6 +212,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "sigusr1")) {
         if (c->rank == 0)
             raise(SIGUSR1);
+    } else if (!strcmp(what, "none")) {
+        /* a correct program, for diagnostics printed by a job that succeeds */
+        for (int r = 0; r < c->size; r++)
+            cr_async(c, r, h, NULL, 0);
     } else {
         fprintf(stderr, "fatal_cases: unknown case '%s'\n", what);
         MPI_Abort(MPI_COMM_WORLD, 3);

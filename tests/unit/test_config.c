@@ -1,6 +1,7 @@
 /* Configuration: defaults, environment parsing, errors that name variable, value
  * and range. */
 #include "courier/mailbox.h"
+#include "mailbox/config.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +17,7 @@ static const char *vars[] = {"COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURI
                              "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_VERBOSE",
                              "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE",
                              "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
-                             "COURIER_TRACE"};
+                             "COURIER_TRACE", "COURIER_WATCHDOG_ABORT", "COURIER_STATS"};
 
 static int clear_env(void **state)
 {
@@ -258,6 +259,38 @@ static void test_watchdog_minimum_from_env(void **state)
     assert_true(c.watchdog_seconds == 0.1);
 }
 
+static void test_watchdog_abort_and_stats_from_env(void **state)
+{
+    (void)state;
+    cr_config c;
+    cr_config_init(&c);
+    assert_int_equal(c.watchdog_abort, 0);
+    assert_false(c.print_stats);
+    setenv("COURIER_WATCHDOG_ABORT", "5", 1);
+    setenv("COURIER_STATS", "1", 1);
+    char err[256];
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
+    assert_int_equal(c.watchdog_abort, 5);
+    assert_true(c.print_stats);
+    setenv("COURIER_STATS", "2", 1);
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "COURIER_STATS='2' is not valid"));
+    c.watchdog_abort = 1001;
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), -1);
+}
+
+/* A misspelled name is matched to the known one it is nearest to. */
+static void test_nearest_variable(void **state)
+{
+    (void)state;
+    assert_true(cr_config_is_known_variable("COURIER_BUFFER_SIZE"));
+    assert_false(cr_config_is_known_variable("COURIER_BUFER_SIZE"));
+    assert_string_equal(cr_config_nearest_variable("COURIER_BUFER_SIZE"), "COURIER_BUFFER_SIZE");
+    assert_string_equal(cr_config_nearest_variable("COURIER_WATCHDOG_ABRT"), "COURIER_WATCHDOG_ABORT");
+    assert_string_equal(cr_config_nearest_variable("COURIER_ROUTES"), "COURIER_ROUTE");
+    assert_string_equal(cr_config_nearest_variable("COURIER_STAT"), "COURIER_STATS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +300,8 @@ int main(void)
         cmocka_unit_test_setup(test_validate_rejects_out_of_range, clear_env),
         cmocka_unit_test_setup(test_validate_checks_both_bounds, clear_env),
         cmocka_unit_test_setup(test_watchdog_minimum_from_env, clear_env),
+        cmocka_unit_test_setup(test_watchdog_abort_and_stats_from_env, clear_env),
+        cmocka_unit_test_setup(test_nearest_variable, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
