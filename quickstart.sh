@@ -16,6 +16,9 @@ cd "$(dirname "$0")"
 
 PACKAGES=(build-essential meson ninja-build pkg-config openmpi-bin libopenmpi-dev
           libev-dev libjemalloc-dev libcmocka-dev gnuplot-nox)
+# The test command also builds and checks Courier against MPICH (scripts/check_install.sh),
+# which Debian installs beside Open MPI without changing the default mpicc and mpirun.
+TEST_PACKAGES=(mpich libmpich-dev)
 DEMO_RANKS=${DEMO_RANKS:-4}
 
 usage() {
@@ -24,7 +27,7 @@ usage() {
 
 install_missing() {
     local missing=() p
-    for p in "${PACKAGES[@]}"; do
+    for p in "${PACKAGES[@]}" "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
             missing+=("$p")
     done
@@ -65,7 +68,7 @@ demo)
     mpirun -np "$DEMO_RANKS" build/apps/bfs "${@:2}"
     ;;
 test)
-    install_missing
+    install_missing "${TEST_PACKAGES[@]}"
     build build
     mpi_env
     meson test -C build --print-errorlogs --no-suite large "${@:2}"

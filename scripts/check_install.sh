@@ -1,28 +1,65 @@
 #!/usr/bin/env bash
 # Install Courier to a fresh prefix, compile the README's first program against it
-# with pkg-config exactly as the README says, run it at 3 ranks and check the counts.
-#   scripts/check_install.sh        (quickstart.sh test runs it; about 30 s)
+# with mpicc and pkg-config exactly as the README says, run it at 3 ranks with the
+# installed courier-run and check the counts. Then, where MPICH is installed beside
+# Open MPI, the same with Courier built against MPICH (-Dmpi=mpich), plus the MPI
+# test programs at 2 and 3 ranks under MPICH's launcher.
+#   scripts/check_install.sh        (quickstart.sh test runs it; about 2 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-prefix=$tmp/prefix
-meson setup "$tmp/build" --prefix="$prefix" -Dtests=false -Dapps=false >/dev/null
-ninja -C "$tmp/build" install >/dev/null
-# Debian's multiarch libdir: $prefix/lib/x86_64-linux-gnu/pkgconfig (README, "Installed use")
-pcdir=$prefix/$(meson introspect "$tmp/build" --buildoptions |
-    python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')/pkgconfig
-[ -f "$pcdir/courier.pc" ] || { echo "check_install: no courier.pc in $pcdir" >&2; exit 1; }
 awk '/^## A first program/ {f = 1} f && /^```c/ {p = 1; next} p && /^```/ {exit} p' README.md > "$tmp/app.c"
 [ -s "$tmp/app.c" ] || { echo "check_install: no C program under 'A first program' in README.md" >&2; exit 1; }
-export PKG_CONFIG_PATH=$pcdir
-mpicc -std=c11 "$tmp/app.c" -o "$tmp/app" $(pkg-config --cflags --libs courier)
-[ -x "$prefix/bin/courier-run" ] || { echo "check_install: courier-run is not installed in $prefix/bin" >&2; exit 1; }
-out=$("$prefix/bin/courier-run" -np 3 "$tmp/app")
-for r in 0 1 2; do
-    grep -qx "rank $r: 3 greetings" <<<"$out" || {
-        printf 'check_install: expected "rank %d: 3 greetings", got:\n%s\n' "$r" "$out" >&2
+
+# install_and_run NAME MPICC LAUNCHER [MESON OPTIONS...]
+install_and_run() {
+    local name=$1 mpicc=$2 launcher=$3
+    shift 3
+    local prefix=$tmp/prefix-$name build=$tmp/build-$name
+    meson setup "$build" --prefix="$prefix" "$@" >/dev/null
+    ninja -C "$build" install >/dev/null
+    # Debian's multiarch libdir: $prefix/lib/x86_64-linux-gnu/pkgconfig (README)
+    local libdir pcdir
+    libdir=$(meson introspect "$build" --buildoptions |
+        python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
+    pcdir=$prefix/$libdir/pkgconfig
+    [ -f "$pcdir/courier.pc" ] || { echo "check_install ($name): no courier.pc in $pcdir" >&2; exit 1; }
+    PKG_CONFIG_PATH=$pcdir "$mpicc" -std=c11 "$tmp/app.c" -o "$tmp/app-$name" \
+        $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs courier)
+    [ -x "$prefix/bin/courier-run" ] || { echo "check_install: courier-run is not installed in $prefix/bin" >&2; exit 1; }
+    local out
+    if [ "$launcher" = courier-run ]; then
+        out=$("$prefix/bin/courier-run" -np 3 "$tmp/app-$name")
+    else
+        out=$("$launcher" -np 3 "$tmp/app-$name")
+    fi
+    for r in 0 1 2; do
+        grep -qx "rank $r: 3 greetings" <<<"$out" || {
+            printf 'check_install (%s): expected "rank %d: 3 greetings", got:\n%s\n' "$name" "$r" "$out" >&2
+            exit 1
+        }
+    done
+    echo "check_install: $name: installed to a prefix, README program built with $mpicc and pkg-config, ran at 3 ranks: counts right"
+}
+
+install_and_run openmpi mpicc courier-run -Dtests=false -Dapps=false
+
+if pkg-config --exists mpich && command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
+    install_and_run mpich mpicc.mpich mpiexec.mpich -Dmpi=mpich -Dtests=true -Dapps=false
+    ninja -C "$tmp/build-mpich" >/dev/null
+    tests=()
+    for program in mailbox exchange bfs coll dedup requests darray; do
+        for np in 2 3; do
+            tests+=("$program np=$np")
+        done
+    done
+    meson test -C "$tmp/build-mpich" --print-errorlogs "${tests[@]}" >"$tmp/mpich-tests.log" 2>&1 || {
+        cat "$tmp/mpich-tests.log" >&2
+        echo "check_install: the MPI tests failed under MPICH" >&2
         exit 1
     }
-done
-echo "check_install: installed to a prefix, courier.pc in lib/<multiarch>/pkgconfig, README program built with mpicc and pkg-config and ran at 3 ranks with courier-run: counts right"
+    echo "check_install: mpich: $(grep -E '^Ok:' "$tmp/mpich-tests.log" | tr -s ' ') MPI tests at 2 and 3 ranks under mpiexec.mpich"
+else
+    echo "check_install: MPICH not installed (Debian: mpich libmpich-dev): its build was not checked"
+fi

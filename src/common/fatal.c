@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 noreturn void cr_fatal(const char *fmt, ...)
 {
@@ -24,8 +25,12 @@ noreturn void cr_fatal(const char *fmt, ...)
         fprintf(stderr, "courier: %s\n", msg);
     fflush(stderr);
 
-    if (initialized && !finalized)
+    if (initialized && !finalized) {
+        /* Give the launcher a moment to forward the line: MPICH's Hydra may end the
+         * job before it has read what the aborting rank wrote last. */
+        nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
         MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     exit(1);
 }
 

@@ -277,10 +277,29 @@ static MPI_Op mpi_op(cr_reduce_op op)
     return op == CR_REDUCE_MIN ? MPI_MIN : op == CR_REDUCE_MAX ? MPI_MAX : MPI_SUM;
 }
 
+/* Minimum and maximum of unsigned 64-bit values as signed ones with the sign bit
+ * flipped, which orders them the same: some MPI libraries compare unsigned types as
+ * signed in MPI_MIN and MPI_MAX (MPICH 4.0.2, Open MPI 4.1.2-4.1.4 for
+ * MPI_UNSIGNED_LONG), and the agreement checks depend on these. */
+#define SIGN_BIT (UINT64_C(1) << 63)
+enum { FLIP_BATCH = 16 };
+
 static void allreduce_u64(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
                           cr_reduce_op op)
 {
-    MPI_Allreduce(in, out, n, MPI_UINT64_T, mpi_op(op), mt(t)->ctrl);
+    if (op == CR_REDUCE_SUM) {
+        MPI_Allreduce(in, out, n, MPI_UINT64_T, MPI_SUM, mt(t)->ctrl);
+        return;
+    }
+    for (int done = 0; done < n; done += FLIP_BATCH) {
+        int k = n - done < FLIP_BATCH ? n - done : FLIP_BATCH;
+        int64_t flipped[FLIP_BATCH], result[FLIP_BATCH];
+        for (int i = 0; i < k; i++)
+            flipped[i] = (int64_t)(in[done + i] ^ SIGN_BIT);
+        MPI_Allreduce(flipped, result, k, MPI_INT64_T, mpi_op(op), mt(t)->ctrl);
+        for (int i = 0; i < k; i++)
+            out[done + i] = (uint64_t)result[i] ^ SIGN_BIT;
+    }
 }
 
 static void allreduce_double(cr_transport *t, const double *in, double *out, int n,
