@@ -141,8 +141,8 @@ static void parse(app *a, int argc, char **argv, options *o)
         app_usage_error(a, "--format goes with --graph");
     if (o->vertices && !o->graph)
         app_usage_error(a, "--vertices goes with --graph (a generated graph has 2^scale vertices)");
-    if (o->gen.kind == CR_GEN_RGG && o->gen.scale > 26)
-        app_usage_error(a, "--scale %d is too large for rgg (at most 26)", o->gen.scale);
+    if (!o->graph)
+        app_graph_check(a, &o->gen);
 }
 
 /* Roots: vertices drawn from the seed, kept if they have an edge; the same on
@@ -233,41 +233,17 @@ static int read_roots(app *a, cr_graph *g, const char *path, uint64_t max, uint6
     return have;
 }
 
-/* Bytes per rank the graph and one search need for n vertices: CSR offsets and fill,
- * parents, levels and validation state per owned vertex, plus the sent-visit bitmap
- * over all vertices. An estimate for error messages, not a bound. */
-static double bytes_per_rank(uint64_t n, int ranks)
-{
-    return (double)n / ranks * 40 + (double)n / 8;
-}
-
 /* The vertex count of a file's graph: 1 + the largest id, or --vertices. Ids are
  * used as they are (never relabelled), so one huge id would make every rank
- * allocate for all the ids below it; refuse that with a line that says so. */
+ * allocate for all the ids below it: refused before anything is allocated. Per
+ * owned vertex the CSR offsets and fill, parents, levels and validation state take
+ * about 40 bytes; the sent-visit bitmap takes a bit per vertex of the graph. */
 static void check_vertices(app *a, const options *o, cr_edge_list *edges)
 {
-    uint64_t seen = edges->nvertices, n, m = edges->count, total_m;
-    MPI_Allreduce(&seen, &n, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    uint64_t m = edges->count, total_m;
     MPI_Allreduce(&m, &total_m, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    if (n == 0 && !o->vertices)
-        app_error(a, "%s: the graph has no vertices (no edges in the file)", o->graph);
-    if (o->vertices && n > o->vertices)
-        app_error(a, "%s: vertex id %llu is not below --vertices %llu", o->graph,
-                  (unsigned long long)(n - 1), (unsigned long long)o->vertices);
-    if (o->vertices)
-        n = o->vertices;
-    double need = bytes_per_rank(n, a->size) / (1 << 30);
-    if (!o->vertices && n > (1u << 20) && n / 64 > total_m)
-        app_error(a, "%s: vertex id %llu makes %llu vertices for %llu edges, about %.1f GiB per "
-                  "rank; ids are used as they are, so they must be dense (0 .. n-1): relabel "
-                  "the file, or give --vertices %llu if the graph has that many vertices",
-                  o->graph, (unsigned long long)(n - 1), (unsigned long long)n,
-                  (unsigned long long)total_m, need, (unsigned long long)n);
-    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / (1 << 30);
-    if (phys > 0 && need > phys)
-        app_error(a, "%s: %llu vertices need about %.1f GiB per rank, more than this machine's "
-                  "%.1f GiB", o->graph, (unsigned long long)n, need, phys);
-    edges->nvertices = n;
+    edges->nvertices = app_file_vertices(a, o->graph, edges->nvertices, total_m, o->vertices,
+                                         40, 1.0 / 8);
 }
 
 /* Collective: an error on any rank (its block of a file) ends the job with one line. */
@@ -397,6 +373,13 @@ int main(int argc, char **argv)
 
     double t0 = MPI_Wtime();
     cr_edge_list edges;
+    if (o.roots_file) { /* noticed before the graph is generated or read, not after */
+        FILE *f = fopen(o.roots_file, "r");
+        char err[300];
+        snprintf(err, sizeof err, "%s: cannot open the roots file", o.roots_file);
+        app_agree(&a, f ? NULL : err);
+        fclose(f);
+    }
     load_graph(&a, &o, &edges);
     double t_gen = app_max_time(MPI_Wtime() - t0);
     t0 = MPI_Wtime();

@@ -223,10 +223,15 @@ static msf_edge *load_edges(const app *a, const opts *o, size_t *m, uint64_t *n)
     app_agree(a, list.count && !list.weights ? "the graph has no weights (give --weights, or "
                                                "'u v w' lines)"
                                              : NULL);
-    uint64_t mine = list.count, before = 0, nv = list.nvertices;
+    uint64_t mine = list.count, before = 0, nv = list.nvertices, all;
     MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (a->rank == 0)
         before = 0;
+    if (o->graph) { /* ids used as they are: refuse what cannot fit before allocating */
+        MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        /* per owned vertex: component labels, the lightest edges, the darray's arrays */
+        nv = app_file_vertices(a, o->graph, nv, all, 0, 96, 0);
+    }
     MPI_Allreduce(&nv, n, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     msf_edge *e = app_calloc(a, list.count ? list.count : 1, sizeof *e, "the edges");
     for (size_t j = 0; j < list.count; j++) {

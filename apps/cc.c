@@ -272,6 +272,12 @@ int main(int argc, char **argv)
                                      sizeof err)
                      : cr_generate(&o.gen, a.rank, a.size, &edges, err, sizeof err);
     app_agree(&a, rc ? err : NULL);
+    if (o.graph) { /* ids used as they are: refuse what cannot fit before allocating */
+        uint64_t mine = edges.count, all;
+        MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        /* per owned vertex: CSR offsets, labels, the darray's or propagation's state */
+        edges.nvertices = app_file_vertices(&a, o.graph, edges.nvertices, all, 0, 64, 0);
+    }
 
     cr_config cfg;
     cr_config_init(&cfg);

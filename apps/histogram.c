@@ -501,6 +501,20 @@ int main(int argc, char **argv)
     if (want[MODE_GATHER] && total / (uint64_t)a.size >= (1ULL << 32))
         app_usage_error(&a, "gather mode needs fewer than 2^32 counters per rank (--table %llu "
                         "over %d ranks)", (unsigned long long)total, a.size);
+    /* The kernel overcommits: a calloc that succeeds is no proof the memory exists,
+     * so the table (blocks, plus the whole table again for local mode) and the
+     * per-rank update arrays (three of them in alltoallv mode, the answers in gather
+     * mode) are held against the machine's memory before anything is allocated. */
+    double need = (double)total * 8 * (want[MODE_LOCAL] ? 2 : 1) +
+                  (double)n * a.size * 8 * (want[MODE_ALLTOALLV] ? 3 : 0) +
+                  (double)n * a.size * 8 * (want[MODE_GATHER] ? 1 : 0);
+    double phys = app_physical_memory();
+    if (phys > 0 && need > phys)
+        app_usage_error(&a, "--table %llu and --updates %llu need about %.1f GiB on this "
+                        "machine's %d ranks, more than its %.1f GiB: cannot allocate this "
+                        "rank's block of %llu counters and its updates",
+                        (unsigned long long)total, (unsigned long long)n, need / (1 << 30), a.size,
+                        phys / (1 << 30), (unsigned long long)(total / (uint64_t)a.size));
 
     FILE *out = app_open_csv(&a, csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
                                       "seconds,updates_per_s,verified,mpi_sends_max,mpi_sends_mean,"

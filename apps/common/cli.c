@@ -5,11 +5,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void app_init(app *a, const char *name, const char *usage, int *argc, char ***argv)
 {
@@ -72,6 +74,39 @@ void app_agree(const app *a, const char *err)
     }
     MPI_Finalize();
     exit(1);
+}
+
+double app_physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+uint64_t app_file_vertices(const app *a, const char *path, uint64_t seen, uint64_t edges,
+                           uint64_t given, double bytes_owned, double bytes_all)
+{
+    uint64_t n;
+    MPI_Allreduce(&seen, &n, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (n == 0 && !given)
+        app_error(a, "%s: the graph has no vertices (no edges in the file)", path);
+    if (given && n > given)
+        app_error(a, "%s: vertex id %llu is not below --vertices %llu", path,
+                  (unsigned long long)(n - 1), (unsigned long long)given);
+    if (given)
+        n = given;
+    double need = (double)n / a->size * bytes_owned + (double)n * bytes_all;
+    if (!given && n > (1u << 20) && n / 64 > edges)
+        app_error(a, "%s: vertex id %llu makes %llu vertices for %llu edges, about %.1f GiB per "
+                  "rank; ids are used as they are, so they must be dense (0 .. n-1): relabel "
+                  "the file",
+                  path, (unsigned long long)(n - 1), (unsigned long long)n,
+                  (unsigned long long)edges, need / (1 << 30));
+    double phys = app_physical_memory();
+    if (phys > 0 && need * a->size > phys)
+        app_error(a, "%s: %llu vertices need about %.1f GiB per rank, %.1f GiB on this machine's "
+                  "%d ranks, more than its %.1f GiB", path, (unsigned long long)n,
+                  need / (1 << 30), need * a->size / (1 << 30), a->size, phys / (1 << 30));
+    return n;
 }
 
 void *app_calloc(const app *a, size_t count, size_t size, const char *what)
@@ -266,6 +301,14 @@ void app_graph_check(const app *a, const cr_gen_params *gen)
 {
     if (gen->kind == CR_GEN_RGG && gen->scale > 26)
         app_usage_error(a, "--scale %d is too large for rgg (at most 26)", gen->scale);
+    /* The generated edges (16 bytes each, then both directions in the CSR) and the
+     * per-vertex arrays, over all ranks of this machine: refused before generating. */
+    double n = ldexp(1.0, gen->scale), m = n * gen->edgefactor;
+    double need = m * 48 + n * 64, phys = app_physical_memory();
+    if (phys > 0 && need > phys)
+        app_usage_error(a, "--scale %d with edge factor %g needs about %.1f GiB for the graph, "
+                        "more than this machine's %.1f GiB", gen->scale, gen->edgefactor,
+                        need / (1 << 30), phys / (1 << 30));
 }
 
 void app_lockstep_route(const app *a, const char *value, const char *who)

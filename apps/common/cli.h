@@ -41,6 +41,21 @@ void app_agree(const app *a, const char *err);
  * size (local; the job ends through MPI_Abort). */
 void *app_calloc(const app *a, size_t count, size_t size, const char *what);
 
+/* This machine's physical memory in bytes (0 if unknown). The kernel overcommits, so
+ * a successful calloc is no proof that the memory exists: compare with this first. */
+double app_physical_memory(void);
+
+/* Collective, for a graph read from a file (`path`), whose vertex ids are used as
+ * they are: its vertex count, 1 + the largest id any rank saw (`seen` is this rank's
+ * 1 + largest id), or `given` (--vertices) when not 0. `edges` is the edge count over
+ * all ranks. Ends the job with one line, before anything is allocated, when the graph
+ * has no vertices, when an id is not below `given`, when the ids are so sparse that
+ * one would make over 64 times as many vertices as edges (above 2^20), or when the
+ * vertices need more than this machine's memory at `bytes_owned` per vertex a rank
+ * owns plus `bytes_all` per vertex of the whole graph. */
+uint64_t app_file_vertices(const app *a, const char *path, uint64_t seen, uint64_t edges,
+                           uint64_t given, double bytes_owned, double bytes_all);
+
 /* Print the usage on rank 0 and exit with 0 on every rank. */
 noreturn void app_help(const app *a);
 
