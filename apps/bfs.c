@@ -461,6 +461,10 @@ int main(int argc, char **argv)
         printf("  validation: %d of %d searches valid\n", nroots - failures, nroots);
         printf("  TEPS: harmonic mean %.2f M, min %.2f M, median %.2f M, max %.2f M\n",
                hmean / 1e6, lo / 1e6, med / 1e6, hi / 1e6);
+        double total_time = 0;
+        for (int k = 0; k < nroots; k++)
+            total_time += times[k];
+        printf("  time per search: mean %.6f s\n", nroots ? total_time / nroots : 0.0);
         printf("  MPI sends per rank (max, all searches and validations): %llu; peak memory per "
                "rank %.1f MiB\n", (unsigned long long)sends_max, rss_max / 1024.0);
         if (csv) {

@@ -34,29 +34,35 @@ static const char usage[] =
     "time; checks the labels against a sequential union-find when the graph fits\n"
     "on one rank.\n"
     "\n"
-    "  --algorithm A     label (asynchronous label propagation, default: 2.5 times\n"
-    "                    faster at scale 18 on 8 ranks) or sv (lock-step pointer\n"
-    "                    jumping on the distributed array)\n"
+    "  --algorithm A     local (default: union-find over each rank's own edges with\n"
+    "                    Afforest's sampling, then only cut edges travel; cr_graph_cc),\n"
+    "                    label (asynchronous label propagation) or sv (lock-step\n"
+    "                    pointer jumping on the distributed array)\n"
     "  --scale S         2^S vertices (default 16)\n"
     "  --edgefactor E    edges per vertex (default 16)\n"
     "  --generator G     rmat, gnm or rgg (default rmat)\n"
     "  --graph FILE      read the edges instead (text 'u v' per line, Courier binary,\n"
     "                    or a Graph500 dump FILE.g500)\n"
     "  --route R         sv: the lock-step route, direct (default), grid, hypercube;\n"
-    "                    label: the comm's route, any of COURIER_ROUTE's\n"
-    "  --node-size K     label: virtual nodes of K ranks\n"
+    "                    local, label: the comm's route, any of COURIER_ROUTE's\n"
+    "  --node-size K     local, label: virtual nodes of K ranks\n"
     "  --aggregation A   sv: none, hash (default) or sort\n"
     "  --validate V      auto (default): check the invariants distributedly (every\n"
     "                    edge within one component, every label a root and at most\n"
     "                    its vertex's id) and, up to 2^22 edges, against a union-find\n"
     "                    on rank 0; yes: always against the union-find too; no: neither\n"
     "  --seed S          graph seed (default 1)\n"
+    "  --write-graph F   write the graph's edges to F, 'u v' per line (GAP's .el)\n"
+    "  --stats           print the runtime's counters for the algorithm\n"
     "  --help            this text\n";
+
+enum { ALG_SV, ALG_LABEL, ALG_LOCAL };
 
 typedef struct ccopts {
     cr_gen_params gen;
-    const char *graph, *route;
-    int label;      /* the algorithm: 1 label propagation, 0 sv */
+    const char *graph, *route, *write_graph;
+    int algorithm;  /* ALG_LOCAL (cr_graph_cc), ALG_LABEL or ALG_SV */
+    int stats;      /* --stats: the runtime's counters at the end */
     int aggregation;
     unsigned node_size;
     int validate;
@@ -221,11 +227,11 @@ static void sizes(cr_comm *comm, uint64_t n, uint64_t first, const uint64_t *lab
 
 static void parse(app *a, int argc, char **argv, ccopts *o)
 {
-    static const char *const algos[] = {"sv", "label", NULL};
+    static const char *const algos[] = {"sv", "label", "local", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     static const char *const validations[] = {"no", "yes", "auto", NULL};
     cr_gen_params_init(&o->gen);
-    o->label = 1;
+    o->algorithm = ALG_LOCAL;
     o->aggregation = CR_DARRAY_AGG_HASH;
     o->validate = 2;
     o->route = "direct";
@@ -235,12 +241,15 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
         {"graph", required_argument, 0, 'G'},     {"route", required_argument, 0, 'R'},
         {"node-size", required_argument, 0, 'N'}, {"aggregation", required_argument, 0, 'A'},
         {"validate", required_argument, 0, 'V'},  {"seed", required_argument, 0, 'S'},
+        {"write-graph", required_argument, 0, 'W'}, {"stats", no_argument, 0, 'T'},
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
         switch (ch) {
-        case 'a': o->label = app_parse_choice(a, "--algorithm", optarg, algos); break;
+        case 'a': o->algorithm = app_parse_choice(a, "--algorithm", optarg, algos); break;
+        case 'W': o->write_graph = optarg; break;
+        case 'T': o->stats = 1; break;
         case 'R': o->route = optarg; break;
         case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
@@ -254,11 +263,14 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
     if (optind < argc)
         app_usage_error(a, "unexpected argument '%s'", argv[optind]);
     app_graph_check(a, &o->gen);
-    if (!o->label)
+    if (o->algorithm == ALG_SV)
         app_lockstep_route(a, o->route, "sv's lock-step");
     else
         app_parse_route(a, o->route, &(cr_config){0});
 }
+
+static const char *const algorithm_names[] = {"sv", "label propagation",
+                                              "local union-find, then cut edges"};
 
 int main(int argc, char **argv)
 {
@@ -266,30 +278,36 @@ int main(int argc, char **argv)
     app_init(&a, "cc", usage, &argc, &argv);
     ccopts o = {0};
     parse(&a, argc, argv, &o);
+    FILE *write_to = app_open_graph_file(&a, o.write_graph);
     cr_edge_list edges = {0};
     char err[512];
+    double t_gen = MPI_Wtime();
     int rc = o.graph ? cr_read_edges(o.graph, CR_FILE_AUTO, NULL, a.rank, a.size, &edges, err,
                                      sizeof err)
                      : cr_generate(&o.gen, a.rank, a.size, &edges, err, sizeof err);
     app_agree(&a, rc ? err : NULL);
+    t_gen = app_max_time(MPI_Wtime() - t_gen);
     if (o.graph) { /* ids used as they are: refuse what cannot fit before allocating */
         uint64_t mine = edges.count, all;
         MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
         /* per owned vertex: CSR offsets, labels, the darray's or propagation's state */
         edges.nvertices = app_file_vertices(&a, o.graph, edges.nvertices, all, 0, 64, 0);
     }
+    app_write_graph(&a, write_to, o.write_graph, &edges);
 
     cr_config cfg;
     cr_config_init(&cfg);
-    if (o.label) {
+    if (o.algorithm != ALG_SV) {
         app_parse_route(&a, o.route, &cfg);
         cfg.node_size = o.node_size;
     }
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
     static cc_label state; /* lives until the comm is destroyed */
-    if (o.label)
+    if (o.algorithm == ALG_LABEL)
         cc_label_register(comm, &state);
+    double t_build = MPI_Wtime();
     cr_graph *g = cr_graph_build(comm, &edges);
+    t_build = app_max_time(MPI_Wtime() - t_build);
     uint64_t n = cr_graph_vertices(g), nl = cr_graph_local_count(g), first = cr_graph_first(g);
     uint64_t total = edges.count, total_edges;
     MPI_Allreduce(&total, &total_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -297,13 +315,23 @@ int main(int argc, char **argv)
 
     cr_darray_opts d;
     cr_darray_opts_init(&d);
-    if (!o.label)
+    if (o.algorithm == ALG_SV)
         cr_route_parse(o.route, &d.route, NULL, 0);
     d.aggregation = (cr_darray_aggregation)o.aggregation;
+    cr_graph_cc_stats st = {0};
+    if (o.stats)
+        cr_stats_reset(comm);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    uint64_t rounds = o.label ? label_propagation(comm, &state, g, label) : sv(comm, g, &d, label);
+    uint64_t rounds = 1;
+    if (o.algorithm == ALG_LOCAL)
+        cr_graph_cc(g, label, &st);
+    else
+        rounds = o.algorithm == ALG_LABEL ? label_propagation(comm, &state, g, label)
+                                          : sv(comm, g, &d, label);
     double seconds = app_max_time(MPI_Wtime() - t0);
+    if (o.stats)
+        cr_stats_print(comm, stdout);
 
     uint64_t components, largest;
     sizes(comm, n, first, label, nl, &components, &largest);
@@ -313,12 +341,21 @@ int main(int argc, char **argv)
     if (o.validate)
         inv = app_check_components(&a, comm, n, first, label, nl, edges.edges, edges.count,
                                    sizeof *edges.edges, 1, UINT64_MAX);
+    uint64_t mine[2] = {st.cut_records, st.giant_vertices}, sums[2];
+    MPI_Allreduce(mine, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (a.rank == 0) {
         printf("cc: %d ranks, %llu vertices, %llu edges, %s (%s)\n", a.size, (unsigned long long)n,
-               (unsigned long long)total_edges, o.label ? "label propagation" : "sv", o.route);
+               (unsigned long long)total_edges, algorithm_names[o.algorithm], o.route);
+        printf("  %s in %.4f s, built in %.4f s\n", o.graph ? "read" : "generated", t_gen,
+               t_build);
         printf("  %llu components, the largest %llu vertices; %llu rounds, %.4f s\n",
                (unsigned long long)components, (unsigned long long)largest,
                (unsigned long long)rounds, seconds);
+        if (o.algorithm == ALG_LOCAL)
+            printf("  %llu vertices in the ranks' largest local components, %llu cut-edge "
+                   "records, %llu edges between components\n",
+                   (unsigned long long)sums[1], (unsigned long long)sums[0],
+                   (unsigned long long)st.super_edges);
         if (o.validate)
             printf("  invariants %s: every edge within one component, every label a root "
                    "and at most its vertex's id\n", inv.ok ? "hold" : "FAILED");

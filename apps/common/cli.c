@@ -319,3 +319,46 @@ void app_lockstep_route(const app *a, const char *value, const char *who)
     if (r.kind != CR_ROUTE_DIRECT && r.kind != CR_ROUTE_GRID && r.kind != CR_ROUTE_HYPERCUBE)
         app_usage_error(a, "--route %s: %s routes are direct, grid and hypercube", value, who);
 }
+
+FILE *app_open_graph_file(const app *a, const char *path)
+{
+    if (!path)
+        return NULL;
+    FILE *f = a->rank == 0 ? fopen(path, "w") : NULL;
+    char err[600];
+    snprintf(err, sizeof err, "cannot open --write-graph file '%s'", path);
+    app_agree(a, a->rank == 0 && !f ? err : NULL);
+    return f;
+}
+
+void app_write_graph(const app *a, FILE *f, const char *path, const cr_edge_list *edges)
+{
+    int writing = a->rank == 0 && f != NULL;
+    MPI_Bcast(&writing, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!writing)
+        return;
+    if (a->rank == 0)
+        fclose(f);
+    /* Rank after rank, each appending its own edges. */
+    int failed = 0;
+    for (int r = 0; r < a->size; r++) {
+        if (r == a->rank) {
+            FILE *out = fopen(path, "a");
+            failed = !out;
+            for (size_t k = 0; out && k < edges->count; k++) {
+                if (edges->weights)
+                    fprintf(out, "%llu %llu %.9g\n", (unsigned long long)edges->edges[k].u,
+                            (unsigned long long)edges->edges[k].v, (double)edges->weights[k]);
+                else
+                    fprintf(out, "%llu %llu\n", (unsigned long long)edges->edges[k].u,
+                            (unsigned long long)edges->edges[k].v);
+            }
+            if (out && fclose(out) != 0)
+                failed = 1;
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    char err[600];
+    snprintf(err, sizeof err, "%s: writing the graph failed", path);
+    app_agree(a, failed ? err : NULL);
+}

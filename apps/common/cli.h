@@ -126,6 +126,16 @@ struct cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, struc
  * returns NULL. */
 FILE *app_open_csv(const app *a, const char *path, const char *header);
 
+/* --write-graph: open `path` for writing on rank 0 before any work (a path that cannot
+ * be opened is one line and exit 1 on every rank); NULL path returns NULL. Collective. */
+FILE *app_open_graph_file(const app *a, const char *path);
+struct cr_edge_list;
+/* Write every rank's edges to `f` (rank 0's, from app_open_graph_file), one edge a
+ * line, "u v" or "u v w" with weights, which GAP reads as FILE.el (FILE.wel with
+ * weights), rank after rank; closes it. Does nothing when f is NULL on rank 0.
+ * Collective. */
+void app_write_graph(const app *a, FILE *f, const char *path, const struct cr_edge_list *edges);
+
 /* Seconds from MPI_Wtime, agreed as the maximum over ranks (the slowest rank). */
 double app_max_time(double seconds);
 

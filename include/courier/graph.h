@@ -164,6 +164,27 @@ void cr_bfs_result_free(cr_bfs_result *r);
 uint64_t cr_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent, const int32_t *level,
                          char *why, size_t whylen);
 
+/* ---------------------------------------------------------------- connected components */
+
+/* What one cr_graph_cc call did on this rank. */
+typedef struct cr_graph_cc_stats {
+    uint64_t giant_vertices; /* of my vertices, those in my largest local component */
+    uint64_t cut_records;    /* records I sent for cut edges (both ends outside giants) */
+    uint64_t super_edges;    /* distinct edges between components, over all ranks */
+} cr_graph_cc_stats;
+
+/* Connected components: label[i] = the smallest vertex id in the component of my
+ * local vertex i (label has cr_graph_local_count(g) entries, owned by the caller).
+ * The local part is done locally (union-find over the edges both of whose ends
+ * this rank owns, Afforest's sampling to skip the largest component's edges), then
+ * only what crosses ranks travels: each rank's largest component as a bitmap, at
+ * most one record per cut edge between two vertices outside those components, and
+ * the few edges between components (docs/graph.md). Memory per rank: 16 bytes per
+ * local vertex, one bit per vertex of the graph, 16 bytes per edge between
+ * components over all ranks. Collective; registers four handlers on the graph's
+ * comm at its first call (may run handlers, as cr_register); `stats` may be NULL. */
+void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

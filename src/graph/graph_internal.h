@@ -42,6 +42,11 @@ struct cr_graph {
     uint64_t relaxations; /* async BFS: level improvements, re-visits included */
     uint64_t errors;
     char why[256];
+
+    /* Connected components (cc.c): handlers registered by the first call */
+    bool cc_registered;
+    int h_cc_giant, h_cc_cut, h_cc_super, h_cc_minima;
+    struct cc_run *cc_run; /* the call in progress, for the handlers */
 };
 
 

@@ -1,0 +1,499 @@
+/* Connected components with the local part done locally (cr_graph_cc, docs/graph.md).
+ *
+ * 1. Local union-find over the edges whose two ends this rank owns, in the manner of
+ *    Afforest (Sutton, Ben-Nun and Barak, IPDPS 2018): link every vertex with its
+ *    first two neighbours, find the most frequent root among sampled vertices (the
+ *    rank's giant component), then link every other vertex through all its local
+ *    edges. A giant vertex's remaining local edges are skipped: the graph is
+ *    symmetric, so the other end's own pass links them when it is not in the giant.
+ * 2. Every rank learns every rank's giant (a bitmap of its vertices and its smallest
+ *    id, broadcast). A cut edge then costs at most one record: a local component
+ *    with an edge to another rank's giant is attached to that giant (it is part of
+ *    it), and its further edges to giants become edges between giants; an edge
+ *    between two non-giant vertices is sent once, by the end with the smaller id, to
+ *    the other end's owner, which knows both components; an edge between two giants
+ *    is found by a scan that stops as soon as every other rank's giant has been met.
+ * 3. The super-edges (pairs of giants and of unattached components: few where giants
+ *    exist) and, per giant, the smallest id attached to it are broadcast; every rank
+ *    runs a union-find over them. A vertex's label is the smallest id of its
+ *    component, as the sequential check expects.
+ * Everything travels as mailbox records, so it runs on either transport. */
+#include "graph/graph_internal.h"
+
+#include "common/fatal.h"
+#include "common/rng.h"
+#include "courier/mailbox.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT64_MAX
+#define SAMPLE_NEIGHBOURS 2 /* Afforest's neighbour rounds */
+#define SAMPLE_VERTICES 1024 /* vertices sampled to find the giant component */
+#define PAIRS_PER_RECORD 4096 /* super-edges per broadcast record (64 KiB) */
+
+/* ---------------------------------------------------------------- union-find */
+
+static uint64_t find(uint64_t *p, uint64_t x)
+{
+    while (p[x] != x) {
+        p[x] = p[p[x]]; /* path halving */
+        x = p[x];
+    }
+    return x;
+}
+
+/* Union under the giant's root when one side is it (so it stays the giant's root),
+ * else under the smaller root. */
+static void unite(uint64_t *p, uint64_t a, uint64_t b, uint64_t giant)
+{
+    a = find(p, a), b = find(p, b);
+    if (a == b)
+        return;
+    if (b == giant || (a != giant && b < a)) {
+        uint64_t t = a;
+        a = b, b = t;
+    }
+    p[b] = a;
+}
+
+/* ---------------------------------------------------------------- state */
+
+typedef struct pair {
+    uint64_t a, b;
+} pair;
+
+typedef struct cc_run {
+    cr_graph *g;
+    uint64_t *parent;  /* local union-find over local indices */
+    uint64_t *min_id;  /* per local root: the smallest global id in its component */
+    uint64_t *giant_bits; /* bit v: vertex v is in its owner's giant (n bits) */
+    uint64_t *giant_id;   /* per rank: its giant's smallest id, NONE if it has none */
+    int32_t *attach;      /* per local root outside the giant: the rank whose giant it
+                             has an edge to, or -1 */
+    uint64_t *attached_min; /* per rank: the smallest id of the components attached to
+                             its giant (here, then over all ranks), NONE if none */
+    pair *super;          /* super-edges: this rank's, then (after the broadcast) all */
+    size_t nsuper, super_cap;
+    pair *all;
+    size_t nall, all_cap;
+    uint64_t records;     /* cut-edge records this rank sent */
+} cc_run;
+
+static void push_pair(pair **v, size_t *n, size_t *cap, uint64_t a, uint64_t b)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 1024;
+        *v = cr_xrealloc(*v, *cap * sizeof **v);
+    }
+    (*v)[(*n)++] = (pair){a < b ? a : b, a < b ? b : a};
+}
+
+static bool is_giant(const cc_run *r, uint64_t v)
+{
+    return r->giant_bits[v >> 6] >> (v & 63) & 1;
+}
+
+/* The super-graph node a local component stands for: its own id, or, attached to a
+ * giant, that giant's id. */
+static uint64_t node_of(cc_run *r, uint64_t local)
+{
+    uint64_t root = find(r->parent, local);
+    int32_t s = r->attach[root];
+    return s >= 0 ? r->giant_id[s] : r->min_id[root];
+}
+
+/* ---------------------------------------------------------------- handlers */
+
+/* A rank's giant: {rank, giant id, first, count, bits of its vertices from first}. */
+static void on_giant(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)len;
+    cc_run *r = ((cr_graph *)user)->cc_run;
+    const uint64_t *m = payload;
+    uint64_t first = m[1], count = m[2];
+    r->giant_id[src] = m[0];
+    const uint64_t *bits = m + 3;
+    for (uint64_t i = 0; i < count; i++)
+        if (bits[i >> 6] >> (i & 63) & 1)
+            r->giant_bits[(first + i) >> 6] |= UINT64_C(1) << ((first + i) & 63);
+}
+
+/* A cut edge between two non-giant vertices: {v (mine), the sender's component}. */
+static void on_cut_edges(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    cr_graph *g = user;
+    cc_run *r = g->cc_run;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t m[2];
+        memcpy(m, cr_batch_payload(b, k), sizeof m);
+        uint64_t mine = node_of(r, m[0] - g->first);
+        if (mine != m[1])
+            push_pair(&r->super, &r->nsuper, &r->super_cap, mine, m[1]);
+    }
+}
+
+/* A rank's smallest attached id per giant: P values. */
+static void on_minima(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src;
+    cc_run *r = ((cr_graph *)user)->cc_run;
+    for (size_t s = 0; s < len / sizeof(uint64_t); s++) {
+        uint64_t m;
+        memcpy(&m, (const char *)payload + s * sizeof m, sizeof m);
+        if (m < r->attached_min[s])
+            r->attached_min[s] = m;
+    }
+}
+
+/* A run of some rank's super-edges. */
+static void on_super_edges(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src;
+    cc_run *r = ((cr_graph *)user)->cc_run;
+    size_t n = len / sizeof(pair);
+    for (size_t k = 0; k < n; k++) {
+        pair p;
+        memcpy(&p, (const char *)payload + k * sizeof p, sizeof p);
+        push_pair(&r->all, &r->nall, &r->all_cap, p.a, p.b);
+    }
+}
+
+static void register_cc(cr_graph *g)
+{
+    if (g->cc_registered)
+        return;
+    g->cc_registered = true;
+    g->h_cc_giant = cr_register_type(g->comm, &(cr_handler_type){.fn = on_giant,
+                                                                 .name = "cc giant"}, g);
+    g->h_cc_cut = cr_register_type(g->comm, &(cr_handler_type){.batch = on_cut_edges,
+                                                               .name = "cc cut edge"}, g);
+    g->h_cc_super = cr_register_type(g->comm, &(cr_handler_type){.fn = on_super_edges,
+                                                                 .name = "cc super-edges"}, g);
+    g->h_cc_minima = cr_register_type(g->comm, &(cr_handler_type){.fn = on_minima,
+                                                                  .name = "cc attached minima"}, g);
+}
+
+/* ---------------------------------------------------------------- phase 1: local */
+
+static bool owns(const cr_graph *g, uint64_t v)
+{
+    return v - g->first < g->count;
+}
+
+/* The most frequent root among up to SAMPLE_VERTICES vertices drawn from the seed. */
+static uint64_t most_frequent_root(cc_run *r, uint64_t seed)
+{
+    uint64_t nl = r->g->count, samples = nl < SAMPLE_VERTICES ? nl : SAMPLE_VERTICES;
+    if (nl == 0)
+        return NONE;
+    uint64_t *roots = cr_xmalloc(samples * sizeof *roots), state = seed;
+    for (uint64_t k = 0; k < samples; k++)
+        roots[k] = find(r->parent, samples == nl ? k : cr_bounded(cr_splitmix64(&state), nl));
+    /* Boyer-Moore majority vote, then a count: good enough to pick a large one. */
+    uint64_t best = roots[0], votes = 0;
+    for (uint64_t k = 0; k < samples; k++) {
+        if (votes == 0)
+            best = roots[k];
+        votes += roots[k] == best ? 1 : (uint64_t)-1;
+    }
+    free(roots);
+    return best;
+}
+
+static void local_phase(cc_run *r, uint64_t seed)
+{
+    cr_graph *g = r->g;
+    uint64_t nl = g->count, *p = r->parent;
+    for (uint64_t i = 0; i < nl; i++)
+        p[i] = i;
+    /* Afforest's sampling: each vertex's first neighbours. */
+    for (int k = 0; k < SAMPLE_NEIGHBOURS; k++)
+        for (uint64_t i = 0; i < nl; i++) {
+            uint64_t e = g->offsets[i] + (uint64_t)k;
+            if (e < g->offsets[i + 1] && owns(g, g->adj[e]))
+                unite(p, i, g->adj[e] - g->first, NONE);
+        }
+    uint64_t giant = most_frequent_root(r, seed);
+    /* Every vertex outside the giant through all its other local edges. */
+    for (uint64_t i = 0; i < nl; i++) {
+        if (find(p, i) == giant)
+            continue;
+        for (uint64_t e = g->offsets[i] + SAMPLE_NEIGHBOURS; e < g->offsets[i + 1]; e++)
+            if (owns(g, g->adj[e]))
+                unite(p, i, g->adj[e] - g->first, giant);
+    }
+    /* Each local component's smallest id (the giant's root need not be it). */
+    for (uint64_t i = 0; i < nl; i++)
+        r->min_id[i] = NONE;
+    for (uint64_t i = 0; i < nl; i++) {
+        uint64_t root = find(p, i);
+        if (g->first + i < r->min_id[root])
+            r->min_id[root] = g->first + i;
+    }
+}
+
+/* ---------------------------------------------------------------- phase 2: cut edges */
+
+/* Tell every rank which of my vertices are in my giant (the largest local root's
+ * component after the local phase) and its smallest id. */
+static void share_giant(cc_run *r)
+{
+    cr_graph *g = r->g;
+    uint64_t nl = g->count, words = (nl + 63) / 64;
+    uint64_t giant = most_frequent_root(r, 0x6a09e667f3bcc909ULL);
+    uint64_t *m = cr_xcalloc(3 + words, sizeof *m);
+    m[0] = giant == NONE ? NONE : r->min_id[giant];
+    m[1] = g->first;
+    m[2] = nl;
+    for (uint64_t i = 0; i < nl; i++)
+        if (find(r->parent, i) == giant)
+            m[3 + (i >> 6)] |= UINT64_C(1) << (i & 63);
+    cr_async_bcast(g->comm, g->h_cc_giant, m, (3 + words) * sizeof *m);
+    free(m);
+    cr_barrier(g->comm);
+}
+
+/* Attach each local component outside the giant that has an edge to another rank's
+ * giant to the first such giant; its edges to other giants become giant edges. */
+static void attach_to_giants(cc_run *r, uint64_t i)
+{
+    cr_graph *g = r->g;
+    uint64_t root = find(r->parent, i);
+    for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+        uint64_t v = g->adj[e];
+        if (owns(g, v) || !is_giant(r, v))
+            continue;
+        int s = cr_block_owner(g->n, g->size, v);
+        if (r->attach[root] < 0) {
+            r->attach[root] = s;
+            if (r->min_id[root] < r->attached_min[s])
+                r->attached_min[s] = r->min_id[root];
+        } else if (r->attach[root] != s) {
+            push_pair(&r->super, &r->nsuper, &r->super_cap, r->giant_id[r->attach[root]],
+                      r->giant_id[s]);
+        }
+    }
+}
+
+/* Cut edges between two vertices outside giants: one record, from the end with the
+ * smaller id to the other end's owner, which pairs the two components' nodes. */
+static void cut_edges_outside(cc_run *r, uint64_t i)
+{
+    cr_graph *g = r->g;
+    uint64_t u = g->first + i, mine = NONE;
+    for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+        uint64_t v = g->adj[e];
+        if (owns(g, v) || is_giant(r, v) || v < u)
+            continue;
+        if (mine == NONE)
+            mine = node_of(r, i);
+        uint64_t m[2] = {v, mine};
+        cr_async(g->comm, cr_block_owner(g->n, g->size, v), g->h_cc_cut, m, sizeof m);
+        r->records++;
+    }
+}
+
+/* Edges between my giant and other ranks' giants: one super-edge per rank met. The
+ * first neighbours usually meet them all; the scan goes on only while some rank's
+ * giant has not been met, which may be because no edge joins the two. */
+static void giant_to_giant(cc_run *r, uint64_t giant_root, uint64_t mine)
+{
+    cr_graph *g = r->g;
+    bool *met = cr_xcalloc((size_t)g->size, sizeof *met);
+    int missing = 0;
+    for (int s = 0; s < g->size; s++) {
+        met[s] = s == g->rank || r->giant_id[s] == NONE;
+        missing += !met[s];
+    }
+    for (int pass = 0; pass < 2 && missing > 0; pass++)
+        for (uint64_t i = 0; i < g->count && missing > 0; i++) {
+            if (find(r->parent, i) != giant_root)
+                continue;
+            uint64_t lo = g->offsets[i], hi = g->offsets[i + 1];
+            uint64_t from = pass == 0 ? lo : lo + SAMPLE_NEIGHBOURS;
+            uint64_t to = pass == 0 && hi - lo > SAMPLE_NEIGHBOURS ? lo + SAMPLE_NEIGHBOURS : hi;
+            for (uint64_t e = from; e < to; e++) {
+                uint64_t v = g->adj[e];
+                if (owns(g, v) || !is_giant(r, v))
+                    continue;
+                int s = cr_block_owner(g->n, g->size, v);
+                if (!met[s]) {
+                    met[s] = true, missing--;
+                    push_pair(&r->super, &r->nsuper, &r->super_cap, mine, r->giant_id[s]);
+                }
+            }
+        }
+    free(met);
+}
+
+static void cut_phase(cc_run *r)
+{
+    cr_graph *g = r->g;
+    uint64_t mine_giant = r->giant_id[g->rank], giant_root = NONE;
+    for (uint64_t i = 0; i < g->count && giant_root == NONE; i++)
+        if (is_giant(r, g->first + i))
+            giant_root = find(r->parent, i);
+    for (uint64_t i = 0; i < g->count; i++)
+        if (!is_giant(r, g->first + i))
+            attach_to_giants(r, i);
+    for (uint64_t i = 0; i < g->count; i++)
+        if (!is_giant(r, g->first + i))
+            cut_edges_outside(r, i);
+    if (giant_root != NONE)
+        giant_to_giant(r, giant_root, mine_giant);
+    cr_barrier(g->comm);
+}
+
+/* ---------------------------------------------------------------- phase 3: super-graph */
+
+static int compare_pairs(const void *x, const void *y)
+{
+    const pair *a = x, *b = y;
+    return a->a != b->a ? (a->a < b->a ? -1 : 1) : a->b != b->b ? (a->b < b->b ? -1 : 1) : 0;
+}
+
+static int compare_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Sort and drop repeated pairs, in place; returns how many are left. */
+static size_t unique_pairs(pair *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, compare_pairs);
+    size_t k = 1;
+    for (size_t i = 1; i < n; i++)
+        if (v[i].a != v[k - 1].a || v[i].b != v[k - 1].b)
+            v[k++] = v[i];
+    return k;
+}
+
+static void share_super_edges(cc_run *r)
+{
+    cr_graph *g = r->g;
+    r->nsuper = unique_pairs(r->super, r->nsuper);
+    size_t P = (size_t)g->size;
+    uint64_t *minima = cr_xmalloc(P * sizeof *minima);
+    memcpy(minima, r->attached_min, P * sizeof *minima);
+    for (size_t s = 0; s < P; s++) /* the broadcast brings mine back too */
+        r->attached_min[s] = NONE;
+    cr_async_bcast(g->comm, g->h_cc_minima, minima, P * sizeof *minima);
+    free(minima);
+    for (size_t k = 0; k < r->nsuper; k += PAIRS_PER_RECORD) {
+        size_t n = r->nsuper - k < PAIRS_PER_RECORD ? r->nsuper - k : PAIRS_PER_RECORD;
+        cr_async_bcast(g->comm, g->h_cc_super, r->super + k, n * sizeof(pair));
+    }
+    cr_barrier(g->comm);
+}
+
+static uint64_t position(const uint64_t *ids, size_t n, uint64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && ids[lo] == id ? lo : NONE;
+}
+
+/* Union-find over the super-graph's nodes (sorted ids, so an index's order is its
+ * id's), every giant among them; a set's label is the smallest of its ids and of the
+ * ids attached to its giants. Then every vertex's label, once per local root. */
+static void label_vertices(cc_run *r, uint64_t *label)
+{
+    cr_graph *g = r->g;
+    r->nall = unique_pairs(r->all, r->nall);
+    size_t nids = 0, P = (size_t)g->size;
+    uint64_t *ids = cr_xmalloc((2 * r->nall + P + 1) * sizeof *ids);
+    for (size_t k = 0; k < r->nall; k++)
+        ids[nids++] = r->all[k].a, ids[nids++] = r->all[k].b;
+    for (size_t s = 0; s < P; s++)
+        if (r->giant_id[s] != NONE)
+            ids[nids++] = r->giant_id[s];
+    qsort(ids, nids, sizeof *ids, compare_u64);
+    size_t n = 0;
+    for (size_t k = 0; k < nids; k++)
+        if (n == 0 || ids[k] != ids[n - 1])
+            ids[n++] = ids[k];
+    uint64_t *p = cr_xmalloc((n + 1) * sizeof *p), *best = cr_xmalloc((n + 1) * sizeof *best);
+    for (size_t k = 0; k < n; k++)
+        p[k] = k, best[k] = ids[k];
+    for (size_t s = 0; s < P; s++) {
+        uint64_t at = r->giant_id[s] == NONE ? NONE : position(ids, n, r->giant_id[s]);
+        if (at != NONE && r->attached_min[s] < best[at])
+            best[at] = r->attached_min[s];
+    }
+    for (size_t k = 0; k < r->nall; k++)
+        unite(p, position(ids, n, r->all[k].a), position(ids, n, r->all[k].b), NONE);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t root = find(p, k);
+        if (best[k] < best[root])
+            best[root] = best[k];
+    }
+    /* r->min_id doubles as the cache of each local root's label from here on */
+    uint64_t *done = cr_xcalloc((g->count + 63) / 64 + 1, sizeof *done);
+    for (uint64_t i = 0; i < g->count; i++) {
+        uint64_t root = find(r->parent, i);
+        if (!(done[root >> 6] >> (root & 63) & 1)) {
+            uint64_t node = node_of(r, i), at = position(ids, n, node);
+            r->min_id[root] = at == NONE ? node : best[find(p, at)];
+            done[root >> 6] |= UINT64_C(1) << (root & 63);
+        }
+        label[i] = r->min_id[root];
+    }
+    free(done);
+    free(best);
+    free(p);
+    free(ids);
+}
+
+/* ---------------------------------------------------------------- the call */
+
+void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
+{
+    register_cc(g);
+    cc_run r = {.g = g};
+    uint64_t nl = g->count;
+    r.parent = cr_xmalloc((nl + 1) * sizeof *r.parent);
+    r.min_id = cr_xmalloc((nl + 1) * sizeof *r.min_id);
+    r.giant_bits = cr_xcalloc((g->n + 63) / 64 + 1, sizeof *r.giant_bits);
+    r.giant_id = cr_xmalloc((size_t)g->size * sizeof *r.giant_id);
+    r.attached_min = cr_xmalloc((size_t)g->size * sizeof *r.attached_min);
+    r.attach = cr_xmalloc((nl + 1) * sizeof *r.attach);
+    for (int s = 0; s < g->size; s++)
+        r.giant_id[s] = r.attached_min[s] = NONE;
+    for (uint64_t i = 0; i < nl; i++)
+        r.attach[i] = -1;
+    g->cc_run = &r;
+
+    local_phase(&r, 0x243f6a8885a308d3ULL ^ g->first);
+    share_giant(&r);
+    cut_phase(&r);
+    share_super_edges(&r);
+    label_vertices(&r, label);
+
+    if (stats) {
+        uint64_t in_giant = 0;
+        for (uint64_t i = 0; i < nl; i++)
+            in_giant += is_giant(&r, g->first + i);
+        *stats = (cr_graph_cc_stats){.cut_records = r.records, .super_edges = r.nall,
+                                     .giant_vertices = in_giant};
+    }
+    g->cc_run = NULL;
+    free(r.parent);
+    free(r.min_id);
+    free(r.giant_bits);
+    free(r.giant_id);
+    free(r.attached_min);
+    free(r.attach);
+    free(r.super);
+    free(r.all);
+}
