@@ -306,7 +306,32 @@ static void run_cc(cr_comm *comm, void *user)
     free(label), free(state);
 }
 
-static void run_cc_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m)
+/* cr_graph_cc (local union-find, then cut edges) on a virtual rank's share. */
+static const graph *cc_local_graph;
+
+static void run_cc_local(cr_comm *comm, void *user)
+{
+    cc_result *res = user;
+    const graph *g = cc_local_graph;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    cr_edge_list local = {.nvertices = g->n};
+    local.cap = g->m / (uint64_t)p + 1;
+    local.edges = calloc(local.cap, sizeof *local.edges);
+    for (uint64_t j = (uint64_t)me; j < g->m; j += (uint64_t)p)
+        local.edges[local.count++] = (cr_edge){g->edges[j].a, g->edges[j].b};
+    cr_graph *cg = cr_graph_build(comm, &local);
+    cr_edge_list_free(&local);
+    uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
+    uint64_t *label = calloc(count + 1, 8);
+    cr_graph_cc(cg, label, NULL);
+    memcpy(&res->label[first], label, count * 8);
+    free(label);
+    cr_barrier(comm);
+    cr_graph_destroy(cg);
+}
+
+static void run_cc_at_with(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m,
+                           bool local)
 {
     graph g = make_graph(n, m, seed);
     csr c = make_csr(&g, p);
@@ -315,9 +340,11 @@ static void run_cc_at(int p, const char *route, uint64_t seed, uint64_t n, uint6
     sim_config(&cfg, route);
     cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
     char err[256];
-    snprintf(ctx, sizeof ctx, "CC label propagation, P=%d, %s, seed %llu, %llu vertices", p,
-             route, (unsigned long long)seed, (unsigned long long)n);
-    if (cr_sim_run(&o, run_cc, &res, NULL, err, sizeof err))
+    snprintf(ctx, sizeof ctx, "CC %s, P=%d, %s, seed %llu, %llu vertices, %llu edges",
+             local ? "cr_graph_cc" : "label propagation", p, route, (unsigned long long)seed,
+             (unsigned long long)n, (unsigned long long)m);
+    cc_local_graph = &g;
+    if (cr_sim_run(&o, local ? run_cc_local : run_cc, &res, NULL, err, sizeof err))
         fail_msg("%s: %s", ctx, err);
     uint64_t *uf = calloc(n, 8), bad = 0;
     for (uint64_t v = 0; v < n; v++)
@@ -333,6 +360,30 @@ static void run_cc_at(int p, const char *route, uint64_t seed, uint64_t n, uint6
         fail_msg("%s: %llu vertices without their component's smallest id", ctx,
                  (unsigned long long)bad);
     free(uf), free(res.label), free(c.offset), free(c.target), free(g.edges);
+}
+
+static void run_cc_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m)
+{
+    run_cc_at_with(p, route, seed, n, m, false);
+}
+
+/* cr_graph_cc on sparse graphs (many small components, cut edges between them) and
+ * dense ones (a giant component per rank, joined by few edges). */
+static void test_cc_local(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nlnr", "hypercube"};
+    static const int ps[] = {1, 2, 3, 5, 8, 17, 64, 256};
+    int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            for (int seed = 1; seed <= seeds; seed++) {
+                uint64_t n = ps[k] >= 64 ? 1000 : 200, s = (uint64_t)seed * 211 + (uint64_t)ps[k];
+                run_cc_at_with(ps[k], routes[rt], s, n, n / 2, true);
+                run_cc_at_with(ps[k], routes[rt], s + 1, n, n + n / 2, true);
+                if (ps[k] <= 17)
+                    run_cc_at_with(ps[k], routes[rt], s + 2, n, 8 * n, true);
+            }
 }
 
 static void test_cc_label(void **state)
@@ -469,6 +520,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_msf_async),
                                        cmocka_unit_test(test_cc_label),
+                                       cmocka_unit_test(test_cc_local),
                                        cmocka_unit_test(test_bfs)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
