@@ -28,13 +28,16 @@
 #include <string.h>
 
 #define NONE UINT64_MAX
+#define NO_ROOT UINT32_MAX
 #define SAMPLE_NEIGHBOURS 2 /* Afforest's neighbour rounds */
 #define SAMPLE_VERTICES 1024 /* vertices sampled to find the giant component */
 #define PAIRS_PER_RECORD 4096 /* super-edges per broadcast record (64 KiB) */
 
 /* ---------------------------------------------------------------- union-find */
 
-static uint64_t find(uint64_t *p, uint64_t x)
+/* Indices are 32 bits: a rank holds fewer than 2^32 vertices (cr_graph_cc refuses
+ * more), and the parents of 2^17 vertices then fit in half a megabyte of cache. */
+static uint32_t find(uint32_t *p, uint32_t x)
 {
     while (p[x] != x) {
         p[x] = p[p[x]]; /* path halving */
@@ -45,13 +48,13 @@ static uint64_t find(uint64_t *p, uint64_t x)
 
 /* Union under the giant's root when one side is it (so it stays the giant's root),
  * else under the smaller root. */
-static void unite(uint64_t *p, uint64_t a, uint64_t b, uint64_t giant)
+static void unite(uint32_t *p, uint32_t a, uint32_t b, uint32_t giant)
 {
     a = find(p, a), b = find(p, b);
     if (a == b)
         return;
     if (b == giant || (a != giant && b < a)) {
-        uint64_t t = a;
+        uint32_t t = a;
         a = b, b = t;
     }
     p[b] = a;
@@ -65,12 +68,15 @@ typedef struct pair {
 
 typedef struct cc_run {
     cr_graph *g;
-    uint64_t *parent;  /* local union-find over local indices */
+    uint32_t *parent;  /* local union-find over local indices; after the local phase
+                          every entry is its vertex's root */
+    uint32_t giant;    /* the root of my giant, NO_ROOT if I have no vertices */
     uint64_t *min_id;  /* per local root: the smallest global id in its component */
     uint64_t *giant_bits; /* bit v: vertex v is in its owner's giant (n bits) */
     uint64_t *giant_id;   /* per rank: its giant's smallest id, NONE if it has none */
     int32_t *attach;      /* per local root outside the giant: the rank whose giant it
                              has an edge to, or -1 */
+    uint64_t *involved;   /* bit per local root: a cut-edge record named its component */
     uint64_t *attached_min; /* per rank: the smallest id of the components attached to
                              its giant (here, then over all ranks), NONE if none */
     pair *super;          /* super-edges: this rank's, then (after the broadcast) all */
@@ -98,28 +104,36 @@ static bool is_giant(const cc_run *r, uint64_t v)
  * giant, that giant's id. */
 static uint64_t node_of(cc_run *r, uint64_t local)
 {
-    uint64_t root = find(r->parent, local);
+    uint32_t root = r->parent[local];
     int32_t s = r->attach[root];
     return s >= 0 ? r->giant_id[s] : r->min_id[root];
 }
 
 /* ---------------------------------------------------------------- handlers */
 
-/* A rank's giant: {rank, giant id, first, count, bits of its vertices from first}. */
+/* A rank's giant: {giant id, first word, words of the bitmap covering its vertices}.
+ * Every bit in them is a fact (other ranks' bits the sender already had are right
+ * too), so they are or-ed in. */
 static void on_giant(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
-    (void)comm, (void)len;
+    (void)comm;
     cc_run *r = ((cr_graph *)user)->cc_run;
     const uint64_t *m = payload;
-    uint64_t first = m[1], count = m[2];
     r->giant_id[src] = m[0];
-    const uint64_t *bits = m + 3;
-    for (uint64_t i = 0; i < count; i++)
-        if (bits[i >> 6] >> (i & 63) & 1)
-            r->giant_bits[(first + i) >> 6] |= UINT64_C(1) << ((first + i) & 63);
+    uint64_t w0 = m[1], nwords = len / sizeof *m - 2;
+    for (uint64_t k = 0; k < nwords; k++)
+        r->giant_bits[w0 + k] |= m[2 + k];
 }
 
-/* A cut edge between two non-giant vertices: {v (mine), the sender's component}. */
+/* A component named in a cut-edge record: if it is attached to a giant, it needs an
+ * edge to that giant in the super-graph (added after the cut phase). */
+static void involve(cc_run *r, uint32_t root)
+{
+    r->involved[root >> 6] |= UINT64_C(1) << (root & 63);
+}
+
+/* A cut edge between two non-giant vertices: {v (mine), the sender's component's
+ * id}. Components are named by their own ids here: attachments may still be made. */
 static void on_cut_edges(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
@@ -128,9 +142,10 @@ static void on_cut_edges(cr_comm *comm, const cr_batch *b, void *user)
     for (size_t k = 0; k < b->count; k++) {
         uint64_t m[2];
         memcpy(m, cr_batch_payload(b, k), sizeof m);
-        uint64_t mine = node_of(r, m[0] - g->first);
-        if (mine != m[1])
-            push_pair(&r->super, &r->nsuper, &r->super_cap, mine, m[1]);
+        uint32_t root = r->parent[m[0] - g->first];
+        involve(r, root);
+        if (r->min_id[root] != m[1])
+            push_pair(&r->super, &r->nsuper, &r->super_cap, r->min_id[root], m[1]);
     }
 }
 
@@ -182,91 +197,114 @@ static bool owns(const cr_graph *g, uint64_t v)
     return v - g->first < g->count;
 }
 
+static int compare_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
 /* The most frequent root among up to SAMPLE_VERTICES vertices drawn from the seed. */
-static uint64_t most_frequent_root(cc_run *r, uint64_t seed)
+static uint32_t most_frequent_root(cc_run *r, uint64_t seed)
 {
     uint64_t nl = r->g->count, samples = nl < SAMPLE_VERTICES ? nl : SAMPLE_VERTICES;
     if (nl == 0)
-        return NONE;
+        return NO_ROOT;
     uint64_t *roots = cr_xmalloc(samples * sizeof *roots), state = seed;
     for (uint64_t k = 0; k < samples; k++)
-        roots[k] = find(r->parent, samples == nl ? k : cr_bounded(cr_splitmix64(&state), nl));
-    /* Boyer-Moore majority vote, then a count: good enough to pick a large one. */
-    uint64_t best = roots[0], votes = 0;
-    for (uint64_t k = 0; k < samples; k++) {
-        if (votes == 0)
-            best = roots[k];
-        votes += roots[k] == best ? 1 : (uint64_t)-1;
+        roots[k] = find(r->parent,
+                        (uint32_t)(samples == nl ? k : cr_bounded(cr_splitmix64(&state), nl)));
+    /* The mode: the longest run of equal roots once sorted. (A majority vote is not
+     * enough: the giant often holds less than half of the vertices, the rest being
+     * isolated, and the vote then picks a small component.) */
+    qsort(roots, samples, sizeof *roots, compare_u64);
+    uint64_t best = roots[0], best_run = 0;
+    for (uint64_t k = 0, run = 0; k < samples; k++) {
+        run = k > 0 && roots[k] == roots[k - 1] ? run + 1 : 1;
+        if (run > best_run)
+            best = roots[k], best_run = run;
     }
     free(roots);
-    return best;
+    return (uint32_t)best;
 }
 
 static void local_phase(cc_run *r, uint64_t seed)
 {
     cr_graph *g = r->g;
-    uint64_t nl = g->count, *p = r->parent;
+    uint64_t nl = g->count;
+    uint32_t *p = r->parent;
     for (uint64_t i = 0; i < nl; i++)
-        p[i] = i;
+        p[i] = (uint32_t)i;
     /* Afforest's sampling: each vertex's first neighbours. */
     for (int k = 0; k < SAMPLE_NEIGHBOURS; k++)
         for (uint64_t i = 0; i < nl; i++) {
             uint64_t e = g->offsets[i] + (uint64_t)k;
             if (e < g->offsets[i + 1] && owns(g, g->adj[e]))
-                unite(p, i, g->adj[e] - g->first, NONE);
+                unite(p, (uint32_t)i, (uint32_t)(g->adj[e] - g->first), NO_ROOT);
         }
-    uint64_t giant = most_frequent_root(r, seed);
+    uint32_t giant = most_frequent_root(r, seed);
     /* Every vertex outside the giant through all its other local edges. */
     for (uint64_t i = 0; i < nl; i++) {
-        if (find(p, i) == giant)
+        if (find(p, (uint32_t)i) == giant)
             continue;
         for (uint64_t e = g->offsets[i] + SAMPLE_NEIGHBOURS; e < g->offsets[i + 1]; e++)
             if (owns(g, g->adj[e]))
-                unite(p, i, g->adj[e] - g->first, giant);
+                unite(p, (uint32_t)i, (uint32_t)(g->adj[e] - g->first), giant);
     }
-    /* Each local component's smallest id (the giant's root need not be it). */
+    /* Compress every path, note each component's smallest id (the giant's root need
+     * not be it: it stayed the root) and mark the giant's vertices. */
+    r->giant = giant;
     for (uint64_t i = 0; i < nl; i++)
         r->min_id[i] = NONE;
+    uint64_t *bits = r->giant_bits, first = g->first;
     for (uint64_t i = 0; i < nl; i++) {
-        uint64_t root = find(p, i);
-        if (g->first + i < r->min_id[root])
-            r->min_id[root] = g->first + i;
+        uint32_t root = find(p, (uint32_t)i);
+        p[i] = root;
+        if (first + i < r->min_id[root])
+            r->min_id[root] = first + i;
+        if (root == giant)
+            bits[(first + i) >> 6] |= UINT64_C(1) << ((first + i) & 63);
     }
 }
 
 /* ---------------------------------------------------------------- phase 2: cut edges */
 
-/* Tell every rank which of my vertices are in my giant (the largest local root's
- * component after the local phase) and its smallest id. */
+/* Tell every rank which of my vertices are in my giant (the most frequent root of the
+ * local phase, its bits set then) and its smallest id. */
 static void share_giant(cc_run *r)
 {
     cr_graph *g = r->g;
-    uint64_t nl = g->count, words = (nl + 63) / 64;
-    uint64_t giant = most_frequent_root(r, 0x6a09e667f3bcc909ULL);
-    uint64_t *m = cr_xcalloc(3 + words, sizeof *m);
-    m[0] = giant == NONE ? NONE : r->min_id[giant];
-    m[1] = g->first;
-    m[2] = nl;
-    for (uint64_t i = 0; i < nl; i++)
-        if (find(r->parent, i) == giant)
-            m[3 + (i >> 6)] |= UINT64_C(1) << (i & 63);
-    cr_async_bcast(g->comm, g->h_cc_giant, m, (3 + words) * sizeof *m);
+    uint64_t nl = g->count, first = g->first;
+    uint64_t w0 = first >> 6, nwords = nl ? ((first + nl - 1) >> 6) - w0 + 1 : 0;
+    uint64_t *m = cr_xmalloc((2 + nwords) * sizeof *m);
+    m[0] = r->giant == NO_ROOT ? NONE : r->min_id[r->giant];
+    m[1] = w0;
+    memcpy(m + 2, r->giant_bits + w0, nwords * sizeof *m);
+    cr_async_bcast(g->comm, g->h_cc_giant, m, (2 + nwords) * sizeof *m);
     free(m);
     cr_barrier(g->comm);
 }
 
-/* Attach each local component outside the giant that has an edge to another rank's
- * giant to the first such giant; its edges to other giants become giant edges. */
-static void attach_to_giants(cc_run *r, uint64_t i)
+/* The cut edges of a vertex outside the giant. To another rank's giant: the first
+ * attaches the vertex's component to that giant (it is part of it); later ones to
+ * other giants become edges between giants. To a vertex outside the giants: one
+ * record, from the end with the smaller id to the other end's owner, which pairs the
+ * two components. */
+static void cut_edges_outside(cc_run *r, uint64_t i)
 {
     cr_graph *g = r->g;
-    uint64_t root = find(r->parent, i);
+    uint64_t u = g->first + i;
+    uint32_t root = r->parent[i];
     for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
         uint64_t v = g->adj[e];
-        if (owns(g, v) || !is_giant(r, v))
+        if (owns(g, v) || (!is_giant(r, v) && v < u))
             continue;
         int s = cr_block_owner(g->n, g->size, v);
-        if (r->attach[root] < 0) {
+        if (!is_giant(r, v)) {
+            uint64_t m[2] = {v, r->min_id[root]};
+            cr_async(g->comm, s, g->h_cc_cut, m, sizeof m);
+            involve(r, root);
+            r->records++;
+        } else if (r->attach[root] < 0) {
             r->attach[root] = s;
             if (r->min_id[root] < r->attached_min[s])
                 r->attached_min[s] = r->min_id[root];
@@ -277,28 +315,10 @@ static void attach_to_giants(cc_run *r, uint64_t i)
     }
 }
 
-/* Cut edges between two vertices outside giants: one record, from the end with the
- * smaller id to the other end's owner, which pairs the two components' nodes. */
-static void cut_edges_outside(cc_run *r, uint64_t i)
-{
-    cr_graph *g = r->g;
-    uint64_t u = g->first + i, mine = NONE;
-    for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-        uint64_t v = g->adj[e];
-        if (owns(g, v) || is_giant(r, v) || v < u)
-            continue;
-        if (mine == NONE)
-            mine = node_of(r, i);
-        uint64_t m[2] = {v, mine};
-        cr_async(g->comm, cr_block_owner(g->n, g->size, v), g->h_cc_cut, m, sizeof m);
-        r->records++;
-    }
-}
-
 /* Edges between my giant and other ranks' giants: one super-edge per rank met. The
  * first neighbours usually meet them all; the scan goes on only while some rank's
  * giant has not been met, which may be because no edge joins the two. */
-static void giant_to_giant(cc_run *r, uint64_t giant_root, uint64_t mine)
+static void giant_to_giant(cc_run *r, uint64_t mine)
 {
     cr_graph *g = r->g;
     bool *met = cr_xcalloc((size_t)g->size, sizeof *met);
@@ -309,7 +329,7 @@ static void giant_to_giant(cc_run *r, uint64_t giant_root, uint64_t mine)
     }
     for (int pass = 0; pass < 2 && missing > 0; pass++)
         for (uint64_t i = 0; i < g->count && missing > 0; i++) {
-            if (find(r->parent, i) != giant_root)
+            if (r->parent[i] != r->giant)
                 continue;
             uint64_t lo = g->offsets[i], hi = g->offsets[i + 1];
             uint64_t from = pass == 0 ? lo : lo + SAMPLE_NEIGHBOURS;
@@ -331,19 +351,17 @@ static void giant_to_giant(cc_run *r, uint64_t giant_root, uint64_t mine)
 static void cut_phase(cc_run *r)
 {
     cr_graph *g = r->g;
-    uint64_t mine_giant = r->giant_id[g->rank], giant_root = NONE;
-    for (uint64_t i = 0; i < g->count && giant_root == NONE; i++)
-        if (is_giant(r, g->first + i))
-            giant_root = find(r->parent, i);
     for (uint64_t i = 0; i < g->count; i++)
-        if (!is_giant(r, g->first + i))
-            attach_to_giants(r, i);
-    for (uint64_t i = 0; i < g->count; i++)
-        if (!is_giant(r, g->first + i))
+        if (r->parent[i] != r->giant && g->offsets[i] != g->offsets[i + 1])
             cut_edges_outside(r, i);
-    if (giant_root != NONE)
-        giant_to_giant(r, giant_root, mine_giant);
+    if (r->giant != NO_ROOT)
+        giant_to_giant(r, r->giant_id[g->rank]);
     cr_barrier(g->comm);
+    /* Attached components that records named: their edge to their giant. */
+    for (uint64_t i = 0; i < g->count; i++)
+        if (r->parent[i] == i && r->attach[i] >= 0 && (r->involved[i >> 6] >> (i & 63) & 1))
+            push_pair(&r->super, &r->nsuper, &r->super_cap, r->min_id[i],
+                      r->giant_id[r->attach[i]]);
 }
 
 /* ---------------------------------------------------------------- phase 3: super-graph */
@@ -352,12 +370,6 @@ static int compare_pairs(const void *x, const void *y)
 {
     const pair *a = x, *b = y;
     return a->a != b->a ? (a->a < b->a ? -1 : 1) : a->b != b->b ? (a->b < b->b ? -1 : 1) : 0;
-}
-
-static int compare_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
 }
 
 /* Sort and drop repeated pairs, in place; returns how many are left. */
@@ -423,33 +435,35 @@ static void label_vertices(cc_run *r, uint64_t *label)
     for (size_t k = 0; k < nids; k++)
         if (n == 0 || ids[k] != ids[n - 1])
             ids[n++] = ids[k];
-    uint64_t *p = cr_xmalloc((n + 1) * sizeof *p), *best = cr_xmalloc((n + 1) * sizeof *best);
+    if (n >= NO_ROOT)
+        cr_fatal("cr_graph_cc: %zu components are joined across ranks, more than 2^32 - 1", n);
+    uint32_t *p = cr_xmalloc((n + 1) * sizeof *p);
+    uint64_t *best = cr_xmalloc((n + 1) * sizeof *best);
     for (size_t k = 0; k < n; k++)
-        p[k] = k, best[k] = ids[k];
+        p[k] = (uint32_t)k, best[k] = ids[k];
     for (size_t s = 0; s < P; s++) {
         uint64_t at = r->giant_id[s] == NONE ? NONE : position(ids, n, r->giant_id[s]);
         if (at != NONE && r->attached_min[s] < best[at])
             best[at] = r->attached_min[s];
     }
     for (size_t k = 0; k < r->nall; k++)
-        unite(p, position(ids, n, r->all[k].a), position(ids, n, r->all[k].b), NONE);
+        unite(p, (uint32_t)position(ids, n, r->all[k].a), (uint32_t)position(ids, n, r->all[k].b),
+              NO_ROOT);
     for (size_t k = 0; k < n; k++) {
-        uint64_t root = find(p, k);
+        uint32_t root = find(p, (uint32_t)k);
         if (best[k] < best[root])
             best[root] = best[k];
     }
-    /* r->min_id doubles as the cache of each local root's label from here on */
-    uint64_t *done = cr_xcalloc((g->count + 63) / 64 + 1, sizeof *done);
+    /* Each local root's label (into min_id, which is read only for that root), then
+     * every vertex's, its root's. */
     for (uint64_t i = 0; i < g->count; i++) {
-        uint64_t root = find(r->parent, i);
-        if (!(done[root >> 6] >> (root & 63) & 1)) {
-            uint64_t node = node_of(r, i), at = position(ids, n, node);
-            r->min_id[root] = at == NONE ? node : best[find(p, at)];
-            done[root >> 6] |= UINT64_C(1) << (root & 63);
-        }
-        label[i] = r->min_id[root];
+        if (r->parent[i] != i)
+            continue;
+        uint64_t node = node_of(r, i), at = position(ids, n, node);
+        r->min_id[i] = at == NONE ? node : best[find(p, (uint32_t)at)];
     }
-    free(done);
+    for (uint64_t i = 0; i < g->count; i++)
+        label[i] = r->min_id[r->parent[i]];
     free(best);
     free(p);
     free(ids);
@@ -459,15 +473,19 @@ static void label_vertices(cc_run *r, uint64_t *label)
 
 void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
 {
+    uint64_t nl = g->count;
+    if (nl >= NO_ROOT)
+        cr_fatal("cr_graph_cc: this rank holds %llu vertices, more than 2^32 - 1",
+                 (unsigned long long)nl);
     register_cc(g);
     cc_run r = {.g = g};
-    uint64_t nl = g->count;
     r.parent = cr_xmalloc((nl + 1) * sizeof *r.parent);
     r.min_id = cr_xmalloc((nl + 1) * sizeof *r.min_id);
     r.giant_bits = cr_xcalloc((g->n + 63) / 64 + 1, sizeof *r.giant_bits);
     r.giant_id = cr_xmalloc((size_t)g->size * sizeof *r.giant_id);
     r.attached_min = cr_xmalloc((size_t)g->size * sizeof *r.attached_min);
     r.attach = cr_xmalloc((nl + 1) * sizeof *r.attach);
+    r.involved = cr_xcalloc(nl / 64 + 1, sizeof *r.involved);
     for (int s = 0; s < g->size; s++)
         r.giant_id[s] = r.attached_min[s] = NONE;
     for (uint64_t i = 0; i < nl; i++)
@@ -494,6 +512,7 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
     free(r.giant_id);
     free(r.attached_min);
     free(r.attach);
+    free(r.involved);
     free(r.super);
     free(r.all);
 }
