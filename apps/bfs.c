@@ -63,6 +63,8 @@ static const char usage[] =
     "                    quartiles, harmonic mean and its standard deviation, ...)\n"
     "  --stats           print Courier's counters over all searches\n"
     "  --quiet           no line per search\n"
+    "  --progress        a line per phase on standard error (default when it is a\n"
+    "                    terminal)\n"
     "  --help            show this text\n";
 
 static const char *const generators[] = {"rmat", "gnm", "rgg", NULL};
@@ -96,7 +98,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
         {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},            {"algorithm", required_argument, 0, 'A'},
+        {"help", no_argument, 0, 'h'}, {"progress", no_argument, 0, 'p'},            {"algorithm", required_argument, 0, 'A'},
         {"dedup", no_argument, 0, 'U'},           {"direction", required_argument, 0, 'D'},
         {"alpha", required_argument, 0, 'a'},     {"beta", required_argument, 0, 'B'},
         {"format", required_argument, 0, 'F'},    {"roots-file", required_argument, 0, 'o'},
@@ -129,6 +131,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'D': o->bfs.direction = (cr_bfs_direction)app_parse_choice(a, "--direction", optarg, directions); break;
         case 'a': o->bfs.alpha = app_parse_double(a, "--alpha", optarg, 1e-6, 1e9); break;
         case 'B': o->bfs.beta = app_parse_double(a, "--beta", optarg, 1e-6, 1e9); break;
+        case 'p': a->progress = 1; break;
         case 'h': app_help(a);
         default: app_bad_option(a, argv);
         }
@@ -250,6 +253,11 @@ static void check_vertices(app *a, const options *o, cr_edge_list *edges)
 static void load_graph(app *a, const options *o, cr_edge_list *edges)
 {
     char err[512];
+    if (o->graph)
+        app_progress(a, "reading %s", o->graph);
+    else
+        app_progress(a, "generating the graph: scale %d, edge factor %g", o->gen.scale,
+                     o->gen.edgefactor);
     int rc = o->graph ? cr_read_edges(o->graph, o->format, NULL, a->rank, a->size, edges, err,
                                       sizeof err)
                       : cr_generate(&o->gen, a->rank, a->size, edges, err, sizeof err);
@@ -382,9 +390,12 @@ int main(int argc, char **argv)
     }
     load_graph(&a, &o, &edges);
     double t_gen = app_max_time(MPI_Wtime() - t0);
+    app_progress(&a, "%s in %.2f s; building the distributed graph", o.graph ? "read" : "generated",
+                 t_gen);
     t0 = MPI_Wtime();
     cr_graph *g = cr_graph_build_with(comm, &edges, o.shuffle);
     double t_build = app_max_time(MPI_Wtime() - t0);
+    app_progress(&a, "built in %.2f s", t_build);
     uint64_t local_edges = edges.count, input_edges;
     MPI_Allreduce(&local_edges, &input_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     cr_edge_list_free(&edges);
@@ -418,6 +429,7 @@ int main(int argc, char **argv)
     cr_stats_reset(comm);
     for (int k = 0; k < nroots; k++) {
         cr_bfs_result r;
+        app_progress(&a, "search %d of %d from %llu", k + 1, nroots, (unsigned long long)roots[k]);
         cr_bfs_run(g, &o.bfs, roots[k], &r);
         char why[256];
         double tv = MPI_Wtime();

@@ -48,6 +48,8 @@ static const char usage[] =
     "                    when the graph has at most 2^22 edges, against Kruskal on\n"
     "                    rank 0; yes: always against Kruskal too; no: neither\n"
     "  --seed S          graph seed (default 1)\n"
+    "  --progress        a line per phase on standard error (default when it is a\n"
+    "                    terminal)\n"
     "  --help            this text\n";
 
 typedef struct opts {
@@ -184,7 +186,7 @@ static void parse(app *a, int argc, char **argv, opts *o)
         {"weights", required_argument, 0, 'W'},   {"mode", required_argument, 0, 'm'},
         {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"aggregation", required_argument, 0, 'A'}, {"validate", required_argument, 0, 'V'},
-        {"seed", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'},
+        {"seed", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'}, {"progress", no_argument, 0, 'p'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -196,6 +198,7 @@ static void parse(app *a, int argc, char **argv, opts *o)
         case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
         case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
+        case 'p': a->progress = 1; break;
         case 'h': app_help(a);
         default:
             if (!app_graph_option(a, ch, optarg, &o->gen, &o->graph))
@@ -216,6 +219,7 @@ static msf_edge *load_edges(const app *a, const opts *o, size_t *m, uint64_t *n)
 {
     cr_edge_list list = {0};
     char err[512];
+    app_progress(a, o->graph ? "reading the graph" : "generating the graph");
     int rc = o->graph ? cr_read_edges(o->graph, CR_FILE_AUTO, o->weights, a->rank, a->size,
                                       &list, err, sizeof err)
                       : cr_generate(&o->gen, a->rank, a->size, &list, err, sizeof err);
@@ -278,10 +282,12 @@ int main(int argc, char **argv)
 
     msf_forest f = {0};
     cr_stats_reset(comm);
+    app_progress(&a, "loaded; Boruvka's rounds");
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     msf_run(s, e, m, label, &f);
     double seconds = app_max_time(MPI_Wtime() - t0);
+    app_progress(&a, "done in %.4f s; validating", seconds);
 
     cr_darray_stats b1, b2;
     msf_darray_stats(s, &b1, &b2);

@@ -54,6 +54,8 @@ static const char usage[] =
     "  --seed S          graph seed (default 1)\n"
     "  --write-graph F   write the graph's edges to F, 'u v' per line (GAP's .el)\n"
     "  --stats           print the runtime's counters for the algorithm\n"
+    "  --progress        a line per phase on standard error (default when it is a\n"
+    "                    terminal)\n"
     "  --help            this text\n";
 
 enum { ALG_SV, ALG_LABEL, ALG_LOCAL };
@@ -242,7 +244,7 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
         {"node-size", required_argument, 0, 'N'}, {"aggregation", required_argument, 0, 'A'},
         {"validate", required_argument, 0, 'V'},  {"seed", required_argument, 0, 'S'},
         {"write-graph", required_argument, 0, 'W'}, {"stats", no_argument, 0, 'T'},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+        {"help", no_argument, 0, 'h'}, {"progress", no_argument, 0, 'p'},            {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -254,6 +256,7 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
         case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
         case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
+        case 'p': a->progress = 1; break;
         case 'h': app_help(a);
         default:
             if (!app_graph_option(a, ch, optarg, &o->gen, &o->graph))
@@ -281,6 +284,7 @@ int main(int argc, char **argv)
     FILE *write_to = app_open_graph_file(&a, o.write_graph);
     cr_edge_list edges = {0};
     char err[512];
+    app_progress(&a, o.graph ? "reading the graph" : "generating the graph");
     double t_gen = MPI_Wtime();
     int rc = o.graph ? cr_read_edges(o.graph, CR_FILE_AUTO, NULL, a.rank, a.size, &edges, err,
                                      sizeof err)
@@ -305,6 +309,8 @@ int main(int argc, char **argv)
     static cc_label state; /* lives until the comm is destroyed */
     if (o.algorithm == ALG_LABEL)
         cc_label_register(comm, &state);
+    app_progress(&a, "%s in %.2f s; building the distributed graph", o.graph ? "read" : "generated",
+                 t_gen);
     double t_build = MPI_Wtime();
     cr_graph *g = cr_graph_build(comm, &edges);
     t_build = app_max_time(MPI_Wtime() - t_build);
@@ -321,6 +327,8 @@ int main(int argc, char **argv)
     cr_graph_cc_stats st = {0};
     if (o.stats)
         cr_stats_reset(comm);
+    app_progress(&a, "built in %.2f s; connected components (%s)", t_build,
+                 algorithm_names[o.algorithm]);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     uint64_t rounds = 1;
@@ -333,6 +341,7 @@ int main(int argc, char **argv)
     if (o.stats)
         cr_stats_print(comm, stdout);
 
+    app_progress(&a, "done in %.4f s; counting and validating", seconds);
     uint64_t components, largest;
     sizes(comm, n, first, label, nl, &components, &largest);
     int validated = o.validate == 1 || (o.validate == 2 && total_edges <= (1u << 22));

@@ -91,7 +91,7 @@ for s in $scales; do
             record bfs "courier-$np" courier bfs "$np" --graph "$graph" --roots "$roots" --quiet
         done
         for t in 1 2; do record bfs "gap-$t" gap bfs "$t" "$graph"; done
-        for np in $ranks; do record msf "courier-$np" courier boruvka "$np" --scale "$s" --mode async; done
+        for np in $ranks; do record msf "courier-$np" courier boruvka "$np" --scale "$s" --mode async --validate yes; done
         record msf kruskal-1 kruskal_time "$s"
     done
     for prog in cc bfs msf; do

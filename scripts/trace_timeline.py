@@ -10,8 +10,12 @@ BFS level; given once they apply to every panel, given once per trace, to each. 
 handling a received buffer (green), waiting in cr_barrier (grey), waiting for a send
 slot or anything else (orange), idle sleep (light blue). Sends are red ticks above
 the row, barrier waves black ticks below it. The JSON is the Chrome trace format;
-Perfetto (ui.perfetto.dev) and chrome://tracing open the same file interactively."""
+Perfetto (ui.perfetto.dev) and chrome://tracing open the same file interactively.
+A job that aborted or was killed leaves its ranks' parts (TRACE.json.rank<R>.part,
+each a complete trace up to its last flush) instead of TRACE.json: give TRACE.json
+and they are read, with a line naming any rank whose part is missing."""
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -23,8 +27,28 @@ OTHER_WAIT = "#ff7f0e"
 
 
 def load(path):
-    with open(path, encoding="utf-8") as f:
-        events = json.load(f)["traceEvents"]
+    """A merged trace, or, when the job ended before merging (an abort, a kill), the
+    parts PATH.rank<R>.part it left: each is a complete trace of its own. Says which
+    ranks' parts are missing."""
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            events = json.load(f)["traceEvents"]
+    else:
+        events, expected = [], None
+        found = sorted(glob.glob(glob.escape(path) + ".rank*.part"))
+        if not found:
+            sys.exit(f"trace_timeline: {path}: no such trace, and no {path}.rank*.part parts")
+        seen = set()
+        for part in found:
+            with open(part, encoding="utf-8") as f:
+                doc = json.load(f)
+            events += doc["traceEvents"]
+            seen.add(doc["otherData"]["rank"])
+            expected = doc["otherData"]["ranks"]
+        missing = sorted(set(range(expected)) - seen)
+        print(f"trace_timeline: {path} was not merged (the job did not end normally): read "
+              f"{len(found)} parts" + (f"; missing ranks: {', '.join(map(str, missing))}"
+                                       if missing else ""), file=sys.stderr)
     ranks = sorted({e["pid"] for e in events if e.get("ph") in ("X", "i")})
     return events, ranks
 

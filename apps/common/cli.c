@@ -20,6 +20,24 @@ void app_init(app *a, const char *name, const char *usage, int *argc, char ***ar
     a->usage = usage;
     MPI_Comm_rank(MPI_COMM_WORLD, &a->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &a->size);
+    /* Progress lines by default only where a person watches: a rank's stderr is a
+     * terminal where the launcher gives it one (Open MPI does, from a terminal). */
+    int tty = a->rank == 0 && isatty(STDERR_FILENO);
+    MPI_Bcast(&tty, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    a->progress = tty;
+}
+
+void app_progress(const app *a, const char *fmt, ...)
+{
+    if (!a->progress || a->rank != 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", a->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
 }
 
 /* Rank 0 prints "<name>: <message>" (and the --help hint for usage errors); every

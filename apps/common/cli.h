@@ -13,6 +13,8 @@ typedef struct app {
     const char *usage; /* full --help text */
     int rank;
     int size;
+    int progress; /* print progress lines (app_progress): stderr is a terminal, or
+                     --progress was given */
 } app;
 
 /* MPI_Init and fill in rank and size. */
@@ -55,6 +57,10 @@ double app_physical_memory(void);
  * owns plus `bytes_all` per vertex of the whole graph. */
 uint64_t app_file_vertices(const app *a, const char *path, uint64_t seen, uint64_t edges,
                            uint64_t given, double bytes_owned, double bytes_all);
+
+/* One progress line "<name>: <message>" on rank 0's standard error when a->progress
+ * is set (stderr is a terminal, or the app's --progress). Local. */
+void app_progress(const app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Print the usage on rank 0 and exit with 0 on every rank. */
 noreturn void app_help(const app *a);

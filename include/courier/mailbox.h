@@ -252,6 +252,14 @@ size_t cr_progress(cr_comm *comm);
  * Collective. Must not be called from a handler. */
 void cr_barrier(cr_comm *comm);
 
+/* Mark a phase of the program in the COURIER_TRACE timeline: a span from
+ * cr_trace_begin to the matching cr_trace_end, on a track of its own under the rank's
+ * runtime events; phases nest. `name` is copied (cut at 127 bytes). Local; cheap and
+ * harmless when tracing is off. A cr_trace_end without a cr_trace_begin ends the job
+ * with one line. */
+void cr_trace_begin(cr_comm *comm, const char *name);
+void cr_trace_end(cr_comm *comm);
+
 /* Counters of one rank. Messages are cr_async() records; "mpi" counts are the MPI
  * sends and receives that carried them. */
 typedef struct cr_stats {

@@ -6,6 +6,37 @@
 #include <stdlib.h>
 #include <time.h>
 
+#define MAX_HOOKS 8
+static struct {
+    void (*fn)(void *arg);
+    void *arg;
+} hooks[MAX_HOOKS];
+static int nhooks;
+
+void cr_fatal_hook_add(void (*fn)(void *arg), void *arg)
+{
+    if (nhooks < MAX_HOOKS)
+        hooks[nhooks].fn = fn, hooks[nhooks++].arg = arg;
+}
+
+void cr_fatal_hook_remove(void (*fn)(void *arg), void *arg)
+{
+    for (int i = 0; i < nhooks; i++)
+        if (hooks[i].fn == fn && hooks[i].arg == arg) {
+            hooks[i] = hooks[--nhooks];
+            return;
+        }
+}
+
+static void run_hooks(void)
+{
+    static int running; /* a hook that fails ends in cr_fatal again: run them once */
+    if (running++)
+        return;
+    for (int i = nhooks - 1; i >= 0; i--)
+        hooks[i].fn(hooks[i].arg);
+}
+
 noreturn void cr_fatal(const char *fmt, ...)
 {
     int initialized = 0, finalized = 0, rank = -1;
@@ -24,6 +55,7 @@ noreturn void cr_fatal(const char *fmt, ...)
     else
         fprintf(stderr, "courier: %s\n", msg);
     fflush(stderr);
+    run_hooks();
 
     if (initialized && !finalized) {
         /* Give the launcher a moment to forward the line: MPICH's Hydra may end the

@@ -9,6 +9,12 @@
  * running). Used for misuse of the API and for corrupt input from the network. */
 noreturn void cr_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Functions cr_fatal calls, newest first, after printing its line and before ending
+ * the job: what must reach the disk (a trace) does so. At most 8; a hook must not
+ * call cr_fatal. Local. */
+void cr_fatal_hook_add(void (*fn)(void *arg), void *arg);
+void cr_fatal_hook_remove(void (*fn)(void *arg), void *arg);
+
 /* Format a one-line error into err[0 .. errlen) for functions that report errors
  * to their caller; does nothing if err is NULL or errlen is 0. */
 void cr_set_error(char *err, size_t errlen, const char *fmt, ...)

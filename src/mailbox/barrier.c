@@ -80,6 +80,7 @@ static bool barrier_done(cr_comm *c, void *arg)
     if (!quiet)
         return false;
     c->tp->ops->next_phase(c->tp);
+    cr_trace_flush(c->trace); /* what a later abort or kill would lose ends here */
     return true;
 }
 

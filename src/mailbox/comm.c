@@ -287,3 +287,19 @@ void cr_stats_reset(cr_comm *c)
     memset(c->sent_to, 0, (size_t)c->size * sizeof *c->sent_to);
     c->out.peak = c->out.total;
 }
+
+void cr_trace_begin(cr_comm *c, const char *name)
+{
+    c->trace_phases++;
+    if (c->trace)
+        cr_trace_phase_begin(c->trace, name ? name : "(unnamed)");
+}
+
+void cr_trace_end(cr_comm *c)
+{
+    if (c->trace_phases == 0)
+        cr_fatal("cr_trace_end without a matching cr_trace_begin");
+    c->trace_phases--;
+    if (c->trace)
+        cr_trace_phase_end(c->trace);
+}

@@ -109,6 +109,7 @@ struct cr_comm {
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
     int handler_depth;    /* > 0 while a received buffer is being handled */
+    int trace_phases;     /* cr_trace_begin calls not yet ended */
     int last_handler;     /* id + 1 of the handler that ran last; 0 = none yet (the
                              watchdog names it) */
     int nest;             /* waits by handling inside each other now (core.c, "waiting by handling") */

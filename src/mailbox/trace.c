@@ -8,15 +8,23 @@
 #include <string.h>
 
 #define PART_BUFFER ((size_t)1 << 20)
+#define EVENT_MAX 1024 /* one event line at most (user phase names are cut to fit) */
+#define PHASES_MAX 64  /* user phases open at once (cr_trace_begin) */
+#define TRAILER "]}\n"
 
 struct cr_trace {
     FILE *out;
-    char *buf;       /* stdio buffer of the part file */
+    char *buf;       /* events not yet in the part file */
+    size_t len;
+    long file_end;   /* where the part's trailer starts: the next events go there */
     char path[4096]; /* the merged file */
     char part[4200]; /* this rank's part */
     cr_transport *tp;
     int rank, size;
     double t0;       /* the transport's clock at the start */
+    int nphases;     /* user phases open (cr_trace_begin) */
+    double phase_start[PHASES_MAX];
+    char phase_name[PHASES_MAX][128];
 };
 
 /* One timeline per process: the first traced comm owns it. */
@@ -32,6 +40,41 @@ static void barrier(cr_transport *tp)
 {
     uint64_t x = 0, y;
     tp->ops->allreduce_u64(tp, &x, &y, 1, CR_REDUCE_SUM);
+}
+
+/* Append the buffered events to the part and close the JSON after them, so the file
+ * is a complete document after every flush: whatever ends the process later (an
+ * abort, a kill after a watchdog report), what was flushed can be read. */
+void cr_trace_flush(cr_trace *t)
+{
+    if (!t || !t->out)
+        return;
+    if (fseek(t->out, t->file_end, SEEK_SET) == 0 &&
+        fwrite(t->buf, 1, t->len, t->out) == t->len) {
+        t->file_end += (long)t->len;
+        fputs(TRAILER, t->out);
+    }
+    fflush(t->out);
+    t->len = 0;
+}
+
+/* Add one whole event line to the buffer, flushing first when it would not fit. */
+static void add_event(cr_trace *t, const char *line, size_t n)
+{
+    if (t->len + n > PART_BUFFER)
+        cr_trace_flush(t);
+    memcpy(t->buf + t->len, line, n);
+    t->len += n;
+}
+
+static void flush_hook(void *arg)
+{
+    cr_trace_flush(arg);
+}
+
+static void flush_at_exit(void)
+{
+    cr_trace_flush(active);
 }
 
 cr_trace *cr_trace_open(const char *path, cr_transport *tp)
@@ -56,15 +99,25 @@ cr_trace *cr_trace_open(const char *path, cr_transport *tp)
     if (!all_ok)
         barrier(tp); /* ended by the failing rank's abort */
     t->buf = cr_xmalloc(PART_BUFFER);
-    setvbuf(t->out, t->buf, _IOFBF, PART_BUFFER);
-    /* Every line starts with a comma: rank 0 opens the array with a metadata event. */
-    fprintf(t->out, ",{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+    /* A part is a trace of its own: a header line, one event per line (every one but
+     * the first starting with a comma), and the trailer line. */
+    fprintf(t->out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":%d,\"ranks\":%d},"
+            "\"traceEvents\":[\n", t->rank, t->size);
+    fprintf(t->out, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
             "\"args\":{\"name\":\"rank %d\"}}\n", t->rank, t->rank);
-    fprintf(t->out, ",{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
-            "\"args\":{\"sort_index\":%d}}\n", t->rank, t->rank);
+    t->file_end = ftell(t->out);
+    char line[EVENT_MAX];
+    int n = snprintf(line, sizeof line, ",{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
+                     "\"tid\":0,\"args\":{\"sort_index\":%d}}\n", t->rank, t->rank);
+    add_event(t, line, (size_t)n);
+    cr_trace_flush(t);
     barrier(tp);
     t->t0 = tp->ops->now(tp);
     active = t;
+    cr_fatal_hook_add(flush_hook, t);
+    static int exit_hook;
+    if (!exit_hook++)
+        atexit(flush_at_exit);
     return t;
 }
 
@@ -73,40 +126,85 @@ double cr_trace_now(const cr_trace *t)
     return (t->tp->ops->now(t->tp) - t->t0) * 1e6;
 }
 
-static void args(FILE *f, const char *k1, int64_t v1, const char *k2, int64_t v2, const char *k3,
-                 int64_t v3)
+static int args(char *out, size_t room, const char *k1, int64_t v1, const char *k2, int64_t v2,
+                const char *k3, int64_t v3)
 {
-    fputs(",\"args\":{", f);
+    int n = snprintf(out, room, ",\"args\":{");
     const char *sep = "";
     if (k1)
-        fprintf(f, "\"%s\":%lld", k1, (long long)v1), sep = ",";
+        n += snprintf(out + n, room - (size_t)n, "\"%s\":%lld", k1, (long long)v1), sep = ",";
     if (k2)
-        fprintf(f, "%s\"%s\":%lld", sep, k2, (long long)v2), sep = ",";
+        n += snprintf(out + n, room - (size_t)n, "%s\"%s\":%lld", sep, k2, (long long)v2), sep = ",";
     if (k3)
-        fprintf(f, "%s\"%s\":%lld", sep, k3, (long long)v3);
-    fputc('}', f);
+        n += snprintf(out + n, room - (size_t)n, "%s\"%s\":%lld", sep, k3, (long long)v3);
+    n += snprintf(out + n, room - (size_t)n, "}}\n");
+    return n;
 }
 
 void cr_trace_instant(cr_trace *t, const char *name, const char *k1, int64_t v1, const char *k2,
                       int64_t v2, const char *k3, int64_t v3)
 {
-    fprintf(t->out, ",{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":0,\"ts\":%.3f",
-            name, t->rank, cr_trace_now(t));
-    args(t->out, k1, v1, k2, v2, k3, v3);
-    fputs("}\n", t->out);
+    char line[EVENT_MAX];
+    int n = snprintf(line, sizeof line,
+                     ",{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":0,\"ts\":%.3f",
+                     name, t->rank, cr_trace_now(t));
+    n += args(line + n, sizeof line - (size_t)n, k1, v1, k2, v2, k3, v3);
+    add_event(t, line, (size_t)n);
 }
 
 void cr_trace_span(cr_trace *t, const char *name, double start, const char *k1, int64_t v1,
                    const char *k2, int64_t v2)
 {
+    char line[EVENT_MAX];
     double now = cr_trace_now(t);
-    fprintf(t->out, ",{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f",
-            name, t->rank, start, now - start);
-    args(t->out, k1, v1, k2, v2, NULL, 0);
-    fputs("}\n", t->out);
+    int n = snprintf(line, sizeof line,
+                     ",{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f",
+                     name, t->rank, start, now - start);
+    n += args(line + n, sizeof line - (size_t)n, k1, v1, k2, v2, NULL, 0);
+    add_event(t, line, (size_t)n);
 }
 
-/* Rank 0: the merged file is '{"traceEvents":[' + a first event + every part + ']}'. */
+/* A user's phase name as JSON string content: quotes, backslashes and control
+ * characters escaped, cut to fit. */
+static void json_text(char *out, size_t room, const char *in)
+{
+    size_t o = 0;
+    for (; *in && o + 7 < room; in++) {
+        unsigned char ch = (unsigned char)*in;
+        if (ch == '"' || ch == '\\')
+            out[o++] = '\\', out[o++] = (char)ch;
+        else if (ch < 0x20)
+            o += (size_t)snprintf(out + o, room - o, "\\u%04x", ch);
+        else
+            out[o++] = (char)ch;
+    }
+    out[o] = '\0';
+}
+
+void cr_trace_phase_begin(cr_trace *t, const char *name)
+{
+    if (t->nphases < PHASES_MAX) {
+        json_text(t->phase_name[t->nphases], sizeof t->phase_name[0], name);
+        t->phase_start[t->nphases] = cr_trace_now(t);
+    }
+    t->nphases++;
+}
+
+void cr_trace_phase_end(cr_trace *t)
+{
+    if (t->nphases-- > PHASES_MAX || t->nphases < 0)
+        return;
+    char line[EVENT_MAX];
+    double now = cr_trace_now(t), start = t->phase_start[t->nphases];
+    int n = snprintf(line, sizeof line,
+                     ",{\"name\":\"%s\",\"cat\":\"user\",\"ph\":\"X\",\"pid\":%d,\"tid\":1,"
+                     "\"ts\":%.3f,\"dur\":%.3f}\n",
+                     t->phase_name[t->nphases], t->rank, start, now - start);
+    add_event(t, line, (size_t)n);
+}
+
+/* Rank 0: the merged file is a header, a first event, then every part's event lines
+ * (the part's own header and trailer left out), each after a comma. */
 static void merge(cr_trace *t)
 {
     FILE *out = fopen(t->path, "w");
@@ -118,7 +216,9 @@ static void merge(cr_trace *t)
     fprintf(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"ranks\":%d},\"traceEvents\":[\n"
             "{\"name\":\"trace_start\",\"ph\":\"i\",\"s\":\"g\",\"pid\":0,\"tid\":0,\"ts\":0}\n",
             t->size);
-    char part[sizeof t->part], chunk[1 << 16];
+    char part[sizeof t->part];
+    char *line = NULL;
+    size_t cap = 0;
     for (int r = 0; r < t->size; r++) {
         part_name(part, sizeof part, t->path, r);
         FILE *in = fopen(part, "r");
@@ -126,13 +226,18 @@ static void merge(cr_trace *t)
             fprintf(stderr, "courier: COURIER_TRACE: part '%s' is missing\n", part);
             continue;
         }
-        size_t n;
-        while ((n = fread(chunk, 1, sizeof chunk, in)) > 0)
-            fwrite(chunk, 1, n, out);
+        for (long no = 0; getline(&line, &cap, in) > 0; no++) {
+            if (no == 0 || !strcmp(line, TRAILER))
+                continue; /* the part's header and trailer */
+            if (line[0] != ',')
+                fputc(',', out);
+            fputs(line, out);
+        }
         fclose(in);
         remove(part);
     }
-    fputs("]}\n", out);
+    free(line);
+    fputs(TRAILER, out);
     if (fclose(out) != 0)
         fprintf(stderr, "courier: COURIER_TRACE: writing '%s' failed\n", t->path);
 }
@@ -141,14 +246,17 @@ void cr_trace_close(cr_trace *t)
 {
     if (!t)
         return;
-    if (fclose(t->out) != 0)
+    cr_trace_flush(t);
+    cr_fatal_hook_remove(flush_hook, t);
+    if (active == t)
+        active = NULL;
+    if (ferror(t->out) | (fclose(t->out) != 0))
         fprintf(stderr, "courier: rank %d: COURIER_TRACE: writing '%s' failed\n", t->rank,
                 t->part);
+    t->out = NULL;
     free(t->buf);
     barrier(t->tp); /* every part is complete */
     if (t->rank == 0)
         merge(t);
-    if (active == t)
-        active = NULL;
     free(t);
 }

@@ -1,9 +1,11 @@
 /* COURIER_TRACE: a timeline of what the runtime did, in the Chrome trace-event JSON
  * format (Perfetto and chrome://tracing open it), one process track per rank.
  *
- * Each rank streams its events to PATH.rank<R>.part through a 1 MiB stdio buffer, so
- * memory stays bounded however long the run; cr_comm_destroy merges the parts into
- * PATH on rank 0 and removes them. Events are per buffer, per wait and per barrier
+ * Each rank writes its events to PATH.rank<R>.part through a 1 MiB buffer, so memory
+ * stays bounded however long the run; the part is a complete JSON trace after every
+ * write (at a full buffer, a watchdog report, cr_fatal, exit), so an aborted or
+ * killed job leaves readable parts; cr_comm_destroy merges the parts into PATH on
+ * rank 0 and removes them. Events are per buffer, per wait and per barrier
  * wave, never per record. When COURIER_TRACE is not set, every hook is one test of
  * a NULL pointer. docs/tracing.md lists the events. Not installed. */
 #ifndef COURIER_MAILBOX_TRACE_H
@@ -23,6 +25,15 @@ typedef struct cr_trace cr_trace;
 cr_trace *cr_trace_open(const char *path, cr_transport *tp);
 /* Collective: close the part, merge all parts into the path on rank 0, free. */
 void cr_trace_close(cr_trace *t);
+
+/* Write what is buffered to the part, which is then a complete JSON trace of its
+ * own. Called at the watchdog's reports, by cr_fatal and at exit too. Local; NULL: no-op. */
+void cr_trace_flush(cr_trace *t);
+
+/* A user's phase (cr_trace_begin / cr_trace_end): nested, a span each, on a track of
+ * its own. Local. */
+void cr_trace_phase_begin(cr_trace *t, const char *name);
+void cr_trace_phase_end(cr_trace *t);
 
 /* Microseconds since the trace started (the clocks of the ranks are aligned by a
  * barrier at the start). */

@@ -238,6 +238,7 @@ static void report(cr_comm *c, double quiet)
     double now = cr_now(c);
     cr_watch_report r;
     fill_report(c, &r);
+    cr_trace_flush(c->trace); /* a hung job may be killed next: keep the timeline */
     if (c->tp->ops->report_send(c->tp, &r, sizeof r)) {
         w->sent_at = now;
         return;
@@ -277,6 +278,7 @@ void cr_watchdog_tick(cr_comm *c)
     collect(c);
     cr_watchdog *w = c->watch;
     if (quiet >= interval && cr_now(c) - w->summary_at >= interval * 0.99) {
+        cr_trace_flush(c->trace); /* a hung job may be killed next: keep the timeline */
         print_summary(c, quiet);
         w->summary_at = cr_now(c);
     }

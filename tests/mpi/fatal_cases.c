@@ -212,6 +212,20 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "sigusr1")) {
         if (c->rank == 0)
             raise(SIGUSR1);
+    } else if (!strcmp(what, "trace-abort")) {
+        /* User phases, a barrier, then rank 0 misuses the API: its trace part must be
+         * readable after the abort, with the phases in it (tests/check_trace_abort.py). */
+        cr_trace_begin(c, "setup");
+        for (int r = 0; r < c->size; r++)
+            cr_async(c, r, h, NULL, 0);
+        cr_barrier(c);
+        cr_trace_begin(c, "a \"quoted\" phase");
+        cr_trace_end(c);
+        cr_trace_end(c);
+        if (c->rank == 0)
+            cr_async(c, c->size, h, NULL, 0);
+    } else if (!strcmp(what, "trace-end-without-begin")) {
+        cr_trace_end(c);
     } else if (!strcmp(what, "none")) {
         /* a correct program, for diagnostics printed by a job that succeeds */
         for (int r = 0; r < c->size; r++)
