@@ -77,6 +77,11 @@ typedef struct cc_run {
     int32_t *attach;      /* per local root outside the giant: the rank whose giant it
                              has an edge to, or -1 */
     uint64_t *involved;   /* bit per local root: a cut-edge record named its component */
+    uint32_t *outside;    /* my vertices outside the giant that have edges: the only
+                             ones the later phases visit (the rest keep their labels) */
+    uint64_t noutside;
+    uint32_t *attached;   /* local roots attached to a giant, in attach order */
+    uint64_t nattached;
     uint64_t *attached_min; /* per rank: the smallest id of the components attached to
                              its giant (here, then over all ranks), NONE if none */
     pair *super;          /* super-edges: this rank's, then (after the broadcast) all */
@@ -250,20 +255,27 @@ static void local_phase(cc_run *r, uint64_t seed)
             if (owns(g, g->adj[e]))
                 unite(p, (uint32_t)i, (uint32_t)(g->adj[e] - g->first), giant);
     }
-    /* Compress every path, note each component's smallest id (the giant's root need
-     * not be it: it stayed the root) and mark the giant's vertices. */
+    /* Compress every path, note each component's smallest id (its first vertex in
+     * this ascending pass; the giant's root need not be it: it stayed the root), mark
+     * the giant's vertices and list the others that have edges. Branch-free where the
+     * outcome is random: on R-MAT a mispredicted branch per vertex cost more than the
+     * pass. */
     r->giant = giant;
     for (uint64_t i = 0; i < nl; i++)
         r->min_id[i] = NONE;
-    uint64_t *bits = r->giant_bits, first = g->first;
+    uint64_t *bits = r->giant_bits, first = g->first, n_out = 0;
+    uint32_t *outside = r->outside;
     for (uint64_t i = 0; i < nl; i++) {
         uint32_t root = find(p, (uint32_t)i);
         p[i] = root;
-        if (first + i < r->min_id[root])
+        if (r->min_id[root] == NONE)
             r->min_id[root] = first + i;
-        if (root == giant)
-            bits[(first + i) >> 6] |= UINT64_C(1) << ((first + i) & 63);
+        uint64_t in_giant = root == giant;
+        bits[(first + i) >> 6] |= in_giant << ((first + i) & 63);
+        outside[n_out] = (uint32_t)i;
+        n_out += !in_giant & (g->offsets[i] != g->offsets[i + 1]);
     }
+    r->noutside = n_out;
 }
 
 /* ---------------------------------------------------------------- phase 2: cut edges */
@@ -306,6 +318,7 @@ static void cut_edges_outside(cc_run *r, uint64_t i)
             r->records++;
         } else if (r->attach[root] < 0) {
             r->attach[root] = s;
+            r->attached[r->nattached++] = root;
             if (r->min_id[root] < r->attached_min[s])
                 r->attached_min[s] = r->min_id[root];
         } else if (r->attach[root] != s) {
@@ -351,17 +364,18 @@ static void giant_to_giant(cc_run *r, uint64_t mine)
 static void cut_phase(cc_run *r)
 {
     cr_graph *g = r->g;
-    for (uint64_t i = 0; i < g->count; i++)
-        if (r->parent[i] != r->giant && g->offsets[i] != g->offsets[i + 1])
-            cut_edges_outside(r, i);
+    for (uint64_t k = 0; k < r->noutside; k++)
+        cut_edges_outside(r, r->outside[k]);
     if (r->giant != NO_ROOT)
         giant_to_giant(r, r->giant_id[g->rank]);
     cr_barrier(g->comm);
     /* Attached components that records named: their edge to their giant. */
-    for (uint64_t i = 0; i < g->count; i++)
-        if (r->parent[i] == i && r->attach[i] >= 0 && (r->involved[i >> 6] >> (i & 63) & 1))
-            push_pair(&r->super, &r->nsuper, &r->super_cap, r->min_id[i],
-                      r->giant_id[r->attach[i]]);
+    for (uint64_t k = 0; k < r->nattached; k++) {
+        uint32_t root = r->attached[k];
+        if (r->involved[root >> 6] >> (root & 63) & 1)
+            push_pair(&r->super, &r->nsuper, &r->super_cap, r->min_id[root],
+                      r->giant_id[r->attach[root]]);
+    }
 }
 
 /* ---------------------------------------------------------------- phase 3: super-graph */
@@ -454,13 +468,15 @@ static void label_vertices(cc_run *r, uint64_t *label)
         if (best[k] < best[root])
             best[root] = best[k];
     }
-    /* Each local root's label (into min_id, which is read only for that root), then
-     * every vertex's, its root's. */
-    for (uint64_t i = 0; i < g->count; i++) {
-        if (r->parent[i] != i)
-            continue;
+    /* The label of each root whose component may have joined others (the giant's, and
+     * those of the listed vertices; the rest keep their smallest id), into min_id; a
+     * root met twice gets the same value again (node_of and the sets do not change).
+     * Then every vertex's label: its root's. */
+    uint64_t nroots = r->noutside + (r->giant != NO_ROOT);
+    for (uint64_t k = 0; k < nroots; k++) {
+        uint32_t i = k < r->noutside ? r->outside[k] : r->giant, root = r->parent[i];
         uint64_t node = node_of(r, i), at = position(ids, n, node);
-        r->min_id[i] = at == NONE ? node : best[find(p, (uint32_t)at)];
+        r->min_id[root] = at == NONE ? node : best[find(p, (uint32_t)at)];
     }
     for (uint64_t i = 0; i < g->count; i++)
         label[i] = r->min_id[r->parent[i]];
@@ -486,6 +502,8 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
     r.attached_min = cr_xmalloc((size_t)g->size * sizeof *r.attached_min);
     r.attach = cr_xmalloc((nl + 1) * sizeof *r.attach);
     r.involved = cr_xcalloc(nl / 64 + 1, sizeof *r.involved);
+    r.outside = cr_xmalloc((nl + 1) * sizeof *r.outside);
+    r.attached = cr_xmalloc((nl + 1) * sizeof *r.attached);
     for (int s = 0; s < g->size; s++)
         r.giant_id[s] = r.attached_min[s] = NONE;
     for (uint64_t i = 0; i < nl; i++)
@@ -513,6 +531,8 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
     free(r.attached_min);
     free(r.attach);
     free(r.involved);
+    free(r.outside);
+    free(r.attached);
     free(r.super);
     free(r.all);
 }
