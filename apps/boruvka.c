@@ -50,11 +50,14 @@ static const char usage[] =
     "  --seed S          graph seed (default 1)\n"
     "  --progress        a line per phase on standard error (default when it is a\n"
     "                    terminal)\n"
+    "  --stats           print the runtime's counters over all ranks at the end\n"
+    "                    (the same as COURIER_STATS=1)\n"
     "  --help            this text\n";
 
 typedef struct opts {
     cr_gen_params gen;
     const char *graph, *weights, *route;
+    int route_given; /* --route was given: it overrides COURIER_ROUTE */
     int async;
     int aggregation;
     unsigned node_size;
@@ -186,7 +189,7 @@ static void parse(app *a, int argc, char **argv, opts *o)
         {"weights", required_argument, 0, 'W'},   {"mode", required_argument, 0, 'm'},
         {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"aggregation", required_argument, 0, 'A'}, {"validate", required_argument, 0, 'V'},
-        {"seed", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'}, {"progress", no_argument, 0, 'p'},
+        {"seed", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'}, {"progress", no_argument, 0, 'p'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -194,11 +197,12 @@ static void parse(app *a, int argc, char **argv, opts *o)
         switch (ch) {
         case 'W': o->weights = optarg; break;
         case 'm': o->async = app_parse_choice(a, "--mode", optarg, modes); break;
-        case 'R': o->route = optarg; break;
+        case 'R': o->route = optarg, o->route_given = 1; break;
         case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
         case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
         case 'p': a->progress = 1; break;
+        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(a);
         default:
             if (!app_graph_option(a, ch, optarg, &o->gen, &o->graph))
@@ -264,10 +268,12 @@ int main(int argc, char **argv)
     uint64_t total_edges = sum_u64(m);
 
     cr_config cfg;
-    cr_config_init(&cfg);
+    app_config_from_env(&a, &cfg);
     if (o.async) {
-        app_parse_route(&a, o.route, &cfg);
-        cfg.node_size = o.node_size;
+        if (o.route_given) /* else COURIER_ROUTE, or direct */
+            app_parse_route(&a, o.route, &cfg);
+        if (o.node_size) /* else COURIER_NODE_SIZE */
+            cfg.node_size = o.node_size;
     }
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
     cr_darray_opts d;

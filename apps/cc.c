@@ -63,6 +63,7 @@ enum { ALG_SV, ALG_LABEL, ALG_LOCAL };
 typedef struct ccopts {
     cr_gen_params gen;
     const char *graph, *route, *write_graph;
+    int route_given; /* --route was given: it overrides COURIER_ROUTE */
     int algorithm;  /* ALG_LOCAL (cr_graph_cc), ALG_LABEL or ALG_SV */
     int stats;      /* --stats: the runtime's counters at the end */
     int aggregation;
@@ -252,7 +253,7 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
         case 'a': o->algorithm = app_parse_choice(a, "--algorithm", optarg, algos); break;
         case 'W': o->write_graph = optarg; break;
         case 'T': o->stats = 1; break;
-        case 'R': o->route = optarg; break;
+        case 'R': o->route = optarg, o->route_given = 1; break;
         case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
         case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
@@ -300,10 +301,12 @@ int main(int argc, char **argv)
     app_write_graph(&a, write_to, o.write_graph, &edges);
 
     cr_config cfg;
-    cr_config_init(&cfg);
+    app_config_from_env(&a, &cfg);
     if (o.algorithm != ALG_SV) {
-        app_parse_route(&a, o.route, &cfg);
-        cfg.node_size = o.node_size;
+        if (o.route_given) /* else COURIER_ROUTE, or direct */
+            app_parse_route(&a, o.route, &cfg);
+        if (o.node_size) /* else COURIER_NODE_SIZE */
+            cfg.node_size = o.node_size;
     }
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
     static cc_label state; /* lives until the comm is destroyed */
@@ -352,9 +355,14 @@ int main(int argc, char **argv)
                                    sizeof *edges.edges, 1, UINT64_MAX);
     uint64_t mine[2] = {st.cut_records, st.giant_vertices}, sums[2];
     MPI_Allreduce(mine, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    char route_name[128];
+    if (o.algorithm == ALG_SV)
+        snprintf(route_name, sizeof route_name, "%s", o.route);
+    else
+        cr_route_format(&cfg.route, route_name, sizeof route_name);
     if (a.rank == 0) {
         printf("cc: %d ranks, %llu vertices, %llu edges, %s (%s)\n", a.size, (unsigned long long)n,
-               (unsigned long long)total_edges, algorithm_names[o.algorithm], o.route);
+               (unsigned long long)total_edges, algorithm_names[o.algorithm], route_name);
         printf("  %s in %.4f s, built in %.4f s\n", o.graph ? "read" : "generated", t_gen,
                t_build);
         printf("  %llu components, the largest %llu vertices; %llu rounds, %.4f s\n",

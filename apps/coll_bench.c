@@ -22,6 +22,8 @@ static const char usage[] =
     "  --sizes LIST      allgather bytes per rank (default 8,64,512,4K,32K,256K,1M)\n"
     "  --reps R          timed calls per point after 3 warm-ups (default 100)\n"
     "  --csv FILE        append one line per point and algorithm\n"
+    "  --stats           print the runtime's counters over all ranks at the end\n"
+    "                    (the same as COURIER_STATS=1)\n"
     "  --help            show this text\n";
 
 enum { BOTH, ALLREDUCE, ALLGATHER };
@@ -209,7 +211,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"collective", required_argument, 0, 'C'}, {"counts", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 'b'},      {"reps", required_argument, 0, 'r'},
-        {"csv", required_argument, 0, 'c'},        {"help", no_argument, 0, 'h'},
+        {"csv", required_argument, 0, 'c'},        {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -220,6 +222,7 @@ int main(int argc, char **argv)
         case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 26, sizes, 32); break;
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
         case 'c': csv = optarg; break;
+        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
         }

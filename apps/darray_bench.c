@@ -47,6 +47,8 @@ static const char usage[] =
     "  --reps R          repetitions; the median time is reported (default 3)\n"
     "  --seed S          graph seed (default 1)\n"
     "  --csv FILE        append one line per run to FILE (header written if new)\n"
+    "  --stats           print the runtime's counters over all ranks at the end\n"
+    "                    (the same as COURIER_STATS=1)\n"
     "  --help            this text\n";
 
 enum { PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_OVERLOAD, NPATTERNS };
@@ -219,7 +221,7 @@ static void overload(run *r)
 static cr_comm *comm_for(bench *b, int lockstep, int route)
 {
     cr_config cfg;
-    cr_config_init(&cfg);
+    app_config_from_env(&b->a, &cfg);
     if (!lockstep) {
         app_parse_route(&b->a, route_names[route], &cfg);
         cfg.node_size = route ? b->node_size : 0;
@@ -312,7 +314,7 @@ int main(int argc, char **argv)
         {"routes", required_argument, 0, 'R'},    {"aggregations", required_argument, 0, 'A'},
         {"modes", required_argument, 0, 'm'},     {"node-size", required_argument, 0, 'N'},
         {"reps", required_argument, 0, 'r'},      {"seed", required_argument, 0, 's'},
-        {"csv", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'},
+        {"csv", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -330,6 +332,7 @@ int main(int argc, char **argv)
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 100); break;
         case 's': seed = app_parse_u64(&b.a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'c': csv = optarg; break;
+        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(&b.a);
         default: app_bad_option(&b.a, argv);
         }

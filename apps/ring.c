@@ -21,6 +21,8 @@ static const char usage[] =
     "  --tokens T    tokens in flight at once, started by rank 0 (default 1)\n"
     "  --payload B   payload bytes per hop, at least 4 (default 8)\n"
     "  --csv FILE    append a line to FILE\n"
+    "  --stats           print the runtime's counters over all ranks at the end\n"
+    "                    (the same as COURIER_STATS=1)\n"
     "  --help        show this text\n";
 
 typedef struct ring {
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
                                          {"tokens", required_argument, 0, 't'},
                                          {"payload", required_argument, 0, 'p'},
                                          {"csv", required_argument, 0, 'c'},
-                                         {"help", no_argument, 0, 'h'},
+                                         {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'},
                                          {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -64,6 +66,7 @@ int main(int argc, char **argv)
         case 't': tokens = app_parse_u64(&a, "--tokens", optarg, 1, 1u << 16); break;
         case 'p': payload = app_parse_u64(&a, "--payload", optarg, 4, 1u << 24); break;
         case 'c': csv = optarg; break;
+        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
         }

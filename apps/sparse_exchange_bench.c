@@ -25,6 +25,8 @@ static const char usage[] =
     "  --reps R           timed exchanges per point, after one warm-up (default 50)\n"
     "  --seed S           random seed for the neighbours (default 1)\n"
     "  --csv FILE         append one line per point and protocol to FILE\n"
+    "  --stats           print the runtime's counters over all ranks at the end\n"
+    "                    (the same as COURIER_STATS=1)\n"
     "  --help             show this text\n";
 
 static const cr_sx_protocol protocols[] = {CR_SX_NBX, CR_SX_PEX, CR_SX_PCX};
@@ -83,7 +85,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"neighbours", required_argument, 0, 'k'}, {"sizes", required_argument, 0, 'b'},
         {"reps", required_argument, 0, 'r'},       {"seed", required_argument, 0, 's'},
-        {"csv", required_argument, 0, 'c'},        {"help", no_argument, 0, 'h'},
+        {"csv", required_argument, 0, 'c'},        {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -94,6 +96,7 @@ int main(int argc, char **argv)
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
         case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'c': csv = optarg; break;
+        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
         }

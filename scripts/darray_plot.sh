@@ -6,17 +6,21 @@
 #
 #   scripts/darray_plot.sh [BUILD_DIR] [OUT_DIR]      (default: build docs/img)
 #   NP=8 REPS=3 BENCH_ARGS="..."                        (the defaults; extra flags)
+#   PLOT_ONLY=1                                         redraw from OUT/darray_bench.csv
 set -euo pipefail
 build=${1:-build}
 out=${2:-docs/img}
 np=${NP:-8}
 mkdir -p "$out"
 csv="$out/darray_bench.csv"
-rm -f "$csv"
-# shellcheck disable=SC2086
-"$(dirname "$0")/mpirun.sh" -np "$np" "$build/apps/darray_bench" --reps "${REPS:-3}" \
-    --csv "$csv" ${BENCH_ARGS:-}
-echo "darray_plot: wrote $csv"
+if [ -z "${PLOT_ONLY:-}" ]; then
+    rm -f "$csv"
+    # shellcheck disable=SC2086
+    "$(dirname "$0")/mpirun.sh" -np "$np" "$build/apps/darray_bench" --reps "${REPS:-3}" \
+        --csv "$csv" ${BENCH_ARGS:-}
+    echo "darray_plot: wrote $csv"
+fi
+[ -s "$csv" ] || { echo "darray_plot: no $csv to plot" >&2; exit 1; }
 if ! command -v gnuplot >/dev/null; then
     echo "darray_plot: gnuplot not found, no plot (apt-get install gnuplot-nox)"
     exit 0
@@ -27,15 +31,19 @@ panel() { # pattern -> a data block "label speedup" for gnuplot
         printf "\"%s\" %s\n", label, $8 }' "$csv"
 }
 gnuplot <<GP
-set terminal pngcairo size 1400,450 noenhanced
+set terminal pngcairo size 1500,560 noenhanced font ",11"
 set output "$out/darray_bench.png"
-set multiplot layout 1,3 title "darray_bench on $np ranks: speedup over lock-step direct without aggregation (scripts/darray_plot.sh)"
+set multiplot layout 1,3 title "darray_bench on $np ranks: speedup over lock-step direct without aggregation (scripts/darray_plot.sh); above the line at 1 is faster"
 set style data histograms
 set style fill solid 0.8
 set boxwidth 0.8
-set xtics rotate by -60 font ",8"
+set xtics rotate by -60 font ",9"
+set bmargin 9
+set rmargin 5
 set yrange [0:*]
 set grid ytics
+set ylabel "speedup (times faster than lock-step direct, none)"
+set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 2 lc rgb "black" front
 unset key
 \$n << EOD
 $(panel neighborhood)

@@ -6,7 +6,8 @@
 #
 #   scripts/flush_sweep.sh [BUILD_DIR] [OUT_DIR]
 #   env: NP (4), NODE (2), ROUTES ("direct nlnr hypercube"), SCALE (16), ROOTS (8),
-#        UPDATES (histogram updates per rank, 1M), SIZES_KB (1 2 4 ... 16384)
+#        UPDATES (histogram updates per rank, 1M), SIZES_KB (1 2 4 ... 16384);
+#        PLOT_ONLY=1 redraws from OUT/flush_sweep.csv
 set -euo pipefail
 build=${1:-build}
 out=${2:-.}
@@ -20,6 +21,9 @@ csv="$out/flush_sweep.csv"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+if [ -n "${PLOT_ONLY:-}" ]; then
+    sizes=() # no runs: the table below is not rewritten either
+fi
 for kb in "${sizes[@]}"; do
     for r in "${routes[@]}"; do
         "$mpirun" -np "$np" "$build/apps/bfs" --scale "${SCALE:-16}" --roots "${ROOTS:-8}" --quiet \
@@ -30,7 +34,7 @@ for kb in "${sizes[@]}"; do
 done
 
 # One table: workload, threshold, route, throughput (M TEPS or M updates/s), sends, memory.
-{
+[ -n "${PLOT_ONLY:-}" ] || {
     echo "workload,threshold_bytes,route,throughput_millions,mpi_sends_max,peak_rss_mib"
     awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { printf "bfs,%s,%s,%.3f,%s,%s\n", $c["buffer_bytes"], $c["route"], $c["hmean_teps"] / 1e6,
@@ -39,8 +43,8 @@ done
         { printf "histogram,%s,%s,%.3f,%s,%s\n", $c["buffer_bytes"], $c["route"], $c["updates_per_s"] / 1e6,
                  $c["mpi_sends_max"], $c["peak_rss_mib"] }' "$tmp/hist.csv"
 } > "$csv"
-echo "flush_sweep: wrote $csv"
-column -s, -t < "$csv"
+[ -s "$csv" ] || { echo "flush_sweep: no $csv" >&2; exit 1; }
+[ -n "${PLOT_ONLY:-}" ] || { echo "flush_sweep: wrote $csv"; column -s, -t < "$csv"; }
 
 if ! command -v gnuplot >/dev/null; then
     echo "flush_sweep: gnuplot not found, no plot (apt-get install gnuplot-nox)"
@@ -59,13 +63,14 @@ plot_lines() {
     done
 }
 gnuplot <<GP
-set terminal pngcairo size 1100,450 noenhanced
+set terminal pngcairo size 1300,520 noenhanced font ",11"
 set output "$out/flush_sweep.png"
-set multiplot layout 1,2 title "Flush threshold, $np ranks as virtual nodes of $node (scripts/flush_sweep.sh)"
+set multiplot layout 1,2 title "Flush threshold, $np ranks as virtual nodes of $node (scripts/flush_sweep.sh); higher is better"
 set logscale x 2
 set xlabel "flush threshold (KiB)"
 set grid
-set key bottom right
+set yrange [0:*]
+set key outside below horizontal title "route"
 set title "BFS, R-MAT scale ${SCALE:-16}"
 set ylabel "harmonic mean M TEPS"
 plot $(plot_lines bfs)

@@ -64,14 +64,14 @@ series_hist() { # route-prefix merged -> "P buffers_max"
         (r == "grid3" ? $2 ~ /^grid:.*x.*x/ : $2 == r) { print $1, $13 }' "$hist" | sort -n
 }
 gnuplot <<GP
-set terminal pngcairo size 1500,900 noenhanced
+set terminal pngcairo size 1650,1200 noenhanced font ",11"
 set output "$out/scale_model.png"
-set multiplot layout 2,3 title "The scale model on the simulated transport (scripts/scale_plot.sh)"
+set multiplot layout 2,3 title "The scale model on the simulated transport (scripts/scale_plot.sh); lower is better"
 set logscale xy 2
 set format y "%.0f"
 set xlabel "virtual ranks P"
 set grid
-set key top left font ",9"
+set key outside below vertical maxrows 3 font ",9"
 \$od << EOD
 $(series_overload direct none)
 EOD

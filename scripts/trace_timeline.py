@@ -107,14 +107,22 @@ def main():
         script = [f"set terminal pngcairo size 1400,{260 + 220 * n} font 'sans,10'",
                   f"set output '{a.out}'", f"set multiplot layout {n},1",
                   "set xlabel 'ms since the trace started'", "set style fill solid 1.0 noborder",
-                  "unset key"]
+                  "set key outside right top title 'colour key' box"]
+        # The key: one empty series per colour and mark, so gnuplot draws a legend.
+        legend = (", NaN with boxes lc rgb '#2ca02c' title 'handling a buffer'"
+                  ", NaN with boxes lc rgb '#9e9e9e' title 'waiting in cr_barrier'"
+                  ", NaN with boxes lc rgb '#ff7f0e' title 'other wait (send slot, ...)'"
+                  ", NaN with boxes lc rgb '#9ecae1' title 'idle sleep'"
+                  ", NaN with points pt 2 lc rgb '#d62728' title 'send (above the row)'"
+                  ", NaN with points pt 9 lc rgb 'black' title 'barrier wave (below)'")
         for (spans, sends, waves), ranks, lo, hi, title in panels:
             script += [f"set title \"{title}\" noenhanced", f"set xrange [{lo}:{hi}]",
                        f"set yrange [{max(ranks) + 0.8}:{-0.8}]",
                        "set ytics (" + ", ".join(f"'rank {r}' {r}" for r in ranks) + ")",
-                       f"plot '{spans}' using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable, "
-                       f"'{sends}' using 1:2 with points pt 2 ps 0.5 lc rgb '#d62728', "
-                       f"'{waves}' using 1:2 with points pt 9 ps 0.6 lc rgb 'black'"]
+                       f"plot '{spans}' using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle, "
+                       f"'{sends}' using 1:2 with points pt 2 ps 0.5 lc rgb '#d62728' notitle, "
+                       f"'{waves}' using 1:2 with points pt 9 ps 0.6 lc rgb 'black' notitle"
+                       + legend]
         script.append("unset multiplot")
         r = subprocess.run(["gnuplot"], input="\n".join(script), text=True,
                            stderr=subprocess.PIPE)

@@ -233,13 +233,18 @@ double app_median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+void app_config_from_env(const app *a, cr_config *cfg)
+{
+    cr_config_init(cfg);
+    char err[512];
+    if (cr_config_from_env(cfg, err, sizeof err))
+        app_usage_error(a, "%s", err);
+}
+
 cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, cr_config *cfg)
 {
     cr_config c;
-    cr_config_init(&c);
-    char err[512];
-    if (cr_config_from_env(&c, err, sizeof err))
-        app_usage_error(a, "%s", err);
+    app_config_from_env(a, &c);
     if (flags && flags->buffer_kb)
         c.buffer_bytes = (size_t)flags->buffer_kb << 10;
     if (flags && flags->route)

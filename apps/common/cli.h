@@ -120,6 +120,11 @@ typedef struct app_comm_flags {
     uint64_t node_size; /* --node-size */
 } app_comm_flags;
 
+/* The defaults, then the COURIER_* variables (a bad one is a usage error), into
+ * *cfg: what every app starts its configuration from. Collective (every rank sees
+ * the same environment). */
+void app_config_from_env(const app *a, struct cr_config *cfg);
+
 /* Create the app's comm on MPI_COMM_WORLD: defaults, then the COURIER_* variables (a
  * bad one is a usage error), then the flags given. The configuration used is
  * copied to *cfg if cfg is not NULL; flags may be NULL. */

@@ -223,16 +223,15 @@ static void top_down_step(cr_graph *g, const uint64_t *frontier, size_t nfrontie
         uint64_t i = frontier[f], u = g->first + i;
         for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
             uint64_t v = g->adj[e];
-            int owner = cr_graph_owner(g, v);
-            if (owner == g->rank) {
+            if (v - g->first < g->count) { /* mine: no owner to compute (a division) */
                 visit(g, v, u);
-            } else if (merged) {
-                uint64_t m[2] = {v, u};
-                cr_async(g->comm, owner, g->h_visit_merged, m, sizeof m);
-            } else if (first_visit_to(sent, v)) {
-                uint64_t m[2] = {v, u};
-                cr_async(g->comm, owner, g->h_visit, m, sizeof m);
+                continue;
             }
+            uint64_t m[2] = {v, u};
+            if (merged)
+                cr_async(g->comm, cr_block_owner(g->n, g->size, v), g->h_visit_merged, m, sizeof m);
+            else if (first_visit_to(sent, v)) /* the bitmap first: most visits were sent */
+                cr_async(g->comm, cr_block_owner(g->n, g->size, v), g->h_visit, m, sizeof m);
         }
     }
     cr_barrier(g->comm);
