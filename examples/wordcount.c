@@ -144,7 +144,7 @@ static void count_if_mine(const char *w, void *arg)
 }
 
 static const char builtin[] =
-    "It is a truth universally acknowledged that a single rank in possession\n"
+    "It is a truth universally acknowledged that a single rank in charge\n"
     "of a good buffer must be in want of a barrier\n"
     "However little known the feelings or views of such a rank may be\n"
     "on its first entering a communicator this truth is so well fixed\n"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# BFS validation over scales, rank counts and routes (issue "Graph helpers and the
-# BFS app", done-when list). Every run validates each search; the script prints one
+# BFS validation over scales, rank counts and routes (docs/graph.md). Every run
+# validates each search; the script prints one
 # line per run and exits non-zero if any run fails.
 #
 #   scripts/bfs_validate_matrix.sh [BUILD_DIR]

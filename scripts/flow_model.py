@@ -27,7 +27,7 @@ Policies:
   deep         handle every received record, deepest first (the program's depth,
                or the number of handler hops since user code: both are the same here)
   deep-block   deepest first by block: a received block is handled whole, the block
-               with the deepest record first (what branch exp-priority built)
+               with the deepest record first (what prototype exp-priority built)
   deep-pause   deepest first; over the cap, handle only records as deep as the
                deepest this rank has seen (leaves, here), else wait; a rank that
                found nothing to do for 3 steps handles anyway (a relief)

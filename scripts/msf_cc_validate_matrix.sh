@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Validation of apps/boruvka and apps/cc over scales, rank counts, lock-step routes
-# and aggregations, and the asynchronous designs (the issue "Boruvka minimum
-# spanning forest and connected components ...", done-when list). Every run checks
+# and aggregations, and the asynchronous designs (docs/graph.md). Every run checks
 # itself (--validate yes): Boruvka against a sequential Kruskal, CC against a
 # union-find, both also by the distributed invariants. One line per run; exits
 # non-zero if any run fails.

@@ -104,7 +104,7 @@ def main():
             title = a.title[k] if k < len(a.title) else os.path.basename(path)
             panels.append((write_panel(events, lo, hi, sub), ranks, lo, hi, title))
         n = len(panels)
-        script = [f"set terminal pngcairo size 1400,{260 + 220 * n} font 'sans,10'",
+        script = [f"set terminal pngcairo size 1400,{260 + 220 * n} font 'sans,10' noenhanced",
                   f"set output '{a.out}'", f"set multiplot layout {n},1",
                   "set xlabel 'ms since the trace started'", "set style fill solid 1.0 noborder",
                   "set key outside right top title 'colour key' box"]

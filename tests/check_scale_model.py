@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The scale model's counts equal the MPI runtime's (issue "The scale model",
-cross-check): apps/scale_model on P virtual ranks and apps/darray_bench under
+"""The scale model's counts equal the MPI runtime's (a cross-check):
+apps/scale_model on P virtual ranks and apps/darray_bench under
 mpirun -np P run the same three patterns (overload; neighborhood and pointer
 doubling on the same R-MAT graph, 1024 vertices per rank) in lock-step under direct,
 2D grid and hypercube routes and every aggregation; the messages per rank (max and
