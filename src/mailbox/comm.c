@@ -257,6 +257,13 @@ int cr_register_type(cr_comm *c, const cr_handler_type *type, void *user)
     return cr_register_checked(c, type, user, NULL, 0);
 }
 
+/* module.h: registration with a module's kind name and extra signature. */
+int cr_module_register(cr_comm *c, const cr_handler_type *type, void *user, const char *kind,
+                       uint64_t extra)
+{
+    return cr_register_checked(c, type, user, kind, extra);
+}
+
 int cr_register(cr_comm *c, cr_handler_fn fn, void *user)
 {
     return cr_register_type(c, &(cr_handler_type){.fn = fn}, user);
@@ -273,20 +280,6 @@ size_t cr_progress(cr_comm *c)
     return cr_engine_run_nowait(c);
 }
 
-void cr_stats_get(const cr_comm *c, cr_stats *out)
-{
-    *out = c->stats;
-    out->peak_buffered_bytes = cr_outbufs_peak(&c->out);
-    out->peak_memory_bytes = cr_peak_memory(c);
-}
-
-void cr_stats_reset(cr_comm *c)
-{
-    memset(&c->stats, 0, sizeof c->stats);
-    cr_note_memory(c); /* the peaks start from what is held now */
-    memset(c->sent_to, 0, (size_t)c->size * sizeof *c->sent_to);
-    c->out.peak = c->out.total;
-}
 
 void cr_trace_begin(cr_comm *c, const char *name)
 {

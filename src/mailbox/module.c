@@ -100,9 +100,3 @@ int cr_module_next_handler_id(const cr_comm *c)
 {
     return (int)c->handlers.count;
 }
-
-int cr_module_register(cr_comm *c, const cr_handler_type *type, void *user, const char *kind,
-                       uint64_t extra)
-{
-    return cr_register_checked(c, type, user, kind, extra);
-}

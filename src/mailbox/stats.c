@@ -44,3 +44,18 @@ void cr_stats_print(cr_comm *c, FILE *out)
                 mx[i]);
     fflush(out);
 }
+
+void cr_stats_get(const cr_comm *c, cr_stats *out)
+{
+    *out = c->stats;
+    out->peak_buffered_bytes = cr_outbufs_peak(&c->out);
+    out->peak_memory_bytes = cr_peak_memory(c);
+}
+
+void cr_stats_reset(cr_comm *c)
+{
+    memset(&c->stats, 0, sizeof c->stats);
+    cr_note_memory(c); /* the peaks start from what is held now */
+    memset(c->sent_to, 0, (size_t)c->size * sizeof *c->sent_to);
+    c->out.peak = c->out.total;
+}

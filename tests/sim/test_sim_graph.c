@@ -306,13 +306,9 @@ static void run_cc(cr_comm *comm, void *user)
     free(label), free(state);
 }
 
-/* cr_graph_cc (local union-find, then cut edges) on a virtual rank's share. */
-static const graph *cc_local_graph;
-
-static void run_cc_local(cr_comm *comm, void *user)
+/* The distributed graph of g: virtual rank r contributes edges r, r + P, ... */
+static cr_graph *build_share(cr_comm *comm, const graph *g)
 {
-    cc_result *res = user;
-    const graph *g = cc_local_graph;
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
     cr_edge_list local = {.nvertices = g->n};
     local.cap = g->m / (uint64_t)p + 1;
@@ -321,6 +317,17 @@ static void run_cc_local(cr_comm *comm, void *user)
         local.edges[local.count++] = (cr_edge){g->edges[j].a, g->edges[j].b};
     cr_graph *cg = cr_graph_build(comm, &local);
     cr_edge_list_free(&local);
+    return cg;
+}
+
+/* cr_graph_cc (local union-find, then cut edges) on a virtual rank's share. */
+static const graph *cc_local_graph;
+
+static void run_cc_local(cr_comm *comm, void *user)
+{
+    cc_result *res = user;
+    const graph *g = cc_local_graph;
+    cr_graph *cg = build_share(comm, g);
     uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
     uint64_t *label = calloc(count + 1, 8);
     cr_graph_cc(cg, label, NULL);
@@ -413,14 +420,8 @@ static void run_bfs(cr_comm *comm, void *user)
 {
     bfs_case *bc = user;
     const graph *g = bc->g;
-    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
-    cr_edge_list local = {.nvertices = g->n};
-    local.cap = g->m / (uint64_t)p + 1;
-    local.edges = calloc(local.cap, sizeof *local.edges);
-    for (uint64_t j = (uint64_t)me; j < g->m; j += (uint64_t)p)
-        local.edges[local.count++] = (cr_edge){g->edges[j].a, g->edges[j].b};
-    cr_graph *cg = cr_graph_build(comm, &local);
-    cr_edge_list_free(&local);
+    int me = cr_comm_rank(comm);
+    cr_graph *cg = build_share(comm, g);
     cr_bfs_opts o;
     cr_bfs_opts_init(&o);
     o.algorithm = bc->algorithm;
