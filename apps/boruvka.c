@@ -1,20 +1,15 @@
-/* boruvka: the minimum spanning forest of a weighted graph, by Boruvka's rounds on
- * the distributed array (include/courier/darray.h), validated against a sequential
- * Kruskal.
+/* boruvka: the minimum spanning forest of a weighted graph (cr_graph_msf,
+ * include/courier/graph.h), validated against a sequential Kruskal. A front-end:
+ * the algorithms are the library's (src/graph/msf.c, msf_rounds.c; docs/graph.md).
  *
- * Each round: every component finds its lightest incident edge (a write of the
- * edge to the component's entry, merged by "lightest": weight, then edge id, so the
- * forest is unique); each component points to the component across that edge; the
- * two ends of a component's lightest edge that chose each other break the tie (the
- * smaller becomes the root); pointer doubling makes every component point to its
- * root; the edges are relabelled to the new components and contracted (self-loops
- * dropped, of the parallel edges a rank holds the lightest kept). The rounds end
- * when no edge joins two components. Pointer doubling makes many ranks read the
- * same few entries, which is what merging removes (the thesis behind src/darray,
- * section 5.4). */
+ *   --mode filter    (default) each rank's edges filtered to their own forest, the
+ *                    forests merged up a tree; Boruvka's rounds finish if the merged
+ *                    forests would pass --gather-limit
+ *   --mode async     Boruvka's rounds on every edge, on the mailbox
+ *   --mode lockstep  Boruvka's rounds in lock-step darray steps, with --route and
+ *                    --aggregation: the darray thesis's benchmark (section 5.4) */
 #include "cli.h"
 #include "components.h"
-#include "msf.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -27,10 +22,9 @@
 static const char usage[] =
     "Usage: mpirun -np P boruvka [options]\n"
     "\n"
-    "Minimum spanning forest of a weighted graph by Boruvka's rounds on the\n"
-    "distributed array; prints the forest's weight, its trees, the rounds, the time\n"
-    "of each phase and the array's merging, and checks the forest against a\n"
-    "sequential Kruskal when the graph fits on one rank.\n"
+    "Minimum spanning forest of a weighted graph; prints the forest's weight, its\n"
+    "trees, the time of each phase and the messages, and checks the forest against\n"
+    "a sequential Kruskal when the graph fits on one rank.\n"
     "\n"
     "  --scale S         2^S vertices (default 16)\n"
     "  --edgefactor E    edges per vertex (default 16)\n"
@@ -38,10 +32,16 @@ static const char usage[] =
     "  --graph FILE      read weighted edges instead: text 'u v w' per line, or a\n"
     "                    Graph500 dump (FILE.g500) with --weights\n"
     "  --weights FILE    the Graph500 dump's weights (float32 per edge)\n"
-    "  --mode M          lockstep (default) or async\n"
-    "  --route R         lock-step: direct (default), grid, grid:AxB..., hypercube;\n"
-    "                    async: the comm's route, any of COURIER_ROUTE's\n"
-    "  --node-size K     async: virtual nodes of K ranks\n"
+    "  --mode M          filter (default): each rank keeps the forest of its own\n"
+    "                    edges, pairs of ranks merge their forests up a tree;\n"
+    "                    async: Boruvka's rounds on every edge, on the mailbox;\n"
+    "                    lockstep: Boruvka's rounds in lock-step darray steps\n"
+    "  --gather-limit N  filter: the most forest edges one rank may hold while the\n"
+    "                    forests merge (default 16777216); beyond it, Boruvka's\n"
+    "                    rounds finish; 0: no merging\n"
+    "  --route R         lockstep: direct (default), grid, grid:AxB..., hypercube;\n"
+    "                    filter and async: the comm's route, any of COURIER_ROUTE's\n"
+    "  --node-size K     filter and async: virtual nodes of K ranks\n"
     "  --aggregation A   lock-step: none, hash (default) or sort\n"
     "  --validate V      auto (default): check the invariants distributedly (every\n"
     "                    edge within one tree, forest edges = vertices - trees) and,\n"
@@ -54,11 +54,21 @@ static const char usage[] =
     "                    (the same as COURIER_STATS=1)\n"
     "  --help            this text\n";
 
+enum { MODE_FILTER, MODE_ASYNC, MODE_LOCKSTEP };
+
+/* An input edge, as the check against Kruskal orders them. */
+typedef struct wedge {
+    uint64_t a, b; /* the two ends first (app_check_components reads them) */
+    uint32_t key;  /* the weight's bits, ordered as the weight */
+    uint64_t id;   /* its position in the ranks' lists, one after the other */
+} wedge;
+
 typedef struct opts {
     cr_gen_params gen;
     const char *graph, *weights, *route;
     int route_given; /* --route was given: it overrides COURIER_ROUTE */
-    int async;
+    int mode; /* MODE_* */
+    uint64_t gather_limit;
     int aggregation;
     unsigned node_size;
     int validate; /* 0 no, 1 yes, 2 auto */
@@ -71,19 +81,13 @@ static uint64_t sum_u64(uint64_t x)
     return y;
 }
 
-static uint64_t mpi_sum(cr_comm *comm, uint64_t mine, void *ctx)
-{
-    (void)comm, (void)ctx;
-    return sum_u64(mine);
-}
-
 /* ---- validation: Kruskal on rank 0 ---------------------------------------------- */
 
 static int by_key(const void *x, const void *y)
 {
-    const msf_edge *p = x, *q = y;
-    if (p->w != q->w)
-        return p->w < q->w ? -1 : 1;
+    const wedge *p = x, *q = y;
+    if (p->key != q->key)
+        return p->key < q->key ? -1 : 1;
     return (p->id > q->id) - (p->id < q->id);
 }
 
@@ -117,12 +121,12 @@ static void *gather(const app *a, const void *mine, size_t count, size_t size, s
 
 /* The same forest (edge ids) and the same components (as a partition) as Kruskal
  * on the gathered edges. Returns 1 on every rank if so. */
-static int validate(const app *a, const msf_edge *orig, size_t m, const msf_forest *f,
+static int validate(const app *a, const wedge *orig, size_t m, const cr_msf_result *f,
                     const uint64_t *label, uint64_t nlocal, uint64_t n)
 {
     size_t me, nf, nl;
-    msf_edge *all = gather(a, orig, m, sizeof *orig, &me);
-    uint64_t *ids = gather(a, f->ids, f->n, 8, &nf);
+    wedge *all = gather(a, orig, m, sizeof *orig, &me);
+    uint64_t *ids = gather(a, f->forest, f->nforest, 8, &nf);
     uint64_t *labels = gather(a, label, nlocal, 8, &nl);
     int ok = 1;
     if (a->rank == 0) {
@@ -134,7 +138,7 @@ static int validate(const app *a, const msf_edge *orig, size_t m, const msf_fore
             uf[v] = v;
         for (size_t j = 0; j < me; j++) {
             uint64_t x = app_uf_find(uf, all[j].a), y = app_uf_find(uf, all[j].b);
-            if (x == y)
+            if (x == y) /* self-loops too */
                 continue;
             uf[x] = y;
             kr[nk++] = all[j].id;
@@ -175,7 +179,7 @@ static int validate(const app *a, const msf_edge *orig, size_t m, const msf_fore
 
 static void parse(app *a, int argc, char **argv, opts *o)
 {
-    static const char *const modes[] = {"lockstep", "async", NULL};
+    static const char *const modes[] = {"filter", "async", "lockstep", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     static const char *const validations[] = {"no", "yes", "auto", NULL};
     cr_gen_params_init(&o->gen);
@@ -183,6 +187,7 @@ static void parse(app *a, int argc, char **argv, opts *o)
     o->aggregation = CR_DARRAY_AGG_HASH;
     o->validate = 2;
     o->route = "direct";
+    o->gather_limit = UINT64_C(1) << 24;
     static const struct option lopts[] = {
         {"scale", required_argument, 0, 's'},     {"edgefactor", required_argument, 0, 'e'},
         {"generator", required_argument, 0, 'g'}, {"graph", required_argument, 0, 'G'},
@@ -190,13 +195,15 @@ static void parse(app *a, int argc, char **argv, opts *o)
         {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"aggregation", required_argument, 0, 'A'}, {"validate", required_argument, 0, 'V'},
         {"seed", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'}, {"progress", no_argument, 0, 'p'},
+        {"gather-limit", required_argument, 0, 'L'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
         switch (ch) {
         case 'W': o->weights = optarg; break;
-        case 'm': o->async = app_parse_choice(a, "--mode", optarg, modes); break;
+        case 'm': o->mode = app_parse_choice(a, "--mode", optarg, modes); break;
+        case 'L': o->gather_limit = app_parse_u64(a, "--gather-limit", optarg, 0, UINT64_MAX); break;
         case 'R': o->route = optarg, o->route_given = 1; break;
         case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
@@ -212,14 +219,15 @@ static void parse(app *a, int argc, char **argv, opts *o)
     if (optind < argc)
         app_usage_error(a, "unexpected argument '%s'", argv[optind]);
     app_graph_check(a, &o->gen);
-    if (!o->async)
+    if (o->mode == MODE_LOCKSTEP)
         app_lockstep_route(a, o->route, "lock-step");
     else
         app_parse_route(a, o->route, &(cr_config){0});
 }
 
-/* This rank's weighted edges, numbered: ids are unique over the graph. */
-static msf_edge *load_edges(const app *a, const opts *o, size_t *m, uint64_t *n)
+/* This rank's weighted edges (in `list`, for the library) and, numbered as the
+ * library numbers them, for the checks. */
+static wedge *load_edges(const app *a, const opts *o, cr_edge_list *list_out, uint64_t *n)
 {
     cr_edge_list list = {0};
     char err[512];
@@ -241,17 +249,19 @@ static msf_edge *load_edges(const app *a, const opts *o, size_t *m, uint64_t *n)
         nv = app_file_vertices(a, o->graph, nv, all, 0, 96, 0);
     }
     MPI_Allreduce(&nv, n, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    msf_edge *e = app_calloc(a, list.count ? list.count : 1, sizeof *e, "the edges");
+    wedge *e = app_calloc(a, list.count ? list.count : 1, sizeof *e, "the edges");
     for (size_t j = 0; j < list.count; j++) {
-        float w = list.weights[j] < 0 ? 0 : list.weights[j];
         uint32_t bits;
-        memcpy(&bits, &w, sizeof bits);
-        e[j] = (msf_edge){list.edges[j].u, list.edges[j].v, bits, before + j};
+        memcpy(&bits, &list.weights[j], sizeof bits);
+        bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+        e[j] = (wedge){list.edges[j].u, list.edges[j].v, bits, before + j};
     }
-    *m = list.count;
-    cr_edge_list_free(&list);
+    list.nvertices = *n; /* a file's vertices beyond its largest id (app_file_vertices) */
+    *list_out = list;
     return e;
 }
+
+static const char *const mode_names[] = {"filter", "async", "lock-step"};
 
 int main(int argc, char **argv)
 {
@@ -260,77 +270,82 @@ int main(int argc, char **argv)
     opts o = {0};
     parse(&a, argc, argv, &o);
 
-    size_t m;
+    cr_edge_list list;
     uint64_t n;
-    msf_edge *orig = load_edges(&a, &o, &m, &n);
-    msf_edge *e = app_calloc(&a, m ? m : 1, sizeof *e, "the edges");
-    memcpy(e, orig, m * sizeof *e);
+    wedge *orig = load_edges(&a, &o, &list, &n);
+    size_t m = list.count;
     uint64_t total_edges = sum_u64(m);
 
     cr_config cfg;
     app_config_from_env(&a, &cfg);
-    if (o.async) {
+    if (o.mode != MODE_LOCKSTEP) {
         if (o.route_given) /* else COURIER_ROUTE, or direct */
             app_parse_route(&a, o.route, &cfg);
         if (o.node_size) /* else COURIER_NODE_SIZE */
             cfg.node_size = o.node_size;
     }
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
-    cr_darray_opts d;
-    cr_darray_opts_init(&d);
-    if (!o.async)
-        cr_route_parse(o.route, &d.route, NULL, 0);
-    d.aggregation = (cr_darray_aggregation)o.aggregation;
-    msf *s = msf_create(&a, comm, n, o.async, &d, mpi_sum, NULL);
-    uint64_t first, count;
-    msf_local(s, &first, &count);
-    uint64_t *label = app_calloc(&a, count ? count : 1, 8, "the labels");
+    cr_msf_opts mo;
+    cr_msf_opts_init(&mo);
+    mo.algorithm = o.mode == MODE_FILTER ? CR_MSF_FILTER
+                   : o.mode == MODE_ASYNC ? CR_MSF_BORUVKA : CR_MSF_LOCKSTEP;
+    mo.gather_limit = o.gather_limit;
+    if (o.mode == MODE_LOCKSTEP)
+        cr_route_parse(o.route, &mo.route, NULL, 0);
+    mo.aggregation = (cr_darray_aggregation)o.aggregation;
 
-    msf_forest f = {0};
+    cr_msf_result f;
+    char err[256];
     cr_stats_reset(comm);
-    app_progress(&a, "loaded; Boruvka's rounds");
+    app_progress(&a, "loaded; the forest");
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    msf_run(s, e, m, label, &f);
+    int rc = cr_graph_msf(comm, &list, NULL, &mo, &f, err, sizeof err);
     double seconds = app_max_time(MPI_Wtime() - t0);
+    app_agree(&a, rc ? err : NULL);
     app_progress(&a, "done in %.4f s; validating", seconds);
 
-    cr_darray_stats b1, b2;
-    msf_darray_stats(s, &b1, &b2);
     cr_stats cs;
     cr_stats_get(comm, &cs);
-    double in[4] = {(double)(o.async ? cs.mpi_sends : b1.messages + b2.messages),
-                    (double)(b1.reached_owner + b2.reached_owner),
-                    o.async ? (double)(cs.merged_at_source + cs.merged_at_hops +
-                                       cs.requests_merged_at_source +
-                                       cs.requests_merged_at_hops + cs.requests_coalesced)
-                            : (double)(b1.merged_local + b1.merged_hops + b2.merged_local +
-                                       b2.merged_hops),
-                    (double)f.n},
+    double in[4] = {(double)(o.mode != MODE_LOCKSTEP ? cs.mpi_sends
+                                                     : f.best.messages + f.parent.messages),
+                    (double)(f.best.reached_owner + f.parent.reached_owner),
+                    o.mode != MODE_LOCKSTEP
+                        ? (double)(cs.merged_at_source + cs.merged_at_hops +
+                                   cs.requests_merged_at_source + cs.requests_merged_at_hops +
+                                   cs.requests_coalesced)
+                        : (double)(f.best.merged_local + f.best.merged_hops +
+                                   f.parent.merged_local + f.parent.merged_hops),
+                    0},
            mx[4], sum[4];
     MPI_Allreduce(in, mx, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(in, sum, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    double weight = 0, phases[3] = {f.t_choose, f.t_double, f.t_relabel}, pmax[3];
-    MPI_Reduce(&f.weight, &weight, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(phases, pmax, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    uint64_t forest_edges = (uint64_t)sum[3];
+    double phases[7] = {f.t_filter, f.t_merge, f.t_rounds, f.t_label,
+                        f.t_choose, f.t_double, f.t_relabel}, pmax[7];
+    MPI_Reduce(phases, pmax, 7, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
     int validated = o.validate == 1 || (o.validate == 2 && total_edges <= (1u << 22));
-    int ok = validated ? validate(&a, orig, m, &f, label, count, n) : 1;
+    int ok = validated ? validate(&a, orig, m, &f, f.label, f.count, n) : 1;
     app_components_check inv = {.ok = 1};
     if (o.validate)
-        inv = app_check_components(&a, comm, n, first, label, count, orig, m, sizeof *orig, 0,
-                                   forest_edges);
+        inv = app_check_components(&a, comm, n, f.first, f.label, f.count, orig, m,
+                                   sizeof *orig, 0, f.forest_edges);
     if (a.rank == 0) {
         printf("boruvka: %d ranks, %llu vertices, %llu edges, %s, %s\n", a.size,
-               (unsigned long long)n, (unsigned long long)total_edges,
-               o.async ? "async" : "lock-step", o.route);
-        printf("  forest weight %.6f, %llu edges, %llu trees, %llu rounds\n", weight,
-               (unsigned long long)forest_edges, (unsigned long long)(n - forest_edges),
+               (unsigned long long)n, (unsigned long long)total_edges, mode_names[o.mode],
+               o.route);
+        printf("  forest weight %.6f, %llu edges, %llu trees, %llu rounds\n", f.weight,
+               (unsigned long long)f.forest_edges, (unsigned long long)(n - f.forest_edges),
                (unsigned long long)f.rounds);
-        printf("  time %.4f s: lightest edges %.4f, pointer doubling %.4f, relabel and "
-               "contract %.4f (slowest rank)\n",
-               seconds, pmax[0], pmax[1], pmax[2]);
+        if (o.mode == MODE_FILTER)
+            printf("  time %.4f s: local filter %.4f (%llu edges left), merging %.4f (%llu "
+                   "levels), Boruvka's rounds %.4f, labels %.4f (slowest rank)\n",
+                   seconds, pmax[0], (unsigned long long)f.filtered, pmax[1],
+                   (unsigned long long)f.merge_levels, pmax[2], pmax[3]);
+        else
+            printf("  time %.4f s: lightest edges %.4f, pointer doubling %.4f, relabel and "
+                   "contract %.4f (slowest rank)\n",
+                   seconds, pmax[4], pmax[5], pmax[6]);
         printf("  messages per rank max %.0f mean %.1f; requests merged %.0f; requests "
                "reaching owners %.0f (most on one rank %.0f)\n",
                mx[0], sum[0] / a.size, sum[2], sum[1], mx[1]);
@@ -342,13 +357,10 @@ int main(int argc, char **argv)
                          : ok       ? "validated against Kruskal: the same forest and components"
                                     : "VALIDATION FAILED");
     }
-    msf_destroy(s);
+    cr_msf_result_free(&f);
     cr_comm_destroy(comm);
-    free(orig), free(e), free(label), free(f.ids);
-    if (!ok || !inv.ok) {
-        MPI_Finalize();
-        return 1;
-    }
+    cr_edge_list_free(&list);
+    free(orig);
     MPI_Finalize();
-    return 0;
+    return !ok || !inv.ok;
 }

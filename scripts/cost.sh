@@ -91,7 +91,7 @@ for s in $scales; do
             record bfs "courier-$np" courier bfs "$np" --graph "$graph" --roots "$roots" --quiet
         done
         for t in 1 2; do record bfs "gap-$t" gap bfs "$t" "$graph"; done
-        for np in $ranks; do record msf "courier-$np" courier boruvka "$np" --scale "$s" --mode async --validate yes; done
+        for np in $ranks; do record msf "courier-$np" courier boruvka "$np" --scale "$s" --validate yes; done
         record msf kruskal-1 kruskal_time "$s"
     done
     for prog in cc bfs msf; do
@@ -105,6 +105,6 @@ for s in $scales; do
 done
 echo
 echo "cc and bfs: the same graph (R-MAT, edge factor 16, 'u v' file) for Courier and GAP;"
-echo "msf: Courier's boruvka (async) on its generated weighted graph, kruskal on its own R-MAT"
+echo "msf: Courier's boruvka (filter) on its generated weighted graph, kruskal on its own R-MAT"
 echo "graph of the same scale. bfs: time per search, $roots roots; Courier counts one search"
 echo "from the first visit to the last, GAP its trial."

@@ -8,8 +8,8 @@
 #   scripts/msf_cc_validate_matrix.sh [BUILD_DIR]
 #   env: APPS ("boruvka cc"), SCALES ("16 18"), RANKS ("1 2 3 4 8"),
 #        ROUTES ("direct grid hypercube"), AGGREGATIONS ("none hash sort"),
-#        ASYNC (1: also Boruvka --mode async and CC --algorithm label per route
-#        except grid, on virtual nodes of 2 ranks)
+#        ASYNC (1: also Boruvka --mode filter and --mode async, CC --algorithm local
+#        and --algorithm label, per route except grid, on virtual nodes of 2 ranks)
 set -uo pipefail
 build=${1:-build}
 mpirun="$(dirname "$0")/mpirun.sh"  # Open MPI settings for root and oversubscription
@@ -31,15 +31,18 @@ for scale in ${SCALES:-16 18}; do
     for np in ${RANKS:-1 2 3 4 8}; do
         for route in ${ROUTES:-direct grid hypercube}; do
             for app in ${APPS:-boruvka cc}; do
-                lockstep=(--aggregation) async=(--mode async)
-                [ "$app" = cc ] && lockstep=(--algorithm sv --aggregation) async=(--algorithm label)
+                lockstep=(--mode lockstep --aggregation) async=(--mode async) fast=(--mode filter)
+                [ "$app" = cc ] && lockstep=(--algorithm sv --aggregation) async=(--algorithm label) fast=(--algorithm local)
                 for agg in ${AGGREGATIONS:-none hash sort}; do
                     run "$app" "$np" "scale $scale lock-step $route $agg" --scale "$scale" \
                         --route "$route" "${lockstep[@]}" "$agg"
                 done
-                [ "${ASYNC:-1}" = 1 ] && [ "$route" != grid ] &&
+                if [ "${ASYNC:-1}" = 1 ] && [ "$route" != grid ]; then
                     run "$app" "$np" "scale $scale async $route" --scale "$scale" \
                         "${async[@]}" --route "$route" --node-size 2
+                    run "$app" "$np" "scale $scale ${fast[1]} $route" --scale "$scale" \
+                        "${fast[@]}" --route "$route" --node-size 2
+                fi
             done
         done
     done

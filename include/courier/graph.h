@@ -7,6 +7,8 @@
 #ifndef COURIER_GRAPH_H
 #define COURIER_GRAPH_H
 
+#include "courier/darray.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -184,6 +186,68 @@ typedef struct cr_graph_cc_stats {
  * components over all ranks. Collective; registers four handlers on the graph's
  * comm at its first call (may run handlers, as cr_register); `stats` may be NULL. */
 void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats);
+
+/* ---------------------------------------------------------------- spanning forest */
+
+typedef enum cr_msf_algorithm {
+    CR_MSF_FILTER,   /* each rank's edges filtered locally, the forests merged up a tree
+                        (the default; docs/graph.md) */
+    CR_MSF_BORUVKA,  /* Boruvka's rounds on every edge, asynchronous (either transport) */
+    CR_MSF_LOCKSTEP, /* Boruvka's rounds in lock-step darray steps with `route` and
+                        `aggregation` (the darray thesis's benchmark; MPI only) */
+} cr_msf_algorithm;
+
+typedef struct cr_msf_opts {
+    cr_msf_algorithm algorithm;
+    /* CR_MSF_FILTER: the most forest edges one rank may hold while the forests merge
+       (2^24 by default: 512 MiB of edges); when a merge would exceed it, the merging
+       stops and Boruvka's rounds (asynchronous) finish on the forests where they are.
+       0 never merges. */
+    uint64_t gather_limit;
+    cr_route route;                    /* CR_MSF_LOCKSTEP */
+    cr_darray_aggregation aggregation; /* CR_MSF_LOCKSTEP */
+} cr_msf_opts;
+
+/* Defaults: CR_MSF_FILTER, a gather limit of 2^24 edges, direct, hash aggregation.
+ * Local. */
+void cr_msf_opts_init(cr_msf_opts *o);
+
+typedef struct cr_msf_result {
+    uint64_t *forest;    /* this rank's forest edges, as edge ids (owned by the result) */
+    size_t nforest;
+    uint64_t *label;     /* per vertex of my block: a vertex of its tree, the same for the
+                            whole tree and labelled with itself (owned by the result) */
+    uint64_t first, count; /* my block of vertices (cr_darray_block over nvertices) */
+    uint64_t nvertices;    /* 1 + the largest id over all ranks' edge lists */
+    uint64_t forest_edges; /* over all ranks */
+    double weight;         /* of the forest, over all ranks */
+    uint64_t filtered;     /* CR_MSF_FILTER: edges left by the local filter, all ranks */
+    uint64_t merge_levels; /* CR_MSF_FILTER: levels of the merging tree done */
+    uint64_t rounds;       /* Boruvka's rounds */
+    /* seconds on this rank: the local filter, the merging, Boruvka's rounds (and in
+       them choosing the lightest edges, pointer doubling, relabelling), the labels */
+    double t_filter, t_merge, t_rounds, t_choose, t_double, t_relabel, t_label;
+    cr_darray_stats best, parent; /* CR_MSF_LOCKSTEP: the two arrays' merging */
+} cr_msf_result;
+
+/* The minimum spanning forest of the undirected graph whose edges are the union of
+ * every rank's `edges` (with weights; self-loops ignored). Edge j of rank r has the
+ * id ids[j], unique over the graph, or, when ids is NULL, its position in the
+ * ranks' lists put one after the other in rank order. Edges are ordered by weight,
+ * ties by id, so the forest is unique. CR_MSF_FILTER follows the filtering method
+ * (Lattanzi, Moseley, Suri and Vassilvitskii, SPAA 2011) with the cycle property: a
+ * rank keeps only the minimum spanning forest of its own edges (an edge heaviest on
+ * a cycle of any subgraph is in no minimum spanning forest), then pairs of ranks
+ * merge their forests and filter again up a binomial tree, while the merged forests
+ * fit `gather_limit`. Memory per rank: 32 bytes per edge it holds, twice during a
+ * sort, and 4 bytes per vertex of the graph (its union-find). `o` may be NULL (the
+ * defaults). Returns 0, or -1 on every rank with a one-line error in err when a
+ * rank's edges have no weights or a NaN weight. Collective; registers two handlers
+ * on the comm at its first call (may run handlers, as cr_register). */
+int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
+                 const cr_msf_opts *o, cr_msf_result *out, char *err, size_t errlen);
+/* Free what the result owns. Local. */
+void cr_msf_result_free(cr_msf_result *r);
 
 #ifdef __cplusplus
 }

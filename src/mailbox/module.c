@@ -81,6 +81,32 @@ MPI_Comm cr_module_mpi_dup(const cr_comm *c, const char *what)
     return dup;
 }
 
+static cr_reduce_op transport_op(cr_module_op op)
+{
+    return op == CR_MODULE_SUM ? CR_REDUCE_SUM : op == CR_MODULE_MIN ? CR_REDUCE_MIN
+                                                                     : CR_REDUCE_MAX;
+}
+
+static void check_count(int n)
+{
+    if (n < 1 || n > 32)
+        cr_fatal("internal error: a module reduction of %d values", n);
+}
+
+void cr_module_allreduce_u64(cr_comm *c, const uint64_t *in, uint64_t *out, int n,
+                             cr_module_op op)
+{
+    check_count(n);
+    c->tp->ops->allreduce_u64(c->tp, in, out, n, transport_op(op));
+}
+
+void cr_module_allreduce_double(cr_comm *c, const double *in, double *out, int n,
+                                cr_module_op op)
+{
+    check_count(n);
+    c->tp->ops->allreduce_double(c->tp, in, out, n, transport_op(op));
+}
+
 int cr_module_next_hop(const cr_comm *c, int dest)
 {
     return cr_next_hop(c, dest);

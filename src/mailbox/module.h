@@ -48,6 +48,16 @@ MPI_Comm cr_module_mpi_comm(const cr_comm *comm);
  * simulated transport, a one-line error that `what` needs the MPI transport. */
 MPI_Comm cr_module_mpi_dup(const cr_comm *comm, const char *what);
 
+/* Blocking reductions by the comm's transport (MPI_Allreduce, or the simulation's),
+ * for a module's set-up and its decisions between phases: n (1 .. 32) values, every
+ * rank calls in the same order, no handler runs inside. Records in flight stay in
+ * flight. Collective. */
+typedef enum cr_module_op { CR_MODULE_SUM, CR_MODULE_MIN, CR_MODULE_MAX } cr_module_op;
+void cr_module_allreduce_u64(cr_comm *comm, const uint64_t *in, uint64_t *out, int n,
+                             cr_module_op op);
+void cr_module_allreduce_double(cr_comm *comm, const double *in, double *out, int n,
+                                cr_module_op op);
+
 /* The rank a record sent to `dest` now goes to first: `dest` itself, or the route's
  * next hop (this rank when dest is this rank). Local. */
 int cr_module_next_hop(const cr_comm *comm, int dest);

@@ -1,8 +1,9 @@
 /* The graph apps' algorithms on the simulated transport, at up to 256 virtual ranks
  * under several routes and many scheduler seeds, on random multigraphs with ties,
  * self-loops, parallel edges and isolated vertices:
- *  - Boruvka's asynchronous rounds (apps/common/msf.c, the code apps/boruvka runs):
- *    exactly the forest and the components of a sequential Kruskal;
+ *  - the minimum spanning forest (cr_graph_msf: the filtering form, merged all the
+ *    way, merged part of the way and then Boruvka's rounds, and Boruvka's rounds
+ *    alone): exactly the forest and the components of a sequential Kruskal;
  *  - label propagation (apps/common/cc_label.c, apps/cc's default): every label
  *    the smallest id of its component, as a sequential union-find gives it;
  *  - the BFS (src/graph/bfs.c, level-synchronous, merged and label-correcting):
@@ -11,7 +12,6 @@
  * The lock-step modes need the MPI transport (tests/mpi and the app runs cover them). */
 #include "cc_label.h"
 #include "components.h"
-#include "msf.h"
 
 #include <courier.h>
 #include <courier/sim.h>
@@ -43,9 +43,15 @@ static uint64_t splitmix(uint64_t *x)
 
 /* ---- the graph, known to every virtual rank; rank r holds edges j = r mod P ---- */
 
+typedef struct sim_edge {
+    uint64_t a, b;
+    uint32_t w; /* the float weight's bits (weights >= 0: ordered as the weights) */
+    uint64_t id;
+} sim_edge;
+
 typedef struct graph {
     uint64_t n, m;
-    msf_edge *edges; /* id = index */
+    sim_edge *edges; /* id = index */
 } graph;
 
 /* n vertices (the last few isolated), m edges among the rest, weights in eighths
@@ -53,7 +59,7 @@ typedef struct graph {
  * another weight. */
 static graph make_graph(uint64_t n, uint64_t m, uint64_t seed)
 {
-    graph g = {n, m, calloc(m, sizeof(msf_edge))};
+    graph g = {n, m, calloc(m, sizeof(sim_edge))};
     uint64_t s = seed, used = n - 3;
     for (uint64_t j = 0; j < m; j++) {
         uint64_t r = splitmix(&s);
@@ -61,13 +67,13 @@ static graph make_graph(uint64_t n, uint64_t m, uint64_t seed)
         if (j % 16 == 5)
             b = a;
         if (j % 8 == 3 && j > 0) {
-            const msf_edge *old = &g.edges[(r >> 40) % j];
+            const sim_edge *old = &g.edges[(r >> 40) % j];
             a = old->b, b = old->a;
         }
         float w = (float)((r >> 50) % 8) / 8.0f;
         uint32_t bits;
         memcpy(&bits, &w, sizeof bits);
-        g.edges[j] = (msf_edge){a, b, bits, j};
+        g.edges[j] = (sim_edge){a, b, bits, j};
     }
     return g;
 }
@@ -76,78 +82,52 @@ static graph make_graph(uint64_t n, uint64_t m, uint64_t seed)
 
 typedef struct result {
     const graph *g;
+    cr_msf_algorithm algorithm;
+    uint64_t gather_limit;
     uint64_t *label;      /* n: every vertex's component root */
     uint8_t *in_forest;   /* m: edge ids the ranks put in the forest */
     uint64_t forest_edges, duplicates;
 } result;
-
-/* The sum over the ranks, as the app's MPI_Allreduce, from mailbox messages: every
- * rank adds to one element of an adding array, and reads the running total. */
-typedef struct sim_sum {
-    cr_darray *total;
-    uint64_t seen;
-} sim_sum;
-
-static void got_u64(cr_comm *comm, const void *data, size_t len, void *dst)
-{
-    (void)comm;
-    if (len == 8)
-        memcpy(dst, data, 8);
-}
-
-static uint64_t sum_by_messages(cr_comm *comm, uint64_t mine, void *user)
-{
-    sim_sum *s = user;
-    uint64_t now = 0;
-    cr_darray_async_write(s->total, 0, &mine);
-    cr_barrier(comm);
-    cr_darray_async_read(s->total, 0, got_u64, &now);
-    cr_barrier(comm); /* every rank has read before any adds again */
-    uint64_t r = now - s->seen;
-    s->seen = now;
-    return r;
-}
 
 static void run_msf(cr_comm *comm, void *user)
 {
     result *res = user;
     const graph *g = res->g;
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
-    app a = {.name = "test_sim_graph", .rank = me, .size = p};
-    cr_darray_opts o;
-    cr_darray_opts_init(&o);
-    o.merge = CR_DARRAY_ADD;
-    o.type = CR_DEDUP_UINT64;
-    sim_sum sum = {cr_darray_create(comm, 1, 8, &o), 0};
-    cr_darray_opts_init(&o);
-    msf *s = msf_create(&a, comm, g->n, 1, &o, sum_by_messages, &sum);
-    size_t m = 0;
-    msf_edge *e = calloc(g->m / (uint64_t)p + 1, sizeof *e);
-    for (uint64_t j = (uint64_t)me; j < g->m; j += (uint64_t)p)
-        e[m++] = g->edges[j];
-    uint64_t first, count;
-    msf_local(s, &first, &count);
-    uint64_t *label = calloc(count + 1, 8);
-    msf_forest f = {0};
-    msf_run(s, e, m, label, &f);
-    memcpy(&res->label[first], label, count * 8);
-    for (size_t k = 0; k < f.n; k++) {
-        res->duplicates += res->in_forest[f.ids[k]];
-        res->in_forest[f.ids[k]] = 1;
+    cr_edge_list list = {.edges = calloc(g->m / (uint64_t)p + 1, sizeof(cr_edge)),
+                         .weights = calloc(g->m / (uint64_t)p + 1, sizeof(float))};
+    uint64_t *ids = calloc(g->m / (uint64_t)p + 1, 8);
+    for (uint64_t j = (uint64_t)me; j < g->m; j += (uint64_t)p) {
+        list.edges[list.count] = (cr_edge){g->edges[j].a, g->edges[j].b};
+        memcpy(&list.weights[list.count], &g->edges[j].w, 4);
+        ids[list.count++] = g->edges[j].id;
     }
-    res->forest_edges += f.n;
-    free(f.ids), free(label), free(e);
-    msf_destroy(s);
-    cr_darray_destroy(sum.total);
+    list.nvertices = g->n; /* the last vertices are isolated */
+    cr_msf_opts o;
+    cr_msf_opts_init(&o);
+    o.algorithm = res->algorithm;
+    o.gather_limit = res->gather_limit;
+    cr_msf_result f;
+    char err[200];
+    if (cr_graph_msf(comm, &list, ids, &o, &f, err, sizeof err))
+        res->duplicates += 1000000; /* reported as differences */
+    memcpy(&res->label[f.first], f.label, f.count * 8);
+    for (size_t k = 0; k < f.nforest; k++) {
+        res->duplicates += res->in_forest[f.forest[k]];
+        res->in_forest[f.forest[k]] = 1;
+    }
+    res->forest_edges += f.nforest;
+    cr_msf_result_free(&f);
+    free(list.edges), free(list.weights), free(ids);
 }
 
 /* ---- Kruskal on the same edges ---- */
 
-static const msf_edge *sorting;
+static const sim_edge *sorting;
 
 static int by_weight_then_id(const void *x, const void *y)
 {
-    const msf_edge *p = &sorting[*(const uint64_t *)x], *q = &sorting[*(const uint64_t *)y];
+    const sim_edge *p = &sorting[*(const uint64_t *)x], *q = &sorting[*(const uint64_t *)y];
     if (p->w != q->w)
         return p->w < q->w ? -1 : 1;
     return (p->id > q->id) - (p->id < q->id);
@@ -167,7 +147,7 @@ static uint64_t compare(const graph *g, const result *res)
         uf[v] = v;
     uint64_t kruskal = 0;
     for (uint64_t k = 0; k < g->m; k++) {
-        const msf_edge *e = &g->edges[order[k]];
+        const sim_edge *e = &g->edges[order[k]];
         uint64_t x = app_uf_find(uf, e->a), y = app_uf_find(uf, e->b);
         int joins = x != y;
         if (joins)
@@ -193,15 +173,19 @@ static void sim_config(cr_config *cfg, const char *route)
     cfg->buffer_bytes = 256;
 }
 
-static void run_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m)
+static const char *const algorithm_names[] = {"filter", "Boruvka async", "lock-step"};
+
+static void run_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m,
+                   cr_msf_algorithm algorithm, uint64_t gather_limit)
 {
     graph g = make_graph(n, m, seed);
-    result res = {&g, calloc(n, 8), calloc(m, 1), 0, 0};
+    result res = {&g, algorithm, gather_limit, calloc(n, 8), calloc(m, 1), 0, 0};
     cr_config cfg;
     sim_config(&cfg, route);
     cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
     char err[256];
-    snprintf(ctx, sizeof ctx, "Boruvka async, P=%d, %s, seed %llu, %llu vertices, %llu edges", p,
+    snprintf(ctx, sizeof ctx, "%s (gather limit %llu), P=%d, %s, seed %llu, %llu vertices, "
+             "%llu edges", algorithm_names[algorithm], (unsigned long long)gather_limit, p,
              route, (unsigned long long)seed, (unsigned long long)n, (unsigned long long)m);
     if (cr_sim_run(&o, run_msf, &res, NULL, err, sizeof err))
         fail_msg("%s: %s", ctx, err);
@@ -220,10 +204,33 @@ static void test_msf_async(void **state)
     for (size_t rt = 0; rt < 3; rt++)
         for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
             for (int seed = 1; seed <= seeds; seed++)
-                run_at(ps[k], routes[rt], (uint64_t)seed * 101 + (uint64_t)ps[k], 200, 600);
+                run_at(ps[k], routes[rt], (uint64_t)seed * 101 + (uint64_t)ps[k], 200, 600,
+                       CR_MSF_BORUVKA, 0);
     for (int seed = 1; seed <= (seeds < 2 ? seeds : 2); seed++) { /* sparse: many rounds */
-        run_at(256, "hypercube", (uint64_t)seed * 7919, 2000, 2400);
-        run_at(256, "nlnr", (uint64_t)seed * 7927, 2000, 2400);
+        run_at(256, "hypercube", (uint64_t)seed * 7919, 2000, 2400, CR_MSF_BORUVKA, 0);
+        run_at(256, "nlnr", (uint64_t)seed * 7927, 2000, 2400, CR_MSF_BORUVKA, 0);
+    }
+}
+
+/* The filtering form: merged to one rank (no limit), merged part of the way (a limit
+ * that a few levels reach: Boruvka's rounds finish on the merged forests), and not
+ * merged at all (limit 0: Boruvka's rounds on the filtered edges). */
+static void test_msf_filter(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nlnr", "hypercube"};
+    static const int ps[] = {1, 2, 3, 5, 8, 17, 64};
+    static const uint64_t limits[] = {UINT64_MAX, 300, 0};
+    int seeds = seeds_wanted() < 6 ? seeds_wanted() : 6;
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            for (size_t l = 0; l < 3; l++)
+                for (int seed = 1; seed <= seeds; seed++)
+                    run_at(ps[k], routes[rt], (uint64_t)seed * 103 + (uint64_t)ps[k], 200, 600,
+                           CR_MSF_FILTER, limits[l]);
+    for (int seed = 1; seed <= (seeds < 2 ? seeds : 2); seed++) {
+        run_at(256, "hypercube", (uint64_t)seed * 7919, 2000, 2400, CR_MSF_FILTER, UINT64_MAX);
+        run_at(256, "nlnr", (uint64_t)seed * 7927, 2000, 2400, CR_MSF_FILTER, 600);
     }
 }
 
@@ -520,6 +527,7 @@ static void test_bfs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_msf_async),
+                                       cmocka_unit_test(test_msf_filter),
                                        cmocka_unit_test(test_cc_label),
                                        cmocka_unit_test(test_cc_local),
                                        cmocka_unit_test(test_bfs)};
