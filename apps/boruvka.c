@@ -32,6 +32,8 @@ static const char usage[] =
     "  --graph FILE      read weighted edges instead: text 'u v w' per line, or a\n"
     "                    Graph500 dump (FILE.g500) with --weights\n"
     "  --weights FILE    the Graph500 dump's weights (float32 per edge)\n"
+    "  --write-graph F   write the graph's edges to F, 'u v w' per line (readable\n"
+    "                    with --graph; the weights exactly, as %.9g)\n"
     "  --mode M          filter (default): each rank keeps the forest of its own\n"
     "                    edges, pairs of ranks merge their forests up a tree;\n"
     "                    async: Boruvka's rounds on every edge, on the mailbox;\n"
@@ -65,7 +67,7 @@ typedef struct wedge {
 
 typedef struct opts {
     cr_gen_params gen;
-    const char *graph, *weights, *route;
+    const char *graph, *weights, *route, *write_graph;
     int route_given; /* --route was given: it overrides COURIER_ROUTE */
     int mode; /* MODE_* */
     uint64_t gather_limit;
@@ -195,13 +197,14 @@ static void parse(app *a, int argc, char **argv, opts *o)
         {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"aggregation", required_argument, 0, 'A'}, {"validate", required_argument, 0, 'V'},
         {"seed", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'}, {"progress", no_argument, 0, 'p'},
-        {"gather-limit", required_argument, 0, 'L'},
+        {"gather-limit", required_argument, 0, 'L'}, {"write-graph", required_argument, 0, 'w'},
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
         switch (ch) {
         case 'W': o->weights = optarg; break;
+        case 'w': o->write_graph = optarg; break;
         case 'm': o->mode = app_parse_choice(a, "--mode", optarg, modes); break;
         case 'L': o->gather_limit = app_parse_u64(a, "--gather-limit", optarg, 0, UINT64_MAX); break;
         case 'R': o->route = optarg, o->route_given = 1; break;
@@ -230,6 +233,7 @@ static void parse(app *a, int argc, char **argv, opts *o)
 static wedge *load_edges(const app *a, const opts *o, cr_edge_list *list_out, uint64_t *n)
 {
     cr_edge_list list = {0};
+    FILE *write_to = app_open_graph_file(a, o->write_graph);
     char err[512];
     app_progress(a, o->graph ? "reading the graph" : "generating the graph");
     int rc = o->graph ? cr_read_edges(o->graph, CR_FILE_AUTO, o->weights, a->rank, a->size,
@@ -257,6 +261,7 @@ static wedge *load_edges(const app *a, const opts *o, cr_edge_list *list_out, ui
         e[j] = (wedge){list.edges[j].u, list.edges[j].v, bits, before + j};
     }
     list.nvertices = *n; /* a file's vertices beyond its largest id (app_file_vertices) */
+    app_write_graph(a, write_to, o->write_graph, &list);
     *list_out = list;
     return e;
 }
