@@ -47,55 +47,15 @@ static void on_visits(cr_comm *comm, const cr_batch *b, void *user)
 
 /* ---------------------------------------------------------------- reductions */
 
-/* A sum or a maximum over the ranks. Under MPI one MPI_Allreduce. The simulated
- * transport has no collectives: every rank sends its value to rank 0, which sends
- * the result to every rank (two barriers). Rank 0 adds contributions into
- * reduce_acc as they come, even before it reaches the reduction itself, so the
- * accumulator is reset to 0 only after the result has gone out; contributions to
- * the next reduction are sent after the second barrier and are handled in the next
- * phase (cr_barrier's phase rule). */
-enum { REDUCE_SUM, REDUCE_MAX, REDUCE_RESULT };
-
-static uint64_t reduce_op(int op, uint64_t a, uint64_t b)
-{
-    return op == REDUCE_SUM ? a + b : (a > b ? a : b);
-}
-
-static void on_reduce(cr_comm *comm, int src, const void *payload, size_t len, void *user)
-{
-    (void)comm, (void)src, (void)len;
-    cr_graph *g = user;
-    uint64_t m[2];
-    memcpy(m, payload, sizeof m);
-    if (m[0] == REDUCE_RESULT)
-        g->reduce_result = m[1];
-    else
-        g->reduce_acc = reduce_op((int)m[0], g->reduce_acc, m[1]);
-}
+/* A sum or a maximum over the ranks: the transport's reduction (MPI_Allreduce, or
+ * the simulation's), so one code path on both. */
+enum { REDUCE_SUM, REDUCE_MAX };
 
 static uint64_t reduce_over_ranks(cr_graph *g, uint64_t v, int op)
 {
-    MPI_Comm mpi = cr_module_mpi_comm(g->comm);
-    if (mpi != MPI_COMM_NULL) {
-        unsigned long long in = v, out;
-        MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op == REDUCE_SUM ? MPI_SUM : MPI_MAX,
-                      mpi);
-        return out;
-    }
-    if (g->rank != 0) {
-        uint64_t m[2] = {(uint64_t)op, v};
-        cr_async(g->comm, 0, g->h_reduce, m, sizeof m);
-    }
-    cr_barrier(g->comm);
-    if (g->rank == 0) {
-        g->reduce_result = reduce_op(op, g->reduce_acc, v);
-        g->reduce_acc = 0;
-        uint64_t m[2] = {REDUCE_RESULT, g->reduce_result};
-        for (int r = 1; r < g->size; r++)
-            cr_async(g->comm, r, g->h_reduce, m, sizeof m);
-    }
-    cr_barrier(g->comm);
-    return g->reduce_result;
+    uint64_t out;
+    cr_module_allreduce_u64(g->comm, &v, &out, 1, op == REDUCE_SUM ? CR_MODULE_SUM : CR_MODULE_MAX);
+    return out;
 }
 
 static uint64_t sum_over_ranks(cr_graph *g, uint64_t v)
@@ -103,25 +63,18 @@ static uint64_t sum_over_ranks(cr_graph *g, uint64_t v)
     return reduce_over_ranks(g, v, REDUCE_SUM);
 }
 
-/* All ranks together, before the timed search: MPI_Barrier, or cr_barrier on the
- * simulated transport. */
+/* All ranks together, before the timed search: a reduction of nothing is a barrier
+ * that does not wait for the mailbox to drain (nothing is in flight here). */
 static void align_ranks(cr_graph *g)
 {
-    MPI_Comm mpi = cr_module_mpi_comm(g->comm);
-    if (mpi != MPI_COMM_NULL)
-        MPI_Barrier(mpi);
-    else
-        cr_barrier(g->comm);
+    sum_over_ranks(g, 0);
 }
 
-/* The slowest rank's seconds; on the simulated transport, which has no clock of its
- * own, this rank's. */
+/* The slowest rank's seconds (on the simulated transport, virtual seconds). */
 static double slowest(cr_graph *g, double mine)
 {
-    MPI_Comm mpi = cr_module_mpi_comm(g->comm);
-    double out = mine;
-    if (mpi != MPI_COMM_NULL)
-        MPI_Allreduce(&mine, &out, 1, MPI_DOUBLE, MPI_MAX, mpi);
+    double out;
+    cr_module_allreduce_double(g->comm, &mine, &out, 1, CR_MODULE_MAX);
     return out;
 }
 
@@ -487,7 +440,7 @@ void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_resu
     g->parent = out->parent;
     g->level = out->level;
     align_ranks(g);
-    double t0 = MPI_Wtime();
+    double t0 = cr_module_now(g->comm);
     for (uint64_t i = 0; i < g->count; i++) {
         g->parent[i] = -1;
         g->level[i] = -1;
@@ -501,7 +454,7 @@ void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_resu
     } else {
         search_async(g, root);
     }
-    double mine = MPI_Wtime() - t0;
+    double mine = cr_module_now(g->comm) - t0;
     out->seconds = slowest(g, mine);
     uint64_t reached = 0, ends = 0;
     for (uint64_t i = 0; i < g->count; i++)
@@ -589,7 +542,6 @@ static void register_bfs(cr_graph *g)
     g->h_relax = cr_register_type(g->comm, &(cr_handler_type){.batch = on_relaxes}, g);
     g->h_check_parent = cr_register(g->comm, on_check_parent, g);
     g->h_check_edge = cr_register(g->comm, on_check_edge, g);
-    g->h_reduce = cr_register(g->comm, on_reduce, g);
 }
 
 static bool is_neighbour(const cr_graph *g, uint64_t i, uint64_t v)

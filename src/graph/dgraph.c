@@ -188,37 +188,13 @@ static void find_self_loops(cr_graph *g)
     }
 }
 
-/* The graph's vertex count: the largest of the ranks' lists. Under MPI one
- * MPI_Allreduce; on the simulated transport, which has no collectives, every rank
- * tells rank 0, which tells every rank (two barriers). The handler is registered in
- * both cases, so that handler ids agree. */
-static void on_vertices(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+/* The graph's vertex count: the largest of the ranks' lists (the transport's
+ * reduction, on either transport). */
+static uint64_t vertices_over_ranks(cr_comm *comm, uint64_t mine)
 {
-    (void)comm, (void)src, (void)len;
-    uint64_t v, *most = user;
-    memcpy(&v, payload, sizeof v);
-    *most = v > *most ? v : *most;
-}
-
-static uint64_t vertices_over_ranks(cr_comm *comm, cr_graph *g, uint64_t mine)
-{
-    uint64_t *most = &g->n; /* the handler's target, the graph's: it outlives the call */
-    *most = mine;           /* before cr_register: the handler may run inside it */
-    int h = cr_register(comm, on_vertices, most);
-    MPI_Comm mpi = cr_module_mpi_comm(comm);
-    if (mpi != MPI_COMM_NULL) {
-        unsigned long long in = mine, out;
-        MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, mpi);
-        return out;
-    }
-    if (cr_comm_rank(comm) != 0)
-        cr_async(comm, 0, h, &mine, sizeof mine);
-    cr_barrier(comm);
-    if (cr_comm_rank(comm) == 0)
-        for (int r = 1; r < cr_comm_size(comm); r++)
-            cr_async(comm, r, h, most, sizeof *most);
-    cr_barrier(comm);
-    return *most;
+    uint64_t most;
+    cr_module_allreduce_u64(comm, &mine, &most, 1, CR_MODULE_MAX);
+    return most;
 }
 
 cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local)
@@ -234,7 +210,7 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
     g->comm = comm;
     g->rank = cr_comm_rank(comm);
     g->size = cr_comm_size(comm);
-    g->n = vertices_over_ranks(comm, g, local->nvertices);
+    g->n = vertices_over_ranks(comm, local->nvertices);
     g->first = cr_block_first(g->n, g->size, g->rank);
     g->count = cr_block_first(g->n, g->size, g->rank + 1) - g->first;
 

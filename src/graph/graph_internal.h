@@ -29,9 +29,6 @@ struct cr_graph {
     bool bfs_registered;
     int h_visit, h_relax, h_check_parent, h_check_edge;
     int h_visit_merged; /* on_visits as a combining handler (CR_BFS_LEVELS_DEDUP) */
-    int h_reduce;       /* sums and maxima by messages on the simulated transport */
-    uint64_t reduce_acc;    /* rank 0: the contributions so far (0 between reductions) */
-    uint64_t reduce_result; /* the other ranks: the result rank 0 sent */
     int64_t *parent;
     int32_t *level;
     int32_t cur_level;

@@ -107,6 +107,11 @@ void cr_module_allreduce_double(cr_comm *c, const double *in, double *out, int n
     c->tp->ops->allreduce_double(c->tp, in, out, n, transport_op(op));
 }
 
+double cr_module_now(const cr_comm *c)
+{
+    return c->tp->ops->now(c->tp);
+}
+
 int cr_module_next_hop(const cr_comm *c, int dest)
 {
     return cr_next_hop(c, dest);

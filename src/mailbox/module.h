@@ -58,6 +58,10 @@ void cr_module_allreduce_u64(cr_comm *comm, const uint64_t *in, uint64_t *out, i
 void cr_module_allreduce_double(cr_comm *comm, const double *in, double *out, int n,
                                 cr_module_op op);
 
+/* Seconds on the transport's clock: wall time under MPI, virtual time in the
+ * simulation. Local. */
+double cr_module_now(const cr_comm *comm);
+
 /* The rank a record sent to `dest` now goes to first: `dest` itself, or the route's
  * next hop (this rank when dest is this rank). Local. */
 int cr_module_next_hop(const cr_comm *comm, int dest);

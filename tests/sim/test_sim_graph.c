@@ -7,8 +7,8 @@
  *  - label propagation (apps/common/cc_label.c, apps/cc's default): every label
  *    the smallest id of its component, as a sequential union-find gives it;
  *  - the BFS (src/graph/bfs.c, level-synchronous, merged and label-correcting):
- *    every level as a sequential BFS gives it, and the counts it sums by messages
- *    on this transport (reached, edges, levels) equal the sequential ones.
+ *    every level as a sequential BFS gives it, and the counts it sums by the
+ *    transport's reductions (reached, edges, levels) equal the sequential ones.
  * The lock-step modes need the MPI transport (tests/mpi and the app runs cover them). */
 #include "cc_label.h"
 #include "components.h"
@@ -413,7 +413,7 @@ static void test_cc_label(void **state)
                           ps[k] >= 64 ? 2000 : 200, ps[k] >= 64 ? 2400 : 300);
 }
 
-/* ---- the BFS, whose sums go by messages on this transport ---- */
+/* ---- the BFS, whose sums are the simulated transport's reductions ---- */
 
 typedef struct bfs_case {
     const graph *g;
