@@ -11,7 +11,10 @@
 #include "nbx/exchange_internal.h"
 #include "transport/mpi.h"
 
+#include "common/fatal.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Each part of cr_config, in the order its errors are reported. */
 static const struct {
@@ -63,6 +66,16 @@ static const char *resolve_config(cr_config *out, const cr_config *given, char *
     return NULL;
 }
 
+/* The nodes as the transport finds them. Collective. */
+static cr_layout *layout_of(cr_transport *tp)
+{
+    int *node_of = cr_xmalloc((size_t)tp->size * sizeof *node_of);
+    tp->ops->nodes(tp, node_of);
+    cr_layout *l = cr_layout_create(tp->size, node_of);
+    free(node_of);
+    return l;
+}
+
 cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
 {
     cr_config use;
@@ -77,6 +90,6 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
     if (tp->rank == 0) /* once per job: the environment is the same on every rank */
         cr_config_warn_unknown(stderr);
     cr_layout *layout = use.node_size > 0 ? cr_layout_create_blocks(tp->size, (int)use.node_size)
-                                          : cr_layout_from_mpi(comm);
+                                          : layout_of(tp);
     return cr_comm_create_on(tp, layout, &use, bad);
 }

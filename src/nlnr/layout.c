@@ -1,4 +1,5 @@
-/* Node layouts: which ranks share a node, real (from MPI) or virtual (blocks). */
+/* Node layouts: which ranks share a node, as the transport found it or virtual
+ * (blocks). */
 #include "nlnr/route_internal.h"
 
 #include "common/fatal.h"
@@ -53,24 +54,6 @@ cr_layout *cr_layout_create_blocks(int nranks, int node_size)
     for (int r = 0; r < nranks; r++)
         node_of[r] = r / node_size;
     cr_layout *l = cr_layout_create(nranks, node_of);
-    free(node_of);
-    return l;
-}
-
-cr_layout *cr_layout_from_mpi(MPI_Comm comm)
-{
-    int rank, size;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    MPI_Comm shared;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared);
-    /* A node is named by its lowest rank in `comm`. */
-    int leader = rank;
-    MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
-    MPI_Comm_free(&shared);
-    int *node_of = cr_xmalloc((size_t)size * sizeof *node_of);
-    MPI_Allgather(&leader, 1, MPI_INT, node_of, 1, MPI_INT, comm);
-    cr_layout *l = cr_layout_create(size, node_of);
     free(node_of);
     return l;
 }

@@ -5,7 +5,6 @@
 
 #include "courier/route.h"
 
-#include <mpi.h>
 
 struct cr_layout {
     int nranks;
@@ -24,9 +23,5 @@ struct cr_router {
     long block[CR_ROUTE_MAX_DIMS]; /* grid: ranks per block of a coordinate prefix */
     int cube;                /* hypercube: largest power of two <= nranks */
 };
-
-/* The node layout of `comm` as MPI sees it (ranks sharing memory form a node).
- * Collective. */
-cr_layout *cr_layout_from_mpi(MPI_Comm comm);
 
 #endif

@@ -308,6 +308,16 @@ static void allreduce_double(cr_transport *t, const double *in, double *out, int
     MPI_Allreduce(in, out, n, MPI_DOUBLE, mpi_op(op), mt(t)->ctrl);
 }
 
+static void nodes(cr_transport *t, int *node_of)
+{
+    MPI_Comm comm = mt(t)->ctrl, shared;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, t->rank, MPI_INFO_NULL, &shared);
+    int leader = t->rank; /* a node is named by its lowest rank */
+    MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
+    MPI_Comm_free(&shared);
+    MPI_Allgather(&leader, 1, MPI_INT, node_of, 1, MPI_INT, comm);
+}
+
 static double now(cr_transport *t)
 {
     (void)t;
@@ -390,6 +400,7 @@ static const cr_transport_ops mpi_ops = {
     .wave_test = wave_test,
     .allreduce_u64 = allreduce_u64,
     .allreduce_double = allreduce_double,
+    .nodes = nodes,
     .now = now,
     .yield = NULL,
     .report_send = report_send,

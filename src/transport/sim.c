@@ -404,6 +404,12 @@ static void allreduce_double(cr_transport *t, const double *in, double *out, int
     memcpy(out, reduce_blocking(t, n, op, NULL, in)->d, (size_t)n * sizeof *out);
 }
 
+static void nodes(cr_transport *t, int *node_of)
+{
+    for (int r = 0; r < t->size; r++)
+        node_of[r] = 0;
+}
+
 static double now(cr_transport *t)
 {
     return (double)st(t)->w->steps * 1e-6;
@@ -435,6 +441,7 @@ static const cr_transport_ops sim_ops = {
     .wave_test = wave_test,
     .allreduce_u64 = allreduce_u64,
     .allreduce_double = allreduce_double,
+    .nodes = nodes,
     .now = now,
     .yield = sim_yield,
     .report_send = NULL,

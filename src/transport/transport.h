@@ -58,6 +58,10 @@ typedef struct cr_transport_ops {
     void (*allreduce_double)(cr_transport *t, const double *in, double *out, int n,
                              cr_reduce_op op);
 
+    /* Collective: node_of[r] for every rank r of the comm, the lowest rank on r's node
+     * (the ranks that share memory under MPI; the simulation's ranks share one). */
+    void (*nodes)(cr_transport *t, int *node_of);
+
     /* ---- time and waiting */
     /* Seconds on this transport's clock (wall time; virtual time in the simulation). */
     double (*now)(cr_transport *t);
