@@ -1,20 +1,11 @@
-/* cc: connected components of a graph, by two designs, validated.
- *
- *  - label (asynchronous label propagation on the mailbox): every vertex starts
- *    with its own id as label and offers it to its neighbours; a vertex that is
- *    offered a smaller label takes it and offers it on, from the handler. The offers
- *    are records of a combining handler keyed by the target vertex with rule min, so
- *    offers to one vertex that meet in a buffer become one. Done at the barrier.
- *  - sv (lock-step, in the spirit of FastSV, Zhang, Azad and Hu 2020, on the
- *    distributed array): parents f, initially f[v] = v; each round reads the
- *    grandparents gf[v] = f[f[v]], then every vertex u hooks its parent and itself
- *    to the smallest grandparent among its neighbours (stochastic and aggressive
- *    hooking, a min write), and shortcuts to its own grandparent; until nothing
- *    changes.
- *
- * Both end with every vertex labelled by the smallest id of its component, which is
- * what the validation checks against a sequential union-find. */
-#include "cc_label.h"
+/* cc: connected components of a graph (cr_graph_cc_with, include/courier/graph.h),
+ * validated against a sequential union-find. A front-end: the algorithms are the
+ * library's (src/graph/cc.c, cc_forms.c; docs/graph.md):
+ *  - local (default): union-find over each rank's own edges with Afforest's
+ *    sampling, then only the cut edges' components travel;
+ *  - label: asynchronous label propagation, offers merged by a min combining handler;
+ *  - sv: pointer jumping in lock-step darray steps, after FastSV.
+ * All end with every vertex labelled by the smallest id of its component. */
 #include "cli.h"
 #include "components.h"
 #include "common/rng.h"
@@ -70,95 +61,6 @@ typedef struct ccopts {
     unsigned node_size;
     int validate;
 } ccopts;
-
-/* ---- label propagation (apps/common/cc_label.c) on the graph ---------------------- */
-
-static const uint64_t *graph_neighbours(void *g, uint64_t i, uint64_t *deg)
-{
-    return cr_graph_neighbours(g, i, deg);
-}
-
-static int graph_owner(void *g, uint64_t v)
-{
-    return cr_graph_owner(g, v);
-}
-
-static uint64_t label_propagation(cr_comm *comm, cc_label *state, cr_graph *g, uint64_t *label)
-{
-    cc_adjacency adj = {cr_graph_first(g), cr_graph_local_count(g), graph_neighbours,
-                        graph_owner, g};
-    cc_label_run(comm, state, &adj, label);
-    return 1;
-}
-
-/* ---- sv: pointer jumping on the distributed array --------------------------------- */
-
-static uint64_t any_changed(uint64_t mine)
-{
-    uint64_t all;
-    MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    return all;
-}
-
-static uint64_t sv(cr_comm *comm, cr_graph *g, const cr_darray_opts *base, uint64_t *label)
-{
-    uint64_t n = cr_graph_vertices(g), nl = cr_graph_local_count(g);
-    cr_darray_opts o = *base;
-    o.merge = CR_DARRAY_MIN;
-    o.type = CR_DEDUP_UINT64;
-    cr_darray *f = cr_darray_create(comm, n, 8, &o);   /* parents; min writes hook */
-    cr_darray *gf = cr_darray_create(comm, n, 8, base); /* grandparents, read by edges */
-    uint64_t first, *fl = cr_darray_local(f, &first, NULL), *gl = cr_darray_local(gf, NULL, NULL);
-    for (uint64_t i = 0; i < nl; i++)
-        fl[i] = first + i;
-    uint64_t edges = 0;
-    for (uint64_t i = 0; i < nl; i++) {
-        uint64_t deg;
-        cr_graph_neighbours(g, i, &deg);
-        edges += deg;
-    }
-    uint64_t *ngf = calloc(edges ? edges : 1, 8), *old = calloc(nl ? nl : 1, 8), rounds = 0;
-    if (!ngf || !old) {
-        fprintf(stderr, "cc: out of memory for %llu edge ends\n", (unsigned long long)edges);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    for (;;) {
-        rounds++;
-        for (uint64_t i = 0; i < nl; i++) /* gf[v] = f[f[v]] */
-            cr_darray_read(f, fl[i], &gl[i]);
-        cr_darray_step(f);
-        MPI_Barrier(MPI_COMM_WORLD); /* every gf block written before anyone reads it */
-        uint64_t k = 0;
-        for (uint64_t i = 0; i < nl; i++) {
-            uint64_t deg;
-            const uint64_t *nb = cr_graph_neighbours(g, i, &deg);
-            for (uint64_t j = 0; j < deg; j++)
-                cr_darray_read(gf, nb[j], &ngf[k++]);
-        }
-        cr_darray_step(gf);
-        memcpy(old, fl, nl * 8);
-        k = 0;
-        for (uint64_t i = 0; i < nl; i++) {
-            uint64_t deg, m = gl[i]; /* shortcut: f[u] <= gf[u] */
-            cr_graph_neighbours(g, i, &deg);
-            for (uint64_t j = 0; j < deg; j++, k++)
-                m = ngf[k] < m ? ngf[k] : m;
-            cr_darray_write(f, old[i], &m); /* stochastic hooking: f[f[u]] <= m */
-            cr_darray_write(f, first + i, &m); /* aggressive hooking: f[u] <= m */
-        }
-        cr_darray_step(f);
-        uint64_t changed = 0;
-        for (uint64_t i = 0; i < nl; i++)
-            changed += fl[i] != old[i];
-        if (!any_changed(changed))
-            break;
-    }
-    memcpy(label, fl, nl * 8);
-    free(ngf), free(old);
-    cr_darray_destroy(f);
-    cr_darray_destroy(gf);
-    return rounds;
-}
 
 /* ---- validation and sizes ------------------------------------------------------------- */
 
@@ -309,9 +211,6 @@ int main(int argc, char **argv)
             cfg.node_size = o.node_size;
     }
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
-    static cc_label state; /* lives until the comm is destroyed */
-    if (o.algorithm == ALG_LABEL)
-        cc_label_register(comm, &state);
     app_progress(&a, "%s in %.2f s; building the distributed graph", o.graph ? "read" : "generated",
                  t_gen);
     double t_build = MPI_Wtime();
@@ -322,11 +221,13 @@ int main(int argc, char **argv)
     MPI_Allreduce(&total, &total_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     uint64_t *label = app_calloc(&a, nl ? nl : 1, 8, "the labels");
 
-    cr_darray_opts d;
-    cr_darray_opts_init(&d);
+    cr_cc_opts co;
+    cr_cc_opts_init(&co);
+    co.algorithm = o.algorithm == ALG_LOCAL ? CR_CC_LOCAL
+                   : o.algorithm == ALG_LABEL ? CR_CC_LABEL : CR_CC_SV;
     if (o.algorithm == ALG_SV)
-        cr_route_parse(o.route, &d.route, NULL, 0);
-    d.aggregation = (cr_darray_aggregation)o.aggregation;
+        cr_route_parse(o.route, &co.route, NULL, 0);
+    co.aggregation = (cr_darray_aggregation)o.aggregation;
     cr_graph_cc_stats st = {0};
     if (o.stats)
         cr_stats_reset(comm);
@@ -334,12 +235,8 @@ int main(int argc, char **argv)
                  algorithm_names[o.algorithm]);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    uint64_t rounds = 1;
-    if (o.algorithm == ALG_LOCAL)
-        cr_graph_cc(g, label, &st);
-    else
-        rounds = o.algorithm == ALG_LABEL ? label_propagation(comm, &state, g, label)
-                                          : sv(comm, g, &d, label);
+    cr_graph_cc_with(g, &co, label, &st);
+    uint64_t rounds = st.rounds;
     double seconds = app_max_time(MPI_Wtime() - t0);
     if (o.stats)
         cr_stats_print(comm, stdout);

@@ -173,6 +173,8 @@ typedef struct cr_graph_cc_stats {
     uint64_t giant_vertices; /* of my vertices, those in my largest local component */
     uint64_t cut_records;    /* records I sent for cut edges (both ends outside giants) */
     uint64_t super_edges;    /* distinct edges between components, over all ranks */
+    uint64_t rounds;         /* CR_CC_SV: pointer-jumping rounds; 1 for the others */
+    uint64_t updates;        /* CR_CC_LABEL: labels I lowered */
 } cr_graph_cc_stats;
 
 /* Connected components: label[i] = the smallest vertex id in the component of my
@@ -186,6 +188,31 @@ typedef struct cr_graph_cc_stats {
  * components over all ranks. Collective; registers four handlers on the graph's
  * comm at its first call (may run handlers, as cr_register); `stats` may be NULL. */
 void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats);
+
+typedef enum cr_cc_algorithm {
+    CR_CC_LOCAL, /* cr_graph_cc's: the local part locally, then the cut edges */
+    CR_CC_LABEL, /* label propagation: offers of smaller labels, merged by a combining
+                    handler (min) at every hop; one barrier (either transport) */
+    CR_CC_SV,    /* pointer jumping in lock-step darray steps with `route` and
+                    `aggregation`, after FastSV (MPI transport only) */
+} cr_cc_algorithm;
+
+typedef struct cr_cc_opts {
+    cr_cc_algorithm algorithm;
+    cr_route route;                    /* CR_CC_SV */
+    cr_darray_aggregation aggregation; /* CR_CC_SV */
+} cr_cc_opts;
+
+/* Defaults: CR_CC_LOCAL, direct, hash aggregation. Local. */
+void cr_cc_opts_init(cr_cc_opts *o);
+/* Connected components by the algorithm `o` names (NULL: the defaults), each ending
+ * with every label the smallest id of its component, as cr_graph_cc. The other forms
+ * are kept for the aggregation studies (docs/graph.md): label propagation's memory is
+ * its offers in flight; SV holds two distributed arrays of 8 bytes per vertex and 8
+ * bytes per local edge end. Collective; CR_CC_LABEL registers a handler on the
+ * graph's comm at its first call (may run handlers). */
+void cr_graph_cc_with(cr_graph *g, const cr_cc_opts *o, uint64_t *label,
+                      cr_graph_cc_stats *stats);
 
 /* ---------------------------------------------------------------- spanning forest */
 

@@ -520,7 +520,7 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
         uint64_t in_giant = 0;
         for (uint64_t i = 0; i < nl; i++)
             in_giant += is_giant(&r, g->first + i);
-        *stats = (cr_graph_cc_stats){.cut_records = r.records, .super_edges = r.nall,
+        *stats = (cr_graph_cc_stats){.cut_records = r.records, .super_edges = r.nall, .rounds = 1,
                                      .giant_vertices = in_giant};
     }
     g->cc_run = NULL;

@@ -44,6 +44,11 @@ struct cr_graph {
     bool cc_registered;
     int h_cc_giant, h_cc_cut, h_cc_super, h_cc_minima;
     struct cc_run *cc_run; /* the call in progress, for the handlers */
+    /* Label propagation (cc_forms.c): its handler, registered by the first call */
+    bool cc_offer_registered;
+    int h_cc_offer;
+    uint64_t *cc_label;  /* the call in progress: my labels */
+    uint64_t cc_updates; /* labels this rank lowered */
 };
 
 

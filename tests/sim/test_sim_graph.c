@@ -4,13 +4,12 @@
  *  - the minimum spanning forest (cr_graph_msf: the filtering form, merged all the
  *    way, merged part of the way and then Boruvka's rounds, and Boruvka's rounds
  *    alone): exactly the forest and the components of a sequential Kruskal;
- *  - label propagation (apps/common/cc_label.c, apps/cc's default): every label
+ *  - connected components (cr_graph_cc_with: the default, and label propagation): every label
  *    the smallest id of its component, as a sequential union-find gives it;
  *  - the BFS (src/graph/bfs.c, level-synchronous, merged and label-correcting):
  *    every level as a sequential BFS gives it, and the counts it sums by the
  *    transport's reductions (reached, edges, levels) equal the sequential ones.
  * The lock-step modes need the MPI transport (tests/mpi and the app runs cover them). */
-#include "cc_label.h"
 #include "components.h"
 
 #include <courier.h>
@@ -234,8 +233,6 @@ static void test_msf_filter(void **state)
     }
 }
 
-/* ---- label propagation ---- */
-
 /* The whole graph as adjacency lists (both directions), and a block distribution. */
 typedef struct csr {
     uint64_t n, *offset, *target;
@@ -259,59 +256,12 @@ static csr make_csr(const graph *g, int p)
     return c;
 }
 
-static uint64_t block_first(uint64_t n, int p, int r)
-{
-    uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p, ur = (uint64_t)r;
-    return ur * base + (ur < extra ? ur : extra);
-}
 
-typedef struct local_graph {
-    const csr *c;
-    uint64_t first;
-} local_graph;
-
-static const uint64_t *local_neighbours(void *graph, uint64_t i, uint64_t *deg)
-{
-    const local_graph *lg = graph;
-    uint64_t v = lg->first + i;
-    *deg = lg->c->offset[v + 1] - lg->c->offset[v];
-    return &lg->c->target[lg->c->offset[v]];
-}
-
-static int block_owner(void *graph, uint64_t v)
-{
-    const csr *c = ((const local_graph *)graph)->c;
-    int lo = 0, hi = c->p - 1; /* the last rank whose block starts at or before v */
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (block_first(c->n, c->p, mid) <= v)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
+/* ---- connected components ---- */
 
 typedef struct cc_result {
-    const csr *c;
     uint64_t *label; /* n */
 } cc_result;
-
-static void run_cc(cr_comm *comm, void *user)
-{
-    cc_result *res = user;
-    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
-    cc_label *state = calloc(1, sizeof *state);
-    cc_label_register(comm, state);
-    local_graph lg = {res->c, block_first(res->c->n, p, me)};
-    cc_adjacency adj = {lg.first, block_first(res->c->n, p, me + 1) - lg.first, local_neighbours,
-                        block_owner, &lg};
-    uint64_t *label = calloc(adj.count + 1, 8);
-    cc_label_run(comm, state, &adj, label);
-    memcpy(&res->label[lg.first], label, adj.count * 8);
-    cr_barrier(comm); /* no offer is left before the state goes */
-    free(label), free(state);
-}
 
 /* The distributed graph of g: virtual rank r contributes edges r, r + P, ... */
 static cr_graph *build_share(cr_comm *comm, const graph *g)
@@ -327,17 +277,21 @@ static cr_graph *build_share(cr_comm *comm, const graph *g)
     return cg;
 }
 
-/* cr_graph_cc (local union-find, then cut edges) on a virtual rank's share. */
-static const graph *cc_local_graph;
+/* cr_graph_cc_with on a virtual rank's share: the default (local union-find, then
+ * cut edges) or label propagation. */
+static const graph *cc_graph;
+static cr_cc_algorithm cc_algorithm;
 
-static void run_cc_local(cr_comm *comm, void *user)
+static void run_cc(cr_comm *comm, void *user)
 {
     cc_result *res = user;
-    const graph *g = cc_local_graph;
-    cr_graph *cg = build_share(comm, g);
+    cr_graph *cg = build_share(comm, cc_graph);
     uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
     uint64_t *label = calloc(count + 1, 8);
-    cr_graph_cc(cg, label, NULL);
+    cr_cc_opts o;
+    cr_cc_opts_init(&o);
+    o.algorithm = cc_algorithm;
+    cr_graph_cc_with(cg, &o, label, NULL);
     memcpy(&res->label[first], label, count * 8);
     free(label);
     cr_barrier(comm);
@@ -348,8 +302,7 @@ static void run_cc_at_with(int p, const char *route, uint64_t seed, uint64_t n, 
                            bool local)
 {
     graph g = make_graph(n, m, seed);
-    csr c = make_csr(&g, p);
-    cc_result res = {&c, calloc(n, 8)};
+    cc_result res = {calloc(n, 8)};
     cr_config cfg;
     sim_config(&cfg, route);
     cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
@@ -357,8 +310,9 @@ static void run_cc_at_with(int p, const char *route, uint64_t seed, uint64_t n, 
     snprintf(ctx, sizeof ctx, "CC %s, P=%d, %s, seed %llu, %llu vertices, %llu edges",
              local ? "cr_graph_cc" : "label propagation", p, route, (unsigned long long)seed,
              (unsigned long long)n, (unsigned long long)m);
-    cc_local_graph = &g;
-    if (cr_sim_run(&o, local ? run_cc_local : run_cc, &res, NULL, err, sizeof err))
+    cc_graph = &g;
+    cc_algorithm = local ? CR_CC_LOCAL : CR_CC_LABEL;
+    if (cr_sim_run(&o, run_cc, &res, NULL, err, sizeof err))
         fail_msg("%s: %s", ctx, err);
     uint64_t *uf = calloc(n, 8), bad = 0;
     for (uint64_t v = 0; v < n; v++)
@@ -373,7 +327,7 @@ static void run_cc_at_with(int p, const char *route, uint64_t seed, uint64_t n, 
     if (bad)
         fail_msg("%s: %llu vertices without their component's smallest id", ctx,
                  (unsigned long long)bad);
-    free(uf), free(res.label), free(c.offset), free(c.target), free(g.edges);
+    free(uf), free(res.label), free(g.edges);
 }
 
 static void run_cc_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t m)
