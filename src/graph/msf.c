@@ -134,6 +134,21 @@ static inline uint32_t digit_of(const msf_edge *e, unsigned d)
     return (uint32_t)(bits & (DIGITS - 1));
 }
 
+/* A digit's counts become the first position of each value (a pass's bucket starts).
+ * Returns false when one value holds all m items: the pass would keep the order. */
+static bool bucket_starts(size_t *count, size_t m, uint32_t any_value)
+{
+    if (count[any_value] == m)
+        return false;
+    size_t pos = 0;
+    for (unsigned v = 0; v < DIGITS; v++) {
+        size_t c = count[v];
+        count[v] = pos;
+        pos += c;
+    }
+    return true;
+}
+
 /* Sort by (key, id): least significant digit first, each pass stable; a digit that
  * is the same in every edge costs no pass (ids of a graph of 2^22 edges use 2 of the
  * 6 id digits). */
@@ -146,17 +161,11 @@ static void sort_edges(msf_edge *e, size_t m)
             count[d][digit_of(&e[j], d)]++;
     msf_edge *tmp = NULL, *from = e;
     for (unsigned d = 0; d < NDIGITS; d++) {
-        if (count[d][digit_of(&e[0], d)] == m)
-            continue; /* one value: the order stays */
+        if (!bucket_starts(count[d], m, digit_of(&e[0], d)))
+            continue;
         if (!tmp)
             tmp = cr_xmalloc(m * sizeof *tmp);
         msf_edge *to = from == e ? tmp : e;
-        size_t pos = 0;
-        for (unsigned v = 0; v < DIGITS; v++) {
-            size_t c = count[d][v];
-            count[d][v] = pos;
-            pos += c;
-        }
         for (size_t j = 0; j < m; j++)
             to[count[d][digit_of(&from[j], d)]++] = from[j];
         from = to;
@@ -182,17 +191,11 @@ static void sort_compact(compact *c, size_t m)
     compact *tmp = NULL, *from = c;
     for (unsigned d = 0; d < 3; d++) {
         unsigned shift = d * DIGIT_BITS;
-        if (count[d][(c[0].key >> shift) & (DIGITS - 1)] == m)
+        if (!bucket_starts(count[d], m, (c[0].key >> shift) & (DIGITS - 1)))
             continue;
         if (!tmp)
             tmp = cr_xmalloc(m * sizeof *tmp);
         compact *to = from == c ? tmp : c;
-        size_t pos = 0;
-        for (unsigned v = 0; v < DIGITS; v++) {
-            size_t k = count[d][v];
-            count[d][v] = pos;
-            pos += k;
-        }
         for (size_t j = 0; j < m; j++)
             to[count[d][(from[j].key >> shift) & (DIGITS - 1)]++] = from[j];
         from = to;
