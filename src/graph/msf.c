@@ -18,7 +18,7 @@
  * Everything travels as mailbox records, and the decisions are the transport's
  * reductions, so it runs on either transport. */
 #include "graph/graph_internal.h"
-#include "graph/msf_internal.h"
+#include "graph/msf_rounds.h"
 
 #include "common/fatal.h"
 #include "mailbox/module.h"

@@ -12,7 +12,7 @@
  * with aggregation and indirection", section 5.4). Its only collectives are the
  * arrays' steps or cr_barrier, and the transport's sum, so the asynchronous form runs
  * on either transport. */
-#include "graph/msf_internal.h"
+#include "graph/msf_rounds.h"
 
 #include "common/fatal.h"
 #include "mailbox/module.h"

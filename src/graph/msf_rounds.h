@@ -1,6 +1,7 @@
-/* Internals of the minimum spanning forest (msf.c, msf_rounds.c). */
-#ifndef COURIER_GRAPH_MSF_INTERNAL_H
-#define COURIER_GRAPH_MSF_INTERNAL_H
+/* Boruvka's rounds and the edge and forest records they share with the filtering
+ * form (msf.c). Internal to src/graph. */
+#ifndef COURIER_GRAPH_MSF_ROUNDS_H
+#define COURIER_GRAPH_MSF_ROUNDS_H
 
 #include "courier/darray.h"
 #include "courier/mailbox.h"
