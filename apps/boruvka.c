@@ -329,6 +329,7 @@ int main(int argc, char **argv)
                         f.t_choose, f.t_double, f.t_relabel}, pmax[7];
     MPI_Reduce(phases, pmax, 7, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
+    double peak = app_peak_mib(); /* before the checks, which gather on rank 0 */
     int validated = o.validate == 1 || (o.validate == 2 && total_edges <= (1u << 22));
     int ok = validated ? validate(&a, orig, m, &f, f.label, f.count, n) : 1;
     app_components_check inv = {.ok = 1};
@@ -354,6 +355,8 @@ int main(int argc, char **argv)
         printf("  messages per rank max %.0f mean %.1f; requests merged %.0f; requests "
                "reaching owners %.0f (most on one rank %.0f)\n",
                mx[0], sum[0] / a.size, sum[2], sum[1], mx[1]);
+        printf("  peak memory per rank %.1f MiB (graph, edges and forest; before the checks)\n",
+               peak);
         if (o.validate)
             printf("  invariants %s: every edge within one tree, every label a root, forest "
                    "edges = vertices - trees\n", inv.ok ? "hold" : "FAILED");

@@ -238,6 +238,7 @@ int main(int argc, char **argv)
     cr_graph_cc_with(g, &co, label, &st);
     uint64_t rounds = st.rounds;
     double seconds = app_max_time(MPI_Wtime() - t0);
+    double peak = app_peak_mib(); /* before the checks, which gather on rank 0 */
     if (o.stats)
         cr_stats_print(comm, stdout);
 
@@ -265,6 +266,8 @@ int main(int argc, char **argv)
         printf("  %llu components, the largest %llu vertices; %llu rounds, %.4f s\n",
                (unsigned long long)components, (unsigned long long)largest,
                (unsigned long long)rounds, seconds);
+        printf("  peak memory per rank %.1f MiB (graph and labels; before the checks)\n",
+               peak);
         if (o.algorithm == ALG_LOCAL)
             printf("  %llu vertices in the ranks' largest local components, %llu cut-edge "
                    "records, %llu edges between components\n",

@@ -37,7 +37,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # courier APP NP ARGS...: the app's time (cc: the algorithm; bfs: mean per search;
-# boruvka: the forest), after checking that it validated.
+# boruvka: the forest) and its peak memory per rank in MiB, after checking that it
+# validated.
 courier() {
     local app=$1 np=$2
     shift 2
@@ -46,30 +47,41 @@ courier() {
         printf 'cost.sh: %s at %s ranks failed:\n%s\n' "$app" "$np" "$out" >&2
         exit 1
     }
+    local t
     case $app in
     cc)
         grep -q "validated against union-find" <<<"$out" || { echo "cost.sh: cc not validated" >&2; exit 1; }
-        sed -n 's/.*rounds, \([0-9.]*\) s$/\1/p' <<<"$out" ;;
+        t=$(sed -n 's/.*rounds, \([0-9.]*\) s$/\1/p' <<<"$out") ;;
     bfs)
         grep -q "validation: $roots of $roots searches valid" <<<"$out" || { echo "cost.sh: bfs not validated" >&2; exit 1; }
-        sed -n 's/.*time per search: mean \([0-9.]*\) s$/\1/p' <<<"$out" ;;
+        t=$(sed -n 's/.*time per search: mean \([0-9.]*\) s$/\1/p' <<<"$out") ;;
     boruvka)
         grep -q "validated against Kruskal" <<<"$out" || { echo "cost.sh: boruvka not validated" >&2; exit 1; }
-        sed -n 's/^  time \([0-9.]*\) s.*/\1/p' <<<"$out" ;;
+        t=$(sed -n 's/^  time \([0-9.]*\) s.*/\1/p' <<<"$out") ;;
     esac
+    echo "$t $(sed -n 's/.*peak memory per rank \([0-9.]*\) MiB.*/\1/p' <<<"$out" | head -1)"
 }
 
-# gap APP THREADS FILE: GAP's average time per trial.
+# peak MiB of a one-process baseline: its maximum resident set from /usr/bin/time
+# (KiB in FILE), or '-' without it.
+timed=()
+[ -x /usr/bin/time ] && timed=(/usr/bin/time -f 'MAXRSS %M' -o "$tmp/rss")
+rss_mib() { [ -s "$tmp/rss" ] && awk '/^MAXRSS/ {printf "%.1f", $2 / 1024}' "$tmp/rss" || echo -; }
+
+# gap APP THREADS FILE: GAP's average time per trial and its peak MiB.
 gap() {
-    OMP_NUM_THREADS=$2 "$work/gapbs/$1" -f "$3" -s -n "$( [ "$1" = bfs ] && echo "$roots" || echo 3)" |
-        sed -n 's/^Average Time: *\([0-9.]*\)$/\1/p'
+    rm -f "$tmp/rss"
+    local t
+    t=$(OMP_NUM_THREADS=$2 "${timed[@]}" "$work/gapbs/$1" -f "$3" -s \
+        -n "$( [ "$1" = bfs ] && echo "$roots" || echo 3)" | sed -n 's/^Average Time: *\([0-9.]*\)$/\1/p')
+    echo "$t $(rss_mib)"
 }
 
 median() {
     sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
-printf '| scale | program | runs | time (median of %s) | / one core |\n|---|---|---|---|---|\n' "$rounds"
+printf '| scale | program | runs | time (median of %s) | / one core | peak memory per rank |\n|---|---|---|---|---|---|\n' "$rounds"
 for s in $scales; do
     graph=$tmp/rmat$s.el
     scripts/mpirun.sh -np 1 "$build/apps/cc" --scale "$s" --write-graph "$graph" --validate no >/dev/null
@@ -80,10 +92,13 @@ for s in $scales; do
         local prog=$1 who=$2 t
         shift 2
         t=$("$@")
-        [ -n "$t" ] || { echo "cost.sh: no time from $who ($prog)" >&2; exit 1; }
+        [ -n "${t%% *}" ] || { echo "cost.sh: no time from $who ($prog)" >&2; exit 1; }
         echo "$prog $who $t" >>"$tmp/results"
     }
-    kruskal_time() { "$work/kruskal" "$1" | sed -n 's/.*kruskal \([0-9.]*\) s$/\1/p'; }
+    kruskal_time() {
+        rm -f "$tmp/rss"
+        echo "$("${timed[@]}" "$work/kruskal" "$1" | sed -n 's/.*kruskal \([0-9.]*\) s$/\1/p') $(rss_mib)"
+    }
     for round in $(seq "$rounds"); do
         for np in $ranks; do record cc "courier-$np" courier cc "$np" --graph "$graph" --validate yes; done
         for t in 1 2; do record cc "gap-$t" gap cc "$t" "$graph"; done
@@ -98,8 +113,9 @@ for s in $scales; do
         base=$(awk -v p="$prog" '$1 == p && ($2 == "gap-1" || $2 == "kruskal-1") {print $3}' "$tmp/results" | median)
         for who in $(awk -v p="$prog" '$1 == p {print $2}' "$tmp/results" | sort -u); do
             t=$(awk -v p="$prog" -v w="$who" '$1 == p && $2 == w {print $3}' "$tmp/results" | median)
-            awk -v s="$s" -v p="$prog" -v w="$who" -v t="$t" -v b="$base" \
-                'BEGIN {printf "| %s | %s | %s | %.4f s | %.2f |\n", s, p, w, t, t / b}'
+            mem=$(awk -v p="$prog" -v w="$who" '$1 == p && $2 == w && $4 != "-" {print $4}' "$tmp/results" | sort -g | tail -1)
+            awk -v s="$s" -v p="$prog" -v w="$who" -v t="$t" -v b="$base" -v mem="${mem:--}" \
+                'BEGIN {printf "| %s | %s | %s | %.4f s | %.2f | %s MiB |\n", s, p, w, t, t / b, mem}'
         done
     done
 done
@@ -107,4 +123,6 @@ echo
 echo "cc and bfs: the same graph (R-MAT, edge factor 16, 'u v' file) for Courier and GAP;"
 echo "msf: Courier's boruvka (filter) on its generated weighted graph, kruskal on its own R-MAT"
 echo "graph of the same scale. bfs: time per search, $roots roots; Courier counts one search"
-echo "from the first visit to the last, GAP its trial."
+echo "from the first visit to the last, GAP its trial. Peak memory: the largest resident set"
+echo "of a Courier rank over the rounds (the app's own figure, before its checks gather;"
+echo "bfs after its validations), and of the whole GAP or kruskal process (/usr/bin/time)."

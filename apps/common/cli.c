@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 void app_init(app *a, const char *name, const char *usage, int *argc, char ***argv)
@@ -219,6 +220,15 @@ double app_max_time(double seconds)
     double max;
     MPI_Allreduce(&seconds, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return max;
+}
+
+double app_peak_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double mine = (double)ru.ru_maxrss / 1024.0, most; /* ru_maxrss is in KiB */
+    MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return most;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -150,6 +150,10 @@ void app_write_graph(const app *a, FILE *f, const char *path, const struct cr_ed
 /* Seconds from MPI_Wtime, agreed as the maximum over ranks (the slowest rank). */
 double app_max_time(double seconds);
 
+/* The largest resident set any rank has had so far, in MiB (getrusage's maximum
+ * resident set: the process's peak, not only Courier's). Collective. */
+double app_peak_mib(void);
+
 /* Median of n doubles (sorts them). */
 double app_median(double *v, int n);
 
