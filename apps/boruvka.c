@@ -228,9 +228,9 @@ static void parse(app *a, int argc, char **argv, opts *o)
         app_parse_route(a, o->route, &(cr_config){0});
 }
 
-/* This rank's weighted edges (in `list`, for the library) and, numbered as the
- * library numbers them, for the checks. */
-static wedge *load_edges(const app *a, const opts *o, cr_edge_list *list_out, uint64_t *n)
+/* This rank's weighted edges, and the id of its first one (the library numbers the
+ * edges by their position in the ranks' lists, one after the other). */
+static cr_edge_list load_edges(const app *a, const opts *o, uint64_t *n, uint64_t *first_id)
 {
     cr_edge_list list = {0};
     FILE *write_to = app_open_graph_file(a, o->write_graph);
@@ -253,16 +253,23 @@ static wedge *load_edges(const app *a, const opts *o, cr_edge_list *list_out, ui
         nv = app_file_vertices(a, o->graph, nv, all, 0, 96, 0);
     }
     MPI_Allreduce(&nv, n, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    wedge *e = app_calloc(a, list.count ? list.count : 1, sizeof *e, "the edges");
-    for (size_t j = 0; j < list.count; j++) {
-        uint32_t bits;
-        memcpy(&bits, &list.weights[j], sizeof bits);
-        bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
-        e[j] = (wedge){list.edges[j].u, list.edges[j].v, bits, before + j};
-    }
     list.nvertices = *n; /* a file's vertices beyond its largest id (app_file_vertices) */
     app_write_graph(a, write_to, o->write_graph, &list);
-    *list_out = list;
+    *first_id = before;
+    return list;
+}
+
+/* The edges as the check against Kruskal orders them: made after the forest, so the
+ * peak memory the app reports is the library's. */
+static wedge *numbered(const app *a, const cr_edge_list *list, uint64_t first_id)
+{
+    wedge *e = app_calloc(a, list->count ? list->count : 1, sizeof *e, "the edges");
+    for (size_t j = 0; j < list->count; j++) {
+        uint32_t bits;
+        memcpy(&bits, &list->weights[j], sizeof bits);
+        bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+        e[j] = (wedge){list->edges[j].u, list->edges[j].v, bits, first_id + j};
+    }
     return e;
 }
 
@@ -275,9 +282,8 @@ int main(int argc, char **argv)
     opts o = {0};
     parse(&a, argc, argv, &o);
 
-    cr_edge_list list;
-    uint64_t n;
-    wedge *orig = load_edges(&a, &o, &list, &n);
+    uint64_t n, first_id;
+    cr_edge_list list = load_edges(&a, &o, &n, &first_id);
     size_t m = list.count;
     uint64_t total_edges = sum_u64(m);
 
@@ -331,11 +337,13 @@ int main(int argc, char **argv)
 
     double peak = app_peak_mib(); /* before the checks, which gather on rank 0 */
     int validated = o.validate == 1 || (o.validate == 2 && total_edges <= (1u << 22));
+    wedge *orig = validated ? numbered(&a, &list, first_id) : NULL;
     int ok = validated ? validate(&a, orig, m, &f, f.label, f.count, n) : 1;
+    free(orig);
     app_components_check inv = {.ok = 1};
-    if (o.validate)
-        inv = app_check_components(&a, comm, n, f.first, f.label, f.count, orig, m,
-                                   sizeof *orig, 0, f.forest_edges);
+    if (o.validate) /* the ends of each edge: cr_edge's two ids */
+        inv = app_check_components(&a, comm, n, f.first, f.label, f.count, list.edges, m,
+                                   sizeof *list.edges, 0, f.forest_edges);
     if (a.rank == 0) {
         printf("boruvka: %d ranks, %llu vertices, %llu edges, %s, %s\n", a.size,
                (unsigned long long)n, (unsigned long long)total_edges, mode_names[o.mode],
@@ -368,7 +376,6 @@ int main(int argc, char **argv)
     cr_msf_result_free(&f);
     cr_comm_destroy(comm);
     cr_edge_list_free(&list);
-    free(orig);
     MPI_Finalize();
     return !ok || !inv.ok;
 }

@@ -266,8 +266,11 @@ typedef struct cr_msf_result {
  * rank keeps only the minimum spanning forest of its own edges (an edge heaviest on
  * a cycle of any subgraph is in no minimum spanning forest), then pairs of ranks
  * merge their forests and filter again up a binomial tree, while the merged forests
- * fit `gather_limit`. Memory per rank: 32 bytes per edge it holds, twice during a
- * sort, and 4 bytes per vertex of the graph (its union-find). `o` may be NULL (the
+ * fit `gather_limit`. Memory per rank, besides the caller's list: 36 bytes per own
+ * edge while the local filter sorts (16-byte records, twice, and 4 for the result),
+ * 32 bytes per edge kept or received (twice while a merge sorts), 4 bytes per vertex
+ * of the graph (its union-find); 32 bytes more per own edge when `ids` do not
+ * ascend with the position, and for the Boruvka forms. `o` may be NULL (the
  * defaults). Returns 0, or -1 on every rank with a one-line error in err when a
  * rank's edges have no weights or a NaN weight. Collective; registers two handlers
  * on the comm at its first call (may run handlers, as cr_register). */

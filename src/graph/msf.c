@@ -251,28 +251,38 @@ static size_t filter_sorted(msf_edge *e, size_t m, uint32_t *p)
     return k;
 }
 
-/* Step 1: this rank's forest of its own edges (e sorted by id; self-loops gone).
- * Returns how many edges stay, in (key, id) order at the front of e. */
-static size_t filter_own(msf_edge *e, size_t m, uint32_t *p)
+/* Kruskal over compact edges: sorts them, returns how many join two trees, their
+ * idx in kept[] in (key, id) order. `p` is left as it was. */
+static size_t kruskal_compact(compact *c, size_t m, uint32_t *p, uint32_t *kept)
 {
-    if (m == 0)
-        return 0;
-    if (m > UINT32_MAX)
-        cr_fatal("cr_graph_msf: this rank holds %zu edges, more than 2^32 - 1", m);
-    compact *c = cr_xmalloc(m * sizeof *c);
-    for (size_t j = 0; j < m; j++)
-        c[j] = (compact){e[j].key, (uint32_t)j, (uint32_t)e[j].u, (uint32_t)e[j].v};
     sort_compact(c, m);
-    /* the kept edges, in order; their positions in e are distinct, so the kept
-     * ones are gathered first (ids) and copied after */
-    uint32_t *kept = cr_xmalloc(m * sizeof *kept);
     size_t k = 0;
     for (size_t j = 0; j < m; j++)
         if (unite(p, c[j].u, c[j].v))
             kept[k++] = c[j].idx;
     for (size_t j = 0; j < m; j++)
         p[c[j].u] = c[j].u, p[c[j].v] = c[j].v;
+    return k;
+}
+
+static void check_local_count(size_t m)
+{
+    if (m > UINT32_MAX)
+        cr_fatal("cr_graph_msf: this rank holds %zu edges, more than 2^32 - 1", m);
+}
+
+/* Step 1: this rank's forest of its own edges (e sorted by id; self-loops gone).
+ * Returns how many edges stay, in (key, id) order at the front of e. */
+static size_t filter_own(msf_edge *e, size_t m, uint32_t *p)
+{
+    check_local_count(m);
+    compact *c = cr_xmalloc((m ? m : 1) * sizeof *c);
+    for (size_t j = 0; j < m; j++)
+        c[j] = (compact){e[j].key, (uint32_t)j, (uint32_t)e[j].u, (uint32_t)e[j].v};
+    uint32_t *kept = cr_xmalloc((m ? m : 1) * sizeof *kept);
+    size_t k = kruskal_compact(c, m, p, kept);
     free(c);
+    /* kept[] is in (key, id) order, positions anywhere in e: copied out first */
     msf_edge *f = cr_xmalloc((k ? k : 1) * sizeof *f);
     for (size_t j = 0; j < k; j++)
         f[j] = e[kept[j]];
@@ -294,6 +304,46 @@ typedef struct run {
     size_t m, cap;
     uint32_t *p; /* union-find over the graph's vertices */
 } run;
+
+/* Step 1 straight from the caller's list when its ids ascend with the position (the
+ * default numbering does): no 32-byte record per edge, only per edge kept. */
+static void filter_list(run *r, const cr_edge_list *list, const uint64_t *ids, uint64_t before)
+{
+    check_local_count(list->count);
+    compact *c = cr_xmalloc((list->count ? list->count : 1) * sizeof *c);
+    size_t m = 0;
+    for (size_t j = 0; j < list->count; j++) {
+        const cr_edge *x = &list->edges[j];
+        if (x->u == x->v)
+            continue;
+        uint32_t bits;
+        memcpy(&bits, &list->weights[j], sizeof bits);
+        c[m++] = (compact){msf_weight_key(bits), (uint32_t)j, (uint32_t)x->u, (uint32_t)x->v};
+    }
+    uint32_t *kept = cr_xmalloc((m ? m : 1) * sizeof *kept);
+    size_t k = kruskal_compact(c, m, r->p, kept);
+    free(c);
+    r->cap = k ? k : 1;
+    r->e = cr_xmalloc(r->cap * sizeof *r->e);
+    for (size_t j = 0; j < k; j++) {
+        size_t at = kept[j];
+        r->e[j] = (msf_edge){list->edges[at].u, list->edges[at].v, ids ? ids[at] : before + at,
+                             0, 0};
+        uint32_t bits;
+        memcpy(&bits, &list->weights[at], sizeof bits);
+        r->e[j].key = msf_weight_key(bits);
+    }
+    r->m = k;
+    free(kept);
+}
+
+static bool ids_ascend(const uint64_t *ids, size_t count)
+{
+    for (size_t j = 1; ids && j < count; j++)
+        if (ids[j] <= ids[j - 1])
+            return false;
+    return true;
+}
 
 /* Step 2, one level: senders send, receivers filter the union. Returns false (on
  * every rank) when the merged forests would exceed the limit. */
@@ -465,7 +515,10 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
     }
     cr_module_allreduce_u64(comm, &edges->nvertices, &r.n, 1, CR_MODULE_MAX);
     uint64_t before = ids ? 0 : ids_before(&r, edges->count);
-    fill(&r, edges, ids, before);
+    bool filter = o->algorithm == CR_MSF_FILTER && r.n <= UINT32_MAX;
+    bool from_list = filter && ids_ascend(ids, edges->count);
+    if (!from_list)
+        fill(&r, edges, ids, before);
 
     out->nvertices = r.n;
     cr_darray_block(r.n, r.size, r.rank, &out->first, &out->count);
@@ -474,13 +527,15 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
     call.label = out->label;
     msf_forest f = {0};
 
-    bool filter = o->algorithm == CR_MSF_FILTER && r.n <= UINT32_MAX;
     if (filter) {
         double t0 = now();
         r.p = cr_xmalloc((r.n ? r.n : 1) * sizeof *r.p);
         for (uint64_t v = 0; v < r.n; v++)
             r.p[v] = (uint32_t)v;
-        r.m = filter_own(r.e, r.m, r.p);
+        if (from_list)
+            filter_list(&r, edges, ids, before);
+        else
+            r.m = filter_own(r.e, r.m, r.p);
         out->filtered = msf_sum(comm, r.m);
         double t1 = now();
         uint64_t step = 1;

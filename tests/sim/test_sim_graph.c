@@ -88,6 +88,10 @@ typedef struct result {
     uint64_t forest_edges, duplicates;
 } result;
 
+/* Hand each rank's edges over in descending id order (the library's path for ids
+ * that do not ascend with the position). */
+static bool reverse_lists;
+
 static void run_msf(cr_comm *comm, void *user)
 {
     result *res = user;
@@ -100,6 +104,14 @@ static void run_msf(cr_comm *comm, void *user)
         list.edges[list.count] = (cr_edge){g->edges[j].a, g->edges[j].b};
         memcpy(&list.weights[list.count], &g->edges[j].w, 4);
         ids[list.count++] = g->edges[j].id;
+    }
+    for (size_t k = 0; reverse_lists && k < list.count / 2; k++) {
+        size_t o = list.count - 1 - k;
+        cr_edge e = list.edges[k];
+        float w = list.weights[k];
+        uint64_t id = ids[k];
+        list.edges[k] = list.edges[o], list.weights[k] = list.weights[o], ids[k] = ids[o];
+        list.edges[o] = e, list.weights[o] = w, ids[o] = id;
     }
     list.nvertices = g->n; /* the last vertices are isolated */
     cr_msf_opts o;
@@ -213,7 +225,8 @@ static void test_msf_async(void **state)
 
 /* The filtering form: merged to one rank (no limit), merged part of the way (a limit
  * that a few levels reach: Boruvka's rounds finish on the merged forests), and not
- * merged at all (limit 0: Boruvka's rounds on the filtered edges). */
+ * merged at all (limit 0: Boruvka's rounds on the filtered edges); with each rank's
+ * ids ascending and descending. */
 static void test_msf_filter(void **state)
 {
     (void)state;
@@ -231,6 +244,13 @@ static void test_msf_filter(void **state)
         run_at(256, "hypercube", (uint64_t)seed * 7919, 2000, 2400, CR_MSF_FILTER, UINT64_MAX);
         run_at(256, "nlnr", (uint64_t)seed * 7927, 2000, 2400, CR_MSF_FILTER, 600);
     }
+    reverse_lists = true;
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (size_t l = 0; l < 3; l++)
+            for (int seed = 1; seed <= seeds; seed++)
+                run_at(ps[k], "direct", (uint64_t)seed * 107 + (uint64_t)ps[k], 200, 600,
+                       CR_MSF_FILTER, limits[l]);
+    reverse_lists = false;
 }
 
 /* The whole graph as adjacency lists (both directions), and a block distribution. */
