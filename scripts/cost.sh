@@ -12,7 +12,8 @@
 #   - Courier's boruvka on the generated graph with weights, and kruskal on its own
 #     R-MAT graph of the same scale and edge factor (it has no file input).
 # Prints one table: the median over the rounds of the time per run (cc, forest) or per
-# search (bfs, 16 roots), and the ratio Courier / one core. Every Courier run validates
+# search (bfs, 16 roots), the ratio Courier / one core, and the peak memory per rank
+# (GAP's and kruskal's from /usr/bin/time when it is there). Every Courier run validates
 # its result (the script stops if one fails). Ranks are oversubscribed beyond the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
