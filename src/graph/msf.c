@@ -305,6 +305,14 @@ typedef struct run {
     uint32_t *p; /* union-find over the graph's vertices */
 } run;
 
+/* The order key of edge j's weight. */
+static uint32_t key_of(const cr_edge_list *list, size_t j)
+{
+    uint32_t bits;
+    memcpy(&bits, &list->weights[j], sizeof bits);
+    return msf_weight_key(bits);
+}
+
 /* Step 1 straight from the caller's list when its ids ascend with the position (the
  * default numbering does): no 32-byte record per edge, only per edge kept. */
 static void filter_list(run *r, const cr_edge_list *list, const uint64_t *ids, uint64_t before)
@@ -314,11 +322,8 @@ static void filter_list(run *r, const cr_edge_list *list, const uint64_t *ids, u
     size_t m = 0;
     for (size_t j = 0; j < list->count; j++) {
         const cr_edge *x = &list->edges[j];
-        if (x->u == x->v)
-            continue;
-        uint32_t bits;
-        memcpy(&bits, &list->weights[j], sizeof bits);
-        c[m++] = (compact){msf_weight_key(bits), (uint32_t)j, (uint32_t)x->u, (uint32_t)x->v};
+        if (x->u != x->v)
+            c[m++] = (compact){key_of(list, j), (uint32_t)j, (uint32_t)x->u, (uint32_t)x->v};
     }
     uint32_t *kept = cr_xmalloc((m ? m : 1) * sizeof *kept);
     size_t k = kruskal_compact(c, m, r->p, kept);
@@ -328,10 +333,7 @@ static void filter_list(run *r, const cr_edge_list *list, const uint64_t *ids, u
     for (size_t j = 0; j < k; j++) {
         size_t at = kept[j];
         r->e[j] = (msf_edge){list->edges[at].u, list->edges[at].v, ids ? ids[at] : before + at,
-                             0, 0};
-        uint32_t bits;
-        memcpy(&bits, &list->weights[at], sizeof bits);
-        r->e[j].key = msf_weight_key(bits);
+                             key_of(list, at), 0};
     }
     r->m = k;
     free(kept);
@@ -459,11 +461,9 @@ static void fill(run *r, const cr_edge_list *list, const uint64_t *ids, uint64_t
         const cr_edge *x = &list->edges[j];
         if (x->u == x->v)
             continue;
-        uint32_t bits;
-        memcpy(&bits, &list->weights[j], sizeof bits);
         uint64_t id = ids ? ids[j] : before + j;
         sorted = sorted && (r->m == 0 || r->e[r->m - 1].id < id);
-        r->e[r->m++] = (msf_edge){x->u, x->v, id, msf_weight_key(bits), 0};
+        r->e[r->m++] = (msf_edge){x->u, x->v, id, key_of(list, j), 0};
     }
     if (!sorted)
         qsort(r->e, r->m, sizeof *r->e, by_id);
