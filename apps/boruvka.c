@@ -287,15 +287,11 @@ int main(int argc, char **argv)
     size_t m = list.count;
     uint64_t total_edges = sum_u64(m);
 
-    cr_config cfg;
-    app_config_from_env(&a, &cfg);
-    if (o.mode != MODE_LOCKSTEP) {
-        if (o.route_given) /* else COURIER_ROUTE, or direct */
-            app_parse_route(&a, o.route, &cfg);
-        if (o.node_size) /* else COURIER_NODE_SIZE */
-            cfg.node_size = o.node_size;
-    }
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    /* lock-step: --route is the darray's, and the comm keeps COURIER_ROUTE */
+    bool lockstep = o.mode == MODE_LOCKSTEP;
+    app_comm_flags flags = {.route = !lockstep && o.route_given ? o.route : NULL,
+                            .node_size = lockstep ? 0 : o.node_size};
+    cr_comm *comm = app_comm_create(&a, &flags, NULL);
     cr_msf_opts mo;
     cr_msf_opts_init(&mo);
     mo.algorithm = o.mode == MODE_FILTER ? CR_MSF_FILTER

@@ -202,15 +202,12 @@ int main(int argc, char **argv)
     }
     app_write_graph(&a, write_to, o.write_graph, &edges);
 
+    /* sv: --route is the darray's lock-step route, and the comm keeps COURIER_ROUTE */
+    bool sv = o.algorithm == ALG_SV;
+    app_comm_flags flags = {.route = !sv && o.route_given ? o.route : NULL,
+                            .node_size = sv ? 0 : o.node_size};
     cr_config cfg;
-    app_config_from_env(&a, &cfg);
-    if (o.algorithm != ALG_SV) {
-        if (o.route_given) /* else COURIER_ROUTE, or direct */
-            app_parse_route(&a, o.route, &cfg);
-        if (o.node_size) /* else COURIER_NODE_SIZE */
-            cfg.node_size = o.node_size;
-    }
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    cr_comm *comm = app_comm_create(&a, &flags, &cfg);
     app_progress(&a, "%s in %.2f s; building the distributed graph", o.graph ? "read" : "generated",
                  t_gen);
     double t_build = MPI_Wtime();

@@ -251,8 +251,9 @@ typedef struct cr_msf_result {
     uint64_t filtered;     /* CR_MSF_FILTER: edges left by the local filter, all ranks */
     uint64_t merge_levels; /* CR_MSF_FILTER: levels of the merging tree done */
     uint64_t rounds;       /* Boruvka's rounds */
-    /* seconds on this rank: the local filter, the merging, Boruvka's rounds (and in
-       them choosing the lightest edges, pointer doubling, relabelling), the labels */
+    /* seconds on this rank (the transport's clock: virtual in the simulation): the
+       local filter, the merging, Boruvka's rounds (and in them choosing the lightest
+       edges, pointer doubling, relabelling), the labels */
     double t_filter, t_merge, t_rounds, t_choose, t_double, t_relabel, t_label;
     cr_darray_stats best, parent; /* CR_MSF_LOCKSTEP: the two arrays' merging */
 } cr_msf_result;

@@ -49,18 +49,16 @@ static void on_visits(cr_comm *comm, const cr_batch *b, void *user)
 
 /* A sum or a maximum over the ranks: the transport's reduction (MPI_Allreduce, or
  * the simulation's), so one code path on both. */
-enum { REDUCE_SUM, REDUCE_MAX };
-
-static uint64_t reduce_over_ranks(cr_graph *g, uint64_t v, int op)
+static uint64_t max_over_ranks(cr_graph *g, uint64_t v)
 {
     uint64_t out;
-    cr_module_allreduce_u64(g->comm, &v, &out, 1, op == REDUCE_SUM ? CR_MODULE_SUM : CR_MODULE_MAX);
+    cr_module_allreduce_u64(g->comm, &v, &out, 1, CR_MODULE_MAX);
     return out;
 }
 
 static uint64_t sum_over_ranks(cr_graph *g, uint64_t v)
 {
-    return reduce_over_ranks(g, v, REDUCE_SUM);
+    return graph_sum(g->comm, v);
 }
 
 /* All ranks together, before the timed search: a reduction of nothing is a barrier
@@ -475,7 +473,7 @@ void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_resu
         for (uint64_t i = 0; i < g->count; i++)
             deepest = g->level[i] > deepest ? g->level[i] : deepest;
         /* levels = deepest + 1, carried as an unsigned maximum */
-        levels = (int)reduce_over_ranks(g, (uint64_t)(deepest + 1), REDUCE_MAX);
+        levels = (int)max_over_ranks(g, (uint64_t)(deepest + 1));
     }
     out->levels = levels;
     g->parent = NULL;

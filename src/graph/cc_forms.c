@@ -82,13 +82,6 @@ static uint64_t label_propagation(cr_graph *g, uint64_t *label)
 
 /* ---------------------------------------------------------------- SV */
 
-static uint64_t sum_over_ranks(cr_comm *comm, uint64_t mine)
-{
-    uint64_t all;
-    cr_module_allreduce_u64(comm, &mine, &all, 1, CR_MODULE_SUM);
-    return all;
-}
-
 static uint64_t sv(cr_graph *g, const cr_cc_opts *opts, uint64_t *label)
 {
     uint64_t nl = g->count;
@@ -112,7 +105,7 @@ static uint64_t sv(cr_graph *g, const cr_cc_opts *opts, uint64_t *label)
         for (uint64_t i = 0; i < nl; i++) /* gf[v] = f[f[v]] */
             cr_darray_read(f, fl[i], &gl[i]);
         cr_darray_step(f);
-        sum_over_ranks(g->comm, 0); /* every gf block written before anyone reads it */
+        graph_sum(g->comm, 0); /* every gf block written before anyone reads it */
         uint64_t k = 0;
         for (uint64_t i = 0; i < nl; i++)
             for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
@@ -131,7 +124,7 @@ static uint64_t sv(cr_graph *g, const cr_cc_opts *opts, uint64_t *label)
         uint64_t changed = 0;
         for (uint64_t i = 0; i < nl; i++)
             changed += fl[i] != old[i];
-        if (!sum_over_ranks(g->comm, changed))
+        if (!graph_sum(g->comm, changed))
             break;
     }
     memcpy(label, fl, nl * sizeof *label);

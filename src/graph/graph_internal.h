@@ -3,6 +3,7 @@
 #define COURIER_GRAPH_INTERNAL_H
 
 #include "courier/graph.h"
+#include "mailbox/module.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,15 @@ struct cr_graph {
 };
 
 
+
+/* A sum over the comm's ranks: the transport's reduction, on either transport, and a
+ * barrier that does not wait for the mailbox to drain. Collective. */
+static inline uint64_t graph_sum(cr_comm *comm, uint64_t mine)
+{
+    uint64_t all;
+    cr_module_allreduce_u64(comm, &mine, &all, 1, CR_MODULE_SUM);
+    return all;
+}
 
 void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
 

@@ -27,18 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_GATHER_LIMIT (UINT64_C(1) << 24)
 #define DIGIT_BITS 11
 #define DIGITS (1u << DIGIT_BITS)
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---------------------------------------------------------------- the comm's state */
 
@@ -487,9 +479,9 @@ static void boruvka(run *r, bool lockstep, const cr_msf_opts *o, cr_msf_result *
         d.aggregation = o->aggregation;
     }
     msf_rounds *s = msf_rounds_create(r->comm, r->n, lockstep, &d);
-    double t0 = now();
+    double t0 = cr_module_now(r->comm);
     msf_rounds_run(s, r->e, r->m, out->label, f);
-    out->t_rounds = now() - t0;
+    out->t_rounds = cr_module_now(r->comm) - t0;
     if (lockstep)
         msf_rounds_stats(s, &out->best, &out->parent);
     msf_rounds_destroy(s);
@@ -528,7 +520,7 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
     msf_forest f = {0};
 
     if (filter) {
-        double t0 = now();
+        double t0 = cr_module_now(comm);
         r.p = cr_xmalloc((r.n ? r.n : 1) * sizeof *r.p);
         for (uint64_t v = 0; v < r.n; v++)
             r.p[v] = (uint32_t)v;
@@ -536,18 +528,18 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
             filter_list(&r, edges, ids, before);
         else
             r.m = filter_own(r.e, r.m, r.p);
-        out->filtered = msf_sum(comm, r.m);
-        double t1 = now();
+        out->filtered = graph_sum(comm, r.m);
+        double t1 = cr_module_now(comm);
         uint64_t step = 1;
         while (step < (uint64_t)r.size && merge_level(&r, step, o->gather_limit))
             step *= 2, out->merge_levels++;
-        double t2 = now();
+        double t2 = cr_module_now(comm);
         out->t_filter = t1 - t0, out->t_merge = t2 - t1;
         if (step >= (uint64_t)r.size) {
             for (size_t j = 0; j < r.m; j++)
                 msf_forest_add(&f, r.e[j].id, r.e[j].key);
             label_from_root(&r, out->label, out->first, out->count);
-            out->t_label = now() - t2;
+            out->t_label = cr_module_now(comm) - t2;
         } else {
             boruvka(&r, false, o, out, &f);
         }
@@ -559,7 +551,7 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
     out->nforest = f.n;
     out->rounds = f.rounds;
     out->t_choose = f.t_choose, out->t_double = f.t_double, out->t_relabel = f.t_relabel;
-    out->forest_edges = msf_sum(comm, f.n);
+    out->forest_edges = graph_sum(comm, f.n);
     cr_module_allreduce_double(comm, &f.weight, &out->weight, 1, CR_MODULE_SUM);
     st->call = NULL;
     free(call.recv);

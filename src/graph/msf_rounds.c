@@ -13,27 +13,13 @@
  * arrays' steps or cr_barrier, and the transport's sum, so the asynchronous form runs
  * on either transport. */
 #include "graph/msf_rounds.h"
+#include "graph/graph_internal.h"
 
 #include "common/fatal.h"
 #include "mailbox/module.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-uint64_t msf_sum(cr_comm *comm, uint64_t mine)
-{
-    uint64_t all;
-    cr_module_allreduce_u64(comm, &mine, &all, 1, CR_MODULE_SUM);
-    return all;
-}
 
 float msf_key_weight(uint32_t key)
 {
@@ -154,7 +140,7 @@ static size_t contract(msf_edge *e, size_t m)
 static void writes_done(msf_rounds *s)
 {
     if (s->async)
-        msf_sum(s->comm, 0);
+        graph_sum(s->comm, 0);
 }
 
 /* Every component's lightest edge, and each component points across it; the two
@@ -209,7 +195,7 @@ static void double_pointers(msf_rounds *s, uint64_t *q)
             parent[i] = q[i];
         }
         writes_done(s);
-        if (msf_sum(s->comm, changed) == 0)
+        if (graph_sum(s->comm, changed) == 0)
             return;
     }
 }
@@ -241,18 +227,18 @@ void msf_rounds_run(msf_rounds *s, msf_edge *e, size_t m, uint64_t *label, msf_f
     uint64_t *ends = NULL;
     for (;;) {
         m = contract(e, m);
-        if (msf_sum(s->comm, m) == 0)
+        if (graph_sum(s->comm, m) == 0)
             break;
         f->rounds++;
-        double t0 = now();
+        double t0 = cr_module_now(s->comm);
         choose(s, e, m, q, f);
-        double t1 = now();
+        double t1 = cr_module_now(s->comm);
         double_pointers(s, q);
-        double t2 = now();
+        double t2 = cr_module_now(s->comm);
         free(ends);
         ends = cr_xcalloc(2 * m + count + 1, 8);
         relabel(s, e, m, label, count, ends);
-        double t3 = now();
+        double t3 = cr_module_now(s->comm);
         f->t_choose += t1 - t0, f->t_double += t2 - t1, f->t_relabel += t3 - t2;
     }
     free(ends);

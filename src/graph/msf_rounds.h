@@ -58,7 +58,5 @@ void msf_rounds_stats(const msf_rounds *s, cr_darray_stats *best, cr_darray_stat
 /* Collective. */
 void msf_rounds_destroy(msf_rounds *s);
 
-/* A sum over the comm's ranks (the transport's reduction; a barrier too). */
-uint64_t msf_sum(cr_comm *comm, uint64_t mine);
 
 #endif
