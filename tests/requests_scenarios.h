@@ -394,6 +394,90 @@ static long req_coalesce_rule(cr_comm *comm, int n, int coalesce)
     return req_fails - before;
 }
 
+/* The same rule over many keys at once, so that the table of waiting requests fills,
+ * collides and empties while requests arrive: each rank issues `rounds` requests for
+ * each of `nkeys` keys spread over every owner, interleaved (nkeys a multiple of 256,
+ * or less), with coalescing on. A
+ * request whose key's previous request still waits for its reply must join it. The
+ * type's prefetch hook must see every request this rank serves, and no other. */
+typedef struct req_prefetch_owner {
+    req_owner owner;
+    uint64_t prefetched, foreign;
+} req_prefetch_owner;
+
+static uint64_t req_key_of(int j)
+{
+    return cr_hash64((uint64_t)j) >> 8; /* spread over the table's slots */
+}
+
+static void req_prefetch_count(const void *p, size_t len, void *user)
+{
+    req_prefetch_owner *o = user;
+    uint64_t key;
+    memcpy(&key, p, sizeof key);
+    o->prefetched++;
+    if (len != sizeof key)
+        o->foreign++;
+}
+
+static void req_serve_counted(cr_comm *comm, cr_dedup_req *req, const void *p, size_t len,
+                              void *user)
+{
+    req_serve_value(comm, req, p, len, &((req_prefetch_owner *)user)->owner);
+}
+
+static long req_coalesce_many(cr_comm *comm, int nkeys, int rounds)
+{
+    long before = req_fails;
+    req_prefetch_owner po = {{0}, 0, 0};
+    int id = cr_dedup_register_request(
+        comm,
+        &(cr_dedup_request_type){.serve = req_serve_counted, .prefetch = req_prefetch_count,
+                                 .key_len = 8, .coalesce = 1},
+        &po);
+    cr_barrier(comm);
+    int size = cr_comm_size(comm), me = cr_comm_rank(comm);
+    size_t n = (size_t)nkeys * (size_t)rounds;
+    req_slot *slots = calloc(n, sizeof *slots);
+    int *leader = malloc((size_t)nkeys * sizeof *leader);
+    for (int j = 0; j < nkeys; j++)
+        leader[j] = -1;
+    uint64_t served_before = po.owner.served;
+    for (size_t k = 0; k < n; k++) {
+        /* blocks of up to 256 keys, each asked `rounds` times in turn, from a rank's
+         * own offset: a key's requests come close enough to wait on each other */
+        size_t block = (size_t)(nkeys < 256 ? nkeys : 256), per = block * (size_t)rounds;
+        size_t first = k / per * block, in = k % per % block;
+        int j = (int)((first + (in * 97u + (size_t)me * 31u) % block) % (size_t)nkeys);
+        uint64_t key = req_key_of(j);
+        int owner = (int)(key % (uint64_t)size);
+        slots[k].expect = req_value(key, 0);
+        bool waits = leader[j] >= 0 && slots[leader[j]].replies == 0;
+        cr_stats s0 = req_stats(comm);
+        cr_dedup_request(comm, owner, id, &key, sizeof key, req_got_value, &slots[k]);
+        cr_stats s1 = req_stats(comm);
+        uint64_t joined = s1.requests_merged_at_source - s0.requests_merged_at_source +
+                          s1.requests_coalesced - s0.requests_coalesced;
+        if (waits)
+            REQ_CHECK(comm, joined == 1, "request %zu for key %d did not join the waiting one",
+                      k, j);
+        if (!waits)
+            leader[j] = (int)k;
+    }
+    cr_barrier(comm);
+    req_check_slots(comm, slots, n, "coalesce-many");
+    REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
+              cr_dedup_pending(comm));
+    uint64_t served = po.owner.served - served_before;
+    REQ_CHECK(comm, po.foreign == 0 && po.prefetched == served,
+              "prefetch saw %llu requests (%llu of a wrong length) for %llu served",
+              (unsigned long long)po.prefetched, (unsigned long long)po.foreign,
+              (unsigned long long)served);
+    free(leader);
+    free(slots);
+    return req_fails - before;
+}
+
 /* ---- never across a barrier ---------------------------------------------------------- */
 
 /* Rank 0's values change between phases; requests issued after a barrier see the new

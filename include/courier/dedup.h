@@ -106,6 +106,11 @@ typedef struct cr_dedup_request_type {
                   void *user);
     size_t key_len; /* 0: never merged; else 1 .. CR_MAX_KEY and at most every payload */
     int coalesce;   /* nonzero: identical requests also join one that is in flight */
+    /* Optional: called on the owner with the payload of a request a few records
+     * ahead of the one being served, from the same received buffer, so that serve's
+     * reads (a random table slot) start early and their cache misses overlap, e.g.
+     * with __builtin_prefetch. It must not send, reply or change what serve reads. */
+    void (*prefetch)(const void *payload, size_t len, void *user);
 } cr_dedup_request_type;
 
 /* Runs on the requester when the reply arrives, as a handler does (it may send

@@ -15,10 +15,13 @@
  * entry is taken out, and the reply goes to every member of the list: a call of
  * reply_fn, or a reply record to the previous hop with that hop's token.
  *
- * Memory: one 112-byte entry per distinct request this rank sent and waits for,
- * plus a 32-byte waiter per requester, in pools that grow by doubling and are
- * reused, and a bucket array of 4 bytes per entry; nothing is allocated per
- * request once the pools have grown.
+ * Memory: one entry per distinct request this rank sent and waits for (56 bytes and
+ * the key, 64 for an 8-byte key, holding its first requester), a 32-byte waiter per
+ * later requester that joined it, both in pools that grow by doubling and are reused,
+ * and an open-addressing table of 8-byte slots, at least twice as many as the
+ * entries reachable by key; nothing is allocated per request once the pools have
+ * grown. Request and reply records are handled in batches, each record's memory
+ * fetched a few records ahead (docs/dedup.md).
  *
  * The module sees the mailbox only through its public API and module.h. */
 #include "common/code_id.h"
@@ -34,6 +37,11 @@
 #include <string.h>
 
 #define NONE UINT32_MAX
+#define EMPTY UINT64_MAX
+/* Records ahead of the one being handled whose memory is fetched early: an entry's
+ * reply, a served request's data (the type's prefetch), so that the cache misses of a
+ * received buffer overlap instead of coming one after another. */
+#define PREFETCH_AHEAD 8
 
 /* The record of a request on the wire: this header, then the payload. */
 typedef struct req_header {
@@ -51,25 +59,29 @@ typedef struct rep_header {
 
 /* Someone waiting for an entry's reply. */
 typedef struct waiter {
-    uint32_t next;
-    int32_t hop;     /* previous hop, or -1: a requester on this rank */
-    uint32_t token;  /* the previous hop's entry */
+    uint32_t next;         /* the next waiter in the pool, or NONE */
+    int32_t hop;           /* previous hop, or -1: a requester on this rank */
+    uint32_t token;        /* the previous hop's entry */
+    uint32_t pad;
     cr_dedup_reply_fn fn;  /* for a local requester */
     void *ctx;
 } waiter;
 
+/* A request this rank sent and waits for. Its first waiter lives in the entry, so a
+ * request nobody joins touches one entry and no pool; later waiters hang off
+ * first.next in the waiter pool. Entries are `stride` bytes apart: the header, then
+ * the key (as long as the longest key of a registered type). */
 typedef struct entry {
-    uint64_t hash;
-    uint32_t next;       /* next entry of the bucket, or of the free list */
-    uint32_t head, tail; /* waiters, in arrival order */
+    waiter first;
+    uint32_t tail;   /* the last later waiter, or NONE; while free, the next free entry */
+    uint32_t hash;   /* the identity's hash: its home slot in the table, and its tag */
     int32_t owner;
-    int32_t origin;
     uint32_t len;
-    uint32_t epoch;      /* send epoch of the request's buffer before it was appended */
+    uint32_t epoch;  /* send epoch of the request's buffer before it was appended */
     uint16_t type;
     uint8_t in_use;
-    uint8_t in_table;    /* the newest entry of its identity (reachable by key) */
-    char key[CR_MAX_KEY];
+    uint8_t in_table; /* the newest entry of its identity (reachable by key) */
+    char key[];
 } entry;
 
 typedef struct rtype {
@@ -86,12 +98,17 @@ typedef struct dedup_state {
     int *type_of_handler; /* mailbox handler id -> index in types, or -1 */
     int handler_cap;
 
-    entry *entries;
+    char *pool; /* the entries, `stride` bytes each */
+    size_t stride, key_cap;
     uint32_t nentries, entry_cap, free_entries, live;
     waiter *waiters;
     uint32_t waiter_cap, free_waiters;
-    uint32_t *buckets; /* power of two */
-    uint32_t nbuckets;
+    /* The entries reachable by key, open addressing with linear probing: a slot is
+     * (hash << 32 | entry), or EMPTY. A lookup compares the hashes in the slots, a
+     * few consecutive words, and reads an entry only when they match: when keys do
+     * not repeat, the table costs one or two cache lines of its own. */
+    uint64_t *slots;
+    uint32_t nslots, in_table; /* nslots a power of two, at least twice in_table */
 
     char *scratch; /* a record being built (request or reply) */
     size_t scratch_cap;
@@ -121,14 +138,19 @@ static void state_destroy(cr_comm *comm, void *arg)
         free(s->types[i]);
     free(s->types);
     free(s->type_of_handler);
-    free(s->entries);
+    free(s->pool);
     free(s->waiters);
-    free(s->buckets);
+    free(s->slots);
     free(s->scratch);
     free(s);
 }
 
 /* ---- pools and the table ---------------------------------------------------- */
+
+static inline entry *entry_at(const dedup_state *s, uint32_t e)
+{
+    return (entry *)(s->pool + (size_t)e * s->stride);
+}
 
 static uint64_t mix(uint64_t h)
 {
@@ -140,7 +162,7 @@ static uint64_t mix(uint64_t h)
     return h;
 }
 
-static uint64_t identity_hash(int type, int owner, size_t len, const char *key, size_t key_len)
+static uint32_t identity_hash(int type, int owner, size_t len, const char *key, size_t key_len)
 {
     uint64_t h = mix(((uint64_t)(uint32_t)owner << 32) ^ ((uint64_t)type << 16) ^ len);
     for (size_t i = 0; i < key_len; i += 8) {
@@ -148,7 +170,7 @@ static uint64_t identity_hash(int type, int owner, size_t len, const char *key, 
         memcpy(&w, key + i, key_len - i < 8 ? key_len - i : 8);
         h = mix(h ^ w);
     }
-    return h;
+    return (uint32_t)(h >> 32);
 }
 
 static void *scratch(dedup_state *s, size_t len)
@@ -185,34 +207,104 @@ static void waiter_free(dedup_state *s, uint32_t w)
     s->free_waiters = w;
 }
 
+/* `who` joins entry e after its first waiter and those that joined before. */
 static void add_waiter(dedup_state *s, uint32_t e, waiter who)
 {
     uint32_t w = waiter_new(s);
     who.next = NONE;
     s->waiters[w] = who;
-    entry *en = &s->entries[e];
+    entry *en = entry_at(s, e);
     if (en->tail == NONE)
-        en->head = w;
+        en->first.next = w;
     else
         s->waiters[en->tail].next = w;
     en->tail = w;
 }
 
-static void rehash(dedup_state *s, uint32_t nbuckets)
+/* Entries hold keys of key_cap bytes: a type with a longer key spreads the pool
+ * (tokens are indices, so entries that wait keep their names). */
+static void widen_keys(dedup_state *s, size_t key_len)
 {
-    free(s->buckets);
-    s->buckets = cr_xmalloc(nbuckets * sizeof *s->buckets);
-    for (uint32_t i = 0; i < nbuckets; i++)
-        s->buckets[i] = NONE;
-    s->nbuckets = nbuckets;
-    for (uint32_t e = 0; e < s->nentries; e++) {
-        entry *en = &s->entries[e];
-        if (!en->in_use || !en->in_table)
+    if (key_len <= s->key_cap && s->stride)
+        return;
+    size_t cap = key_len > s->key_cap ? key_len : s->key_cap;
+    if (cap < 8)
+        cap = 8;
+    size_t stride = (sizeof(entry) + cap + 7) & ~(size_t)7;
+    char *pool = s->entry_cap ? cr_xmalloc((size_t)s->entry_cap * stride) : NULL;
+    for (uint32_t e = 0; e < s->nentries; e++)
+        memcpy(pool + (size_t)e * stride, entry_at(s, e), sizeof(entry) + s->key_cap);
+    free(s->pool);
+    s->pool = pool;
+    s->stride = stride;
+    s->key_cap = cap;
+}
+
+static uint32_t slot_entry(uint64_t slot)
+{
+    return (uint32_t)slot;
+}
+
+static uint32_t slot_hash(uint64_t slot)
+{
+    return (uint32_t)(slot >> 32);
+}
+
+static void table_grow(dedup_state *s)
+{
+    uint32_t old = s->nslots, n = old ? old * 2 : 512;
+    uint64_t *was = s->slots;
+    s->slots = cr_xmalloc((size_t)n * sizeof *s->slots);
+    for (uint32_t i = 0; i < n; i++)
+        s->slots[i] = EMPTY;
+    s->nslots = n;
+    for (uint32_t i = 0; i < old; i++) {
+        if (was[i] == EMPTY)
             continue;
-        uint32_t b = (uint32_t)en->hash & (nbuckets - 1);
-        en->next = s->buckets[b];
-        s->buckets[b] = e;
+        uint32_t at = slot_hash(was[i]) & (n - 1);
+        while (s->slots[at] != EMPTY)
+            at = (at + 1) & (n - 1);
+        s->slots[at] = was[i];
     }
+    free(was);
+}
+
+static void table_insert(dedup_state *s, uint32_t e)
+{
+    if (2 * ((uint64_t)s->in_table + 1) > s->nslots)
+        table_grow(s);
+    entry *en = entry_at(s, e);
+    uint32_t mask = s->nslots - 1, at = en->hash & mask;
+    while (s->slots[at] != EMPTY)
+        at = (at + 1) & mask;
+    s->slots[at] = (uint64_t)en->hash << 32 | e;
+    en->in_table = 1;
+    s->in_table++;
+}
+
+/* Take entry e out of the table; the slots after it that probed past its slot move
+ * back, so that no lookup meets a hole before its entry (deletion without
+ * tombstones, as linear probing allows). */
+static void unlink_from_table(dedup_state *s, uint32_t e)
+{
+    entry *en = entry_at(s, e);
+    if (!en->in_table)
+        return;
+    uint32_t mask = s->nslots - 1, hole = en->hash & mask;
+    while (slot_entry(s->slots[hole]) != e)
+        hole = (hole + 1) & mask;
+    for (uint32_t at = (hole + 1) & mask; s->slots[at] != EMPTY; at = (at + 1) & mask) {
+        uint32_t home = slot_hash(s->slots[at]) & mask;
+        /* It may fill the hole unless its home lies cyclically in (hole, at]. */
+        bool stays = hole <= at ? (hole < home && home <= at) : (hole < home || home <= at);
+        if (stays)
+            continue;
+        s->slots[hole] = s->slots[at];
+        hole = at;
+    }
+    s->slots[hole] = EMPTY;
+    en->in_table = 0;
+    s->in_table--;
 }
 
 static uint32_t entry_new(dedup_state *s)
@@ -223,55 +315,44 @@ static uint32_t entry_new(dedup_state *s)
             if (cap > NONE / 2)
                 cr_fatal("cr_dedup_request: more than %u requests wait for replies on one rank",
                          s->entry_cap);
-            s->entries = cr_xrealloc(s->entries, cap * sizeof *s->entries);
+            s->pool = cr_xrealloc(s->pool, (size_t)cap * s->stride);
             s->entry_cap = cap;
         }
-        s->free_entries = s->nentries;
-        s->entries[s->nentries].next = NONE;
-        s->entries[s->nentries].in_use = 0;
-        s->nentries++;
+        entry *en = entry_at(s, s->nentries);
+        en->tail = NONE;
+        en->in_use = 0;
+        s->free_entries = s->nentries++;
     }
     uint32_t e = s->free_entries;
-    s->free_entries = s->entries[e].next;
+    s->free_entries = entry_at(s, e)->tail;
     s->live++;
-    if (s->live > s->nbuckets)
-        rehash(s, s->nbuckets ? s->nbuckets * 2 : 256);
     return e;
-}
-
-static void unlink_from_table(dedup_state *s, uint32_t e)
-{
-    entry *en = &s->entries[e];
-    if (!en->in_table)
-        return;
-    uint32_t *at = &s->buckets[(uint32_t)en->hash & (s->nbuckets - 1)];
-    while (*at != e)
-        at = &s->entries[*at].next;
-    *at = en->next;
-    en->in_table = 0;
 }
 
 static void entry_free(dedup_state *s, uint32_t e)
 {
     unlink_from_table(s, e);
-    s->entries[e].in_use = 0;
-    s->entries[e].next = s->free_entries;
+    entry *en = entry_at(s, e);
+    en->in_use = 0;
+    en->tail = s->free_entries;
     s->free_entries = e;
     s->live--;
 }
 
 /* The newest waiting entry of this identity, or NONE. */
-static uint32_t lookup(const dedup_state *s, uint64_t hash, int type, int owner, size_t len,
+static uint32_t lookup(const dedup_state *s, uint32_t hash, int type, int owner, size_t len,
                        const char *key, size_t key_len)
 {
-    if (!s->nbuckets)
+    if (!s->nslots)
         return NONE;
-    for (uint32_t e = s->buckets[(uint32_t)hash & (s->nbuckets - 1)]; e != NONE;
-         e = s->entries[e].next) {
-        const entry *en = &s->entries[e];
-        if (en->hash == hash && en->type == type && en->owner == owner && en->len == len &&
+    uint32_t mask = s->nslots - 1;
+    for (uint32_t at = hash & mask; s->slots[at] != EMPTY; at = (at + 1) & mask) {
+        if (slot_hash(s->slots[at]) != hash)
+            continue;
+        const entry *en = entry_at(s, slot_entry(s->slots[at]));
+        if (en->type == type && en->owner == owner && en->len == len &&
             memcmp(en->key, key, key_len) == 0)
-            return e;
+            return slot_entry(s->slots[at]);
     }
     return NONE;
 }
@@ -282,25 +363,27 @@ static uint32_t lookup(const dedup_state *s, uint64_t hash, int type, int owner,
  * holding a new entry whose first waiter is `who`; identical requests that reach
  * this rank before the reply join that entry (see join). */
 static void send_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
-                         uint64_t hash, const void *payload, size_t len, waiter who)
+                         uint32_t hash, const void *payload, size_t len, waiter who)
 {
     uint32_t e = entry_new(s);
-    entry *en = &s->entries[e];
-    *en = (entry){.hash = hash, .head = NONE, .tail = NONE, .owner = owner, .origin = origin,
-                  .len = (uint32_t)len, .in_use = 1};
+    entry *en = entry_at(s, e);
+    who.next = NONE;
+    en->first = who;
+    en->tail = NONE;
+    en->hash = hash;
+    en->owner = owner;
+    en->len = (uint32_t)len;
     en->type = (uint16_t)s->type_of_handler[t->handler];
+    en->in_use = 1;
+    en->in_table = 0;
     int hop = cr_module_next_hop(comm, owner);
     /* Taken before the append: an append that sends the buffer changes the epoch, so
      * an equal epoch later proves the record still waits in the buffer. */
     en->epoch = cr_module_send_epoch(comm, hop);
     if (t->t.key_len) {
         memcpy(en->key, payload, t->t.key_len);
-        uint32_t b = (uint32_t)hash & (s->nbuckets - 1);
-        en->next = s->buckets[b];
-        s->buckets[b] = e;
-        en->in_table = 1;
+        table_insert(s, e);
     }
-    add_waiter(s, e, who);
 
     req_header h = {.owner = owner, .origin = origin, .token = e};
     char *rec = scratch(s, sizeof h + len);
@@ -317,7 +400,7 @@ static void send_request(cr_comm *comm, dedup_state *s, const rtype *t, int owne
 static bool join(cr_comm *comm, dedup_state *s, const rtype *t, uint32_t e, bool local,
                  waiter who)
 {
-    entry *en = &s->entries[e];
+    const entry *en = entry_at(s, e);
     int hop = cr_module_next_hop(comm, en->owner);
     bool buffered = cr_module_send_epoch(comm, hop) == en->epoch;
     if (!buffered && !t->t.coalesce)
@@ -339,7 +422,7 @@ static bool join(cr_comm *comm, dedup_state *s, const rtype *t, uint32_t e, bool
 static void route_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
                           const void *payload, size_t len, waiter who)
 {
-    uint64_t hash = 0;
+    uint32_t hash = 0;
     if (t->t.key_len) {
         int ti = s->type_of_handler[t->handler];
         hash = identity_hash(ti, owner, len, payload, t->t.key_len);
@@ -359,19 +442,16 @@ static void bad_record(const char *what, int src, size_t len)
     cr_fatal("corrupt %s record of %zu bytes from rank %d", what, len, src);
 }
 
-/* A request record: serve it here if this rank owns it, else pass it on. */
-static void on_request(cr_comm *comm, int src, const void *rec, size_t len, void *arg)
+/* One request record: serve it here if this rank owns it, else pass it on. */
+static void handle_request(cr_comm *comm, rtype *t, int src, const char *rec, size_t len)
 {
-    rtype *t = arg;
     dedup_state *s = t->state;
     req_header h;
-    if (len < sizeof h)
-        bad_record("request", src, len);
     memcpy(&h, rec, sizeof h);
     int size = cr_comm_size(comm);
     if (h.owner < 0 || h.owner >= size || h.origin < 0 || h.origin >= size)
         bad_record("request", src, len);
-    const char *payload = (const char *)rec + sizeof h;
+    const char *payload = rec + sizeof h;
     size_t plen = len - sizeof h;
     if (h.owner != cr_comm_rank(comm)) {
         route_request(comm, s, t, h.owner, h.origin, payload, plen,
@@ -388,42 +468,92 @@ static void on_request(cr_comm *comm, int src, const void *rec, size_t len, void
                  t->handler);
 }
 
-/* A reply record: hand it to everyone who waits for the entry it names. */
-static void on_reply(cr_comm *comm, int src, const void *rec, size_t len, void *arg)
+/* Let the type start reading what the request k places ahead will need, if this rank
+ * serves it. */
+static void prefetch_request(const cr_comm *comm, const rtype *t, const cr_batch *b, size_t k)
 {
-    dedup_state *s = arg;
+    if (!t->t.prefetch || k >= b->count)
+        return;
+    const char *rec = cr_batch_payload(b, k);
+    int32_t owner;
+    memcpy(&owner, rec, sizeof owner);
+    if (owner == cr_comm_rank(comm))
+        t->t.prefetch(rec + sizeof(req_header), b->len - sizeof(req_header), t->user);
+}
+
+static void on_requests(cr_comm *comm, const cr_batch *b, void *arg)
+{
+    rtype *t = arg;
+    if (b->len < sizeof(req_header))
+        bad_record("request", cr_batch_src(b, 0), b->len);
+    for (size_t k = 0; k < PREFETCH_AHEAD; k++)
+        prefetch_request(comm, t, b, k);
+    for (size_t k = 0; k < b->count; k++) {
+        prefetch_request(comm, t, b, k + PREFETCH_AHEAD);
+        handle_request(comm, t, cr_batch_src(b, k), cr_batch_payload(b, k), b->len);
+    }
+}
+
+/* Hand a reply to one waiter: its requester's reply_fn, or the previous hop. */
+static void deliver(cr_comm *comm, dedup_state *s, const waiter *who, const char *data,
+                    size_t dlen)
+{
+    if (who->hop < 0) {
+        who->fn(comm, data, dlen, who->ctx);
+        return;
+    }
+    rep_header out = {.token = who->token};
+    char *r = scratch(s, sizeof out + dlen);
+    memcpy(r, &out, sizeof out);
+    if (dlen)
+        memcpy(r + sizeof out, data, dlen);
+    cr_async(comm, who->hop, s->reply_handler, r, sizeof out + dlen);
+}
+
+static uint32_t reply_token(const cr_batch *b, size_t k)
+{
     rep_header h;
-    if (len < sizeof h)
-        bad_record("reply", src, len);
-    memcpy(&h, rec, sizeof h);
-    if (h.token >= s->nentries || !s->entries[h.token].in_use)
+    memcpy(&h, cr_batch_payload(b, k), sizeof h);
+    return h.token;
+}
+
+/* A reply record: hand it to everyone who waits for the entry it names. */
+static void handle_reply(cr_comm *comm, dedup_state *s, int src, uint32_t token,
+                         const char *data, size_t dlen)
+{
+    if (token >= s->nentries || !entry_at(s, token)->in_use)
         cr_fatal("reply from rank %d names request %u, which this rank is not waiting for",
-                 src, h.token);
-    const char *data = (const char *)rec + sizeof h;
-    size_t dlen = len - sizeof h;
-    uint32_t w = s->entries[h.token].head;
+                 src, token);
     /* Freed first: reply_fn may issue requests, which may reuse the entry and the
      * waiters (and grow the pools), so each waiter is copied out before its call. */
-    entry_free(s, h.token);
+    waiter who = entry_at(s, token)->first;
+    entry_free(s, token);
+    uint32_t later = who.next;
+    deliver(comm, s, &who, data, dlen);
     cr_stats *st = cr_module_stats(comm);
-    bool first = true;
-    while (w != NONE) {
-        waiter who = s->waiters[w];
-        waiter_free(s, w);
-        w = who.next;
-        if (!first)
-            st->replies_fanned_out++;
-        first = false;
-        if (who.hop < 0) {
-            who.fn(comm, data, dlen, who.ctx);
-            continue;
+    while (later != NONE) {
+        who = s->waiters[later];
+        waiter_free(s, later);
+        later = who.next;
+        st->replies_fanned_out++;
+        deliver(comm, s, &who, data, dlen);
+    }
+}
+
+static void on_replies(cr_comm *comm, const cr_batch *b, void *arg)
+{
+    dedup_state *s = arg;
+    if (b->len < sizeof(rep_header))
+        bad_record("reply", cr_batch_src(b, 0), b->len);
+    for (size_t k = 0; k < b->count; k++) {
+        if (k + PREFETCH_AHEAD < b->count) {
+            uint32_t ahead = reply_token(b, k + PREFETCH_AHEAD);
+            if (ahead < s->nentries)
+                __builtin_prefetch(entry_at(s, ahead));
         }
-        rep_header out = {.token = who.token};
-        char *r = scratch(s, sizeof out + dlen);
-        memcpy(r, &out, sizeof out);
-        if (dlen)
-            memcpy(r + sizeof out, data, dlen);
-        cr_async(comm, who.hop, s->reply_handler, r, sizeof out + dlen);
+        handle_reply(comm, s, cr_batch_src(b, k), reply_token(b, k),
+                     (const char *)cr_batch_payload(b, k) + sizeof(rep_header),
+                     b->len - sizeof(rep_header));
     }
 }
 
@@ -442,8 +572,10 @@ static dedup_state *attach(cr_comm *comm)
     s = cr_xcalloc(1, sizeof *s);
     s->free_entries = NONE;
     s->free_waiters = NONE;
+    widen_keys(s, 8);
     cr_module_attach(comm, &dedup_module, s);
-    s->reply_handler = cr_register(comm, on_reply, s);
+    s->reply_handler =
+        cr_register_type(comm, &(cr_handler_type){.batch = on_replies, .name = "dedup reply"}, s);
     return s;
 }
 
@@ -457,6 +589,7 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
         cr_fatal("cr_dedup_register_request: key of %zu bytes is longer than the limit of %d",
                  type->key_len, CR_MAX_KEY);
     dedup_state *s = attach(comm);
+    widen_keys(s, type->key_len);
     rtype *t = cr_xcalloc(1, sizeof *t);
     *t = (rtype){.t = *type, .user = user, .state = s};
     s->types = cr_xrealloc(s->types, (size_t)(s->ntypes + 1) * sizeof *s->types);
@@ -476,7 +609,7 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
     /* The ranks compare the key length and serve function too: a request type
      * registered in another order would otherwise be served by the wrong function. */
     uint64_t extra = cr_hash64(cr_code_id(cr_code_of(type->serve)) ^ type->key_len);
-    if (cr_module_register(comm, &(cr_handler_type){.fn = on_request}, t, "request type",
+    if (cr_module_register(comm, &(cr_handler_type){.batch = on_requests}, t, "request type",
                            extra) != t->handler)
         cr_fatal("internal error: request type %d registered under an unexpected id", index);
     return t->handler;

@@ -108,6 +108,12 @@ static long coalesce_off(cr_comm *c, int rt)
     return req_coalesce_rule(c, 24, 0);
 }
 
+static long coalesce_many(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_coalesce_many(c, 2048, 4);
+}
+
 static long phases(cr_comm *c, int rt)
 {
     (void)rt;
@@ -120,6 +126,7 @@ static void test_reply_shapes(void **state) { (void)state; each_route(shapes); }
 static void test_requests_from_handlers(void **state) { (void)state; each_route(chains); }
 static void test_coalescing_rule(void **state) { (void)state; each_route(coalesce_on); }
 static void test_coalescing_off(void **state) { (void)state; each_route(coalesce_off); }
+static void test_coalescing_many(void **state) { (void)state; each_route(coalesce_many); }
 static void test_never_across_barrier(void **state) { (void)state; each_route(phases); }
 
 int main(int argc, char **argv)
@@ -131,6 +138,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_requests_from_handlers),
         cmocka_unit_test(test_coalescing_rule),
         cmocka_unit_test(test_coalescing_off),
+        cmocka_unit_test(test_coalescing_many),
         cmocka_unit_test(test_never_across_barrier),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
