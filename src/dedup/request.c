@@ -208,11 +208,11 @@ static void waiter_free(dedup_state *s, uint32_t w)
 }
 
 /* `who` joins entry e after its first waiter and those that joined before. */
-static void add_waiter(dedup_state *s, uint32_t e, waiter who)
+static void add_waiter(dedup_state *s, uint32_t e, const waiter *who)
 {
     uint32_t w = waiter_new(s);
-    who.next = NONE;
-    s->waiters[w] = who;
+    s->waiters[w] = *who;
+    s->waiters[w].next = NONE;
     entry *en = entry_at(s, e);
     if (en->tail == NONE)
         en->first.next = w;
@@ -363,12 +363,12 @@ static uint32_t lookup(const dedup_state *s, uint32_t hash, int type, int owner,
  * holding a new entry whose first waiter is `who`; identical requests that reach
  * this rank before the reply join that entry (see join). */
 static void send_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
-                         uint32_t hash, const void *payload, size_t len, waiter who)
+                         uint32_t hash, const void *payload, size_t len, const waiter *who)
 {
     uint32_t e = entry_new(s);
     entry *en = entry_at(s, e);
-    who.next = NONE;
-    en->first = who;
+    en->first = *who;
+    en->first.next = NONE;
     en->tail = NONE;
     en->hash = hash;
     en->owner = owner;
@@ -398,7 +398,7 @@ static void send_request(cr_comm *comm, dedup_state *s, const rtype *t, int owne
 /* An identical request waits here: may `who` join it? Into the buffer always; into
  * a request in flight only if the type coalesces. Counts what joining saved. */
 static bool join(cr_comm *comm, dedup_state *s, const rtype *t, uint32_t e, bool local,
-                 waiter who)
+                 const waiter *who)
 {
     const entry *en = entry_at(s, e);
     int hop = cr_module_next_hop(comm, en->owner);
@@ -420,14 +420,14 @@ static bool join(cr_comm *comm, dedup_state *s, const rtype *t, uint32_t e, bool
 /* A request reaching this rank (issued here, or passing through): join an identical
  * waiting one, or send it on. */
 static void route_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
-                          const void *payload, size_t len, waiter who)
+                          const void *payload, size_t len, const waiter *who)
 {
     uint32_t hash = 0;
     if (t->t.key_len) {
         int ti = s->type_of_handler[t->handler];
         hash = identity_hash(ti, owner, len, payload, t->t.key_len);
         uint32_t e = lookup(s, hash, ti, owner, len, payload, t->t.key_len);
-        if (e != NONE && join(comm, s, t, e, who.hop < 0, who))
+        if (e != NONE && join(comm, s, t, e, who->hop < 0, who))
             return;
         if (e != NONE)
             unlink_from_table(s, e); /* it has left: the new entry takes over its key */
@@ -454,8 +454,8 @@ static void handle_request(cr_comm *comm, rtype *t, int src, const char *rec, si
     const char *payload = rec + sizeof h;
     size_t plen = len - sizeof h;
     if (h.owner != cr_comm_rank(comm)) {
-        route_request(comm, s, t, h.owner, h.origin, payload, plen,
-                      (waiter){.hop = src, .token = h.token});
+        waiter hop = {.next = NONE, .hop = src, .token = h.token};
+        route_request(comm, s, t, h.owner, h.origin, payload, plen, &hop);
         return;
     }
     cr_dedup_req req = {.prev = src, .token = h.token, .origin = h.origin};
@@ -639,8 +639,8 @@ void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, siz
     if (!reply_fn)
         cr_fatal("cr_dedup_request: reply_fn is NULL");
     cr_module_stats(comm)->requests++;
-    route_request(comm, s, t, owner, cr_comm_rank(comm), payload, len,
-                  (waiter){.hop = -1, .fn = reply_fn, .ctx = ctx});
+    waiter me = {.next = NONE, .hop = -1, .fn = reply_fn, .ctx = ctx};
+    route_request(comm, s, t, owner, cr_comm_rank(comm), payload, len, &me);
 }
 
 void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t len)
