@@ -7,6 +7,7 @@
 #
 #   scripts/dedup_compare.sh [BUILD_DIR] [ROUNDS]     (default: build 2)
 #   NP=8 ROUTE=hypercube NODE_SIZE=2 SKEW=4 UPDATES=1M  (the defaults)
+#   WORKLOADS="updates reads" (the default; one of them alone alternates its two runs)
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-2}
@@ -15,6 +16,7 @@ route=${ROUTE:-hypercube}
 node_size=${NODE_SIZE:-2}
 skew=${SKEW:-4}
 updates=${UPDATES:-1M}
+workloads=${WORKLOADS:-updates reads}
 mpirun="$(dirname "$0")/mpirun.sh"
 
 run() { # mode [--combine] -> "rate reached most merged_src merged_hops coalesced"
@@ -51,12 +53,16 @@ echo
 echo "| workload | merging | reach owners | most on a rank | merged at source | merged at hops | coalesced | M per s |"
 echo "|---|---|---|---|---|---|---|---|"
 for ((k = 0; k < rounds; k++)); do
-    read -r r h m s p c < <(run courier)
-    echo "| updates | none | $h | $m | $s | $p | - | $r |"
-    read -r r h m s p c < <(run courier --combine)
-    echo "| updates | combining (sum) | $h | $m | $s | $p | - | $r |"
-    read -r r h m s p c < <(run gather)
-    echo "| reads | none | $h | $m | - | - | - | $r |"
-    read -r r h m s p c < <(run gather --combine)
-    echo "| reads | merged + coalesced | $h | $m | $s | $p | $c | $r |"
+    if [[ " $workloads " == *" updates "* ]]; then
+        read -r r h m s p c < <(run courier)
+        echo "| updates | none | $h | $m | $s | $p | - | $r |"
+        read -r r h m s p c < <(run courier --combine)
+        echo "| updates | combining (sum) | $h | $m | $s | $p | - | $r |"
+    fi
+    if [[ " $workloads " == *" reads "* ]]; then
+        read -r r h m s p c < <(run gather)
+        echo "| reads | none | $h | $m | - | - | - | $r |"
+        read -r r h m s p c < <(run gather --combine)
+        echo "| reads | merged + coalesced | $h | $m | $s | $p | $c | $r |"
+    fi
 done
