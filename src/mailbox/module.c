@@ -81,6 +81,70 @@ MPI_Comm cr_module_mpi_dup(const cr_comm *c, const char *what)
     return dup;
 }
 
+/* ---- channels: the comm's transport's, passed through */
+
+cr_chan *cr_module_chan_open(cr_comm *c)
+{
+    return c->tp->ops->chan_open(c->tp);
+}
+
+void cr_module_chan_close(cr_comm *c, cr_chan *ch)
+{
+    c->tp->ops->chan_close(ch);
+}
+
+void cr_module_chan_isend(cr_comm *c, cr_chan *ch, int dest, int tag, const void *buf,
+                          size_t len, bool synchronous, cr_chan_req *r)
+{
+    c->tp->ops->chan_isend(ch, dest, tag, buf, len, synchronous, r);
+}
+
+void cr_module_chan_irecv(cr_comm *c, cr_chan *ch, int src, int tag, void *buf, size_t len,
+                          cr_chan_req *r)
+{
+    c->tp->ops->chan_irecv(ch, src, tag, buf, len, r);
+}
+
+bool cr_module_chan_probe(cr_comm *c, cr_chan *ch, int src, int tag, cr_chan_msg *m)
+{
+    return c->tp->ops->chan_probe(ch, src, tag, m);
+}
+
+void cr_module_chan_recv_probed(cr_comm *c, cr_chan *ch, cr_chan_msg *m, void *buf)
+{
+    c->tp->ops->chan_recv_probed(ch, m, buf);
+}
+
+bool cr_module_chan_test(cr_comm *c, cr_chan *ch, cr_chan_req *r)
+{
+    return c->tp->ops->chan_test(ch, r);
+}
+
+bool cr_module_chan_testall(cr_comm *c, cr_chan *ch, cr_chan_req *r, size_t n)
+{
+    bool all = true;
+    for (size_t i = 0; i < n; i++)
+        all &= c->tp->ops->chan_test(ch, &r[i]);
+    return all;
+}
+
+void cr_module_chan_ibarrier(cr_comm *c, cr_chan *ch, cr_chan_req *r)
+{
+    c->tp->ops->chan_ibarrier(ch, r);
+}
+
+void cr_module_chan_ialltoall(cr_comm *c, cr_chan *ch, const void *send, void *recv,
+                              size_t bytes, cr_chan_req *r)
+{
+    c->tp->ops->chan_ialltoall(ch, send, recv, bytes, r);
+}
+
+void cr_module_chan_ireduce_scatter_sum(cr_comm *c, cr_chan *ch, const uint64_t *in,
+                                        uint64_t *out, cr_chan_req *r)
+{
+    c->tp->ops->chan_ireduce_scatter_sum(ch, in, out, r);
+}
+
 static cr_reduce_op transport_op(cr_module_op op)
 {
     return op == CR_MODULE_SUM ? CR_REDUCE_SUM : op == CR_MODULE_MIN ? CR_REDUCE_MIN

@@ -9,9 +9,11 @@
 #define COURIER_MAILBOX_MODULE_H
 
 #include "courier/mailbox.h"
+#include "transport/transport.h" /* the channel types */
 
 #include <mpi.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct cr_module_type {
     const char *name;
@@ -47,6 +49,29 @@ MPI_Comm cr_module_mpi_comm(const cr_comm *comm);
 /* A duplicate of it for a module of its own (collective over the comm); on the
  * simulated transport, a one-line error that `what` needs the MPI transport. */
 MPI_Comm cr_module_mpi_dup(const cr_comm *comm, const char *what);
+
+/* Channels: a module's own tagged point-to-point messages and non-blocking
+ * collectives, apart from the mailbox's records and from other modules' channels,
+ * on whichever transport the comm runs (MPI, or the simulation, where a seed picks
+ * the order in which probes see the sources). The semantics are the transport's
+ * (src/transport/transport.h): MPI's, for the subset below. None of these runs
+ * handlers; a module waits for them inside cr_module_wait, testing from done(). */
+cr_chan *cr_module_chan_open(cr_comm *comm); /* collective */
+void cr_module_chan_close(cr_comm *comm, cr_chan *ch); /* collective */
+void cr_module_chan_isend(cr_comm *comm, cr_chan *ch, int dest, int tag, const void *buf,
+                          size_t len, bool synchronous, cr_chan_req *r);
+void cr_module_chan_irecv(cr_comm *comm, cr_chan *ch, int src, int tag, void *buf, size_t len,
+                          cr_chan_req *r);
+bool cr_module_chan_probe(cr_comm *comm, cr_chan *ch, int src, int tag, cr_chan_msg *m);
+void cr_module_chan_recv_probed(cr_comm *comm, cr_chan *ch, cr_chan_msg *m, void *buf);
+bool cr_module_chan_test(cr_comm *comm, cr_chan *ch, cr_chan_req *r);
+/* True once all n have completed (completed ones are skipped on later calls). */
+bool cr_module_chan_testall(cr_comm *comm, cr_chan *ch, cr_chan_req *r, size_t n);
+void cr_module_chan_ibarrier(cr_comm *comm, cr_chan *ch, cr_chan_req *r); /* collective */
+void cr_module_chan_ialltoall(cr_comm *comm, cr_chan *ch, const void *send, void *recv,
+                              size_t bytes, cr_chan_req *r); /* collective */
+void cr_module_chan_ireduce_scatter_sum(cr_comm *comm, cr_chan *ch, const uint64_t *in,
+                                        uint64_t *out, cr_chan_req *r); /* collective */
 
 /* Blocking reductions by the comm's transport (MPI_Allreduce, or the simulation's),
  * for a module's set-up and its decisions between phases: n (1 .. 32) values, every

@@ -33,14 +33,14 @@ typedef struct sx_msg {
 
 typedef struct sx_state {
     cr_comm *c;
-    MPI_Comm comm;
+    cr_chan *ch;
     int tag;
     cr_sx_protocol protocol;
     size_t n_out;
     const int *dests;
     const void *const *bufs;
     const size_t *sizes;
-    MPI_Request *sends;
+    cr_chan_req *sends;
 
     sx_msg *in;
     size_t nin, in_cap;
@@ -49,13 +49,13 @@ typedef struct sx_state {
 
     /* NBX */
     bool barrier_started;
-    /* PEX and PCX: the metadata collective */
-    MPI_Request coll;
+    /* NBX: the barrier; PEX and PCX: the metadata collective */
+    cr_chan_req coll;
     bool coll_done;
     uint64_t *meta_out, *meta_in;
     uint64_t expected; /* PCX: messages addressed to me */
     /* PEX */
-    MPI_Request *recvs; /* one per source that sends exactly one message */
+    cr_chan_req *recvs; /* one per source that sends exactly one message */
     int nrecvs;
     uint64_t *left;     /* per source: messages still to probe for (sources with > 1) */
     size_t *next_off;   /* per source: where its next message goes */
@@ -154,17 +154,13 @@ static int receive_any(sx_state *s)
 {
     int taken = 0;
     while (taken < SX_RECV_BUDGET) {
-        int flag, count;
-        MPI_Message msg;
-        MPI_Status st;
-        MPI_Improbe(MPI_ANY_SOURCE, s->tag, s->comm, &flag, &msg, &st);
-        if (!flag)
+        cr_chan_msg m;
+        if (!cr_module_chan_probe(s->c, s->ch, CR_CHAN_ANY_SOURCE, s->tag, &m))
             break;
-        MPI_Get_count(&st, MPI_BYTE, &count);
-        arena_reserve(s, (size_t)count);
-        MPI_Mrecv(s->arena + s->arena_len, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-        add_msg(s, st.MPI_SOURCE, (size_t)count, s->arena_len);
-        s->arena_len += (size_t)count;
+        arena_reserve(s, m.len);
+        cr_module_chan_recv_probed(s->c, s->ch, &m, s->arena + s->arena_len);
+        add_msg(s, m.source, m.len, s->arena_len);
+        s->arena_len += m.len;
         taken++;
     }
     return taken;
@@ -172,23 +168,15 @@ static int receive_any(sx_state *s)
 
 static void start_sends(sx_state *s, bool synchronous)
 {
-    for (size_t i = 0; i < s->n_out; i++) {
-        void *buf = (void *)(s->bufs ? s->bufs[i] : NULL);
-        int n = (int)s->sizes[i];
-        if (synchronous)
-            MPI_Issend(buf, n, MPI_BYTE, s->dests[i], s->tag, s->comm, &s->sends[i]);
-        else
-            MPI_Isend(buf, n, MPI_BYTE, s->dests[i], s->tag, s->comm, &s->sends[i]);
-    }
+    for (size_t i = 0; i < s->n_out; i++)
+        cr_module_chan_isend(s->c, s->ch, s->dests[i], s->tag, s->bufs ? s->bufs[i] : NULL,
+                             s->sizes[i], synchronous, &s->sends[i]);
 }
 
 static bool test_sends(sx_state *s)
 {
-    if (!s->sends_done) {
-        int flag;
-        MPI_Testall((int)s->n_out, s->sends, &flag, MPI_STATUSES_IGNORE);
-        s->sends_done = flag;
-    }
+    if (!s->sends_done)
+        s->sends_done = cr_module_chan_testall(s->c, s->ch, s->sends, s->n_out);
     return s->sends_done;
 }
 
@@ -198,16 +186,16 @@ static bool nbx_step(cr_comm *c, void *arg)
 {
     sx_state *s = arg;
     bool worked = receive_any(s) > 0;
-    int flag = 0;
+    bool flag = false;
     if (!s->barrier_started) {
         if (test_sends(s)) {
             /* every own message has been matched: join the consensus */
-            MPI_Ibarrier(s->comm, &s->coll);
+            cr_module_chan_ibarrier(c, s->ch, &s->coll);
             s->barrier_started = true;
             worked = true;
         }
     } else {
-        MPI_Test(&s->coll, &flag, MPI_STATUS_IGNORE);
+        flag = cr_module_chan_test(c, s->ch, &s->coll);
     }
     if (worked || flag)
         cr_module_note_work(c);
@@ -220,14 +208,10 @@ static bool pcx_step(cr_comm *c, void *arg)
 {
     sx_state *s = arg;
     bool worked = receive_any(s) > 0;
-    if (!s->coll_done) {
-        int flag;
-        MPI_Test(&s->coll, &flag, MPI_STATUS_IGNORE);
-        if (flag) {
-            s->coll_done = true;
-            s->expected = s->meta_in[0];
-            worked = true;
-        }
+    if (!s->coll_done && cr_module_chan_test(c, s->ch, &s->coll)) {
+        s->coll_done = true;
+        s->expected = s->meta_in[0];
+        worked = true;
     }
     bool done = s->coll_done && s->nin == s->expected && test_sends(s);
     if (worked || done)
@@ -246,7 +230,7 @@ static void pex_post_receives(sx_state *s)
     for (int src = 0; src < p; src++)
         total += s->meta_in[2 * src + 1];
     arena_reserve(s, total);
-    s->recvs = cr_xmalloc((size_t)p * sizeof *s->recvs);
+    s->recvs = cr_xcalloc((size_t)p, sizeof *s->recvs);
     s->left = cr_xcalloc((size_t)p, sizeof *s->left);
     s->next_off = cr_xcalloc((size_t)p, sizeof *s->next_off);
     size_t off = 0;
@@ -254,8 +238,8 @@ static void pex_post_receives(sx_state *s)
         uint64_t count = s->meta_in[2 * src], bytes = s->meta_in[2 * src + 1];
         if (count == 1) {
             add_msg(s, src, bytes, off);
-            MPI_Irecv(s->arena + off, (int)bytes, MPI_BYTE, src, s->tag, s->comm,
-                      &s->recvs[s->nrecvs++]);
+            cr_module_chan_irecv(s->c, s->ch, src, s->tag, s->arena + off, bytes,
+                                 &s->recvs[s->nrecvs++]);
         } else if (count > 1) {
             s->left[src] = count;
             s->next_off[src] = off;
@@ -271,16 +255,12 @@ static bool pex_probe_multi(sx_state *s)
     bool worked = false;
     for (int src = 0; src < cr_comm_size(s->c) && s->multi_sources > 0; src++) {
         while (s->left[src] > 0) {
-            int flag, count;
-            MPI_Message msg;
-            MPI_Status st;
-            MPI_Improbe(src, s->tag, s->comm, &flag, &msg, &st);
-            if (!flag)
+            cr_chan_msg m;
+            if (!cr_module_chan_probe(s->c, s->ch, src, s->tag, &m))
                 break;
-            MPI_Get_count(&st, MPI_BYTE, &count);
-            MPI_Mrecv(s->arena + s->next_off[src], count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-            add_msg(s, src, (size_t)count, s->next_off[src]);
-            s->next_off[src] += (size_t)count;
+            cr_module_chan_recv_probed(s->c, s->ch, &m, s->arena + s->next_off[src]);
+            add_msg(s, src, m.len, s->next_off[src]);
+            s->next_off[src] += m.len;
             s->multi_sources -= --s->left[src] == 0;
             worked = true;
         }
@@ -293,17 +273,14 @@ static bool pex_step(cr_comm *c, void *arg)
     sx_state *s = arg;
     bool worked = false;
     if (!s->coll_done) {
-        int flag;
-        MPI_Test(&s->coll, &flag, MPI_STATUS_IGNORE);
-        if (!flag)
+        if (!cr_module_chan_test(c, s->ch, &s->coll))
             return false;
         s->coll_done = true;
         pex_post_receives(s);
         worked = true;
     }
     worked |= pex_probe_multi(s);
-    int recvs_done;
-    MPI_Testall(s->nrecvs, s->recvs, &recvs_done, MPI_STATUSES_IGNORE);
+    bool recvs_done = cr_module_chan_testall(c, s->ch, s->recvs, (size_t)s->nrecvs);
     bool done = recvs_done && s->multi_sources == 0 && test_sends(s);
     if (worked || done)
         cr_module_note_work(c);
@@ -312,18 +289,17 @@ static bool pex_step(cr_comm *c, void *arg)
 
 /* ---------------------------------------------------------------- the module */
 
-/* The exchange's state on one comm: its own communicator, and the call count whose
+/* The exchange's state on one comm: its own channel, and the call count whose
  * parity separates consecutive exchanges' tags. */
 typedef struct exchange_state {
-    MPI_Comm comm;
+    cr_chan *ch;
     uint64_t calls;
 } exchange_state;
 
 static void exchange_destroy(cr_comm *c, void *state)
 {
-    (void)c;
     exchange_state *st = state;
-    MPI_Comm_free(&st->comm);
+    cr_module_chan_close(c, st->ch);
     free(st);
 }
 
@@ -339,7 +315,7 @@ static exchange_state *state_of(cr_comm *c)
     if (st)
         return st;
     st = cr_xcalloc(1, sizeof *st);
-    st->comm = cr_module_mpi_dup(c, "cr_sparse_exchange");
+    st->ch = cr_module_chan_open(c);
     cr_module_attach(c, &exchange_module, st);
     return st;
 }
@@ -382,10 +358,10 @@ void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
     check_arguments(c, n_out, dests, bufs, sizes);
     exchange_state *st = state_of(c);
 
-    sx_state s = {.c = c, .comm = st->comm, .tag = SX_TAG + (int)(st->calls++ & 1),
+    sx_state s = {.c = c, .ch = st->ch, .tag = SX_TAG + (int)(st->calls++ & 1),
                   .protocol = protocol, .n_out = n_out, .dests = dests, .bufs = bufs,
                   .sizes = sizes};
-    s.sends = cr_xmalloc((n_out ? n_out : 1) * sizeof *s.sends);
+    s.sends = cr_xcalloc(n_out ? n_out : 1, sizeof *s.sends);
     bool (*step)(cr_comm *, void *) = nbx_step;
     const char *what = "cr_sparse_exchange (nbx)";
     if (protocol == CR_SX_NBX) {
@@ -401,12 +377,12 @@ void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
                 s.meta_out[2 * (size_t)dests[i] + 1] += sizes[i];
         }
         if (protocol == CR_SX_PEX) {
-            MPI_Ialltoall(s.meta_out, 2, MPI_UINT64_T, s.meta_in, 2, MPI_UINT64_T, s.comm, &s.coll);
+            cr_module_chan_ialltoall(c, s.ch, s.meta_out, s.meta_in, 2 * sizeof *s.meta_out,
+                                     &s.coll);
             step = pex_step;
             what = "cr_sparse_exchange (pex)";
         } else {
-            MPI_Ireduce_scatter_block(s.meta_out, s.meta_in, 1, MPI_UINT64_T, MPI_SUM, s.comm,
-                                      &s.coll);
+            cr_module_chan_ireduce_scatter_sum(c, s.ch, s.meta_out, s.meta_in, &s.coll);
             step = pcx_step;
             what = "cr_sparse_exchange (pcx)";
         }

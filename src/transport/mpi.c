@@ -360,6 +360,136 @@ static uint64_t reports_sent(cr_transport *t)
     return mt(t)->reports;
 }
 
+/* ---------------------------------------------------------------- module channels */
+
+/* A channel is a communicator of its own, duplicated from ctrl: its tags and
+ * wildcard receives never meet the blocks', the waves' or another channel's. */
+struct cr_chan {
+    MPI_Comm comm;
+};
+
+_Static_assert(sizeof(MPI_Request) <= sizeof(((cr_chan_req *)0)->opaque),
+               "an MPI request fits in cr_chan_req");
+_Static_assert(sizeof(MPI_Message) <= sizeof(((cr_chan_msg *)0)->opaque),
+               "an MPI message handle fits in cr_chan_msg");
+
+/* Requests travel in the opaque bytes (copied, so that no type is read through
+ * another's name); a zeroed cr_chan_req is MPI_REQUEST_NULL. */
+static MPI_Request req_get(const cr_chan_req *r)
+{
+    static const unsigned char zero[sizeof r->opaque];
+    if (!memcmp(r->opaque, zero, sizeof zero))
+        return MPI_REQUEST_NULL;
+    MPI_Request q;
+    memcpy(&q, r->opaque, sizeof q);
+    return q;
+}
+
+static void req_put(cr_chan_req *r, MPI_Request q)
+{
+    memset(r->opaque, 0, sizeof r->opaque);
+    if (q != MPI_REQUEST_NULL)
+        memcpy(r->opaque, &q, sizeof q);
+}
+
+static int as_count(size_t len, const char *what)
+{
+    if (len > (size_t)INT_MAX)
+        cr_fatal("%s of %zu bytes: MPI counts are int (at most %d)", what, len, INT_MAX);
+    return (int)len;
+}
+
+static cr_chan *chan_open(cr_transport *t)
+{
+    cr_chan *ch = cr_xmalloc(sizeof *ch);
+    MPI_Comm_dup(mt(t)->ctrl, &ch->comm);
+    return ch;
+}
+
+static void chan_close(cr_chan *ch)
+{
+    MPI_Comm_free(&ch->comm);
+    free(ch);
+}
+
+static void chan_isend(cr_chan *ch, int dest, int tag, const void *buf, size_t len,
+                       bool synchronous, cr_chan_req *r)
+{
+    MPI_Request q;
+    int n = as_count(len, "a channel message");
+    if (synchronous)
+        MPI_Issend(buf, n, MPI_BYTE, dest, tag, ch->comm, &q);
+    else
+        MPI_Isend(buf, n, MPI_BYTE, dest, tag, ch->comm, &q);
+    req_put(r, q);
+}
+
+static void chan_irecv(cr_chan *ch, int src, int tag, void *buf, size_t len, cr_chan_req *r)
+{
+    MPI_Request q;
+    MPI_Irecv(buf, as_count(len, "a channel receive"), MPI_BYTE, src, tag, ch->comm, &q);
+    req_put(r, q);
+}
+
+static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
+{
+    int flag = 0, count = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    MPI_Improbe(src == CR_CHAN_ANY_SOURCE ? MPI_ANY_SOURCE : src, tag, ch->comm, &flag, &msg,
+                &st);
+    if (!flag)
+        return false;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    m->source = st.MPI_SOURCE;
+    m->len = (size_t)count;
+    memcpy(m->opaque, &msg, sizeof msg);
+    return true;
+}
+
+static void chan_recv_probed(cr_chan *ch, cr_chan_msg *m, void *buf)
+{
+    (void)ch;
+    MPI_Message msg;
+    memcpy(&msg, m->opaque, sizeof msg);
+    MPI_Mrecv(buf, (int)m->len, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+}
+
+static bool chan_test(cr_chan *ch, cr_chan_req *r)
+{
+    (void)ch;
+    MPI_Request q = req_get(r);
+    int flag = 1;
+    if (q != MPI_REQUEST_NULL)
+        MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+    req_put(r, q);
+    return flag;
+}
+
+static void chan_ibarrier(cr_chan *ch, cr_chan_req *r)
+{
+    MPI_Request q;
+    MPI_Ibarrier(ch->comm, &q);
+    req_put(r, q);
+}
+
+static void chan_ialltoall(cr_chan *ch, const void *send, void *recv, size_t bytes,
+                           cr_chan_req *r)
+{
+    MPI_Request q;
+    int n = as_count(bytes, "an all-to-all block");
+    MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, ch->comm, &q);
+    req_put(r, q);
+}
+
+static void chan_ireduce_scatter_sum(cr_chan *ch, const uint64_t *in, uint64_t *out,
+                                     cr_chan_req *r)
+{
+    MPI_Request q;
+    MPI_Ireduce_scatter_block(in, out, 1, MPI_UINT64_T, MPI_SUM, ch->comm, &q);
+    req_put(r, q);
+}
+
 /* ---------------------------------------------------------------- life cycle */
 
 static void destroy(cr_transport *t)
@@ -401,6 +531,16 @@ static const cr_transport_ops mpi_ops = {
     .allreduce_u64 = allreduce_u64,
     .allreduce_double = allreduce_double,
     .nodes = nodes,
+    .chan_open = chan_open,
+    .chan_close = chan_close,
+    .chan_isend = chan_isend,
+    .chan_irecv = chan_irecv,
+    .chan_probe = chan_probe,
+    .chan_recv_probed = chan_recv_probed,
+    .chan_test = chan_test,
+    .chan_ibarrier = chan_ibarrier,
+    .chan_ialltoall = chan_ialltoall,
+    .chan_ireduce_scatter_sum = chan_ireduce_scatter_sum,
     .now = now,
     .yield = NULL,
     .report_send = report_send,

@@ -61,11 +61,15 @@ typedef struct reduction {
 } reduction;
 
 /* What the ranks of one comm share: inboxes and collectives. */
+struct sim_chan_shared;
+
 typedef struct shared_comm {
     block **inbox_head, **inbox_tail; /* [P] */
     size_t *inbox_len;                /* [P] */
     reduction wave[2];
     reduction red[2];
+    struct sim_chan_shared **chans; /* module channels, in the order they were opened */
+    int nchans, chans_cap;
 } shared_comm;
 
 typedef struct vrank {
@@ -109,6 +113,7 @@ typedef struct sim_transport {
     block **slots; /* NULL when free */
     int inflight;
     uint64_t wave_gen, red_gen;
+    int chans_opened;
     /* Receive buffers not in use: a block is copied out of its sender's memory when it
      * is received, one buffer per delivery in progress (deliveries nest when a
      * reentrant handler waits, src/mailbox/core.c). */
@@ -404,6 +409,350 @@ static void allreduce_double(cr_transport *t, const double *in, double *out, int
     memcpy(out, reduce_blocking(t, n, op, NULL, in)->d, (size_t)n * sizeof *out);
 }
 
+/* ---------------------------------------------------------------- module channels
+ *
+ * Messages are copied when sent and wait in the receiver's list, in the order they
+ * were sent; a synchronous send completes when the receiver takes its message.
+ * Receives match in the order they were posted (at every test on the channel), a
+ * probe for any source picks at random among the oldest message of each source, so
+ * a seed decides the interleaving. The collectives complete once every rank has
+ * joined, in two slots per kind reused every other call (a rank joins call k+2
+ * only after every rank has seen call k complete). */
+
+typedef struct chan_op chan_op;
+
+typedef struct chan_msg {
+    struct chan_msg *next;
+    int src, tag;
+    char *data;
+    size_t len;
+    chan_op *sender; /* a synchronous send waiting for this message to be taken */
+} chan_msg;
+
+typedef enum { OP_SEND, OP_RECV, OP_BARRIER, OP_ALLTOALL, OP_REDSCAT } op_kind;
+
+struct chan_op {
+    op_kind kind;
+    bool done;
+    struct chan_op *next_posted; /* receives not yet matched, in posting order */
+    int src, tag;                /* receives */
+    char *buf;
+    size_t len;
+    uint64_t gen;                /* collectives: which call */
+    void *out;                   /* all-to-all and reduce-scatter: the result */
+};
+
+typedef struct chan_coll {
+    uint64_t gen;
+    int joined, taken;
+    size_t bytes;
+    char *data;     /* all-to-all: P x P blocks, [dest][src] */
+    uint64_t *sums; /* reduce-scatter: P sums */
+} chan_coll;
+
+typedef struct sim_chan_shared {
+    chan_msg **head, **tail; /* [P]: messages waiting at each rank */
+    chan_coll coll[3][2];    /* barrier, all-to-all, reduce-scatter */
+} sim_chan_shared;
+
+struct cr_chan {
+    sim_transport *s;
+    sim_chan_shared *sh;
+    chan_op *posted, *posted_tail;
+    uint64_t gen[3];
+};
+
+static chan_op *op_of(const cr_chan_req *r)
+{
+    chan_op *op;
+    memcpy(&op, r->opaque, sizeof op);
+    return op;
+}
+
+static void op_set(cr_chan_req *r, chan_op *op)
+{
+    memset(r->opaque, 0, sizeof r->opaque);
+    memcpy(r->opaque, &op, sizeof op);
+}
+
+static chan_op *new_op(cr_chan_req *r, op_kind kind)
+{
+    chan_op *op = cr_xcalloc(1, sizeof *op);
+    op->kind = kind;
+    op_set(r, op);
+    return op;
+}
+
+static cr_chan *chan_open(cr_transport *t)
+{
+    sim_transport *s = st(t);
+    shared_comm *sc = s->sc;
+    int index = s->chans_opened++;
+    if (index == sc->nchans) {
+        cr_xgrow((void **)&sc->chans, &sc->chans_cap, sc->nchans + 1, sizeof *sc->chans);
+        sim_chan_shared *sh = cr_xcalloc(1, sizeof *sh);
+        sh->head = cr_xcalloc((size_t)s->w->p, sizeof *sh->head);
+        sh->tail = cr_xcalloc((size_t)s->w->p, sizeof *sh->tail);
+        sc->chans[sc->nchans++] = sh;
+    }
+    cr_chan *ch = cr_xcalloc(1, sizeof *ch);
+    ch->s = s;
+    ch->sh = sc->chans[index];
+    return ch;
+}
+
+static void chan_close(cr_chan *ch)
+{
+    if (ch->posted)
+        cr_fatal("internal error: a channel closed with receives posted");
+    free(ch);
+}
+
+static void chan_isend(cr_chan *ch, int dest, int tag, const void *buf, size_t len,
+                       bool synchronous, cr_chan_req *r)
+{
+    cr_sim_world *w = ch->s->w;
+    if ((unsigned)dest >= (unsigned)w->p)
+        cr_fatal("internal error: a channel message to rank %d of %d", dest, w->p);
+    chan_op *op = new_op(r, OP_SEND);
+    chan_msg *m = cr_xcalloc(1, sizeof *m);
+    *m = (chan_msg){.src = ch->s->base.rank, .tag = tag, .len = len,
+                    .data = cr_xmalloc(len ? len : 1), .sender = synchronous ? op : NULL};
+    if (len)
+        memcpy(m->data, buf, len);
+    op->done = !synchronous;
+    sim_chan_shared *sh = ch->sh;
+    if (sh->tail[dest])
+        sh->tail[dest]->next = m;
+    else
+        sh->head[dest] = m;
+    sh->tail[dest] = m;
+    w->progress++;
+}
+
+/* Take message *link out of this rank's list, copy it into buf (at most cap bytes)
+ * and free it; its synchronous sender completes. */
+static size_t take_msg(cr_chan *ch, chan_msg **link, chan_msg *prev, void *buf, size_t cap)
+{
+    int me = ch->s->base.rank;
+    chan_msg *m = *link;
+    *link = m->next;
+    if (ch->sh->tail[me] == m)
+        ch->sh->tail[me] = prev;
+    if (m->len > cap)
+        cr_fatal("internal error: a channel message of %zu bytes for a receive of %zu",
+                 m->len, cap);
+    if (m->len)
+        memcpy(buf, m->data, m->len);
+    if (m->sender)
+        m->sender->done = true;
+    size_t len = m->len;
+    free(m->data);
+    free(m);
+    ch->s->w->progress++;
+    return len;
+}
+
+/* The oldest message from src under tag at this rank: its link and predecessor. */
+static chan_msg **find_msg(cr_chan *ch, int src, int tag, chan_msg **prev_out)
+{
+    chan_msg *prev = NULL;
+    for (chan_msg **link = &ch->sh->head[ch->s->base.rank]; *link;
+         prev = *link, link = &(*link)->next)
+        if ((*link)->tag == tag && (*link)->src == src) {
+            *prev_out = prev;
+            return link;
+        }
+    return NULL;
+}
+
+/* Match the posted receives, oldest first. */
+static void match_posted(cr_chan *ch)
+{
+    chan_op *before = NULL;
+    for (chan_op *op = ch->posted, *next; op; op = next) {
+        next = op->next_posted;
+        chan_msg *prev;
+        chan_msg **link = find_msg(ch, op->src, op->tag, &prev);
+        if (!link) {
+            before = op;
+            continue;
+        }
+        take_msg(ch, link, prev, op->buf, op->len);
+        op->done = true;
+        if (before)
+            before->next_posted = next;
+        else
+            ch->posted = next;
+        if (ch->posted_tail == op)
+            ch->posted_tail = before;
+    }
+}
+
+static void chan_irecv(cr_chan *ch, int src, int tag, void *buf, size_t len, cr_chan_req *r)
+{
+    chan_op *op = new_op(r, OP_RECV);
+    op->src = src;
+    op->tag = tag;
+    op->buf = buf;
+    op->len = len;
+    if (ch->posted_tail)
+        ch->posted_tail->next_posted = op;
+    else
+        ch->posted = op;
+    ch->posted_tail = op;
+    match_posted(ch);
+}
+
+static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
+{
+    match_posted(ch);
+    cr_sim_world *w = ch->s->w;
+    chan_msg *found = NULL;
+    if (src != CR_CHAN_ANY_SOURCE) {
+        chan_msg *prev;
+        chan_msg **link = find_msg(ch, src, tag, &prev);
+        found = link ? *link : NULL;
+    } else {
+        /* the oldest message of each source is eligible; pick one by the seed */
+        fresh_stamp(w);
+        size_t eligible = 0;
+        for (chan_msg *x = ch->sh->head[ch->s->base.rank]; x; x = x->next)
+            if (x->tag == tag && w->stamp[x->src] != w->stamp_gen) {
+                w->stamp[x->src] = w->stamp_gen;
+                eligible++;
+            }
+        if (eligible) {
+            size_t pick = (size_t)cr_bounded(cr_splitmix64(&w->rng), eligible);
+            fresh_stamp(w);
+            for (chan_msg *x = ch->sh->head[ch->s->base.rank]; x; x = x->next) {
+                if (x->tag != tag || w->stamp[x->src] == w->stamp_gen)
+                    continue;
+                w->stamp[x->src] = w->stamp_gen;
+                if (pick-- == 0) {
+                    found = x;
+                    break;
+                }
+            }
+        }
+    }
+    if (!found)
+        return false;
+    m->source = found->src;
+    m->len = found->len;
+    memset(m->opaque, 0, sizeof m->opaque);
+    memcpy(m->opaque, &found, sizeof found);
+    return true;
+}
+
+static void chan_recv_probed(cr_chan *ch, cr_chan_msg *m, void *buf)
+{
+    chan_msg *want;
+    memcpy(&want, m->opaque, sizeof want);
+    chan_msg *prev = NULL;
+    for (chan_msg **link = &ch->sh->head[ch->s->base.rank]; *link;
+         prev = *link, link = &(*link)->next)
+        if (*link == want) {
+            take_msg(ch, link, prev, buf, m->len);
+            return;
+        }
+    cr_fatal("internal error: a probed channel message is gone");
+}
+
+/* Join call `gen` of collective `kind`; the slot it is in. */
+static chan_coll *coll_join(cr_chan *ch, int kind, uint64_t gen, size_t bytes)
+{
+    chan_coll *c = &ch->sh->coll[kind][gen % 2];
+    int p = ch->s->w->p;
+    if (c->gen != gen || c->joined == 0) {
+        free(c->data);
+        free(c->sums);
+        *c = (chan_coll){.gen = gen, .bytes = bytes};
+        if (kind == OP_ALLTOALL - OP_BARRIER)
+            c->data = cr_xcalloc((size_t)p * (size_t)p, bytes ? bytes : 1);
+        if (kind == OP_REDSCAT - OP_BARRIER)
+            c->sums = cr_xcalloc((size_t)p, sizeof *c->sums);
+    }
+    if (c->bytes != bytes)
+        cr_fatal("mismatched channel collectives in the simulation (%zu against %zu bytes)",
+                 bytes, c->bytes);
+    c->joined++;
+    ch->s->w->progress++;
+    return c;
+}
+
+static chan_op *coll_start(cr_chan *ch, op_kind kind, cr_chan_req *r, void *out)
+{
+    chan_op *op = new_op(r, kind);
+    op->gen = ++ch->gen[kind - OP_BARRIER];
+    op->out = out;
+    return op;
+}
+
+static void chan_ibarrier(cr_chan *ch, cr_chan_req *r)
+{
+    chan_op *op = coll_start(ch, OP_BARRIER, r, NULL);
+    coll_join(ch, 0, op->gen, 0);
+}
+
+static void chan_ialltoall(cr_chan *ch, const void *send, void *recv, size_t bytes,
+                           cr_chan_req *r)
+{
+    chan_op *op = coll_start(ch, OP_ALLTOALL, r, recv);
+    op->len = bytes;
+    chan_coll *c = coll_join(ch, 1, op->gen, bytes);
+    int p = ch->s->w->p, me = ch->s->base.rank;
+    for (int d = 0; d < p; d++)
+        memcpy(c->data + ((size_t)d * (size_t)p + (size_t)me) * bytes,
+               (const char *)send + (size_t)d * bytes, bytes);
+}
+
+static void chan_ireduce_scatter_sum(cr_chan *ch, const uint64_t *in, uint64_t *out,
+                                     cr_chan_req *r)
+{
+    chan_op *op = coll_start(ch, OP_REDSCAT, r, out);
+    chan_coll *c = coll_join(ch, 2, op->gen, 0);
+    for (int d = 0; d < ch->s->w->p; d++)
+        c->sums[d] += in[d];
+}
+
+/* A collective completes for this rank once every rank has joined: its result is
+ * copied out, and the last rank to take it frees the slot's buffers. */
+static bool coll_test(cr_chan *ch, chan_op *op)
+{
+    int kind = (int)(op->kind - OP_BARRIER), p = ch->s->w->p, me = ch->s->base.rank;
+    chan_coll *c = &ch->sh->coll[kind][op->gen % 2];
+    if (c->gen != op->gen || c->joined < p)
+        return false;
+    if (op->kind == OP_ALLTOALL)
+        memcpy(op->out, c->data + (size_t)me * (size_t)p * op->len, (size_t)p * op->len);
+    if (op->kind == OP_REDSCAT)
+        *(uint64_t *)op->out = c->sums[me];
+    if (++c->taken == p) {
+        free(c->data);
+        free(c->sums);
+        c->data = NULL;
+        c->sums = NULL;
+    }
+    return true;
+}
+
+static bool chan_test(cr_chan *ch, cr_chan_req *r)
+{
+    chan_op *op = op_of(r);
+    if (!op)
+        return true;
+    if (op->kind == OP_RECV && !op->done)
+        match_posted(ch);
+    if (op->kind >= OP_BARRIER && !op->done)
+        op->done = coll_test(ch, op);
+    if (!op->done)
+        return false;
+    free(op);
+    memset(r->opaque, 0, sizeof r->opaque);
+    return true;
+}
+
 static void nodes(cr_transport *t, int *node_of)
 {
     for (int r = 0; r < t->size; r++)
@@ -442,6 +791,16 @@ static const cr_transport_ops sim_ops = {
     .allreduce_u64 = allreduce_u64,
     .allreduce_double = allreduce_double,
     .nodes = nodes,
+    .chan_open = chan_open,
+    .chan_close = chan_close,
+    .chan_isend = chan_isend,
+    .chan_irecv = chan_irecv,
+    .chan_probe = chan_probe,
+    .chan_recv_probed = chan_recv_probed,
+    .chan_test = chan_test,
+    .chan_ibarrier = chan_ibarrier,
+    .chan_ialltoall = chan_ialltoall,
+    .chan_ireduce_scatter_sum = chan_ireduce_scatter_sum,
     .now = now,
     .yield = sim_yield,
     .report_send = NULL,
@@ -515,6 +874,28 @@ cr_sim_world *cr_sim_world_create(int ranks, uint64_t seed, size_t stack_bytes)
     return w;
 }
 
+static void free_chans(shared_comm *sc, int p)
+{
+    for (int k = 0; k < sc->nchans; k++) {
+        sim_chan_shared *sh = sc->chans[k];
+        for (int r = 0; r < p; r++)
+            for (chan_msg *m = sh->head[r], *next; m; m = next) {
+                next = m->next;
+                free(m->data);
+                free(m);
+            }
+        for (int kind = 0; kind < 3; kind++)
+            for (int i = 0; i < 2; i++) {
+                free(sh->coll[kind][i].data);
+                free(sh->coll[kind][i].sums);
+            }
+        free(sh->head);
+        free(sh->tail);
+        free(sh);
+    }
+    free(sc->chans);
+}
+
 static void free_comms(cr_sim_world *w)
 {
     for (int k = 0; k < w->ncomms; k++) {
@@ -524,6 +905,7 @@ static void free_comms(cr_sim_world *w)
                 next = b->next;
                 free(b);
             }
+        free_chans(sc, w->p);
         free(sc->inbox_head);
         free(sc->inbox_tail);
         free(sc->inbox_len);

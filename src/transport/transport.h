@@ -26,6 +26,23 @@ typedef void (*cr_give_back_fn)(void *arg, char *data, size_t cap);
 
 typedef enum cr_reduce_op { CR_REDUCE_SUM, CR_REDUCE_MIN, CR_REDUCE_MAX } cr_reduce_op;
 
+/* A module channel: tagged point-to-point messages and non-blocking collectives in a
+ * space of their own, apart from the mailbox's blocks and from every other channel
+ * (MPI: a duplicated communicator; the simulation: a channel of the virtual world). */
+typedef struct cr_chan cr_chan;
+/* A channel operation in progress (MPI's request, or the simulation's). Inactive
+ * (tests done) when zeroed, and again once a test has returned true. */
+typedef struct cr_chan_req {
+    _Alignas(8) unsigned char opaque[16];
+} cr_chan_req;
+/* A message found by probe, to be received by recv_probed. */
+typedef struct cr_chan_msg {
+    int source;
+    size_t len;
+    _Alignas(8) unsigned char opaque[16];
+} cr_chan_msg;
+#define CR_CHAN_ANY_SOURCE (-1)
+
 typedef struct cr_transport_ops {
     const char *name;
 
@@ -61,6 +78,35 @@ typedef struct cr_transport_ops {
     /* Collective: node_of[r] for every rank r of the comm, the lowest rank on r's node
      * (the ranks that share memory under MPI; the simulation's ranks share one). */
     void (*nodes)(cr_transport *t, int *node_of);
+
+    /* ---- module channels (local unless marked collective; none runs handlers) */
+    /* Collective: a new channel, the k-th of every rank's calls on this comm. */
+    cr_chan *(*chan_open)(cr_transport *t);
+    /* Collective: free it (no operation in progress). */
+    void (*chan_close)(cr_chan *ch);
+    /* Send len bytes of buf to dest under tag (buf must stay until r completes);
+     * synchronous: complete only once the receiver has matched it. */
+    void (*chan_isend)(cr_chan *ch, int dest, int tag, const void *buf, size_t len,
+                       bool synchronous, cr_chan_req *r);
+    /* Receive into buf (at most len bytes) the next message from src under tag.
+     * Receives of one source and tag match in the order they were posted, and a
+     * source's messages under one tag arrive in the order they were sent. */
+    void (*chan_irecv)(cr_chan *ch, int src, int tag, void *buf, size_t len,
+                       cr_chan_req *r);
+    /* A message under tag from src (or CR_CHAN_ANY_SOURCE) that has arrived: true,
+     * with its source and length in *m, which recv_probed then receives. */
+    bool (*chan_probe)(cr_chan *ch, int src, int tag, cr_chan_msg *m);
+    void (*chan_recv_probed)(cr_chan *ch, cr_chan_msg *m, void *buf);
+    /* True once the operation has completed (then it is inactive). */
+    bool (*chan_test)(cr_chan *ch, cr_chan_req *r);
+    /* Collective, non-blocking: a barrier; every rank sends `bytes` from
+     * send + d * bytes to rank d and receives into recv + s * bytes from rank s; the
+     * sum over the ranks of in[0..P), rank r getting element r in *out. */
+    void (*chan_ibarrier)(cr_chan *ch, cr_chan_req *r);
+    void (*chan_ialltoall)(cr_chan *ch, const void *send, void *recv, size_t bytes,
+                           cr_chan_req *r);
+    void (*chan_ireduce_scatter_sum)(cr_chan *ch, const uint64_t *in, uint64_t *out,
+                                     cr_chan_req *r);
 
     /* ---- time and waiting */
     /* Seconds on this transport's clock (wall time; virtual time in the simulation). */
