@@ -412,7 +412,10 @@ static void allreduce_double(cr_transport *t, const double *in, double *out, int
 /* ---------------------------------------------------------------- module channels
  *
  * Messages are copied when sent and wait in the receiver's list, in the order they
- * were sent; a synchronous send completes when the receiver takes its message.
+ * were sent, each visible to the receiver only after a random number of scheduling
+ * steps (up to 4 per rank of the world: a message may arrive after the receiver's
+ * other work, as on a network), and never before an earlier message of its sender
+ * under the same tag; a synchronous send completes when the receiver takes it.
  * Receives match in the order they were posted (at every test on the channel), a
  * probe for any source picks at random among the oldest message of each source, so
  * a seed decides the interleaving. The collectives complete once every rank has
@@ -423,6 +426,7 @@ typedef struct chan_op chan_op;
 
 typedef struct chan_msg {
     struct chan_msg *next;
+    uint64_t arrives; /* the scheduling step from which the receiver can see it */
     int src, tag;
     char *data;
     size_t len;
@@ -516,7 +520,8 @@ static void chan_isend(cr_chan *ch, int dest, int tag, const void *buf, size_t l
         cr_fatal("internal error: a channel message to rank %d of %d", dest, w->p);
     chan_op *op = new_op(r, OP_SEND);
     chan_msg *m = cr_xcalloc(1, sizeof *m);
-    *m = (chan_msg){.src = ch->s->base.rank, .tag = tag, .len = len,
+    *m = (chan_msg){.arrives = w->steps + cr_bounded(cr_splitmix64(&w->rng), 4 * (uint64_t)w->p + 1),
+                    .src = ch->s->base.rank, .tag = tag, .len = len,
                     .data = cr_xmalloc(len ? len : 1), .sender = synchronous ? op : NULL};
     if (len)
         memcpy(m->data, buf, len);
@@ -553,13 +558,16 @@ static size_t take_msg(cr_chan *ch, chan_msg **link, chan_msg *prev, void *buf, 
     return len;
 }
 
-/* The oldest message from src under tag at this rank: its link and predecessor. */
+/* The oldest message from src under tag at this rank, if it has arrived: its link
+ * and predecessor (a later one of the same sender and tag never overtakes it). */
 static chan_msg **find_msg(cr_chan *ch, int src, int tag, chan_msg **prev_out)
 {
     chan_msg *prev = NULL;
     for (chan_msg **link = &ch->sh->head[ch->s->base.rank]; *link;
          prev = *link, link = &(*link)->next)
         if ((*link)->tag == tag && (*link)->src == src) {
+            if ((*link)->arrives > ch->s->w->steps)
+                return NULL;
             *prev_out = prev;
             return link;
         }
@@ -620,7 +628,7 @@ static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
         for (chan_msg *x = ch->sh->head[ch->s->base.rank]; x; x = x->next)
             if (x->tag == tag && w->stamp[x->src] != w->stamp_gen) {
                 w->stamp[x->src] = w->stamp_gen;
-                eligible++;
+                eligible += x->arrives <= w->steps;
             }
         if (eligible) {
             size_t pick = (size_t)cr_bounded(cr_splitmix64(&w->rng), eligible);
@@ -629,7 +637,7 @@ static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
                 if (x->tag != tag || w->stamp[x->src] == w->stamp_gen)
                     continue;
                 w->stamp[x->src] = w->stamp_gen;
-                if (pick-- == 0) {
+                if (x->arrives <= w->steps && pick-- == 0) {
                     found = x;
                     break;
                 }

@@ -10,6 +10,7 @@
 #include "common/rng.h"
 
 #include "../darray_scenarios.h"
+#include "../exchange_scenarios.h"
 #include "../requests_scenarios.h"
 
 #include <setjmp.h>
@@ -1292,6 +1293,53 @@ static void test_darray_lockstep(void **state)
                 }
 }
 
+/* ---------------------------------------------------------------- sparse exchange */
+
+/* The sparse exchange on virtual ranks (tests/exchange_scenarios.h, the scenarios the
+ * MPI test runs): every pattern under every protocol, then back-to-back exchanges
+ * with mixed protocols, each received message checked byte for byte. The seed
+ * decides in which order each rank's probes see the sources. */
+static void run_exchange(cr_comm *comm, void *user)
+{
+    (void)user;
+    int p = cr_comm_size(comm);
+    uint64_t round = 0;
+    for (int pat = P_NEIGHBOURS; pat <= P_REPEATS; pat++) {
+        if (pat == P_LARGE && p > 64)
+            continue; /* 1.5 MiB per rank: kept to the smaller worlds */
+        for (size_t q = 0; q < NPROTOCOLS; q++)
+            exchange_and_check(comm, protocols[q], (sx_pattern)pat, round++);
+    }
+    for (int k = 0; k < 6; k++)
+        exchange_and_check(comm, protocols[k % 3], k % 2 ? P_NEIGHBOURS : P_REPEATS, 100 + (uint64_t)k);
+}
+
+static void run_exchange_at(int p, uint64_t seed)
+{
+    named_config nc = config("default");
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "sparse exchange, P=%d, seed %llu", p, (unsigned long long)seed);
+    sx_fails = 0;
+    if (cr_sim_run(&o, run_exchange, NULL, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    if (sx_fails)
+        fail_msg("%s: %ld checks failed (see above)", ctx, sx_fails);
+}
+
+static void test_exchange(void **state)
+{
+    (void)state;
+    int seeds = seeds_wanted();
+    static const int small[] = {1, 2, 3, 4, 5, 7, 8, 13};
+    for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
+        for (int seed = 1; seed <= seeds; seed++)
+            run_exchange_at(small[k], (uint64_t)seed * 37 + (uint64_t)small[k]);
+    for (int seed = 1; seed <= (seeds + 3) / 4; seed++)
+        run_exchange_at(64, (uint64_t)seed * 139);
+    run_exchange_at(1024, 1024);
+}
+
 /* A collective on the simulated transport: one line that says why, exit 1. */
 static void run_collective(cr_comm *comm, void *user)
 {
@@ -1324,6 +1372,10 @@ int main(int argc, char **argv)
                                          cmocka_unit_test(test_bounded_sweep),
                                          cmocka_unit_test(test_forwarding_inside_cap_flush)};
         return cmocka_run_group_tests(two, NULL, NULL);
+    }
+    if (argc > 1 && !strcmp(argv[1], "exchange")) {
+        const struct CMUnitTest one[] = {cmocka_unit_test(test_exchange)};
+        return cmocka_run_group_tests(one, NULL, NULL);
     }
     if (argc > 1 && !strcmp(argv[1], "4096")) {
         const struct CMUnitTest one[] = {cmocka_unit_test(test_4096_hypercube)};
