@@ -4,9 +4,8 @@
  * The virtual ranks run the product's own mailbox, routing and termination code;
  * only the transport differs. A seeded scheduler decides which rank runs next and
  * in which order arrived buffers are received, so a run replays exactly from its
- * seed. No MPI is needed (MPI_Init is not called). cr_sparse_exchange runs here on
- * the transport's module channels; the collectives (coll.h) still need the MPI
- * transport and stop with a message here. */
+ * seed. No MPI is needed (MPI_Init is not called). The collectives (coll.h) and
+ * cr_sparse_exchange run here too, on the transport's module channels. */
 #ifndef COURIER_SIM_H
 #define COURIER_SIM_H
 

@@ -9,7 +9,6 @@
 #include "mailbox/module.h"
 
 #include <ctype.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,7 @@
 
 /* The collectives' state on one comm (a module, src/mailbox/module.h). */
 typedef struct coll_state {
-    MPI_Comm comm;           /* duplicated from the transport's on first use */
+    cr_chan *ch;             /* the collectives' channel, opened on first use */
     uint64_t seq;            /* collectives started (their tags) */
     struct cr_request *active; /* started and not complete */
     struct cr_coll_cache *cache; /* plans built so far */
@@ -36,7 +35,7 @@ struct cr_request {
     bool is_reduce, done, posted, in_fixup;
     char name[32];
     int round;
-    MPI_Request *mreqs;
+    cr_chan_req *mreqs; /* the round's transfers */
     int nmreqs, cap_mreqs;
 
     /* allreduce; plans are shared, owned by the comm's cache */
@@ -161,20 +160,23 @@ static void combine(cr_request *q, void *dst, const void *a, const void *b)
     }
 }
 
-/* ---------------------------------------------------------------- MPI requests */
+/* ---------------------------------------------------------------- transfers */
 
-static MPI_Request *next_mreq(cr_request *q)
+static cr_chan_req *next_mreq(cr_request *q)
 {
     cr_xgrow((void **)&q->mreqs, &q->cap_mreqs, q->nmreqs + 1, sizeof *q->mreqs);
+    memset(&q->mreqs[q->nmreqs], 0, sizeof *q->mreqs);
     return &q->mreqs[q->nmreqs++];
 }
 
-static int as_count(size_t bytes)
+static void post_send(cr_request *q, int peer, const void *buf, size_t len)
 {
-    if (bytes > (size_t)INT_MAX)
-        cr_fatal("collective message of %zu bytes: the limit is %d bytes (MPI counts are int)",
-                 bytes, INT_MAX);
-    return (int)bytes;
+    cr_module_chan_isend(q->c, q->st->ch, peer, q->tag, buf, len, false, next_mreq(q));
+}
+
+static void post_recv(cr_request *q, int peer, void *buf, size_t len)
+{
+    cr_module_chan_irecv(q->c, q->st->ch, peer, q->tag, buf, len, next_mreq(q));
 }
 
 /* ---------------------------------------------------------------- allreduce rounds */
@@ -192,8 +194,7 @@ static void post_reduce_round(cr_request *q, const cr_red_plan *p)
     int staged = 0;
     for (int i = lo; i < hi; i++)
         if (p->ops[i].code == CR_RED_RECV)
-            MPI_Irecv(slot(q, p->ops[i].dst), as_count(q->vec_bytes), MPI_BYTE, p->ops[i].peer,
-                      q->tag, q->st->comm, next_mreq(q));
+            post_recv(q, p->ops[i].peer, slot(q, p->ops[i].dst), q->vec_bytes);
     for (int i = lo; i < hi; i++) {
         const cr_red_op *op = &p->ops[i];
         if (op->code == CR_RED_SEND) {
@@ -206,8 +207,7 @@ static void post_reduce_round(cr_request *q, const cr_red_plan *p)
                     src = q->stage + (size_t)staged++ * q->vec_bytes;
                     break;
                 }
-            MPI_Isend(src, as_count(q->vec_bytes), MPI_BYTE, op->peer, q->tag, q->st->comm,
-                      next_mreq(q));
+            post_send(q, op->peer, src, q->vec_bytes);
         }
     }
 }
@@ -258,9 +258,9 @@ static bool contiguous(const cr_request *q, const cr_ag_xfer *x, size_t *offset,
 
 
 /* Blocks that are not adjacent travel through the pack buffer when they are small
- * (received ones first, in transfer order, then the packed sends), and as an MPI
- * indexed datatype over the receive buffer when they are large, which saves two
- * copies of the data. */
+ * (received ones first, in transfer order, then the packed sends), and as pieces of
+ * the receive buffer when they are large (a vector send or receive: under MPI an
+ * indexed datatype, which saves two copies of the data). */
 #define DATATYPE_MIN_BYTES 65536
 
 /* Neither adjacent nor large: the transfer goes through the pack buffer. */
@@ -281,22 +281,22 @@ static size_t pack_bytes(const cr_request *q, bool sends)
     return total;
 }
 
-/* The blocks of x as one datatype relative to the receive buffer. */
-static MPI_Datatype blocks_type(const cr_request *q, const cr_ag_xfer *x)
+/* The blocks of x as pieces of the receive buffer, posted as one transfer. */
+static void post_pieces(cr_request *q, const cr_ag_xfer *x, bool sends)
 {
-    int *lens = cr_xmalloc((size_t)x->count * sizeof *lens);
-    MPI_Aint *displs = cr_xmalloc((size_t)x->count * sizeof *displs);
+    size_t *offs = cr_xmalloc(2 * (size_t)x->count * sizeof *offs), *lens = offs + x->count;
     for (int k = 0; k < x->count; k++) {
         int b = q->ag->blocks[x->first + k];
-        lens[k] = as_count(q->sizes[b]);
-        displs[k] = (MPI_Aint)q->offsets[b];
+        offs[k] = q->offsets[b];
+        lens[k] = q->sizes[b];
     }
-    MPI_Datatype t;
-    MPI_Type_create_hindexed(x->count, lens, displs, MPI_BYTE, &t);
-    MPI_Type_commit(&t);
-    free(lens);
-    free(displs);
-    return t;
+    if (sends)
+        cr_module_chan_isendv(q->c, q->st->ch, x->peer, q->tag, q->recv, offs, lens, x->count,
+                              next_mreq(q));
+    else
+        cr_module_chan_irecvv(q->c, q->st->ch, x->peer, q->tag, q->recv, offs, lens, x->count,
+                              next_mreq(q));
+    free(offs);
 }
 
 /* Post the transfers of one direction; packed ones start at `at` in the pack buffer. */
@@ -314,13 +314,7 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
         } else if (contiguous(q, x, &off, &len)) {
             buf = q->recv + off;
         } else if (len >= DATATYPE_MIN_BYTES) {
-            /* freeing the type right away is allowed: the operation keeps its own */
-            MPI_Datatype t = blocks_type(q, x);
-            if (sends)
-                MPI_Isend(q->recv, 1, t, x->peer, q->tag, q->st->comm, next_mreq(q));
-            else
-                MPI_Irecv(q->recv, 1, t, x->peer, q->tag, q->st->comm, next_mreq(q));
-            MPI_Type_free(&t);
+            post_pieces(q, x, sends);
             continue;
         } else {
             buf = q->pack + at;
@@ -333,9 +327,9 @@ static void post_xfers(cr_request *q, bool sends, size_t at)
                 at += len;
         }
         if (sends)
-            MPI_Isend(buf, as_count(len), MPI_BYTE, x->peer, q->tag, q->st->comm, next_mreq(q));
+            post_send(q, x->peer, buf, len);
         else
-            MPI_Irecv(buf, as_count(len), MPI_BYTE, x->peer, q->tag, q->st->comm, next_mreq(q));
+            post_recv(q, x->peer, buf, len);
     }
 }
 
@@ -422,9 +416,7 @@ static bool step(cr_request *q)
                 post_gather_round(q);
             q->posted = true;
         }
-        int flag;
-        MPI_Testall(q->nmreqs, q->mreqs, &flag, MPI_STATUSES_IGNORE);
-        if (!flag)
+        if (!cr_module_chan_testall(q->c, q->st->ch, q->mreqs, (size_t)q->nmreqs))
             break;
         if (q->is_reduce)
             finish_reduce_round(q, rp);
@@ -531,7 +523,6 @@ static void free_cache(coll_state *st)
 
 static void coll_destroy(cr_comm *c, void *state)
 {
-    (void)c;
     coll_state *st = state;
     int active = 0;
     for (cr_request *q = st->active; q; q = q->next)
@@ -539,7 +530,7 @@ static void coll_destroy(cr_comm *c, void *state)
     if (active)
         cr_fatal("cr_comm_destroy: %d collective(s) started on this comm never completed; finish "
                  "them with cr_wait or cr_test first", active);
-    MPI_Comm_free(&st->comm);
+    cr_module_chan_close(c, st->ch);
     free_cache(st);
     free(st);
 }
@@ -557,7 +548,7 @@ static coll_state *state_of(cr_comm *c)
     if (st)
         return st;
     st = cr_xcalloc(1, sizeof *st);
-    st->comm = cr_module_mpi_dup(c, "the collectives (cr_iallreduce, cr_iallgather)");
+    st->ch = cr_module_chan_open(c);
     cr_module_attach(c, &coll_module, st);
     return st;
 }

@@ -105,6 +105,18 @@ void cr_module_chan_irecv(cr_comm *c, cr_chan *ch, int src, int tag, void *buf, 
     c->tp->ops->chan_irecv(ch, src, tag, buf, len, r);
 }
 
+void cr_module_chan_isendv(cr_comm *c, cr_chan *ch, int dest, int tag, const char *base,
+                           const size_t *offs, const size_t *lens, int n, cr_chan_req *r)
+{
+    c->tp->ops->chan_isendv(ch, dest, tag, base, offs, lens, n, r);
+}
+
+void cr_module_chan_irecvv(cr_comm *c, cr_chan *ch, int src, int tag, char *base,
+                           const size_t *offs, const size_t *lens, int n, cr_chan_req *r)
+{
+    c->tp->ops->chan_irecvv(ch, src, tag, base, offs, lens, n, r);
+}
+
 bool cr_module_chan_probe(cr_comm *c, cr_chan *ch, int src, int tag, cr_chan_msg *m)
 {
     return c->tp->ops->chan_probe(ch, src, tag, m);

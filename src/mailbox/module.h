@@ -62,6 +62,10 @@ void cr_module_chan_isend(cr_comm *comm, cr_chan *ch, int dest, int tag, const v
                           size_t len, bool synchronous, cr_chan_req *r);
 void cr_module_chan_irecv(cr_comm *comm, cr_chan *ch, int src, int tag, void *buf, size_t len,
                           cr_chan_req *r);
+void cr_module_chan_isendv(cr_comm *comm, cr_chan *ch, int dest, int tag, const char *base,
+                           const size_t *offs, const size_t *lens, int n, cr_chan_req *r);
+void cr_module_chan_irecvv(cr_comm *comm, cr_chan *ch, int src, int tag, char *base,
+                           const size_t *offs, const size_t *lens, int n, cr_chan_req *r);
 bool cr_module_chan_probe(cr_comm *comm, cr_chan *ch, int src, int tag, cr_chan_msg *m);
 void cr_module_chan_recv_probed(cr_comm *comm, cr_chan *ch, cr_chan_msg *m, void *buf);
 bool cr_module_chan_test(cr_comm *comm, cr_chan *ch, cr_chan_req *r);

@@ -431,6 +431,44 @@ static void chan_irecv(cr_chan *ch, int src, int tag, void *buf, size_t len, cr_
     req_put(r, q);
 }
 
+/* Pieces of one buffer as one MPI datatype: no copy on either side. */
+static MPI_Datatype pieces_type(const size_t *offs, const size_t *lens, int n)
+{
+    int *blen = cr_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *blen);
+    MPI_Aint *displs = cr_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *displs);
+    for (int k = 0; k < n; k++) {
+        blen[k] = as_count(lens[k], "a channel message's piece");
+        displs[k] = (MPI_Aint)offs[k];
+    }
+    MPI_Datatype t;
+    MPI_Type_create_hindexed(n, blen, displs, MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+    free(blen);
+    free(displs);
+    return t;
+}
+
+/* Freeing the type right away is allowed: the operation keeps its own reference. */
+static void chan_isendv(cr_chan *ch, int dest, int tag, const char *base, const size_t *offs,
+                        const size_t *lens, int n, cr_chan_req *r)
+{
+    MPI_Request q;
+    MPI_Datatype t = pieces_type(offs, lens, n);
+    MPI_Isend(base, 1, t, dest, tag, ch->comm, &q);
+    MPI_Type_free(&t);
+    req_put(r, q);
+}
+
+static void chan_irecvv(cr_chan *ch, int src, int tag, char *base, const size_t *offs,
+                        const size_t *lens, int n, cr_chan_req *r)
+{
+    MPI_Request q;
+    MPI_Datatype t = pieces_type(offs, lens, n);
+    MPI_Irecv(base, 1, t, src, tag, ch->comm, &q);
+    MPI_Type_free(&t);
+    req_put(r, q);
+}
+
 static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
 {
     int flag = 0, count = 0;
@@ -535,6 +573,8 @@ static const cr_transport_ops mpi_ops = {
     .chan_close = chan_close,
     .chan_isend = chan_isend,
     .chan_irecv = chan_irecv,
+    .chan_isendv = chan_isendv,
+    .chan_irecvv = chan_irecvv,
     .chan_probe = chan_probe,
     .chan_recv_probed = chan_recv_probed,
     .chan_test = chan_test,

@@ -442,6 +442,8 @@ struct chan_op {
     int src, tag;                /* receives */
     char *buf;
     size_t len;
+    size_t *offs, *lens;         /* a receive into pieces of buf: npieces of them */
+    int npieces;
     uint64_t gen;                /* collectives: which call */
     void *out;                   /* all-to-all and reduce-scatter: the result */
 };
@@ -586,7 +588,18 @@ static void match_posted(cr_chan *ch)
             before = op;
             continue;
         }
-        take_msg(ch, link, prev, op->buf, op->len);
+        if (op->npieces) {
+            char *flat = cr_xmalloc(op->len ? op->len : 1);
+            take_msg(ch, link, prev, flat, op->len);
+            size_t at = 0;
+            for (int k = 0; k < op->npieces; k++) {
+                memcpy(op->buf + op->offs[k], flat + at, op->lens[k]);
+                at += op->lens[k];
+            }
+            free(flat);
+        } else {
+            take_msg(ch, link, prev, op->buf, op->len);
+        }
         op->done = true;
         if (before)
             before->next_posted = next;
@@ -597,19 +610,64 @@ static void match_posted(cr_chan *ch)
     }
 }
 
-static void chan_irecv(cr_chan *ch, int src, int tag, void *buf, size_t len, cr_chan_req *r)
+/* A receive into buf: posted after the older ones, matched as soon as it can be. */
+static chan_op *new_recv(cr_chan_req *r, int src, int tag, void *buf, size_t len)
 {
     chan_op *op = new_op(r, OP_RECV);
     op->src = src;
     op->tag = tag;
     op->buf = buf;
     op->len = len;
+    return op;
+}
+
+static void post_recv(cr_chan *ch, chan_op *op)
+{
     if (ch->posted_tail)
         ch->posted_tail->next_posted = op;
     else
         ch->posted = op;
     ch->posted_tail = op;
     match_posted(ch);
+}
+
+static void chan_irecv(cr_chan *ch, int src, int tag, void *buf, size_t len, cr_chan_req *r)
+{
+    post_recv(ch, new_recv(r, src, tag, buf, len));
+}
+
+static size_t pieces_total(const size_t *lens, int n)
+{
+    size_t total = 0;
+    for (int k = 0; k < n; k++)
+        total += lens[k];
+    return total;
+}
+
+static void chan_isendv(cr_chan *ch, int dest, int tag, const char *base, const size_t *offs,
+                        const size_t *lens, int n, cr_chan_req *r)
+{
+    size_t total = pieces_total(lens, n), at = 0;
+    char *flat = cr_xmalloc(total ? total : 1);
+    for (int k = 0; k < n; k++) {
+        memcpy(flat + at, base + offs[k], lens[k]);
+        at += lens[k];
+    }
+    chan_isend(ch, dest, tag, flat, total, false, r);
+    free(flat);
+}
+
+static void chan_irecvv(cr_chan *ch, int src, int tag, char *base, const size_t *offs,
+                        const size_t *lens, int n, cr_chan_req *r)
+{
+    size_t *copy = cr_xmalloc((size_t)(2 * (n > 0 ? n : 1)) * sizeof *copy);
+    memcpy(copy, offs, (size_t)n * sizeof *copy);
+    memcpy(copy + n, lens, (size_t)n * sizeof *copy);
+    chan_op *op = new_recv(r, src, tag, base, pieces_total(lens, n));
+    op->offs = copy;
+    op->lens = copy + n;
+    op->npieces = n;
+    post_recv(ch, op);
 }
 
 static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
@@ -756,6 +814,7 @@ static bool chan_test(cr_chan *ch, cr_chan_req *r)
         op->done = coll_test(ch, op);
     if (!op->done)
         return false;
+    free(op->offs);
     free(op);
     memset(r->opaque, 0, sizeof r->opaque);
     return true;
@@ -803,6 +862,8 @@ static const cr_transport_ops sim_ops = {
     .chan_close = chan_close,
     .chan_isend = chan_isend,
     .chan_irecv = chan_irecv,
+    .chan_isendv = chan_isendv,
+    .chan_irecvv = chan_irecvv,
     .chan_probe = chan_probe,
     .chan_recv_probed = chan_recv_probed,
     .chan_test = chan_test,

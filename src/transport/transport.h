@@ -93,6 +93,12 @@ typedef struct cr_transport_ops {
      * source's messages under one tag arrive in the order they were sent. */
     void (*chan_irecv)(cr_chan *ch, int src, int tag, void *buf, size_t len,
                        cr_chan_req *r);
+    /* The same with the message made of (or scattered into) n pieces of base: piece
+     * k is lens[k] bytes at base + offs[k] (offs and lens are copied). */
+    void (*chan_isendv)(cr_chan *ch, int dest, int tag, const char *base, const size_t *offs,
+                        const size_t *lens, int n, cr_chan_req *r);
+    void (*chan_irecvv)(cr_chan *ch, int src, int tag, char *base, const size_t *offs,
+                        const size_t *lens, int n, cr_chan_req *r);
     /* A message under tag from src (or CR_CHAN_ANY_SOURCE) that has arrived: true,
      * with its source and length in *m, which recv_probed then receives. */
     bool (*chan_probe)(cr_chan *ch, int src, int tag, cr_chan_msg *m);

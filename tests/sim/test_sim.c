@@ -1340,20 +1340,251 @@ static void test_exchange(void **state)
     run_exchange_at(1024, 1024);
 }
 
-/* A collective on the simulated transport: one line that says why, exit 1. */
-static void run_collective(cr_comm *comm, void *user)
+/* ---------------------------------------------------------------- collectives */
+
+/* The collectives on virtual ranks: every allreduce algorithm (and port count) and
+ * every allgather(v) algorithm, results exact against a reference each rank computes
+ * from every rank's input (integers bit for bit, doubles within rounding), and
+ * byte-identical on all ranks (each rank leaves a digest of its result in a table
+ * the world shares, compared after a barrier). */
+typedef struct coll_variant {
+    int algorithm, ports;
+} coll_variant;
+
+static const coll_variant coll_reduce_variants[] = {
+    {CR_ALLREDUCE_AUTO, 0},          {CR_ALLREDUCE_BINOMIAL, 0},      {CR_ALLREDUCE_BUTTERFLY, 0},
+    {CR_ALLREDUCE_DISSEMINATION, 0}, {CR_ALLREDUCE_DISSEMINATION, 1}, {CR_ALLREDUCE_DISSEMINATION, 2},
+    {CR_ALLREDUCE_DISSEMINATION, 3}, {CR_ALLREDUCE_BRUCK, 1},         {CR_ALLREDUCE_BRUCK, 2},
+    {CR_ALLREDUCE_BRUCK, 3},
+};
+static const int coll_gather_algos[] = {CR_ALLGATHER_AUTO, CR_ALLGATHER_RING, CR_ALLGATHER_NEIGHBOR,
+                                        CR_ALLGATHER_RECDOUBLING, CR_ALLGATHER_BRUCK,
+                                        CR_ALLGATHER_SPARBIT};
+static long coll_fails;
+static uint64_t *coll_digest; /* [P]: each rank's last result */
+
+#define COLL_CHECK(comm, cond, ...)                                                       \
+    do {                                                                                  \
+        if (!(cond) && coll_fails++ < 8) {                                                \
+            fprintf(stderr, "rank %d: check failed: %s: ", cr_comm_rank(comm), #cond);   \
+            fprintf(stderr, __VA_ARGS__);                                                 \
+            fputc('\n', stderr);                                                          \
+        }                                                                                 \
+    } while (0)
+
+static uint64_t coll_input(int rank, size_t i, uint64_t seed)
+{
+    return cr_hash64(seed * 7919 + (uint64_t)rank * 1000003 + i);
+}
+
+/* Element i of rank r's input of type t, widened: int64 for the integer types. */
+static int64_t coll_int(int rank, size_t i, uint64_t seed, cr_dtype t)
+{
+    uint64_t r = coll_input(rank, i, seed);
+    return t == CR_INT32 ? (int64_t)(r % 2000003) - 1000000 : (int64_t)r;
+}
+
+static double coll_double(int rank, size_t i, uint64_t seed)
+{
+    return (double)(coll_input(rank, i, seed) % 10000000) / 3.0 - 1e6;
+}
+
+static void coll_fill(void *buf, int rank, size_t count, uint64_t seed, cr_dtype t)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (t == CR_DOUBLE)
+            ((double *)buf)[i] = coll_double(rank, i, seed);
+        else if (t == CR_INT32)
+            ((int32_t *)buf)[i] = (int32_t)coll_int(rank, i, seed, t);
+        else
+            ((uint64_t *)buf)[i] = (uint64_t)coll_int(rank, i, seed, t);
+    }
+}
+
+static int64_t coll_combine_int(int64_t a, int64_t b, cr_dtype t, cr_op op)
+{
+    if (t == CR_UINT64 && (op == CR_OP_MIN || op == CR_OP_MAX)) {
+        uint64_t x = (uint64_t)a, y = (uint64_t)b;
+        return (int64_t)(op == CR_OP_MIN ? (x < y ? x : y) : (x > y ? x : y));
+    }
+    switch (op) {
+    case CR_OP_SUM: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case CR_OP_MIN: return a < b ? a : b;
+    case CR_OP_MAX: return a > b ? a : b;
+    case CR_OP_BAND: return a & b;
+    default: return a | b;
+    }
+}
+
+/* Digest of this rank's result, compared with rank 0's after a barrier. */
+static void coll_same_everywhere(cr_comm *comm, const void *buf, size_t bytes, const char *what)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ ((const unsigned char *)buf)[i]) * 1099511628211ULL;
+    coll_digest[cr_comm_rank(comm)] = h;
+    cr_barrier(comm);
+    COLL_CHECK(comm, coll_digest[0] == h, "%s: the result differs from rank 0's", what);
+    cr_barrier(comm); /* before anyone writes the next digest */
+}
+
+static void coll_check_allreduce(cr_comm *comm, const coll_variant *v, cr_dtype t, cr_op op,
+                                 size_t count, uint64_t seed)
+{
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    size_t width = t == CR_INT32 ? 4 : 8, bytes = count * width;
+    char *in = malloc(bytes + 1), *out = malloc(bytes + 1);
+    coll_fill(in, me, count, seed, t);
+    cr_coll_opts o = {.algorithm = v->algorithm, .ports = v->ports};
+    cr_request *q = cr_iallreduce(comm, in, out, count, t, op, &o);
+    char name[96];
+    snprintf(name, sizeof name, "allreduce %s, type %d, op %d, %zu elements",
+             cr_request_algorithm(q), (int)t, (int)op, count);
+    cr_wait(&q);
+    for (size_t i = 0; i < count; i++) {
+        if (t == CR_DOUBLE) {
+            double want = 0;
+            for (int r = 0; r < p; r++)
+                want += coll_double(r, i, seed);
+            double got = ((double *)out)[i], tol = 1e-10 * (1 + (want < 0 ? -want : want)) * p;
+            COLL_CHECK(comm, got - want <= tol && want - got <= tol, "%s: element %zu", name, i);
+            continue;
+        }
+        int64_t want = coll_int(0, i, seed, t);
+        for (int r = 1; r < p; r++)
+            want = coll_combine_int(want, coll_int(r, i, seed, t), t, op);
+        int64_t got = t == CR_INT32 ? ((int32_t *)out)[i] : (int64_t)((uint64_t *)out)[i];
+        if (t == CR_INT32)
+            want = (int32_t)want;
+        COLL_CHECK(comm, got == want, "%s: element %zu is %lld, expected %lld", name, i,
+                   (long long)got, (long long)want);
+    }
+    coll_same_everywhere(comm, out, bytes, name);
+    free(in);
+    free(out);
+}
+
+static void coll_fill_bytes(char *buf, size_t len, uint64_t seed)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (char)cr_hash64(seed * 1000003 + i);
+}
+
+/* Block-size distributions of the Sparbit thesis (as tests/mpi/test_coll.c). */
+static size_t coll_block_size(int dist, int r, int p, size_t s)
+{
+    switch (dist) {
+    case 0: return r == 0 ? s * (size_t)p : 0;       /* broadcast-like */
+    case 1: return r == p / 2 ? s * (size_t)p / 2 + 1 : 3; /* one spike */
+    case 2: return r < (p + 1) / 2 ? s : 0;          /* half full */
+    case 3: return s * (size_t)(p - r) / (size_t)p;  /* linear */
+    default: return s >> (r < 20 ? r : 20);          /* geometric */
+    }
+}
+
+static void coll_check_allgatherv(cr_comm *comm, int algorithm, int dist, size_t s)
+{
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    size_t *sizes = malloc((size_t)p * sizeof *sizes), *offsets = malloc((size_t)p * sizeof *offsets);
+    size_t total = 0;
+    for (int r = 0; r < p; r++)
+        sizes[r] = coll_block_size(dist, r, p, s);
+    for (int r = p - 1; r >= 0; r--) { /* reversed layout with gaps */
+        offsets[r] = total;
+        total += sizes[r] + 5;
+    }
+    char *mine = malloc(sizes[me] + 1), *got = calloc(total + 1, 1), *want = calloc(total + 1, 1);
+    coll_fill_bytes(mine, sizes[me], (uint64_t)me + 77);
+    for (int r = 0; r < p; r++)
+        coll_fill_bytes(want + offsets[r], sizes[r], (uint64_t)r + 77);
+    cr_coll_opts o = {.algorithm = algorithm};
+    cr_allgatherv(comm, mine, got, sizes, offsets, &o);
+    COLL_CHECK(comm, memcmp(got, want, total) == 0, "allgatherv algorithm %d, distribution %d, %zu",
+               algorithm, dist, s);
+    free(mine);
+    free(got);
+    free(want);
+    free(sizes);
+    free(offsets);
+}
+
+static void coll_check_allgather(cr_comm *comm, int algorithm, size_t n)
+{
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    size_t total = n * (size_t)p;
+    char *mine = malloc(n + 1), *got = malloc(total + 1), *want = malloc(total + 1);
+    coll_fill_bytes(mine, n, (uint64_t)me);
+    for (int r = 0; r < p; r++)
+        coll_fill_bytes(want + (size_t)r * n, n, (uint64_t)r);
+    cr_coll_opts o = {.algorithm = algorithm};
+    cr_allgather(comm, mine, n, got, &o);
+    COLL_CHECK(comm, memcmp(got, want, total) == 0, "allgather algorithm %d, %zu bytes", algorithm, n);
+    free(mine);
+    free(got);
+    free(want);
+}
+
+static void run_coll(cr_comm *comm, void *user)
 {
     (void)user;
-    int64_t x = cr_comm_rank(comm), y;
-    cr_allreduce(comm, &x, &y, 1, CR_INT64, CR_OP_SUM, NULL);
+    int p = cr_comm_size(comm);
+    bool large = p > 64; /* fewer and smaller cases: the reference costs P per element */
+    size_t nv = sizeof coll_reduce_variants / sizeof coll_reduce_variants[0];
+    const size_t counts[] = {0, 1, 7, 255};
+    for (size_t v = 0; v < nv; v++)
+        for (size_t c = 0; c < (large ? 3 : 4); c++) {
+            uint64_t seed = v * 131 + c;
+            coll_check_allreduce(comm, &coll_reduce_variants[v], CR_INT64, CR_OP_SUM, counts[c], seed);
+            coll_check_allreduce(comm, &coll_reduce_variants[v], CR_UINT64, CR_OP_MIN, counts[c], seed);
+            coll_check_allreduce(comm, &coll_reduce_variants[v], CR_INT32, CR_OP_MAX, counts[c], seed);
+            coll_check_allreduce(comm, &coll_reduce_variants[v], CR_UINT64, CR_OP_BOR, counts[c], seed);
+            coll_check_allreduce(comm, &coll_reduce_variants[v], CR_DOUBLE, CR_OP_SUM, counts[c], seed);
+        }
+    for (size_t a = 0; a < sizeof coll_gather_algos / sizeof coll_gather_algos[0]; a++) {
+        const size_t sizes[] = {0, 1, 8, 1000, 70000};
+        for (size_t k = 0; k < (large ? 4 : 5); k++)
+            coll_check_allgather(comm, coll_gather_algos[a], sizes[k]);
+        for (int dist = 0; dist < 5; dist++)
+            coll_check_allgatherv(comm, coll_gather_algos[a], dist, large ? 16 : 64);
+        if (!large)
+            coll_check_allgatherv(comm, coll_gather_algos[a], 2, 20000); /* vector transfers */
+    }
+}
+
+static void run_coll_at(int p, uint64_t seed)
+{
+    named_config nc = config("default");
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "collectives, P=%d, seed %llu", p, (unsigned long long)seed);
+    coll_fails = 0;
+    coll_digest = calloc((size_t)p, sizeof *coll_digest);
+    if (cr_sim_run(&o, run_coll, NULL, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    free(coll_digest);
+    coll_digest = NULL;
+    if (coll_fails)
+        fail_msg("%s: %ld checks failed (see above)", ctx, coll_fails);
+}
+
+static void test_coll(void **state)
+{
+    (void)state;
+    int seeds = seeds_wanted() >= 20 ? 3 : 1;
+    static const int small[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17};
+    for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
+        for (int seed = 1; seed <= seeds; seed++)
+            run_coll_at(small[k], (uint64_t)seed * 41 + (uint64_t)small[k]);
+    run_coll_at(64, 64);
+    run_coll_at(100, 100);
+    run_coll_at(1024, 1024);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "collective")) {
-        cr_sim_opts o = {.ranks = 3, .seed = 1};
-        cr_sim_run(&o, run_collective, NULL, NULL, NULL, 0);
-        return 0; /* not reached */
+    if (argc > 1 && !strcmp(argv[1], "coll")) {
+        const struct CMUnitTest one[] = {cmocka_unit_test(test_coll)};
+        return cmocka_run_group_tests(one, NULL, NULL);
     }
     /* The deadlock case abandons its stuck ranks (and their memory): it runs alone,
      * so that a leak checker can be told to ignore just that run. */
