@@ -15,9 +15,10 @@
  *    then every queued read, in bulk exchanges along a route (direct: one all-to-all;
  *    grid or hypercube: one exchange per dimension), merging identical requests at
  *    every hop by hashing or by sorting, and splitting the replies again on the way
- *    back. Under MPI the stages are MPI collectives on split communicators; on the
- *    simulated transport (or with opts.exchange = CR_DARRAY_EXCHANGE_MAILBOX) they
- *    are mailbox records and a cr_barrier, with the same results and statistics.
+ *    back. Each stage is one sparse exchange (nbx.h) between the ranks of a
+ *    dimension, on either transport; with opts.exchange =
+ *    CR_DARRAY_EXCHANGE_MAILBOX it is mailbox records and a cr_barrier instead,
+ *    with the same results and statistics.
  *
  * Writes combine by the merge rule chosen at creation: overwrite, add, min, max or
  * a user function; the element's old value takes part (add adds to it).
@@ -60,10 +61,9 @@ typedef enum cr_darray_aggregation {
  * give the same results and the same statistics (messages count the non-empty
  * segments either way). */
 typedef enum cr_darray_exchange {
-    CR_DARRAY_EXCHANGE_AUTO = 0,   /* collective under MPI, mailbox on the simulated
-                                      transport */
-    CR_DARRAY_EXCHANGE_COLLECTIVE, /* MPI_Ialltoallv on a communicator per dimension
-                                      (MPI transport only) */
+    CR_DARRAY_EXCHANGE_AUTO = 0,   /* CR_DARRAY_EXCHANGE_COLLECTIVE */
+    CR_DARRAY_EXCHANGE_COLLECTIVE, /* one sparse exchange (nbx.h) per stage of the
+                                      non-empty segments: either transport */
     CR_DARRAY_EXCHANGE_MAILBOX,    /* each segment as mailbox records, then a
                                       cr_barrier: runs on either transport */
 } cr_darray_exchange;

@@ -194,7 +194,7 @@ typedef enum cr_cc_algorithm {
     CR_CC_LABEL, /* label propagation: offers of smaller labels, merged by a combining
                     handler (min) at every hop; one barrier (either transport) */
     CR_CC_SV,    /* pointer jumping in lock-step darray steps with `route` and
-                    `aggregation`, after FastSV (MPI transport only) */
+                    `aggregation`, after FastSV */
 } cr_cc_algorithm;
 
 typedef struct cr_cc_opts {
@@ -221,7 +221,7 @@ typedef enum cr_msf_algorithm {
                         (the default; docs/graph.md) */
     CR_MSF_BORUVKA,  /* Boruvka's rounds on every edge, asynchronous (either transport) */
     CR_MSF_LOCKSTEP, /* Boruvka's rounds in lock-step darray steps with `route` and
-                        `aggregation` (the darray thesis's benchmark; MPI only) */
+                        `aggregation` (the darray thesis's benchmark) */
 } cr_msf_algorithm;
 
 typedef struct cr_msf_opts {

@@ -230,14 +230,7 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
     darray_bytes_grow(&a->writes, 0); /* never NULL: the steps copy from them */
     darray_bytes_grow(&a->reads, 0);
 
-    /* Under MPI the lock-step communicators are split now, so that no step pays for
-     * it; on the simulated transport (or if asked) the stages move as mailbox
-     * records instead. */
-    a->by_mailbox = o.exchange == CR_DARRAY_EXCHANGE_MAILBOX ||
-                    (o.exchange == CR_DARRAY_EXCHANGE_AUTO &&
-                     cr_module_mpi_comm(comm) == MPI_COMM_NULL);
-    if (!a->by_mailbox)
-        cr_darray_grid_comms(a);
+    a->by_mailbox = o.exchange == CR_DARRAY_EXCHANGE_MAILBOX;
     cr_darray_exchange_register(a);
     cr_dedup_rule rule = write_rule(a);
     a->h_write = cr_dedup_register(comm, &(cr_handler_type){.batch = on_writes}, &rule, a);
@@ -252,7 +245,6 @@ void cr_darray_destroy(cr_darray *a)
 {
     if (!a)
         return;
-    cr_darray_grid_free(a);
     cr_darray_exchange_free(a);
     for (int k = 0; k < a->nvisits; k++)
         free(a->visits[k]);

@@ -19,13 +19,11 @@ typedef struct darray_bytes {
 } darray_bytes;
 
 /* The lock-step route resolved for P: dimensions, most significant first (thesis
- * Algorithm 3), and this rank's communicator in each. */
+ * Algorithm 3). */
 typedef struct lockstep_grid {
     int ndims;
     int dims[64];
     int fill[64];     /* ranks per step of coordinate d: product of dims[d+1 ..] */
-    MPI_Comm comm[64];
-    bool ready;       /* communicators created (on the first step) */
 } lockstep_grid;
 
 struct cr_darray {
@@ -45,7 +43,7 @@ struct cr_darray {
     size_t scratch_cap;
 
     lockstep_grid grid;
-    bool by_mailbox;         /* lock-step stages move as mailbox records (no MPI) */
+    bool by_mailbox;         /* lock-step stages move as mailbox records */
     int h_segment;           /* their handler */
     darray_bytes *staging;   /* [largest dimension] what each partner sent, this stage */
     int staging_width;       /* the largest dimension: staging's length */
@@ -62,13 +60,10 @@ void cr_darray_apply(const cr_darray *a, void *dst, const void *src);
 
 /* lockstep.c */
 void cr_darray_grid_init(cr_darray *a);
-/* Collective: split the communicators of the grid's dimensions (once). */
-void cr_darray_grid_comms(cr_darray *a);
 /* Collective: register the handler of the mailbox exchange's segments (every array
  * registers it, whichever exchange it uses, so handler ids agree). */
 void cr_darray_exchange_register(cr_darray *a);
 void cr_darray_exchange_free(cr_darray *a);
-void cr_darray_grid_free(cr_darray *a);
 
 /* Bytes helpers. */
 void *darray_bytes_grow(darray_bytes *b, size_t more);

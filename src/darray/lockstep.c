@@ -1,8 +1,9 @@
 /* The lock-step mode of the distributed array (thesis
  * Peters 2024, docs/references.md, chapter 4): queued writes,
  * then queued reads, executed in bulk exchanges along a k-dimensional grid, one
- * MPI_Alltoallv per dimension on split communicators (Algorithm 3; direct is the
- * grid of one dimension, P). Requests that meet on a rank are merged: by a hash
+ * exchange per dimension among the ranks that differ only in that coordinate
+ * (Algorithm 3; direct is the grid of one dimension, P), as one sparse exchange
+ * (include/courier/nbx.h) of the non-empty segments on either transport. Requests that meet on a rank are merged: by a hash
  * table (4.4.1) or by sorting once and merging the presorted segments received at
  * every hop (4.4.3, Algorithm 4). Read replies go back along the same dimensions in
  * reverse and are split again (4.5): by the position each request's merged copy
@@ -16,11 +17,12 @@
  * still free: monotone in the owner. */
 #include "darray/darray_internal.h"
 
+#include "courier/nbx.h"
+
 #include "common/fatal.h"
 #include "common/rng.h"
 #include "mailbox/module.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +67,6 @@ void cr_darray_grid_init(cr_darray *a)
         g->fill[d] = fill;
         fill *= g->dims[d];
     }
-    g->ready = false;
 }
 
 static int coord(const lockstep_grid *g, int rank, int d)
@@ -73,56 +74,19 @@ static int coord(const lockstep_grid *g, int rank, int d)
     return (rank / g->fill[d]) % g->dims[d];
 }
 
-/* Algorithm 3: in dimension d, the ranks that differ from this one only in
- * coordinate d; their order in the new communicator is their coordinate. */
-void cr_darray_grid_comms(cr_darray *a)
+/* Algorithm 3: in dimension d, the partners are the ranks that differ from this one
+ * only in coordinate d; coordinate j's is this rank moved by (j - mine) steps. */
+static int partner(const cr_darray *a, int d, int j)
 {
-    lockstep_grid *g = &a->grid;
-    if (g->ready)
-        return;
-    MPI_Comm base = cr_module_mpi_dup(a->comm, "cr_darray_step");
-    for (int d = 0; d < g->ndims; d++) {
-        int pivot = a->rank - coord(g, a->rank, d) * g->fill[d];
-        MPI_Comm_split(base, pivot, a->rank, &g->comm[d]);
-    }
-    MPI_Comm_free(&base);
-    g->ready = true;
+    return a->rank + (j - coord(&a->grid, a->rank, d)) * a->grid.fill[d];
 }
 
-void cr_darray_grid_free(cr_darray *a)
+/* The coordinate in dimension d of `src`, or -1 if it is not a partner there. */
+static int partner_coord(const cr_darray *a, int d, int src)
 {
-    lockstep_grid *g = &a->grid;
-    if (!g->ready)
-        return;
-    for (int d = 0; d < g->ndims; d++)
-        MPI_Comm_free(&g->comm[d]);
-    g->ready = false;
-}
-
-/* ---- exchanges ---------------------------------------------------------------- */
-
-static bool request_done(cr_comm *comm, void *arg)
-{
-    int flag = 0;
-    MPI_Test(arg, &flag, MPI_STATUS_IGNORE);
-    if (flag)
-        cr_module_note_work(comm);
-    return flag != 0;
-}
-
-/* Wait in the mailbox's loop, so that its traffic keeps moving meanwhile. */
-static void wait_for(cr_darray *a, MPI_Request *req)
-{
-    cr_module_wait(a->comm, request_done, req, "a lock-step exchange of a darray");
-}
-
-static int bytes_count(size_t records, size_t rec)
-{
-    if (records > (size_t)INT_MAX / rec)
-        cr_fatal("cr_darray_step: one exchange would carry %zu records of %zu bytes, more "
-                 "than MPI's int counts allow",
-                 records, rec);
-    return (int)(records * rec);
+    const lockstep_grid *g = &a->grid;
+    int j = coord(g, src, d);
+    return partner(a, d, j) == src ? j : -1;
 }
 
 /* ---- exchanges by mailbox records (either transport) -------------------------- */
@@ -185,7 +149,7 @@ void cr_darray_exchange_free(cr_darray *a)
 
 /* Dimension d's exchange as records: each partner's segment in pieces, then a
  * cr_barrier (every piece handled everywhere); the received segments are put
- * together in coordinate order, as MPI_Alltoallv would. */
+ * together in coordinate order, as an all-to-all over the dimension would. */
 static size_t exchange_by_mailbox(cr_darray *a, int d, const char *send, const size_t *scounts,
                                   size_t rec, darray_bytes *recv, size_t *rcounts, bool counts_known)
 {
@@ -205,13 +169,13 @@ static size_t exchange_by_mailbox(cr_darray *a, int d, const char *send, const s
             memcpy(darray_bytes_grow(&stage[j], bytes), seg, bytes);
             continue;
         }
-        int partner = a->rank + (j - me) * g->fill[d];
+        int to = partner(a, d, j);
         for (size_t at = 0; at < bytes; at += most) {
             size_t len = bytes - at < most ? bytes - at : most;
             segment_head h = {seq, (uint32_t)me, at};
             memcpy(piece, &h, sizeof h);
             memcpy(piece + sizeof h, seg + at, len);
-            cr_async(a->comm, partner, a->h_segment, piece, sizeof h + len);
+            cr_async(a->comm, to, a->h_segment, piece, sizeof h + len);
         }
     }
     free(piece);
@@ -236,14 +200,72 @@ static size_t exchange_by_mailbox(cr_darray *a, int d, const char *send, const s
     return total / rec;
 }
 
-/* ---- exchanges by MPI collectives ---------------------------------------------- */
+/* ---- exchanges by the sparse exchange ------------------------------------------ */
 
-/* Dimension d's exchange: scounts[j] records of `rec` darray_bytes from `send` to the
+/* Dimension d's exchange by cr_sparse_exchange: the non-empty segments go to their
+ * partners, and what arrives is put together in coordinate order (this rank's own
+ * segment copied in place), as an all-to-all over the dimension would deliver it. */
+static size_t exchange_sparse(cr_darray *a, int d, const char *send, const size_t *scounts,
+                              size_t rec, darray_bytes *recv, size_t *rcounts, bool counts_known)
+{
+    int n = a->grid.dims[d], me = coord(&a->grid, a->rank, d);
+    int *dests = cr_xmalloc((size_t)n * sizeof *dests);
+    const void **bufs = cr_xmalloc((size_t)n * sizeof *bufs);
+    const char **from = cr_xcalloc((size_t)n, sizeof *from);
+    size_t *sizes = cr_xmalloc(2 * (size_t)n * sizeof *sizes), *got = sizes + n, nout = 0, off = 0;
+    for (int j = 0; j < n; j++) {
+        size_t bytes = scounts[j] * rec;
+        got[j] = j == me ? bytes : 0;
+        from[j] = send + off;
+        if (j != me && bytes) {
+            dests[nout] = partner(a, d, j);
+            bufs[nout] = send + off;
+            sizes[nout++] = bytes;
+        }
+        off += bytes;
+    }
+    cr_sx_result r;
+    cr_sparse_exchange(a->comm, nout, dests, bufs, sizes, &r);
+    for (size_t k = 0; k < r.count; k++) {
+        int j = partner_coord(a, d, r.sources[k]);
+        if (j < 0 || j == me || got[j])
+            cr_fatal("cr_darray_step: rank %d sent a segment in exchange %u of dimension %d, "
+                     "which it has no part in (every rank must make the same steps)",
+                     r.sources[k], a->stage_seq, d);
+        got[j] = r.sizes[k];
+        from[j] = r.data[k];
+    }
+    size_t total = 0;
+    for (int j = 0; j < n; j++) {
+        if (got[j] % rec || (counts_known && got[j] != rcounts[j] * rec))
+            cr_fatal("cr_darray_step: internal error: coordinate %d sent %zu bytes in "
+                     "exchange %u, not the records expected", j, got[j], a->stage_seq);
+        total += got[j];
+    }
+    recv->len = 0;
+    char *to = darray_bytes_grow(recv, total ? total : 1);
+    recv->len = total;
+    for (int j = 0; j < n; j++) {
+        if (got[j])
+            memcpy(to, from[j], got[j]);
+        to += got[j];
+        rcounts[j] = got[j] / rec;
+    }
+    cr_sx_result_free(&r);
+    free(dests);
+    free(bufs);
+    free(from);
+    free(sizes);
+    a->stage_seq++;
+    return total / rec;
+}
+
+/* Dimension d's exchange: scounts[j] records of `rec` bytes from `send` to the
  * partner with coordinate j, the partners' records into `recv` (replaced), their
- * counts into rcounts (exchanged first unless `counts_known`). Returns the records
+ * counts into rcounts (checked against them if `counts_known`). Returns the records
  * received. Counts the non-empty segments sent to others, whichever way they move. */
 static size_t exchange_dim(cr_darray *a, int d, const char *send, const size_t *scounts, size_t rec,
-                       darray_bytes *recv, size_t *rcounts, bool counts_known)
+                           darray_bytes *recv, size_t *rcounts, bool counts_known)
 {
     lockstep_grid *g = &a->grid;
     int n = g->dims[d], me = coord(g, a->rank, d);
@@ -254,32 +276,7 @@ static size_t exchange_dim(cr_darray *a, int d, const char *send, const size_t *
         }
     if (a->by_mailbox)
         return exchange_by_mailbox(a, d, send, scounts, rec, recv, rcounts, counts_known);
-    int *sc = cr_xmalloc(4 * (size_t)n * sizeof(int)), *rc = sc + n, *sd = rc + n, *rd = sd + n;
-    for (int j = 0; j < n; j++)
-        sc[j] = bytes_count(scounts[j], rec);
-    MPI_Request req;
-    if (counts_known) {
-        for (int j = 0; j < n; j++)
-            rc[j] = bytes_count(rcounts[j], rec);
-    } else {
-        MPI_Ialltoall(sc, 1, MPI_INT, rc, 1, MPI_INT, g->comm[d], &req);
-        wait_for(a, &req);
-    }
-    size_t stotal = 0, rtotal = 0;
-    for (int j = 0; j < n; j++) {
-        sd[j] = (int)stotal, rd[j] = (int)rtotal;
-        stotal += (size_t)sc[j], rtotal += (size_t)rc[j];
-        rcounts[j] = (size_t)rc[j] / rec;
-        if (rtotal > INT_MAX)
-            cr_fatal("cr_darray_step: one rank would receive more than 2 GiB in one exchange");
-    }
-    recv->len = 0;
-    darray_bytes_grow(recv, rtotal ? rtotal : 1);
-    recv->len = rtotal;
-    MPI_Ialltoallv(send, sc, sd, MPI_BYTE, recv->data, rc, rd, MPI_BYTE, g->comm[d], &req);
-    wait_for(a, &req);
-    free(sc);
-    return rtotal / rec;
+    return exchange_sparse(a, d, send, scounts, rec, recv, rcounts, counts_known);
 }
 
 /* ---- merging records: {uint64 index, ...} of `rec` bytes ------------------------ */
@@ -789,8 +786,6 @@ void cr_darray_step(cr_darray *a)
         cr_fatal("cr_darray_step was called from inside a handler");
     if (cr_module_busy(a->comm))
         cr_fatal("cr_darray_step was called while the comm waits (from a callback)");
-    if (!a->by_mailbox)
-        cr_darray_grid_comms(a);
     step_writes(a);
     step_reads(a);
     a->write_seq = 0;

@@ -13,7 +13,7 @@
  * aggressive hooking f[u] <= m, by writes merged with min; until no parent changes.
  * The steps' identical reads of the few roots are what the darray's aggregation
  * merges ("Communication-efficient distributed array with aggregation and
- * indirection", section 5.4). MPI transport only, as the lock-step darray. */
+ * indirection", section 5.4). */
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"

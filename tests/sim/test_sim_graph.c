@@ -6,10 +6,12 @@
  *    alone): exactly the forest and the components of a sequential Kruskal;
  *  - connected components (cr_graph_cc_with: the default, and label propagation): every label
  *    the smallest id of its component, as a sequential union-find gives it;
- *  - the BFS (src/graph/bfs.c, level-synchronous, merged and label-correcting):
- *    every level as a sequential BFS gives it, and the counts it sums by the
- *    transport's reductions (reached, edges, levels) equal the sequential ones.
- * The lock-step modes need the MPI transport (tests/mpi and the app runs cover them). */
+ *  - the BFS (src/graph/bfs.c, level-synchronous, merged, label-correcting and
+ *    direction-optimizing): every level as a sequential BFS gives it, and the counts
+ *    it sums by the transport's reductions (reached, edges, levels) equal the
+ *    sequential ones.
+ * The lock-step forms (the forest's Boruvka rounds, SV components) run too: their
+ * darray steps and the hybrid BFS's allgather move on the transport's channels. */
 #include "components.h"
 
 #include <courier.h>
@@ -206,6 +208,20 @@ static void run_at(int p, const char *route, uint64_t seed, uint64_t n, uint64_t
     free(res.label), free(res.in_forest), free(g.edges);
 }
 
+/* Boruvka's rounds in lock-step darray steps (the darray thesis's benchmark). */
+static void test_msf_lockstep(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "grid", "hypercube"};
+    static const int ps[] = {1, 2, 3, 5, 8, 17, 64};
+    int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            for (int seed = 1; seed <= seeds; seed++)
+                run_at(ps[k], routes[rt], (uint64_t)seed * 109 + (uint64_t)ps[k], 200, 600,
+                       CR_MSF_LOCKSTEP, 0);
+}
+
 static void test_msf_async(void **state)
 {
     (void)state;
@@ -301,6 +317,7 @@ static cr_graph *build_share(cr_comm *comm, const graph *g)
  * cut edges) or label propagation. */
 static const graph *cc_graph;
 static cr_cc_algorithm cc_algorithm;
+static bool cc_sv; /* run_cc_at_with runs SV instead */
 
 static void run_cc(cr_comm *comm, void *user)
 {
@@ -328,10 +345,10 @@ static void run_cc_at_with(int p, const char *route, uint64_t seed, uint64_t n, 
     cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg};
     char err[256];
     snprintf(ctx, sizeof ctx, "CC %s, P=%d, %s, seed %llu, %llu vertices, %llu edges",
-             local ? "cr_graph_cc" : "label propagation", p, route, (unsigned long long)seed,
+             cc_sv ? "SV" : local ? "cr_graph_cc" : "label propagation", p, route, (unsigned long long)seed,
              (unsigned long long)n, (unsigned long long)m);
     cc_graph = &g;
-    cc_algorithm = local ? CR_CC_LOCAL : CR_CC_LABEL;
+    cc_algorithm = cc_sv ? CR_CC_SV : local ? CR_CC_LOCAL : CR_CC_LABEL;
     if (cr_sim_run(&o, run_cc, &res, NULL, err, sizeof err))
         fail_msg("%s: %s", ctx, err);
     uint64_t *uf = calloc(n, 8), bad = 0;
@@ -372,6 +389,21 @@ static void test_cc_local(void **state)
                 if (ps[k] <= 17)
                     run_cc_at_with(ps[k], routes[rt], s + 2, n, 8 * n, true);
             }
+}
+
+/* SV: pointer jumping in lock-step darray steps. */
+static void test_cc_sv(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "grid", "hypercube"};
+    static const int ps[] = {1, 2, 3, 5, 8, 17, 64};
+    int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
+    cc_sv = true;
+    for (size_t rt = 0; rt < 3; rt++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            for (int seed = 1; seed <= seeds; seed++)
+                run_cc_at(ps[k], routes[rt], (uint64_t)seed * 113 + (uint64_t)ps[k], 200, 300);
+    cc_sv = false;
 }
 
 static void test_cc_label(void **state)
@@ -486,11 +518,11 @@ static void test_bfs(void **state)
     (void)state;
     static const char *const routes[] = {"direct", "nlnr", "hypercube"};
     static const cr_bfs_algorithm algorithms[] = {CR_BFS_LEVELS, CR_BFS_LEVELS_DEDUP,
-                                                  CR_BFS_ASYNC};
+                                                  CR_BFS_ASYNC, CR_BFS_HYBRID};
     static const int ps[] = {1, 2, 3, 5, 17, 64};
     int seeds = seeds_wanted() < 4 ? seeds_wanted() : 4;
     for (size_t rt = 0; rt < 3; rt++)
-        for (size_t a = 0; a < 3; a++)
+        for (size_t a = 0; a < 4; a++)
             for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
                 for (int seed = 1; seed <= seeds; seed++)
                     run_bfs_at(ps[k], routes[rt], algorithms[a],
@@ -501,6 +533,8 @@ static void test_bfs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_msf_async),
+                                       cmocka_unit_test(test_msf_lockstep),
+                                       cmocka_unit_test(test_cc_sv),
                                        cmocka_unit_test(test_msf_filter),
                                        cmocka_unit_test(test_cc_label),
                                        cmocka_unit_test(test_cc_local),
