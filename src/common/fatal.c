@@ -1,10 +1,8 @@
 #include "common/fatal.h"
 
-#include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define MAX_HOOKS 8
 static struct {
@@ -37,13 +35,20 @@ static void run_hooks(void)
         hooks[i].fn(hooks[i].arg);
 }
 
+/* The job's rank and how to end the whole job: the transport's (src/transport/mpi.c
+ * sets them when it starts); none: no rank in the line, and exit. */
+static int (*job_rank)(void);
+static void (*job_end)(void);
+
+void cr_fatal_set_job(int (*rank)(void), void (*end)(void))
+{
+    job_rank = rank;
+    job_end = end;
+}
+
 noreturn void cr_fatal(const char *fmt, ...)
 {
-    int initialized = 0, finalized = 0, rank = -1;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (initialized && !finalized)
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int rank = job_rank ? job_rank() : -1;
 
     char msg[1024];
     va_list ap;
@@ -56,13 +61,8 @@ noreturn void cr_fatal(const char *fmt, ...)
         fprintf(stderr, "courier: %s\n", msg);
     fflush(stderr);
     run_hooks();
-
-    if (initialized && !finalized) {
-        /* Give the launcher a moment to forward the line: MPICH's Hydra may end the
-         * job before it has read what the aborting rank wrote last. */
-        nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    if (job_end)
+        job_end(); /* returns only if the job cannot be ended (no MPI running) */
     exit(1);
 }
 

@@ -1,13 +1,17 @@
-/* Fatal errors: one line on stderr naming the problem, then MPI_Abort. */
+/* Fatal errors: one line on stderr naming the problem, then the whole job ends. */
 #ifndef COURIER_COMMON_FATAL_H
 #define COURIER_COMMON_FATAL_H
 
 #include <stddef.h>
 #include <stdnoreturn.h>
 
-/* Print "courier: rank R: <message>" and abort the whole job (exit if MPI is not
- * running). Used for misuse of the API and for corrupt input from the network. */
+/* Print "courier: rank R: <message>" and abort the whole job (exit if no transport
+ * has said how). Used for misuse of the API and for corrupt input from the network. */
 noreturn void cr_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* How cr_fatal names this rank (-1: none) and ends the whole job (may return when
+ * it cannot, then cr_fatal exits): set by the transport that runs the job. Local. */
+void cr_fatal_set_job(int (*rank)(void), void (*end)(void));
 
 /* Functions cr_fatal calls, newest first, after printing its line and before ending
  * the job: what must reach the disk (a trace) does so. At most 8; a hook must not

@@ -6,7 +6,6 @@
 
 #include "courier/darray.h"
 
-#include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -88,7 +88,6 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     c->cfg = *cfg;
     c->rank = tp->rank;
     c->size = tp->size;
-    c->ctrl = cr_transport_mpi_comm(tp);
     check_agreement(c);
     c->layout = layout;
     setup_routing(c);

@@ -80,8 +80,6 @@ typedef struct cr_module {
 
 struct cr_comm {
     cr_transport *tp; /* moves the buffers; owned by the comm */
-    MPI_Comm ctrl; /* the MPI transport's communicator, which modules duplicate
-                      (MPI_COMM_NULL on the simulated transport) */
     cr_module modules[CR_MAX_MODULES];
     int nmodules;
     bool modules_in_flight; /* some module has work in flight: the loop must not sleep */

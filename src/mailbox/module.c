@@ -67,20 +67,6 @@ void cr_module_note_work(cr_comm *c)
     cr_engine_note_work(c);
 }
 
-MPI_Comm cr_module_mpi_comm(const cr_comm *c)
-{
-    return c->ctrl;
-}
-
-MPI_Comm cr_module_mpi_dup(const cr_comm *c, const char *what)
-{
-    if (c->ctrl == MPI_COMM_NULL)
-        cr_fatal("%s: this needs the MPI transport, which the simulated transport is not", what);
-    MPI_Comm dup;
-    MPI_Comm_dup(c->ctrl, &dup);
-    return dup;
-}
-
 /* ---- channels: the comm's transport's, passed through */
 
 cr_chan *cr_module_chan_open(cr_comm *c)

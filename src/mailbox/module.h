@@ -11,7 +11,6 @@
 #include "courier/mailbox.h"
 #include "transport/transport.h" /* the channel types */
 
-#include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -43,13 +42,6 @@ void cr_module_wait(cr_comm *comm, bool (*done)(cr_comm *, void *), void *arg,
                     const char *reason);
 /* The wait's done() found work of its own: the loop must not back off. */
 void cr_module_note_work(cr_comm *comm);
-/* An MPI communicator of the comm's transport for modules that talk MPI themselves
- * (they duplicate it); MPI_COMM_NULL on the simulated transport. */
-MPI_Comm cr_module_mpi_comm(const cr_comm *comm);
-/* A duplicate of it for a module of its own (collective over the comm); on the
- * simulated transport, a one-line error that `what` needs the MPI transport. */
-MPI_Comm cr_module_mpi_dup(const cr_comm *comm, const char *what);
-
 /* Channels: a module's own tagged point-to-point messages and non-blocking
  * collectives, apart from the mailbox's records and from other modules' channels,
  * on whichever transport the comm runs (MPI, or the simulation, where a seed picks

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { TAG_SMALL = 2, TAG_LARGE = 4, TAG_REPORT = 7 };
 /* Receives kept posted in prepost mode. */
@@ -615,8 +616,38 @@ static void init_prepost(mpi_transport *m)
     }
 }
 
+/* ---------------------------------------------------------------- ending the job */
+
+static bool mpi_running(void)
+{
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    return initialized && !finalized;
+}
+
+static int world_rank(void)
+{
+    int rank = -1;
+    if (mpi_running())
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+/* cr_fatal's end under MPI: every rank of the job stops, not only this one. */
+static void abort_job(void)
+{
+    if (!mpi_running())
+        return;
+    /* Give the launcher a moment to forward the line: MPICH's Hydra may end the job
+     * before it has read what the aborting rank wrote last. */
+    nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts *opts)
 {
+    cr_fatal_set_job(world_rank, abort_job);
     mpi_transport *m = cr_xcalloc(1, sizeof *m);
     m->base.ops = &mpi_ops;
     MPI_Comm_rank(comm, &m->base.rank);
@@ -639,9 +670,4 @@ cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts
     if (m->prepost)
         init_prepost(m);
     return &m->base;
-}
-
-MPI_Comm cr_transport_mpi_comm(const cr_transport *t)
-{
-    return t && t->ops == &mpi_ops ? ((const mpi_transport *)t)->ctrl : MPI_COMM_NULL;
 }

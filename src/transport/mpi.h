@@ -13,12 +13,8 @@ typedef struct cr_transport_mpi_opts {
 } cr_transport_mpi_opts;
 
 /* Collective over `comm`, which it duplicates (the caller keeps `comm`). Ranks that
- * disagree on the receive mode end the job with a message. */
+ * disagree on the receive mode end the job with a message. From now on cr_fatal
+ * ends the whole MPI job (MPI_Abort) and names the rank. */
 cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts *opts);
-
-/* A communicator of this transport for modules that talk MPI themselves (the
- * collectives, the sparse exchange); they duplicate it. MPI_COMM_NULL if `t` is not
- * an MPI transport. */
-MPI_Comm cr_transport_mpi_comm(const cr_transport *t);
 
 #endif
