@@ -127,7 +127,7 @@ static void measure(bench *b, const point *pt)
             } else {
                 cr_request *q = pt->start(b, pt, &o);
                 snprintf(names[k], sizeof names[k], "%s", cr_request_algorithm(q));
-                cr_wait(&q);
+                cr_request_wait(&q);
             }
             double dt = MPI_Wtime() - t0;
             if (rep >= 0)

@@ -1,8 +1,8 @@
 /* Courier collectives: split-phase allreduce and allgather(v) that progress on the
  * comm's event loop, so asynchronous handlers keep running while they are in flight.
  *
- * Start a collective to get a request; cr_test advances it without blocking,
- * cr_wait finishes it; cr_barrier, cr_progress and cr_wait on other requests
+ * Start a collective to get a request; cr_request_test advances it without blocking,
+ * cr_request_wait finishes it; cr_barrier, cr_progress and cr_request_wait on other requests
  * advance it too. Every rank of the comm must start the same collectives in the
  * same order, with the same count and algorithm (as with MPI). The algorithms are
  * the schedules of docs/collectives.md; `auto` picks one by rank count and size
@@ -64,11 +64,22 @@ cr_request *cr_iallgatherv(cr_comm *comm, const void *send, void *recv, const si
 
 /* Advance without blocking. When the collective has completed, free the request,
  * set *req to NULL and return true. Not from a handler. */
-bool cr_test(cr_request **req);
+bool cr_request_test(cr_request **req);
 
 /* Run the event loop (handlers included) until the collective completes, then free
  * the request and set *req to NULL. Not from a handler. */
-void cr_wait(cr_request **req);
+void cr_request_wait(cr_request **req);
+
+/* The names of cr_request_test and cr_request_wait before they had their module's
+ * prefix: deprecated, kept for one release. */
+__attribute__((deprecated("use cr_request_test"))) static inline bool cr_test(cr_request **req)
+{
+    return cr_request_test(req);
+}
+__attribute__((deprecated("use cr_request_wait"))) static inline void cr_wait(cr_request **req)
+{
+    cr_request_wait(req);
+}
 
 /* Blocking forms: start and wait. */
 void cr_allreduce(cr_comm *comm, const void *send, void *recv, size_t count, cr_dtype type,

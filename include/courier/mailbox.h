@@ -15,7 +15,7 @@
  * event loop, never asynchronously. Called from the main program, these may run
  * handlers of incoming messages before they return:
  *   cr_register, cr_register_type, cr_async, cr_async_bcast, cr_progress, cr_barrier,
- *   cr_sparse_exchange[_with], cr_wait, cr_test, cr_comm_destroy.
+ *   cr_sparse_exchange[_with], cr_request_wait, cr_request_test, cr_comm_destroy.
  * So a handler may already run for a message that a faster rank sent right after
  * it returned from cr_register: set up the state handlers use (counters, tables)
  * before cr_register, not after it. cr_async and cr_async_bcast copy the payload

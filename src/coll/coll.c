@@ -1,6 +1,6 @@
 /* The split-phase executor: runs any plan (src/coll/plan.h) one round at a time.
  * A round posts all its sends and receives, and when they have all completed runs
- * its local operations. Requests advance from cr_test, cr_wait and the comm's
+ * its local operations. Requests advance from cr_request_test, cr_request_wait and the comm's
  * event loop (cr_coll_progress, called after every poll). */
 #include "coll/coll_internal.h"
 #include "coll/plan.h"
@@ -16,7 +16,7 @@
 /* Tags cycle through this many values: collectives in flight at once on one comm
  * must stay below it. */
 #define TAG_SPACE 16384
-/* Direct tests in cr_wait before it runs the event loop. */
+/* Direct tests in cr_request_wait before it runs the event loop. */
 #define WAIT_SPINS 256
 
 /* The collectives' state on one comm (a module, src/mailbox/module.h). */
@@ -529,7 +529,7 @@ static void coll_destroy(cr_comm *c, void *state)
         active++;
     if (active)
         cr_fatal("cr_comm_destroy: %d collective(s) started on this comm never completed; finish "
-                 "them with cr_wait or cr_test first", active);
+                 "them with cr_request_wait or cr_request_test first", active);
     cr_module_chan_close(c, st->ch);
     free_cache(st);
     free(st);
@@ -587,10 +587,10 @@ static cr_request *new_request(cr_comm *c, bool is_reduce)
     return q;
 }
 
-bool cr_test(cr_request **req)
+bool cr_request_test(cr_request **req)
 {
     cr_request *q = *req;
-    check_caller(q->c, "cr_test");
+    check_caller(q->c, "cr_request_test");
     if (!q->done) {
         step(q);
         if (!q->done)
@@ -611,19 +611,19 @@ static bool request_done(cr_comm *c, void *arg)
     return q->done;
 }
 
-void cr_wait(cr_request **req)
+void cr_request_wait(cr_request **req)
 {
     cr_request *q = *req;
-    check_caller(q->c, "cr_wait");
+    check_caller(q->c, "cr_request_wait");
     /* A short collective finishes within microseconds: test it directly before
      * paying for event-loop iterations. */
     for (int spin = 0; spin < WAIT_SPINS && !q->done; spin++)
         step(q);
     if (!q->done) {
         if (cr_module_busy(q->c))
-            cr_fatal("cr_wait was called while the runtime is already waiting");
+            cr_fatal("cr_request_wait was called while the runtime is already waiting");
         char why[64];
-        snprintf(why, sizeof why, "cr_wait (%s)", q->name);
+        snprintf(why, sizeof why, "cr_request_wait (%s)", q->name);
         cr_module_wait(q->c, request_done, q, why);
     }
     free_request(q);
@@ -712,7 +712,7 @@ void cr_allreduce(cr_comm *c, const void *send, void *recv, size_t count, cr_dty
                   const cr_coll_opts *opts)
 {
     cr_request *q = cr_iallreduce(c, send, recv, count, type, op, opts);
-    cr_wait(&q);
+    cr_request_wait(&q);
 }
 
 /* ---------------------------------------------------------------- allgather(v) */
@@ -792,14 +792,14 @@ cr_request *cr_iallgather(cr_comm *c, const void *send, size_t bytes, void *recv
 void cr_allgather(cr_comm *c, const void *send, size_t bytes, void *recv, const cr_coll_opts *opts)
 {
     cr_request *q = cr_iallgather(c, send, bytes, recv, opts);
-    cr_wait(&q);
+    cr_request_wait(&q);
 }
 
 void cr_allgatherv(cr_comm *c, const void *send, void *recv, const size_t *sizes,
                    const size_t *offsets, const cr_coll_opts *opts)
 {
     cr_request *q = cr_iallgatherv(c, send, recv, sizes, offsets, opts);
-    cr_wait(&q);
+    cr_request_wait(&q);
 }
 
 /* ---------------------------------------------------------------- automatic choice */

@@ -127,7 +127,7 @@ static void check_allreduce(cr_comm *comm, const variant *v, cr_dtype t, cr_op o
     cr_request *q = cr_iallreduce(comm, in, out, count, t, op, &o);
     char name[32];
     snprintf(name, sizeof name, "%s", cr_request_algorithm(q));
-    cr_wait(&q);
+    cr_request_wait(&q);
     reference_allreduce(in, want, count, t, op);
     bool ok = t == CR_FLOAT || t == CR_DOUBLE ? close_to(out, want, count, t)
                                               : memcmp(out, want, bytes) == 0;
@@ -155,6 +155,29 @@ static void test_allreduce_every_algorithm(void **state)
     cr_comm_destroy(comm);
     verdict();
 }
+
+/* The deprecated names still work (they call the new ones). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void test_deprecated_names(void **state)
+{
+    (void)state;
+    cr_comm *comm = open_comm();
+    int64_t one = 1, sum = 0;
+    cr_request *q = cr_iallreduce(comm, &one, &sum, 1, CR_INT64, CR_OP_SUM, NULL);
+    while (!cr_test(&q))
+        ;
+    CHECK(q == NULL && sum == test_size, "cr_test: sum %lld over %d ranks", (long long)sum,
+          test_size);
+    sum = 0;
+    q = cr_iallreduce(comm, &one, &sum, 1, CR_INT64, CR_OP_SUM, NULL);
+    cr_wait(&q);
+    CHECK(q == NULL && sum == test_size, "cr_wait: sum %lld over %d ranks", (long long)sum,
+          test_size);
+    cr_comm_destroy(comm);
+    verdict();
+}
+#pragma GCC diagnostic pop
 
 /* A user operation: wrapping sum of uint64 (associative and commutative). */
 static void add_u64(void *acc, const void *in, size_t count, void *user)
@@ -218,11 +241,11 @@ static void test_split_phase_with_traffic(void **state)
     CHECK(sum_all(received) == 1000ULL * (uint64_t)test_size, "pings lost");
     check_conserved(comm, 1000ULL * (uint64_t)test_size);
     int spins = 0;
-    while (!cr_test(&q3))
+    while (!cr_request_test(&q3))
         spins++;
-    CHECK(q3 == NULL, "cr_test did not clear the request");
-    cr_wait(&q2);
-    cr_wait(&q1);
+    CHECK(q3 == NULL, "cr_request_test did not clear the request");
+    cr_request_wait(&q2);
+    cr_request_wait(&q1);
     int64_t p = test_size;
     for (int i = 0; i < 5; i++) {
         CHECK(a[i] == p * (p - 1) / 2 + p * i, "in-place sum [%d] = %lld", i, (long long)a[i]);
@@ -332,6 +355,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_every_algorithm),
         cmocka_unit_test(test_allreduce_user_operation),
+        cmocka_unit_test(test_deprecated_names),
         cmocka_unit_test(test_split_phase_with_traffic),
         cmocka_unit_test(test_allgather_every_algorithm),
         cmocka_unit_test(test_allgatherv_distributions),

@@ -1440,7 +1440,7 @@ static void coll_check_allreduce(cr_comm *comm, const coll_variant *v, cr_dtype 
     char name[96];
     snprintf(name, sizeof name, "allreduce %s, type %d, op %d, %zu elements",
              cr_request_algorithm(q), (int)t, (int)op, count);
-    cr_wait(&q);
+    cr_request_wait(&q);
     for (size_t i = 0; i < count; i++) {
         if (t == CR_DOUBLE) {
             double want = 0;
