@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -17,40 +18,106 @@
 #define MiB (1024 * KiB)
 #define GiB (1024 * MiB)
 
-/* Accepted ranges, shared by the environment parser and cr_config_validate. */
-#define BUFFER_MIN 1
-#define BUFFER_MAX GiB
-#define CAP_MIN 1
-#define CAP_MAX (64 * GiB)
-#define INFLIGHT_MIN 1
-#define INFLIGHT_MAX 65536
-#define INTERVAL_MAX 3600.0
 #define WATCHDOG_MIN 0.1 /* below this the state lines would flood the terminal */
-#define WATCHDOG_MAX 86400.0
-#define VERBOSITY_MAX 3
-#define NODE_SIZE_MAX (1 << 30)
-#define NEST_LIMIT_MAX 64
-#define WATCHDOG_ABORT_MAX 1000
+
+/* The mailbox's numeric settings: one row each drives the default, the environment
+ * variable and cr_config_validate, so a range is written once. */
+typedef enum setting_kind {
+    SET_SIZE,    /* size_t bytes; the variable takes K, M, G suffixes */
+    SET_UINT,    /* unsigned */
+    SET_INT,     /* int */
+    SET_BOOL,    /* bool, from 0 or 1 */
+    SET_SECONDS, /* double seconds; the variable takes the units s, ms, us */
+} setting_kind;
+
+typedef struct setting {
+    const char *env;   /* its variable */
+    const char *field; /* its cr_config field, named in validation messages */
+    size_t offset;     /* of the field in cr_config */
+    setting_kind kind;
+    double min, max;
+    double dflt;
+    bool zero_is_off;  /* 0 is allowed below min: the feature is off */
+    const char *doc;   /* what it sets (docs/configuration.md says more) */
+} setting;
+
+#define AT(f) #f, offsetof(cr_config, f)
+static const setting settings[] = {
+    {"COURIER_BUFFER_SIZE", AT(buffer_bytes), SET_SIZE, 1, (double)GiB, 64 * KiB, false,
+     "flush threshold of a destination's send buffer"},
+    {"COURIER_BUFFER_CAP", AT(buffer_cap_bytes), SET_SIZE, 1, 64.0 * (double)GiB, 32 * MiB,
+     false, "bytes a rank's send buffers may hold before it waits"},
+    {"COURIER_MAX_INFLIGHT", AT(max_inflight), SET_UINT, 1, 65536, 32, false,
+     "sends in flight per rank at most"},
+    {"COURIER_NEST_LIMIT", AT(nest_limit), SET_UINT, 0, 64, 16, false,
+     "how deep a reentrant handler over the cap may handle buffers"},
+    {"COURIER_FLUSH_INTERVAL", AT(flush_interval), SET_SECONDS, 0, 3600, 0.005, false,
+     "longest a partly filled buffer waits while the rank is idle"},
+    {"COURIER_WATCHDOG", AT(watchdog_seconds), SET_SECONDS, WATCHDOG_MIN, 86400, 60, true,
+     "seconds without progress before the watchdog reports (0: off)"},
+    {"COURIER_WATCHDOG_ABORT", AT(watchdog_abort), SET_UINT, 0, 1000, 0, false,
+     "reports after which the watchdog ends the job (0: never)"},
+    {"COURIER_STATS", AT(print_stats), SET_BOOL, 0, 1, 0, false,
+     "print the counters when the comm is destroyed"},
+    {"COURIER_VERBOSE", AT(verbosity), SET_INT, 0, 3, 0, false, "diagnostic output level"},
+    {"COURIER_NODE_SIZE", AT(node_size), SET_UINT, 0, 1 << 30, 0, false,
+     "ranks per virtual node (0: the nodes MPI reports)"},
+};
+#undef AT
+#define NSETTINGS (sizeof settings / sizeof settings[0])
+
+static double value_of(const cr_config *cfg, const setting *t)
+{
+    const char *at = (const char *)cfg + t->offset;
+    size_t z;
+    unsigned u;
+    int i;
+    bool b;
+    double d;
+    switch (t->kind) {
+    case SET_SIZE: memcpy(&z, at, sizeof z); return (double)z;
+    case SET_UINT: memcpy(&u, at, sizeof u); return u;
+    case SET_INT: memcpy(&i, at, sizeof i); return i;
+    case SET_BOOL: memcpy(&b, at, sizeof b); return b;
+    default: memcpy(&d, at, sizeof d); return d;
+    }
+}
+
+/* v is in range (in_range) and whole where the kind is. */
+static void store(cr_config *cfg, const setting *t, double v)
+{
+    char *at = (char *)cfg + t->offset;
+    size_t z = (size_t)v;
+    unsigned u = (unsigned)v;
+    int i = (int)v;
+    bool b = v != 0;
+    switch (t->kind) {
+    case SET_SIZE: memcpy(at, &z, sizeof z); break;
+    case SET_UINT: memcpy(at, &u, sizeof u); break;
+    case SET_INT: memcpy(at, &i, sizeof i); break;
+    case SET_BOOL: memcpy(at, &b, sizeof b); break;
+    case SET_SECONDS: memcpy(at, &v, sizeof v); break;
+    }
+}
+
+/* NaN is in no range. */
+static bool in_range(const setting *t, double v)
+{
+    return (t->zero_is_off && v == 0) || (v >= t->min && v <= t->max);
+}
 
 void cr_config_init(cr_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg); /* padding too, so configs compare bytewise */
-    cfg->buffer_bytes = 64 * KiB;
-    cfg->buffer_cap_bytes = 32 * MiB;
-    cfg->max_inflight = 32;
-    cfg->nest_limit = 16;
-    cfg->flush_interval = 0.005;
-    cfg->watchdog_seconds = 60.0;
-    cfg->verbosity = 0;
+    for (size_t i = 0; i < NSETTINGS; i++)
+        store(cfg, &settings[i], settings[i].dflt);
     cfg->recv_mode = CR_RECV_PROBE;
     cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
-    cfg->node_size = 0;
     cfg->exchange = CR_SX_NBX;
     cfg->allreduce = CR_ALLREDUCE_AUTO;
     cfg->allreduce_ports = 0;
     cfg->allgather = CR_ALLGATHER_AUTO;
 }
-
 
 /* "65536", "64K", "64KiB", "1m", "2 GB": binary multiples, case-insensitive. */
 static bool parse_size(const char *s, size_t *out)
@@ -122,98 +189,52 @@ static bool parse_long(const char *s, long *out)
     return true;
 }
 
-/* Each env_* helper returns 1 when the variable is set and valid, 0 when it is not
- * set, -1 with a message when its value is bad. */
-static int env_size(const char *name, size_t min, size_t max, size_t *out, char *err,
-                    size_t errlen)
+/* Read setting t's variable into cfg if it is set: 0, or -1 with a message naming
+ * the variable, the value and what it takes if the value is bad. */
+static int env_setting(const setting *t, cr_config *cfg, char *err, size_t errlen)
 {
-    const char *s = getenv(name);
+    const char *s = getenv(t->env);
     if (!s)
         return 0;
-    size_t v;
-    if (!parse_size(s, &v) || v < min || v > max) {
-        cr_set_error(err, errlen,
-                  "%s='%s' is not valid: expected a size in bytes from %zu to %zu "
-                  "(suffixes K, M, G allowed)",
-                  name, s, min, max);
-        return -1;
+    double v = 0;
+    bool parsed;
+    if (t->kind == SET_SIZE) {
+        size_t z = 0;
+        parsed = parse_size(s, &z);
+        v = (double)z;
+    } else if (t->kind == SET_SECONDS) {
+        parsed = parse_seconds(s, &v);
+    } else {
+        long l = 0;
+        parsed = parse_long(s, &l);
+        v = (double)l;
     }
-    *out = v;
-    return 1;
-}
-
-static int env_long(const char *name, long min, long max, long *out, char *err, size_t errlen)
-{
-    const char *s = getenv(name);
-    if (!s)
+    if (parsed && in_range(t, v)) {
+        store(cfg, t, v);
         return 0;
-    long v;
-    if (!parse_long(s, &v) || v < min || v > max) {
-        cr_set_error(err, errlen, "%s='%s' is not valid: expected an integer from %ld to %ld",
-                  name, s, min, max);
-        return -1;
     }
-    *out = v;
-    return 1;
-}
-
-static int env_seconds(const char *name, double max, double *out, char *err, size_t errlen)
-{
-    const char *s = getenv(name);
-    if (!s)
-        return 0;
-    double v;
-    if (!parse_seconds(s, &v) || v < 0 || v > max) {
-        cr_set_error(err, errlen,
-                  "%s='%s' is not valid: expected seconds from 0 to %g "
-                  "(a number, optionally with the unit s, ms or us)",
-                  name, s, max);
-        return -1;
-    }
-    *out = v;
-    return 1;
+    if (t->kind == SET_SIZE)
+        cr_set_error(err, errlen, "%s='%s' is not valid: expected a size in bytes from %.0f to "
+                     "%.0f (suffixes K, M, G allowed)", t->env, s, t->min, t->max);
+    else if (t->kind == SET_SECONDS && t->zero_is_off && parsed && v > 0 && v < t->min)
+        cr_set_error(err, errlen, "%s='%s' is not valid: expected 0 (off) or seconds from %g to "
+                     "%g", t->env, s, t->min, t->max);
+    else if (t->kind == SET_SECONDS)
+        cr_set_error(err, errlen, "%s='%s' is not valid: expected seconds from %g to %g (a "
+                     "number, optionally with the unit s, ms or us)", t->env, s,
+                     t->zero_is_off ? 0.0 : t->min, t->max);
+    else
+        cr_set_error(err, errlen, "%s='%s' is not valid: expected an integer from %.0f to %.0f",
+                     t->env, s, t->min, t->max);
+    return -1;
 }
 
 int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
 {
     cr_config c = *cfg;
-    long l;
-    int r;
-
-    if (env_size("COURIER_BUFFER_SIZE", BUFFER_MIN, BUFFER_MAX, &c.buffer_bytes, err,
-                 errlen) < 0)
-        return -1;
-    if (env_size("COURIER_BUFFER_CAP", CAP_MIN, CAP_MAX, &c.buffer_cap_bytes, err, errlen) < 0)
-        return -1;
-    if ((r = env_long("COURIER_MAX_INFLIGHT", INFLIGHT_MIN, INFLIGHT_MAX, &l, err, errlen)) < 0)
-        return -1;
-    if (r)
-        c.max_inflight = (unsigned)l;
-    if ((r = env_long("COURIER_NEST_LIMIT", 0, NEST_LIMIT_MAX, &l, err, errlen)) < 0)
-        return -1;
-    if (r)
-        c.nest_limit = (unsigned)l;
-    if (env_seconds("COURIER_FLUSH_INTERVAL", INTERVAL_MAX, &c.flush_interval, err, errlen) < 0)
-        return -1;
-    if (env_seconds("COURIER_WATCHDOG", WATCHDOG_MAX, &c.watchdog_seconds, err, errlen) < 0)
-        return -1;
-    if (c.watchdog_seconds > 0 && c.watchdog_seconds < WATCHDOG_MIN) {
-        cr_set_error(err, errlen, "COURIER_WATCHDOG='%s' is not valid: expected 0 (off) or "
-                     "seconds from %g to %g", getenv("COURIER_WATCHDOG"), WATCHDOG_MIN, WATCHDOG_MAX);
-        return -1;
-    }
-    if ((r = env_long("COURIER_WATCHDOG_ABORT", 0, WATCHDOG_ABORT_MAX, &l, err, errlen)) < 0)
-        return -1;
-    if (r)
-        c.watchdog_abort = (unsigned)l;
-    if ((r = env_long("COURIER_STATS", 0, 1, &l, err, errlen)) < 0)
-        return -1;
-    if (r)
-        c.print_stats = l != 0;
-    if ((r = env_long("COURIER_VERBOSE", 0, VERBOSITY_MAX, &l, err, errlen)) < 0)
-        return -1;
-    if (r)
-        c.verbosity = (int)l;
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (env_setting(&settings[i], &c, err, errlen) < 0)
+            return -1;
 
     const char *recv = getenv("COURIER_RECV");
     if (recv) {
@@ -227,10 +248,6 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
-    if ((r = env_long("COURIER_NODE_SIZE", 0, NODE_SIZE_MAX, &l, err, errlen)) < 0)
-        return -1;
-    if (r)
-        c.node_size = (unsigned)l;
 
     const char *route = getenv("COURIER_ROUTE");
     if (route) {
@@ -257,55 +274,22 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
 
 int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
 {
-    if (cfg->buffer_bytes < BUFFER_MIN || cfg->buffer_bytes > BUFFER_MAX) {
-        cr_set_error(err, errlen, "buffer_bytes=%zu is out of range: expected %zu to %zu",
-                  cfg->buffer_bytes, (size_t)BUFFER_MIN, (size_t)BUFFER_MAX);
-        return -1;
-    }
-    if (cfg->buffer_cap_bytes < CAP_MIN || cfg->buffer_cap_bytes > CAP_MAX) {
-        cr_set_error(err, errlen, "buffer_cap_bytes=%zu is out of range: expected %zu to %zu",
-                  cfg->buffer_cap_bytes, (size_t)CAP_MIN, (size_t)CAP_MAX);
-        return -1;
-    }
-    if (cfg->max_inflight < INFLIGHT_MIN || cfg->max_inflight > INFLIGHT_MAX) {
-        cr_set_error(err, errlen, "max_inflight=%u is out of range: expected %d to %d",
-                  cfg->max_inflight, INFLIGHT_MIN, INFLIGHT_MAX);
-        return -1;
-    }
-    if (cfg->nest_limit > NEST_LIMIT_MAX) {
-        cr_set_error(err, errlen, "nest_limit=%u is out of range: expected 0 to %d",
-                     cfg->nest_limit, NEST_LIMIT_MAX);
-        return -1;
-    }
-    if (!(cfg->flush_interval >= 0 && cfg->flush_interval <= INTERVAL_MAX)) {
-        cr_set_error(err, errlen, "flush_interval=%g is out of range: expected 0 to %g seconds",
-                  cfg->flush_interval, INTERVAL_MAX);
-        return -1;
-    }
-    if (!(cfg->watchdog_seconds == 0 ||
-          (cfg->watchdog_seconds >= WATCHDOG_MIN && cfg->watchdog_seconds <= WATCHDOG_MAX))) {
-        cr_set_error(err, errlen, "watchdog_seconds=%g is out of range: expected 0 (off) or "
-                     "%g to %g seconds", cfg->watchdog_seconds, WATCHDOG_MIN, WATCHDOG_MAX);
-        return -1;
-    }
-    if (cfg->watchdog_abort > WATCHDOG_ABORT_MAX) {
-        cr_set_error(err, errlen, "watchdog_abort=%u is out of range: expected 0 (never) to %d",
-                     cfg->watchdog_abort, WATCHDOG_ABORT_MAX);
-        return -1;
-    }
-    if (cfg->verbosity < 0 || cfg->verbosity > VERBOSITY_MAX) {
-        cr_set_error(err, errlen, "verbosity=%d is out of range: expected 0 to %d", cfg->verbosity,
-                  VERBOSITY_MAX);
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const setting *t = &settings[i];
+        double v = value_of(cfg, t);
+        if (in_range(t, v))
+            continue;
+        if (t->kind == SET_SECONDS)
+            cr_set_error(err, errlen, "%s=%g is out of range: expected %s%g to %g seconds",
+                         t->field, v, t->zero_is_off ? "0 (off) or " : "", t->min, t->max);
+        else
+            cr_set_error(err, errlen, "%s=%.0f is out of range: expected %.0f to %.0f", t->field,
+                         v, t->min, t->max);
         return -1;
     }
     if (cfg->recv_mode != CR_RECV_PROBE && cfg->recv_mode != CR_RECV_PREPOST) {
         cr_set_error(err, errlen, "recv_mode=%d is not valid: expected CR_RECV_PROBE or CR_RECV_PREPOST",
                   (int)cfg->recv_mode);
-        return -1;
-    }
-    if (cfg->node_size > NODE_SIZE_MAX) {
-        cr_set_error(err, errlen, "node_size=%u is out of range: expected 0 to %d", cfg->node_size,
-                  NODE_SIZE_MAX);
         return -1;
     }
     if (memchr(cfg->trace_path, '\0', sizeof cfg->trace_path) == NULL) {
@@ -332,14 +316,19 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-/* Every COURIER_* variable the library reads (the modules' included). */
-static const char *const known_variables[] = {
-    "COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURIER_MAX_INFLIGHT", "COURIER_NEST_LIMIT",
-    "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_WATCHDOG_ABORT", "COURIER_STATS",
-    "COURIER_VERBOSE", "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE", "COURIER_TRACE",
+/* The COURIER_* variables the library reads besides the settings table's (the
+ * modules' included). */
+static const char *const other_variables[] = {
+    "COURIER_RECV", "COURIER_ROUTE", "COURIER_TRACE",
     "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
 };
-#define NKNOWN (sizeof known_variables / sizeof known_variables[0])
+#define NOTHER (sizeof other_variables / sizeof other_variables[0])
+#define NKNOWN (NSETTINGS + NOTHER)
+
+static const char *known_variable(size_t i)
+{
+    return i < NSETTINGS ? settings[i].env : other_variables[i - NSETTINGS];
+}
 
 /* Levenshtein distance of two short names (longer ones are cut at 63 bytes). */
 static size_t edit_distance(const char *a, const char *b)
@@ -365,12 +354,12 @@ static size_t edit_distance(const char *a, const char *b)
 
 const char *cr_config_nearest_variable(const char *name)
 {
-    const char *best = known_variables[0];
+    const char *best = known_variable(0);
     size_t best_d = (size_t)-1;
     for (size_t i = 0; i < NKNOWN; i++) {
-        size_t d = edit_distance(name, known_variables[i]);
+        size_t d = edit_distance(name, known_variable(i));
         if (d < best_d)
-            best = known_variables[i], best_d = d;
+            best = known_variable(i), best_d = d;
     }
     return best;
 }
@@ -378,7 +367,7 @@ const char *cr_config_nearest_variable(const char *name)
 bool cr_config_is_known_variable(const char *name)
 {
     for (size_t i = 0; i < NKNOWN; i++)
-        if (!strcmp(name, known_variables[i]))
+        if (!strcmp(name, known_variable(i)))
             return true;
     return false;
 }
