@@ -87,8 +87,8 @@ typedef struct options {
 
 static void parse(app *a, int argc, char **argv, options *o)
 {
-    cr_gen_params_init(&o->gen);
-    cr_bfs_opts_init(&o->bfs);
+    cr_graph_gen_params_init(&o->gen);
+    cr_graph_bfs_opts_init(&o->bfs);
     o->bfs.algorithm = CR_BFS_HYBRID; /* 5-8 times the top-down TEPS (docs/graph.md) */
     o->roots = 16;
     static const struct option opts[] = {
@@ -258,9 +258,9 @@ static void load_graph(app *a, const options *o, cr_edge_list *edges)
     else
         app_progress(a, "generating the graph: scale %d, edge factor %g", o->gen.scale,
                      o->gen.edgefactor);
-    int rc = o->graph ? cr_read_edges(o->graph, o->format, NULL, a->rank, a->size, edges, err,
-                                      sizeof err)
-                      : cr_generate(&o->gen, a->rank, a->size, edges, err, sizeof err);
+    int rc = o->graph ? cr_graph_read_edges(o->graph, o->format, NULL, a->rank, a->size, edges, err,
+                                            sizeof err)
+                      : cr_graph_generate(&o->gen, a->rank, a->size, edges, err, sizeof err);
     app_agree(a, rc ? err : NULL);
     if (o->graph)
         check_vertices(a, o, edges);
@@ -398,7 +398,7 @@ int main(int argc, char **argv)
     app_progress(&a, "built in %.2f s", t_build);
     uint64_t local_edges = edges.count, input_edges;
     MPI_Allreduce(&local_edges, &input_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    cr_edge_list_free(&edges);
+    cr_graph_edges_free(&edges);
 
     char route_name[128];
     cr_route_format(&cfg.route, route_name, sizeof route_name);
@@ -430,10 +430,10 @@ int main(int argc, char **argv)
     for (int k = 0; k < nroots; k++) {
         cr_bfs_result r;
         app_progress(&a, "search %d of %d from %llu", k + 1, nroots, (unsigned long long)roots[k]);
-        cr_bfs_run(g, &o.bfs, roots[k], &r);
+        cr_graph_bfs_run(g, &o.bfs, roots[k], &r);
         char why[256];
         double tv = MPI_Wtime();
-        uint64_t bad = cr_bfs_validate(g, roots[k], r.parent, r.level, why, sizeof why);
+        uint64_t bad = cr_graph_bfs_validate(g, roots[k], r.parent, r.level, why, sizeof why);
         validate_times[k] = app_max_time(MPI_Wtime() - tv);
         times[k] = r.seconds;
         nedges[k] = (double)r.edges;
@@ -457,7 +457,7 @@ int main(int argc, char **argv)
                    (unsigned long long)r.reached, (unsigned long long)r.edges, r.levels,
                    r.seconds, teps[k] / 1e6, visits, bad ? "INVALID" : "valid");
         }
-        cr_bfs_result_free(&r);
+        cr_graph_bfs_result_free(&r);
     }
     double hmean = nroots / inv_sum;
     double med = app_median(teps, nroots), lo = teps[0], hi = teps[nroots - 1];

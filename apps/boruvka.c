@@ -184,7 +184,7 @@ static void parse(app *a, int argc, char **argv, opts *o)
     static const char *const modes[] = {"filter", "async", "lockstep", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     static const char *const validations[] = {"no", "yes", "auto", NULL};
-    cr_gen_params_init(&o->gen);
+    cr_graph_gen_params_init(&o->gen);
     o->gen.weights = true;
     o->aggregation = CR_DARRAY_AGG_HASH;
     o->validate = 2;
@@ -236,9 +236,9 @@ static cr_edge_list load_edges(const app *a, const opts *o, uint64_t *n, uint64_
     FILE *write_to = app_open_graph_file(a, o->write_graph);
     char err[512];
     app_progress(a, o->graph ? "reading the graph" : "generating the graph");
-    int rc = o->graph ? cr_read_edges(o->graph, CR_FILE_AUTO, o->weights, a->rank, a->size,
-                                      &list, err, sizeof err)
-                      : cr_generate(&o->gen, a->rank, a->size, &list, err, sizeof err);
+    int rc = o->graph ? cr_graph_read_edges(o->graph, CR_FILE_AUTO, o->weights, a->rank, a->size,
+                                            &list, err, sizeof err)
+                      : cr_graph_generate(&o->gen, a->rank, a->size, &list, err, sizeof err);
     app_agree(a, rc ? err : NULL);
     app_agree(a, list.count && !list.weights ? "the graph has no weights (give --weights, or "
                                                "'u v w' lines)"
@@ -293,7 +293,7 @@ int main(int argc, char **argv)
                             .node_size = lockstep ? 0 : o.node_size};
     cr_comm *comm = app_comm_create(&a, &flags, NULL);
     cr_msf_opts mo;
-    cr_msf_opts_init(&mo);
+    cr_graph_msf_opts_init(&mo);
     mo.algorithm = o.mode == MODE_FILTER ? CR_MSF_FILTER
                    : o.mode == MODE_ASYNC ? CR_MSF_BORUVKA : CR_MSF_LOCKSTEP;
     mo.gather_limit = o.gather_limit;
@@ -369,9 +369,9 @@ int main(int argc, char **argv)
                          : ok       ? "validated against Kruskal: the same forest and components"
                                     : "VALIDATION FAILED");
     }
-    cr_msf_result_free(&f);
+    cr_graph_msf_result_free(&f);
     cr_comm_destroy(comm);
-    cr_edge_list_free(&list);
+    cr_graph_edges_free(&list);
     MPI_Finalize();
     return !ok || !inv.ok;
 }

@@ -135,7 +135,7 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
     static const char *const algos[] = {"sv", "label", "local", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     static const char *const validations[] = {"no", "yes", "auto", NULL};
-    cr_gen_params_init(&o->gen);
+    cr_graph_gen_params_init(&o->gen);
     o->algorithm = ALG_LOCAL;
     o->aggregation = CR_DARRAY_AGG_HASH;
     o->validate = 2;
@@ -189,9 +189,9 @@ int main(int argc, char **argv)
     char err[512];
     app_progress(&a, o.graph ? "reading the graph" : "generating the graph");
     double t_gen = MPI_Wtime();
-    int rc = o.graph ? cr_read_edges(o.graph, CR_FILE_AUTO, NULL, a.rank, a.size, &edges, err,
-                                     sizeof err)
-                     : cr_generate(&o.gen, a.rank, a.size, &edges, err, sizeof err);
+    int rc = o.graph ? cr_graph_read_edges(o.graph, CR_FILE_AUTO, NULL, a.rank, a.size, &edges, err,
+                                           sizeof err)
+                     : cr_graph_generate(&o.gen, a.rank, a.size, &edges, err, sizeof err);
     app_agree(&a, rc ? err : NULL);
     t_gen = app_max_time(MPI_Wtime() - t_gen);
     if (o.graph) { /* ids used as they are: refuse what cannot fit before allocating */
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
     uint64_t *label = app_calloc(&a, nl ? nl : 1, 8, "the labels");
 
     cr_cc_opts co;
-    cr_cc_opts_init(&co);
+    cr_graph_cc_opts_init(&co);
     co.algorithm = o.algorithm == ALG_LOCAL ? CR_CC_LOCAL
                    : o.algorithm == ALG_LABEL ? CR_CC_LABEL : CR_CC_SV;
     if (o.algorithm == ALG_SV)
@@ -282,7 +282,7 @@ int main(int argc, char **argv)
     free(label);
     cr_graph_destroy(g);
     cr_comm_destroy(comm);
-    cr_edge_list_free(&edges);
+    cr_graph_edges_free(&edges);
     MPI_Finalize();
     return ok && inv.ok ? 0 : 1;
 }

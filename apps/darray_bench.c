@@ -345,7 +345,7 @@ int main(int argc, char **argv)
                                          "reached_owner,reached_owner_max,verified");
     if (want_pat[PAT_NEIGHBORHOOD] || want_pat[PAT_DOUBLING]) {
         cr_gen_params gp;
-        cr_gen_params_init(&gp);
+        cr_graph_gen_params_init(&gp);
         gp.kind = (cr_gen_kind)generator;
         gp.scale = (int)lround(log2((double)vpr * b.a.size));
         gp.scale = gp.scale < 1 ? 1 : gp.scale;
@@ -356,11 +356,11 @@ int main(int argc, char **argv)
                             gp.scale);
         cr_edge_list edges = {0};
         char err[256];
-        if (cr_generate(&gp, b.a.rank, b.a.size, &edges, err, sizeof err))
+        if (cr_graph_generate(&gp, b.a.rank, b.a.size, &edges, err, sizeof err))
             app_error(&b.a, "%s", err);
         cr_comm *gcomm = comm_for(&b, 1, 0);
         b.g = cr_graph_build(gcomm, &edges);
-        cr_edge_list_free(&edges);
+        cr_graph_edges_free(&edges);
         b.n = cr_graph_vertices(b.g);
         if (b.a.rank == 0)
             printf("darray_bench: %d ranks, %s graph of %llu vertices (scale %d), edge factor "

@@ -229,17 +229,17 @@ static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
 static cr_graph *build_graph(cr_comm *comm, cr_gen_params *gp)
 {
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
-    cr_gen_params_init(gp);
+    cr_graph_gen_params_init(gp);
     gp->scale = (int)lround(log2((double)W.vertices_per_rank * p));
     gp->edgefactor = W.edgefactor;
     cr_edge_list edges = {0};
     char err[256];
-    if (cr_generate(gp, me, p, &edges, err, sizeof err)) {
+    if (cr_graph_generate(gp, me, p, &edges, err, sizeof err)) {
         snprintf(W.error, sizeof W.error, "%s", err);
         return NULL;
     }
     cr_graph *g = cr_graph_build(comm, &edges);
-    cr_edge_list_free(&edges);
+    cr_graph_edges_free(&edges);
     return g;
 }
 
@@ -265,12 +265,12 @@ static uint64_t bfs_root(const cr_gen_params *gp)
 {
     cr_edge_list first = {0};
     char err[256];
-    if (cr_generate(gp, 0, 1 << 20, &first, err, sizeof err) || first.count == 0) {
-        cr_edge_list_free(&first);
+    if (cr_graph_generate(gp, 0, 1 << 20, &first, err, sizeof err) || first.count == 0) {
+        cr_graph_edges_free(&first);
         return 0;
     }
     uint64_t root = first.edges[0].u;
-    cr_edge_list_free(&first);
+    cr_graph_edges_free(&first);
     return root;
 }
 
@@ -288,22 +288,22 @@ static void run_bfs(cr_comm *comm, void *user)
         return;
     uint64_t root = bfs_root(&gp);
     cr_bfs_opts o;
-    cr_bfs_opts_init(&o);
+    cr_graph_bfs_opts_init(&o);
     o.algorithm = W.agg == 0 ? CR_BFS_LEVELS : CR_BFS_LEVELS_DEDUP;
     cr_stats before, after;
     cr_barrier(comm);
     cr_stats_get(comm, &before);
     cr_bfs_result res;
-    cr_bfs_run(g, &o, root, &res);
+    cr_graph_bfs_run(g, &o, root, &res);
     cr_stats_get(comm, &after);
     W.stats[me].messages = after.mpi_sends - before.mpi_sends;
     W.stats[me].bytes = after.mpi_bytes_sent - before.mpi_bytes_sent;
     W.stats[me].reached_owner = after.msgs_handled - before.msgs_handled;
     char why[256];
-    W.bad[me] = cr_bfs_validate(g, root, res.parent, res.level, why, sizeof why);
+    W.bad[me] = cr_graph_bfs_validate(g, root, res.parent, res.level, why, sizeof why);
     if (me == 0)
         W.reached = res.reached;
-    cr_bfs_result_free(&res);
+    cr_graph_bfs_result_free(&res);
     cr_graph_destroy(g);
 }
 

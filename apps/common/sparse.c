@@ -122,7 +122,7 @@ static int load_graph(cr_gen_kind kind, bool permute, const char *args, uint64_t
                       sparse_matrix *m, char *err, size_t errlen)
 {
     cr_gen_params p;
-    cr_gen_params_init(&p);
+    cr_graph_gen_params_init(&p);
     p.kind = kind;
     p.permute = permute;
     p.seed = seed;
@@ -147,7 +147,7 @@ static int load_graph(cr_gen_kind kind, bool permute, const char *args, uint64_t
         return -1;
     }
     cr_edge_list list = {0};
-    if (cr_generate(&p, 0, 1, &list, err, errlen) != 0)
+    if (cr_graph_generate(&p, 0, 1, &list, err, errlen) != 0)
         return -1;
     entries e = {0};
     for (size_t i = 0; i < list.count; i++) {
@@ -157,7 +157,7 @@ static int load_graph(cr_gen_kind kind, bool permute, const char *args, uint64_t
             push(&e, v, u, gen_value(u, v));
     }
     uint64_t n = list.nvertices;
-    cr_edge_list_free(&list);
+    cr_graph_edges_free(&list);
     compress(&e, n, m);
     return 0;
 }

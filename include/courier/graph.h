@@ -33,7 +33,7 @@ typedef struct cr_edge_list {
     uint64_t nvertices; /* ids are in [0, nvertices) */
 } cr_edge_list;
 
-void cr_edge_list_free(cr_edge_list *list);
+void cr_graph_edges_free(cr_edge_list *list);
 
 typedef enum cr_gen_kind {
     CR_GEN_RMAT, /* Kronecker / R-MAT with Graph500 parameters */
@@ -53,16 +53,16 @@ typedef struct cr_gen_params {
 
 /* Defaults: R-MAT, scale 16, edge factor 16, seed 1, A, B, C = 0.57, 0.19, 0.19,
  * permuted, unweighted. */
-void cr_gen_params_init(cr_gen_params *p);
+void cr_graph_gen_params_init(cr_gen_params *p);
 
 /* Generate rank `rank`'s share of the graph among `size` ranks. Returns 0, or -1
  * with a one-line message in err for bad parameters. */
-int cr_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *out, char *err,
-                size_t errlen);
+int cr_graph_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *out, char *err,
+                      size_t errlen);
 
 /* Read this rank's share of an edge-list file. Formats:
  *   CR_FILE_TEXT      "u v" or "u v w" per line; '#' starts a comment;
- *   CR_FILE_BINARY    Courier's binary form (cr_write_edges);
+ *   CR_FILE_BINARY    Courier's binary form (cr_graph_write_edges);
  *   CR_FILE_GRAPH500  the Graph500 reference's dump: 12 bytes per edge, three
  *                     little-endian uint32 (v0 low, v1 low, high: bits 32..47 of v0
  *                     in its low 16 bits, of v1 in its high 16 bits);
@@ -75,12 +75,12 @@ int cr_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *out, c
  * Returns 0, or -1 with a one-line error naming the file (and line); a malformed
  * file gives the same error on every rank. Local. */
 typedef enum cr_file_format { CR_FILE_AUTO, CR_FILE_TEXT, CR_FILE_BINARY, CR_FILE_GRAPH500 } cr_file_format;
-int cr_read_edges(const char *path, cr_file_format format, const char *weights_path, int rank,
-                  int size, cr_edge_list *out, char *err, size_t errlen);
+int cr_graph_read_edges(const char *path, cr_file_format format, const char *weights_path,
+                        int rank, int size, cr_edge_list *out, char *err, size_t errlen);
 
 /* Write an edge list (all of it, from one process) as text or binary. */
-int cr_write_edges(const char *path, cr_file_format format, const cr_edge_list *list, char *err,
-                   size_t errlen);
+int cr_graph_write_edges(const char *path, cr_file_format format, const cr_edge_list *list,
+                         char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- distributed graph */
 
@@ -151,20 +151,20 @@ typedef struct cr_bfs_opts {
 } cr_bfs_opts;
 
 /* Defaults: CR_BFS_LEVELS, CR_BFS_AUTO, alpha 14, beta 24. Local. */
-void cr_bfs_opts_init(cr_bfs_opts *o);
+void cr_graph_bfs_opts_init(cr_bfs_opts *o);
 /* BFS from `root` as `o` says; NULL: the defaults. Collective. */
-void cr_bfs_run(cr_graph *g, const cr_bfs_opts *o, uint64_t root, cr_bfs_result *out);
+void cr_graph_bfs_run(cr_graph *g, const cr_bfs_opts *o, uint64_t root, cr_bfs_result *out);
 
 /* BFS from `root` with asynchronous visits; level-synchronous. Collective. */
-void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out);
+void cr_graph_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out);
 /* The same with a choice of algorithm. Both give exact levels. */
-void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out);
-void cr_bfs_result_free(cr_bfs_result *r);
+void cr_graph_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out);
+void cr_graph_bfs_result_free(cr_bfs_result *r);
 
 /* Check a BFS tree with the Graph500 rules; returns the number of violations over
  * all ranks (0: valid), and the first one this rank found in `why`. Collective. */
-uint64_t cr_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent, const int32_t *level,
-                         char *why, size_t whylen);
+uint64_t cr_graph_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent,
+                               const int32_t *level, char *why, size_t whylen);
 
 /* ---------------------------------------------------------------- connected components */
 
@@ -204,7 +204,7 @@ typedef struct cr_cc_opts {
 } cr_cc_opts;
 
 /* Defaults: CR_CC_LOCAL, direct, hash aggregation. Local. */
-void cr_cc_opts_init(cr_cc_opts *o);
+void cr_graph_cc_opts_init(cr_cc_opts *o);
 /* Connected components by the algorithm `o` names (NULL: the defaults), each ending
  * with every label the smallest id of its component, as cr_graph_cc. The other forms
  * are kept for the aggregation studies (docs/graph.md): label propagation's memory is
@@ -237,7 +237,7 @@ typedef struct cr_msf_opts {
 
 /* Defaults: CR_MSF_FILTER, a gather limit of 2^24 edges, direct, hash aggregation.
  * Local. */
-void cr_msf_opts_init(cr_msf_opts *o);
+void cr_graph_msf_opts_init(cr_msf_opts *o);
 
 typedef struct cr_msf_result {
     uint64_t *forest;    /* this rank's forest edges, as edge ids (owned by the result) */
@@ -278,7 +278,83 @@ typedef struct cr_msf_result {
 int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
                  const cr_msf_opts *o, cr_msf_result *out, char *err, size_t errlen);
 /* Free what the result owns. Local. */
-void cr_msf_result_free(cr_msf_result *r);
+void cr_graph_msf_result_free(cr_msf_result *r);
+
+/* ---------------------------------------------------------------- deprecated names */
+
+/* The names these calls had before they took the module's prefix: deprecated, kept
+ * for one release. */
+#define CR_GRAPH_OLD_NAME(new_name) __attribute__((deprecated("use " #new_name)))
+CR_GRAPH_OLD_NAME(cr_graph_edges_free) static inline void cr_edge_list_free(cr_edge_list *l)
+{
+    cr_graph_edges_free(l);
+}
+CR_GRAPH_OLD_NAME(cr_graph_gen_params_init) static inline void cr_gen_params_init(cr_gen_params *p)
+{
+    cr_graph_gen_params_init(p);
+}
+CR_GRAPH_OLD_NAME(cr_graph_generate)
+static inline int cr_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *out,
+                              char *err, size_t errlen)
+{
+    return cr_graph_generate(p, rank, size, out, err, errlen);
+}
+CR_GRAPH_OLD_NAME(cr_graph_read_edges)
+static inline int cr_read_edges(const char *path, cr_file_format format, const char *weights_path,
+                                int rank, int size, cr_edge_list *out, char *err, size_t errlen)
+{
+    return cr_graph_read_edges(path, format, weights_path, rank, size, out, err, errlen);
+}
+CR_GRAPH_OLD_NAME(cr_graph_write_edges)
+static inline int cr_write_edges(const char *path, cr_file_format format,
+                                 const cr_edge_list *list, char *err, size_t errlen)
+{
+    return cr_graph_write_edges(path, format, list, err, errlen);
+}
+CR_GRAPH_OLD_NAME(cr_graph_bfs_opts_init) static inline void cr_bfs_opts_init(cr_bfs_opts *o)
+{
+    cr_graph_bfs_opts_init(o);
+}
+CR_GRAPH_OLD_NAME(cr_graph_bfs_run)
+static inline void cr_bfs_run(cr_graph *g, const cr_bfs_opts *o, uint64_t root, cr_bfs_result *out)
+{
+    cr_graph_bfs_run(g, o, root, out);
+}
+CR_GRAPH_OLD_NAME(cr_graph_bfs)
+static inline void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
+{
+    cr_graph_bfs(g, root, out);
+}
+CR_GRAPH_OLD_NAME(cr_graph_bfs_with)
+static inline void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root,
+                               cr_bfs_result *out)
+{
+    cr_graph_bfs_with(g, algorithm, root, out);
+}
+CR_GRAPH_OLD_NAME(cr_graph_bfs_result_free) static inline void cr_bfs_result_free(cr_bfs_result *r)
+{
+    cr_graph_bfs_result_free(r);
+}
+CR_GRAPH_OLD_NAME(cr_graph_bfs_validate)
+static inline uint64_t cr_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent,
+                                       const int32_t *level, char *why, size_t whylen)
+{
+    return cr_graph_bfs_validate(g, root, parent, level, why, whylen);
+}
+CR_GRAPH_OLD_NAME(cr_graph_cc_opts_init) static inline void cr_cc_opts_init(cr_cc_opts *o)
+{
+    cr_graph_cc_opts_init(o);
+}
+CR_GRAPH_OLD_NAME(cr_graph_msf_opts_init) static inline void cr_msf_opts_init(cr_msf_opts *o)
+{
+    cr_graph_msf_opts_init(o);
+}
+CR_GRAPH_OLD_NAME(cr_graph_msf_result_free)
+static inline void cr_msf_result_free(cr_msf_result *r)
+{
+    cr_graph_msf_result_free(r);
+}
+#undef CR_GRAPH_OLD_NAME
 
 #ifdef __cplusplus
 }

@@ -396,39 +396,39 @@ static int search_hybrid(cr_graph *g, const cr_bfs_opts *o, uint64_t root, int *
     return levels;
 }
 
-void cr_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
+void cr_graph_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
 {
-    cr_bfs_with(g, CR_BFS_LEVELS, root, out);
+    cr_graph_bfs_with(g, CR_BFS_LEVELS, root, out);
 }
 
 static void register_bfs(cr_graph *g); /* with the validation's handlers, below */
 
-void cr_bfs_opts_init(cr_bfs_opts *o)
+void cr_graph_bfs_opts_init(cr_bfs_opts *o)
 {
     *o = (cr_bfs_opts){.algorithm = CR_BFS_LEVELS, .direction = CR_BFS_AUTO, .alpha = 14,
                        .beta = 24};
 }
 
-void cr_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out)
+void cr_graph_bfs_with(cr_graph *g, cr_bfs_algorithm algorithm, uint64_t root, cr_bfs_result *out)
 {
     cr_bfs_opts o;
-    cr_bfs_opts_init(&o);
+    cr_graph_bfs_opts_init(&o);
     o.algorithm = algorithm;
-    cr_bfs_run(g, &o, root, out);
+    cr_graph_bfs_run(g, &o, root, out);
 }
 
-void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_result *out)
+void cr_graph_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_result *out)
 {
     cr_bfs_opts defaults;
-    cr_bfs_opts_init(&defaults);
+    cr_graph_bfs_opts_init(&defaults);
     const cr_bfs_opts *o = opts ? opts : &defaults;
     cr_bfs_algorithm algorithm = o->algorithm;
     if (algorithm != CR_BFS_LEVELS && algorithm != CR_BFS_ASYNC &&
         algorithm != CR_BFS_LEVELS_DEDUP && algorithm != CR_BFS_HYBRID)
-        cr_fatal("cr_bfs_run: algorithm %d is not valid", (int)algorithm);
+        cr_fatal("cr_graph_bfs_run: algorithm %d is not valid", (int)algorithm);
     if (algorithm == CR_BFS_HYBRID && (!(o->alpha > 0) || !(o->beta > 0) ||
                                        (unsigned)o->direction > CR_BFS_ALTERNATE))
-        cr_fatal("cr_bfs_run: hybrid needs alpha > 0, beta > 0 and a valid direction "
+        cr_fatal("cr_graph_bfs_run: hybrid needs alpha > 0, beta > 0 and a valid direction "
                  "(alpha %g, beta %g, direction %d)", o->alpha, o->beta, (int)o->direction);
     register_bfs(g);
     memset(out, 0, sizeof *out);
@@ -480,7 +480,7 @@ void cr_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bfs_resu
     g->level = NULL;
 }
 
-void cr_bfs_result_free(cr_bfs_result *r)
+void cr_graph_bfs_result_free(cr_bfs_result *r)
 {
     free(r->parent);
     free(r->level);
@@ -581,8 +581,8 @@ static void check_vertex(cr_graph *g, uint64_t root, uint64_t i)
     }
 }
 
-uint64_t cr_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent, const int32_t *level,
-                         char *why, size_t whylen)
+uint64_t cr_graph_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent, const int32_t *level,
+                               char *why, size_t whylen)
 {
     register_bfs(g);
     g->parent = (int64_t *)parent;

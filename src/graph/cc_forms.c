@@ -137,7 +137,7 @@ static uint64_t sv(cr_graph *g, const cr_cc_opts *opts, uint64_t *label)
 
 /* ---------------------------------------------------------------- the call */
 
-void cr_cc_opts_init(cr_cc_opts *o)
+void cr_graph_cc_opts_init(cr_cc_opts *o)
 {
     *o = (cr_cc_opts){.algorithm = CR_CC_LOCAL, .aggregation = CR_DARRAY_AGG_HASH};
     o->route.kind = CR_ROUTE_DIRECT;
@@ -147,7 +147,7 @@ void cr_graph_cc_with(cr_graph *g, const cr_cc_opts *o, uint64_t *label, cr_grap
 {
     cr_cc_opts defaults;
     if (!o) {
-        cr_cc_opts_init(&defaults);
+        cr_graph_cc_opts_init(&defaults);
         o = &defaults;
     }
     switch (o->algorithm) {

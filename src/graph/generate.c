@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cr_gen_params_init(cr_gen_params *p)
+void cr_graph_gen_params_init(cr_gen_params *p)
 {
     *p = (cr_gen_params){.kind = CR_GEN_RMAT, .scale = 16, .edgefactor = 16, .seed = 1,
                          .a = 0.57, .b = 0.19, .c = 0.19, .permute = true, .weights = false};
 }
 
-void cr_edge_list_free(cr_edge_list *l)
+void cr_graph_edges_free(cr_edge_list *l)
 {
     free(l->edges);
     free(l->weights);
@@ -170,8 +170,8 @@ static void generate_rgg(const cr_gen_params *p, int rank, int size, cr_edge_lis
     free(cell_of);
 }
 
-int cr_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *out, char *err,
-                size_t errlen)
+int cr_graph_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *out, char *err,
+                      size_t errlen)
 {
     int max_scale = p->kind == CR_GEN_RGG ? 26 : 40;
     if (p->scale < 1 || p->scale > max_scale) {

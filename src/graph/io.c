@@ -269,8 +269,8 @@ static int read_graph500(const char *path, FILE *f, const char *wpath, int rank,
     return rc;
 }
 
-int cr_read_edges(const char *path, cr_file_format format, const char *weights_path, int rank,
-                  int size, cr_edge_list *out, char *err, size_t errlen)
+int cr_graph_read_edges(const char *path, cr_file_format format, const char *weights_path, int rank,
+                        int size, cr_edge_list *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
@@ -303,12 +303,12 @@ int cr_read_edges(const char *path, cr_file_format format, const char *weights_p
     }
     fclose(f);
     if (rc)
-        cr_edge_list_free(out);
+        cr_graph_edges_free(out);
     return rc;
 }
 
-int cr_write_edges(const char *path, cr_file_format format, const cr_edge_list *l, char *err,
-                   size_t errlen)
+int cr_graph_write_edges(const char *path, cr_file_format format, const cr_edge_list *l, char *err,
+                         size_t errlen)
 {
     FILE *f = fopen(path, "wb");
     if (!f) {

@@ -461,7 +461,7 @@ static void fill(run *r, const cr_edge_list *list, const uint64_t *ids, uint64_t
         qsort(r->e, r->m, sizeof *r->e, by_id);
 }
 
-void cr_msf_opts_init(cr_msf_opts *o)
+void cr_graph_msf_opts_init(cr_msf_opts *o)
 {
     *o = (cr_msf_opts){.algorithm = CR_MSF_FILTER, .gather_limit = DEFAULT_GATHER_LIMIT,
                        .aggregation = CR_DARRAY_AGG_HASH};
@@ -492,7 +492,7 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
 {
     cr_msf_opts defaults;
     if (!o) {
-        cr_msf_opts_init(&defaults);
+        cr_graph_msf_opts_init(&defaults);
         o = &defaults;
     }
     *out = (cr_msf_result){0};
@@ -560,7 +560,7 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
     return 0;
 }
 
-void cr_msf_result_free(cr_msf_result *r)
+void cr_graph_msf_result_free(cr_msf_result *r)
 {
     if (!r)
         return;

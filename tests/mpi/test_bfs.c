@@ -17,7 +17,7 @@ static cr_graph *build(cr_comm *comm, const uint64_t (*e)[2], size_t m, uint64_t
     for (size_t k = (size_t)test_rank; k < m; k += (size_t)test_size)
         l.edges[l.count++] = (cr_edge){e[k][0], e[k][1]};
     cr_graph *g = cr_graph_build(comm, &l);
-    cr_edge_list_free(&l);
+    cr_graph_edges_free(&l);
     return g;
 }
 
@@ -31,7 +31,7 @@ static void expect_levels_with(cr_graph *g, const cr_bfs_opts *o, uint64_t root,
                                const int *want, uint64_t reached, uint64_t edges)
 {
     cr_bfs_result r;
-    cr_bfs_run(g, o, root, &r);
+    cr_graph_bfs_run(g, o, root, &r);
     uint64_t first = cr_graph_first(g);
     for (uint64_t i = 0; i < cr_graph_local_count(g); i++) {
         CHECK(r.level[i] == want[first + i], "root %llu: vertex %llu has level %d, expected %d",
@@ -45,19 +45,19 @@ static void expect_levels_with(cr_graph *g, const cr_bfs_opts *o, uint64_t root,
     CHECK(r.edges == edges, "root %llu: %llu edges in the component, expected %llu",
           (unsigned long long)root, (unsigned long long)r.edges, (unsigned long long)edges);
     char why[256];
-    uint64_t bad = cr_bfs_validate(g, root, r.parent, r.level, why, sizeof why);
+    uint64_t bad = cr_graph_bfs_validate(g, root, r.parent, r.level, why, sizeof why);
     CHECK(bad == 0, "root %llu: %llu violations: %s", (unsigned long long)root,
           (unsigned long long)bad, why);
     CHECK(r.visits >= r.reached, "%llu visits for %llu reached", (unsigned long long)r.visits,
           (unsigned long long)r.reached);
-    cr_bfs_result_free(&r);
+    cr_graph_bfs_result_free(&r);
 }
 
 /* Every algorithm, and the hybrid one in every direction, is one of these. */
 static cr_bfs_opts variant(int k)
 {
     cr_bfs_opts o;
-    cr_bfs_opts_init(&o);
+    cr_graph_bfs_opts_init(&o);
     static const cr_bfs_algorithm algos[] = {CR_BFS_LEVELS, CR_BFS_ASYNC, CR_BFS_LEVELS_DEDUP};
     if (k < 3) {
         o.algorithm = algos[k];
@@ -157,7 +157,7 @@ static void expect_rejected(breakage b, const char *expect)
     e[9][0] = 2, e[9][1] = 7; /* a chord, so a non-edge parent can have the right level */
     cr_graph *g = build(comm, (const uint64_t(*)[2])e, 10, 10);
     cr_bfs_result r;
-    cr_bfs(g, 0, &r);
+    cr_graph_bfs(g, 0, &r);
     uint64_t first = cr_graph_first(g), count = cr_graph_local_count(g);
 #define SET(v, p, l)                                                                     \
     do {                                                                                 \
@@ -178,7 +178,7 @@ static void expect_rejected(breakage b, const char *expect)
     }
 #undef SET
     char why[256];
-    uint64_t bad = cr_bfs_validate(g, 0, r.parent, r.level, why, sizeof why);
+    uint64_t bad = cr_graph_bfs_validate(g, 0, r.parent, r.level, why, sizeof why);
     CHECK(bad > 0, "breakage %d was not detected", b);
     int found = 0, any;
     for (const char *alt = expect; *alt; alt += strcspn(alt, "|") + (alt[strcspn(alt, "|")] != 0)) {
@@ -188,7 +188,7 @@ static void expect_rejected(breakage b, const char *expect)
     }
     MPI_Allreduce(&found, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     CHECK(any, "breakage %d: no rank reported '%s' (this rank: '%s')", b, expect, why);
-    cr_bfs_result_free(&r);
+    cr_graph_bfs_result_free(&r);
     cr_graph_destroy(g);
     cr_comm_destroy(comm);
     verdict();
@@ -211,19 +211,19 @@ static void test_rmat_validates(void **state)
     (void)state;
     cr_comm *comm = open_comm();
     cr_gen_params p;
-    cr_gen_params_init(&p);
+    cr_graph_gen_params_init(&p);
     p.scale = 10;
     cr_edge_list l;
-    CHECK(cr_generate(&p, test_rank, test_size, &l, NULL, 0) == 0, "generate");
+    CHECK(cr_graph_generate(&p, test_rank, test_size, &l, NULL, 0) == 0, "generate");
     cr_graph *g = cr_graph_build(comm, &l);
-    cr_edge_list_free(&l);
+    cr_graph_edges_free(&l);
     for (uint64_t root = 0; root < 1024; root += 97) {
         cr_bfs_result r[NVARIANTS];
         for (int a = 0; a < NVARIANTS; a++) {
             cr_bfs_opts o = variant(a);
-            cr_bfs_run(g, &o, root, &r[a]);
+            cr_graph_bfs_run(g, &o, root, &r[a]);
             char why[256];
-            uint64_t bad = cr_bfs_validate(g, root, r[a].parent, r[a].level, why, sizeof why);
+            uint64_t bad = cr_graph_bfs_validate(g, root, r[a].parent, r[a].level, why, sizeof why);
             CHECK(bad == 0, "root %llu, variant %d: %s", (unsigned long long)root, a, why);
         }
         /* the same levels (parents may differ) */
@@ -241,7 +241,7 @@ static void test_rmat_validates(void **state)
               (unsigned long long)root, r[4].bottom_up_levels, r[5].bottom_up_levels,
               r[5].levels);
         for (int a = 0; a < NVARIANTS; a++)
-            cr_bfs_result_free(&r[a]);
+            cr_graph_bfs_result_free(&r[a]);
     }
     cr_graph_destroy(g);
     cr_comm_destroy(comm);
@@ -260,13 +260,13 @@ static void test_shuffles_agree(void **state)
     (void)state;
     cr_comm *comm = open_comm();
     cr_gen_params p;
-    cr_gen_params_init(&p);
+    cr_graph_gen_params_init(&p);
     p.scale = 9;
     cr_edge_list l;
-    CHECK(cr_generate(&p, test_rank, test_size, &l, NULL, 0) == 0, "generate");
+    CHECK(cr_graph_generate(&p, test_rank, test_size, &l, NULL, 0) == 0, "generate");
     cr_graph *a = cr_graph_build_with(comm, &l, CR_SHUFFLE_MAILBOX);
     cr_graph *b = cr_graph_build_with(comm, &l, CR_SHUFFLE_EXCHANGE);
-    cr_edge_list_free(&l);
+    cr_graph_edges_free(&l);
     uint64_t ends = 0;
     for (uint64_t i = 0; i < cr_graph_local_count(a); i++) {
         uint64_t da, db;

@@ -117,7 +117,7 @@ static void run_msf(cr_comm *comm, void *user)
     }
     list.nvertices = g->n; /* the last vertices are isolated */
     cr_msf_opts o;
-    cr_msf_opts_init(&o);
+    cr_graph_msf_opts_init(&o);
     o.algorithm = res->algorithm;
     o.gather_limit = res->gather_limit;
     cr_msf_result f;
@@ -130,7 +130,7 @@ static void run_msf(cr_comm *comm, void *user)
         res->in_forest[f.forest[k]] = 1;
     }
     res->forest_edges += f.nforest;
-    cr_msf_result_free(&f);
+    cr_graph_msf_result_free(&f);
     free(list.edges), free(list.weights), free(ids);
 }
 
@@ -309,7 +309,7 @@ static cr_graph *build_share(cr_comm *comm, const graph *g)
     for (uint64_t j = (uint64_t)me; j < g->m; j += (uint64_t)p)
         local.edges[local.count++] = (cr_edge){g->edges[j].a, g->edges[j].b};
     cr_graph *cg = cr_graph_build(comm, &local);
-    cr_edge_list_free(&local);
+    cr_graph_edges_free(&local);
     return cg;
 }
 
@@ -326,7 +326,7 @@ static void run_cc(cr_comm *comm, void *user)
     uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
     uint64_t *label = calloc(count + 1, 8);
     cr_cc_opts o;
-    cr_cc_opts_init(&o);
+    cr_graph_cc_opts_init(&o);
     o.algorithm = cc_algorithm;
     cr_graph_cc_with(cg, &o, label, NULL);
     memcpy(&res->label[first], label, count * 8);
@@ -436,10 +436,10 @@ static void run_bfs(cr_comm *comm, void *user)
     int me = cr_comm_rank(comm);
     cr_graph *cg = build_share(comm, g);
     cr_bfs_opts o;
-    cr_bfs_opts_init(&o);
+    cr_graph_bfs_opts_init(&o);
     o.algorithm = bc->algorithm;
     cr_bfs_result res;
-    cr_bfs_run(cg, &o, bc->root, &res);
+    cr_graph_bfs_run(cg, &o, bc->root, &res);
     uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
     memcpy(&bc->level[first], res.level, count * sizeof *res.level);
     /* Every rank must get the same sums: rank 0 keeps its own before the collective
@@ -447,13 +447,13 @@ static void run_bfs(cr_comm *comm, void *user)
     if (me == 0)
         bc->reached = res.reached, bc->edges = res.edges, bc->levels = (uint64_t)res.levels;
     char why[256];
-    uint64_t bad = cr_bfs_validate(cg, bc->root, res.parent, res.level, why, sizeof why);
+    uint64_t bad = cr_graph_bfs_validate(cg, bc->root, res.parent, res.level, why, sizeof why);
     if (me == 0)
         bc->invalid = bad;
     else
         bc->disagree += res.reached != bc->reached || res.edges != bc->edges ||
                         (uint64_t)res.levels != bc->levels;
-    cr_bfs_result_free(&res);
+    cr_graph_bfs_result_free(&res);
     cr_graph_destroy(cg);
 }
 

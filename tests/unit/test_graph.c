@@ -29,7 +29,7 @@ static uint64_t *generate_all(const cr_gen_params *p, int size, size_t *count)
     for (int r = 0; r < size; r++) {
         cr_edge_list l;
         char err[256];
-        assert_int_equal(cr_generate(p, r, size, &l, err, sizeof err), 0);
+        assert_int_equal(cr_graph_generate(p, r, size, &l, err, sizeof err), 0);
         all = realloc(all, (n + l.count + 1) * 3 * sizeof *all);
         for (size_t i = 0; i < l.count; i++, n++) {
             uint32_t bits = 0;
@@ -40,19 +40,53 @@ static uint64_t *generate_all(const cr_gen_params *p, int size, size_t *count)
             all[3 * n + 2] = bits;
             assert_true(l.edges[i].u < l.nvertices && l.edges[i].v < l.nvertices);
         }
-        cr_edge_list_free(&l);
+        cr_graph_edges_free(&l);
     }
     qsort(all, n, 3 * sizeof *all, cmp_edge);
     *count = n;
     return all;
 }
 
+/* The deprecated names still work: they call the new ones. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void test_deprecated_names(void **state)
+{
+    (void)state;
+    cr_gen_params p, q;
+    cr_gen_params_init(&p);
+    cr_graph_gen_params_init(&q);
+    assert_memory_equal(&p, &q, sizeof p);
+    p.scale = 6;
+    cr_edge_list a = {0}, b = {0};
+    char err[256];
+    assert_int_equal(cr_generate(&p, 0, 1, &a, err, sizeof err), 0);
+    assert_int_equal(cr_graph_generate(&p, 0, 1, &b, err, sizeof err), 0);
+    assert_int_equal(a.count, b.count);
+    assert_memory_equal(a.edges, b.edges, a.count * sizeof *a.edges);
+    cr_edge_list_free(&a);
+    cr_graph_edges_free(&b);
+    cr_bfs_opts bo, bn;
+    cr_bfs_opts_init(&bo);
+    cr_graph_bfs_opts_init(&bn);
+    assert_memory_equal(&bo, &bn, sizeof bo);
+    cr_cc_opts co, cn;
+    cr_cc_opts_init(&co);
+    cr_graph_cc_opts_init(&cn);
+    assert_memory_equal(&co, &cn, sizeof co);
+    cr_msf_opts mo, mn;
+    cr_msf_opts_init(&mo);
+    cr_graph_msf_opts_init(&mn);
+    assert_memory_equal(&mo, &mn, sizeof mo);
+}
+#pragma GCC diagnostic pop
+
 static void test_same_graph_for_any_rank_count(void **state)
 {
     (void)state;
     for (int kind = CR_GEN_RMAT; kind <= CR_GEN_RGG; kind++) {
         cr_gen_params p;
-        cr_gen_params_init(&p);
+        cr_graph_gen_params_init(&p);
         p.kind = (cr_gen_kind)kind;
         p.scale = 10;
         p.edgefactor = 8;
@@ -82,13 +116,13 @@ static void test_degree_distributions(void **state)
 {
     (void)state;
     cr_gen_params p;
-    cr_gen_params_init(&p);
+    cr_graph_gen_params_init(&p);
     p.scale = 14;
     uint64_t n = 1u << p.scale;
     for (int kind = CR_GEN_RMAT; kind <= CR_GEN_GNM; kind++) {
         p.kind = (cr_gen_kind)kind;
         cr_edge_list l;
-        assert_int_equal(cr_generate(&p, 0, 1, &l, NULL, 0), 0);
+        assert_int_equal(cr_graph_generate(&p, 0, 1, &l, NULL, 0), 0);
         assert_int_equal(l.count, 16 * n);
         uint64_t *deg = calloc(n, sizeof *deg), max = 0, isolated = 0;
         for (size_t i = 0; i < l.count; i++)
@@ -105,7 +139,7 @@ static void test_degree_distributions(void **state)
             assert_true(isolated < 10);
         }
         free(deg);
-        cr_edge_list_free(&l);
+        cr_graph_edges_free(&l);
     }
 }
 
@@ -113,30 +147,30 @@ static void test_rgg_average_degree(void **state)
 {
     (void)state;
     cr_gen_params p;
-    cr_gen_params_init(&p);
+    cr_graph_gen_params_init(&p);
     p.kind = CR_GEN_RGG;
     p.scale = 14;
     p.edgefactor = 10;
     cr_edge_list l;
-    assert_int_equal(cr_generate(&p, 0, 1, &l, NULL, 0), 0);
+    assert_int_equal(cr_graph_generate(&p, 0, 1, &l, NULL, 0), 0);
     double avg = 2.0 * (double)l.count / (double)(1u << p.scale);
     assert_true(avg > 8.5 && avg < 10.5); /* border effects lower it slightly */
-    cr_edge_list_free(&l);
+    cr_graph_edges_free(&l);
 }
 
 static void test_bad_parameters(void **state)
 {
     (void)state;
     cr_gen_params p;
-    cr_gen_params_init(&p);
+    cr_graph_gen_params_init(&p);
     cr_edge_list l;
     char err[256];
     p.scale = 0;
-    assert_int_equal(cr_generate(&p, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_generate(&p, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, "scale 0 is out of range"));
     p.scale = 10;
     p.a = 0.9;
-    assert_int_equal(cr_generate(&p, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_generate(&p, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, "R-MAT probabilities"));
 }
 
@@ -158,55 +192,55 @@ static void test_text_round_trip_and_errors(void **state)
     char *path = temp_file(".txt", text, strlen(text));
     cr_edge_list l;
     char err[256];
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), 0);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), 0);
     assert_int_equal(l.count, 3);
     assert_int_equal(l.nvertices, 4);
     assert_int_equal(l.edges[1].u, 2);
     assert_true(l.weights && l.weights[1] == 1.25f);
     /* rank 1 of 2 keeps every second edge */
     cr_edge_list half;
-    assert_int_equal(cr_read_edges(path, CR_FILE_TEXT, NULL, 1, 2, &half, err, sizeof err), 0);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_TEXT, NULL, 1, 2, &half, err, sizeof err), 0);
     assert_int_equal(half.count, 1);
     assert_int_equal(half.edges[0].u, 2);
-    cr_edge_list_free(&half);
+    cr_graph_edges_free(&half);
 
     /* binary round trip */
     char bin[] = "/tmp/courier_graph_bin_XXXXXX";
     int fd = mkstemp(bin);
     close(fd);
-    assert_int_equal(cr_write_edges(bin, CR_FILE_BINARY, &l, err, sizeof err), 0);
+    assert_int_equal(cr_graph_write_edges(bin, CR_FILE_BINARY, &l, err, sizeof err), 0);
     cr_edge_list back;
-    assert_int_equal(cr_read_edges(bin, CR_FILE_AUTO, NULL, 0, 1, &back, err, sizeof err), 0);
+    assert_int_equal(cr_graph_read_edges(bin, CR_FILE_AUTO, NULL, 0, 1, &back, err, sizeof err), 0);
     assert_int_equal(back.count, 3);
     assert_memory_equal(back.edges, l.edges, 3 * sizeof *l.edges);
     assert_memory_equal(back.weights, l.weights, 3 * sizeof *l.weights);
-    cr_edge_list_free(&back);
+    cr_graph_edges_free(&back);
     /* a truncated binary file */
     assert_int_equal(truncate(bin, 40), 0);
-    assert_int_equal(cr_read_edges(bin, CR_FILE_AUTO, NULL, 0, 1, &back, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges(bin, CR_FILE_AUTO, NULL, 0, 1, &back, err, sizeof err), -1);
     assert_non_null(strstr(err, "header says 3 edges"));
     unlink(bin);
-    cr_edge_list_free(&l);
+    cr_graph_edges_free(&l);
     unlink(path);
 
     const char *bad = "0 1\n1 2\n2 x\n";
     path = temp_file(".txt", bad, strlen(bad));
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, ":3: expected 'u v' or 'u v w'"));
     unlink(path);
     const char *mixed = "0 1\n1 2 0.5\n";
     path = temp_file(".txt", mixed, strlen(mixed));
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, ":2: has a weight, unlike the first edge"));
     unlink(path);
     const char *nan = "0 1 0.5\n1 2 nan\n";
     path = temp_file(".txt", nan, strlen(nan));
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, ":2: the weight is not a finite number"));
     unlink(path);
     const char *inf = "0 1 -inf\n";
     path = temp_file(".txt", inf, strlen(inf));
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, ":1: the weight is not a finite number"));
     unlink(path);
     /* binary garbage is quoted escaped and cut short, never echoed raw */
@@ -214,13 +248,13 @@ static void test_text_round_trip_and_errors(void **state)
     memset(garbage + strlen(garbage), 'z', 80);
     garbage[sizeof garbage - 1] = '\n';
     path = temp_file(".txt", garbage, sizeof garbage);
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, ":2: expected 'u v' or 'u v w' (vertex ids from 0 to 2^62), got "
                                 "'\\x01\\xff\\x1b[2J" "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...'"));
     for (const char *c = err; *c; c++)
         assert_true(*c >= 0x20 && *c < 0x7f);
     unlink(path);
-    assert_int_equal(cr_read_edges("/nonexistent/g", CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges("/nonexistent/g", CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, "/nonexistent/g: cannot open"));
 }
 
@@ -242,25 +276,25 @@ static void test_graph500_dump(void **state)
     char *wpath = strdup(temp_file(".w", w, sizeof w));
     cr_edge_list l;
     char err[256];
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, wpath, 0, 1, &l, err, sizeof err), 0);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, wpath, 0, 1, &l, err, sizeof err), 0);
     assert_int_equal(l.count, 2);
     assert_int_equal(l.edges[0].u, 5);
     assert_int_equal(l.edges[0].v, 7);
     assert_int_equal(l.edges[1].u, (1ULL << 32) + 1);
     assert_int_equal(l.edges[1].v, (3ULL << 32) + 2);
     assert_true(l.weights[1] == 4.0f);
-    cr_edge_list_free(&l);
+    cr_graph_edges_free(&l);
     /* rank 1 of 2 reads the second edge only */
-    assert_int_equal(cr_read_edges(path, CR_FILE_GRAPH500, NULL, 1, 2, &l, err, sizeof err), 0);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_GRAPH500, NULL, 1, 2, &l, err, sizeof err), 0);
     assert_int_equal(l.count, 1);
     assert_int_equal(l.edges[0].u, (1ULL << 32) + 1);
-    cr_edge_list_free(&l);
+    cr_graph_edges_free(&l);
     /* wrong sizes */
     assert_int_equal(truncate(path, 23), 0);
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, "size 23 is not a multiple of 12 bytes"));
     assert_int_equal(truncate(path, 12), 0);
-    assert_int_equal(cr_read_edges(path, CR_FILE_AUTO, wpath, 0, 1, &l, err, sizeof err), -1);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, wpath, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, "4 bytes of float32 weights were expected"));
     unlink(path);
     unlink(wpath);
@@ -271,6 +305,7 @@ static void test_graph500_dump(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_deprecated_names),
         cmocka_unit_test(test_same_graph_for_any_rank_count),
         cmocka_unit_test(test_degree_distributions),
         cmocka_unit_test(test_rgg_average_degree),
