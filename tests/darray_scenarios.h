@@ -6,6 +6,7 @@
 #ifndef COURIER_TESTS_DARRAY_SCENARIOS_H
 #define COURIER_TESTS_DARRAY_SCENARIOS_H
 
+#include "scenario_check.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -17,15 +18,7 @@
 
 static long darray_fails;
 
-#define DA_CHECK(comm, cond, ...)                                                         \
-    do {                                                                                  \
-        if (!(cond) && darray_fails++ < 8) {                                              \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", cr_comm_rank(comm),     \
-                    __FILE__, __LINE__, #cond);                                           \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-        }                                                                                 \
-    } while (0)
+#define DA_CHECK(comm, cond, ...) SCENARIO_CHECK(darray_fails, cr_comm_rank(comm), cond, __VA_ARGS__)
 
 static const char *const darray_routes[] = {"direct", "grid", "hypercube"};
 static const cr_darray_aggregation darray_aggs[] = {CR_DARRAY_AGG_NONE, CR_DARRAY_AGG_HASH,

@@ -5,6 +5,7 @@
 #ifndef COURIER_TESTS_EXCHANGE_SCENARIOS_H
 #define COURIER_TESTS_EXCHANGE_SCENARIOS_H
 
+#include "scenario_check.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -17,15 +18,7 @@
 
 static long sx_fails;
 
-#define SX_CHECK(comm, cond, ...)                                                         \
-    do {                                                                                  \
-        if (!(cond) && sx_fails++ < 8) {                                                  \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ", cr_comm_rank(comm),     \
-                    __FILE__, __LINE__, #cond);                                           \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-        }                                                                                 \
-    } while (0)
+#define SX_CHECK(comm, cond, ...) SCENARIO_CHECK(sx_fails, cr_comm_rank(comm), cond, __VA_ARGS__)
 
 static const cr_sx_protocol protocols[] = {CR_SX_NBX, CR_SX_PEX, CR_SX_PCX, CR_SX_DEFAULT};
 #define NPROTOCOLS (sizeof protocols / sizeof protocols[0])

@@ -6,6 +6,7 @@
 #ifndef COURIER_TESTS_REQUESTS_SCENARIOS_H
 #define COURIER_TESTS_REQUESTS_SCENARIOS_H
 
+#include "scenario_check.h"
 #include "common/rng.h"
 
 #include <courier.h>
@@ -18,16 +19,7 @@
 
 static long req_fails;
 
-#define REQ_CHECK(comm, cond, ...)                                                        \
-    do {                                                                                  \
-        if (!(cond) && req_fails++ < 8) {                                                 \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s: ",                         \
-                    (comm) ? cr_comm_rank(comm) : -1,                                     \
-                    __FILE__, __LINE__, #cond);                                           \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-        }                                                                                 \
-    } while (0)
+#define REQ_CHECK(comm, cond, ...) SCENARIO_CHECK(req_fails, (comm) ? cr_comm_rank(comm) : -1, cond, __VA_ARGS__)
 
 /* The value rank `owner` holds at index i in phase `phase`. */
 static uint64_t req_value(uint64_t i, int phase)
