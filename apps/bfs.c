@@ -62,6 +62,9 @@ static const char usage[] =
     "                    (SCALE, NBFS, construction_time, time, nedge and TEPS\n"
     "                    quartiles, harmonic mean and its standard deviation, ...)\n"
     "  --stats           print Courier's counters over all searches\n"
+    "  --phase-times     hybrid: the mean time per search in its parts (bottom-up\n"
+    "                    scans, frontier bitmaps, top-down levels), the slowest\n"
+    "                    rank's of each, next to the whole search\n"
     "  --quiet           no line per search\n"
     "  --progress        a line per phase on standard error (default when it is a\n"
     "                    terminal)\n"
@@ -79,7 +82,7 @@ typedef struct options {
     cr_file_format format;
     bool roots_given;
     uint64_t roots, buffer_kb, node_size, vertices;
-    int stats, quiet, graph500_output;
+    int stats, quiet, graph500_output, phase_times;
     const char *generator_flag; /* a generator flag given, which --graph contradicts */
     cr_bfs_opts bfs;
     cr_graph_shuffle shuffle;
@@ -98,6 +101,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
         {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
+        {"phase-times", no_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'}, {"progress", no_argument, 0, 'p'},            {"algorithm", required_argument, 0, 'A'},
         {"dedup", no_argument, 0, 'U'},           {"direction", required_argument, 0, 'D'},
         {"alpha", required_argument, 0, 'a'},     {"beta", required_argument, 0, 'B'},
@@ -124,6 +128,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'c': o->csv = optarg; break;
         case 'T': o->stats = 1; break;
         case 'q': o->quiet = 1; break;
+        case 'P': o->phase_times = 1; break;
         case 'O': o->graph500_output = 1; break;
         case 'X': o->shuffle = (cr_graph_shuffle)app_parse_choice(a, "--shuffle", optarg, shuffles); break;
         case 'A': o->bfs.algorithm = (cr_bfs_algorithm)app_parse_choice(a, "--algorithm", optarg, algorithms); break;
@@ -426,6 +431,7 @@ int main(int argc, char **argv)
     double *nedges = app_calloc(&a, (size_t)nroots, sizeof *nedges, "the timings");
     double *validate_times = app_calloc(&a, (size_t)nroots, sizeof *validate_times, "the timings");
     int failures = 0;
+    double parts[4] = {0, 0, 0, 0}; /* --phase-times: scan, frontier, top-down, all */
     cr_stats_reset(comm);
     for (int k = 0; k < nroots; k++) {
         cr_bfs_result r;
@@ -436,6 +442,10 @@ int main(int argc, char **argv)
         uint64_t bad = cr_graph_bfs_validate(g, roots[k], r.parent, r.level, why, sizeof why);
         validate_times[k] = app_max_time(MPI_Wtime() - tv);
         times[k] = r.seconds;
+        parts[0] += r.scan_seconds;
+        parts[1] += r.frontier_seconds;
+        parts[2] += r.top_down_seconds;
+        parts[3] += r.seconds;
         nedges[k] = (double)r.edges;
         teps[k] = r.edges / r.seconds;
         inv_sum += 1 / teps[k];
@@ -477,6 +487,17 @@ int main(int argc, char **argv)
         for (int k = 0; k < nroots; k++)
             total_time += times[k];
         printf("  time per search: mean %.6f s\n", nroots ? total_time / nroots : 0.0);
+    }
+    if (o.phase_times && o.bfs.algorithm == CR_BFS_HYBRID) {
+        double slowest[4];
+        MPI_Reduce(parts, slowest, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (a.rank == 0)
+            printf("  parts of a search (ms, mean over searches, the slowest rank's): bottom-up "
+                   "scans %.3f, frontier bitmaps %.3f, top-down levels %.3f; whole search "
+                   "%.3f\n", 1e3 * slowest[0] / nroots, 1e3 * slowest[1] / nroots,
+                   1e3 * slowest[2] / nroots, 1e3 * slowest[3] / nroots);
+    }
+    if (a.rank == 0) {
         printf("  MPI sends per rank (max, all searches and validations): %llu; peak memory per "
                "rank %.1f MiB\n", (unsigned long long)sends_max, rss_max / 1024.0);
         if (csv) {

@@ -118,6 +118,12 @@ typedef struct cr_bfs_result {
     uint64_t visits;  /* level assignments over all ranks: reached, plus re-visits of async */
     double seconds;   /* time of the search, slowest rank */
     int bottom_up_levels; /* CR_BFS_HYBRID: levels done bottom-up */
+    /* CR_BFS_HYBRID, this rank's seconds in the search's parts (the rest of `seconds`
+     * is the levels' reductions, the frontier lists and waiting for slower ranks): */
+    double scan_seconds;     /* bottom-up levels: scanning the unvisited vertices */
+    double frontier_seconds; /* bottom-up levels: the frontier bitmap, built and allgathered */
+    double top_down_seconds; /* top-down levels: visits, in place and by message, and the
+                                level's barrier */
 } cr_bfs_result;
 
 typedef enum cr_bfs_algorithm {

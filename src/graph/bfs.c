@@ -318,9 +318,13 @@ static void gather_frontier(cr_graph *g, hybrid *h, const uint64_t *frontier, si
 
 /* One bottom-up level: each unvisited vertex of mine takes the first neighbour in the
  * frontier as its parent. No messages. */
-static void bottom_up_step(cr_graph *g, hybrid *h, const uint64_t *frontier, size_t nfrontier)
+static void bottom_up_step(cr_graph *g, hybrid *h, const uint64_t *frontier, size_t nfrontier,
+                           cr_bfs_result *out)
 {
+    double t0 = cr_module_now(g->comm);
     gather_frontier(g, h, frontier, nfrontier);
+    double t1 = cr_module_now(g->comm);
+    out->frontier_seconds += t1 - t0;
     for (uint64_t i = 0; i < g->count; i++) {
         /* the scan stops early, so a vertex's first neighbours are a cache miss the
          * hardware does not foresee: ask for them a few vertices ahead */
@@ -335,6 +339,7 @@ static void bottom_up_step(cr_graph *g, hybrid *h, const uint64_t *frontier, siz
             }
         }
     }
+    out->scan_seconds += cr_module_now(g->comm) - t1;
 }
 
 static uint64_t degree_sum(const cr_graph *g, const uint64_t *list, size_t n)
@@ -360,7 +365,7 @@ static bool choose_bottom_up(const cr_bfs_opts *o, bool bottom_up, int level,
     return !(nf < (double)n / o->beta);
 }
 
-static int search_hybrid(cr_graph *g, const cr_bfs_opts *o, uint64_t root, int *bottom_up_levels)
+static int search_hybrid(cr_graph *g, const cr_bfs_opts *o, uint64_t root, cr_bfs_result *out)
 {
     hybrid h;
     hybrid_init(g, &h);
@@ -371,7 +376,8 @@ static int search_hybrid(cr_graph *g, const cr_bfs_opts *o, uint64_t root, int *
     start_search(g, root);
     int levels = 0;
     bool bottom_up = false;
-    *bottom_up_levels = 0;
+    out->bottom_up_levels = 0;
+    out->scan_seconds = out->frontier_seconds = out->top_down_seconds = 0;
     for (g->cur_level = 0;; g->cur_level++) {
         free(frontier);
         frontier = take_next(g, &nfrontier);
@@ -384,10 +390,12 @@ static int search_hybrid(cr_graph *g, const cr_bfs_opts *o, uint64_t root, int *
         levels++;
         bottom_up = choose_bottom_up(o, bottom_up, g->cur_level, sums, g->n);
         if (bottom_up) {
-            bottom_up_step(g, &h, frontier, nfrontier);
-            (*bottom_up_levels)++;
+            bottom_up_step(g, &h, frontier, nfrontier, out);
+            out->bottom_up_levels++;
         } else {
+            double t0 = cr_module_now(g->comm);
             top_down_step(g, frontier, nfrontier, sent, false);
+            out->top_down_seconds += cr_module_now(g->comm) - t0;
         }
     }
     free(frontier);
@@ -446,7 +454,7 @@ void cr_graph_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bf
     int levels = 0;
     uint64_t visits;
     if (algorithm == CR_BFS_HYBRID) {
-        levels = search_hybrid(g, o, root, &out->bottom_up_levels);
+        levels = search_hybrid(g, o, root, out);
     } else if (algorithm != CR_BFS_ASYNC) {
         levels = search_levels(g, root, algorithm == CR_BFS_LEVELS_DEDUP);
     } else {
