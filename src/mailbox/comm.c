@@ -100,7 +100,7 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool);
     cr_update_room(c);
     cr_term_init(&c->term, tp);
-    c->scratch = cr_xmalloc((size_t)c->size * sizeof *c->scratch);
+    c->flow.scratch = cr_xmalloc((size_t)c->size * sizeof *c->flow.scratch);
     c->poll_countdown = c->poll_every = CR_POLL_EVERY;
     cr_engine_init(c, &cr_mailbox_loop_work);
     cr_watchdog_init(c);
@@ -127,7 +127,7 @@ void cr_comm_destroy(cr_comm *c)
     cr_combine_index_free(&c->combine);
     cr_outbufs_free(&c->out);
     cr_registry_free(&c->handlers);
-    free(c->scratch);
+    free(c->flow.scratch);
     free(c->bcast_copy);
     free(c->sent_to);
     cr_router_destroy(c->router);

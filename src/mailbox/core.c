@@ -53,7 +53,7 @@ static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
 
     if (may_force && cr_outbufs_full(o, hop))
         cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
-    if (o->total >= c->cfg.buffer_cap_bytes && !c->cap_blocked)
+    if (o->total >= c->cfg.buffer_cap_bytes && !c->flow.cap_blocked)
         cr_flush_for_cap(c);
     /* User code over the cap (sends in flight and the queue to itself included)
      * waits until the rank is below it, handling what arrives: so it starts no more
@@ -71,7 +71,7 @@ static inline bool append_fast(cr_comm *c, int hop, uint64_t key, size_t stride,
 {
     cr_outbufs *o = &c->out;
     cr_outbuf *b = &o->bufs[hop];
-    if (b->run_key != key || b->len + stride >= b->limit || o->total + stride >= c->buffer_room)
+    if (b->run_key != key || b->len + stride >= b->limit || o->total + stride >= c->flow.buffer_room)
         return false;
     char *at = b->data + b->len;
     b->len += stride;
@@ -218,7 +218,7 @@ static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
         poll_from_user_code(c);
     /* A reentrant handler over the cap waits here, once its record is appended (and
      * indexed, if it combines): nothing of this call is left to be done. */
-    if (c->in_reentrant && cr_over_cap(c))
+    if (c->flow.in_reentrant && cr_over_cap(c))
         cr_wait_by_handling(c);
 }
 
@@ -339,7 +339,7 @@ static const cr_handler_entry *handler_of(const cr_comm *c, int src, unsigned id
 
 static inline void note_output(cr_comm *c, uint64_t bytes_sent_before)
 {
-    uint64_t out = c->stats.bytes_sent - c->sent_in_waits - bytes_sent_before;
+    uint64_t out = c->stats.bytes_sent - c->flow.sent_in_waits - bytes_sent_before;
     if (out > c->stats.peak_handler_output)
         c->stats.peak_handler_output = out;
 }
@@ -349,26 +349,26 @@ static inline void note_output(cr_comm *c, uint64_t bytes_sent_before)
  * has a term for it (docs/flow_control.md). */
 static void handle_batch(cr_comm *c, const cr_handler_entry *h, const cr_batch *b)
 {
-    uint64_t before = c->stats.bytes_sent - c->sent_in_waits;
-    bool outer_reentrant = c->in_reentrant;
-    c->in_reentrant = h->reentrant;
+    uint64_t before = c->stats.bytes_sent - c->flow.sent_in_waits;
+    bool outer_reentrant = c->flow.in_reentrant;
+    c->flow.in_reentrant = h->reentrant;
     c->last_handler = (int)(h - c->handlers.entries) + 1;
     if (h->batch) {
         h->batch(c, b, h->user);
         c->stats.batches++;
         note_output(c, before);
     } else if (!b->origins) {
-        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent - c->sent_in_waits) {
+        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent - c->flow.sent_in_waits) {
             h->fn(c, b->src, b->payloads + i * b->stride, b->len, h->user);
             note_output(c, before);
         }
     } else {
-        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent - c->sent_in_waits) {
+        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent - c->flow.sent_in_waits) {
             h->fn(c, cr_batch_src(b, i), cr_batch_payload(b, i), b->len, h->user);
             note_output(c, before);
         }
     }
-    c->in_reentrant = outer_reentrant;
+    c->flow.in_reentrant = outer_reentrant;
     c->stats.msgs_handled += b->count;
     c->stats.bytes_handled += b->count * b->len;
 }
@@ -458,7 +458,7 @@ bool cr_self_handle_one(cr_comm *c, bool newest)
     if (!(newest ? cr_selfq_pop_newest(c, &b) : cr_selfq_pop(c, &b)))
         return false;
     /* From now on the block is being handled, like a received one: no longer queued. */
-    c->self_bytes -= b.cap;
+    c->flow.self_bytes -= b.cap;
     cr_update_room(c);
     cr_dispatch(c, c->rank, b.data, b.len);
     cr_outbufs_recycle(&c->out, b.data, b.cap);
@@ -547,14 +547,14 @@ static void tick_while_waiting(cr_comm *c, double *next_tick)
  * buffers if the cap is still reached. */
 static void send_what_fits(cr_comm *c)
 {
-    if (c->ndeferred > 0)
+    if (c->flow.ndeferred > 0)
         cr_retry_deferred(c);
     if (c->out.total < c->cfg.buffer_cap_bytes)
         return;
     /* A cap flush further out on the stack (it waits for a slot, and this wait runs
      * inside that) owns the flush's ordering: send without it, or this wait would
      * wait for that one and that one for this (found by the routed MPI tests). */
-    if (c->in_cap_flush)
+    if (c->flow.in_cap_flush)
         cr_flush_all_nowait(c, CR_FLUSH_CAP);
     else
         cr_flush_for_cap(c);
@@ -562,16 +562,16 @@ static void send_what_fits(cr_comm *c)
 
 void cr_wait_by_handling(cr_comm *c)
 {
-    if (c->nest >= (int)c->cfg.nest_limit) {
+    if (c->flow.nest >= (int)c->cfg.nest_limit) {
         c->stats.cap_overruns++;
         return;
     }
-    c->nest++;
-    if ((uint64_t)c->nest > c->stats.peak_nesting)
-        c->stats.peak_nesting = (uint64_t)c->nest;
+    c->flow.nest++;
+    if ((uint64_t)c->flow.nest > c->stats.peak_nesting)
+        c->stats.peak_nesting = (uint64_t)c->flow.nest;
     c->stats.handler_waits++;
     double t0 = cr_clock(c);
-    uint64_t sent_before = c->stats.bytes_sent, waits_before = c->sent_in_waits;
+    uint64_t sent_before = c->stats.bytes_sent, waits_before = c->flow.sent_in_waits;
     unsigned idle = 0;
     double next_tick = 0;
     bool changed = true; /* something moved since send_what_fits last ran */
@@ -596,12 +596,12 @@ void cr_wait_by_handling(cr_comm *c)
     }
     /* What the handlers run here sent is theirs, not the waiting handler's output
      * (peak_handler_output); an inner wait's share is already in sent_in_waits. */
-    c->sent_in_waits = waits_before + (c->stats.bytes_sent - sent_before);
+    c->flow.sent_in_waits = waits_before + (c->stats.bytes_sent - sent_before);
     /* The outermost wait's time includes the inner ones'; inside user code's own
      * wait for room, that wait counts it. */
-    if (c->nest == 1 && !c->throttling) {
+    if (c->flow.nest == 1 && !c->flow.throttling) {
         double us = (cr_clock(c) - t0) * 1e6;
         c->stats.throttled_us += us > 0 ? (uint64_t)us : 0;
     }
-    c->nest--;
+    c->flow.nest--;
 }

@@ -9,7 +9,7 @@
 static void give_back(void *arg, char *data, size_t cap)
 {
     cr_comm *c = arg;
-    c->inflight_bytes -= cap;
+    c->flow.inflight_bytes -= cap;
     cr_update_room(c);
     cr_outbufs_recycle(&c->out, data, cap);
 }
@@ -18,7 +18,7 @@ int cr_complete_sends(cr_comm *c)
 {
     int done = c->tp->ops->complete(c->tp, give_back, c);
     if (done > 0)
-        c->cap_blocked = false; /* a cap flush may find a slot now */
+        c->flow.cap_blocked = false; /* a cap flush may find a slot now */
     return done;
 }
 
@@ -60,7 +60,7 @@ static void defer(cr_comm *c, int dest, cr_flush_cause cause)
     cr_outbuf *b = &c->out.bufs[dest];
     if (!b->deferred) {
         b->deferred = (uint8_t)cause;
-        c->ndeferred++;
+        c->flow.ndeferred++;
         c->stats.deferred_flushes++;
     }
 }
@@ -116,10 +116,10 @@ void cr_note_memory(cr_comm *c)
     size_t held = cr_held_bytes(c);
     if (held > s->peak_memory_bytes)
         s->peak_memory_bytes = held;
-    if (c->inflight_bytes > s->peak_inflight_bytes)
-        s->peak_inflight_bytes = c->inflight_bytes;
-    if (c->self_bytes > s->peak_self_bytes)
-        s->peak_self_bytes = c->self_bytes;
+    if (c->flow.inflight_bytes > s->peak_inflight_bytes)
+        s->peak_inflight_bytes = c->flow.inflight_bytes;
+    if (c->flow.self_bytes > s->peak_self_bytes)
+        s->peak_self_bytes = c->flow.self_bytes;
 }
 
 /* Wait in user code until done(c, arg), counting the wait as throttled time. */
@@ -127,9 +127,9 @@ static void throttled_wait(cr_comm *c, bool (*done)(cr_comm *, void *), const ch
 {
     c->stats.slot_waits++;
     double t0 = cr_clock(c);
-    c->throttling = true;
+    c->flow.throttling = true;
     cr_wait_until(c, done, NULL, reason);
-    c->throttling = false;
+    c->flow.throttling = false;
     double us = (cr_clock(c) - t0) * 1e6;
     c->stats.throttled_us += us > 0 ? (uint64_t)us : 0;
 }
@@ -143,7 +143,7 @@ static bool self_queue_short(cr_comm *c, void *arg)
 static bool below_cap(cr_comm *c, void *arg)
 {
     (void)arg;
-    if (c->ndeferred > 0)
+    if (c->flow.ndeferred > 0)
         cr_retry_deferred(c);
     return !cr_over_cap(c);
 }
@@ -167,10 +167,10 @@ static void hand_to_self(cr_comm *c, bool may_wait)
     }
     cr_outbuf *b = &c->out.bufs[c->rank];
     if (b->deferred)
-        c->ndeferred--;
+        c->flow.ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, c->rank);
     selfq_push(c, blk);
-    c->self_bytes += blk.cap;
+    c->flow.self_bytes += blk.cap;
     cr_update_room(c);
     cr_note_memory(c);
     c->mpi_sent_total++;
@@ -206,10 +206,10 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     }
 
     if (b->deferred)
-        c->ndeferred--;
+        c->flow.ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, dest);
     c->tp->ops->send(c->tp, dest, blk.data, blk.len, blk.cap);
-    c->inflight_bytes += blk.cap;
+    c->flow.inflight_bytes += blk.cap;
     cr_update_room(c);
     cr_note_memory(c);
 
@@ -255,21 +255,21 @@ static int by_len_desc(const void *a, const void *b, void *arg)
  * is free again, so a rank with many destinations sends few, full buffers. */
 void cr_flush_for_cap(cr_comm *c)
 {
-    if (c->in_cap_flush)
+    if (c->flow.in_cap_flush)
         return;
-    c->in_cap_flush = true;
+    c->flow.in_cap_flush = true;
     size_t target = c->cfg.buffer_cap_bytes - c->cfg.buffer_cap_bytes / 4;
     int n = c->out.nactive;
     for (int i = 0; i < n; i++)
-        c->scratch[i] = c->out.active[i];
-    qsort_r(c->scratch, (size_t)n, sizeof *c->scratch, by_len_desc, &c->out);
+        c->flow.scratch[i] = c->out.active[i];
+    qsort_r(c->flow.scratch, (size_t)n, sizeof *c->flow.scratch, by_len_desc, &c->out);
     for (int i = 0; i < n && c->out.total > target; i++) {
-        if (!cr_flush_dest(c, c->scratch[i], CR_FLUSH_CAP, true)) {
-            c->cap_blocked = true;
+        if (!cr_flush_dest(c, c->flow.scratch[i], CR_FLUSH_CAP, true)) {
+            c->flow.cap_blocked = true;
             break;
         }
     }
-    c->in_cap_flush = false;
+    c->flow.in_cap_flush = false;
 }
 
 /* Timer: send every buffer whose oldest record has waited a full interval. */
@@ -308,7 +308,7 @@ void cr_flush_relays(cr_comm *c)
 void cr_retry_deferred(cr_comm *c)
 {
     int i = 0;
-    while (c->ndeferred > 0 && cr_slot_free(c) && i < c->out.nactive) {
+    while (c->flow.ndeferred > 0 && cr_slot_free(c) && i < c->out.nactive) {
         int dest = c->out.active[i];
         cr_flush_cause cause = (cr_flush_cause)c->out.bufs[dest].deferred;
         if (cause && cr_flush_dest(c, dest, cause, false))

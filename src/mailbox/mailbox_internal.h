@@ -78,6 +78,24 @@ typedef struct cr_module {
     void *state;
 } cr_module;
 
+/* Flow control: what bounds a rank's memory and when user code and handlers wait
+ * (docs/flow_control.md; core.c and flush.c). */
+typedef struct cr_flow {
+    int nest;             /* waits by handling inside each other now (core.c, "waiting by handling") */
+    bool in_reentrant;    /* the handler running now is reentrant (cr_handler_type) */
+    bool throttling;      /* user code waits for room (flush.c): its time is counted there */
+    uint64_t sent_in_waits; /* payload bytes sent by handlers run inside waits, ever: not
+                               the output of the handler that waited */
+    bool cap_blocked;     /* the cap flush found no free slot; retry after a send completes */
+    bool in_cap_flush;
+    int ndeferred;        /* buffers whose flush waits for a free slot */
+    int *scratch;         /* size P, for the cap flush's ordering */
+    size_t inflight_bytes; /* capacity of the blocks the transport holds for sends in flight */
+    size_t self_bytes;     /* capacity of the blocks queued to this rank itself */
+    size_t buffer_room;    /* the cap less the two above: what the send buffers may hold
+                              before an append takes the slow path (cr_update_room) */
+} cr_flow;
+
 struct cr_comm {
     cr_transport *tp; /* moves the buffers; owned by the comm */
     cr_module modules[CR_MAX_MODULES];
@@ -110,25 +128,13 @@ struct cr_comm {
     int trace_phases;     /* cr_trace_begin calls not yet ended */
     int last_handler;     /* id + 1 of the handler that ran last; 0 = none yet (the
                              watchdog names it) */
-    int nest;             /* waits by handling inside each other now (core.c, "waiting by handling") */
-    bool in_reentrant;    /* the handler running now is reentrant (cr_handler_type) */
-    bool throttling;      /* user code waits for room (flush.c): its time is counted there */
-    uint64_t sent_in_waits; /* payload bytes sent by handlers run inside waits, ever: not
-                               the output of the handler that waited */
     bool waiting;         /* inside cr_wait_until */
     bool in_loop;         /* inside ev_run */
-    bool cap_blocked;     /* the cap flush found no free slot; retry after a send completes */
-    bool in_cap_flush;
-    int ndeferred;        /* buffers whose flush waits for a free slot */
     unsigned poll_countdown;
     unsigned poll_every;  /* records between user code's polls: CR_POLL_EVERY .. CR_POLL_MAX */
-    int *scratch;         /* size P, for the cap flush's ordering */
     char *bcast_copy;     /* cr_async_bcast's private copy of the payload (see there) */
     size_t bcast_copy_cap;
-    size_t inflight_bytes; /* capacity of the blocks the transport holds for sends in flight */
-    size_t self_bytes;     /* capacity of the blocks queued to this rank itself */
-    size_t buffer_room;    /* the cap less the two above: what the send buffers may hold
-                              before an append takes the slow path (cr_update_room) */
+    cr_flow flow;         /* memory bounds and waits (docs/flow_control.md) */
     double now;           /* loop time at the last iteration: stamps buffers without a call */
     double last_activity; /* loop time of the last observable progress, for the watchdog */
     const char *wait_reason; /* what cr_wait_until is waiting for, for the watchdog */
@@ -225,7 +231,7 @@ double cr_clock(cr_comm *c);
 /* Bytes the mailbox holds now: send buffers, blocks in flight, blocks to itself. */
 static inline size_t cr_held_bytes(const cr_comm *c)
 {
-    return c->out.total + c->inflight_bytes + c->self_bytes;
+    return c->out.total + c->flow.inflight_bytes + c->flow.self_bytes;
 }
 /* cr_stats.peak_memory_bytes as cr_stats_get gives it: what is held now may be
  * above the last peak taken. */
@@ -249,8 +255,8 @@ static inline bool cr_over_cap(const cr_comm *c)
 /* Call whenever inflight_bytes or self_bytes changes. */
 static inline void cr_update_room(cr_comm *c)
 {
-    size_t other = c->inflight_bytes + c->self_bytes;
-    c->buffer_room = c->cfg.buffer_cap_bytes > other ? c->cfg.buffer_cap_bytes - other : 0;
+    size_t other = c->flow.inflight_bytes + c->flow.self_bytes;
+    c->flow.buffer_room = c->cfg.buffer_cap_bytes > other ? c->cfg.buffer_cap_bytes - other : 0;
 }
 /* core.c: handle received buffers until the rank is below the cap, unless
  * COURIER_NEST_LIMIT such waits are already on the stack (docs/flow_control.md). */

@@ -71,11 +71,11 @@ void cr_print_state(cr_comm *c, FILE *out, const char *why)
             "handler waits %d deep now (peak %llu), cap overruns %llu\n",
             c->rank, why, c->waiting ? c->wait_reason : "user code",
             (unsigned long long)c->term.wave, c->term.joined ? "joined" : "not joined",
-            cr_inflight(c), c->out.total, c->out.nactive, c->ndeferred, c->self.n,
+            cr_inflight(c), c->out.total, c->out.nactive, c->flow.ndeferred, c->self.n,
             (unsigned long long)c->mpi_sent_total, (unsigned long long)c->mpi_handled_total,
-            c->inflight_bytes, c->self_bytes, (unsigned long long)cr_peak_memory(c),
+            c->flow.inflight_bytes, c->flow.self_bytes, (unsigned long long)cr_peak_memory(c),
             (unsigned long long)cr_outbufs_peak(&c->out),
-            (unsigned long long)s->peak_handler_output, (double)s->throttled_us * 1e-6, c->nest,
+            (unsigned long long)s->peak_handler_output, (double)s->throttled_us * 1e-6, c->flow.nest,
             (unsigned long long)s->peak_nesting, (unsigned long long)s->cap_overruns);
     fflush(out);
 }

@@ -25,9 +25,9 @@ size_t cr_poll(cr_comm *c)
 /* Before the loop would block: send deferred buffers, retry a cap flush. */
 static void prepare(cr_comm *c)
 {
-    if (c->ndeferred > 0)
+    if (c->flow.ndeferred > 0)
         cr_retry_deferred(c);
-    if (c->cap_blocked == false && c->out.total >= c->cfg.buffer_cap_bytes)
+    if (c->flow.cap_blocked == false && c->out.total >= c->cfg.buffer_cap_bytes)
         cr_flush_for_cap(c);
 }
 
