@@ -470,14 +470,14 @@ static void handle_request(cr_comm *comm, rtype *t, int src, const char *rec, si
 
 /* Let the type start reading what the request k places ahead will need, if this rank
  * serves it. */
-static void prefetch_request(const cr_comm *comm, const rtype *t, const cr_batch *b, size_t k)
+static void prefetch_request(int me, const rtype *t, const cr_batch *b, size_t k)
 {
     if (!t->t.prefetch || k >= b->count)
         return;
     const char *rec = cr_batch_payload(b, k);
     int32_t owner;
     memcpy(&owner, rec, sizeof owner);
-    if (owner == cr_comm_rank(comm))
+    if (owner == me)
         t->t.prefetch(rec + sizeof(req_header), b->len - sizeof(req_header), t->user);
 }
 
@@ -486,28 +486,35 @@ static void on_requests(cr_comm *comm, const cr_batch *b, void *arg)
     rtype *t = arg;
     if (b->len < sizeof(req_header))
         bad_record("request", cr_batch_src(b, 0), b->len);
+    int me = cr_comm_rank(comm);
     for (size_t k = 0; k < PREFETCH_AHEAD; k++)
-        prefetch_request(comm, t, b, k);
+        prefetch_request(me, t, b, k);
     for (size_t k = 0; k < b->count; k++) {
-        prefetch_request(comm, t, b, k + PREFETCH_AHEAD);
+        prefetch_request(me, t, b, k + PREFETCH_AHEAD);
         handle_request(comm, t, cr_batch_src(b, k), cr_batch_payload(b, k), b->len);
     }
+}
+
+/* A reply record {token, data} to `hop`, naming its entry `token` there. */
+static void send_reply(cr_comm *comm, dedup_state *s, int hop, uint32_t token, const void *data,
+                       size_t len)
+{
+    rep_header h = {.token = token};
+    char *r = scratch(s, sizeof h + len);
+    memcpy(r, &h, sizeof h);
+    if (len)
+        memcpy(r + sizeof h, data, len);
+    cr_async(comm, hop, s->reply_handler, r, sizeof h + len);
 }
 
 /* Hand a reply to one waiter: its requester's reply_fn, or the previous hop. */
 static void deliver(cr_comm *comm, dedup_state *s, const waiter *who, const char *data,
                     size_t dlen)
 {
-    if (who->hop < 0) {
+    if (who->hop < 0)
         who->fn(comm, data, dlen, who->ctx);
-        return;
-    }
-    rep_header out = {.token = who->token};
-    char *r = scratch(s, sizeof out + dlen);
-    memcpy(r, &out, sizeof out);
-    if (dlen)
-        memcpy(r + sizeof out, data, dlen);
-    cr_async(comm, who->hop, s->reply_handler, r, sizeof out + dlen);
+    else
+        send_reply(comm, s, who->hop, who->token, data, dlen);
 }
 
 static uint32_t reply_token(const cr_batch *b, size_t k)
@@ -656,12 +663,7 @@ void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t l
     if (len && !data)
         cr_fatal("cr_dedup_reply: data is NULL but its length is %zu", len);
     req->replied = true;
-    rep_header h = {.token = req->token};
-    char *r = scratch(s, sizeof h + len);
-    memcpy(r, &h, sizeof h);
-    if (len)
-        memcpy(r + sizeof h, data, len);
-    cr_async(comm, req->prev, s->reply_handler, r, sizeof h + len);
+    send_reply(comm, s, req->prev, req->token, data, len);
 }
 
 int cr_dedup_origin(const cr_dedup_req *req)
