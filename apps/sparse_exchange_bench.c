@@ -1,4 +1,4 @@
-/* sparse_exchange_bench: time per cr_sparse_exchange for NBX, PEX and PCX, the
+/* sparse_exchange_bench: time per cr_nbx_exchange for NBX, PEX and PCX, the
  * microbenchmark of Hoefler et al. (PPoPP 2010): every rank sends one message to k
  * random other ranks. All protocols run the same patterns in one job. */
 #include "cli.h"
@@ -17,7 +17,7 @@ static const char usage[] =
     "\n"
     "Every rank sends one message of B bytes to each of k random other ranks (the same\n"
     "neighbours for every protocol) and receives whatever is addressed to it, with\n"
-    "cr_sparse_exchange under NBX, PEX and PCX. Prints the median time per exchange\n"
+    "cr_nbx_exchange under NBX, PEX and PCX. Prints the median time per exchange\n"
     "(slowest rank) for every k and B; every exchange's result is verified.\n"
     "\n"
     "  --neighbours LIST  values of k (default 1,2,4,6,P-1, those below P)\n"
@@ -29,7 +29,7 @@ static const char usage[] =
     "                    (the same as COURIER_STATS=1)\n"
     "  --help             show this text\n";
 
-static const cr_sx_protocol protocols[] = {CR_SX_NBX, CR_SX_PEX, CR_SX_PCX};
+static const cr_nbx_protocol protocols[] = {CR_NBX_PROTOCOL_NBX, CR_NBX_PROTOCOL_PEX, CR_NBX_PROTOCOL_PCX};
 #define NPROT 3
 #define MAX_LIST 32
 
@@ -58,7 +58,7 @@ static uint64_t tag_of(int src, int dest, size_t size)
 }
 
 /* Every message must arrive once with its own tag: sums over the job must match. */
-static int verify(const app *a, const cr_sx_result *r, int k, size_t size, const int *dests)
+static int verify(const app *a, const cr_nbx_result *r, int k, size_t size, const int *dests)
 {
     uint64_t local[4] = {0, 0, 0, 0}, global[4];
     for (int i = 0; i < k; i++)
@@ -144,28 +144,28 @@ int main(int argc, char **argv)
             }
             double median[NPROT];
             for (int p = 0; p < NPROT; p++) {
-                cr_sx_result r;
-                cr_sparse_exchange_with(comm, protocols[p], (size_t)k, dests, bufs, msg_sizes, &r);
+                cr_nbx_result r;
+                cr_nbx_exchange_with(comm, protocols[p], (size_t)k, dests, bufs, msg_sizes, &r);
                 int ok = verify(&a, &r, k, size, dests);
-                cr_sx_result_free(&r);
+                cr_nbx_result_free(&r);
                 for (uint64_t rep = 0; rep < reps; rep++) {
                     MPI_Barrier(MPI_COMM_WORLD);
                     double t0 = MPI_Wtime();
-                    cr_sparse_exchange_with(comm, protocols[p], (size_t)k, dests, bufs, msg_sizes,
+                    cr_nbx_exchange_with(comm, protocols[p], (size_t)k, dests, bufs, msg_sizes,
                                             &r);
                     times[rep] = app_max_time(MPI_Wtime() - t0);
-                    cr_sx_result_free(&r);
+                    cr_nbx_result_free(&r);
                 }
                 median[p] = app_median(times, (int)reps) * 1e6;
                 double min = times[0] * 1e6; /* sorted by app_median */
                 all_ok &= ok;
                 if (out)
                     fprintf(out, "%d,%d,%zu,%s,%.2f,%.2f,%llu,%d\n", a.size, k, size,
-                            cr_sx_protocol_name(protocols[p]), median[p], min,
+                            cr_nbx_protocol_name(protocols[p]), median[p], min,
                             (unsigned long long)reps, ok);
                 if (!ok && a.rank == 0)
                     fprintf(stderr, "sparse_exchange_bench: %s, k=%d, %zu bytes: VERIFICATION "
-                                    "FAILED\n", cr_sx_protocol_name(protocols[p]), k, size);
+                                    "FAILED\n", cr_nbx_protocol_name(protocols[p]), k, size);
             }
             int best = 0;
             for (int p = 1; p < NPROT; p++)
@@ -173,7 +173,7 @@ int main(int argc, char **argv)
                     best = p;
             if (a.rank == 0)
                 printf("| %d | %zu | %.1f | %.1f | %.1f | %s |\n", k, size, median[0], median[1],
-                       median[2], cr_sx_protocol_name(protocols[best]));
+                       median[2], cr_nbx_protocol_name(protocols[best]));
             free(payload);
         }
     }

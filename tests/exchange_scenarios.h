@@ -20,7 +20,7 @@ static long sx_fails;
 
 #define SX_CHECK(comm, cond, ...) SCENARIO_CHECK(sx_fails, cr_comm_rank(comm), cond, __VA_ARGS__)
 
-static const cr_sx_protocol protocols[] = {CR_SX_NBX, CR_SX_PEX, CR_SX_PCX, CR_SX_DEFAULT};
+static const cr_nbx_protocol protocols[] = {CR_NBX_PROTOCOL_NBX, CR_NBX_PROTOCOL_PEX, CR_NBX_PROTOCOL_PCX, CR_NBX_PROTOCOL_DEFAULT};
 #define NPROTOCOLS (sizeof protocols / sizeof protocols[0])
 
 typedef enum sx_pattern {
@@ -101,7 +101,7 @@ static void sx_fill(uint8_t *buf, size_t len, uint64_t seed)
 
 /* Run one exchange of pattern p and compare the result with the expected list;
  * returns the checks that failed on this rank. */
-static long exchange_and_check(cr_comm *comm, cr_sx_protocol proto, sx_pattern p, uint64_t round)
+static long exchange_and_check(cr_comm *comm, cr_nbx_protocol proto, sx_pattern p, uint64_t round)
 {
     long before = sx_fails;
     sx_outgoing o = {0};
@@ -112,8 +112,8 @@ static long exchange_and_check(cr_comm *comm, cr_sx_protocol proto, sx_pattern p
         bufs[i] = malloc(o.sizes[i] ? o.sizes[i] : 1);
         sx_fill(bufs[i], o.sizes[i], sx_message_seed(me, i, round));
     }
-    cr_sx_result r;
-    cr_sparse_exchange_with(comm, proto, o.n, o.dests, (const void *const *)bufs, o.sizes, &r);
+    cr_nbx_result r;
+    cr_nbx_exchange_with(comm, proto, o.n, o.dests, (const void *const *)bufs, o.sizes, &r);
 
     size_t k = 0, bytes = 0;
     uint8_t *want = malloc((size_t)2 << 20);
@@ -133,18 +133,18 @@ static long exchange_and_check(cr_comm *comm, cr_sx_protocol proto, sx_pattern p
                       memcmp(r.data[k], want, theirs.sizes[i]) == 0,
                   "%s pattern %d: message %zu is from %d with %zu bytes, expected %zu bytes of "
                   "message %zu from %d",
-                  cr_sx_protocol_name(proto), p, k, r.sources[k], r.sizes[k], theirs.sizes[i], i,
+                  cr_nbx_protocol_name(proto), p, k, r.sources[k], r.sizes[k], theirs.sizes[i], i,
                   src);
             k++;
         }
     }
     SX_CHECK(comm, r.count == k, "%s pattern %d: %zu messages received, expected %zu",
-          cr_sx_protocol_name(proto), p, r.count, k);
+          cr_nbx_protocol_name(proto), p, r.count, k);
     SX_CHECK(comm, r.total_bytes == bytes, "%s pattern %d: %zu bytes received, expected %zu",
-          cr_sx_protocol_name(proto), p, r.total_bytes, bytes);
+          cr_nbx_protocol_name(proto), p, r.total_bytes, bytes);
     free(want);
-    cr_sx_result_free(&r);
-    SX_CHECK(comm, r.count == 0 && r.data == NULL, "cr_sx_result_free leaves an empty result");
+    cr_nbx_result_free(&r);
+    SX_CHECK(comm, r.count == 0 && r.data == NULL, "cr_nbx_result_free leaves an empty result");
     for (size_t i = 0; i < o.n; i++)
         free(bufs[i]);
     return sx_fails - before;

@@ -93,7 +93,7 @@ typedef struct cr_graph cr_graph;
 cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local);
 
 /* How the edges reach their owners: one cr_async per edge half (the default), or
- * bucketed by owner and moved with one cr_sparse_exchange (docs/graph.md compares
+ * bucketed by owner and moved with one cr_nbx_exchange (docs/graph.md compares
  * the two). */
 typedef enum cr_graph_shuffle { CR_SHUFFLE_MAILBOX, CR_SHUFFLE_EXCHANGE } cr_graph_shuffle;
 cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle);

@@ -15,7 +15,7 @@
  * event loop, never asynchronously. Called from the main program, these may run
  * handlers of incoming messages before they return:
  *   cr_register, cr_register_type, cr_async, cr_async_bcast, cr_progress, cr_barrier,
- *   cr_sparse_exchange[_with], cr_request_wait, cr_request_test, cr_comm_destroy.
+ *   cr_nbx_exchange[_with], cr_request_wait, cr_request_test, cr_comm_destroy.
  * So a handler may already run for a message that a faster rank sent right after
  * it returned from cr_register: set up the state handlers use (counters, tables)
  * before cr_register, not after it. cr_async and cr_async_bcast copy the payload
@@ -152,8 +152,8 @@ typedef struct cr_config {
     cr_route route;          /* COURIER_ROUTE: direct | nr | nlnr | grid[:AxB..] | hypercube */
     unsigned node_size;      /* COURIER_NODE_SIZE: 0 = nodes as MPI reports them; k > 0 =
                                 virtual nodes of k consecutive ranks */
-    cr_sx_protocol exchange; /* COURIER_EXCHANGE: nbx | pex | pcx, the protocol of
-                                cr_sparse_exchange (include/courier/nbx.h) */
+    cr_nbx_protocol exchange; /* COURIER_EXCHANGE: nbx | pex | pcx, the protocol of
+                                cr_nbx_exchange (include/courier/nbx.h) */
     cr_allreduce_algorithm allreduce; /* COURIER_ALLREDUCE: auto | binomial | butterfly |
                                 dissemination[:n] | bruck[:n] (include/courier/coll.h) */
     unsigned allreduce_ports; /* the n of dissemination:n and bruck:n; 0 = automatic */

@@ -1,15 +1,17 @@
-/* Courier sparse data exchange: every rank knows what it sends and to whom, nobody
- * knows who sends to it; one collective call delivers everything.
+/* Courier sparse data exchange (the nbx module, named after its default protocol):
+ * every rank knows what it sends and to whom, nobody knows who sends to it; one
+ * collective call delivers everything. Every public name has the prefix cr_nbx_.
  *
  * Three protocols, from Hoefler, Siebert and Lumsdaine, "Scalable communication
  * protocols for dynamic sparse data exchange" (PPoPP 2010):
  *
- *   CR_SX_NBX  synchronous sends, probe and receive, and a non-blocking barrier
- *              entered once the own sends are matched (the paper's NBX);
- *   CR_SX_PEX  an all-to-all of message counts and bytes, then receives posted for
- *              exactly those (personalized exchange);
- *   CR_SX_PCX  a reduce-scatter of message counts, then probe and receive until the
- *              count is reached (personalized census).
+ *   CR_NBX_PROTOCOL_NBX  synchronous sends, probe and receive, and a non-blocking
+ *                        barrier entered once the own sends are matched (the
+ *                        paper's NBX);
+ *   CR_NBX_PROTOCOL_PEX  an all-to-all of message counts and bytes, then receives
+ *                        posted for exactly those (personalized exchange);
+ *   CR_NBX_PROTOCOL_PCX  a reduce-scatter of message counts, then probe and receive
+ *                        until the count is reached (personalized census).
  *
  * All three return the same result. While the call waits, the comm's event loop
  * keeps running, so asynchronous handlers of earlier cr_async calls still run.
@@ -31,39 +33,74 @@ typedef struct cr_comm cr_comm;
 
 /* The messages a rank received, ordered by source rank; messages from one source
  * keep the order in which that source listed them. data[i] points into memory the
- * result owns; release everything with cr_sx_result_free. */
-typedef struct cr_sx_result {
+ * result owns; release everything with cr_nbx_result_free. */
+typedef struct cr_nbx_result {
     size_t count;      /* messages received */
     int *sources;      /* sources[i]: the rank that sent message i */
     size_t *sizes;     /* sizes[i]: its length in bytes (may be 0) */
     void **data;       /* data[i]: its bytes */
     size_t total_bytes; /* sum of sizes */
     void *storage;     /* internal: the block data[] points into */
-} cr_sx_result;
+} cr_nbx_result;
 
 /* Collective over the comm's ranks; call it from the main program (not a handler).
  * Message i goes to rank dests[i] (any rank, itself included, repeats allowed) with
  * sizes[i] bytes from bufs[i]; bufs[i] may be NULL when sizes[i] is 0. n_out may be
  * 0. The caller's buffers are not modified and may be reused when the call returns.
  * A bad destination or a message of 2 GiB or more stops the job with a one-line
- * error. `result` is overwritten; free it with cr_sx_result_free. */
-void cr_sparse_exchange(cr_comm *comm, size_t n_out, const int *dests, const void *const *bufs,
-                        const size_t *sizes, cr_sx_result *result);
+ * error. `result` is overwritten; free it with cr_nbx_result_free. */
+void cr_nbx_exchange(cr_comm *comm, size_t n_out, const int *dests, const void *const *bufs,
+                        const size_t *sizes, cr_nbx_result *result);
 
-/* The same with an explicit protocol (CR_SX_DEFAULT: the comm's setting). Every rank
+/* The same with an explicit protocol (CR_NBX_PROTOCOL_DEFAULT: the comm's setting). Every rank
  * must pass the same protocol. */
-void cr_sparse_exchange_with(cr_comm *comm, cr_sx_protocol protocol, size_t n_out,
+void cr_nbx_exchange_with(cr_comm *comm, cr_nbx_protocol protocol, size_t n_out,
                              const int *dests, const void *const *bufs, const size_t *sizes,
-                             cr_sx_result *result);
+                             cr_nbx_result *result);
 
 /* Release what a result owns and reset it to empty. Safe on an empty result. */
-void cr_sx_result_free(cr_sx_result *result);
+void cr_nbx_result_free(cr_nbx_result *result);
 
 /* "nbx", "pex", "pcx" (and "default"). */
-const char *cr_sx_protocol_name(cr_sx_protocol protocol);
+const char *cr_nbx_protocol_name(cr_nbx_protocol protocol);
 
 /* Parse a protocol name; returns 0, or -1 if the name is unknown. */
-int cr_sx_protocol_parse(const char *name, cr_sx_protocol *out);
+int cr_nbx_protocol_parse(const char *name, cr_nbx_protocol *out);
+
+/* ---------------------------------------------------------------- deprecated names */
+
+/* The names these had before they took the module's prefix: deprecated, kept for one
+ * release. The protocol's old type and constants are in courier/settings.h. */
+#define CR_NBX_OLD_NAME(new_name) __attribute__((deprecated("use " #new_name)))
+typedef cr_nbx_result cr_sx_result CR_NBX_OLD_NAME(cr_nbx_result);
+CR_NBX_OLD_NAME(cr_nbx_exchange)
+static inline void cr_sparse_exchange(cr_comm *comm, size_t n_out, const int *dests,
+                                      const void *const *bufs, const size_t *sizes,
+                                      cr_nbx_result *result)
+{
+    cr_nbx_exchange(comm, n_out, dests, bufs, sizes, result);
+}
+CR_NBX_OLD_NAME(cr_nbx_exchange_with)
+static inline void cr_sparse_exchange_with(cr_comm *comm, cr_nbx_protocol protocol, size_t n_out,
+                                           const int *dests, const void *const *bufs,
+                                           const size_t *sizes, cr_nbx_result *result)
+{
+    cr_nbx_exchange_with(comm, protocol, n_out, dests, bufs, sizes, result);
+}
+CR_NBX_OLD_NAME(cr_nbx_result_free) static inline void cr_sx_result_free(cr_nbx_result *result)
+{
+    cr_nbx_result_free(result);
+}
+CR_NBX_OLD_NAME(cr_nbx_protocol_name)
+static inline const char *cr_sx_protocol_name(cr_nbx_protocol protocol)
+{
+    return cr_nbx_protocol_name(protocol);
+}
+CR_NBX_OLD_NAME(cr_nbx_protocol_parse)
+static inline int cr_sx_protocol_parse(const char *name, cr_nbx_protocol *out)
+{
+    return cr_nbx_protocol_parse(name, out);
+}
 
 #ifdef __cplusplus
 }

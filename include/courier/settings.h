@@ -27,12 +27,20 @@ typedef enum cr_allgather_algorithm {
     CR_ALLGATHER_SPARBIT,
 } cr_allgather_algorithm;
 
-typedef enum cr_sx_protocol {
-    CR_SX_DEFAULT = 0, /* COURIER_EXCHANGE, or NBX if it is not set */
-    CR_SX_NBX,
-    CR_SX_PEX,
-    CR_SX_PCX,
-} cr_sx_protocol;
+typedef enum cr_nbx_protocol {
+    CR_NBX_PROTOCOL_DEFAULT = 0, /* COURIER_EXCHANGE, or NBX if it is not set */
+    CR_NBX_PROTOCOL_NBX,
+    CR_NBX_PROTOCOL_PEX,
+    CR_NBX_PROTOCOL_PCX,
+} cr_nbx_protocol;
+
+/* The protocol's names before the nbx module's prefix: deprecated, kept for one
+ * release (the calls' old names are in courier/nbx.h). */
+typedef cr_nbx_protocol cr_sx_protocol __attribute__((deprecated("use cr_nbx_protocol")));
+#define CR_SX_DEFAULT CR_NBX_PROTOCOL_DEFAULT
+#define CR_SX_NBX CR_NBX_PROTOCOL_NBX
+#define CR_SX_PEX CR_NBX_PROTOCOL_PEX
+#define CR_SX_PCX CR_NBX_PROTOCOL_PCX
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,7 @@
  * only the transport differs. A seeded scheduler decides which rank runs next and
  * in which order arrived buffers are received, so a run replays exactly from its
  * seed. No MPI is needed (MPI_Init is not called). The collectives (coll.h) and
- * cr_sparse_exchange run here too, on the transport's module channels. */
+ * cr_nbx_exchange run here too, on the transport's module channels. */
 #ifndef COURIER_SIM_H
 #define COURIER_SIM_H
 

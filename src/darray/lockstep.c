@@ -202,7 +202,7 @@ static size_t exchange_by_mailbox(cr_darray *a, int d, const char *send, const s
 
 /* ---- exchanges by the sparse exchange ------------------------------------------ */
 
-/* Dimension d's exchange by cr_sparse_exchange: the non-empty segments go to their
+/* Dimension d's exchange by cr_nbx_exchange: the non-empty segments go to their
  * partners, and what arrives is put together in coordinate order (this rank's own
  * segment copied in place), as an all-to-all over the dimension would deliver it. */
 static size_t exchange_sparse(cr_darray *a, int d, const char *send, const size_t *scounts,
@@ -224,8 +224,8 @@ static size_t exchange_sparse(cr_darray *a, int d, const char *send, const size_
         }
         off += bytes;
     }
-    cr_sx_result r;
-    cr_sparse_exchange(a->comm, nout, dests, bufs, sizes, &r);
+    cr_nbx_result r;
+    cr_nbx_exchange(a->comm, nout, dests, bufs, sizes, &r);
     for (size_t k = 0; k < r.count; k++) {
         int j = partner_coord(a, d, r.sources[k]);
         if (j < 0 || j == me || got[j])
@@ -251,7 +251,7 @@ static size_t exchange_sparse(cr_darray *a, int d, const char *send, const size_
         to += got[j];
         rcounts[j] = got[j] / rec;
     }
-    cr_sx_result_free(&r);
+    cr_nbx_result_free(&r);
     free(dests);
     free(bufs);
     free(from);

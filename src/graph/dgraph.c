@@ -119,7 +119,7 @@ static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local)
 }
 
 /* Bulk-synchronous shuffle: bucket both halves of every edge by owner, one
- * cr_sparse_exchange, then unpack. */
+ * cr_nbx_exchange, then unpack. */
 static void shuffle_by_exchange(cr_graph *g, const cr_edge_list *local, arrivals *a)
 {
     size_t p = (size_t)g->size, *count = cr_xcalloc(p + 1, sizeof *count);
@@ -148,8 +148,8 @@ static void shuffle_by_exchange(cr_graph *g, const cr_edge_list *local, arrivals
             bufs[n] = out[count[r]];
             sizes[n++] = (count[r + 1] - count[r]) * sizeof *out;
         }
-    cr_sx_result in;
-    cr_sparse_exchange(g->comm, n, dests, bufs, sizes, &in);
+    cr_nbx_result in;
+    cr_nbx_exchange(g->comm, n, dests, bufs, sizes, &in);
     for (size_t m = 0; m < in.count; m++) {
         const char *d = in.data[m];
         for (size_t b = 0; b + sizeof *out <= in.sizes[m]; b += sizeof *out) {
@@ -158,7 +158,7 @@ static void shuffle_by_exchange(cr_graph *g, const cr_edge_list *local, arrivals
             add_arrival(a, e[0], e[1]);
         }
     }
-    cr_sx_result_free(&in);
+    cr_nbx_result_free(&in);
     free(count);
     free(out);
     free(fill);

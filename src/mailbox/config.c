@@ -113,7 +113,7 @@ void cr_config_init(cr_config *cfg)
         store(cfg, &settings[i], settings[i].dflt);
     cfg->recv_mode = CR_RECV_PROBE;
     cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
-    cfg->exchange = CR_SX_NBX;
+    cfg->exchange = CR_NBX_PROTOCOL_NBX;
     cfg->allreduce = CR_ALLREDUCE_AUTO;
     cfg->allreduce_ports = 0;
     cfg->allgather = CR_ALLGATHER_AUTO;

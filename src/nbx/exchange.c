@@ -24,25 +24,25 @@
 /* Messages taken per step, so the mailbox and timers are not starved. */
 #define SX_RECV_BUDGET 32
 
-typedef struct sx_msg {
+typedef struct nbx_msg {
     int source;
     size_t size;
     size_t offset; /* into the arena */
     size_t seq;    /* arrival order: ties between messages of one source keep it */
-} sx_msg;
+} nbx_msg;
 
-typedef struct sx_state {
+typedef struct nbx_state {
     cr_comm *c;
     cr_chan *ch;
     int tag;
-    cr_sx_protocol protocol;
+    cr_nbx_protocol protocol;
     size_t n_out;
     const int *dests;
     const void *const *bufs;
     const size_t *sizes;
     cr_chan_req *sends;
 
-    sx_msg *in;
+    nbx_msg *in;
     size_t nin, in_cap;
     char *arena;
     size_t arena_len, arena_cap;
@@ -61,22 +61,22 @@ typedef struct sx_state {
     size_t *next_off;   /* per source: where its next message goes */
     int multi_sources;  /* sources with messages left to probe for */
     bool sends_done;
-} sx_state;
+} nbx_state;
 
 /* ---------------------------------------------------------------- names */
 
 static const char *const protocol_names[] = {"default", "nbx", "pex", "pcx"};
 
-const char *cr_sx_protocol_name(cr_sx_protocol p)
+const char *cr_nbx_protocol_name(cr_nbx_protocol p)
 {
-    return (unsigned)p <= CR_SX_PCX ? protocol_names[p] : "invalid";
+    return (unsigned)p <= CR_NBX_PROTOCOL_PCX ? protocol_names[p] : "invalid";
 }
 
-int cr_sx_protocol_parse(const char *name, cr_sx_protocol *out)
+int cr_nbx_protocol_parse(const char *name, cr_nbx_protocol *out)
 {
-    for (int i = 0; name && i <= CR_SX_PCX; i++)
+    for (int i = 0; name && i <= CR_NBX_PROTOCOL_PCX; i++)
         if (!strcmp(name, protocol_names[i])) {
-            *out = (cr_sx_protocol)i;
+            *out = (cr_nbx_protocol)i;
             return 0;
         }
     return -1;
@@ -84,7 +84,7 @@ int cr_sx_protocol_parse(const char *name, cr_sx_protocol *out)
 
 /* ---------------------------------------------------------------- results */
 
-void cr_sx_result_free(cr_sx_result *r)
+void cr_nbx_result_free(cr_nbx_result *r)
 {
     free(r->sources);
     free(r->sizes);
@@ -93,7 +93,7 @@ void cr_sx_result_free(cr_sx_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static void arena_reserve(sx_state *s, size_t more)
+static void arena_reserve(nbx_state *s, size_t more)
 {
     if (s->arena_len + more <= s->arena_cap)
         return;
@@ -104,28 +104,28 @@ static void arena_reserve(sx_state *s, size_t more)
     s->arena_cap = cap;
 }
 
-static sx_msg *add_msg(sx_state *s, int source, size_t size, size_t offset)
+static nbx_msg *add_msg(nbx_state *s, int source, size_t size, size_t offset)
 {
     if (s->nin == s->in_cap) {
         s->in_cap = s->in_cap ? 2 * s->in_cap : 16;
         s->in = cr_xrealloc(s->in, s->in_cap * sizeof *s->in);
     }
-    sx_msg *m = &s->in[s->nin];
-    *m = (sx_msg){.source = source, .size = size, .offset = offset, .seq = s->nin};
+    nbx_msg *m = &s->in[s->nin];
+    *m = (nbx_msg){.source = source, .size = size, .offset = offset, .seq = s->nin};
     s->nin++;
     return m;
 }
 
 static int by_source(const void *a, const void *b)
 {
-    const sx_msg *x = a, *y = b;
+    const nbx_msg *x = a, *y = b;
     if (x->source != y->source)
         return x->source < y->source ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* Hand the arena to the result, with messages ordered by source. */
-static void build_result(sx_state *s, cr_sx_result *r)
+static void build_result(nbx_state *s, cr_nbx_result *r)
 {
     if (s->nin > 1)
         qsort(s->in, s->nin, sizeof *s->in, by_source);
@@ -150,7 +150,7 @@ static void build_result(sx_state *s, cr_sx_result *r)
 /* ---------------------------------------------------------------- common steps */
 
 /* Receive what has arrived from anyone (NBX, PCX). Returns messages taken. */
-static int receive_any(sx_state *s)
+static int receive_any(nbx_state *s)
 {
     int taken = 0;
     while (taken < SX_RECV_BUDGET) {
@@ -166,14 +166,14 @@ static int receive_any(sx_state *s)
     return taken;
 }
 
-static void start_sends(sx_state *s, bool synchronous)
+static void start_sends(nbx_state *s, bool synchronous)
 {
     for (size_t i = 0; i < s->n_out; i++)
         cr_module_chan_isend(s->c, s->ch, s->dests[i], s->tag, s->bufs ? s->bufs[i] : NULL,
                              s->sizes[i], synchronous, &s->sends[i]);
 }
 
-static bool test_sends(sx_state *s)
+static bool test_sends(nbx_state *s)
 {
     if (!s->sends_done)
         s->sends_done = cr_module_chan_testall(s->c, s->ch, s->sends, s->n_out);
@@ -184,7 +184,7 @@ static bool test_sends(sx_state *s)
 
 static bool nbx_step(cr_comm *c, void *arg)
 {
-    sx_state *s = arg;
+    nbx_state *s = arg;
     bool worked = receive_any(s) > 0;
     bool flag = false;
     if (!s->barrier_started) {
@@ -206,7 +206,7 @@ static bool nbx_step(cr_comm *c, void *arg)
 
 static bool pcx_step(cr_comm *c, void *arg)
 {
-    sx_state *s = arg;
+    nbx_state *s = arg;
     bool worked = receive_any(s) > 0;
     if (!s->coll_done && cr_module_chan_test(c, s->ch, &s->coll)) {
         s->coll_done = true;
@@ -223,7 +223,7 @@ static bool pcx_step(cr_comm *c, void *arg)
 
 /* The sizes are known: lay the sources out in rank order, post one receive per
  * source that sends a single message, probe for the rest source by source. */
-static void pex_post_receives(sx_state *s)
+static void pex_post_receives(nbx_state *s)
 {
     int p = cr_comm_size(s->c);
     size_t total = 0;
@@ -250,7 +250,7 @@ static void pex_post_receives(sx_state *s)
     s->arena_len = total;
 }
 
-static bool pex_probe_multi(sx_state *s)
+static bool pex_probe_multi(nbx_state *s)
 {
     bool worked = false;
     for (int src = 0; src < cr_comm_size(s->c) && s->multi_sources > 0; src++) {
@@ -270,7 +270,7 @@ static bool pex_probe_multi(sx_state *s)
 
 static bool pex_step(cr_comm *c, void *arg)
 {
-    sx_state *s = arg;
+    nbx_state *s = arg;
     bool worked = false;
     if (!s->coll_done) {
         if (!cr_module_chan_test(c, s->ch, &s->coll))
@@ -326,49 +326,49 @@ static void check_arguments(const cr_comm *c, size_t n_out, const int *dests,
                             const void *const *bufs, const size_t *sizes)
 {
     if (n_out > 0 && (!dests || !sizes))
-        cr_fatal("cr_sparse_exchange: %zu messages but dests or sizes is NULL", n_out);
+        cr_fatal("cr_nbx_exchange: %zu messages but dests or sizes is NULL", n_out);
     if (n_out > (size_t)INT_MAX)
-        cr_fatal("cr_sparse_exchange: %zu messages is more than %d", n_out, INT_MAX);
+        cr_fatal("cr_nbx_exchange: %zu messages is more than %d", n_out, INT_MAX);
     for (size_t i = 0; i < n_out; i++) {
         if (dests[i] < 0 || dests[i] >= cr_comm_size(c))
-            cr_fatal("cr_sparse_exchange: message %zu has destination rank %d, out of range "
+            cr_fatal("cr_nbx_exchange: message %zu has destination rank %d, out of range "
                      "[0, %d)", i, dests[i], cr_comm_size(c));
         if (sizes[i] > (size_t)INT_MAX)
-            cr_fatal("cr_sparse_exchange: message %zu has %zu bytes; the limit is %d (MPI counts "
+            cr_fatal("cr_nbx_exchange: message %zu has %zu bytes; the limit is %d (MPI counts "
                      "are int)", i, sizes[i], INT_MAX);
         if (sizes[i] > 0 && (!bufs || !bufs[i]))
-            cr_fatal("cr_sparse_exchange: message %zu has %zu bytes but no buffer", i, sizes[i]);
+            cr_fatal("cr_nbx_exchange: message %zu has %zu bytes but no buffer", i, sizes[i]);
     }
 }
 
-void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
+void cr_nbx_exchange_with(cr_comm *c, cr_nbx_protocol protocol, size_t n_out,
                              const int *dests, const void *const *bufs, const size_t *sizes,
-                             cr_sx_result *result)
+                             cr_nbx_result *result)
 {
     if (cr_module_in_handler(c))
-        cr_fatal("cr_sparse_exchange was called from inside a handler; call it from the main "
+        cr_fatal("cr_nbx_exchange was called from inside a handler; call it from the main "
                  "program");
     if (cr_module_busy(c))
-        cr_fatal("cr_sparse_exchange was called while the runtime is already waiting");
-    if (protocol == CR_SX_DEFAULT)
+        cr_fatal("cr_nbx_exchange was called while the runtime is already waiting");
+    if (protocol == CR_NBX_PROTOCOL_DEFAULT)
         protocol = cr_comm_config(c)->exchange;
-    if (protocol < CR_SX_NBX || protocol > CR_SX_PCX)
-        cr_fatal("cr_sparse_exchange: protocol %d is not valid: expected CR_SX_NBX, CR_SX_PEX "
-                 "or CR_SX_PCX", (int)protocol);
+    if (protocol < CR_NBX_PROTOCOL_NBX || protocol > CR_NBX_PROTOCOL_PCX)
+        cr_fatal("cr_nbx_exchange: protocol %d is not valid: expected CR_NBX_PROTOCOL_NBX, CR_NBX_PROTOCOL_PEX "
+                 "or CR_NBX_PROTOCOL_PCX", (int)protocol);
     check_arguments(c, n_out, dests, bufs, sizes);
     exchange_state *st = state_of(c);
 
-    sx_state s = {.c = c, .ch = st->ch, .tag = SX_TAG + (int)(st->calls++ & 1),
+    nbx_state s = {.c = c, .ch = st->ch, .tag = SX_TAG + (int)(st->calls++ & 1),
                   .protocol = protocol, .n_out = n_out, .dests = dests, .bufs = bufs,
                   .sizes = sizes};
     s.sends = cr_xcalloc(n_out ? n_out : 1, sizeof *s.sends);
     bool (*step)(cr_comm *, void *) = nbx_step;
-    const char *what = "cr_sparse_exchange (nbx)";
-    if (protocol == CR_SX_NBX) {
+    const char *what = "cr_nbx_exchange (nbx)";
+    if (protocol == CR_NBX_PROTOCOL_NBX) {
         start_sends(&s, true);
     } else {
         int p = cr_comm_size(c);
-        size_t per = protocol == CR_SX_PEX ? 2 : 1;
+        size_t per = protocol == CR_NBX_PROTOCOL_PEX ? 2 : 1;
         s.meta_out = cr_xcalloc((size_t)p * per, sizeof *s.meta_out);
         s.meta_in = cr_xcalloc((size_t)p * per, sizeof *s.meta_in);
         for (size_t i = 0; i < n_out; i++) {
@@ -376,15 +376,15 @@ void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
             if (per == 2)
                 s.meta_out[2 * (size_t)dests[i] + 1] += sizes[i];
         }
-        if (protocol == CR_SX_PEX) {
+        if (protocol == CR_NBX_PROTOCOL_PEX) {
             cr_module_chan_ialltoall(c, s.ch, s.meta_out, s.meta_in, 2 * sizeof *s.meta_out,
                                      &s.coll);
             step = pex_step;
-            what = "cr_sparse_exchange (pex)";
+            what = "cr_nbx_exchange (pex)";
         } else {
             cr_module_chan_ireduce_scatter_sum(c, s.ch, s.meta_out, s.meta_in, &s.coll);
             step = pcx_step;
-            what = "cr_sparse_exchange (pcx)";
+            what = "cr_nbx_exchange (pcx)";
         }
         start_sends(&s, false);
     }
@@ -399,10 +399,10 @@ void cr_sparse_exchange_with(cr_comm *c, cr_sx_protocol protocol, size_t n_out,
     free(s.next_off);
 }
 
-void cr_sparse_exchange(cr_comm *c, size_t n_out, const int *dests, const void *const *bufs,
-                        const size_t *sizes, cr_sx_result *result)
+void cr_nbx_exchange(cr_comm *c, size_t n_out, const int *dests, const void *const *bufs,
+                        const size_t *sizes, cr_nbx_result *result)
 {
-    cr_sparse_exchange_with(c, CR_SX_DEFAULT, n_out, dests, bufs, sizes, result);
+    cr_nbx_exchange_with(c, CR_NBX_PROTOCOL_DEFAULT, n_out, dests, bufs, sizes, result);
 }
 
 /* ---------------------------------------------------------------- configuration */
@@ -412,7 +412,7 @@ int cr_exchange_config_from_env(cr_config *cfg, char *err, size_t errlen)
     cr_config c = *cfg;
     const char *exchange = getenv("COURIER_EXCHANGE");
     if (exchange) {
-        if (cr_sx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_SX_DEFAULT) {
+        if (cr_nbx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_NBX_PROTOCOL_DEFAULT) {
             cr_set_error(err, errlen, "COURIER_EXCHANGE='%s' is not valid: expected nbx, pex or pcx",
                       exchange);
             return -1;
@@ -424,8 +424,8 @@ int cr_exchange_config_from_env(cr_config *cfg, char *err, size_t errlen)
 
 int cr_exchange_config_validate(const cr_config *cfg, char *err, size_t errlen)
 {
-    if (cfg->exchange < CR_SX_NBX || cfg->exchange > CR_SX_PCX) {
-        cr_set_error(err, errlen, "exchange=%d is not valid: expected CR_SX_NBX, CR_SX_PEX or CR_SX_PCX",
+    if (cfg->exchange < CR_NBX_PROTOCOL_NBX || cfg->exchange > CR_NBX_PROTOCOL_PCX) {
+        cr_set_error(err, errlen, "exchange=%d is not valid: expected CR_NBX_PROTOCOL_NBX, CR_NBX_PROTOCOL_PEX or CR_NBX_PROTOCOL_PCX",
                   (int)cfg->exchange);
         return -1;
     }

@@ -47,8 +47,8 @@ static void handler_b(cr_comm *c, int src, const void *p, size_t len, void *u)
 static void exchange_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
 {
     (void)src, (void)p, (void)len, (void)u;
-    cr_sx_result r;
-    cr_sparse_exchange(c, 0, NULL, NULL, NULL, &r);
+    cr_nbx_result r;
+    cr_nbx_exchange(c, 0, NULL, NULL, NULL, &r);
 }
 
 static void allreduce_inside(cr_comm *c, int src, const void *p, size_t len, void *u)
@@ -161,9 +161,9 @@ int main(int argc, char **argv)
         int dest = c->rank == 1 ? -1 : 0;
         size_t size = 4;
         const void *buf = &dest;
-        cr_sx_result r;
-        cr_sparse_exchange(c, 1, &dest, &buf, &size, &r);
-        cr_sx_result_free(&r);
+        cr_nbx_result r;
+        cr_nbx_exchange(c, 1, &dest, &buf, &size, &r);
+        cr_nbx_result_free(&r);
     } else if (!strcmp(what, "exchange-in-handler")) {
         int b = cr_register(c, exchange_inside, NULL);
         cr_async(c, 0, b, NULL, 0);

@@ -71,7 +71,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.route.dims[0], 4);
     assert_int_equal(c.route.dims[1], 2);
     assert_int_equal(c.node_size, 3);
-    assert_int_equal(c.exchange, CR_SX_PCX);
+    assert_int_equal(c.exchange, CR_NBX_PROTOCOL_PCX);
     assert_int_equal(c.allreduce, CR_ALLREDUCE_DISSEMINATION);
     assert_int_equal(c.allreduce_ports, 3);
     assert_int_equal(c.allgather, CR_ALLGATHER_SPARBIT);
@@ -220,10 +220,10 @@ static void test_validate_checks_both_bounds(void **state)
     EXPECT_INVALID(recv_mode, (cr_recv_mode)2, "recv_mode=");
     EXPECT_VALID(node_size, 1u << 30);
     EXPECT_INVALID(node_size, (1u << 30) + 1, "node_size=");
-    EXPECT_VALID(exchange, CR_SX_NBX);
-    EXPECT_VALID(exchange, CR_SX_PCX);
-    EXPECT_INVALID(exchange, (cr_sx_protocol)(CR_SX_NBX - 1), "exchange=");
-    EXPECT_INVALID(exchange, (cr_sx_protocol)(CR_SX_PCX + 1), "exchange=");
+    EXPECT_VALID(exchange, CR_NBX_PROTOCOL_NBX);
+    EXPECT_VALID(exchange, CR_NBX_PROTOCOL_PCX);
+    EXPECT_INVALID(exchange, (cr_nbx_protocol)(CR_NBX_PROTOCOL_NBX - 1), "exchange=");
+    EXPECT_INVALID(exchange, (cr_nbx_protocol)(CR_NBX_PROTOCOL_PCX + 1), "exchange=");
     EXPECT_VALID(allreduce, CR_ALLREDUCE_AUTO);
     EXPECT_VALID(allreduce, CR_ALLREDUCE_BRUCK);
     EXPECT_INVALID(allreduce, (cr_allreduce_algorithm)(CR_ALLREDUCE_AUTO - 1), "allreduce=");
