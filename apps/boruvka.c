@@ -314,13 +314,15 @@ int main(int argc, char **argv)
 
     cr_stats cs;
     cr_stats_get(comm, &cs);
+    cr_dedup_stats rs;
+    cr_dedup_stats_get(comm, &rs);
     double in[4] = {(double)(o.mode != MODE_LOCKSTEP ? cs.mpi_sends
                                                      : f.best.messages + f.parent.messages),
                     (double)(f.best.reached_owner + f.parent.reached_owner),
                     o.mode != MODE_LOCKSTEP
                         ? (double)(cs.merged_at_source + cs.merged_at_hops +
-                                   cs.requests_merged_at_source + cs.requests_merged_at_hops +
-                                   cs.requests_coalesced)
+                                   rs.requests_merged_at_source + rs.requests_merged_at_hops +
+                                   rs.requests_coalesced)
                         : (double)(f.best.merged_local + f.best.merged_hops +
                                    f.parent.merged_local + f.parent.merged_hops),
                     0},

@@ -245,6 +245,7 @@ static result measure(bench *b, int pattern, int lockstep, int route, int agg)
     double *times = app_calloc(&b->a, (size_t)b->reps, sizeof *times, "the times");
     cr_darray_stats ds;
     cr_stats cs;
+    cr_dedup_stats rs;
     for (int rep = 0; rep < b->reps; rep++) {
         cr_darray_stats_reset(r.arr);
         cr_stats_reset(comm);
@@ -258,14 +259,15 @@ static result measure(bench *b, int pattern, int lockstep, int route, int agg)
         times[rep] = app_max_time(MPI_Wtime() - t0);
         cr_darray_stats_get(r.arr, &ds);
         cr_stats_get(comm, &cs);
+        cr_dedup_stats_get(comm, &rs);
     }
     result res = {.seconds = app_median(times, b->reps)};
     double msgs = lockstep ? (double)ds.messages : (double)cs.mpi_sends;
     double bytes = lockstep ? (double)ds.bytes : (double)cs.mpi_bytes_sent;
     double merged = lockstep ? (double)(ds.merged_local + ds.merged_hops)
                              : (double)(cs.merged_at_source + cs.merged_at_hops +
-                                        cs.requests_merged_at_source + cs.requests_merged_at_hops +
-                                        cs.requests_coalesced);
+                                        rs.requests_merged_at_source + rs.requests_merged_at_hops +
+                                        rs.requests_coalesced);
     double in[5] = {msgs, bytes, merged, (double)ds.reached_owner, (double)r.bad}, sum[5], mx[5];
     MPI_Allreduce(in, sum, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(in, mx, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

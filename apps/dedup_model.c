@@ -56,6 +56,7 @@ typedef struct model {
     uint64_t *bad;     /* wrong answers, wrong owners */
     uint64_t *sum;     /* the owner's counters: sum of counts */
     uint64_t *answers; /* replies received */
+    cr_dedup_stats *requests; /* the request counters at the end of a read run */
 } model;
 
 static model M;
@@ -153,6 +154,7 @@ static void run_reads(cr_comm *comm, void *user)
         cr_dedup_request(comm, owner_of(r[i].idx), id, &r[i].idx, sizeof r[i].idx, got, &r[i]);
     }
     cr_barrier(comm);
+    cr_dedup_stats_get(comm, &M.requests[me]);
     free(r);
 }
 
@@ -175,6 +177,7 @@ static row run(const cr_config *cfg, int reads, int merge)
     memset(M.bad, 0, p * sizeof *M.bad);
     memset(M.sum, 0, p * sizeof *M.sum);
     memset(M.answers, 0, p * sizeof *M.answers);
+    memset(M.requests, 0, p * sizeof *M.requests);
     cr_stats *st = calloc(p, sizeof *st);
     if (!st) {
         fprintf(stderr, "dedup_model: out of memory for %d ranks' counters\n", M.size);
@@ -192,9 +195,9 @@ static row run(const cr_config *cfg, int reads, int merge)
         w.reached += M.handled[r];
         if (M.handled[r] > w.reached_max)
             w.reached_max = M.handled[r];
-        w.merged_src += reads ? st[r].requests_merged_at_source : st[r].merged_at_source;
-        w.merged_hops += reads ? st[r].requests_merged_at_hops : st[r].merged_at_hops;
-        w.coalesced += st[r].requests_coalesced;
+        w.merged_src += reads ? M.requests[r].requests_merged_at_source : st[r].merged_at_source;
+        w.merged_hops += reads ? M.requests[r].requests_merged_at_hops : st[r].merged_at_hops;
+        w.coalesced += M.requests[r].requests_coalesced;
         w.buffers += st[r].mpi_sends;
         w.bytes += st[r].mpi_bytes_sent;
         w.buffers_max = st[r].mpi_sends > w.buffers_max ? st[r].mpi_sends : w.buffers_max;
@@ -331,6 +334,7 @@ int main(int argc, char **argv)
         M.bad = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
         M.sum = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
         M.answers = app_calloc(&a, ranks, sizeof(uint64_t), "the counters");
+        M.requests = app_calloc(&a, ranks, sizeof(cr_dedup_stats), "the counters");
         list = strdup(routes);
         if (!list)
             app_error(&a, "out of memory");
@@ -360,6 +364,7 @@ int main(int argc, char **argv)
         free(M.bad);
         free(M.sum);
         free(M.answers);
+        free(M.requests);
     }
     printf("verified: every update applied once, every read answered once and right\n");
     if (csv)

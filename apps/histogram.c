@@ -425,8 +425,10 @@ static traffic reduce_traffic(cr_comm *comm, int size, uint64_t served)
                   .bytes_off_node = totals[3], .forwarded = totals[4], .handled = totals[5],
                   .handled_max = maxes[3], .merged_at_source = totals[6],
                   .merged_at_hops = totals[7]};
-    double req[4] = {(double)served, (double)s.requests_merged_at_source,
-                     (double)s.requests_merged_at_hops, (double)s.requests_coalesced};
+    cr_dedup_stats rs;
+    cr_dedup_stats_get(comm, &rs);
+    double req[4] = {(double)served, (double)rs.requests_merged_at_source,
+                     (double)rs.requests_merged_at_hops, (double)rs.requests_coalesced};
     double req_totals[4], served_max;
     MPI_Allreduce(req, req_totals, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&req[0], &served_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

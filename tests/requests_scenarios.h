@@ -90,10 +90,10 @@ static long req_check_slots(cr_comm *comm, const req_slot *slots, size_t n, cons
     return 0;
 }
 
-static cr_stats req_stats(cr_comm *comm)
+static cr_dedup_stats req_stats(cr_comm *comm)
 {
-    cr_stats s;
-    cr_stats_get(comm, &s);
+    cr_dedup_stats s;
+    cr_dedup_stats_get(comm, &s);
     return s;
 }
 
@@ -361,9 +361,9 @@ static long req_coalesce_rule(cr_comm *comm, int n, int coalesce)
     for (int k = 0; k < n; k++) {
         slots[k].expect = req_value(key, 0);
         bool waits = leader >= 0 && slots[leader].replies == 0;
-        cr_stats s0 = req_stats(comm);
+        cr_dedup_stats s0 = req_stats(comm);
         cr_dedup_request(comm, 0, id, &key, sizeof key, req_got_value, &slots[k]);
-        cr_stats s1 = req_stats(comm);
+        cr_dedup_stats s1 = req_stats(comm);
         uint64_t merged = s1.requests_merged_at_source - s0.requests_merged_at_source;
         uint64_t co = s1.requests_coalesced - s0.requests_coalesced;
         if (waits && coalesce)
@@ -445,9 +445,9 @@ static long req_coalesce_many(cr_comm *comm, int nkeys, int rounds)
         int owner = (int)(key % (uint64_t)size);
         slots[k].expect = req_value(key, 0);
         bool waits = leader[j] >= 0 && slots[leader[j]].replies == 0;
-        cr_stats s0 = req_stats(comm);
+        cr_dedup_stats s0 = req_stats(comm);
         cr_dedup_request(comm, owner, id, &key, sizeof key, req_got_value, &slots[k]);
-        cr_stats s1 = req_stats(comm);
+        cr_dedup_stats s1 = req_stats(comm);
         uint64_t joined = s1.requests_merged_at_source - s0.requests_merged_at_source +
                           s1.requests_coalesced - s0.requests_coalesced;
         if (waits)
@@ -501,7 +501,7 @@ static long req_phases(cr_comm *comm, int phases, int nidx)
 /* Conservation over all ranks, from the sums of the ranks' counters: every request
  * issued is served or joined another (merged or coalesced), and every join got a
  * copy of a reply. */
-static long req_check_totals(cr_comm *comm, const cr_stats *sum)
+static long req_check_totals(cr_comm *comm, const cr_dedup_stats *sum)
 {
     long before = req_fails;
     uint64_t joins = sum->requests_merged_at_source + sum->requests_merged_at_hops +

@@ -146,6 +146,34 @@ int cr_dedup_from(const cr_dedup_req *req);
  * cr_barrier. Local. */
 size_t cr_dedup_pending(const cr_comm *comm);
 
+/* The counters of requests with replies on this rank (cr_dedup_request's own and
+ * those passing through). Conservation over all ranks: requests = requests_served +
+ * requests_merged_at_source + requests_merged_at_hops + requests_coalesced, and
+ * replies_fanned_out = the three merged terms. */
+typedef struct cr_dedup_stats {
+    uint64_t requests;         /* cr_dedup_request calls on this rank */
+    uint64_t requests_served;  /* requests this rank answered as their owner (each a merged
+                                  request counts once) */
+    uint64_t requests_merged_at_source; /* cr_dedup_request calls that joined an identical
+                                  request still waiting in this rank's send buffer */
+    uint64_t requests_merged_at_hops;   /* ... requests passing through that did so */
+    uint64_t requests_coalesced; /* requests (issued or passing through) that joined an
+                                  identical request already sent and waiting for its reply */
+    uint64_t replies_fanned_out; /* reply copies made for merged requesters (all but the
+                                  first of each merged request) */
+    uint64_t request_bytes_saved; /* request bytes not sent because of merging and
+                                  coalescing (payload and the 16-byte request header) */
+} cr_dedup_stats;
+
+/* Copy this rank's request counters (all zero before the first request type is
+ * registered). Local; runs no handlers. cr_stats_reset zeroes them too. */
+void cr_dedup_stats_get(cr_comm *comm, cr_dedup_stats *out);
+/* Zero this rank's request counters. Local. */
+void cr_dedup_stats_reset(cr_comm *comm);
+/* Print min / mean / max of every request counter over all ranks to `out` on rank 0.
+ * Collective; call it outside handlers. */
+void cr_dedup_stats_print(cr_comm *comm, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

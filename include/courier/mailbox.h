@@ -310,24 +310,12 @@ typedef struct cr_stats {
                                   earlier record in its own send buffer (cr_async) */
     uint64_t merged_at_hops;   /* ... records it forwarded for others, merged (routes) */
     uint64_t merged_bytes;     /* bytes of buffer space these merges saved */
-    /* Requests with replies (include/courier/dedup.h, counted by src/dedup): */
-    uint64_t requests;         /* cr_dedup_request calls on this rank */
-    uint64_t requests_served;  /* requests this rank answered as their owner (each a merged
-                                  request counts once) */
-    uint64_t requests_merged_at_source; /* cr_dedup_request calls that joined an identical request
-                                  still waiting in this rank's send buffer */
-    uint64_t requests_merged_at_hops;   /* ... requests passing through that did so */
-    uint64_t requests_coalesced; /* requests (issued or passing through) that joined an
-                                  identical request already sent and waiting for its reply */
-    uint64_t replies_fanned_out; /* reply copies made for merged requesters (all but the
-                                  first of each merged request) */
-    uint64_t request_bytes_saved; /* request bytes not sent because of merging and
-                                  coalescing (payload and the 16-byte request header) */
 } cr_stats;
 
 /* Copy this rank's counters. Local. */
 void cr_stats_get(const cr_comm *comm, cr_stats *out);
-/* Zero this rank's counters. Local. */
+/* Zero this rank's counters, and those of the modules attached to the comm (such as
+ * cr_dedup_stats). Local. */
 void cr_stats_reset(cr_comm *comm);
 /* Print min / mean / max of every counter over all ranks to `out` on rank 0.
  * Collective; call it outside handlers. */

@@ -113,6 +113,7 @@ typedef struct dedup_state {
     char *scratch; /* a record being built (request or reply) */
     size_t scratch_cap;
     cr_dedup_req *serving;
+    cr_dedup_stats stats;
 } dedup_state;
 
 struct cr_dedup_req {
@@ -123,12 +124,21 @@ struct cr_dedup_req {
 };
 
 static void state_destroy(cr_comm *comm, void *arg);
+static void state_stats_reset(cr_comm *comm, void *arg);
 
 static const cr_module_type dedup_module = {
     .name = "dedup requests",
     .poll = NULL,
     .destroy = state_destroy,
+    .stats_reset = state_stats_reset,
 };
+
+static void state_stats_reset(cr_comm *comm, void *arg)
+{
+    (void)comm;
+    dedup_state *s = arg;
+    memset(&s->stats, 0, sizeof s->stats);
+}
 
 static void state_destroy(cr_comm *comm, void *arg)
 {
@@ -405,7 +415,7 @@ static bool join(cr_comm *comm, dedup_state *s, const rtype *t, uint32_t e, bool
     bool buffered = cr_module_send_epoch(comm, hop) == en->epoch;
     if (!buffered && !t->t.coalesce)
         return false;
-    cr_stats *st = cr_module_stats(comm);
+    cr_dedup_stats *st = &s->stats;
     if (!buffered)
         st->requests_coalesced++;
     else if (local)
@@ -460,7 +470,7 @@ static void handle_request(cr_comm *comm, rtype *t, int src, const char *rec, si
     }
     cr_dedup_req req = {.prev = src, .token = h.token, .origin = h.origin};
     s->serving = &req;
-    cr_module_stats(comm)->requests_served++;
+    s->stats.requests_served++;
     t->t.serve(comm, &req, payload, plen, t->user);
     s->serving = NULL;
     if (!req.replied)
@@ -537,7 +547,7 @@ static void handle_reply(cr_comm *comm, dedup_state *s, int src, uint32_t token,
     entry_free(s, token);
     uint32_t later = who.next;
     deliver(comm, s, &who, data, dlen);
-    cr_stats *st = cr_module_stats(comm);
+    cr_dedup_stats *st = &s->stats;
     while (later != NONE) {
         who = s->waiters[later];
         waiter_free(s, later);
@@ -645,7 +655,7 @@ void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, siz
         cr_fatal("cr_dedup_request: payload is NULL but its length is %zu", len);
     if (!reply_fn)
         cr_fatal("cr_dedup_request: reply_fn is NULL");
-    cr_module_stats(comm)->requests++;
+    s->stats.requests++;
     waiter me = {.next = NONE, .hop = -1, .fn = reply_fn, .ctx = ctx};
     route_request(comm, s, t, owner, cr_comm_rank(comm), payload, len, &me);
 }
@@ -680,4 +690,40 @@ size_t cr_dedup_pending(const cr_comm *comm)
 {
     const dedup_state *s = cr_module_state((cr_comm *)comm, &dedup_module);
     return s ? s->live : 0;
+}
+
+void cr_dedup_stats_get(cr_comm *comm, cr_dedup_stats *out)
+{
+    const dedup_state *s = cr_module_state(comm, &dedup_module);
+    if (s)
+        *out = s->stats;
+    else
+        memset(out, 0, sizeof *out);
+}
+
+void cr_dedup_stats_reset(cr_comm *comm)
+{
+    dedup_state *s = cr_module_state(comm, &dedup_module);
+    if (s)
+        state_stats_reset(comm, s);
+}
+
+void cr_dedup_stats_print(cr_comm *comm, FILE *out)
+{
+    static const char *const names[] = {
+        "requests",           "requests_served",    "requests_merged_at_source",
+        "requests_merged_at_hops", "requests_coalesced", "replies_fanned_out",
+        "request_bytes_saved",
+    };
+    cr_dedup_stats st;
+    cr_dedup_stats_get(comm, &st);
+    const uint64_t values[] = {
+        st.requests,           st.requests_served,    st.requests_merged_at_source,
+        st.requests_merged_at_hops, st.requests_coalesced, st.replies_fanned_out,
+        st.request_bytes_saved,
+    };
+    _Static_assert(sizeof names / sizeof names[0] == sizeof st / sizeof(uint64_t),
+                   "every counter of cr_dedup_stats is printed");
+    cr_module_print_counters(comm, out, "courier dedup stats", names, values,
+                             sizeof names / sizeof names[0]);
 }

@@ -23,6 +23,8 @@ typedef struct cr_module_type {
     int (*poll)(cr_comm *comm, void *state);
     /* cr_comm_destroy, after the final barrier. Frees the state. */
     void (*destroy)(cr_comm *comm, void *state);
+    /* cr_stats_reset: zero the module's own counters (optional). */
+    void (*stats_reset)(cr_comm *comm, void *state);
 } cr_module_type;
 
 /* The module's state on this comm, or NULL if it has not attached. Local. */
@@ -93,6 +95,11 @@ uint32_t cr_module_send_epoch(const cr_comm *comm, int dest);
 /* The rank's counters, for modules that count their own work (cr_stats fields
  * documented as theirs). Local; owned by the comm. */
 cr_stats *cr_module_stats(cr_comm *comm);
+/* Print min / mean / max over the ranks of n counters named names[i], each given by
+ * this rank as values[i], under `title`, on rank 0, as cr_stats_print does. Collective;
+ * call it outside handlers. */
+void cr_module_print_counters(cr_comm *comm, FILE *out, const char *title,
+                              const char *const *names, const uint64_t *values, size_t n);
 /* The id the next cr_register / cr_register_type on this comm will return. A module
  * whose handler needs its own id must know it before registering: the handler may
  * run inside the registration, for a record a faster rank sent. Local. */

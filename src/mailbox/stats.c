@@ -1,7 +1,12 @@
 /* cr_stats_print: min / mean / max of every counter over the ranks. */
 #include "mailbox/mailbox_internal.h"
+#include "mailbox/module.h"
+
+#include "common/fatal.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const struct {
     const char *name;
@@ -18,31 +23,44 @@ static const struct {
     F(barrier_epochs),  F(forwarded),        F(partners),       F(partners_off_node),
     F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
     F(batches),         F(merged_at_source), F(merged_at_hops), F(merged_bytes),
-    F(requests),        F(requests_served),  F(requests_merged_at_source),
-    F(requests_merged_at_hops), F(requests_coalesced), F(replies_fanned_out),
-    F(request_bytes_saved),
 #undef F
 };
 
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
+void cr_module_print_counters(cr_comm *c, FILE *out, const char *title,
+                              const char *const *names, const uint64_t *values, size_t n)
+{
+    double *v = cr_xmalloc(4 * n * sizeof *v);
+    double *mn = v + n, *mx = v + 2 * n, *sum = v + 3 * n;
+    for (size_t i = 0; i < n; i++)
+        v[i] = (double)values[i];
+    c->tp->ops->allreduce_double(c->tp, v, mn, (int)n, CR_REDUCE_MIN);
+    c->tp->ops->allreduce_double(c->tp, v, mx, (int)n, CR_REDUCE_MAX);
+    c->tp->ops->allreduce_double(c->tp, v, sum, (int)n, CR_REDUCE_SUM);
+    if (c->rank == 0) {
+        int width = 33 - (int)strlen(title); /* the columns of cr_stats_print */
+        fprintf(out, "%s over %d ranks %*s %16s %16s\n", title, c->size, width < 4 ? 4 : width,
+                "min", "mean", "max");
+        for (size_t i = 0; i < n; i++)
+            fprintf(out, "  %-32s %16.0f %16.1f %16.0f\n", names[i], mn[i], sum[i] / c->size,
+                    mx[i]);
+        fflush(out);
+    }
+    free(v);
+}
+
 void cr_stats_print(cr_comm *c, FILE *out)
 {
     cr_stats s;
     cr_stats_get(c, &s);
-    double v[NFIELDS], mn[NFIELDS], mx[NFIELDS], sum[NFIELDS];
-    for (size_t i = 0; i < NFIELDS; i++)
-        v[i] = (double)*(const uint64_t *)((const char *)&s + fields[i].offset);
-    c->tp->ops->allreduce_double(c->tp, v, mn, NFIELDS, CR_REDUCE_MIN);
-    c->tp->ops->allreduce_double(c->tp, v, mx, NFIELDS, CR_REDUCE_MAX);
-    c->tp->ops->allreduce_double(c->tp, v, sum, NFIELDS, CR_REDUCE_SUM);
-    if (c->rank != 0)
-        return;
-    fprintf(out, "courier stats over %d ranks %20s %16s %16s\n", c->size, "min", "mean", "max");
-    for (size_t i = 0; i < NFIELDS; i++)
-        fprintf(out, "  %-32s %16.0f %16.1f %16.0f\n", fields[i].name, mn[i], sum[i] / c->size,
-                mx[i]);
-    fflush(out);
+    const char *names[NFIELDS];
+    uint64_t values[NFIELDS];
+    for (size_t i = 0; i < NFIELDS; i++) {
+        names[i] = fields[i].name;
+        values[i] = *(const uint64_t *)((const char *)&s + fields[i].offset);
+    }
+    cr_module_print_counters(c, out, "courier stats", names, values, NFIELDS);
 }
 
 void cr_stats_get(const cr_comm *c, cr_stats *out)
@@ -58,4 +76,5 @@ void cr_stats_reset(cr_comm *c)
     cr_note_memory(c); /* the peaks start from what is held now */
     memset(c->sent_to, 0, (size_t)c->size * sizeof *c->sent_to);
     c->out.peak = c->out.total;
+    cr_modules_stats_reset(c);
 }

@@ -40,9 +40,9 @@ static void each_route(scenario run)
         cr_stats_reset(comm);
         req_fails = 0;
         run(comm, (int)rt);
-        cr_stats st;
-        cr_stats_get(comm, &st);
-        cr_stats sum = {
+        cr_dedup_stats st;
+        cr_dedup_stats_get(comm, &st);
+        cr_dedup_stats sum = {
             .requests = sum_all(st.requests),
             .requests_served = sum_all(st.requests_served),
             .requests_merged_at_source = sum_all(st.requests_merged_at_source),
@@ -64,8 +64,8 @@ static long overload_on(cr_comm *c, int rt)
 {
     (void)rt;
     long f = req_overload(c, 300, 3, 1);
-    cr_stats st;
-    cr_stats_get(c, &st);
+    cr_dedup_stats st;
+    cr_dedup_stats_get(c, &st);
     /* rank 0 serves at most what was asked of it; the rest merged on the way */
     uint64_t asked = sum_all(st.requests), served = sum_all(st.requests_served);
     REQ_CHECK(c, served <= asked, "served %llu of %llu", (unsigned long long)served,
@@ -78,8 +78,8 @@ static long overload_off(cr_comm *c, int rt)
 {
     (void)rt;
     long f = req_overload(c, 300, 3, 0);
-    cr_stats st;
-    cr_stats_get(c, &st);
+    cr_dedup_stats st;
+    cr_dedup_stats_get(c, &st);
     REQ_CHECK(c, sum_all(st.requests_coalesced) == 0, "coalesced with coalescing off");
     return f;
 }
@@ -120,6 +120,37 @@ static long phases(cr_comm *c, int rt)
     return req_phases(c, 4, 50);
 }
 
+/* The request counters are the dedup module's: cr_stats_reset zeroes them, and so
+ * does cr_dedup_stats_reset; the print is collective and prints every counter. */
+static long counters_reset(cr_comm *c, int rt)
+{
+    (void)rt;
+    long f = req_overload(c, 50, 2, 1);
+    cr_dedup_stats st;
+    cr_dedup_stats_get(c, &st);
+    REQ_CHECK(c, sum_all(st.requests) == (uint64_t)test_size * 100, "%llu requests before reset",
+              (unsigned long long)sum_all(st.requests));
+    FILE *sink = fopen("/dev/null", "w");
+    REQ_CHECK(c, sink != NULL, "open /dev/null");
+    if (sink) {
+        cr_dedup_stats_print(c, sink);
+        fclose(sink);
+    }
+    cr_stats_reset(c);
+    cr_dedup_stats_get(c, &st);
+    REQ_CHECK(c, st.requests == 0 && st.requests_served == 0 && st.replies_fanned_out == 0 &&
+                     st.request_bytes_saved == 0,
+              "cr_stats_reset left request counters: %llu requests",
+              (unsigned long long)st.requests);
+    f += req_overload(c, 50, 2, 1);
+    cr_dedup_stats_reset(c);
+    cr_dedup_stats_get(c, &st);
+    REQ_CHECK(c, st.requests == 0 && st.requests_served == 0, "cr_dedup_stats_reset left %llu",
+              (unsigned long long)st.requests);
+    return f;
+}
+
+static void test_counters_reset(void **state) { (void)state; each_route(counters_reset); }
 static void test_overload(void **state) { (void)state; each_route(overload_on); }
 static void test_overload_no_coalescing(void **state) { (void)state; each_route(overload_off); }
 static void test_reply_shapes(void **state) { (void)state; each_route(shapes); }
@@ -133,6 +164,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_overload),
+        cmocka_unit_test(test_counters_reset),
         cmocka_unit_test(test_overload_no_coalescing),
         cmocka_unit_test(test_reply_shapes),
         cmocka_unit_test(test_requests_from_handlers),

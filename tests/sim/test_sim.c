@@ -1079,6 +1079,7 @@ static void test_merging_at_hops(void **state)
  * route, at P up to 1024, many seeds; the counters balance over all ranks. */
 typedef struct req_params {
     int nidx, walks, shapes;
+    cr_dedup_stats *counters; /* per virtual rank, at the end */
 } req_params;
 
 static void run_requests(cr_comm *comm, void *user)
@@ -1093,6 +1094,7 @@ static void run_requests(cr_comm *comm, void *user)
     req_phases(comm, 2, 16);
     if (rp->shapes)
         req_shapes(comm, cr_comm_config(comm)->buffer_bytes, rp->shapes);
+    cr_dedup_stats_get(comm, &rp->counters[cr_comm_rank(comm)]);
 }
 
 static named_config request_config(const char *route)
@@ -1109,25 +1111,27 @@ static named_config request_config(const char *route)
 static void run_requests_at(int p, const char *route, uint64_t seed, req_params rp)
 {
     named_config nc = request_config(route);
-    cr_stats *stats = calloc((size_t)p, sizeof *stats);
+    rp.counters = calloc((size_t)p, sizeof *rp.counters);
+    assert_non_null(rp.counters);
     cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
     char err[256];
     snprintf(ctx, sizeof ctx, "requests, P=%d, %s, seed %llu", p, route,
              (unsigned long long)seed);
     req_fails = 0;
-    if (cr_sim_run(&o, run_requests, &rp, stats, err, sizeof err))
+    if (cr_sim_run(&o, run_requests, &rp, NULL, err, sizeof err))
         fail_msg("%s: %s", ctx, err);
-    cr_stats sum = {0};
+    cr_dedup_stats sum = {0};
     for (int r = 0; r < p; r++) {
-        sum.requests += stats[r].requests;
-        sum.requests_served += stats[r].requests_served;
-        sum.requests_merged_at_source += stats[r].requests_merged_at_source;
-        sum.requests_merged_at_hops += stats[r].requests_merged_at_hops;
-        sum.requests_coalesced += stats[r].requests_coalesced;
-        sum.replies_fanned_out += stats[r].replies_fanned_out;
+        const cr_dedup_stats *c = &rp.counters[r];
+        sum.requests += c->requests;
+        sum.requests_served += c->requests_served;
+        sum.requests_merged_at_source += c->requests_merged_at_source;
+        sum.requests_merged_at_hops += c->requests_merged_at_hops;
+        sum.requests_coalesced += c->requests_coalesced;
+        sum.replies_fanned_out += c->replies_fanned_out;
     }
     req_check_totals(NULL, &sum);
-    free(stats);
+    free(rp.counters);
     if (req_fails)
         fail_msg("%s: %ld checks failed (see above)", ctx, req_fails);
 }
