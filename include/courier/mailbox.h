@@ -317,7 +317,8 @@ void cr_stats_get(const cr_comm *comm, cr_stats *out);
 /* Zero this rank's counters, and those of the modules attached to the comm (such as
  * cr_dedup_stats). Local. */
 void cr_stats_reset(cr_comm *comm);
-/* Print min / mean / max of every counter over all ranks to `out` on rank 0.
+/* Print min / mean / max of every counter over all ranks to `out` on rank 0, then
+ * the counters of the modules attached to the comm (such as cr_dedup_stats).
  * Collective; call it outside handlers. */
 void cr_stats_print(cr_comm *comm, FILE *out);
 

@@ -125,12 +125,14 @@ struct cr_dedup_req {
 
 static void state_destroy(cr_comm *comm, void *arg);
 static void state_stats_reset(cr_comm *comm, void *arg);
+static void state_stats_print(cr_comm *comm, void *arg, FILE *out);
 
 static const cr_module_type dedup_module = {
     .name = "dedup requests",
     .poll = NULL,
     .destroy = state_destroy,
     .stats_reset = state_stats_reset,
+    .stats_print = state_stats_print,
 };
 
 static void state_stats_reset(cr_comm *comm, void *arg)
@@ -706,6 +708,12 @@ void cr_dedup_stats_reset(cr_comm *comm)
     dedup_state *s = cr_module_state(comm, &dedup_module);
     if (s)
         state_stats_reset(comm, s);
+}
+
+static void state_stats_print(cr_comm *comm, void *arg, FILE *out)
+{
+    (void)arg;
+    cr_dedup_stats_print(comm, out);
 }
 
 void cr_dedup_stats_print(cr_comm *comm, FILE *out)

@@ -46,6 +46,13 @@ void cr_modules_stats_reset(cr_comm *c)
             c->modules[i].type->stats_reset(c, c->modules[i].state);
 }
 
+void cr_modules_stats_print(cr_comm *c, FILE *out)
+{
+    for (int i = 0; i < c->nmodules; i++)
+        if (c->modules[i].type->stats_print)
+            c->modules[i].type->stats_print(c, c->modules[i].state, out);
+}
+
 void cr_modules_destroy(cr_comm *c)
 {
     while (c->nmodules > 0) {

@@ -25,6 +25,10 @@ typedef struct cr_module_type {
     void (*destroy)(cr_comm *comm, void *state);
     /* cr_stats_reset: zero the module's own counters (optional). */
     void (*stats_reset)(cr_comm *comm, void *state);
+    /* cr_stats_print, after the comm's counters: print the module's (optional). It is
+     * collective, so a module that has it must attach on every rank, in a collective
+     * call. */
+    void (*stats_print)(cr_comm *comm, void *state, FILE *out);
 } cr_module_type;
 
 /* The module's state on this comm, or NULL if it has not attached. Local. */

@@ -61,6 +61,7 @@ void cr_stats_print(cr_comm *c, FILE *out)
         values[i] = *(const uint64_t *)((const char *)&s + fields[i].offset);
     }
     cr_module_print_counters(c, out, "courier stats", names, values, NFIELDS);
+    cr_modules_stats_print(c, out);
 }
 
 void cr_stats_get(const cr_comm *c, cr_stats *out)
