@@ -2,7 +2,7 @@
  * graph through the mailbox, then runs Graph500-style searches from random roots,
  * validates every one and reports TEPS. */
 #include "cli.h"
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <courier.h>
 
@@ -157,10 +157,10 @@ static void parse(app *a, int argc, char **argv, options *o)
  * every rank. Gives up after many draws (a graph with almost no edges). */
 static int pick_roots(cr_graph *g, uint64_t seed, uint64_t want, uint64_t *roots)
 {
-    uint64_t n = cr_graph_vertices(g), s = cr_hash64(seed ^ 0x726f6f7473ULL);
+    uint64_t n = cr_graph_vertices(g), s = cr_rng_hash64(seed ^ 0x726f6f7473ULL);
     int have = 0;
     for (uint64_t tries = 0; (uint64_t)have < want && tries < 64 * want + 1024; tries++) {
-        uint64_t v = cr_bounded(cr_splitmix64(&s), n), degree = 0, any;
+        uint64_t v = cr_rng_bounded(cr_rng_next(&s), n), degree = 0, any;
         if (cr_graph_owner(g, v) == cr_comm_rank(cr_graph_comm(g)))
             cr_graph_neighbours(g, v - cr_graph_first(g), &degree);
         MPI_Allreduce(&degree, &any, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);

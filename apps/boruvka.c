@@ -10,7 +10,7 @@
  *                    --aggregation: the darray thesis's benchmark (section 5.4) */
 #include "cli.h"
 #include "components.h"
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <courier.h>
 

@@ -8,7 +8,7 @@
  * All end with every vertex labelled by the smallest id of its component. */
 #include "cli.h"
 #include "components.h"
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <courier.h>
 

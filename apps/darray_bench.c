@@ -10,7 +10,7 @@
  * lock-step direct without aggregation. */
 #include "cli.h"
 #include "lightest.h"
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <courier.h>
 
@@ -116,7 +116,7 @@ static void neighborhood(run *r)
     cr_graph *g = r->b->g;
     uint64_t first, count, *local = cr_darray_local(r->arr, &first, &count);
     for (uint64_t i = 0; i < count; i++)
-        local[i] = cr_hash64(first + i);
+        local[i] = cr_rng_hash64(first + i);
     uint64_t nloc = cr_graph_local_count(g), total = 0;
     for (uint64_t u = 0; u < nloc; u++) {
         uint64_t deg;
@@ -137,7 +137,7 @@ static void neighborhood(run *r)
         uint64_t deg;
         const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
         for (uint64_t j = 0; j < deg; j++)
-            r->bad += got[k++] != cr_hash64(nb[j]);
+            r->bad += got[k++] != cr_rng_hash64(nb[j]);
     }
     free(got);
 }

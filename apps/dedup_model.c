@@ -8,7 +8,7 @@
  * has no clock of its own (docs/simulation.md). Every run is verified. */
 #include "cli.h"
 #include "skew.h"
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <courier.h>
 
@@ -68,7 +68,7 @@ static int owner_of(uint64_t idx)
 
 static uint64_t stream(int rank)
 {
-    return cr_hash64(M.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)rank);
+    return cr_rng_hash64(M.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)rank);
 }
 
 /* ---- updates: {index, amount}, summed by the owner ---------------------------- */
@@ -115,7 +115,7 @@ static void serve(cr_comm *comm, cr_dedup_req *req, const void *p, size_t len, v
     memcpy(&idx, p, sizeof idx);
     M.bad[me] += owner_of(idx) != me;
     M.handled[me]++;
-    uint64_t v = cr_hash64(idx);
+    uint64_t v = cr_rng_hash64(idx);
     cr_dedup_reply(comm, req, &v, sizeof v);
 }
 
@@ -130,7 +130,7 @@ static void got(cr_comm *comm, const void *data, size_t len, void *ctx)
     const pending_read *r = ctx;
     uint64_t v;
     memcpy(&v, data, sizeof v);
-    M.bad[r->rank] += len != sizeof v || v != cr_hash64(r->idx);
+    M.bad[r->rank] += len != sizeof v || v != cr_rng_hash64(r->idx);
     M.answers[r->rank]++;
 }
 

@@ -7,7 +7,7 @@
  * N random counters, each read a request answered by a reply. Every mode verifies. */
 #include "cli.h"
 #include "skew.h"
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <courier.h>
 
@@ -134,7 +134,7 @@ static void on_increments(cr_comm *comm, const cr_batch *b, void *user)
 
 static uint64_t stream_seed(uint64_t seed, int rank)
 {
-    return cr_hash64(seed * 0x100000001b3ULL + (uint64_t)rank);
+    return cr_rng_hash64(seed * 0x100000001b3ULL + (uint64_t)rank);
 }
 
 static void run_courier(cr_comm *comm, int h, table *t, uint64_t n, uint64_t seed, int rank)
@@ -244,12 +244,12 @@ static double run_local(const table *t, uint64_t *full, uint64_t n, uint64_t see
         uint64_t sum = 0, check = 0, sent = 0;
         for (uint64_t i = 0; i < t->total; i++) {
             sum += full[i];
-            check += full[i] * cr_hash64(i);
+            check += full[i] * cr_rng_hash64(i);
         }
         for (int r = 0; r < size; r++) {
             uint64_t s = stream_seed(seed, r);
             for (uint64_t i = 0; i < n; i++)
-                sent += cr_hash64(draw(t, &s));
+                sent += cr_rng_hash64(draw(t, &s));
         }
         *ok = sum == n * (uint64_t)size && check == sent;
     }
@@ -363,7 +363,7 @@ static int verify_gather(const gather *g, uint64_t n, uint64_t seed, int rank)
 {
     uint64_t s = stream_seed(seed, rank), bad = g->answers != n, any;
     for (uint64_t i = 0; i < n; i++)
-        bad += g->got[i] != cr_hash64(draw(g->t, &s));
+        bad += g->got[i] != cr_rng_hash64(draw(g->t, &s));
     MPI_Allreduce(&bad, &any, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return any == 0;
 }
@@ -447,11 +447,11 @@ static int verify(const table *t, uint64_t n, uint64_t seed, int rank, int size)
     uint64_t local[2] = {0, 0}, sent = 0, global[2], sent_total;
     for (uint64_t i = 0; i < t->len; i++) {
         local[0] += t->count[i];
-        local[1] += t->count[i] * cr_hash64(t->first + i);
+        local[1] += t->count[i] * cr_rng_hash64(t->first + i);
     }
     uint64_t s = stream_seed(seed, rank);
     for (uint64_t i = 0; i < n; i++)
-        sent += cr_hash64(draw(t, &s));
+        sent += cr_rng_hash64(draw(t, &s));
     MPI_Allreduce(local, global, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&sent, &sent_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return global[0] == n * (uint64_t)size && global[1] == sent_total;
@@ -599,7 +599,7 @@ int main(int argc, char **argv)
             memset(t.count, 0, t.len * sizeof *t.count);
             if (m == MODE_GATHER)
                 for (uint64_t i = 0; i < t.len; i++)
-                    t.count[i] = cr_hash64(t.first + i);
+                    t.count[i] = cr_rng_hash64(t.first + i);
             bool courier = m == MODE_COURIER || m == MODE_GATHER;
             if (courier && rep == reps - 1)
                 cr_stats_reset(comm);

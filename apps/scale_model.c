@@ -16,7 +16,7 @@
 
 #include <courier.h>
 
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <getopt.h>
 #include <math.h>
@@ -166,7 +166,7 @@ static uint64_t neighborhood(cr_graph *g, cr_darray *a)
 {
     uint64_t first, count, *local = cr_darray_local(a, &first, &count), bad = 0, total = 0;
     for (uint64_t i = 0; i < count; i++)
-        local[i] = cr_hash64(first + i);
+        local[i] = cr_rng_hash64(first + i);
     uint64_t nloc = cr_graph_local_count(g);
     for (uint64_t u = 0; u < nloc; u++) {
         uint64_t deg;
@@ -186,7 +186,7 @@ static uint64_t neighborhood(cr_graph *g, cr_darray *a)
         uint64_t deg;
         const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
         for (uint64_t j = 0; j < deg; j++)
-            bad += got[k++] != cr_hash64(nb[j]);
+            bad += got[k++] != cr_rng_hash64(nb[j]);
     }
     free(got);
     return bad;

@@ -2,8 +2,7 @@
  * microbenchmark of Hoefler et al. (PPoPP 2010): every rank sends one message to k
  * random other ranks. All protocols run the same patterns in one job. */
 #include "cli.h"
-#include "common/fatal.h"
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <courier.h>
 
@@ -34,16 +33,17 @@ static const cr_nbx_protocol protocols[] = {CR_NBX_PROTOCOL_NBX, CR_NBX_PROTOCOL
 #define MAX_LIST 32
 
 /* k distinct random ranks other than me (a partial Fisher-Yates shuffle). */
-static void pick_neighbours(int me, int size, int k, uint64_t seed, int *out)
+static void pick_neighbours(const app *a, int k, uint64_t seed, int *out)
 {
-    int *others = cr_xmalloc((size_t)size * sizeof *others);
+    int me = a->rank, size = a->size;
+    int *others = app_calloc(a, (size_t)size, sizeof *others, "the rank list");
     int n = 0;
     for (int r = 0; r < size; r++)
         if (r != me)
             others[n++] = r;
-    uint64_t s = cr_hash64(seed * 0x9e3779b97f4a7c15ULL + (uint64_t)me);
+    uint64_t s = cr_rng_hash64(seed * 0x9e3779b97f4a7c15ULL + (uint64_t)me);
     for (int i = 0; i < k; i++) {
-        int j = i + (int)cr_bounded(cr_splitmix64(&s), (uint64_t)(n - i));
+        int j = i + (int)cr_rng_bounded(cr_rng_next(&s), (uint64_t)(n - i));
         int t = others[i];
         others[i] = others[j];
         others[j] = t;
@@ -54,7 +54,7 @@ static void pick_neighbours(int me, int size, int k, uint64_t seed, int *out)
 
 static uint64_t tag_of(int src, int dest, size_t size)
 {
-    return cr_hash64(((uint64_t)src << 32) ^ (uint64_t)dest ^ ((uint64_t)size << 48));
+    return cr_rng_hash64(((uint64_t)src << 32) ^ (uint64_t)dest ^ ((uint64_t)size << 48));
 }
 
 /* Every message must arrive once with its own tag: sums over the job must match. */
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
     int all_ok = 1;
     for (int ki = 0; ki < nk; ki++) {
         int k = (int)ks[ki];
-        pick_neighbours(a.rank, a.size, k, seed + (uint64_t)ki, dests);
+        pick_neighbours(&a, k, seed + (uint64_t)ki, dests);
         for (int si = 0; si < nsizes; si++) {
             size_t size = (size_t)sizes[si];
             char *payload = app_calloc(&a, (size_t)k, size, "the payloads");

@@ -10,6 +10,7 @@
 #include "courier/mailbox.h"
 #include "courier/nbx.h"
 #include "courier/plan.h"
+#include "courier/rng.h"
 #include "courier/route.h"
 #include "courier/sim.h"
 

@@ -7,7 +7,7 @@
 #define COURIER_TESTS_DARRAY_SCENARIOS_H
 
 #include "scenario_check.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <courier.h>
 
@@ -64,7 +64,7 @@ static cr_darray_opts opts_for(int rule, int route, int agg, cr_darray_exchange 
  * replay every other rank's writes. */
 static uint64_t stream_of(int r, int s)
 {
-    return cr_hash64((uint64_t)r * 7919 + (uint64_t)s * 104729 + 1);
+    return cr_rng_hash64((uint64_t)r * 7919 + (uint64_t)s * 104729 + 1);
 }
 
 #define WRITES 150
@@ -77,8 +77,8 @@ typedef struct request {
 
 static request next_write(uint64_t *st, uint64_t n)
 {
-    uint64_t x = cr_splitmix64(st);
-    return (request){.index = cr_bounded(x, n), .value = cr_splitmix64(st) % 1000};
+    uint64_t x = cr_rng_next(st);
+    return (request){.index = cr_rng_bounded(x, n), .value = cr_rng_next(st) % 1000};
 }
 
 /* Apply every rank's writes of step s to the model, as the rule says: overwrite
@@ -101,7 +101,7 @@ static void model_step(int rule, int s, int size, uint64_t n, char *model, size_
                 break;
             }
             default: {
-                pair p = {w.value, cr_hash64(w.value)};
+                pair p = {w.value, cr_rng_hash64(w.value)};
                 combine_pairs(m, &p, e, NULL);
                 break;
             }
@@ -116,7 +116,7 @@ static void value_of(int rule, uint64_t v, char *out)
         int64_t x = (int64_t)v - 500;
         memcpy(out, &x, 8);
     } else if (rule == RULE_USER) {
-        pair p = {v, cr_hash64(v)};
+        pair p = {v, cr_rng_hash64(v)};
         memcpy(out, &p, sizeof p);
     } else {
         memcpy(out, &v, 8);
@@ -154,9 +154,9 @@ static uint64_t darray_run_steps(cr_comm *comm, int rule, int route, int agg,
             value_of(rule, w.value, val);
             cr_darray_write(a, w.index, val);
         }
-        uint64_t rs = cr_hash64(stream_of(rank, s) ^ 0xabcdef);
+        uint64_t rs = cr_rng_hash64(stream_of(rank, s) ^ 0xabcdef);
         for (int k = 0; k < READS; k++) {
-            asked[k] = cr_bounded(cr_splitmix64(&rs), n);
+            asked[k] = cr_rng_bounded(cr_rng_next(&rs), n);
             cr_darray_read(a, asked[k], got + (size_t)k * e);
         }
         cr_darray_step(a);
@@ -170,7 +170,7 @@ static uint64_t darray_run_steps(cr_comm *comm, int rule, int route, int agg,
     uint64_t first, count, sum = 0;
     const char *local = cr_darray_local(a, &first, &count);
     for (uint64_t i = 0; i < count * e; i++)
-        sum = cr_hash64(sum ^ (uint64_t)(unsigned char)local[i]);
+        sum = cr_rng_hash64(sum ^ (uint64_t)(unsigned char)local[i]);
     cr_darray_stats_get(a, stats);
     cr_darray_destroy(a);
     free(model), free(got), free(asked);

@@ -6,7 +6,7 @@
 #define COURIER_TESTS_EXCHANGE_SCENARIOS_H
 
 #include "scenario_check.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <courier.h>
 
@@ -41,7 +41,7 @@ typedef struct sx_outgoing {
 
 static uint64_t sx_message_seed(int src, size_t i, uint64_t round)
 {
-    return cr_hash64(((uint64_t)src << 40) ^ ((uint64_t)i << 16) ^ (round * 0x9e3779b97f4a7c15ULL));
+    return cr_rng_hash64(((uint64_t)src << 40) ^ ((uint64_t)i << 16) ^ (round * 0x9e3779b97f4a7c15ULL));
 }
 
 /* What rank `src` sends in this pattern and round: the same answer on every rank. */
@@ -53,15 +53,15 @@ static void sx_plan(sx_pattern p, int src, int size, uint64_t round, sx_outgoing
     switch (p) {
     case P_NEIGHBOURS: {
         int k = size < 3 ? size : 3;
-        int start = (int)cr_bounded(cr_splitmix64(&s), (uint64_t)size);
-        int step = 1 + (int)cr_bounded(cr_splitmix64(&s), (uint64_t)(size > 1 ? size - 1 : 1));
+        int start = (int)cr_rng_bounded(cr_rng_next(&s), (uint64_t)size);
+        int step = 1 + (int)cr_rng_bounded(cr_rng_next(&s), (uint64_t)(size > 1 ? size - 1 : 1));
         /* distinct: walk with a step; repeats of a rank are dropped */
         for (int j = 0, d = start; j < k; j++, d = (d + step) % size) {
             bool seen = false;
             for (size_t q = 0; q < o->n; q++)
                 seen |= o->dests[q] == d;
             if (!seen)
-                ADD(d, (size_t)cr_bounded(cr_splitmix64(&s), 300));
+                ADD(d, (size_t)cr_rng_bounded(cr_rng_next(&s), 300));
         }
         break;
     }
@@ -69,7 +69,7 @@ static void sx_plan(sx_pattern p, int src, int size, uint64_t round, sx_outgoing
     case P_HALF_EMPTY:
         if (src % 2)
             for (int j = 0; j < 2; j++)
-                ADD((int)cr_bounded(cr_splitmix64(&s), (uint64_t)size), 1 + (size_t)j * 17);
+                ADD((int)cr_rng_bounded(cr_rng_next(&s), (uint64_t)size), 1 + (size_t)j * 17);
         break;
     case P_SELF:
         ADD(src, 40);
@@ -94,7 +94,7 @@ static void sx_plan(sx_pattern p, int src, int size, uint64_t round, sx_outgoing
 static void sx_fill(uint8_t *buf, size_t len, uint64_t seed)
 {
     for (size_t b = 0; b < len; b += 8) {
-        uint64_t v = cr_splitmix64(&seed);
+        uint64_t v = cr_rng_next(&seed);
         memcpy(buf + b, &v, len - b < 8 ? len - b : 8);
     }
 }

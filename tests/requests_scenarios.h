@@ -7,7 +7,7 @@
 #define COURIER_TESTS_REQUESTS_SCENARIOS_H
 
 #include "scenario_check.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <courier.h>
 
@@ -24,7 +24,7 @@ static long req_fails;
 /* The value rank `owner` holds at index i in phase `phase`. */
 static uint64_t req_value(uint64_t i, int phase)
 {
-    return cr_hash64(i * 31 + (uint64_t)phase * 1000003u + 17);
+    return cr_rng_hash64(i * 31 + (uint64_t)phase * 1000003u + 17);
 }
 
 /* ---- serving an array of values -------------------------------------------------- */
@@ -151,7 +151,7 @@ static size_t req_reply_len(uint64_t i, size_t buffer_bytes)
 
 static unsigned char req_byte(uint64_t i, size_t k)
 {
-    return (unsigned char)(cr_hash64(i * 131 + k) & 0xff);
+    return (unsigned char)(cr_rng_hash64(i * 131 + k) & 0xff);
 }
 
 typedef struct req_shape_owner {
@@ -399,7 +399,7 @@ typedef struct req_prefetch_owner {
 
 static uint64_t req_key_of(int j)
 {
-    return cr_hash64((uint64_t)j) >> 8; /* spread over the table's slots */
+    return cr_rng_hash64((uint64_t)j) >> 8; /* spread over the table's slots */
 }
 
 static void req_prefetch_count(const void *p, size_t len, void *user)

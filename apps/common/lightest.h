@@ -3,7 +3,7 @@
 #ifndef COURIER_APPS_LIGHTEST_H
 #define COURIER_APPS_LIGHTEST_H
 
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <courier.h>
 
@@ -13,7 +13,7 @@
 static inline uint64_t app_edge_weight(uint64_t u, uint64_t v)
 {
     uint64_t lo = u < v ? u : v, hi = u < v ? v : u;
-    return cr_hash64(lo * 0x9e3779b97f4a7c15ULL ^ hi);
+    return cr_rng_hash64(lo * 0x9e3779b97f4a7c15ULL ^ hi);
 }
 
 /* The lightest neighbour of local vertex u_local (global id u), or u itself. */

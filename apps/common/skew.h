@@ -3,7 +3,7 @@
 #ifndef COURIER_APPS_SKEW_H
 #define COURIER_APPS_SKEW_H
 
-#include "common/rng.h"
+#include <courier/rng.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -13,12 +13,12 @@
  * (skew 4: about 18% of the draws go to the top 0.1% of the keys). */
 static inline uint64_t app_skewed_key(uint64_t range, double skew, uint64_t *state)
 {
-    uint64_t r = cr_splitmix64(state);
+    uint64_t r = cr_rng_next(state);
     if (skew == 1.0)
-        return cr_bounded(r, range);
+        return cr_rng_bounded(r, range);
     double u = (double)(r >> 11) * 0x1.0p-53;
     uint64_t rank = (uint64_t)((double)range * pow(u, skew));
-    return cr_bounded(cr_hash64(rank), range);
+    return cr_rng_bounded(cr_rng_hash64(rank), range);
 }
 
 #endif

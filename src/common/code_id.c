@@ -1,6 +1,6 @@
 #include "common/code_id.h"
 
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -20,9 +20,9 @@ uint64_t cr_code_id(uintptr_t fn)
         return 0;
     Dl_info info;
     if (!dladdr((void *)fn, &info) || !info.dli_fbase)
-        return cr_hash64(fn); /* not in a mapped object: compare the address itself */
+        return cr_rng_hash64(fn); /* not in a mapped object: compare the address itself */
     const char *name = info.dli_fname ? info.dli_fname : "";
     const char *base = strrchr(name, '/');
     uint64_t offset = fn - (uintptr_t)info.dli_fbase;
-    return cr_hash64(hash_string(base ? base + 1 : name) ^ cr_hash64(offset));
+    return cr_rng_hash64(hash_string(base ? base + 1 : name) ^ cr_rng_hash64(offset));
 }

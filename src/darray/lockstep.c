@@ -20,7 +20,7 @@
 #include "courier/nbx.h"
 
 #include "common/fatal.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 #include "mailbox/module.h"
 
 #include <stdlib.h>
@@ -338,7 +338,7 @@ static size_t hash_unique(const cr_darray *a, const char *in, size_t m, size_t r
     for (size_t j = 0; j < m; j++) {
         const char *r = in + j * rec;
         uint64_t i = index_of(r);
-        size_t h = (size_t)cr_hash64(i) & (cap - 1);
+        size_t h = (size_t)cr_rng_hash64(i) & (cap - 1);
         while (slot[h] != UINT32_MAX && index_of(o + (size_t)slot[h] * rec) != i)
             h = (h + 1) & (cap - 1);
         if (slot[h] == UINT32_MAX) {

@@ -25,7 +25,7 @@
  *
  * The module sees the mailbox only through its public API and module.h. */
 #include "common/code_id.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 #include "courier/dedup.h"
 
 #include "common/fatal.h"
@@ -627,7 +627,7 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
     s->type_of_handler[t->handler] = index;
     /* The ranks compare the key length and serve function too: a request type
      * registered in another order would otherwise be served by the wrong function. */
-    uint64_t extra = cr_hash64(cr_code_id(cr_code_of(type->serve)) ^ type->key_len);
+    uint64_t extra = cr_rng_hash64(cr_code_id(cr_code_of(type->serve)) ^ type->key_len);
     if (cr_module_register(comm, &(cr_handler_type){.batch = on_requests}, t, "request type",
                            extra) != t->handler)
         cr_fatal("internal error: request type %d registered under an unexpected id", index);

@@ -21,7 +21,7 @@
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 #include "courier/mailbox.h"
 
 #include <stdlib.h>
@@ -217,7 +217,7 @@ static uint32_t most_frequent_root(cc_run *r, uint64_t seed)
     uint64_t *roots = cr_xmalloc(samples * sizeof *roots), state = seed;
     for (uint64_t k = 0; k < samples; k++)
         roots[k] = find(r->parent,
-                        (uint32_t)(samples == nl ? k : cr_bounded(cr_splitmix64(&state), nl)));
+                        (uint32_t)(samples == nl ? k : cr_rng_bounded(cr_rng_next(&state), nl)));
     /* The mode: the longest run of equal roots once sorted. (A majority vote is not
      * enough: the giant often holds less than half of the vertices, the rest being
      * isolated, and the vote then picks a small component.) */

@@ -5,7 +5,7 @@
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -48,7 +48,7 @@ static double unit(uint64_t r)
 
 static uint64_t edge_seed(uint64_t seed, uint64_t i, uint64_t salt)
 {
-    return cr_hash64(cr_hash64(seed ^ salt) + i * 0x9e3779b97f4a7c15ULL);
+    return cr_rng_hash64(cr_rng_hash64(seed ^ salt) + i * 0x9e3779b97f4a7c15ULL);
 }
 
 static float edge_weight(uint64_t seed, uint64_t i)
@@ -62,8 +62,8 @@ static float edge_weight(uint64_t seed, uint64_t i)
 static uint64_t permute(uint64_t x, int scale, uint64_t seed)
 {
     uint64_t mask = scale == 64 ? ~0ULL : (1ULL << scale) - 1;
-    uint64_t k1 = cr_hash64(seed ^ 0x1234) | 1, k2 = cr_hash64(seed ^ 0x5678) | 1;
-    uint64_t c1 = cr_hash64(seed ^ 0x9abc), c2 = cr_hash64(seed ^ 0xdef0);
+    uint64_t k1 = cr_rng_hash64(seed ^ 0x1234) | 1, k2 = cr_rng_hash64(seed ^ 0x5678) | 1;
+    uint64_t c1 = cr_rng_hash64(seed ^ 0x9abc), c2 = cr_rng_hash64(seed ^ 0xdef0);
     int shift = scale / 2 > 0 ? scale / 2 : 1;
     x = (x * k1 + c1) & mask;
     x ^= x >> shift;
@@ -79,7 +79,7 @@ static cr_edge rmat_edge(const cr_gen_params *p, uint64_t i)
     uint64_t u = 0, v = 0;
     double ab = p->a + p->b, abc = ab + p->c;
     for (int level = 0; level < p->scale; level++) {
-        double r = unit(cr_splitmix64(&s));
+        double r = unit(cr_rng_next(&s));
         u <<= 1;
         v <<= 1;
         if (r >= p->a && r < ab)
@@ -99,8 +99,8 @@ static cr_edge rmat_edge(const cr_gen_params *p, uint64_t i)
 static cr_edge gnm_edge(const cr_gen_params *p, uint64_t i, uint64_t n)
 {
     uint64_t s = edge_seed(p->seed, i, 0x676e6d);
-    uint64_t u = cr_bounded(cr_splitmix64(&s), n);
-    return (cr_edge){u, cr_bounded(cr_splitmix64(&s), n)};
+    uint64_t u = cr_rng_bounded(cr_rng_next(&s), n);
+    return (cr_edge){u, cr_rng_bounded(cr_rng_next(&s), n)};
 }
 
 /* RGG: point j sits at a position drawn from (seed, j); two points closer than r
@@ -110,8 +110,8 @@ static cr_edge gnm_edge(const cr_gen_params *p, uint64_t i, uint64_t n)
 static void point_of(uint64_t seed, uint64_t j, double *x, double *y)
 {
     uint64_t s = edge_seed(seed, j, 0x726767);
-    *x = unit(cr_splitmix64(&s));
-    *y = unit(cr_splitmix64(&s));
+    *x = unit(cr_rng_next(&s));
+    *y = unit(cr_rng_next(&s));
 }
 
 static void generate_rgg(const cr_gen_params *p, int rank, int size, cr_edge_list *out)

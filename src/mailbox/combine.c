@@ -2,7 +2,7 @@
 #include "mailbox/combine.h"
 
 #include "common/fatal.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 #include "mailbox/outbuf.h"
 
 #include <stdlib.h>
@@ -16,19 +16,19 @@ void cr_combine_index_free(cr_combine_index *x)
 
 uint32_t cr_combine_hash(int hop, int dest, uint16_t handler, const void *key, size_t key_len)
 {
-    uint64_t h = cr_hash64(((uint64_t)(uint32_t)hop << 32 | (uint32_t)dest) ^
+    uint64_t h = cr_rng_hash64(((uint64_t)(uint32_t)hop << 32 | (uint32_t)dest) ^
                            (uint64_t)handler << 48);
     const unsigned char *p = key;
     size_t i = 0;
     for (; i + 8 <= key_len; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
-        h = cr_hash64(h ^ w);
+        h = cr_rng_hash64(h ^ w);
     }
     if (i < key_len) {
         uint64_t w = 0;
         memcpy(&w, p + i, key_len - i);
-        h = cr_hash64(h ^ w ^ (uint64_t)key_len << 56);
+        h = cr_rng_hash64(h ^ w ^ (uint64_t)key_len << 56);
     }
     uint32_t v = (uint32_t)(h >> 32);
     return v ? v : 1; /* 0 marks a slot never used */

@@ -3,7 +3,7 @@
 
 #include "common/code_id.h"
 #include "common/fatal.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 #include "mailbox/record.h"
 #include "transport/mpi.h"
 
@@ -31,10 +31,10 @@ static void abort_if_any(cr_transport *tp, const char *err)
 static uint64_t route_digest(const cr_config *cfg)
 {
     const cr_route *r = &cfg->route;
-    uint64_t h = cr_hash64(((uint64_t)r->kind << 32) ^ cfg->node_size);
+    uint64_t h = cr_rng_hash64(((uint64_t)r->kind << 32) ^ cfg->node_size);
     unsigned ndims = r->kind == CR_ROUTE_GRID ? r->ndims : 0;
     for (unsigned i = 0; i < ndims && i < CR_ROUTE_MAX_DIMS; i++)
-        h = cr_hash64(h ^ r->dims[i]);
+        h = cr_rng_hash64(h ^ r->dims[i]);
     return h;
 }
 
@@ -177,15 +177,15 @@ static const char *handler_kind(const cr_handler_type *type, const char *module_
  * what a module adds (`extra`). Not the user pointer, which may differ. */
 static uint64_t handler_signature(const cr_handler_type *type, const char *kind, uint64_t extra)
 {
-    uint64_t h = cr_hash64(extra);
-    h = cr_hash64(h ^ cr_code_id(cr_code_of(type->fn)));
-    h = cr_hash64(h ^ cr_code_id(cr_code_of(type->batch)) * 3);
-    h = cr_hash64(h ^ cr_code_id(cr_code_of(type->combine)) * 5);
-    h = cr_hash64(h ^ ((uint64_t)type->key_len << 1 | (uint64_t)type->reentrant));
+    uint64_t h = cr_rng_hash64(extra);
+    h = cr_rng_hash64(h ^ cr_code_id(cr_code_of(type->fn)));
+    h = cr_rng_hash64(h ^ cr_code_id(cr_code_of(type->batch)) * 3);
+    h = cr_rng_hash64(h ^ cr_code_id(cr_code_of(type->combine)) * 5);
+    h = cr_rng_hash64(h ^ ((uint64_t)type->key_len << 1 | (uint64_t)type->reentrant));
     for (const char *s = kind; s && *s; s++)
-        h = cr_hash64(h ^ (unsigned char)*s);
+        h = cr_rng_hash64(h ^ (unsigned char)*s);
     for (const char *s = type->name; s && *s; s++)
-        h = cr_hash64(h ^ (unsigned char)*s << 8);
+        h = cr_rng_hash64(h ^ (unsigned char)*s << 8);
     return h;
 }
 

@@ -19,7 +19,7 @@
 #include "transport/sim.h"
 
 #include "common/fatal.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <setjmp.h>
 #include <stdlib.h>
@@ -265,7 +265,7 @@ static block *choose(sim_transport *s)
         }
     if (eligible == 0)
         return NULL;
-    size_t pick = (size_t)cr_bounded(cr_splitmix64(&w->rng), eligible);
+    size_t pick = (size_t)cr_rng_bounded(cr_rng_next(&w->rng), eligible);
     fresh_stamp(w); /* the second pass counts the same eligible blocks again */
     block *prev = NULL;
     for (block **link = &sc->inbox_head[r]; *link; prev = *link, link = &(*link)->next) {
@@ -522,7 +522,7 @@ static void chan_isend(cr_chan *ch, int dest, int tag, const void *buf, size_t l
         cr_fatal("internal error: a channel message to rank %d of %d", dest, w->p);
     chan_op *op = new_op(r, OP_SEND);
     chan_msg *m = cr_xcalloc(1, sizeof *m);
-    *m = (chan_msg){.arrives = w->steps + cr_bounded(cr_splitmix64(&w->rng), 4 * (uint64_t)w->p + 1),
+    *m = (chan_msg){.arrives = w->steps + cr_rng_bounded(cr_rng_next(&w->rng), 4 * (uint64_t)w->p + 1),
                     .src = ch->s->base.rank, .tag = tag, .len = len,
                     .data = cr_xmalloc(len ? len : 1), .sender = synchronous ? op : NULL};
     if (len)
@@ -689,7 +689,7 @@ static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
                 eligible += x->arrives <= w->steps;
             }
         if (eligible) {
-            size_t pick = (size_t)cr_bounded(cr_splitmix64(&w->rng), eligible);
+            size_t pick = (size_t)cr_rng_bounded(cr_rng_next(&w->rng), eligible);
             fresh_stamp(w);
             for (chan_msg *x = ch->sh->head[ch->s->base.rank]; x; x = x->next) {
                 if (x->tag != tag || w->stamp[x->src] == w->stamp_gen)
@@ -935,7 +935,7 @@ cr_sim_world *cr_sim_world_create(int ranks, uint64_t seed, size_t stack_bytes)
         cr_fatal("a simulated world needs at least one rank, not %d", ranks);
     cr_sim_world *w = cr_xcalloc(1, sizeof *w);
     w->p = ranks;
-    w->rng = cr_hash64(seed ^ 0x73696d756c617465ULL);
+    w->rng = cr_rng_hash64(seed ^ 0x73696d756c617465ULL);
     w->stack_bytes = stack_bytes ? stack_bytes : DEFAULT_STACK;
     w->ranks = cr_xcalloc((size_t)ranks, sizeof *w->ranks);
     w->alive = cr_xmalloc((size_t)ranks * sizeof *w->alive);
@@ -1033,7 +1033,7 @@ int cr_sim_world_run(cr_sim_world *w, void (*entry)(cr_sim_world *, int, void *)
     uint64_t idle = 0, last_progress = w->progress, limit = 64 * (uint64_t)w->p + 100000;
     int rc = 0;
     while (w->nalive > 0) {
-        int k = (int)cr_bounded(cr_splitmix64(&w->rng), (uint64_t)w->nalive);
+        int k = (int)cr_rng_bounded(cr_rng_next(&w->rng), (uint64_t)w->nalive);
         int r = w->alive[k];
         w->current = r;
         w->steps++;

@@ -3,7 +3,7 @@
  * traffic. */
 #include "harness.h"
 
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <courier.h>
 
@@ -61,9 +61,9 @@ static size_t type_size(cr_dtype t)
  * fractional parts for floating point. */
 static void fill_input(void *buf, size_t count, cr_dtype t, uint64_t seed)
 {
-    uint64_t s = cr_hash64(seed * 7919 + (uint64_t)test_rank);
+    uint64_t s = cr_rng_hash64(seed * 7919 + (uint64_t)test_rank);
     for (size_t i = 0; i < count; i++) {
-        uint64_t r = cr_splitmix64(&s);
+        uint64_t r = cr_rng_next(&s);
         switch (t) {
         case CR_INT32: ((int32_t *)buf)[i] = (int32_t)(r % 2000003) - 1000000; break;
         case CR_INT64: ((int64_t *)buf)[i] = (int64_t)(r >> 4) - (int64_t)(1LL << 58); break;
@@ -268,7 +268,7 @@ static const int gather_algos[] = {CR_ALLGATHER_AUTO, CR_ALLGATHER_RING, CR_ALLG
 static void fill_bytes(char *buf, size_t len, uint64_t seed)
 {
     for (size_t i = 0; i < len; i++)
-        buf[i] = (char)cr_hash64(seed * 1000003 + i);
+        buf[i] = (char)cr_rng_hash64(seed * 1000003 + i);
 }
 
 static void test_allgather_every_algorithm(void **state)

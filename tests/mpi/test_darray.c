@@ -5,7 +5,7 @@
 #include "harness.h"
 
 #include "../darray_scenarios.h"
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <courier.h>
 

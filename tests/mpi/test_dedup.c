@@ -3,7 +3,7 @@
  * duplication, for each built-in rule and a user rule; merges counted. */
 #include "harness.h"
 
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <courier.h>
 
@@ -52,7 +52,7 @@ static int owner_of(uint64_t key, int size)
  * negative too. */
 static int64_t contribution(int r, uint64_t k, int i)
 {
-    return (int64_t)(cr_hash64((uint64_t)r * 1000003u + k * 7919u + (uint64_t)i) % 2001) - 1000;
+    return (int64_t)(cr_rng_hash64((uint64_t)r * 1000003u + k * 7919u + (uint64_t)i) % 2001) - 1000;
 }
 
 static void apply(table *t, const update *u)
@@ -225,7 +225,7 @@ static void test_user_rule(void **state)
         for (int i = 0; i < ROUNDS; i++)
             for (uint64_t k = 0; k < NKEYS; k++) {
                 int64_t c = contribution(test_rank, k, i);
-                stat_rec r = {k, c, 1, cr_hash64((uint64_t)c ^ (uint64_t)test_rank << 40 ^ (uint64_t)i << 20)};
+                stat_rec r = {k, c, 1, cr_rng_hash64((uint64_t)c ^ (uint64_t)test_rank << 40 ^ (uint64_t)i << 20)};
                 cr_async(comm, owner_of(k, test_size), h, &r, sizeof r);
             }
         cr_barrier(comm);
@@ -238,7 +238,7 @@ static void test_user_rule(void **state)
                 for (int i = 0; i < ROUNDS; i++) {
                     int64_t c = contribution(r, k, i);
                     sum += c;
-                    xor ^= cr_hash64((uint64_t)c ^ (uint64_t)r << 40 ^ (uint64_t)i << 20);
+                    xor ^= cr_rng_hash64((uint64_t)c ^ (uint64_t)r << 40 ^ (uint64_t)i << 20);
                 }
             CHECK(t.got[k].sum == sum && t.got[k].count == (uint64_t)test_size * ROUNDS &&
                       t.got[k].xor == xor,

@@ -2,7 +2,7 @@
  * checksums, across several buffer configurations. */
 #include "harness.h"
 
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <courier.h>
 
@@ -96,7 +96,7 @@ typedef struct a2a_state {
 
 static uint32_t a2a_check(int src, int dst, uint32_t seq)
 {
-    return (uint32_t)cr_hash64(((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^ seq);
+    return (uint32_t)cr_rng_hash64(((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^ seq);
 }
 
 static void on_a2a(cr_comm *comm, int src, const void *p, size_t len, void *user)
@@ -211,7 +211,7 @@ static void hot_spot(const cr_config *cfg)
     int h = cr_register(comm, on_hot, &st);
     uint64_t expect = 0;
     for (uint64_t i = 0; i < HOT_M; i++) {
-        uint64_t v[2] = {(uint64_t)test_rank, cr_hash64(i * 977 + (uint64_t)test_rank)};
+        uint64_t v[2] = {(uint64_t)test_rank, cr_rng_hash64(i * 977 + (uint64_t)test_rank)};
         cr_async(comm, 0, h, v, sizeof v);
         expect += v[1];
     }
@@ -264,9 +264,9 @@ static uint64_t digest(const void *p, size_t len)
 
 static void body_bytes(char *p, size_t len, int src, uint64_t seq)
 {
-    uint64_t s = cr_hash64(((uint64_t)src << 32) ^ seq);
+    uint64_t s = cr_rng_hash64(((uint64_t)src << 32) ^ seq);
     for (size_t i = 0; i < len; i++)
-        p[i] = (char)(i % 8 == 0 ? (s = cr_splitmix64(&s)) : s >> (8 * (i % 8)));
+        p[i] = (char)(i % 8 == 0 ? (s = cr_rng_next(&s)) : s >> (8 * (i % 8)));
 }
 
 typedef struct rnd_state {
@@ -292,14 +292,14 @@ static void on_random(cr_comm *comm, int src, const void *p, size_t len, void *u
 
 static size_t random_size(uint64_t *s)
 {
-    uint64_t r = cr_bounded(cr_splitmix64(s), 100);
+    uint64_t r = cr_rng_bounded(cr_rng_next(s), 100);
     if (r < 40)
-        return (size_t)cr_bounded(cr_splitmix64(s), 17);
+        return (size_t)cr_rng_bounded(cr_rng_next(s), 17);
     if (r < 70)
-        return 17 + (size_t)cr_bounded(cr_splitmix64(s), 300);
+        return 17 + (size_t)cr_rng_bounded(cr_rng_next(s), 300);
     if (r < 97)
-        return 317 + (size_t)cr_bounded(cr_splitmix64(s), 70000);
-    return ((size_t)1 << 20) + (size_t)cr_bounded(cr_splitmix64(s), (size_t)1 << 20);
+        return 317 + (size_t)cr_rng_bounded(cr_rng_next(s), 70000);
+    return ((size_t)1 << 20) + (size_t)cr_rng_bounded(cr_rng_next(s), (size_t)1 << 20);
 }
 
 static void random_sizes(const cr_config *cfg)
@@ -309,11 +309,11 @@ static void random_sizes(const cr_config *cfg)
     rnd_state st = {calloc(n, 8), calloc(n, 8)};
     uint64_t *sent_count = calloc(n, 8), *sent_sum = calloc(n, 8);
     int h = cr_register(comm, on_random, &st);
-    uint64_t s = cr_hash64(12345 + (uint64_t)test_rank);
+    uint64_t s = cr_rng_hash64(12345 + (uint64_t)test_rank);
     char *buf = malloc((size_t)2 << 20);
     for (uint64_t seq = 0; seq < RND_R; seq++) {
         size_t len = random_size(&s);
-        int dst = (int)cr_bounded(cr_splitmix64(&s), n);
+        int dst = (int)cr_rng_bounded(cr_rng_next(&s), n);
         if (len >= 8) {
             memcpy(buf, &seq, 8);
             body_bytes(buf + 8, len - 8, test_rank, seq);

@@ -7,7 +7,7 @@
  * the configuration and the seed: rerun with that seed to replay it exactly. */
 #include <courier.h>
 
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include "../darray_scenarios.h"
 #include "../exchange_scenarios.h"
@@ -101,7 +101,7 @@ static void world_reset(int p, int param)
 
 static uint64_t check_of(uint64_t a, uint64_t b, uint64_t c)
 {
-    return cr_hash64(a * 0x9e3779b97f4a7c15ULL ^ cr_hash64(b * 31 + c));
+    return cr_rng_hash64(a * 0x9e3779b97f4a7c15ULL ^ cr_rng_hash64(b * 31 + c));
 }
 
 /* Over all ranks: no bad record anywhere; the records handled and the sum of what
@@ -131,7 +131,7 @@ static int a2a_fanout(int p)
 
 static int a2a_dest(int src, int i, int p)
 {
-    return p <= 64 ? (src + i) % p : (int)cr_bounded(cr_hash64((uint64_t)src * 1000003 + (uint64_t)i), (uint64_t)p);
+    return p <= 64 ? (src + i) % p : (int)cr_rng_bounded(cr_rng_hash64((uint64_t)src * 1000003 + (uint64_t)i), (uint64_t)p);
 }
 
 static void on_a2a(cr_comm *comm, int src, const void *payload, size_t len, void *user)
@@ -215,7 +215,7 @@ static void run_a2a_batch(cr_comm *comm, void *user)
 
 static int64_t combine_value(int r, uint64_t k, int i)
 {
-    return (int64_t)(cr_hash64((uint64_t)r * 7919u + k * 104729u + (uint64_t)i) % 1001) - 500;
+    return (int64_t)(cr_rng_hash64((uint64_t)r * 7919u + k * 104729u + (uint64_t)i) % 1001) - 500;
 }
 
 static void on_combined(cr_comm *comm, int src, const void *payload, size_t len, void *user)
@@ -274,7 +274,7 @@ static void on_token(cr_comm *comm, int src, const void *payload, size_t len, vo
     if (t.left > 0) {
         t.left--;
         t.done++;
-        int next = (int)cr_bounded(cr_hash64(t.id * 977 + (uint64_t)t.done), (uint64_t)cr_comm_size(comm));
+        int next = (int)cr_rng_bounded(cr_rng_hash64(t.id * 977 + (uint64_t)t.done), (uint64_t)cr_comm_size(comm));
         cr_async(comm, next, s->h, &t, sizeof t);
     } else {
         s->count++;
@@ -322,7 +322,7 @@ static void on_tree(cr_comm *comm, int src, const void *payload, size_t len, voi
         return;
     for (int k = 0; k < 2; k++) {
         token child = {.id = t.id * 2 + (uint64_t)k, .left = t.left - 1, .done = t.done + 1};
-        int next = (int)cr_bounded(cr_hash64(child.id * 131 + (uint64_t)child.left), (uint64_t)cr_comm_size(comm));
+        int next = (int)cr_rng_bounded(cr_rng_hash64(child.id * 131 + (uint64_t)child.left), (uint64_t)cr_comm_size(comm));
         cr_async(comm, next, s->h, &child, sizeof child);
     }
 }
@@ -403,7 +403,7 @@ static void check_hot(int p)
 static void fill(uint8_t *b, size_t n, uint64_t seed)
 {
     for (size_t i = 0; i < n; i++)
-        b[i] = (uint8_t)cr_hash64(seed + i);
+        b[i] = (uint8_t)cr_rng_hash64(seed + i);
 }
 
 static void on_sized(cr_comm *comm, int src, const void *payload, size_t len, void *user)
@@ -431,10 +431,10 @@ static void run_sizes(cr_comm *comm, void *user)
     int me = cr_comm_rank(comm), p = cr_comm_size(comm);
     seen *s = &W.ranks[me];
     s->h = cr_register(comm, on_sized, NULL);
-    uint64_t rng = cr_hash64((uint64_t)me + 17);
+    uint64_t rng = cr_rng_hash64((uint64_t)me + 17);
     uint8_t buf[3000];
     for (int i = 0; i < W.param; i++) {
-        size_t len = (size_t)cr_bounded(cr_splitmix64(&rng), 3000);
+        size_t len = (size_t)cr_rng_bounded(cr_rng_next(&rng), 3000);
         if (len < 8)
             len = 0;
         uint64_t seed = (uint64_t)me << 40 | (uint64_t)i;
@@ -444,7 +444,7 @@ static void run_sizes(cr_comm *comm, void *user)
         }
         W.sent_count++;
         W.sent_sum += len;
-        cr_async(comm, (int)cr_bounded(cr_splitmix64(&rng), (uint64_t)p), s->h, buf, len);
+        cr_async(comm, (int)cr_rng_bounded(cr_rng_next(&rng), (uint64_t)p), s->h, buf, len);
     }
     cr_barrier(comm);
 }
@@ -490,7 +490,7 @@ static void run_rounds(cr_comm *comm, void *user)
     for (int32_t r = 0; r < ROUNDS; r++) {
         s->round = r;
         for (int i = 0; i < round_fanout(me, r); i++)
-            cr_async(comm, (int)cr_bounded(cr_hash64((uint64_t)me * 131 + (uint64_t)(r * 7 + i)), (uint64_t)p),
+            cr_async(comm, (int)cr_rng_bounded(cr_rng_hash64((uint64_t)me * 131 + (uint64_t)(r * 7 + i)), (uint64_t)p),
                      s->h, &r, sizeof r);
         cr_barrier(comm);
         /* everything of this round has arrived here */
@@ -1373,7 +1373,7 @@ static uint64_t *coll_digest; /* [P]: each rank's last result */
 
 static uint64_t coll_input(int rank, size_t i, uint64_t seed)
 {
-    return cr_hash64(seed * 7919 + (uint64_t)rank * 1000003 + i);
+    return cr_rng_hash64(seed * 7919 + (uint64_t)rank * 1000003 + i);
 }
 
 /* Element i of rank r's input of type t, widened: int64 for the integer types. */
@@ -1466,7 +1466,7 @@ static void coll_check_allreduce(cr_comm *comm, const coll_variant *v, cr_dtype 
 static void coll_fill_bytes(char *buf, size_t len, uint64_t seed)
 {
     for (size_t i = 0; i < len; i++)
-        buf[i] = (char)cr_hash64(seed * 1000003 + i);
+        buf[i] = (char)cr_rng_hash64(seed * 1000003 + i);
 }
 
 /* Block-size distributions of the Sparbit thesis (as tests/mpi/test_coll.c). */

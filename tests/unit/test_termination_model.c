@@ -16,7 +16,7 @@
  * prepost mode, which proves the checker can fail. */
 #include "mailbox/termination.h"
 
-#include "common/rng.h"
+#include "courier/rng.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,7 +65,7 @@ typedef struct model {
 
 static int rnd(model *md, int n)
 {
-    return (int)cr_bounded(cr_splitmix64(&md->rng), (uint64_t)n);
+    return (int)cr_rng_bounded(cr_rng_next(&md->rng), (uint64_t)n);
 }
 
 static void create(model *md, int src, int budget)
