@@ -77,32 +77,29 @@ static const char *const shuffles[] = {"mailbox", "exchange", NULL};
 static const char *const formats[] = {"auto", "text", "binary", "graph500", NULL};
 
 typedef struct options {
-    cr_gen_params gen;
-    const char *graph, *route, *csv, *roots_file;
+    app_shared sh; /* --scale, --edgefactor, --generator, --graph, --seed, --route,
+                      --node-size, --buffer-kb, --csv, --stats */
+    const char *roots_file;
     cr_file_format format;
     bool roots_given;
-    uint64_t roots, buffer_kb, node_size, vertices;
-    int stats, quiet, graph500_output, phase_times;
-    const char *generator_flag; /* a generator flag given, which --graph contradicts */
+    uint64_t roots, vertices;
+    int quiet, graph500_output, phase_times;
     cr_bfs_opts bfs;
     cr_graph_shuffle shuffle;
 } options;
 
 static void parse(app *a, int argc, char **argv, options *o)
 {
-    cr_graph_gen_params_init(&o->gen);
+    app_shared_init(&o->sh);
     cr_graph_bfs_opts_init(&o->bfs);
     o->bfs.algorithm = CR_BFS_HYBRID; /* 5-8 times the top-down TEPS (docs/graph.md) */
     o->roots = 16;
     static const struct option opts[] = {
-        {"scale", required_argument, 0, 's'},     {"edgefactor", required_argument, 0, 'e'},
-        {"generator", required_argument, 0, 'g'}, {"graph", required_argument, 0, 'f'},
-        {"roots", required_argument, 0, 'r'},     {"seed", required_argument, 0, 'S'},
-        {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
-        {"buffer-kb", required_argument, 0, 'b'}, {"csv", required_argument, 0, 'c'},
-        {"stats", no_argument, 0, 'T'},           {"quiet", no_argument, 0, 'q'},
-        {"phase-times", no_argument, 0, 'P'},
-        {"help", no_argument, 0, 'h'}, {"progress", no_argument, 0, 'p'},            {"algorithm", required_argument, 0, 'A'},
+        APP_LONG_SCALE, APP_LONG_EDGEFACTOR, APP_LONG_GENERATOR, APP_LONG_GRAPH, APP_LONG_SEED,
+        APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_BUFFER_KB, APP_LONG_CSV, APP_LONG_STATS,
+        {"roots", required_argument, 0, 'r'},     {"quiet", no_argument, 0, 'q'},
+        {"phase-times", no_argument, 0, 'P'},     {"help", no_argument, 0, 'h'},
+        {"progress", no_argument, 0, 'p'},        {"algorithm", required_argument, 0, 'A'},
         {"dedup", no_argument, 0, 'U'},           {"direction", required_argument, 0, 'D'},
         {"alpha", required_argument, 0, 'a'},     {"beta", required_argument, 0, 'B'},
         {"format", required_argument, 0, 'F'},    {"roots-file", required_argument, 0, 'o'},
@@ -113,20 +110,10 @@ static void parse(app *a, int argc, char **argv, options *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 's': o->gen.scale = (int)app_parse_u64(a, "--scale", optarg, 1, 36); o->generator_flag = "--scale"; break;
-        case 'e': o->gen.edgefactor = (double)app_parse_u64(a, "--edgefactor", optarg, 1, 1024); o->generator_flag = "--edgefactor"; break;
-        case 'g': o->gen.kind = (cr_gen_kind)app_parse_choice(a, "--generator", optarg, generators); o->generator_flag = "--generator"; break;
         case 'V': o->vertices = app_parse_u64(a, "--vertices", optarg, 1, 1ULL << 62); break;
-        case 'f': o->graph = optarg; break;
         case 'r': o->roots = app_parse_u64(a, "--roots", optarg, 1, 1024); o->roots_given = true; break;
         case 'F': o->format = (cr_file_format)app_parse_choice(a, "--format", optarg, formats); break;
         case 'o': o->roots_file = optarg; break;
-        case 'S': o->gen.seed = app_parse_u64(a, "--seed", optarg, 0, UINT64_MAX); break;
-        case 'R': o->route = optarg; break;
-        case 'N': o->node_size = app_parse_u64(a, "--node-size", optarg, 1, 1u << 30); break;
-        case 'b': o->buffer_kb = app_parse_u64(a, "--buffer-kb", optarg, 1, 1u << 20); break;
-        case 'c': o->csv = optarg; break;
-        case 'T': o->stats = 1; break;
         case 'q': o->quiet = 1; break;
         case 'P': o->phase_times = 1; break;
         case 'O': o->graph500_output = 1; break;
@@ -138,19 +125,18 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'B': o->bfs.beta = app_parse_double(a, "--beta", optarg, 1e-6, 1e9); break;
         case 'p': a->progress = 1; break;
         case 'h': app_help(a);
-        default: app_bad_option(a, argv);
+        default:
+            if (!app_shared_option(a, ch, optarg, &o->sh))
+                app_bad_option(a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(a, "unexpected argument '%s'", argv[optind]);
-    if (o->graph && o->generator_flag)
-        app_usage_error(a, "%s and --graph conflict: the file gives the graph", o->generator_flag);
-    if (o->format != CR_FILE_AUTO && !o->graph)
+    if (o->format != CR_FILE_AUTO && !o->sh.graph)
         app_usage_error(a, "--format goes with --graph");
-    if (o->vertices && !o->graph)
+    if (o->vertices && !o->sh.graph)
         app_usage_error(a, "--vertices goes with --graph (a generated graph has 2^scale vertices)");
-    if (!o->graph)
-        app_graph_check(a, &o->gen);
+    app_shared_graph_check(a, &o->sh);
 }
 
 /* Roots: vertices drawn from the seed, kept if they have an edge; the same on
@@ -250,7 +236,7 @@ static void check_vertices(app *a, const options *o, cr_edge_list *edges)
 {
     uint64_t m = edges->count, total_m;
     MPI_Allreduce(&m, &total_m, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    edges->nvertices = app_file_vertices(a, o->graph, edges->nvertices, total_m, o->vertices,
+    edges->nvertices = app_file_vertices(a, o->sh.graph, edges->nvertices, total_m, o->vertices,
                                          40, 1.0 / 8);
 }
 
@@ -258,16 +244,16 @@ static void check_vertices(app *a, const options *o, cr_edge_list *edges)
 static void load_graph(app *a, const options *o, cr_edge_list *edges)
 {
     char err[512];
-    if (o->graph)
-        app_progress(a, "reading %s", o->graph);
+    if (o->sh.graph)
+        app_progress(a, "reading %s", o->sh.graph);
     else
-        app_progress(a, "generating the graph: scale %d, edge factor %g", o->gen.scale,
-                     o->gen.edgefactor);
-    int rc = o->graph ? cr_graph_read_edges(o->graph, o->format, NULL, a->rank, a->size, edges, err,
+        app_progress(a, "generating the graph: scale %d, edge factor %g", o->sh.gen.scale,
+                     o->sh.gen.edgefactor);
+    int rc = o->sh.graph ? cr_graph_read_edges(o->sh.graph, o->format, NULL, a->rank, a->size, edges, err,
                                             sizeof err)
-                      : cr_graph_generate(&o->gen, a->rank, a->size, edges, err, sizeof err);
+                      : cr_graph_generate(&o->sh.gen, a->rank, a->size, edges, err, sizeof err);
     app_agree(a, rc ? err : NULL);
-    if (o->graph)
+    if (o->sh.graph)
         check_vertices(a, o, edges);
 }
 
@@ -377,11 +363,11 @@ int main(int argc, char **argv)
     options o = {0};
     parse(&a, argc, argv, &o);
 
-    FILE *csv = app_open_csv(&a, o.csv, "ranks,graph,scale,edgefactor,route,buffer_bytes,"
+    FILE *csv = app_open_csv(&a, o.sh.csv, "ranks,graph,scale,edgefactor,route,buffer_bytes,"
                                         "roots,hmean_teps,min_teps,max_teps,mpi_sends_max,"
                                         "peak_rss_mib,valid,algorithm");
     cr_config cfg;
-    app_comm_flags flags = {.buffer_kb = o.buffer_kb, .route = o.route, .node_size = o.node_size};
+    app_comm_flags flags = app_shared_comm_flags(&o.sh);
     cr_comm *comm = app_comm_create(&a, &flags, &cfg);
 
     double t0 = MPI_Wtime();
@@ -395,7 +381,7 @@ int main(int argc, char **argv)
     }
     load_graph(&a, &o, &edges);
     double t_gen = app_max_time(MPI_Wtime() - t0);
-    app_progress(&a, "%s in %.2f s; building the distributed graph", o.graph ? "read" : "generated",
+    app_progress(&a, "%s in %.2f s; building the distributed graph", o.sh.graph ? "read" : "generated",
                  t_gen);
     t0 = MPI_Wtime();
     cr_graph *g = cr_graph_build_with(comm, &edges, o.shuffle);
@@ -408,12 +394,12 @@ int main(int argc, char **argv)
     char route_name[128];
     cr_route_format(&cfg.route, route_name, sizeof route_name);
     if (a.rank == 0) {
-        if (o.graph)
-            printf("bfs: %d ranks, graph %s: %llu vertices, %llu edges\n", a.size, o.graph,
+        if (o.sh.graph)
+            printf("bfs: %d ranks, graph %s: %llu vertices, %llu edges\n", a.size, o.sh.graph,
                    (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
         else
             printf("bfs: %d ranks, %s scale %d, edge factor %g: %llu vertices, %llu edges\n",
-                   a.size, generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
+                   a.size, generators[o.sh.gen.kind], o.sh.gen.scale, o.sh.gen.edgefactor,
                    (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
         printf("  %s BFS, route %s, buffer %zu bytes; generated in %.3f s, built (%s) in %.3f s\n",
                algorithms[o.bfs.algorithm], route_name, cfg.buffer_bytes, t_gen, shuffles[o.shuffle],
@@ -423,7 +409,7 @@ int main(int argc, char **argv)
     uint64_t max_roots = o.roots_file && !o.roots_given ? 1u << 16 : o.roots;
     uint64_t *roots = app_calloc(&a, max_roots, sizeof *roots, "the roots");
     int nroots = o.roots_file ? read_roots(&a, g, o.roots_file, max_roots, roots)
-                              : pick_roots(g, o.gen.seed, o.roots, roots);
+                              : pick_roots(g, o.sh.gen.seed, o.roots, roots);
     if (nroots == 0) /* the same on every rank */
         app_error(&a, "no vertex has an edge: nothing to search");
     double *teps = app_calloc(&a, (size_t)nroots, sizeof *teps, "the timings"), inv_sum = 0;
@@ -503,7 +489,7 @@ int main(int argc, char **argv)
         if (csv) {
             FILE *out = csv;
             fprintf(out, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d,%s\n", a.size,
-                    o.graph ? o.graph : generators[o.gen.kind], o.gen.scale, o.gen.edgefactor,
+                    o.sh.graph ? o.sh.graph : generators[o.sh.gen.kind], o.sh.gen.scale, o.sh.gen.edgefactor,
                     route_name, cfg.buffer_bytes, nroots, hmean, lo, hi,
                     (unsigned long long)sends_max, rss_max / 1024.0, failures == 0,
                     algorithms[o.bfs.algorithm]);
@@ -515,9 +501,9 @@ int main(int argc, char **argv)
         int scale = 0;
         while (scale < 63 && (1ull << scale) < nv)
             scale++;
-        g500_run run = {.scale = o.graph ? scale : o.gen.scale,
-                        .edgefactor = o.graph ? (int)((input_edges + nv / 2) / nv)
-                                              : (int)o.gen.edgefactor,
+        g500_run run = {.scale = o.sh.graph ? scale : o.sh.gen.scale,
+                        .edgefactor = o.sh.graph ? (int)((input_edges + nv / 2) / nv)
+                                              : (int)o.sh.gen.edgefactor,
                         .nbfs = nroots, .ranks = a.size, .generation = t_gen,
                         .construction = t_build, .time = times, .nedge = nedges,
                         .validate = validate_times};
@@ -526,7 +512,7 @@ int main(int argc, char **argv)
     } else if (o.graph500_output && a.rank == 0) {
         printf("No results printed for invalid run.\n");
     }
-    if (o.stats)
+    if (o.sh.stats)
         cr_stats_print(comm, stdout);
     free(roots);
     free(teps), free(times), free(nedges), free(validate_times);

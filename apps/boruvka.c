@@ -184,19 +184,18 @@ static void parse(app *a, int argc, char **argv, opts *o)
     static const char *const modes[] = {"filter", "async", "lockstep", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     static const char *const validations[] = {"no", "yes", "auto", NULL};
-    cr_graph_gen_params_init(&o->gen);
-    o->gen.weights = true;
+    app_shared sh;
+    app_shared_init(&sh);
     o->aggregation = CR_DARRAY_AGG_HASH;
     o->validate = 2;
     o->route = "direct";
     o->gather_limit = UINT64_C(1) << 24;
     static const struct option lopts[] = {
-        {"scale", required_argument, 0, 's'},     {"edgefactor", required_argument, 0, 'e'},
-        {"generator", required_argument, 0, 'g'}, {"graph", required_argument, 0, 'G'},
+        APP_LONG_SCALE, APP_LONG_EDGEFACTOR, APP_LONG_GENERATOR, APP_LONG_GRAPH, APP_LONG_SEED,
+        APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_STATS,
         {"weights", required_argument, 0, 'W'},   {"mode", required_argument, 0, 'm'},
-        {"route", required_argument, 0, 'R'},     {"node-size", required_argument, 0, 'N'},
         {"aggregation", required_argument, 0, 'A'}, {"validate", required_argument, 0, 'V'},
-        {"seed", required_argument, 0, 'S'},      {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'}, {"progress", no_argument, 0, 'p'},
+        {"help", no_argument, 0, 'h'},            {"progress", no_argument, 0, 'p'},
         {"gather-limit", required_argument, 0, 'L'}, {"write-graph", required_argument, 0, 'w'},
         {0, 0, 0, 0}};
     opterr = 0;
@@ -207,21 +206,26 @@ static void parse(app *a, int argc, char **argv, opts *o)
         case 'w': o->write_graph = optarg; break;
         case 'm': o->mode = app_parse_choice(a, "--mode", optarg, modes); break;
         case 'L': o->gather_limit = app_parse_u64(a, "--gather-limit", optarg, 0, UINT64_MAX); break;
-        case 'R': o->route = optarg, o->route_given = 1; break;
-        case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
         case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
         case 'p': a->progress = 1; break;
-        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(a);
         default:
-            if (!app_graph_option(a, ch, optarg, &o->gen, &o->graph))
+            if (!app_shared_option(a, ch, optarg, &sh))
                 app_bad_option(a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(a, "unexpected argument '%s'", argv[optind]);
-    app_graph_check(a, &o->gen);
+    sh.gen.weights = true;
+    app_shared_graph_check(a, &sh);
+    o->gen = sh.gen;
+    o->graph = sh.graph;
+    o->node_size = (unsigned)sh.node_size;
+    if (sh.route)
+        o->route = sh.route, o->route_given = 1;
+    if (sh.stats)
+        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
     if (o->mode == MODE_LOCKSTEP)
         app_lockstep_route(a, o->route, "lock-step");
     else

@@ -135,40 +135,43 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
     static const char *const algos[] = {"sv", "label", "local", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     static const char *const validations[] = {"no", "yes", "auto", NULL};
-    cr_graph_gen_params_init(&o->gen);
     o->algorithm = ALG_LOCAL;
     o->aggregation = CR_DARRAY_AGG_HASH;
     o->validate = 2;
     o->route = "direct";
     static const struct option lopts[] = {
-        {"algorithm", required_argument, 0, 'a'}, {"scale", required_argument, 0, 's'},
-        {"edgefactor", required_argument, 0, 'e'}, {"generator", required_argument, 0, 'g'},
-        {"graph", required_argument, 0, 'G'},     {"route", required_argument, 0, 'R'},
-        {"node-size", required_argument, 0, 'N'}, {"aggregation", required_argument, 0, 'A'},
-        {"validate", required_argument, 0, 'V'},  {"seed", required_argument, 0, 'S'},
-        {"write-graph", required_argument, 0, 'W'}, {"stats", no_argument, 0, 'T'},
-        {"help", no_argument, 0, 'h'}, {"progress", no_argument, 0, 'p'},            {0, 0, 0, 0}};
+        APP_LONG_SCALE, APP_LONG_EDGEFACTOR, APP_LONG_GENERATOR, APP_LONG_GRAPH, APP_LONG_SEED,
+        APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_STATS,
+        {"algorithm", required_argument, 0, 'a'}, {"aggregation", required_argument, 0, 'A'},
+        {"validate", required_argument, 0, 'V'},  {"write-graph", required_argument, 0, 'W'},
+        {"help", no_argument, 0, 'h'},            {"progress", no_argument, 0, 'p'},
+        {0, 0, 0, 0}};
+    app_shared sh;
+    app_shared_init(&sh);
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
         switch (ch) {
         case 'a': o->algorithm = app_parse_choice(a, "--algorithm", optarg, algos); break;
         case 'W': o->write_graph = optarg; break;
-        case 'T': o->stats = 1; break;
-        case 'R': o->route = optarg, o->route_given = 1; break;
-        case 'N': o->node_size = (unsigned)app_parse_u64(a, "--node-size", optarg, 1, 65536); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
         case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
         case 'p': a->progress = 1; break;
         case 'h': app_help(a);
         default:
-            if (!app_graph_option(a, ch, optarg, &o->gen, &o->graph))
+            if (!app_shared_option(a, ch, optarg, &sh))
                 app_bad_option(a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(a, "unexpected argument '%s'", argv[optind]);
-    app_graph_check(a, &o->gen);
+    app_shared_graph_check(a, &sh);
+    o->gen = sh.gen;
+    o->graph = sh.graph;
+    o->stats = sh.stats;
+    o->node_size = (unsigned)sh.node_size;
+    if (sh.route)
+        o->route = sh.route, o->route_given = 1;
     if (o->algorithm == ALG_SV)
         app_lockstep_route(a, o->route, "sv's lock-step");
     else

@@ -208,10 +208,12 @@ int main(int argc, char **argv)
     uint64_t reps = 100, counts[32] = {0, 255}, sizes[32] = {8, 64, 512, 4096, 32768, 262144, 1 << 20};
     int ncounts = 2, nsizes = 7;
     const char *csv = NULL;
+    app_shared sh; /* --csv, --stats */
+    app_shared_init(&sh);
     static const struct option opts[] = {
         {"collective", required_argument, 0, 'C'}, {"counts", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 'b'},      {"reps", required_argument, 0, 'r'},
-        {"csv", required_argument, 0, 'c'},        {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'},
+        APP_LONG_CSV,        {"help", no_argument, 0, 'h'}, APP_LONG_STATS,
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -221,14 +223,17 @@ int main(int argc, char **argv)
         case 'n': ncounts = app_parse_list(&a, "--counts", optarg, 0, 1u << 24, counts, 32); break;
         case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 26, sizes, 32); break;
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
-        case 'c': csv = optarg; break;
-        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default:
+            if (!app_shared_option(&a, ch, optarg, &sh))
+                app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    csv = sh.csv;
+    if (sh.stats)
+        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
 
     bench b = {.a = &a, .reps = (int)reps, .times = app_calloc(&a, reps, sizeof(double), "the timings")};
     b.csv = app_open_csv(&a, csv, "ranks,collective,bytes,algorithm,median_us");

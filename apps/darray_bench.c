@@ -309,14 +309,16 @@ int main(int argc, char **argv)
     uint64_t vpr = 1u << 13, seed = 1;
     double edgefactor = 16;
     const char *csv = NULL;
+    app_shared sh; /* --csv, --stats, --seed */
+    app_shared_init(&sh);
     static const struct option opts[] = {
         {"patterns", required_argument, 0, 'p'},  {"generator", required_argument, 0, 'g'},
         {"vertices-per-rank", required_argument, 0, 'v'},
         {"edgefactor", required_argument, 0, 'e'}, {"entries", required_argument, 0, 'E'},
         {"routes", required_argument, 0, 'R'},    {"aggregations", required_argument, 0, 'A'},
         {"modes", required_argument, 0, 'm'},     {"node-size", required_argument, 0, 'N'},
-        {"reps", required_argument, 0, 'r'},      {"seed", required_argument, 0, 's'},
-        {"csv", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'},
+        {"reps", required_argument, 0, 'r'},      APP_LONG_SEED,
+        APP_LONG_CSV,       {"help", no_argument, 0, 'h'}, APP_LONG_STATS,
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -332,15 +334,18 @@ int main(int argc, char **argv)
         case 'm': modes = app_parse_choice(&b.a, "--modes", optarg, mode_names); break;
         case 'N': b.node_size = (unsigned)app_parse_u64(&b.a, "--node-size", optarg, 1, 65536); break;
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 100); break;
-        case 's': seed = app_parse_u64(&b.a, "--seed", optarg, 0, UINT64_MAX); break;
-        case 'c': csv = optarg; break;
-        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(&b.a);
-        default: app_bad_option(&b.a, argv);
+        default:
+            if (!app_shared_option(&b.a, ch, optarg, &sh))
+                app_bad_option(&b.a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&b.a, "unexpected argument '%s'", argv[optind]);
+    csv = sh.csv;
+    seed = sh.seed;
+    if (sh.stats)
+        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
 
     FILE *out = app_open_csv(&b.a, csv, "pattern,mode,route,aggregation,ranks,vertices,seconds,"
                                          "speedup,msgs_max,msgs_mean,mib_max,mib_mean,merged,"

@@ -87,12 +87,13 @@ int main(int argc, char **argv)
     app a;
     app_init(&a, "fanout", usage, &argc, &argv);
     uint64_t depth = 7, fanout = 4, seeds = 1000, payload = 16;
-    const char *route = NULL;
-    int stats = 0, no_wait = 0;
+    app_shared sh; /* --route, --stats */
+    int no_wait = 0;
+    app_shared_init(&sh);
     static const struct option opts[] = {
         {"depth", required_argument, 0, 'd'}, {"fanout", required_argument, 0, 'f'},
         {"seeds", required_argument, 0, 's'}, {"payload", required_argument, 0, 'p'},
-        {"route", required_argument, 0, 'R'}, {"stats", no_argument, 0, 'T'},
+        APP_LONG_ROUTE, APP_LONG_STATS,
         {"no-wait", no_argument, 0, 'W'},
         {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
     opterr = 0;
@@ -103,15 +104,17 @@ int main(int argc, char **argv)
         case 'f': fanout = app_parse_u64(&a, "--fanout", optarg, 1, 64); break;
         case 's': seeds = app_parse_u64(&a, "--seeds", optarg, 0, 1ull << 30); break;
         case 'p': payload = app_parse_u64(&a, "--payload", optarg, 16, 1u << 20); break;
-        case 'R': route = optarg; break;
-        case 'T': stats = 1; break;
         case 'W': no_wait = 1; break;
         case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default:
+            if (!app_shared_option(&a, ch, optarg, &sh))
+                app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    const char *route = sh.route;
+    int stats = sh.stats;
     uint64_t per_seed = expected_per_seed(fanout, depth);
     if (seeds && per_seed > UINT64_MAX / seeds / (uint64_t)a.size)
         app_usage_error(&a, "--depth %llu and --fanout %llu make too many records to count",

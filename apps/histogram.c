@@ -464,19 +464,18 @@ int main(int argc, char **argv)
     app a;
     app_init(&a, "histogram", usage, &argc, &argv);
 
-    uint64_t n = 2u << 20, total = 1u << 20, seed = 1, buffer_kb = 0;
-    int want[NMODES] = {1, 1, 0, 0}, reps = 3, show_stats = 0, hotspot = 0, per_record = 0;
+    uint64_t n = 2u << 20, total = 1u << 20;
+    int want[NMODES] = {1, 1, 0, 0}, reps = 3, hotspot = 0, per_record = 0;
+    app_shared sh; /* --buffer-kb, --seed, --csv, --stats, --route, --node-size */
+    app_shared_init(&sh);
     int combine = 0;
     double skew = 1.0;
-    const char *csv = NULL, *route = NULL;
-    uint64_t node_size = 0;
     static const struct option opts[] = {
         {"updates", required_argument, 0, 'n'}, {"table", required_argument, 0, 't'},
-        {"mode", required_argument, 0, 'm'},    {"buffer-kb", required_argument, 0, 'b'},
-        {"reps", required_argument, 0, 'r'},    {"seed", required_argument, 0, 's'},
-        {"csv", required_argument, 0, 'c'},     {"stats", no_argument, 0, 'S'},
+        APP_LONG_BUFFER_KB, APP_LONG_SEED, APP_LONG_CSV, APP_LONG_STATS, APP_LONG_ROUTE,
+        APP_LONG_NODE_SIZE,
+        {"mode", required_argument, 0, 'm'},    {"reps", required_argument, 0, 'r'},
         {"hotspot", no_argument, 0, 'H'},       {"help", no_argument, 0, 'h'},
-        {"route", required_argument, 0, 'R'},   {"node-size", required_argument, 0, 'N'},
         {"handler", required_argument, 0, 'D'}, {"combine", no_argument, 0, 'C'},
         {"skew", required_argument, 0, 'k'},    {0, 0, 0, 0}};
     opterr = 0;
@@ -486,23 +485,21 @@ int main(int argc, char **argv)
         case 'n': n = app_parse_u64(&a, "--updates", optarg, 1, 1ULL << 31); break;
         case 't': total = app_parse_u64(&a, "--table", optarg, 1, 1ULL << 62); break;
         case 'm': parse_modes(&a, optarg, want); break;
-        case 'b': buffer_kb = app_parse_u64(&a, "--buffer-kb", optarg, 1, 1u << 20); break;
         case 'r': reps = (int)app_parse_u64(&a, "--reps", optarg, 1, 1000); break;
-        case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
-        case 'c': csv = optarg; break;
-        case 'S': show_stats = 1; break;
         case 'H': hotspot = 1; break;
-        case 'R': route = optarg; break;
-        case 'N': node_size = app_parse_u64(&a, "--node-size", optarg, 1, 1u << 30); break;
         case 'D': per_record = app_parse_choice(&a, "--handler", optarg, handler_names); break;
         case 'C': combine = 1; break;
         case 'k': skew = app_parse_double(&a, "--skew", optarg, 1.0, 100.0); break;
         case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default:
+            if (!app_shared_option(&a, ch, optarg, &sh))
+                app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    uint64_t seed = sh.seed;
+    int show_stats = sh.stats;
     if (!want[0] && !want[1] && !want[2] && !want[3])
         app_usage_error(&a, "--mode names no mode");
     if (total < (uint64_t)a.size)
@@ -528,14 +525,14 @@ int main(int argc, char **argv)
                         (unsigned long long)total, (unsigned long long)n, need / (1 << 30), a.size,
                         phys / (1 << 30), (unsigned long long)(total / (uint64_t)a.size));
 
-    FILE *out = app_open_csv(&a, csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
+    FILE *out = app_open_csv(&a, sh.csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
                                       "seconds,updates_per_s,verified,mpi_sends_max,mpi_sends_mean,"
                                       "partners_max,partners_mean,off_node_partners_max,"
                                       "bytes_on_node,bytes_off_node,forwarded,peak_rss_mib,"
                                       "records_handled,records_handled_max,merged_at_source,"
                                       "merged_at_hops");
     cr_config cfg;
-    app_comm_flags flags = {.buffer_kb = buffer_kb, .route = route, .node_size = node_size};
+    app_comm_flags flags = app_shared_comm_flags(&sh);
     cr_comm *comm = app_comm_create(&a, &flags, &cfg);
     table t;
     table_init(&a, &t, total, a.rank, a.size);

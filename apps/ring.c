@@ -52,11 +52,13 @@ int main(int argc, char **argv)
     app_init(&a, "ring", usage, &argc, &argv);
     uint64_t laps = 2000, tokens = 1, payload = 8;
     const char *csv = NULL;
+    app_shared sh; /* --csv, --stats */
+    app_shared_init(&sh);
     static const struct option opts[] = {{"laps", required_argument, 0, 'l'},
                                          {"tokens", required_argument, 0, 't'},
                                          {"payload", required_argument, 0, 'p'},
-                                         {"csv", required_argument, 0, 'c'},
-                                         {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'},
+                                         APP_LONG_CSV,
+                                         {"help", no_argument, 0, 'h'}, APP_LONG_STATS,
                                          {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -65,14 +67,17 @@ int main(int argc, char **argv)
         case 'l': laps = app_parse_u64(&a, "--laps", optarg, 1, 1u << 24); break;
         case 't': tokens = app_parse_u64(&a, "--tokens", optarg, 1, 1u << 16); break;
         case 'p': payload = app_parse_u64(&a, "--payload", optarg, 4, 1u << 24); break;
-        case 'c': csv = optarg; break;
-        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default:
+            if (!app_shared_option(&a, ch, optarg, &sh))
+                app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    csv = sh.csv;
+    if (sh.stats)
+        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
     uint64_t hops_per_token = laps * (uint64_t)a.size;
     if (hops_per_token > INT32_MAX)
         app_usage_error(&a, "--laps %llu times %d ranks is too many hops",

@@ -82,10 +82,12 @@ int main(int argc, char **argv)
     uint64_t ks[MAX_LIST], sizes[MAX_LIST] = {8, 64, 512, 4096, 65536}, seed = 1, reps = 50;
     int nk = 0, nsizes = 5;
     const char *csv = NULL;
+    app_shared sh; /* --csv, --stats, --seed */
+    app_shared_init(&sh);
     static const struct option opts[] = {
         {"neighbours", required_argument, 0, 'k'}, {"sizes", required_argument, 0, 'b'},
-        {"reps", required_argument, 0, 'r'},       {"seed", required_argument, 0, 's'},
-        {"csv", required_argument, 0, 'c'},        {"help", no_argument, 0, 'h'}, {"stats", no_argument, 0, 'Z'},
+        {"reps", required_argument, 0, 'r'},       APP_LONG_SEED,
+        APP_LONG_CSV,        {"help", no_argument, 0, 'h'}, APP_LONG_STATS,
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -94,15 +96,18 @@ int main(int argc, char **argv)
         case 'k': nk = app_parse_list(&a, "--neighbours", optarg, 0, 1u << 20, ks, MAX_LIST); break;
         case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 30, sizes, MAX_LIST); break;
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
-        case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
-        case 'c': csv = optarg; break;
-        case 'Z': setenv("COURIER_STATS", "1", 1); break; /* read at cr_comm_create */
         case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default:
+            if (!app_shared_option(&a, ch, optarg, &sh))
+                app_bad_option(&a, argv);
         }
     }
     if (optind < argc)
         app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    csv = sh.csv;
+    seed = sh.seed;
+    if (sh.stats)
+        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
     if (nk == 0) {
         const uint64_t wanted[] = {1, 2, 4, 6, (uint64_t)a.size - 1};
         for (int i = 0; i < 5; i++)

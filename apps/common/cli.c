@@ -316,18 +316,52 @@ FILE *app_open_csv(const app *a, const char *path, const char *header)
     return out;
 }
 
-int app_graph_option(const app *a, int ch, const char *value, cr_gen_params *gen,
-                     const char **graph)
+void app_shared_init(app_shared *s)
+{
+    *s = (app_shared){0};
+    cr_graph_gen_params_init(&s->gen);
+    s->seed = s->gen.seed;
+}
+
+int app_shared_option(const app *a, int ch, const char *value, app_shared *s)
 {
     static const char *const gens[] = {"rmat", "gnm", "rgg", NULL};
     switch (ch) {
-    case 's': gen->scale = (int)app_parse_u64(a, "--scale", value, 1, 36); return 1;
-    case 'e': gen->edgefactor = app_parse_double(a, "--edgefactor", value, 0.01, 1024); return 1;
-    case 'g': gen->kind = (cr_gen_kind)app_parse_choice(a, "--generator", value, gens); return 1;
-    case 'G': *graph = value; return 1;
-    case 'S': gen->seed = app_parse_u64(a, "--seed", value, 0, UINT64_MAX); return 1;
+    case APP_OPT_SCALE:
+        s->gen.scale = (int)app_parse_u64(a, "--scale", value, 1, 36);
+        s->generator_flag = "--scale";
+        return 1;
+    case APP_OPT_EDGEFACTOR:
+        s->gen.edgefactor = app_parse_double(a, "--edgefactor", value, 0.01, 1024);
+        s->generator_flag = "--edgefactor";
+        return 1;
+    case APP_OPT_GENERATOR:
+        s->gen.kind = (cr_gen_kind)app_parse_choice(a, "--generator", value, gens);
+        s->generator_flag = "--generator";
+        return 1;
+    case APP_OPT_GRAPH: s->graph = value; return 1;
+    case APP_OPT_SEED:
+        s->seed = s->gen.seed = app_parse_u64(a, "--seed", value, 0, UINT64_MAX);
+        s->seed_given = true;
+        return 1;
+    case APP_OPT_ROUTE:
+        app_parse_route(a, value, &(cr_config){0});
+        s->route = value;
+        return 1;
+    case APP_OPT_NODE_SIZE: s->node_size = app_parse_u64(a, "--node-size", value, 1, 65536); return 1;
+    case APP_OPT_BUFFER_KB: s->buffer_kb = app_parse_u64(a, "--buffer-kb", value, 1, 1u << 20); return 1;
+    case APP_OPT_CSV: s->csv = value; return 1;
+    case APP_OPT_STATS: s->stats = true; return 1;
     default: return 0;
     }
+}
+
+void app_shared_graph_check(const app *a, const app_shared *s)
+{
+    if (s->graph && s->generator_flag)
+        app_usage_error(a, "%s and --graph conflict: the file gives the graph", s->generator_flag);
+    if (!s->graph)
+        app_graph_check(a, &s->gen);
 }
 
 void app_graph_check(const app *a, const cr_gen_params *gen)

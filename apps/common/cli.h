@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdnoreturn.h>
 
+#include <courier.h>
+#include <getopt.h>
+
 typedef struct app {
     const char *name;  /* program name used in messages */
     const char *usage; /* full --help text */
@@ -98,11 +101,56 @@ struct cr_config;
 struct cr_comm;
 struct cr_gen_params;
 
-/* The graph flags boruvka and cc share, as getopt_long values: --scale 's',
- * --edgefactor 'e', --generator 'g', --graph 'G', --seed 'S'. Returns 1 if `ch` was
- * one of them (parsed into gen or *graph), else 0. */
-int app_graph_option(const app *a, int ch, const char *value, struct cr_gen_params *gen,
-                     const char **graph);
+/* The flags several apps share, spelled, ranged and checked the same way in every
+ * app. An app lists the ones it accepts in its getopt_long table with the APP_LONG_*
+ * entries and hands every option its own switch does not know to app_shared_option.
+ * Their getopt values lie above every character, so they never meet an app's own. */
+enum {
+    APP_OPT_SCALE = 0x100, /* --scale N: 2^N vertices */
+    APP_OPT_EDGEFACTOR,    /* --edgefactor E: edges per vertex (for rgg, the degree) */
+    APP_OPT_GENERATOR,     /* --generator rmat|gnm|rgg */
+    APP_OPT_GRAPH,         /* --graph FILE: read the graph instead */
+    APP_OPT_SEED,          /* --seed S */
+    APP_OPT_ROUTE,         /* --route R (as COURIER_ROUTE) */
+    APP_OPT_NODE_SIZE,     /* --node-size K (as COURIER_NODE_SIZE) */
+    APP_OPT_BUFFER_KB,     /* --buffer-kb K (as COURIER_BUFFER_SIZE, in KiB) */
+    APP_OPT_CSV,           /* --csv FILE */
+    APP_OPT_STATS,         /* --stats */
+};
+#define APP_LONG_SCALE {"scale", required_argument, 0, APP_OPT_SCALE}
+#define APP_LONG_EDGEFACTOR {"edgefactor", required_argument, 0, APP_OPT_EDGEFACTOR}
+#define APP_LONG_GENERATOR {"generator", required_argument, 0, APP_OPT_GENERATOR}
+#define APP_LONG_GRAPH {"graph", required_argument, 0, APP_OPT_GRAPH}
+#define APP_LONG_SEED {"seed", required_argument, 0, APP_OPT_SEED}
+#define APP_LONG_ROUTE {"route", required_argument, 0, APP_OPT_ROUTE}
+#define APP_LONG_NODE_SIZE {"node-size", required_argument, 0, APP_OPT_NODE_SIZE}
+#define APP_LONG_BUFFER_KB {"buffer-kb", required_argument, 0, APP_OPT_BUFFER_KB}
+#define APP_LONG_CSV {"csv", required_argument, 0, APP_OPT_CSV}
+#define APP_LONG_STATS {"stats", no_argument, 0, APP_OPT_STATS}
+
+/* The shared flags' values; app_shared_init sets the defaults. */
+typedef struct app_shared {
+    cr_gen_params gen;          /* --scale, --edgefactor, --generator; --seed in gen.seed */
+    const char *graph;          /* --graph, or NULL */
+    const char *generator_flag; /* the last generator flag given (--graph contradicts it) */
+    uint64_t seed;              /* --seed (also in gen.seed) */
+    bool seed_given;
+    const char *route;          /* --route, or NULL */
+    uint64_t node_size;         /* --node-size, or 0 */
+    uint64_t buffer_kb;         /* --buffer-kb, or 0 */
+    const char *csv;            /* --csv, or NULL */
+    bool stats;                 /* --stats */
+} app_shared;
+
+/* The defaults: the library's generator parameters (seed included), nothing else set. */
+void app_shared_init(app_shared *s);
+/* If `ch` is one of the APP_OPT_* values, parse `value` into s (a bad value is a usage
+ * error naming the flag) and return 1; else return 0. */
+int app_shared_option(const app *a, int ch, const char *value, app_shared *s);
+/* After parsing, for apps that generate or read a graph: --graph and a generator
+ * flag together are a usage error, and a generated graph must fit (app_graph_check). */
+void app_shared_graph_check(const app *a, const app_shared *s);
+
 /* After parsing: a generated graph's scale must suit its generator. */
 void app_graph_check(const app *a, const struct cr_gen_params *gen);
 /* --route for a lock-step step of the distributed array: parsed, and one of direct,
@@ -119,6 +167,13 @@ typedef struct app_comm_flags {
     const char *route;  /* --route */
     uint64_t node_size; /* --node-size */
 } app_comm_flags;
+
+/* The runtime flags among the shared ones. */
+static inline app_comm_flags app_shared_comm_flags(const app_shared *s)
+{
+    return (app_comm_flags){.buffer_kb = s->buffer_kb, .route = s->route,
+                            .node_size = s->node_size};
+}
 
 /* The defaults, then the COURIER_* variables (a bad one is a usage error), into
  * *cfg: what every app starts its configuration from. Collective (every rank sees
