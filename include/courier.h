@@ -4,6 +4,7 @@
 #define COURIER_H
 
 #include "courier/coll.h"
+#include "courier/container.h"
 #include "courier/darray.h"
 #include "courier/dedup.h"
 #include "courier/graph.h"

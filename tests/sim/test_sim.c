@@ -11,6 +11,7 @@
 
 #include "../darray_scenarios.h"
 #include "../exchange_scenarios.h"
+#include "../container_scenarios.h"
 #include "../requests_scenarios.h"
 
 #include <setjmp.h>
@@ -1346,6 +1347,49 @@ static void test_exchange(void **state)
     run_exchange_at(1024, 1024);
 }
 
+/* ---------------------------------------------------------------- containers */
+
+/* The containers on virtual ranks (tests/container_scenarios.h, the scenarios the MPI
+ * test runs) under every route with small buffers, so that inserts merge at their
+ * source and at forwarding ranks, and the seed decides the order records arrive in. */
+static void run_containers(cr_comm *comm, void *user)
+{
+    const uint64_t *seed = user;
+    ct_all(comm, *seed);
+}
+
+static void run_containers_at(int p, const char *route, uint64_t seed)
+{
+    named_config nc = config("default");
+    cr_route_parse(route, &nc.cfg.route, NULL, 0);
+    nc.cfg.node_size = 2;
+    nc.cfg.buffer_bytes = 512;
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "containers, P=%d, %s, seed %llu", p, route,
+             (unsigned long long)seed);
+    ct_fails = 0;
+    if (cr_sim_run(&o, run_containers, &seed, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    if (ct_fails)
+        fail_msg("%s: %ld checks failed (see above)", ctx, ct_fails);
+}
+
+static void test_containers(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nr", "nlnr", "grid", "hypercube"};
+    static const int small[] = {1, 2, 3, 4, 5, 7, 8, 13};
+    int seeds = seeds_wanted();
+    for (size_t rt = 0; rt < sizeof routes / sizeof routes[0]; rt++) {
+        for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
+            for (int seed = 1; seed <= (seeds + 3) / 4; seed++)
+                run_containers_at(small[k], routes[rt], (uint64_t)seed * 53 + (uint64_t)small[k]);
+        run_containers_at(64, routes[rt], 64 + rt);
+    }
+    run_containers_at(1024, "hypercube", 1024);
+}
+
 /* ---------------------------------------------------------------- collectives */
 
 /* The collectives on virtual ranks: every allreduce algorithm (and port count) and
@@ -1606,6 +1650,10 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "exchange")) {
         const struct CMUnitTest one[] = {cmocka_unit_test(test_exchange)};
+        return cmocka_run_group_tests(one, NULL, NULL);
+    }
+    if (argc > 1 && !strcmp(argv[1], "containers")) {
+        const struct CMUnitTest one[] = {cmocka_unit_test(test_containers)};
         return cmocka_run_group_tests(one, NULL, NULL);
     }
     if (argc > 1 && !strcmp(argv[1], "4096")) {

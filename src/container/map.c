@@ -1,0 +1,717 @@
+/* cr_map, and the set and counting set built on it (include/courier/container.h).
+ *
+ * An element lives on the rank the hash of its key names. A record on the wire is
+ * laid out as a table slot's record is: the key zero-padded to 8 bytes, then the
+ * value padded to 8 bytes. So dedup's combining rules, which merge the 8-byte words
+ * after the padded key, merge two inserts in a send buffer and an insert into the
+ * table with one function. */
+#include "container/container_internal.h"
+
+#include "common/fatal.h"
+#include "courier/coll.h"
+#include "courier/rng.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { KIND_INSERT, KIND_ERASE, KIND_VISIT };
+enum { REPLY_MAP, REPLY_SET, REPLY_COUNT };
+
+/* The largest record: a visit's key, visitor number and arguments. */
+#define MAX_RECORD (CR_MAX_KEY + 8 + CR_CONTAINER_MAX_VALUE)
+
+struct cr_map {
+    cr_comm *comm;
+    int size;
+    const char *name; /* "cr_map", "cr_set" or "cr_counting_set", for messages */
+    void *outer;      /* the set or counting set this map serves, else NULL */
+    size_t key_len, key_pad, value_len, value_pad, rec_len;
+    ct_table table;
+    void (*merge)(void *dst, const void *src, size_t len, void *user);
+    void *merge_user;
+    void (*user_merge)(void *value, const void *incoming, size_t value_len, void *user);
+    void *user_merge_user;
+    cr_map_visitor *visitors;
+    size_t nvisitors;
+    int h_insert, h_erase, h_visit, h_get;
+    ct_pool replies;
+    ct_deferred deferred;
+    int busy; /* for_all or a visitor runs: the table must not change */
+};
+
+struct cr_set {
+    cr_map *map;
+};
+
+struct cr_counting_set {
+    cr_map *map;
+};
+
+/* ---- applying records on the owner -------------------------------------------- */
+
+static void replay(cr_map *m);
+
+static void *insert_slot(cr_map *m, const void *key, bool *fresh)
+{
+    void *slot = ct_insert(&m->table, key, cr_container_hash(key, m->key_len), fresh);
+    if (!slot)
+        cr_fatal("%s: out of memory growing this rank's table beyond %zu elements", m->name,
+                 m->table.count);
+    return slot;
+}
+
+static void apply_insert(cr_map *m, const char *rec)
+{
+    bool fresh;
+    char *slot = insert_slot(m, rec, &fresh);
+    if (fresh)
+        memcpy(slot + m->key_pad, rec + m->key_pad, m->value_pad);
+    else if (m->merge)
+        m->merge(slot, rec, m->rec_len, m->merge_user);
+}
+
+static void apply_erase(cr_map *m, const char *rec)
+{
+    ct_erase(&m->table, rec, cr_container_hash(rec, m->key_len));
+}
+
+static void apply_visit(cr_map *m, const char *rec, size_t len)
+{
+    uint64_t which;
+    memcpy(&which, rec + m->key_pad, sizeof which);
+    if (which >= m->nvisitors)
+        cr_fatal("%s: a visit names visitor %llu, but the map has %zu", m->name,
+                 (unsigned long long)which, m->nvisitors);
+    const cr_map_visitor *v = &m->visitors[which];
+    void *value;
+    if (v->create_missing) {
+        bool fresh;
+        value = (char *)insert_slot(m, rec, &fresh) + m->key_pad;
+    } else {
+        value = ct_find(&m->table, rec, cr_container_hash(rec, m->key_len));
+        if (value)
+            value = (char *)value + m->key_pad;
+    }
+    size_t head = m->key_pad + 8;
+    m->busy++; /* the visitor may send, and so run handlers: they wait until it returns */
+    v->fn(m, rec, value, rec + head, len - head, v->user);
+    m->busy--;
+    if (!m->busy)
+        replay(m);
+}
+
+static void apply(cr_map *m, int kind, const char *rec, size_t len)
+{
+    switch (kind) {
+    case KIND_INSERT: apply_insert(m, rec); break;
+    case KIND_ERASE: apply_erase(m, rec); break;
+    default: apply_visit(m, rec, len); break;
+    }
+}
+
+/* The records that arrived while the map was busy, in their order. Applying them may
+ * defer more (a visitor that sends to this rank): those go to a fresh list. */
+static void replay(cr_map *m)
+{
+    while (m->deferred.len) {
+        ct_deferred todo = m->deferred;
+        m->deferred = (ct_deferred){0};
+        for (size_t at = 0; at < todo.len;) {
+            uint64_t head[2];
+            memcpy(head, todo.bytes + at, sizeof head);
+            apply(m, (int)head[0], todo.bytes + at + 16, (size_t)head[1]);
+            at += 16 + ct_pad8((size_t)head[1]);
+        }
+        if (!m->deferred.bytes) { /* keep the larger buffer for the next time */
+            m->deferred = todo;
+            m->deferred.len = 0;
+        } else {
+            free(todo.bytes);
+        }
+    }
+}
+
+static void receive(cr_map *m, int kind, const char *rec, size_t len)
+{
+    if (m->busy)
+        ct_defer(&m->deferred, kind, rec, len, m->name);
+    else
+        apply(m, kind, rec, len);
+}
+
+static void bad_record(const cr_map *m, const char *what, size_t len, size_t want)
+{
+    cr_fatal("%s: %s record of %zu bytes, expected %zu (a different map on the sender?)",
+             m->name, what, len, want);
+}
+
+static void on_inserts(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    cr_map *m = user;
+    if (b->len != m->rec_len)
+        bad_record(m, "an insert", b->len, m->rec_len);
+    for (size_t i = 0; i < b->count; i++)
+        receive(m, KIND_INSERT, cr_batch_payload(b, i), m->rec_len);
+}
+
+static void on_erase(cr_comm *comm, int src, const void *rec, size_t len, void *user)
+{
+    (void)comm, (void)src;
+    cr_map *m = user;
+    if (len != m->key_pad)
+        bad_record(m, "an erase", len, m->key_pad);
+    receive(m, KIND_ERASE, rec, len);
+}
+
+static void on_visit(cr_comm *comm, int src, const void *rec, size_t len, void *user)
+{
+    (void)comm, (void)src;
+    cr_map *m = user;
+    if (len < m->key_pad + 8)
+        bad_record(m, "a visit", len, m->key_pad + 8);
+    receive(m, KIND_VISIT, rec, len);
+}
+
+/* A look-up on the owner: the reply is a found word, then the value. Reading needs
+ * no deferral: it changes nothing. */
+static void serve_get(cr_comm *comm, cr_dedup_req *req, const void *rec, size_t len, void *user)
+{
+    cr_map *m = user;
+    if (len != m->key_pad)
+        bad_record(m, "a look-up", len, m->key_pad);
+    const char *slot = ct_find(&m->table, rec, cr_container_hash(rec, m->key_len));
+    uint64_t out[1 + CR_CONTAINER_MAX_VALUE / 8];
+    out[0] = slot != NULL;
+    if (slot)
+        memcpy(out + 1, slot + m->key_pad, m->value_pad);
+    else
+        memset(out + 1, 0, m->value_pad);
+    cr_dedup_reply(comm, req, out, 8 + m->value_pad);
+}
+
+static void on_reply(cr_comm *comm, const void *data, size_t len, void *ctx)
+{
+    (void)comm;
+    ct_reply *r = ctx;
+    cr_map *m = r->container;
+    if (len != 8 + m->value_pad)
+        bad_record(m, "a reply", len, 8 + m->value_pad);
+    uint64_t found;
+    memcpy(&found, data, sizeof found);
+    const char *value = found ? (const char *)data + 8 : NULL;
+    void (*fn)(void) = r->fn;
+    void *user_ctx = r->ctx;
+    uint64_t kind = r->item;
+    ct_pool_put(&m->replies, r); /* before the callback, which may ask again */
+    if (kind == REPLY_MAP) {
+        ((cr_map_get_fn)fn)(m, value, user_ctx);
+    } else if (kind == REPLY_SET) {
+        ((void (*)(cr_set *, bool, void *))fn)(m->outer, value != NULL, user_ctx);
+    } else {
+        uint64_t count = 0;
+        if (value)
+            memcpy(&count, value, sizeof count);
+        ((void (*)(cr_counting_set *, uint64_t, void *))fn)(m->outer, count, user_ctx);
+    }
+}
+
+/* ---- creation ------------------------------------------------------------------- */
+
+static void user_merge(void *dst, const void *src, size_t len, void *user)
+{
+    (void)len;
+    cr_map *m = user;
+    m->user_merge((char *)dst + m->key_pad, (const char *)src + m->key_pad, m->value_len,
+                  m->user_merge_user);
+}
+
+static int check_opts(const cr_map_opts *o, char *err, size_t errlen)
+{
+    if (!o) {
+        snprintf(err, errlen, "the options are NULL");
+        return -1;
+    }
+    if (o->key_len < 1 || o->key_len > CR_MAX_KEY) {
+        snprintf(err, errlen, "key_len %zu is out of range: expected 1 to %d", o->key_len,
+                 CR_MAX_KEY);
+        return -1;
+    }
+    if (o->value_len > CR_CONTAINER_MAX_VALUE) {
+        snprintf(err, errlen, "value_len %zu is out of range: expected 0 to %d", o->value_len,
+                 CR_CONTAINER_MAX_VALUE);
+        return -1;
+    }
+    bool numeric = o->merge >= CR_DEDUP_SUM && o->merge <= CR_DEDUP_BAND;
+    if (numeric && (o->value_len == 0 || o->value_len % 8)) {
+        snprintf(err, errlen, "merge rule %d needs a value of 8-byte words, not %zu bytes",
+                 (int)o->merge, o->value_len);
+        return -1;
+    }
+    if (o->merge == CR_DEDUP_USER && !o->merge_fn) {
+        snprintf(err, errlen, "merge rule user needs merge_fn");
+        return -1;
+    }
+    for (size_t i = 0; i < o->nvisitors; i++)
+        if (!o->visitors || !o->visitors[i].fn) {
+            snprintf(err, errlen, "visitor %zu has no function", i);
+            return -1;
+        }
+    return 0;
+}
+
+static cr_map *map_create(cr_comm *comm, const cr_map_opts *o, const char *name, char *err,
+                          size_t errlen)
+{
+    if (check_opts(o, err, errlen))
+        return NULL;
+    cr_map *m = calloc(1, sizeof *m);
+    cr_map_visitor *visitors = o->nvisitors ? calloc(o->nvisitors, sizeof *visitors) : NULL;
+    if (!m || (o->nvisitors && !visitors))
+        cr_fatal("%s: out of memory creating the map", name);
+    *m = (cr_map){.comm = comm, .size = cr_comm_size(comm), .name = name,
+                  .key_len = o->key_len, .key_pad = ct_pad8(o->key_len),
+                  .value_len = o->value_len, .value_pad = ct_pad8(o->value_len),
+                  .visitors = visitors, .nvisitors = o->nvisitors,
+                  .user_merge = o->merge_fn, .user_merge_user = o->merge_user};
+    if (o->nvisitors)
+        memcpy(visitors, o->visitors, o->nvisitors * sizeof *visitors);
+    m->rec_len = m->key_pad + m->value_pad;
+    ct_init(&m->table, o->key_len, o->value_len);
+
+    /* The rule, from dedup, over the record; a set (no value) keeps the first. */
+    cr_dedup_rule rule = {.key_len = o->key_len, .op = o->merge ? o->merge : CR_DEDUP_LAST,
+                          .type = o->type, .combine = user_merge, .combine_user = m};
+    if (o->value_len == 0)
+        rule.op = CR_DEDUP_FIRST;
+    cr_handler_type ins = {.batch = on_inserts, .name = "container insert"};
+    if (cr_dedup_rule_apply(&rule, &ins, err, errlen))
+        cr_fatal("%s: %s", name, err); /* check_opts let a bad rule through */
+    m->merge = rule.op == CR_DEDUP_FIRST ? NULL : ins.combine;
+    m->merge_user = ins.combine_user;
+    if (o->no_combining)
+        ins.key_len = 0, ins.combine = NULL, ins.combine_user = NULL;
+
+    /* Everything a handler reads is set: a faster rank's records may arrive inside
+     * these collective registrations. */
+    m->h_insert = cr_register_type(comm, &ins, m);
+    m->h_erase = cr_register_type(comm, &(cr_handler_type){.fn = on_erase, .name = "container erase"}, m);
+    m->h_visit = cr_register_type(comm, &(cr_handler_type){.fn = on_visit, .name = "container visit"}, m);
+    m->h_get = cr_dedup_register_request(
+        comm,
+        &(cr_dedup_request_type){.serve = serve_get, .key_len = o->key_len,
+                                 .coalesce = !o->get_no_coalesce},
+        m);
+    return m;
+}
+
+cr_map *cr_map_create(cr_comm *comm, const cr_map_opts *opts, char *err, size_t errlen)
+{
+    char why[200];
+    cr_map *m = map_create(comm, opts, "cr_map", why, sizeof why);
+    if (!m)
+        snprintf(err, errlen, "cr_map_create: %s", why);
+    return m;
+}
+
+static void map_free(cr_map *m)
+{
+    ct_free(&m->table);
+    ct_pool_free(&m->replies);
+    free(m->deferred.bytes);
+    free(m->visitors);
+    free(m);
+}
+
+void cr_map_destroy(cr_map *m)
+{
+    if (!m)
+        return;
+    /* Records for this map may still be on their way: the barrier delivers them
+     * while the map exists. */
+    cr_barrier(m->comm);
+    map_free(m);
+}
+
+/* ---- operations ------------------------------------------------------------------ */
+
+int cr_map_owner(const cr_map *m, const void *key)
+{
+    return (int)cr_rng_bounded(cr_container_hash(key, m->key_len), (uint64_t)m->size);
+}
+
+cr_comm *cr_map_comm(const cr_map *m)
+{
+    return m->comm;
+}
+
+/* The key, zero-padded, at the head of rec. */
+static void put_key(const cr_map *m, uint64_t *rec, const void *key)
+{
+    rec[m->key_pad / 8 - 1] = 0;
+    memcpy(rec, key, m->key_len);
+}
+
+void cr_map_insert(cr_map *m, const void *key, const void *value)
+{
+    uint64_t rec[(CR_MAX_KEY + CR_CONTAINER_MAX_VALUE) / 8];
+    put_key(m, rec, key);
+    if (m->value_len) {
+        char *v = (char *)rec + m->key_pad;
+        memset(v + m->value_len, 0, m->value_pad - m->value_len);
+        memcpy(v, value, m->value_len);
+    }
+    cr_async(m->comm, cr_map_owner(m, key), m->h_insert, rec, m->rec_len);
+}
+
+void cr_map_erase(cr_map *m, const void *key)
+{
+    uint64_t rec[CR_MAX_KEY / 8];
+    put_key(m, rec, key);
+    cr_async(m->comm, cr_map_owner(m, key), m->h_erase, rec, m->key_pad);
+}
+
+void cr_map_visit(cr_map *m, const void *key, size_t visitor, const void *args,
+                  size_t args_len)
+{
+    if (visitor >= m->nvisitors)
+        cr_fatal("%s: visitor %zu does not exist (the map has %zu)", m->name, visitor,
+                 m->nvisitors);
+    if (args_len > CR_CONTAINER_MAX_VALUE)
+        cr_fatal("%s: a visit's arguments of %zu bytes are more than the %d allowed", m->name,
+                 args_len, CR_CONTAINER_MAX_VALUE);
+    uint64_t rec[MAX_RECORD / 8];
+    put_key(m, rec, key);
+    uint64_t which = visitor;
+    memcpy((char *)rec + m->key_pad, &which, sizeof which);
+    if (args_len)
+        memcpy((char *)rec + m->key_pad + 8, args, args_len);
+    cr_async(m->comm, cr_map_owner(m, key), m->h_visit, rec, m->key_pad + 8 + args_len);
+}
+
+static void ask(cr_map *m, const void *key, void (*fn)(void), uint64_t kind, void *ctx)
+{
+    if (!fn)
+        cr_fatal("%s: a look-up without a reply function", m->name);
+    uint64_t rec[CR_MAX_KEY / 8];
+    put_key(m, rec, key);
+    ct_reply *r = ct_pool_get(&m->replies, m->name);
+    *r = (ct_reply){.container = m, .fn = fn, .ctx = ctx, .item = kind};
+    cr_dedup_request(m->comm, cr_map_owner(m, key), m->h_get, rec, m->key_pad, on_reply, r);
+}
+
+void cr_map_get(cr_map *m, const void *key, cr_map_get_fn fn, void *ctx)
+{
+    ask(m, key, (void (*)(void))fn, REPLY_MAP, ctx);
+}
+
+void cr_map_for_all(cr_map *m, void (*fn)(const void *key, void *value, void *user), void *user)
+{
+    m->busy++;
+    for (size_t i = ct_next(&m->table, 0); i < m->table.cap; i = ct_next(&m->table, i + 1)) {
+        char *rec = ct_record(&m->table, i);
+        fn(rec, rec + m->key_pad, user);
+    }
+    m->busy--;
+    if (!m->busy)
+        replay(m);
+}
+
+static uint64_t sum_over_ranks(cr_comm *comm, uint64_t mine)
+{
+    uint64_t all;
+    cr_allreduce(comm, &mine, &all, 1, CR_UINT64, CR_OP_SUM, NULL);
+    return all;
+}
+
+uint64_t cr_map_size(cr_map *m)
+{
+    cr_barrier(m->comm);
+    return sum_over_ranks(m->comm, m->table.count);
+}
+
+uint64_t cr_map_local_size(const cr_map *m)
+{
+    return m->table.count;
+}
+
+size_t cr_map_local_bytes(const cr_map *m)
+{
+    return ct_bytes(&m->table);
+}
+
+void *cr_map_local_find(cr_map *m, const void *key)
+{
+    char *rec = ct_find(&m->table, key, cr_container_hash(key, m->key_len));
+    return rec ? rec + m->key_pad : NULL;
+}
+
+/* ---- set -------------------------------------------------------------------------- */
+
+cr_set *cr_set_create(cr_comm *comm, size_t key_len, char *err, size_t errlen)
+{
+    char why[200];
+    cr_set *s = malloc(sizeof *s);
+    if (!s)
+        cr_fatal("cr_set: out of memory creating the set");
+    s->map = map_create(comm, &(cr_map_opts){.key_len = key_len}, "cr_set", why, sizeof why);
+    if (!s->map) {
+        snprintf(err, errlen, "cr_set_create: %s", why);
+        free(s);
+        return NULL;
+    }
+    s->map->outer = s;
+    return s;
+}
+
+void cr_set_destroy(cr_set *s)
+{
+    if (!s)
+        return;
+    cr_map_destroy(s->map);
+    free(s);
+}
+
+void cr_set_insert(cr_set *s, const void *key)
+{
+    cr_map_insert(s->map, key, NULL);
+}
+
+void cr_set_erase(cr_set *s, const void *key)
+{
+    cr_map_erase(s->map, key);
+}
+
+void cr_set_contains(cr_set *s, const void *key, void (*fn)(cr_set *, bool, void *), void *ctx)
+{
+    ask(s->map, key, (void (*)(void))fn, REPLY_SET, ctx);
+}
+
+typedef struct key_visit {
+    void (*fn)(const void *key, void *user);
+    void *user;
+} key_visit;
+
+static void visit_key(const void *key, void *value, void *user)
+{
+    (void)value;
+    const key_visit *kv = user;
+    kv->fn(key, kv->user);
+}
+
+void cr_set_for_all(cr_set *s, void (*fn)(const void *key, void *user), void *user)
+{
+    cr_map_for_all(s->map, visit_key, &(key_visit){fn, user});
+}
+
+uint64_t cr_set_size(cr_set *s)
+{
+    return cr_map_size(s->map);
+}
+
+uint64_t cr_set_local_size(const cr_set *s)
+{
+    return cr_map_local_size(s->map);
+}
+
+/* ---- counting set ------------------------------------------------------------------- */
+
+cr_counting_set *cr_counting_set_create(cr_comm *comm, size_t key_len, char *err, size_t errlen)
+{
+    char why[200];
+    cr_counting_set *cs = malloc(sizeof *cs);
+    if (!cs)
+        cr_fatal("cr_counting_set: out of memory creating the set");
+    cr_map_opts o = {.key_len = key_len, .value_len = 8, .merge = CR_DEDUP_SUM,
+                     .type = CR_DEDUP_UINT64};
+    cs->map = map_create(comm, &o, "cr_counting_set", why, sizeof why);
+    if (!cs->map) {
+        snprintf(err, errlen, "cr_counting_set_create: %s", why);
+        free(cs);
+        return NULL;
+    }
+    cs->map->outer = cs;
+    return cs;
+}
+
+void cr_counting_set_destroy(cr_counting_set *cs)
+{
+    if (!cs)
+        return;
+    cr_map_destroy(cs->map);
+    free(cs);
+}
+
+void cr_counting_set_add(cr_counting_set *cs, const void *key, uint64_t times)
+{
+    cr_map_insert(cs->map, key, &times);
+}
+
+void cr_counting_set_insert(cr_counting_set *cs, const void *key)
+{
+    cr_counting_set_add(cs, key, 1);
+}
+
+void cr_counting_set_count(cr_counting_set *cs, const void *key,
+                           void (*fn)(cr_counting_set *, uint64_t, void *), void *ctx)
+{
+    ask(cs->map, key, (void (*)(void))fn, REPLY_COUNT, ctx);
+}
+
+typedef struct count_visit {
+    void (*fn)(const void *key, uint64_t count, void *user);
+    void *user;
+} count_visit;
+
+static void visit_count(const void *key, void *value, void *user)
+{
+    const count_visit *cv = user;
+    uint64_t count;
+    memcpy(&count, value, sizeof count);
+    cv->fn(key, count, cv->user);
+}
+
+void cr_counting_set_for_all(cr_counting_set *cs,
+                             void (*fn)(const void *key, uint64_t count, void *user), void *user)
+{
+    cr_map_for_all(cs->map, visit_count, &(count_visit){fn, user});
+}
+
+uint64_t cr_counting_set_size(cr_counting_set *cs)
+{
+    return cr_map_size(cs->map);
+}
+
+uint64_t cr_counting_set_local_size(const cr_counting_set *cs)
+{
+    return cr_map_local_size(cs->map);
+}
+
+cr_map *cr_counting_set_map(cr_counting_set *cs)
+{
+    return cs->map;
+}
+
+/* Top k: each rank picks its own k largest (the keys are its alone), every rank
+ * gathers the P candidate lists, and each picks the same k from them. An entry is
+ * the count, then the padded key; a count of 0 marks an unused entry. */
+typedef struct top_ctx {
+    size_t key_len, entry, k, n;
+    char *best; /* n entries, a min-heap on (count, key reversed) */
+} top_ctx;
+
+static uint64_t entry_count(const char *e)
+{
+    uint64_t c;
+    memcpy(&c, e, sizeof c);
+    return c;
+}
+
+/* a ranks before b: a larger count, or an equal count and a smaller key. */
+static bool ranks_before(const top_ctx *t, const char *a, const char *b)
+{
+    uint64_t ca = entry_count(a), cb = entry_count(b);
+    if (ca != cb)
+        return ca > cb;
+    return memcmp(a + 8, b + 8, t->key_len) < 0;
+}
+
+static void swap_entries(const top_ctx *t, char *a, char *b)
+{
+    char tmp[8 + CR_MAX_KEY];
+    memcpy(tmp, a, t->entry);
+    memcpy(a, b, t->entry);
+    memcpy(b, tmp, t->entry);
+}
+
+/* Restore the heap below i: the root is the entry that ranks last. */
+static void sift_down(top_ctx *t, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, worst = i;
+        char *at = t->best;
+        if (l < t->n && ranks_before(t, at + worst * t->entry, at + l * t->entry))
+            worst = l;
+        if (r < t->n && ranks_before(t, at + worst * t->entry, at + r * t->entry))
+            worst = r;
+        if (worst == i)
+            return;
+        swap_entries(t, at + i * t->entry, at + worst * t->entry);
+        i = worst;
+    }
+}
+
+static void sift_up(top_ctx *t, size_t i)
+{
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        char *at = t->best;
+        if (!ranks_before(t, at + parent * t->entry, at + i * t->entry))
+            return;
+        swap_entries(t, at + i * t->entry, at + parent * t->entry);
+        i = parent;
+    }
+}
+
+static void offer(top_ctx *t, const char *e)
+{
+    if (entry_count(e) == 0 || t->k == 0)
+        return;
+    if (t->n < t->k) {
+        memcpy(t->best + t->n * t->entry, e, t->entry);
+        sift_up(t, t->n++);
+    } else if (ranks_before(t, e, t->best)) {
+        memcpy(t->best, e, t->entry);
+        sift_down(t, 0);
+    }
+}
+
+static void offer_element(const void *key, uint64_t count, void *user)
+{
+    top_ctx *t = user;
+    char e[8 + CR_MAX_KEY] = {0};
+    memcpy(e, &count, sizeof count);
+    memcpy(e + 8, key, t->key_len);
+    offer(t, e);
+}
+
+static int compare_ranked(const void *a, const void *b, void *user)
+{
+    const top_ctx *t = user;
+    return ranks_before(t, a, b) ? -1 : ranks_before(t, b, a) ? 1 : 0;
+}
+
+size_t cr_counting_set_top_k(cr_counting_set *cs, size_t k, void *keys, uint64_t *counts)
+{
+    cr_map *m = cs->map;
+    int p = m->size;
+    cr_barrier(m->comm);
+    top_ctx t = {.key_len = m->key_len, .entry = 8 + m->key_pad, .k = k};
+    if (k > SIZE_MAX / t.entry / (size_t)p - 1)
+        cr_fatal("cr_counting_set_top_k: k = %zu is too large", k);
+    size_t block = k * t.entry;
+    char *mine = calloc(1, block + 1), *all = calloc((size_t)p, block + 1);
+    if (!mine || !all)
+        cr_fatal("cr_counting_set_top_k: out of memory for %d lists of %zu keys", p, k);
+    t.best = mine;
+    cr_counting_set_for_all(cs, offer_element, &t);
+    if (block)
+        cr_allgather(m->comm, mine, block, all, NULL);
+    t.best = mine; /* reuse: pick the k best of all the lists */
+    t.n = 0;
+    memset(mine, 0, block);
+    for (size_t i = 0; i < (size_t)p * k; i++)
+        offer(&t, all + i * t.entry);
+    qsort_r(t.best, t.n, t.entry, compare_ranked, &t);
+    for (size_t i = 0; i < t.n; i++) {
+        const char *e = t.best + i * t.entry;
+        if (counts)
+            counts[i] = entry_count(e);
+        if (keys)
+            memcpy((char *)keys + i * m->key_len, e + 8, m->key_len);
+    }
+    size_t n = t.n;
+    free(mine);
+    free(all);
+    return n;
+}

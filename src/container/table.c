@@ -1,0 +1,209 @@
+/* The containers' per-rank table, reply pool and deferred records
+ * (container_internal.h). */
+#include "container/container_internal.h"
+
+#include "common/fatal.h"
+#include "courier/rng.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t cr_container_hash(const void *key, size_t len)
+{
+    const unsigned char *p = key;
+    uint64_t h = 0x243f6a8885a308d3ULL ^ (uint64_t)len;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = cr_rng_hash64(h ^ w);
+    }
+    if (len) {
+        uint64_t w = 0;
+        memcpy(&w, p, len);
+        h = cr_rng_hash64(h ^ w ^ UINT64_C(0x8000000000000000));
+    }
+    return h;
+}
+
+void ct_init(ct_table *t, size_t key_len, size_t value_len)
+{
+    *t = (ct_table){.key_len = key_len, .key_pad = ct_pad8(key_len),
+                    .value_pad = ct_pad8(value_len)};
+    t->stride = 8 + t->key_pad + t->value_pad;
+}
+
+void ct_free(ct_table *t)
+{
+    free(t->slots);
+    t->slots = NULL;
+    t->cap = t->count = 0;
+}
+
+static inline uint64_t tag_at(const ct_table *t, size_t i)
+{
+    uint64_t tag;
+    memcpy(&tag, t->slots + i * t->stride, sizeof tag);
+    return tag;
+}
+
+static inline void set_tag(ct_table *t, size_t i, uint64_t tag)
+{
+    memcpy(t->slots + i * t->stride, &tag, sizeof tag);
+}
+
+void *ct_find(const ct_table *t, const void *key, uint64_t h)
+{
+    if (!t->count)
+        return NULL;
+    size_t mask = t->cap - 1;
+    uint64_t want = h | CT_USED;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        uint64_t tag = tag_at(t, i);
+        if (!tag)
+            return NULL;
+        if (tag == want && memcmp(ct_record(t, i), key, t->key_len) == 0)
+            return ct_record(t, i);
+    }
+}
+
+/* Double the table (or make the first one), placing every record again. */
+static bool grow(ct_table *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    if (cap > SIZE_MAX / t->stride)
+        return false;
+    char *slots = calloc(cap, t->stride);
+    if (!slots)
+        return false;
+    size_t mask = cap - 1;
+    for (size_t i = 0; i < t->cap; i++) {
+        uint64_t tag = tag_at(t, i);
+        if (!tag)
+            continue;
+        size_t j = tag & mask;
+        for (uint64_t there;; j = (j + 1) & mask) {
+            memcpy(&there, slots + j * t->stride, sizeof there);
+            if (!there)
+                break;
+        }
+        memcpy(slots + j * t->stride, t->slots + i * t->stride, t->stride);
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return true;
+}
+
+void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
+{
+    if ((t->count + 1) * 2 > t->cap && !grow(t))
+        return NULL;
+    size_t mask = t->cap - 1;
+    uint64_t want = h | CT_USED;
+    size_t i = h & mask;
+    for (;; i = (i + 1) & mask) {
+        uint64_t tag = tag_at(t, i);
+        if (!tag)
+            break;
+        if (tag == want && memcmp(ct_record(t, i), key, t->key_len) == 0) {
+            *fresh = false;
+            return ct_record(t, i);
+        }
+    }
+    set_tag(t, i, want);
+    char *rec = ct_record(t, i);
+    memcpy(rec, key, t->key_len); /* the padding and the value are zero from calloc or erase */
+    t->count++;
+    *fresh = true;
+    return rec;
+}
+
+bool ct_erase(ct_table *t, const void *key, uint64_t h)
+{
+    char *rec = ct_find(t, key, h);
+    if (!rec)
+        return false;
+    size_t mask = t->cap - 1;
+    size_t hole = (size_t)(rec - 8 - t->slots) / t->stride;
+    /* Backward shift: a record after the hole moves into it unless its home slot lies
+     * cyclically after the hole and at or before the record's slot. */
+    for (size_t j = (hole + 1) & mask;; j = (j + 1) & mask) {
+        uint64_t tag = tag_at(t, j);
+        if (!tag)
+            break;
+        size_t home = tag & mask;
+        bool stays = ((j - home) & mask) < ((j - hole) & mask);
+        if (stays)
+            continue;
+        memcpy(t->slots + hole * t->stride, t->slots + j * t->stride, t->stride);
+        hole = j;
+    }
+    memset(t->slots + hole * t->stride, 0, t->stride);
+    t->count--;
+    return true;
+}
+
+/* ---- reply slots ------------------------------------------------------------- */
+
+enum { POOL_CHUNK = 256 };
+
+ct_reply *ct_pool_get(ct_pool *p, const char *who)
+{
+    if (!p->free) {
+        if (p->nchunks == p->chunk_cap) {
+            size_t cap = p->chunk_cap ? 2 * p->chunk_cap : 8;
+            void **chunks = realloc(p->chunks, cap * sizeof *chunks);
+            if (!chunks)
+                cr_fatal("%s: out of memory for the replies awaited", who);
+            p->chunks = chunks;
+            p->chunk_cap = cap;
+        }
+        ct_reply *chunk = malloc(POOL_CHUNK * sizeof *chunk);
+        if (!chunk)
+            cr_fatal("%s: out of memory for the replies awaited", who);
+        p->chunks[p->nchunks++] = chunk;
+        for (size_t i = 0; i < POOL_CHUNK; i++) {
+            chunk[i].next_free = p->free;
+            p->free = &chunk[i];
+        }
+    }
+    ct_reply *r = p->free;
+    p->free = r->next_free;
+    return r;
+}
+
+void ct_pool_put(ct_pool *p, ct_reply *r)
+{
+    r->next_free = p->free;
+    p->free = r;
+}
+
+void ct_pool_free(ct_pool *p)
+{
+    for (size_t i = 0; i < p->nchunks; i++)
+        free(p->chunks[i]);
+    free(p->chunks);
+    *p = (ct_pool){0};
+}
+
+/* ---- deferred records ---------------------------------------------------------- */
+
+void ct_defer(ct_deferred *d, int kind, const void *rec, size_t len, const char *who)
+{
+    size_t need = d->len + 16 + ct_pad8(len);
+    if (need > d->cap) {
+        size_t cap = d->cap ? d->cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        char *bytes = realloc(d->bytes, cap);
+        if (!bytes)
+            cr_fatal("%s: out of memory for the records that arrived while it was busy", who);
+        d->bytes = bytes;
+        d->cap = cap;
+    }
+    uint64_t head[2] = {(uint64_t)kind, (uint64_t)len};
+    memcpy(d->bytes + d->len, head, sizeof head);
+    if (len)
+        memcpy(d->bytes + d->len + 16, rec, len);
+    d->len = need;
+}
