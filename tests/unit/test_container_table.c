@@ -1,0 +1,176 @@
+/* The containers' per-rank table (src/container/container_internal.h) against a plain
+ * array: random inserts, finds and erases with keys that collide on purpose (a hash
+ * that keeps few bits), through several doublings; erasing shifts records back, so
+ * every key must still be found after every erase. Plus the reply pool and the
+ * deferred records. */
+#include "container/container_internal.h"
+
+#include "courier/rng.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define NKEYS 3000
+
+typedef struct ref {
+    bool present[NKEYS];
+    uint64_t value[NKEYS];
+} ref;
+
+/* A 12-byte key: longer than a word, with padding after it in the record. */
+static void make_key(uint64_t k, char key[12])
+{
+    memset(key, 0, 12);
+    memcpy(key, &k, sizeof k);
+    key[10] = (char)(k * 7);
+}
+
+/* Few distinct hashes: long probe runs, many displaced records. */
+static uint64_t weak_hash(uint64_t k, int bits)
+{
+    return cr_rng_hash64(k) & ((UINT64_C(1) << bits) - 1);
+}
+
+static void check_all(const ct_table *t, const ref *r, int bits)
+{
+    size_t n = 0;
+    for (uint64_t k = 0; k < NKEYS; k++) {
+        char key[12];
+        make_key(k, key);
+        const char *rec = ct_find(t, key, weak_hash(k, bits));
+        assert_int_equal(rec != NULL, r->present[k]);
+        if (rec) {
+            uint64_t v;
+            memcpy(&v, rec + t->key_pad, sizeof v);
+            assert_int_equal(v, r->value[k]);
+            n++;
+        }
+    }
+    assert_int_equal(t->count, n);
+    size_t walked = 0;
+    for (size_t i = ct_next(t, 0); i < t->cap; i = ct_next(t, i + 1))
+        walked++;
+    assert_int_equal(walked, n);
+    assert_true(t->cap == 0 || 2 * t->count <= t->cap);
+}
+
+static void random_ops(int bits, uint64_t seed)
+{
+    ct_table t;
+    ct_init(&t, 12, 8);
+    assert_int_equal(t.stride, 8 + 16 + 8);
+    static ref r;
+    memset(&r, 0, sizeof r);
+    uint64_t s = seed;
+    for (int op = 0; op < 40000; op++) {
+        uint64_t k = cr_rng_bounded(cr_rng_next(&s), NKEYS);
+        char key[12];
+        make_key(k, key);
+        uint64_t h = weak_hash(k, bits);
+        if (cr_rng_next(&s) % 3) {
+            bool fresh;
+            char *rec = ct_insert(&t, key, h, &fresh);
+            assert_non_null(rec);
+            assert_int_equal(fresh, !r.present[k]);
+            uint64_t v = k * 1000 + (uint64_t)op;
+            if (fresh) {
+                uint64_t zero;
+                memcpy(&zero, rec + t.key_pad, sizeof zero);
+                assert_int_equal(zero, 0); /* a new record's value starts at zero */
+            }
+            memcpy(rec + t.key_pad, &v, sizeof v);
+            r.present[k] = true;
+            r.value[k] = v;
+        } else {
+            assert_int_equal(ct_erase(&t, key, h), r.present[k]);
+            r.present[k] = false;
+        }
+        if (op % 4000 == 0)
+            check_all(&t, &r, bits);
+    }
+    check_all(&t, &r, bits);
+    ct_free(&t);
+}
+
+static void test_table_strong_hash(void **state)
+{
+    (void)state;
+    random_ops(62, 1);
+}
+
+static void test_table_colliding_hash(void **state)
+{
+    (void)state;
+    random_ops(5, 2); /* 32 distinct hashes for 3000 keys */
+    random_ops(0, 3); /* every key the same hash: one long run */
+}
+
+static void test_hash_of_bytes(void **state)
+{
+    (void)state;
+    char a[13] = "abcdefghijkl", b[13] = "abcdefghijkm";
+    assert_true(cr_container_hash(a, 12) != cr_container_hash(b, 12));
+    assert_true(cr_container_hash(a, 12) != cr_container_hash(a, 11));
+    assert_int_equal(cr_container_hash(a, 12), cr_container_hash(a, 12));
+    uint64_t x = 5, y = 5;
+    assert_int_equal(cr_container_hash(&x, 8), cr_container_hash(&y, 8));
+}
+
+static void test_reply_pool(void **state)
+{
+    (void)state;
+    ct_pool p = {0};
+    ct_reply *got[1000];
+    for (int i = 0; i < 1000; i++) {
+        got[i] = ct_pool_get(&p, "test");
+        got[i]->item = (uint64_t)i;
+    }
+    for (int i = 0; i < 1000; i++) /* chunks never move: every slot keeps its word */
+        assert_int_equal(got[i]->item, (uint64_t)i);
+    size_t chunks = p.nchunks;
+    for (int i = 0; i < 1000; i++)
+        ct_pool_put(&p, got[i]);
+    for (int i = 0; i < 1000; i++)
+        got[i] = ct_pool_get(&p, "test");
+    assert_int_equal(p.nchunks, chunks); /* recycled, not allocated again */
+    ct_pool_free(&p);
+}
+
+static void test_deferred(void **state)
+{
+    (void)state;
+    ct_deferred d = {0};
+    for (uint64_t i = 0; i < 2000; i++) {
+        char rec[13];
+        memset(rec, (int)(i & 0xff), sizeof rec);
+        ct_defer(&d, (int)(i % 3), rec, (size_t)(i % 14), "test");
+    }
+    size_t at = 0;
+    for (uint64_t i = 0; i < 2000; i++) {
+        uint64_t head[2];
+        memcpy(head, d.bytes + at, sizeof head);
+        assert_int_equal(head[0], i % 3);
+        assert_int_equal(head[1], i % 14);
+        for (size_t j = 0; j < head[1]; j++)
+            assert_int_equal((unsigned char)d.bytes[at + 16 + j], i & 0xff);
+        at += 16 + ct_pad8((size_t)head[1]);
+    }
+    assert_int_equal(at, d.len);
+    free(d.bytes);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_strong_hash), cmocka_unit_test(test_table_colliding_hash),
+        cmocka_unit_test(test_hash_of_bytes),     cmocka_unit_test(test_reply_pool),
+        cmocka_unit_test(test_deferred),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
