@@ -4,10 +4,12 @@
 #define COURIER_CONTAINER_INTERNAL_H
 
 #include "courier/container.h"
+#include "courier/rng.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline size_t ct_pad8(size_t n)
 {
@@ -27,13 +29,99 @@ typedef struct ct_table {
 
 #define CT_USED (UINT64_C(1) << 63)
 
+/* cr_container_hash, inline for the hot paths: a SplitMix64 step per 8-byte word. */
+static inline uint64_t ct_hash(const void *key, size_t len)
+{
+    const unsigned char *p = key;
+    uint64_t h = 0x243f6a8885a308d3ULL ^ (uint64_t)len;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = cr_rng_hash64(h ^ w);
+    }
+    if (len) {
+        uint64_t w = 0;
+        memcpy(&w, p, len);
+        h = cr_rng_hash64(h ^ w ^ UINT64_C(0x8000000000000000));
+    }
+    return h;
+}
+
+/* Equal keys: one word compare for the common 8-byte key. */
+static inline bool ct_key_equal(const void *a, const void *b, size_t len)
+{
+    if (len == 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        return x == y;
+    }
+    return memcmp(a, b, len) == 0;
+}
+
 void ct_init(ct_table *t, size_t key_len, size_t value_len);
 void ct_free(ct_table *t);
+/* Make room for n records without growing again (false: out of memory). */
+bool ct_reserve(ct_table *t, size_t n);
+bool ct_grow(ct_table *t);
+
+static inline uint64_t ct_tag(const ct_table *t, size_t i)
+{
+    uint64_t tag;
+    memcpy(&tag, t->slots + i * t->stride, sizeof tag);
+    return tag;
+}
+
 /* The record of `key` (hash h), or NULL. */
-void *ct_find(const ct_table *t, const void *key, uint64_t h);
+static inline void *ct_find(const ct_table *t, const void *key, uint64_t h)
+{
+    if (!t->count)
+        return NULL;
+    size_t mask = t->cap - 1;
+    uint64_t want = h | CT_USED;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        uint64_t tag = ct_tag(t, i);
+        if (!tag)
+            return NULL;
+        char *rec = t->slots + i * t->stride + 8;
+        if (tag == want && ct_key_equal(rec, key, t->key_len))
+            return rec;
+    }
+}
+
 /* The record of `key`, inserted with a zero value if absent (*fresh then true).
  * Returns NULL only when the table cannot grow (out of memory). */
-void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh);
+static inline void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
+{
+    if ((t->count + 1) * 2 > t->cap && !ct_grow(t))
+        return NULL;
+    size_t mask = t->cap - 1;
+    uint64_t want = h | CT_USED;
+    size_t i = h & mask;
+    for (;; i = (i + 1) & mask) {
+        uint64_t tag = ct_tag(t, i);
+        if (!tag)
+            break;
+        char *rec = t->slots + i * t->stride + 8;
+        if (tag == want && ct_key_equal(rec, key, t->key_len)) {
+            *fresh = false;
+            return rec;
+        }
+    }
+    memcpy(t->slots + i * t->stride, &want, sizeof want);
+    char *rec = t->slots + i * t->stride + 8;
+    memcpy(rec, key, t->key_len); /* the padding and the value are zero from calloc or erase */
+    t->count++;
+    *fresh = true;
+    return rec;
+}
+
+/* Start loading the slot where `h`'s probe begins. */
+static inline void ct_prefetch(const ct_table *t, uint64_t h)
+{
+    if (t->cap)
+        __builtin_prefetch(t->slots + (h & (t->cap - 1)) * t->stride, 1);
+}
 /* Remove `key`; returns whether it was there. */
 bool ct_erase(ct_table *t, const void *key, uint64_t h);
 /* The first used slot at or after i, or t->cap. */

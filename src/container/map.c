@@ -51,28 +51,38 @@ struct cr_counting_set {
 
 static void replay(cr_map *m);
 
-static void *insert_slot(cr_map *m, const void *key, bool *fresh)
+static void *insert_slot_hashed(cr_map *m, const void *key, uint64_t h, bool *fresh)
 {
-    void *slot = ct_insert(&m->table, key, cr_container_hash(key, m->key_len), fresh);
+    void *slot = ct_insert(&m->table, key, h, fresh);
     if (!slot)
         cr_fatal("%s: out of memory growing this rank's table beyond %zu elements", m->name,
                  m->table.count);
     return slot;
 }
 
-static void apply_insert(cr_map *m, const char *rec)
+static void *insert_slot(cr_map *m, const void *key, bool *fresh)
+{
+    return insert_slot_hashed(m, key, ct_hash(key, m->key_len), fresh);
+}
+
+static inline void apply_insert_hashed(cr_map *m, const char *rec, uint64_t h)
 {
     bool fresh;
-    char *slot = insert_slot(m, rec, &fresh);
+    char *slot = insert_slot_hashed(m, rec, h, &fresh);
     if (fresh)
         memcpy(slot + m->key_pad, rec + m->key_pad, m->value_pad);
     else if (m->merge)
         m->merge(slot, rec, m->rec_len, m->merge_user);
 }
 
+static void apply_insert(cr_map *m, const char *rec)
+{
+    apply_insert_hashed(m, rec, ct_hash(rec, m->key_len));
+}
+
 static void apply_erase(cr_map *m, const char *rec)
 {
-    ct_erase(&m->table, rec, cr_container_hash(rec, m->key_len));
+    ct_erase(&m->table, rec, ct_hash(rec, m->key_len));
 }
 
 static void apply_visit(cr_map *m, const char *rec, size_t len)
@@ -88,7 +98,7 @@ static void apply_visit(cr_map *m, const char *rec, size_t len)
         bool fresh;
         value = (char *)insert_slot(m, rec, &fresh) + m->key_pad;
     } else {
-        value = ct_find(&m->table, rec, cr_container_hash(rec, m->key_len));
+        value = ct_find(&m->table, rec, ct_hash(rec, m->key_len));
         if (value)
             value = (char *)value + m->key_pad;
     }
@@ -145,14 +155,37 @@ static void bad_record(const cr_map *m, const char *what, size_t len, size_t wan
              m->name, what, len, want);
 }
 
+/* Inserts a few records ahead of the one applied start loading their slots, so that
+ * the cache misses of a large table overlap. */
+#define PREFETCH_AHEAD 8
+
 static void on_inserts(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
     cr_map *m = user;
     if (b->len != m->rec_len)
         bad_record(m, "an insert", b->len, m->rec_len);
-    for (size_t i = 0; i < b->count; i++)
-        receive(m, KIND_INSERT, cr_batch_payload(b, i), m->rec_len);
+    if (m->busy) {
+        for (size_t i = 0; i < b->count; i++)
+            ct_defer(&m->deferred, KIND_INSERT, cr_batch_payload(b, i), m->rec_len, m->name);
+        return;
+    }
+    /* A prefetch is only a hint: a slot that moves when the table grows costs a miss. */
+    uint64_t ahead[PREFETCH_AHEAD];
+    size_t n = b->count;
+    for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
+        ahead[i] = ct_hash(cr_batch_payload(b, i), m->key_len);
+        ct_prefetch(&m->table, ahead[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = ahead[i % PREFETCH_AHEAD];
+        if (i + PREFETCH_AHEAD < n) {
+            uint64_t later = ct_hash(cr_batch_payload(b, i + PREFETCH_AHEAD), m->key_len);
+            ahead[i % PREFETCH_AHEAD] = later;
+            ct_prefetch(&m->table, later);
+        }
+        apply_insert_hashed(m, cr_batch_payload(b, i), h);
+    }
 }
 
 static void on_erase(cr_comm *comm, int src, const void *rec, size_t len, void *user)
@@ -180,7 +213,7 @@ static void serve_get(cr_comm *comm, cr_dedup_req *req, const void *rec, size_t 
     cr_map *m = user;
     if (len != m->key_pad)
         bad_record(m, "a look-up", len, m->key_pad);
-    const char *slot = ct_find(&m->table, rec, cr_container_hash(rec, m->key_len));
+    const char *slot = ct_find(&m->table, rec, ct_hash(rec, m->key_len));
     uint64_t out[1 + CR_CONTAINER_MAX_VALUE / 8];
     out[0] = slot != NULL;
     if (slot)
@@ -337,7 +370,7 @@ void cr_map_destroy(cr_map *m)
 
 int cr_map_owner(const cr_map *m, const void *key)
 {
-    return (int)cr_rng_bounded(cr_container_hash(key, m->key_len), (uint64_t)m->size);
+    return (int)cr_rng_bounded(ct_hash(key, m->key_len), (uint64_t)m->size);
 }
 
 cr_comm *cr_map_comm(const cr_map *m)
@@ -442,7 +475,7 @@ size_t cr_map_local_bytes(const cr_map *m)
 
 void *cr_map_local_find(cr_map *m, const void *key)
 {
-    char *rec = ct_find(&m->table, key, cr_container_hash(key, m->key_len));
+    char *rec = ct_find(&m->table, key, ct_hash(key, m->key_len));
     return rec ? rec + m->key_pad : NULL;
 }
 

@@ -10,19 +10,7 @@
 
 uint64_t cr_container_hash(const void *key, size_t len)
 {
-    const unsigned char *p = key;
-    uint64_t h = 0x243f6a8885a308d3ULL ^ (uint64_t)len;
-    for (; len >= 8; p += 8, len -= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = cr_rng_hash64(h ^ w);
-    }
-    if (len) {
-        uint64_t w = 0;
-        memcpy(&w, p, len);
-        h = cr_rng_hash64(h ^ w ^ UINT64_C(0x8000000000000000));
-    }
-    return h;
+    return ct_hash(key, len);
 }
 
 void ct_init(ct_table *t, size_t key_len, size_t value_len)
@@ -39,37 +27,10 @@ void ct_free(ct_table *t)
     t->cap = t->count = 0;
 }
 
-static inline uint64_t tag_at(const ct_table *t, size_t i)
+/* Make the table `cap` slots (a power of two, above the count), placing every
+ * record again. */
+static bool resize(ct_table *t, size_t cap)
 {
-    uint64_t tag;
-    memcpy(&tag, t->slots + i * t->stride, sizeof tag);
-    return tag;
-}
-
-static inline void set_tag(ct_table *t, size_t i, uint64_t tag)
-{
-    memcpy(t->slots + i * t->stride, &tag, sizeof tag);
-}
-
-void *ct_find(const ct_table *t, const void *key, uint64_t h)
-{
-    if (!t->count)
-        return NULL;
-    size_t mask = t->cap - 1;
-    uint64_t want = h | CT_USED;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        uint64_t tag = tag_at(t, i);
-        if (!tag)
-            return NULL;
-        if (tag == want && memcmp(ct_record(t, i), key, t->key_len) == 0)
-            return ct_record(t, i);
-    }
-}
-
-/* Double the table (or make the first one), placing every record again. */
-static bool grow(ct_table *t)
-{
-    size_t cap = t->cap ? t->cap * 2 : 16;
     if (cap > SIZE_MAX / t->stride)
         return false;
     char *slots = calloc(cap, t->stride);
@@ -77,7 +38,7 @@ static bool grow(ct_table *t)
         return false;
     size_t mask = cap - 1;
     for (size_t i = 0; i < t->cap; i++) {
-        uint64_t tag = tag_at(t, i);
+        uint64_t tag = ct_tag(t, i);
         if (!tag)
             continue;
         size_t j = tag & mask;
@@ -94,28 +55,20 @@ static bool grow(ct_table *t)
     return true;
 }
 
-void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
+bool ct_grow(ct_table *t)
 {
-    if ((t->count + 1) * 2 > t->cap && !grow(t))
-        return NULL;
-    size_t mask = t->cap - 1;
-    uint64_t want = h | CT_USED;
-    size_t i = h & mask;
-    for (;; i = (i + 1) & mask) {
-        uint64_t tag = tag_at(t, i);
-        if (!tag)
-            break;
-        if (tag == want && memcmp(ct_record(t, i), key, t->key_len) == 0) {
-            *fresh = false;
-            return ct_record(t, i);
-        }
+    return resize(t, t->cap ? t->cap * 2 : 16);
+}
+
+bool ct_reserve(ct_table *t, size_t n)
+{
+    size_t cap = t->cap ? t->cap : 16;
+    while (cap / 2 < n) {
+        if (cap > SIZE_MAX / 2)
+            return false;
+        cap *= 2;
     }
-    set_tag(t, i, want);
-    char *rec = ct_record(t, i);
-    memcpy(rec, key, t->key_len); /* the padding and the value are zero from calloc or erase */
-    t->count++;
-    *fresh = true;
-    return rec;
+    return cap == t->cap || resize(t, cap);
 }
 
 bool ct_erase(ct_table *t, const void *key, uint64_t h)
@@ -128,7 +81,7 @@ bool ct_erase(ct_table *t, const void *key, uint64_t h)
     /* Backward shift: a record after the hole moves into it unless its home slot lies
      * cyclically after the hole and at or before the record's slot. */
     for (size_t j = (hole + 1) & mask;; j = (j + 1) & mask) {
-        uint64_t tag = tag_at(t, j);
+        uint64_t tag = ct_tag(t, j);
         if (!tag)
             break;
         size_t home = tag & mask;

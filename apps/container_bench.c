@@ -1,0 +1,244 @@
+/* container_bench: the containers on the histogram's workload. Each rank inserts N
+ * random 8-byte keys out of K into a counting set (cr_counting_set_insert), or adds 1
+ * to the key's value in a map (cr_map_insert with the rule sum, YGM's
+ * map.async_reduce), timed to the barrier that applies every insert; then verified:
+ * the counts sum to N*P, every key's count matches a recount of every rank's stream,
+ * and the number of distinct keys is right. */
+#include "cli.h"
+
+#include <courier.h>
+#include <courier/rng.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "Usage: mpirun -np P container_bench [options]\n"
+    "\n"
+    "Each rank inserts N random 8-byte keys (uniform over K keys) into a distributed\n"
+    "counting set, or into a map that adds each insert's 1 to the key's value (YGM's\n"
+    "map.async_reduce); then the result is verified against a recount.\n"
+    "\n"
+    "  --inserts N      inserts per rank (default 8M; suffixes K, M, G)\n"
+    "  --keys K         distinct keys drawn from (default 1000)\n"
+    "  --structure S[,S]  counting-set, map (default both, in this order)\n"
+    "  --no-combining   merge inserts only at the owner, never on the way\n"
+    "  --reps R         repetitions per structure; the median is reported (default 3)\n"
+    "  --validate V     yes, no, auto: auto recounts when N * P * K is small (default)\n"
+    "  --seed S         random seed (default 1)\n"
+    "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
+    "  --route R        direct, nr, nlnr, grid, grid:AxB..., hypercube (default:\n"
+    "                   COURIER_ROUTE or direct)\n"
+    "  --node-size K    treat ranks [i*K, (i+1)*K) as node i\n"
+    "  --csv FILE       append one line per structure to FILE (header written if new)\n"
+    "  --stats          print Courier's counters at the end\n"
+    "  --help           show this text\n";
+
+enum { S_COUNTING, S_MAP, NSTRUCTURES };
+static const char *const structure_names[] = {"counting-set", "map", NULL};
+
+typedef struct bench {
+    app a;
+    cr_comm *comm;
+    uint64_t n, keys, seed;
+    int reps, combining;
+} bench;
+
+static uint64_t stream_seed(uint64_t seed, int rank)
+{
+    return cr_rng_hash64(seed * 0x100000001b3ULL + (uint64_t)rank);
+}
+
+/* One timed run; returns the seconds (the slowest rank's) and leaves the container. */
+static double insert_all(bench *b, cr_counting_set *cs, cr_map *m)
+{
+    cr_barrier(b->comm);
+    double t0 = MPI_Wtime();
+    uint64_t s = stream_seed(b->seed, b->a.rank), one = 1;
+    if (cs)
+        for (uint64_t i = 0; i < b->n; i++) {
+            uint64_t key = cr_rng_bounded(cr_rng_next(&s), b->keys);
+            cr_counting_set_insert(cs, &key);
+        }
+    else
+        for (uint64_t i = 0; i < b->n; i++) {
+            uint64_t key = cr_rng_bounded(cr_rng_next(&s), b->keys);
+            cr_map_insert(m, &key, &one);
+        }
+    cr_barrier(b->comm);
+    return app_max_time(MPI_Wtime() - t0);
+}
+
+typedef struct tally {
+    uint64_t total, keys, wrong;
+    const uint64_t *expect; /* every key's count, or NULL */
+} tally;
+
+static void tally_key(const void *key, void *value, void *user)
+{
+    tally *t = user;
+    uint64_t k, c;
+    memcpy(&k, key, sizeof k);
+    memcpy(&c, value, sizeof c);
+    t->total += c;
+    t->keys++;
+    if (t->expect && t->expect[k] != c)
+        t->wrong++;
+}
+
+/* The counts sum to N*P*reps; with a recount, every key's count and the number of
+ * distinct keys match. Collective. */
+static bool verify(bench *b, cr_map *m, int reps, bool recount)
+{
+    uint64_t *expect = NULL, distinct = 0;
+    if (recount) {
+        expect = app_calloc(&b->a, b->keys, sizeof *expect, "the recount");
+        for (int r = 0; r < b->a.size; r++) {
+            uint64_t s = stream_seed(b->seed, r);
+            for (uint64_t i = 0; i < b->n; i++)
+                expect[cr_rng_bounded(cr_rng_next(&s), b->keys)] += (uint64_t)reps;
+        }
+        for (uint64_t k = 0; k < b->keys; k++)
+            distinct += expect[k] > 0;
+    }
+    tally t = {.expect = expect};
+    cr_map_for_all(m, tally_key, &t);
+    uint64_t in[3] = {t.total, t.keys, t.wrong}, sum[3];
+    MPI_Allreduce(in, sum, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    free(expect);
+    bool ok = sum[0] == b->n * (uint64_t)b->a.size * (uint64_t)reps && sum[2] == 0 &&
+              (!recount || sum[1] == distinct);
+    if (!ok && b->a.rank == 0)
+        fprintf(stderr, "container_bench: counts sum to %llu (expected %llu), %llu keys "
+                "(expected %llu), %llu wrong\n", (unsigned long long)sum[0],
+                (unsigned long long)(b->n * (uint64_t)b->a.size * (uint64_t)reps),
+                (unsigned long long)sum[1], (unsigned long long)distinct,
+                (unsigned long long)sum[2]);
+    return ok;
+}
+
+static int compare_doubles(const void *x, const void *y)
+{
+    double a = *(const double *)x, c = *(const double *)y;
+    return (a > c) - (a < c);
+}
+
+int main(int argc, char **argv)
+{
+    bench b = {.n = 8u << 20, .keys = 1000, .reps = 3, .combining = 1};
+    app_init(&b.a, "container_bench", usage, &argc, &argv);
+    int want[NSTRUCTURES] = {1, 1}, validate = 2;
+    static const char *const validations[] = {"no", "yes", "auto", NULL};
+    app_shared sh;
+    app_shared_init(&sh);
+    static const struct option opts[] = {
+        APP_LONG_SEED, APP_LONG_BUFFER_KB, APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_CSV,
+        APP_LONG_STATS,
+        {"inserts", required_argument, 0, 'n'},    {"keys", required_argument, 0, 'k'},
+        {"structure", required_argument, 0, 's'},  {"no-combining", no_argument, 0, 'C'},
+        {"reps", required_argument, 0, 'r'},       {"validate", required_argument, 0, 'V'},
+        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'n': b.n = app_parse_u64(&b.a, "--inserts", optarg, 1, 1ULL << 34); break;
+        case 'k': b.keys = app_parse_u64(&b.a, "--keys", optarg, 1, 1ULL << 40); break;
+        case 's': {
+            const char *p = optarg;
+            want[0] = want[1] = 0;
+            while (*p) {
+                size_t len = strcspn(p, ",");
+                char name[32];
+                if (len == 0 || len >= sizeof name)
+                    app_usage_error(&b.a, "bad value for --structure: '%s'", optarg);
+                memcpy(name, p, len);
+                name[len] = 0;
+                want[app_parse_choice(&b.a, "--structure", name, structure_names)] = 1;
+                p += len + (p[len] == ',');
+            }
+            break;
+        }
+        case 'C': b.combining = 0; break;
+        case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 1000); break;
+        case 'V': validate = app_parse_choice(&b.a, "--validate", optarg, validations); break;
+        case 'h': app_help(&b.a);
+        default:
+            if (!app_shared_option(&b.a, ch, optarg, &sh))
+                app_bad_option(&b.a, argv);
+        }
+    }
+    if (optind < argc)
+        app_usage_error(&b.a, "unexpected argument '%s'", argv[optind]);
+    b.seed = sh.seed;
+    /* A table slot is 24 bytes and the table between a quarter and a half full; the
+     * recount holds 8 bytes per key on every rank. */
+    double need = (double)b.keys * 96 + (validate == 1 ? (double)b.keys * 8 * b.a.size : 0);
+    double phys = app_physical_memory();
+    if (phys > 0 && need > phys)
+        app_usage_error(&b.a, "--keys %llu needs about %.1f GiB, more than this machine's "
+                        "%.1f GiB", (unsigned long long)b.keys, need / (1 << 30),
+                        phys / (1 << 30));
+    bool recount = validate == 1 ||
+                   (validate == 2 && (double)b.n * b.a.size <= 4e8 && b.keys <= (1u << 26));
+
+    FILE *csv = app_open_csv(&b.a, sh.csv, "structure,ranks,inserts_per_rank,keys,combining,"
+                                           "buffer_bytes,route,seconds,inserts_per_s,verified");
+    cr_config cfg;
+    app_comm_flags flags = app_shared_comm_flags(&sh);
+    b.comm = app_comm_create(&b.a, &flags, &cfg);
+    char route[128];
+    cr_route_format(&cfg.route, route, sizeof route);
+    if (b.a.rank == 0)
+        printf("container_bench: %d ranks, %llu inserts per rank over %llu keys, buffer %zu "
+               "bytes, route %s, combining %s\n", b.a.size, (unsigned long long)b.n,
+               (unsigned long long)b.keys, cfg.buffer_bytes, route, b.combining ? "on" : "off");
+    int failed = 0;
+    for (int st = 0; st < NSTRUCTURES; st++) {
+        if (!want[st])
+            continue;
+        char err[200];
+        cr_counting_set *cs = NULL;
+        cr_map *m = NULL;
+        cr_map_opts mo = {.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
+                          .type = CR_DEDUP_UINT64, .no_combining = !b.combining};
+        if (st == S_COUNTING) {
+            cs = cr_counting_set_create(b.comm, 8, err, sizeof err);
+            m = cs ? cr_counting_set_map(cs) : NULL;
+        } else {
+            m = cr_map_create(b.comm, &mo, err, sizeof err);
+        }
+        if (!m)
+            app_error(&b.a, "%s", err);
+        /* The counting set has no switch of its own: --no-combining measures the map. */
+        double times[1000];
+        for (int r = 0; r < b.reps; r++)
+            times[r] = insert_all(&b, cs, cs ? NULL : m);
+        qsort(times, (size_t)b.reps, sizeof times[0], compare_doubles);
+        double t = times[b.reps / 2];
+        bool ok = verify(&b, m, b.reps, recount);
+        failed |= !ok;
+        double rate = (double)b.n * b.a.size / t;
+        if (b.a.rank == 0) {
+            printf("  %-13s %8.4f s  %8.2f M inserts/s  %s\n", structure_names[st], t, rate / 1e6,
+                   ok ? (recount ? "verified" : "verified (sum)") : "WRONG");
+            if (csv)
+                fprintf(csv, "%s,%d,%llu,%llu,%d,%zu,%s,%.6f,%.1f,%d\n", structure_names[st],
+                        b.a.size, (unsigned long long)b.n, (unsigned long long)b.keys,
+                        b.combining, cfg.buffer_bytes, route, t, rate, ok);
+        }
+        if (cs)
+            cr_counting_set_destroy(cs);
+        else
+            cr_map_destroy(m);
+    }
+    if (sh.stats)
+        cr_stats_print(b.comm, stdout);
+    if (csv)
+        fclose(csv);
+    cr_comm_destroy(b.comm);
+    MPI_Finalize();
+    return failed ? 1 : 0;
+}
