@@ -4,7 +4,10 @@
  *  - local (default): union-find over each rank's own edges with Afforest's
  *    sampling, then only the cut edges' components travel;
  *  - label: asynchronous label propagation, offers merged by a min combining handler;
- *  - sv: pointer jumping in lock-step darray steps, after FastSV.
+ *  - sv: pointer jumping in lock-step darray steps, after FastSV;
+ *  - disjoint-set: every edge a union in a distributed disjoint set
+ *    (cr_disjoint_set, include/courier/container.h), then compress and one find
+ *    per vertex: the container's own algorithm, for comparison.
  * All end with every vertex labelled by the smallest id of its component. */
 #include "cli.h"
 #include "components.h"
@@ -27,8 +30,9 @@ static const char usage[] =
     "\n"
     "  --algorithm A     local (default: union-find over each rank's own edges with\n"
     "                    Afforest's sampling, then only cut edges travel; cr_graph_cc),\n"
-    "                    label (asynchronous label propagation) or sv (lock-step\n"
-    "                    pointer jumping on the distributed array)\n"
+    "                    label (asynchronous label propagation), sv (lock-step\n"
+    "                    pointer jumping on the distributed array) or disjoint-set\n"
+    "                    (every edge a union in cr_disjoint_set, then compress)\n"
     "  --scale S         2^S vertices (default 16)\n"
     "  --edgefactor E    edges per vertex (default 16)\n"
     "  --generator G     rmat, gnm or rgg (default rmat)\n"
@@ -49,7 +53,7 @@ static const char usage[] =
     "                    terminal)\n"
     "  --help            this text\n";
 
-enum { ALG_SV, ALG_LABEL, ALG_LOCAL };
+enum { ALG_SV, ALG_LABEL, ALG_LOCAL, ALG_DSET };
 
 typedef struct ccopts {
     cr_gen_params gen;
@@ -132,7 +136,7 @@ static void sizes(cr_comm *comm, uint64_t n, uint64_t first, const uint64_t *lab
 
 static void parse(app *a, int argc, char **argv, ccopts *o)
 {
-    static const char *const algos[] = {"sv", "label", "local", NULL};
+    static const char *const algos[] = {"sv", "label", "local", "disjoint-set", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     static const char *const validations[] = {"no", "yes", "auto", NULL};
     o->algorithm = ALG_LOCAL;
@@ -179,7 +183,29 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
 }
 
 static const char *const algorithm_names[] = {"sv", "label propagation",
-                                              "local union-find, then cut edges"};
+                                              "local union-find, then cut edges",
+                                              "distributed disjoint set"};
+
+static void take_root(cr_disjoint_set *ds, uint64_t item, uint64_t root, void *ctx)
+{
+    (void)ds, (void)item;
+    *(uint64_t *)ctx = root;
+}
+
+/* --algorithm disjoint-set: a union per edge, compress, then each rank asks for its
+ * vertices' representatives (the smallest id of each set: cr_disjoint_set keeps
+ * parents below their items). */
+static void cc_disjoint_set(cr_comm *comm, const cr_edge_list *edges, uint64_t first,
+                            uint64_t nl, uint64_t *label)
+{
+    cr_disjoint_set *ds = cr_disjoint_set_create(comm, NULL, NULL);
+    for (uint64_t i = 0; i < edges->count; i++)
+        cr_disjoint_set_union(ds, edges->edges[i].u, edges->edges[i].v);
+    cr_disjoint_set_compress(ds);
+    for (uint64_t i = 0; i < nl; i++)
+        cr_disjoint_set_find(ds, first + i, take_root, &label[i]);
+    cr_disjoint_set_destroy(ds); /* its barrier delivers every answer */
+}
 
 int main(int argc, char **argv)
 {
@@ -235,7 +261,10 @@ int main(int argc, char **argv)
                  algorithm_names[o.algorithm]);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    cr_graph_cc_with(g, &co, label, &st);
+    if (o.algorithm == ALG_DSET)
+        cc_disjoint_set(comm, &edges, first, nl, label);
+    else
+        cr_graph_cc_with(g, &co, label, &st);
     uint64_t rounds = st.rounds;
     double seconds = app_max_time(MPI_Wtime() - t0);
     double peak = app_peak_mib(); /* before the checks, which gather on rank 0 */
