@@ -313,6 +313,7 @@ static long ct_erase_and_get(cr_comm *comm, uint64_t nkeys)
  * its keys: key k ends with the sum over every chain that passed it. */
 typedef struct ct_visits {
     uint64_t nkeys, absent;
+    cr_counting_set *visited; /* every visit counts its key here, from the visitor */
 } ct_visits;
 
 static void ct_visit_add(cr_map *m, const void *key, void *value, const void *args,
@@ -326,6 +327,7 @@ static void ct_visit_add(cr_map *m, const void *key, void *value, const void *ar
     memcpy(&sum, value, sizeof sum);
     sum += step;
     memcpy(value, &sum, sizeof sum);
+    cr_counting_set_insert(v->visited, &k); /* an insert from inside a handler */
     if (step > 1) {
         uint64_t next = (k + 1) % v->nkeys, less = step - 1;
         cr_map_visit(m, &next, 0, &less, sizeof less);
@@ -339,6 +341,12 @@ static void ct_visit_absent(cr_map *m, const void *key, void *value, const void 
     ct_visits *v = user;
     if (!value)
         v->absent++;
+}
+
+static void ct_add_count(const void *key, uint64_t count, void *user)
+{
+    (void)key;
+    *(uint64_t *)user += count;
 }
 
 static void ct_sum_values(const void *key, void *value, void *user)
@@ -361,10 +369,18 @@ static long ct_visits_chain(cr_comm *comm, uint64_t nkeys, uint64_t depth)
                               &(cr_map_opts){.key_len = 8, .value_len = 8, .visitors = visitors,
                                              .nvisitors = 2},
                               err, sizeof err);
-    CT_CHECK(comm, m != NULL, "%s", err);
+    v.visited = cr_counting_set_create(comm, 8, err, sizeof err);
+    CT_CHECK(comm, m != NULL && v.visited != NULL, "%s", err);
     for (uint64_t k = (uint64_t)me; k < nkeys; k += (uint64_t)p)
         cr_map_visit(m, &k, 0, &depth, sizeof depth);
     cr_barrier(comm);
+    /* Every insert the visitors made is in, with no further barrier (for_all and the
+     * reduction do not drain anything). */
+    uint64_t counted = 0;
+    cr_counting_set_for_all(v.visited, ct_add_count, &counted);
+    counted = ct_sum(comm, counted);
+    CT_CHECK(comm, counted == nkeys * depth, "visitors counted %llu visits, expected %llu",
+             (unsigned long long)counted, (unsigned long long)(nkeys * depth));
     uint64_t missing = nkeys + 5 + (uint64_t)me;
     cr_map_visit(m, &missing, 1, NULL, 0);
     cr_barrier(comm);
@@ -386,6 +402,7 @@ static long ct_visits_chain(cr_comm *comm, uint64_t nkeys, uint64_t depth)
     CT_CHECK(comm, matched == owned, "%llu of %llu keys have their sum",
              (unsigned long long)matched, (unsigned long long)owned);
     free(expect);
+    cr_counting_set_destroy(v.visited);
     cr_map_destroy(m);
     return ct_fails - before;
 }

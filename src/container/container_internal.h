@@ -93,7 +93,7 @@ static inline void *ct_find(const ct_table *t, const void *key, uint64_t h)
  * Returns NULL only when the table cannot grow (out of memory). */
 static inline void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
 {
-    if ((t->count + 1) * 2 > t->cap && !ct_grow(t))
+    if ((t->count + 1) * 4 > t->cap * 3 && !ct_grow(t))
         return NULL;
     size_t mask = t->cap - 1;
     uint64_t want = h | CT_USED;

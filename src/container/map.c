@@ -10,6 +10,7 @@
 #include "common/fatal.h"
 #include "courier/coll.h"
 #include "courier/rng.h"
+#include "mailbox/module.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,11 @@ struct cr_map {
     ct_pool replies;
     ct_deferred deferred;
     int busy; /* for_all or a visitor runs: the table must not change */
+    /* The source cache (see cache_insert): a direct-mapped table of slots, each an
+     * 8-byte tag then a record; NULL when the map's rule makes order matter. */
+    char *cache;
+    size_t cache_slots, cache_stride;
+    uint32_t cache_tries, cache_hits, cache_skip;
 };
 
 struct cr_set {
@@ -249,6 +255,145 @@ static void on_reply(cr_comm *comm, const void *data, size_t len, void *ctx)
     }
 }
 
+/* ---- the source cache ----------------------------------------------------------------
+ *
+ * A map whose rule does not depend on order (sum, min, max, bitwise, or a set) keeps
+ * the inserts the program makes in a small direct-mapped cache on the sending rank:
+ * an insert of a key already there is merged into it at the cost of a hash and a
+ * compare; one that finds another key evicts it, which is sent. cr_barrier drains
+ * the cache on entry (a module hook), and inserts made inside handlers bypass it, so
+ * nothing waits in a cache once a barrier has begun. When few inserts hit (the keys
+ * rarely repeat), the cache steps aside for a while, as the mailbox's combining
+ * index does. */
+#define CACHE_BYTES (128 * 1024)
+#define CACHE_MAX_SLOTS 4096
+#define CACHE_WINDOW 1024
+#define CACHE_PAYS 8
+#define CACHE_REST (32 * CACHE_WINDOW)
+
+typedef struct ct_maps {
+    cr_map **maps;
+    size_t n, cap;
+} ct_maps;
+
+static void cache_drain(cr_map *m);
+
+static void maps_drain(cr_comm *comm, void *state)
+{
+    (void)comm;
+    ct_maps *all = state;
+    for (size_t i = 0; i < all->n; i++)
+        cache_drain(all->maps[i]);
+}
+
+static void maps_destroy(cr_comm *comm, void *state)
+{
+    (void)comm;
+    ct_maps *all = state;
+    free(all->maps);
+    free(all);
+}
+
+static const cr_module_type maps_module = {
+    .name = "container caches", .destroy = maps_destroy, .drain = maps_drain};
+
+static void cache_register(cr_map *m)
+{
+    ct_maps *all = cr_module_state(m->comm, &maps_module);
+    if (!all) {
+        all = calloc(1, sizeof *all);
+        if (!all)
+            cr_fatal("%s: out of memory", m->name);
+        cr_module_attach(m->comm, &maps_module, all);
+    }
+    if (all->n == all->cap) {
+        size_t cap = all->cap ? 2 * all->cap : 4;
+        cr_map **maps = realloc(all->maps, cap * sizeof *maps);
+        if (!maps)
+            cr_fatal("%s: out of memory", m->name);
+        all->maps = maps;
+        all->cap = cap;
+    }
+    all->maps[all->n++] = m;
+}
+
+static void cache_unregister(cr_map *m)
+{
+    ct_maps *all = cr_module_state(m->comm, &maps_module);
+    for (size_t i = 0; all && i < all->n; i++)
+        if (all->maps[i] == m) {
+            all->maps[i] = all->maps[--all->n];
+            return;
+        }
+}
+
+/* A cache for maps whose result does not depend on the order of inserts. */
+static void cache_init(cr_map *m, cr_dedup_op op, bool no_combining)
+{
+    bool orderless = m->value_len == 0 || (op >= CR_DEDUP_SUM && op <= CR_DEDUP_BAND);
+    if (!orderless || no_combining)
+        return;
+    m->cache_stride = 8 + m->rec_len;
+    size_t slots = 1;
+    while (slots * 2 <= CACHE_MAX_SLOTS && slots * 2 * m->cache_stride <= CACHE_BYTES)
+        slots *= 2;
+    if (slots < 64)
+        return; /* records too large for a cache worth having */
+    m->cache = calloc(slots, m->cache_stride);
+    if (!m->cache)
+        cr_fatal("%s: out of memory for the source cache", m->name);
+    m->cache_slots = slots;
+    cache_register(m);
+}
+
+static void send_insert(cr_map *m, const void *rec)
+{
+    cr_async(m->comm, cr_map_owner(m, rec), m->h_insert, rec, m->rec_len);
+}
+
+static void cache_drain(cr_map *m)
+{
+    for (size_t i = 0; i < m->cache_slots; i++) {
+        char *slot = m->cache + i * m->cache_stride;
+        uint64_t tag;
+        memcpy(&tag, slot, sizeof tag);
+        if (!tag)
+            continue;
+        memset(slot, 0, 8);
+        send_insert(m, slot + 8);
+    }
+}
+
+static void cache_insert(cr_map *m, const char *rec, uint64_t h)
+{
+    if (m->cache_skip) {
+        m->cache_skip--;
+        send_insert(m, rec);
+        return;
+    }
+    /* Bits of the hash that neither the owner (the top) nor the owner's table (the
+     * bottom) uses alone. */
+    char *slot = m->cache + ((h >> 24) & (m->cache_slots - 1)) * m->cache_stride;
+    uint64_t tag, want = h | CT_USED;
+    memcpy(&tag, slot, sizeof tag);
+    bool hit = tag == want && ct_key_equal(slot + 8, rec, m->key_len);
+    if (hit) {
+        if (m->merge)
+            m->merge(slot + 8, rec, m->rec_len, m->merge_user);
+    } else {
+        if (tag)
+            send_insert(m, slot + 8);
+        memcpy(slot, &want, sizeof want);
+        memcpy(slot + 8, rec, m->rec_len);
+    }
+    m->cache_hits += hit;
+    if (++m->cache_tries == CACHE_WINDOW) {
+        if (m->cache_hits * CACHE_PAYS < m->cache_tries)
+            m->cache_skip = CACHE_REST;
+        m->cache_tries = m->cache_hits = 0;
+    }
+}
+
 /* ---- creation ------------------------------------------------------------------- */
 
 static void user_merge(void *dst, const void *src, size_t len, void *user)
@@ -335,6 +480,7 @@ static cr_map *map_create(cr_comm *comm, const cr_map_opts *o, const char *name,
         &(cr_dedup_request_type){.serve = serve_get, .key_len = o->key_len,
                                  .coalesce = !o->get_no_coalesce},
         m);
+    cache_init(m, rule.op, o->no_combining);
     return m;
 }
 
@@ -349,6 +495,9 @@ cr_map *cr_map_create(cr_comm *comm, const cr_map_opts *opts, char *err, size_t 
 
 static void map_free(cr_map *m)
 {
+    if (m->cache)
+        cache_unregister(m);
+    free(m->cache);
     ct_free(&m->table);
     ct_pool_free(&m->replies);
     free(m->deferred.bytes);
@@ -378,9 +527,13 @@ cr_comm *cr_map_comm(const cr_map *m)
     return m->comm;
 }
 
-/* The key, zero-padded, at the head of rec. */
-static void put_key(const cr_map *m, uint64_t *rec, const void *key)
+/* The key, zero-padded, at the head of rec (without a call for 8-byte keys). */
+static inline void put_key(const cr_map *m, uint64_t *rec, const void *key)
 {
+    if (m->key_len == 8) {
+        memcpy(rec, key, 8);
+        return;
+    }
     rec[m->key_pad / 8 - 1] = 0;
     memcpy(rec, key, m->key_len);
 }
@@ -389,12 +542,17 @@ void cr_map_insert(cr_map *m, const void *key, const void *value)
 {
     uint64_t rec[(CR_MAX_KEY + CR_CONTAINER_MAX_VALUE) / 8];
     put_key(m, rec, key);
-    if (m->value_len) {
+    if (m->value_len == 8) {
+        memcpy(rec + m->key_pad / 8, value, 8);
+    } else if (m->value_len) {
         char *v = (char *)rec + m->key_pad;
         memset(v + m->value_len, 0, m->value_pad - m->value_len);
         memcpy(v, value, m->value_len);
     }
-    cr_async(m->comm, cr_map_owner(m, key), m->h_insert, rec, m->rec_len);
+    if (m->cache && !cr_module_in_handler(m->comm))
+        cache_insert(m, (const char *)rec, ct_hash(rec, m->key_len));
+    else
+        send_insert(m, rec);
 }
 
 void cr_map_erase(cr_map *m, const void *key)

@@ -63,7 +63,7 @@ bool ct_grow(ct_table *t)
 bool ct_reserve(ct_table *t, size_t n)
 {
     size_t cap = t->cap ? t->cap : 16;
-    while (cap / 2 < n) {
+    while (cap / 4 * 3 < n) {
         if (cap > SIZE_MAX / 2)
             return false;
         cap *= 2;

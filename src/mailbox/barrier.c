@@ -90,6 +90,7 @@ void cr_barrier(cr_comm *c)
         cr_fatal("cr_barrier was called from inside a handler; call it from the main program");
     if (c->waiting || c->in_loop)
         cr_fatal("cr_barrier was called while the runtime is already waiting (nested call)");
+    cr_modules_drain(c); /* what modules hold back leaves before the barrier begins */
     c->stats.barriers++;
     c->barriers_entered++;
     c->term.wave = 0;

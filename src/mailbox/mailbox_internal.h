@@ -163,6 +163,7 @@ void cr_flush_relays(cr_comm *c);
 int cr_modules_poll(cr_comm *c, bool *in_flight);
 void cr_modules_destroy(cr_comm *c);
 void cr_modules_stats_reset(cr_comm *c);
+void cr_modules_drain(cr_comm *c);
 void cr_modules_stats_print(cr_comm *c, FILE *out);
 
 /* barrier.c: the collective half of cr_register */

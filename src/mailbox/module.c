@@ -39,6 +39,13 @@ int cr_modules_poll(cr_comm *c, bool *in_flight)
     return work;
 }
 
+void cr_modules_drain(cr_comm *c)
+{
+    for (int i = 0; i < c->nmodules; i++)
+        if (c->modules[i].type->drain)
+            c->modules[i].type->drain(c, c->modules[i].state);
+}
+
 void cr_modules_stats_reset(cr_comm *c)
 {
     for (int i = 0; i < c->nmodules; i++)

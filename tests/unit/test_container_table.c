@@ -57,7 +57,7 @@ static void check_all(const ct_table *t, const ref *r, int bits)
     for (size_t i = ct_next(t, 0); i < t->cap; i = ct_next(t, i + 1))
         walked++;
     assert_int_equal(walked, n);
-    assert_true(t->cap == 0 || 2 * t->count <= t->cap);
+    assert_true(t->cap == 0 || 4 * t->count <= 3 * t->cap);
 }
 
 static void random_ops(int bits, uint64_t seed)
