@@ -610,12 +610,54 @@ static long ct_disjoint(cr_comm *comm, uint64_t n, uint64_t unions, uint64_t see
     return ct_fails - before;
 }
 
+typedef struct ct_doubles {
+    cr_comm *comm;
+    double want;
+    uint64_t wrong;
+} ct_doubles;
+
+static void ct_check_double(const void *key, void *value, void *user)
+{
+    (void)key;
+    ct_doubles *d = user;
+    double v;
+    memcpy(&v, value, sizeof v);
+    d->wrong += v != d->want;
+}
+
+/* A map that sums doubles: merged in the source cache and on the way as doubles
+ * (0.25 is exact, so the sums are too). */
+static long ct_double_sums(cr_comm *comm, uint64_t nkeys)
+{
+    long before = ct_fails;
+    int p = cr_comm_size(comm);
+    char err[200];
+    cr_map *m = cr_map_create(comm,
+                              &(cr_map_opts){.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
+                                             .type = CR_DEDUP_DOUBLE},
+                              err, sizeof err);
+    CT_CHECK(comm, m != NULL, "%s", err);
+    double quarter = 0.25;
+    for (int r = 0; r < 3; r++)
+        for (uint64_t k = 0; k < nkeys; k++)
+            cr_map_insert(m, &k, &quarter);
+    cr_barrier(comm);
+    ct_doubles d = {.comm = comm, .want = 0.75 * p};
+    cr_map_for_all(m, ct_check_double, &d);
+    uint64_t wrong = ct_sum(comm, d.wrong), size = cr_map_size(m);
+    CT_CHECK(comm, wrong == 0 && size == nkeys, "%llu of %llu sums of doubles wrong",
+             (unsigned long long)wrong, (unsigned long long)size);
+    cr_map_destroy(m);
+    return ct_fails - before;
+}
+
 /* Everything, at sizes for a test. */
 static inline long ct_all(cr_comm *comm, uint64_t seed)
 {
     long f = 0;
     f += ct_counting(comm, 300, 2000);
     f += ct_map_rules(comm, 200);
+    f += ct_double_sums(comm, 100);
     f += ct_erase_and_get(comm, 500);
     f += ct_visits_chain(comm, 64, 6);
     f += ct_bag(comm);

@@ -43,6 +43,9 @@ struct cr_map {
     char *cache;
     size_t cache_slots, cache_stride;
     uint32_t cache_tries, cache_hits, cache_skip;
+    size_t cache_used;        /* slots holding a record: a barrier with none scans nothing */
+    const int *handler_depth; /* the comm's: > 0 inside a handler, where the cache is passed by */
+    bool add_u64;             /* the rule adds one integer value: merged inline */
 };
 
 struct cr_set {
@@ -265,8 +268,8 @@ static void on_reply(cr_comm *comm, const void *data, size_t len, void *ctx)
  * nothing waits in a cache once a barrier has begun. When few inserts hit (the keys
  * rarely repeat), the cache steps aside for a while, as the mailbox's combining
  * index does. */
-#define CACHE_BYTES (128 * 1024)
-#define CACHE_MAX_SLOTS 4096
+#define CACHE_BYTES (2 * 1024 * 1024)
+#define CACHE_MAX_SLOTS 65536
 #define CACHE_WINDOW 1024
 #define CACHE_PAYS 8
 #define CACHE_REST (32 * CACHE_WINDOW)
@@ -328,7 +331,7 @@ static void cache_unregister(cr_map *m)
 }
 
 /* A cache for maps whose result does not depend on the order of inserts. */
-static void cache_init(cr_map *m, cr_dedup_op op, bool no_combining)
+static void cache_init(cr_map *m, cr_dedup_op op, cr_dedup_type type, bool no_combining)
 {
     bool orderless = m->value_len == 0 || (op >= CR_DEDUP_SUM && op <= CR_DEDUP_BAND);
     if (!orderless || no_combining)
@@ -343,6 +346,8 @@ static void cache_init(cr_map *m, cr_dedup_op op, bool no_combining)
     if (!m->cache)
         cr_fatal("%s: out of memory for the source cache", m->name);
     m->cache_slots = slots;
+    m->handler_depth = cr_module_handler_depth(m->comm);
+    m->add_u64 = op == CR_DEDUP_SUM && m->value_len == 8 && type != CR_DEDUP_DOUBLE;
     cache_register(m);
 }
 
@@ -353,18 +358,19 @@ static void send_insert(cr_map *m, const void *rec)
 
 static void cache_drain(cr_map *m)
 {
-    for (size_t i = 0; i < m->cache_slots; i++) {
+    for (size_t i = 0; m->cache_used && i < m->cache_slots; i++) {
         char *slot = m->cache + i * m->cache_stride;
         uint64_t tag;
         memcpy(&tag, slot, sizeof tag);
         if (!tag)
             continue;
         memset(slot, 0, 8);
+        m->cache_used--;
         send_insert(m, slot + 8);
     }
 }
 
-static void cache_insert(cr_map *m, const char *rec, uint64_t h)
+static inline void cache_insert(cr_map *m, const char *rec, uint64_t h)
 {
     if (m->cache_skip) {
         m->cache_skip--;
@@ -377,12 +383,20 @@ static void cache_insert(cr_map *m, const char *rec, uint64_t h)
     uint64_t tag, want = h | CT_USED;
     memcpy(&tag, slot, sizeof tag);
     bool hit = tag == want && ct_key_equal(slot + 8, rec, m->key_len);
-    if (hit) {
+    if (hit && m->add_u64) { /* a count: the one rule worth a path of its own */
+        uint64_t sum, add;
+        memcpy(&sum, slot + 8 + m->key_pad, 8);
+        memcpy(&add, rec + m->key_pad, 8);
+        sum += add;
+        memcpy(slot + 8 + m->key_pad, &sum, 8);
+    } else if (hit) {
         if (m->merge)
             m->merge(slot + 8, rec, m->rec_len, m->merge_user);
     } else {
         if (tag)
             send_insert(m, slot + 8);
+        else
+            m->cache_used++;
         memcpy(slot, &want, sizeof want);
         memcpy(slot + 8, rec, m->rec_len);
     }
@@ -480,7 +494,7 @@ static cr_map *map_create(cr_comm *comm, const cr_map_opts *o, const char *name,
         &(cr_dedup_request_type){.serve = serve_get, .key_len = o->key_len,
                                  .coalesce = !o->get_no_coalesce},
         m);
-    cache_init(m, rule.op, o->no_combining);
+    cache_init(m, rule.op, o->type, o->no_combining);
     return m;
 }
 
@@ -549,7 +563,7 @@ void cr_map_insert(cr_map *m, const void *key, const void *value)
         memset(v + m->value_len, 0, m->value_pad - m->value_len);
         memcpy(v, value, m->value_len);
     }
-    if (m->cache && !cr_module_in_handler(m->comm))
+    if (m->cache && *m->handler_depth == 0)
         cache_insert(m, (const char *)rec, ct_hash(rec, m->key_len));
     else
         send_insert(m, rec);
@@ -735,7 +749,14 @@ void cr_counting_set_destroy(cr_counting_set *cs)
 
 void cr_counting_set_add(cr_counting_set *cs, const void *key, uint64_t times)
 {
-    cr_map_insert(cs->map, key, &times);
+    cr_map *m = cs->map;
+    uint64_t rec[CR_MAX_KEY / 8 + 1]; /* the key, then the count: no value to pad */
+    put_key(m, rec, key);
+    rec[m->key_pad / 8] = times;
+    if (m->cache && *m->handler_depth == 0)
+        cache_insert(m, (const char *)rec, ct_hash(rec, m->key_len));
+    else
+        send_insert(m, rec);
 }
 
 void cr_counting_set_insert(cr_counting_set *cs, const void *key)

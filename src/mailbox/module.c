@@ -68,6 +68,11 @@ void cr_modules_destroy(cr_comm *c)
     }
 }
 
+const int *cr_module_handler_depth(const cr_comm *c)
+{
+    return &c->handler_depth;
+}
+
 bool cr_module_in_handler(const cr_comm *c)
 {
     return c->handler_depth > 0;

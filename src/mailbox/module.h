@@ -46,6 +46,10 @@ void cr_module_attach(cr_comm *comm, const cr_module_type *type, void *state);
 /* What a module may ask of the comm. */
 /* True inside a handler (modules refuse to start collective work there). */
 bool cr_module_in_handler(const cr_comm *comm);
+/* Where the comm keeps how deep in handlers it is (> 0: a handler runs), for a hot
+ * path that asks cr_module_in_handler's question per record: read it, never write
+ * it. Valid as long as the comm. Local. */
+const int *cr_module_handler_depth(const cr_comm *comm);
 /* True while the comm waits or runs its loop (a second wait would nest). */
 bool cr_module_busy(const cr_comm *comm);
 /* Run the event loop, handlers included, until done(comm, arg); `reason` names the

@@ -45,7 +45,7 @@ static void each_route(scenario run)
 
 static long counting(cr_comm *c) { return ct_counting(c, 300, 3000); }
 static long counting_few_keys(cr_comm *c) { return ct_counting(c, 5, 4000); }
-static long map_rules(cr_comm *c) { return ct_map_rules(c, 300); }
+static long map_rules(cr_comm *c) { return ct_map_rules(c, 300) + ct_double_sums(c, 200); }
 static long erase_and_get(cr_comm *c) { return ct_erase_and_get(c, 700); }
 static long visits(cr_comm *c) { return ct_visits_chain(c, 50, 8); }
 static long bag(cr_comm *c) { return ct_bag(c); }
