@@ -370,7 +370,7 @@ static void cache_drain(cr_map *m)
     }
 }
 
-static inline void cache_insert(cr_map *m, const char *rec, uint64_t h)
+static inline __attribute__((always_inline)) void cache_insert(cr_map *m, const char *rec, uint64_t h)
 {
     if (m->cache_skip) {
         m->cache_skip--;
