@@ -25,6 +25,8 @@ static const char usage[] =
     "  --keys K         distinct keys drawn from (default 1000)\n"
     "  --structure S[,S]  counting-set, map (default both, in this order)\n"
     "  --no-combining   merge inserts only at the owner, never on the way\n"
+    "  --scramble       insert key i as a 64-bit hash of i, not i itself (the same\n"
+    "                   keys, as scripts/ygm/ygm_bench.cpp scramble draws them)\n"
     "  --reps R         repetitions per structure; the median is reported (default 3)\n"
     "  --validate V     yes, no, auto: auto recounts when N * P * K is small (default)\n"
     "  --seed S         random seed (default 1)\n"
@@ -43,8 +45,14 @@ typedef struct bench {
     app a;
     cr_comm *comm;
     uint64_t n, keys, seed;
-    int reps, combining;
+    int reps, combining, scramble;
 } bench;
+
+/* The key of index i: i, or with --scramble a 64-bit hash of it. */
+static uint64_t key_of(const bench *b, uint64_t i)
+{
+    return b->scramble ? cr_rng_hash64(i) : i;
+}
 
 static uint64_t stream_seed(uint64_t seed, int rank)
 {
@@ -59,12 +67,12 @@ static double insert_all(bench *b, cr_counting_set *cs, cr_map *m)
     uint64_t s = stream_seed(b->seed, b->a.rank), one = 1;
     if (cs)
         for (uint64_t i = 0; i < b->n; i++) {
-            uint64_t key = cr_rng_bounded(cr_rng_next(&s), b->keys);
+            uint64_t key = key_of(b, cr_rng_bounded(cr_rng_next(&s), b->keys));
             cr_counting_set_insert(cs, &key);
         }
     else
         for (uint64_t i = 0; i < b->n; i++) {
-            uint64_t key = cr_rng_bounded(cr_rng_next(&s), b->keys);
+            uint64_t key = key_of(b, cr_rng_bounded(cr_rng_next(&s), b->keys));
             cr_map_insert(m, &key, &one);
         }
     cr_barrier(b->comm);
@@ -139,6 +147,7 @@ int main(int argc, char **argv)
         {"inserts", required_argument, 0, 'n'},    {"keys", required_argument, 0, 'k'},
         {"structure", required_argument, 0, 's'},  {"no-combining", no_argument, 0, 'C'},
         {"reps", required_argument, 0, 'r'},       {"validate", required_argument, 0, 'V'},
+        {"scramble", no_argument, 0, 'X'},
         {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -162,6 +171,7 @@ int main(int argc, char **argv)
             break;
         }
         case 'C': b.combining = 0; break;
+        case 'X': b.scramble = 1; break;
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 1000); break;
         case 'V': validate = app_parse_choice(&b.a, "--validate", optarg, validations); break;
         case 'h': app_help(&b.a);
@@ -181,8 +191,10 @@ int main(int argc, char **argv)
         app_usage_error(&b.a, "--keys %llu needs about %.1f GiB, more than this machine's "
                         "%.1f GiB", (unsigned long long)b.keys, need / (1 << 30),
                         phys / (1 << 30));
-    bool recount = validate == 1 ||
-                   (validate == 2 && (double)b.n * b.a.size <= 4e8 && b.keys <= (1u << 26));
+    if (b.scramble && validate == 1)
+        app_usage_error(&b.a, "--validate yes recounts by key index: not with --scramble");
+    bool recount = validate == 1 || (validate == 2 && !b.scramble &&
+                                     (double)b.n * b.a.size <= 4e8 && b.keys <= (1u << 26));
 
     FILE *csv = app_open_csv(&b.a, sh.csv, "structure,ranks,inserts_per_rank,keys,combining,"
                                            "buffer_bytes,route,seconds,inserts_per_s,verified");

@@ -9,6 +9,9 @@
 #
 #   scripts/container_compare.sh [BUILD_DIR] [ROUNDS]   (default: build 3)
 #   NP=4 INSERTS=8M KEYS="1000 10M"                       (the defaults)
+#   SCRAMBLE=1: the containers insert key i as a 64-bit hash of i (container_bench
+#   --scramble, ygm_bench ... scramble; YGM's array is then left out), so that no
+#   cache sees consecutive integers; the histogram's indices stay as they are.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -26,20 +29,20 @@ histogram() { # keys -> M updates/s
 
 containers() { # keys -> "counting-set rate" and "map rate" lines
     "$mpirun" -np "$np" "$build/apps/container_bench" --keys "$1" --inserts "$inserts" \
-        --reps 1 --validate no |
+        --reps 1 --validate no ${SCRAMBLE:+--scramble} |
         awk '/verified/ {print $1, $4} /WRONG/ {exit 1}'
 }
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-echo "containers against the histogram on $np ranks, $inserts inserts per rank ($(date -u +%F), $(hostname))"
+echo "containers against the histogram on $np ranks, $inserts inserts per rank${SCRAMBLE:+, keys scrambled} ($(date -u +%F), $(hostname))"
 for keys in $keys_list; do
     tmp=$(mktemp -d)
     for ((r = 0; r < rounds; r++)); do
         histogram "$keys" >> "$tmp/histogram"
         containers "$keys" | while read -r name rate; do echo "$rate" >> "$tmp/$name"; done
         if [[ -n "${YGM_BENCH:-}" ]]; then
-            "$mpirun" -np "$np" "$YGM_BENCH" "$keys" "$inserts" |
+            "$mpirun" -np "$np" "$YGM_BENCH" "$keys" "$inserts" ${SCRAMBLE:+scramble} |
                 awk '$1 == "ygm" {print $2, $3}' |
                 while read -r name rate; do echo "$rate" >> "$tmp/ygm-$name"; done
         fi

@@ -5,7 +5,9 @@
 // and checked: the counts add up to N * P. Built against YGM's headers by
 // scripts/ygm/build.sh; not part of Courier's build.
 //
-//   mpirun -np P ygm_bench KEYS INSERTS        (suffixes K, M, G)
+//   mpirun -np P ygm_bench KEYS INSERTS [scramble]   (suffixes K, M, G)
+// With "scramble", key i is sent as a 64-bit hash of i (apps/container_bench
+// --scramble draws the same keys), so that no container sees consecutive integers.
 // prints "ygm <structure> <M inserts/s>" on rank 0, or exits 1 on a wrong count.
 #include <ygm/comm.hpp>
 #include <ygm/container/array.hpp>
@@ -47,13 +49,21 @@ static uint64_t parse(const char *text) {
   return v;
 }
 
+static bool scramble = false;
+
+static uint64_t key_of(uint64_t index) {
+  if (!scramble) return index;
+  uint64_t s = index;
+  return splitmix(&s);
+}
+
 template <typename Insert, typename Total>
 static bool run(ygm::comm &world, const char *name, uint64_t keys, uint64_t n,
                 Insert insert, Total total) {
   world.barrier();
   double t0 = MPI_Wtime();
   uint64_t s = stream_seed(world.rank());
-  for (uint64_t i = 0; i < n; i++) insert(bounded(splitmix(&s), keys));
+  for (uint64_t i = 0; i < n; i++) insert(key_of(bounded(splitmix(&s), keys)));
   world.barrier();
   double t = MPI_Wtime() - t0, slowest;
   MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -68,10 +78,11 @@ static bool run(ygm::comm &world, const char *name, uint64_t keys, uint64_t n,
 
 int main(int argc, char **argv) {
   ygm::comm world(&argc, &argv);
-  if (argc != 3) {
-    if (world.rank0()) std::fprintf(stderr, "usage: ygm_bench KEYS INSERTS\n");
+  if (argc < 3 || argc > 4 || (argc == 4 && std::string(argv[3]) != "scramble")) {
+    if (world.rank0()) std::fprintf(stderr, "usage: ygm_bench KEYS INSERTS [scramble]\n");
     return 2;
   }
+  scramble = argc == 4;
   uint64_t keys = parse(argv[1]), n = parse(argv[2]);
   bool ok = true;
   {
@@ -93,7 +104,7 @@ int main(int argc, char **argv) {
                 return sum;
               });
   }
-  {
+  if (!scramble) { /* an array's keys are its indices */
     ygm::container::array<uint64_t> arr(world, keys);
     ok &= run(world, "array", keys, n,
               [&](uint64_t k) { arr.async_reduce(k, 1, std::plus<uint64_t>()); },
