@@ -125,13 +125,10 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'B': o->bfs.beta = app_parse_double(a, "--beta", optarg, 1e-6, 1e9); break;
         case 'p': a->progress = 1; break;
         case 'h': app_help(a);
-        default:
-            if (!app_shared_option(a, ch, optarg, &o->sh))
-                app_bad_option(a, argv);
+        default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(a, argc, argv);
     if (o->format != CR_FILE_AUTO && !o->sh.graph)
         app_usage_error(a, "--format goes with --graph");
     if (o->vertices && !o->sh.graph)

@@ -162,13 +162,10 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
         case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
         case 'p': a->progress = 1; break;
         case 'h': app_help(a);
-        default:
-            if (!app_shared_option(a, ch, optarg, &sh))
-                app_bad_option(a, argv);
+        default: app_other_option(a, ch, optarg, &sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(a, argc, argv);
     app_shared_graph_check(a, &sh);
     o->gen = sh.gen;
     o->graph = sh.graph;

@@ -175,13 +175,10 @@ int main(int argc, char **argv)
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 1000); break;
         case 'V': validate = app_parse_choice(&b.a, "--validate", optarg, validations); break;
         case 'h': app_help(&b.a);
-        default:
-            if (!app_shared_option(&b.a, ch, optarg, &sh))
-                app_bad_option(&b.a, argv);
+        default: app_other_option(&b.a, ch, optarg, &sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&b.a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&b.a, argc, argv);
     b.seed = sh.seed;
     /* A table slot is 24 bytes and the table between a quarter and a half full; the
      * recount holds 8 bytes per key on every rank. */

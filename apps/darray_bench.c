@@ -335,13 +335,10 @@ int main(int argc, char **argv)
         case 'N': b.node_size = (unsigned)app_parse_u64(&b.a, "--node-size", optarg, 1, 65536); break;
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 100); break;
         case 'h': app_help(&b.a);
-        default:
-            if (!app_shared_option(&b.a, ch, optarg, &sh))
-                app_bad_option(&b.a, argv);
+        default: app_other_option(&b.a, ch, optarg, &sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&b.a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&b.a, argc, argv);
     csv = sh.csv;
     seed = sh.seed;
     if (sh.stats)

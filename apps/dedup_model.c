@@ -308,8 +308,7 @@ int main(int argc, char **argv)
         default: app_bad_option(&a, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
     app_require_one_process(&a, "runs its virtual ranks");
     for (int i = 0; i < nranks; i++)
         if (total && total < ranks_list[i])

@@ -106,13 +106,10 @@ int main(int argc, char **argv)
         case 'p': payload = app_parse_u64(&a, "--payload", optarg, 16, 1u << 20); break;
         case 'W': no_wait = 1; break;
         case 'h': app_help(&a);
-        default:
-            if (!app_shared_option(&a, ch, optarg, &sh))
-                app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
     const char *route = sh.route;
     int stats = sh.stats;
     uint64_t per_seed = expected_per_seed(fanout, depth);

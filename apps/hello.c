@@ -75,8 +75,7 @@ int main(int argc, char **argv)
         default: app_bad_option(&a, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
 
     tally t = {.heard = app_calloc(&a, (size_t)rounds * (size_t)a.size, sizeof(uint64_t), "the tally"),
                .size = a.size};

@@ -491,13 +491,10 @@ int main(int argc, char **argv)
         case 'C': combine = 1; break;
         case 'k': skew = app_parse_double(&a, "--skew", optarg, 1.0, 100.0); break;
         case 'h': app_help(&a);
-        default:
-            if (!app_shared_option(&a, ch, optarg, &sh))
-                app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
     uint64_t seed = sh.seed;
     int show_stats = sh.stats;
     if (!want[0] && !want[1] && !want[2] && !want[3])

@@ -178,8 +178,7 @@ int main(int argc, char **argv)
         default: app_bad_option(&a, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
     app_require_one_process(&a, "plans");
     if (partition && strchr(inputs, ','))
         app_usage_error(&a, "--partition needs a single input, not the list '%s'", inputs);

@@ -68,13 +68,10 @@ int main(int argc, char **argv)
         case 't': tokens = app_parse_u64(&a, "--tokens", optarg, 1, 1u << 16); break;
         case 'p': payload = app_parse_u64(&a, "--payload", optarg, 4, 1u << 24); break;
         case 'h': app_help(&a);
-        default:
-            if (!app_shared_option(&a, ch, optarg, &sh))
-                app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
     csv = sh.csv;
     if (sh.stats)
         setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */

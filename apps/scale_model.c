@@ -413,8 +413,7 @@ int main(int argc, char **argv)
         default: app_bad_option(&a, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
     app_require_one_process(&a, "runs its virtual ranks");
     char cfg_err[256];
     cr_config_init(&base_config);

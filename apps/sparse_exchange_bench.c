@@ -97,13 +97,10 @@ int main(int argc, char **argv)
         case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 30, sizes, MAX_LIST); break;
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
         case 'h': app_help(&a);
-        default:
-            if (!app_shared_option(&a, ch, optarg, &sh))
-                app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
     csv = sh.csv;
     seed = sh.seed;
     if (sh.stats)

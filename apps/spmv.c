@@ -385,8 +385,7 @@ static void parse(app *a, int argc, char **argv, options *o)
         default: app_bad_option(a, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(a, argc, argv);
     if (!plans)
         o->use_plan[0] = o->use_plan[1] = o->use_plan[2] = 1;
     if (!senders)

@@ -145,13 +145,10 @@ int main(int argc, char **argv)
         case 's': skew = app_parse_double(&a, "--skew", optarg, 0, 4); break;
         case 'V': validate = app_parse_choice(&a, "--validate", optarg, validations); break;
         case 'h': app_help(&a);
-        default:
-            if (!app_shared_option(&a, ch, optarg, &sh))
-                app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
-    if (optind < argc)
-        app_usage_error(&a, "unexpected argument '%s'", argv[optind]);
+    app_no_operands(&a, argc, argv);
     /* Per rank: the corpus (16 bytes a word), the Zipf table (8 bytes a word of the
      * vocabulary), the recount (8 more), and the set's share of the vocabulary (up to
      * 4 slots of 32 bytes a word) on this machine's ranks. */

@@ -356,6 +356,18 @@ int app_shared_option(const app *a, int ch, const char *value, app_shared *s)
     }
 }
 
+void app_other_option(const app *a, int ch, const char *value, app_shared *s, char **argv)
+{
+    if (!app_shared_option(a, ch, value, s))
+        app_bad_option(a, argv);
+}
+
+void app_no_operands(const app *a, int argc, char **argv)
+{
+    if (optind < argc)
+        app_usage_error(a, "unexpected argument '%s'", argv[optind]);
+}
+
 void app_shared_graph_check(const app *a, const app_shared *s)
 {
     if (s->graph && s->generator_flag)

@@ -147,6 +147,11 @@ void app_shared_init(app_shared *s);
 /* If `ch` is one of the APP_OPT_* values, parse `value` into s (a bad value is a usage
  * error naming the flag) and return 1; else return 0. */
 int app_shared_option(const app *a, int ch, const char *value, app_shared *s);
+/* The default of an app's option switch: a shared flag is parsed into s, anything
+ * else is a usage error naming the option. */
+void app_other_option(const app *a, int ch, const char *value, app_shared *s, char **argv);
+/* After the options: a word left over is a usage error. */
+void app_no_operands(const app *a, int argc, char **argv);
 /* After parsing, for apps that generate or read a graph: --graph and a generator
  * flag together are a usage error, and a generated graph must fit (app_graph_check). */
 void app_shared_graph_check(const app *a, const app_shared *s);

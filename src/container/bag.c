@@ -207,15 +207,24 @@ static uint64_t all_to_root(uint64_t total, int p, int r, int root)
     return r <= root ? 0 : total;
 }
 
-void cr_bag_rebalance(cr_bag *bag)
+/* Collective: where this rank's items start in rank order, and how many there are
+ * in all; items that arrive from now on wait aside (all_counts's freeze). */
+static void frozen_positions(cr_bag *bag, uint64_t *first, uint64_t *total)
 {
-    uint64_t *counts = all_counts(bag, true), first = 0, total = 0;
+    uint64_t *counts = all_counts(bag, true);
+    *first = *total = 0;
     for (int r = 0; r < bag->size; r++) {
         if (r < bag->rank)
-            first += counts[r];
-        total += counts[r];
+            *first += counts[r];
+        *total += counts[r];
     }
     free(counts);
+}
+
+void cr_bag_rebalance(cr_bag *bag)
+{
+    uint64_t first, total;
+    frozen_positions(bag, &first, &total);
     redistribute(bag, first, balanced_start, total, 0);
     bag->moving = false;
     append_late(bag);
@@ -225,13 +234,8 @@ void cr_bag_gather(cr_bag *bag, int root, void **items, uint64_t *count)
 {
     if (root < 0 || root >= bag->size)
         cr_fatal("cr_bag_gather: root %d is out of range [0, %d)", root, bag->size);
-    uint64_t *counts = all_counts(bag, true), first = 0, total = 0;
-    for (int r = 0; r < bag->size; r++) {
-        if (r < bag->rank)
-            first += counts[r];
-        total += counts[r];
-    }
-    free(counts);
+    uint64_t first, total;
+    frozen_positions(bag, &first, &total);
     /* A copy goes to the root; the bag keeps its items. */
     char *keep = bag->items;
     uint64_t keep_count = bag->count, keep_cap = bag->cap;

@@ -166,6 +166,9 @@ ct_reply *ct_pool_get(ct_pool *p, const char *who);
 void ct_pool_put(ct_pool *p, ct_reply *r);
 void ct_pool_free(ct_pool *p);
 
+/* The sum of `mine` over the comm's ranks. Collective. */
+uint64_t ct_sum_over_ranks(cr_comm *comm, uint64_t mine);
+
 /* Records a container's handlers receive while the container may not change (its
  * for_all or a visitor runs): kept in arrival order and applied afterwards. */
 typedef struct ct_deferred {

@@ -233,13 +233,6 @@ void cr_disjoint_set_find(cr_disjoint_set *ds, uint64_t item, find_fn fn, void *
     cr_async(ds->comm, owner(ds, item), ds->h_find, &f, sizeof f);
 }
 
-static uint64_t sum_over_ranks(cr_comm *comm, uint64_t mine)
-{
-    uint64_t all;
-    cr_allreduce(comm, &mine, &all, 1, CR_UINT64, CR_OP_SUM, NULL);
-    return all;
-}
-
 void cr_disjoint_set_compress(cr_disjoint_set *ds)
 {
     cr_barrier(ds->comm);
@@ -258,7 +251,7 @@ void cr_disjoint_set_compress(cr_disjoint_set *ds)
                              got_grandparent, r);
         }
         cr_barrier(ds->comm);
-        if (sum_over_ranks(ds->comm, ds->changed) == 0)
+        if (ct_sum_over_ranks(ds->comm, ds->changed) == 0)
             return;
     }
 }
@@ -276,7 +269,7 @@ void cr_disjoint_set_for_all(cr_disjoint_set *ds, void (*fn)(uint64_t, uint64_t,
 uint64_t cr_disjoint_set_size(cr_disjoint_set *ds)
 {
     cr_barrier(ds->comm);
-    return sum_over_ranks(ds->comm, ds->table.count);
+    return ct_sum_over_ranks(ds->comm, ds->table.count);
 }
 
 uint64_t cr_disjoint_set_num_sets(cr_disjoint_set *ds)
@@ -288,7 +281,7 @@ uint64_t cr_disjoint_set_num_sets(cr_disjoint_set *ds)
         const uint64_t *rec = ct_record(t, i);
         roots += rec[0] == rec[1];
     }
-    return sum_over_ranks(ds->comm, roots);
+    return ct_sum_over_ranks(ds->comm, roots);
 }
 
 uint64_t cr_disjoint_set_local_unions(const cr_disjoint_set *ds)

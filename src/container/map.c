@@ -622,17 +622,10 @@ void cr_map_for_all(cr_map *m, void (*fn)(const void *key, void *value, void *us
         replay(m);
 }
 
-static uint64_t sum_over_ranks(cr_comm *comm, uint64_t mine)
-{
-    uint64_t all;
-    cr_allreduce(comm, &mine, &all, 1, CR_UINT64, CR_OP_SUM, NULL);
-    return all;
-}
-
 uint64_t cr_map_size(cr_map *m)
 {
     cr_barrier(m->comm);
-    return sum_over_ranks(m->comm, m->table.count);
+    return ct_sum_over_ranks(m->comm, m->table.count);
 }
 
 uint64_t cr_map_local_size(const cr_map *m)

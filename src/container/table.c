@@ -3,6 +3,7 @@
 #include "container/container_internal.h"
 
 #include "common/fatal.h"
+#include "courier/coll.h"
 #include "courier/rng.h"
 
 #include <stdlib.h>
@@ -159,4 +160,11 @@ void ct_defer(ct_deferred *d, int kind, const void *rec, size_t len, const char 
     if (len)
         memcpy(d->bytes + d->len + 16, rec, len);
     d->len = need;
+}
+
+uint64_t ct_sum_over_ranks(cr_comm *comm, uint64_t mine)
+{
+    uint64_t all;
+    cr_allreduce(comm, &mine, &all, 1, CR_UINT64, CR_OP_SUM, NULL);
+    return all;
 }
