@@ -89,12 +89,17 @@ static inline void *ct_find(const ct_table *t, const void *key, uint64_t h)
     }
 }
 
-/* The record of `key`, inserted with a zero value if absent (*fresh then true).
- * Returns NULL only when the table cannot grow (out of memory). */
-static inline void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
+/* The table must grow before the next insert (it doubles at three quarters). */
+static inline bool ct_full(const ct_table *t)
 {
-    if ((t->count + 1) * 4 > t->cap * 3 && !ct_grow(t))
-        return NULL;
+    return (t->count + 1) * 4 > t->cap * 3;
+}
+
+/* The record of `key`, inserted with a zero value if absent (*fresh then true), in a
+ * table that is not ct_full: the inline part of ct_insert, for hot paths that grow
+ * the table themselves first. */
+static inline void *ct_place(ct_table *t, const void *key, uint64_t h, bool *fresh)
+{
     size_t mask = t->cap - 1;
     uint64_t want = h | CT_USED;
     size_t i = h & mask;
@@ -115,6 +120,11 @@ static inline void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fr
     *fresh = true;
     return rec;
 }
+
+/* The record of `key`, inserted with a zero value if absent (*fresh then true),
+ * growing the table when it must. Returns NULL only when the table cannot grow (out
+ * of memory). */
+void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh);
 
 /* Start loading the slot where `h`'s probe begins. */
 static inline void ct_prefetch(const ct_table *t, uint64_t h)

@@ -60,9 +60,10 @@ struct cr_counting_set {
 
 static void replay(cr_map *m);
 
-static void *insert_slot_hashed(cr_map *m, const void *key, uint64_t h, bool *fresh)
+static inline void *insert_slot_hashed(cr_map *m, const void *key, uint64_t h, bool *fresh)
 {
-    void *slot = ct_insert(&m->table, key, h, fresh);
+    void *slot = ct_full(&m->table) && !ct_grow(&m->table) ? NULL
+                                                          : ct_place(&m->table, key, h, fresh);
     if (!slot)
         cr_fatal("%s: out of memory growing this rank's table beyond %zu elements", m->name,
                  m->table.count);

@@ -56,6 +56,13 @@ static bool resize(ct_table *t, size_t cap)
     return true;
 }
 
+void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
+{
+    if (ct_full(t) && !ct_grow(t))
+        return NULL;
+    return ct_place(t, key, h, fresh);
+}
+
 bool ct_grow(ct_table *t)
 {
     return resize(t, t->cap ? t->cap * 2 : 16);
