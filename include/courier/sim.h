@@ -24,6 +24,14 @@ typedef struct cr_sim_opts {
     const cr_config *cfg;  /* NULL: cr_config_init's defaults (the environment is not
                               read); node_size 0 puts all ranks on one node */
     size_t stack_bytes;    /* stack of each virtual rank; 0: 256 KiB */
+    /* Unequal speeds (0: every rank runs whenever the scheduler picks it). Each rank's
+     * slowness is drawn from the seed, uniform in [1, max_slowness]; a picked rank
+     * runs only with the chance 1/slowness, so a rank of slowness 10 makes about a
+     * tenth of the progress of a rank of slowness 1 (1 .. 1000). */
+    double max_slowness;
+    /* The chance that a rank, each time it runs, then stalls: it is not run for 1 to
+     * 16 P scheduling steps (0: never; at most 0.5). */
+    double stall_chance;
 } cr_sim_opts;
 
 /* The program of one virtual rank: what a real rank runs between cr_comm_create and
@@ -41,6 +49,8 @@ int cr_sim_run(const cr_sim_opts *opts, cr_sim_rank_fn fn, void *user, cr_stats 
 
 /* Scheduling steps of the last cr_sim_run (its virtual clock: one microsecond each). */
 uint64_t cr_sim_last_steps(void);
+/* The slowness the last cr_sim_run gave rank `rank` (1: full speed). */
+double cr_sim_last_slowness(int rank);
 
 #ifdef __cplusplus
 }

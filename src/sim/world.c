@@ -7,6 +7,7 @@
 #include "mailbox/mailbox_internal.h"
 #include "transport/sim.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct run {
@@ -17,6 +18,8 @@ typedef struct run {
 } run;
 
 static uint64_t last_steps;
+static double *last_slowness; /* [last_ranks] */
+static int last_ranks;
 
 static void rank_entry(cr_sim_world *w, int rank, void *arg)
 {
@@ -48,11 +51,28 @@ int cr_sim_run(const cr_sim_opts *opts, cr_sim_rank_fn fn, void *user, cr_stats 
         cr_set_error(err, errlen, "cr_sim_run: %d ranks, expected 1 to 65536", opts->ranks);
         return -1;
     }
+    if (!(opts->max_slowness >= 0 && opts->max_slowness <= 1000)) {
+        cr_set_error(err, errlen, "cr_sim_run: max_slowness %g, expected 0 to 1000",
+                     opts->max_slowness);
+        return -1;
+    }
+    if (!(opts->stall_chance >= 0 && opts->stall_chance <= 0.5)) {
+        cr_set_error(err, errlen, "cr_sim_run: stall_chance %g, expected 0 to 0.5",
+                     opts->stall_chance);
+        return -1;
+    }
     cfg.trace_path[0] = '\0'; /* one timeline per process: not for virtual ranks */
     cr_sim_world *w = cr_sim_world_create(opts->ranks, opts->seed, opts->stack_bytes);
+    if (opts->max_slowness > 1 || opts->stall_chance > 0)
+        cr_sim_world_set_speeds(w, opts->max_slowness, opts->stall_chance);
     run r = {.cfg = &cfg, .fn = fn, .user = user, .stats = stats};
     int rc = cr_sim_world_run(w, rank_entry, &r, err, errlen);
     last_steps = cr_sim_world_steps(w);
+    free(last_slowness);
+    last_slowness = malloc((size_t)opts->ranks * sizeof *last_slowness);
+    for (int k = 0; last_slowness && k < opts->ranks; k++)
+        last_slowness[k] = cr_sim_world_slowness(w, k);
+    last_ranks = last_slowness ? opts->ranks : 0;
     cr_sim_world_destroy(w);
     return rc;
 }
@@ -60,4 +80,9 @@ int cr_sim_run(const cr_sim_opts *opts, cr_sim_rank_fn fn, void *user, cr_stats 
 uint64_t cr_sim_last_steps(void)
 {
     return last_steps;
+}
+
+double cr_sim_last_slowness(int rank)
+{
+    return rank >= 0 && rank < last_ranks ? last_slowness[rank] : 1.0;
 }

@@ -81,6 +81,8 @@ typedef struct vrank {
     const struct reduction *blocked; /* waits for this collective to complete */
     uint64_t blocked_gen;
     int ncomms; /* comms this rank has created: the index of its next one */
+    uint64_t run_chance; /* out of 2^32: a pick runs the rank with this chance (its speed) */
+    uint64_t stalled_until; /* the rank does not run before this step */
 } vrank;
 
 struct cr_sim_world {
@@ -98,6 +100,7 @@ struct cr_sim_world {
     int ncomms, comms_cap;
     uint64_t steps;
     uint64_t progress; /* blocks moved and collectives joined: the deadlock detector */
+    uint64_t stall_chance; /* out of 2^32: a rank that runs then stalls (0: never) */
     uint32_t *stamp;   /* [P] scratch for choosing a deliverable block */
     uint32_t stamp_gen;
     void (*entry)(cr_sim_world *, int, void *);
@@ -938,6 +941,8 @@ cr_sim_world *cr_sim_world_create(int ranks, uint64_t seed, size_t stack_bytes)
     w->rng = cr_rng_hash64(seed ^ 0x73696d756c617465ULL);
     w->stack_bytes = stack_bytes ? stack_bytes : DEFAULT_STACK;
     w->ranks = cr_xcalloc((size_t)ranks, sizeof *w->ranks);
+    for (int r = 0; r < ranks; r++)
+        w->ranks[r].run_chance = UINT64_C(1) << 32; /* every rank at full speed */
     w->alive = cr_xmalloc((size_t)ranks * sizeof *w->alive);
     w->stamp = cr_xcalloc((size_t)ranks, sizeof *w->stamp);
     return w;
@@ -1015,6 +1020,38 @@ static void start_rank(cr_sim_world *w, int r)
     makecontext(&v->ctx, rank_main, 0);
 }
 
+/* Unequal speeds: a picked rank runs with its own chance, and may then stall for a
+ * while; both drawn from the world's generator, so a seed replays them. */
+static bool runs_now(cr_sim_world *w, vrank *v)
+{
+    if (w->steps < v->stalled_until)
+        return false;
+    if (v->run_chance < (UINT64_C(1) << 32) &&
+        (cr_rng_next(&w->rng) >> 32) >= v->run_chance)
+        return false;
+    if (w->stall_chance && (cr_rng_next(&w->rng) >> 32) < w->stall_chance)
+        v->stalled_until = w->steps + 1 + cr_rng_bounded(cr_rng_next(&w->rng), 16 * (uint64_t)w->p);
+    return true;
+}
+
+void cr_sim_world_set_speeds(cr_sim_world *w, double max_slowness, double stall_chance)
+{
+    for (int r = 0; r < w->p; r++) {
+        double slowness = 1.0;
+        if (max_slowness > 1.0) {
+            double u = (double)(cr_rng_next(&w->rng) >> 11) * 0x1.0p-53;
+            slowness = 1.0 + u * (max_slowness - 1.0);
+        }
+        w->ranks[r].run_chance = (uint64_t)(4294967296.0 / slowness);
+    }
+    w->stall_chance = (uint64_t)(stall_chance * 4294967296.0);
+}
+
+double cr_sim_world_slowness(const cr_sim_world *w, int rank)
+{
+    return 4294967296.0 / (double)w->ranks[rank].run_chance;
+}
+
 int cr_sim_world_run(cr_sim_world *w, void (*entry)(cr_sim_world *, int, void *), void *arg,
                      char *err, size_t errlen)
 {
@@ -1038,6 +1075,8 @@ int cr_sim_world_run(cr_sim_world *w, void (*entry)(cr_sim_world *, int, void *)
         w->current = r;
         w->steps++;
         vrank *v = &w->ranks[r];
+        if (!runs_now(w, v))
+            continue; /* slow or stalled: not a switch, so not idle either */
         if (v->blocked && !complete_for(w, v->blocked, v->blocked_gen)) {
             if (++idle > limit)
                 goto stuck;

@@ -27,6 +27,14 @@ int cr_sim_world_run(cr_sim_world *w, void (*entry)(cr_sim_world *w, int rank, v
  * creates its comms in the same order, as with MPI_Comm_dup. */
 cr_transport *cr_sim_transport_create(cr_sim_world *w, int rank, unsigned max_inflight);
 
+/* Unequal speeds, drawn from the world's seed before it runs: each rank gets a
+ * slowness uniform in [1, max_slowness] (1 or less: all equal), and when the
+ * scheduler picks it, it runs only with the chance 1/slowness; after it runs, with
+ * the chance stall_chance, it stalls (is not run) for 1 to 16 P steps. */
+void cr_sim_world_set_speeds(cr_sim_world *w, double max_slowness, double stall_chance);
+/* The slowness rank `rank` was given. */
+double cr_sim_world_slowness(const cr_sim_world *w, int rank);
+
 /* Scheduling steps so far (the virtual clock advances one microsecond a step). */
 uint64_t cr_sim_world_steps(const cr_sim_world *w);
 

@@ -87,6 +87,9 @@ static world W;
 /* The run being checked ("trees, P=2, tiny, seed 15845"), named in every failure so
  * that it can be replayed. */
 static char ctx[160];
+/* Unequal speeds for the runs that take them (test_unequal_speeds): every rank's
+ * slowness drawn from the seed up to this, and the chance of a stall. */
+static double sim_slowness, sim_stall;
 #define EXPECT_EQ(a, b)                                                                  \
     do {                                                                                 \
         unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);   \
@@ -603,7 +606,8 @@ static void run_one(const scenario *sc, int p, const named_config *nc, uint64_t 
     world_reset(p, sc->param);
     round_counts = calloc((size_t)ROUNDS * (size_t)p, sizeof *round_counts);
     cr_stats *stats = calloc((size_t)p, sizeof *stats);
-    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc->cfg};
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc->cfg, .max_slowness = sim_slowness,
+                     .stall_chance = sim_stall};
     char err[256];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1114,7 +1118,8 @@ static void run_requests_at(int p, const char *route, uint64_t seed, req_params 
     named_config nc = request_config(route);
     rp.counters = calloc((size_t)p, sizeof *rp.counters);
     assert_non_null(rp.counters);
-    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg, .max_slowness = sim_slowness,
+                     .stall_chance = sim_stall};
     char err[256];
     snprintf(ctx, sizeof ctx, "requests, P=%d, %s, seed %llu", p, route,
              (unsigned long long)seed);
@@ -1364,7 +1369,8 @@ static void run_containers_at(int p, const char *route, uint64_t seed)
     cr_route_parse(route, &nc.cfg.route, NULL, 0);
     nc.cfg.node_size = 2;
     nc.cfg.buffer_bytes = 512;
-    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg, .max_slowness = sim_slowness,
+                     .stall_chance = sim_stall};
     char err[256];
     snprintf(ctx, sizeof ctx, "containers, P=%d, %s, seed %llu", p, route,
              (unsigned long long)seed);
@@ -1388,6 +1394,57 @@ static void test_containers(void **state)
         run_containers_at(64, routes[rt], 64 + rt);
     }
     run_containers_at(1024, "hypercube", 1024);
+}
+
+/* ---------------------------------------------------------------- unequal speeds */
+
+/* Ranks at unequal speeds (cr_sim_opts.max_slowness, .stall_chance): the scenarios
+ * with their exact results and conservation counters, the requests and the
+ * containers, at P = 4, 16 and 64, when some ranks make a tenth of the progress of
+ * others and any rank may stall. The speeds come from the seed: a run replays. */
+static void test_unequal_speeds(void **state)
+{
+    (void)state;
+    int seeds = seeds_wanted() < 6 ? seeds_wanted() : 6;
+    named_config nc = config("default");
+    sim_slowness = 10;
+    sim_stall = 0.002;
+    /* The same seed gives the same speeds and the same run; another seed others. */
+    uint64_t steps[2];
+    for (int k = 0; k < 2; k++) {
+        run_one(&scenarios[0], 16, &nc, 99);
+        steps[k] = cr_sim_last_steps();
+    }
+    assert_int_equal(steps[0], steps[1]);
+    /* Slow ranks are picked and passed over: the same run takes more steps (a rank's
+     * chance to run averages ln(10)/9, about a quarter). */
+    sim_slowness = sim_stall = 0;
+    run_one(&scenarios[0], 16, &nc, 99);
+    uint64_t even = cr_sim_last_steps();
+    if (steps[0] < 2 * even)
+        fail_msg("unequal speeds took %llu steps, equal ones %llu: the speeds do not act",
+                 (unsigned long long)steps[0], (unsigned long long)even);
+    sim_slowness = 10;
+    sim_stall = 0.002;
+    run_one(&scenarios[0], 16, &nc, 99); /* for the slowness read below */
+    double lo = 1e9, hi = 0;
+    for (int r = 0; r < 16; r++) {
+        double f = cr_sim_last_slowness(r);
+        lo = f < lo ? f : lo;
+        hi = f > hi ? f : hi;
+    }
+    if (!(lo >= 1 && hi <= 10 && hi - lo > 1))
+        fail_msg("slowness of 16 ranks from %g to %g, expected spread over [1, 10]", lo, hi);
+    static const int ps[] = {4, 16, 64};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        for (int seed = 1; seed <= (ps[i] >= 64 ? 1 : seeds); seed++) {
+            uint64_t sd = (uint64_t)seed * 7001 + (uint64_t)ps[i];
+            for (size_t sc = 0; sc < NSCENARIOS; sc++)
+                run_one(&scenarios[sc], ps[i], &nc, sd);
+            run_requests_at(ps[i], "nlnr", sd, (req_params){.nidx = 40, .walks = 8, .shapes = 0});
+            run_containers_at(ps[i], ps[i] % 2 ? "grid" : "hypercube", sd);
+        }
+    sim_slowness = sim_stall = 0;
 }
 
 /* ---------------------------------------------------------------- collectives */
@@ -1650,6 +1707,10 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "exchange")) {
         const struct CMUnitTest one[] = {cmocka_unit_test(test_exchange)};
+        return cmocka_run_group_tests(one, NULL, NULL);
+    }
+    if (argc > 1 && !strcmp(argv[1], "speeds")) {
+        const struct CMUnitTest one[] = {cmocka_unit_test(test_unequal_speeds)};
         return cmocka_run_group_tests(one, NULL, NULL);
     }
     if (argc > 1 && !strcmp(argv[1], "containers")) {
