@@ -498,6 +498,49 @@ static long req_phases(cr_comm *comm, int phases, int nidx)
     return req_fails - before;
 }
 
+/* Merging rests only when it does not pay (src/dedup/request.c, REST_WINDOW): first
+ * `distinct` requests from each rank for keys nobody else asks (so none can join;
+ * past the first window the type rests from its table), every one answered right;
+ * then, after a barrier (a new phase measures afresh), `repeated` requests for 8
+ * keys: they must join again. */
+static long req_rest(cr_comm *comm, int distinct, int repeated)
+{
+    long before = req_fails;
+    req_owner owner = {0};
+    int id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_value, .key_len = 8, .coalesce = 1},
+        &owner);
+    int size = cr_comm_size(comm), me = cr_comm_rank(comm);
+    size_t n = (size_t)distinct + (size_t)repeated;
+    req_slot *slots = calloc(n, sizeof *slots);
+    for (int k = 0; k < distinct; k++) {
+        uint64_t key = (uint64_t)me * 1000003u + (uint64_t)k;
+        slots[k].expect = req_value(key, 0);
+        cr_dedup_request(comm, (int)(key % (uint64_t)size), id, &key, sizeof key,
+                         req_got_value, &slots[k]);
+    }
+    cr_barrier(comm);
+    cr_dedup_stats s0 = req_stats(comm);
+    for (int k = 0; k < repeated; k++) {
+        uint64_t key = (uint64_t)(k % 8);
+        slots[distinct + k].expect = req_value(key, 0);
+        cr_dedup_request(comm, (int)(key % (uint64_t)size), id, &key, sizeof key,
+                         req_got_value, &slots[distinct + k]);
+    }
+    cr_dedup_stats s1 = req_stats(comm);
+    uint64_t joined = s1.requests_merged_at_source - s0.requests_merged_at_source +
+                      s1.requests_coalesced - s0.requests_coalesced;
+    REQ_CHECK(comm, joined > (uint64_t)repeated / 2,
+              "after the barrier, %llu of %d requests for 8 keys joined others",
+              (unsigned long long)joined, repeated);
+    cr_barrier(comm);
+    req_check_slots(comm, slots, n, "rest");
+    REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
+              cr_dedup_pending(comm));
+    free(slots);
+    return req_fails - before;
+}
+
 /* Conservation over all ranks, from the sums of the ranks' counters: every request
  * issued is served or joined another (merged or coalesced), and every join got a
  * copy of a reply. */

@@ -89,7 +89,21 @@ typedef struct rtype {
     void *user;
     int handler; /* the mailbox handler of its request records */
     struct dedup_state *state;
+    /* Joins of this rank's one-hop requests over the current window, and how many
+     * one-hop requests still skip the table (see REST_WINDOW). */
+    uint32_t tries, joins, rest_left;
 } rtype;
+
+/* Merging rests when it does not pay. A request this rank issues that reaches its
+ * owner in one hop can be joined only by this rank's own later requests; when fewer
+ * than 1 in REST_PAYS of a window of REST_WINDOW such requests joined, the type's
+ * next REST_LEFT of them skip the table (no look-up, no insert: the cost of a type
+ * that never merges), then the table is tried again; every cr_barrier starts the
+ * measure afresh, as a new phase may ask other keys. Requests that travel through
+ * hops always use the table: they can meet others on the way. */
+#define REST_WINDOW 1024
+#define REST_PAYS 16
+#define REST_LEFT (8 * REST_WINDOW)
 
 typedef struct dedup_state {
     int reply_handler;
@@ -125,6 +139,7 @@ struct cr_dedup_req {
 
 static void state_destroy(cr_comm *comm, void *arg);
 static void state_stats_reset(cr_comm *comm, void *arg);
+static void state_new_phase(cr_comm *comm, void *arg);
 static void state_stats_print(cr_comm *comm, void *arg, FILE *out);
 
 static const cr_module_type dedup_module = {
@@ -133,7 +148,17 @@ static const cr_module_type dedup_module = {
     .destroy = state_destroy,
     .stats_reset = state_stats_reset,
     .stats_print = state_stats_print,
+    .drain = state_new_phase,
 };
+
+/* On entry to cr_barrier: the next phase measures whether merging pays anew. */
+static void state_new_phase(cr_comm *comm, void *arg)
+{
+    (void)comm;
+    struct dedup_state *s = arg;
+    for (int i = 0; i < s->ntypes; i++)
+        s->types[i]->tries = s->types[i]->joins = s->types[i]->rest_left = 0;
+}
 
 static void state_stats_reset(cr_comm *comm, void *arg)
 {
@@ -375,7 +400,8 @@ static uint32_t lookup(const dedup_state *s, uint32_t hash, int type, int owner,
  * holding a new entry whose first waiter is `who`; identical requests that reach
  * this rank before the reply join that entry (see join). */
 static void send_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
-                         uint32_t hash, const void *payload, size_t len, const waiter *who)
+                         uint32_t hash, bool keyed, const void *payload, size_t len,
+                         const waiter *who)
 {
     uint32_t e = entry_new(s);
     entry *en = entry_at(s, e);
@@ -392,7 +418,7 @@ static void send_request(cr_comm *comm, dedup_state *s, const rtype *t, int owne
     /* Taken before the append: an append that sends the buffer changes the epoch, so
      * an equal epoch later proves the record still waits in the buffer. */
     en->epoch = cr_module_send_epoch(comm, hop);
-    if (t->t.key_len) {
+    if (keyed) {
         memcpy(en->key, payload, t->t.key_len);
         table_insert(s, e);
     }
@@ -431,20 +457,49 @@ static bool join(cr_comm *comm, dedup_state *s, const rtype *t, uint32_t e, bool
 
 /* A request reaching this rank (issued here, or passing through): join an identical
  * waiting one, or send it on. */
+/* Whether this rank's request skips the table (REST_WINDOW): one hop to its owner,
+ * while its type rests. */
+static bool resting(rtype *t, cr_comm *comm, int owner)
+{
+    if (!t->rest_left || cr_module_next_hop(comm, owner) != owner)
+        return false;
+    t->rest_left--;
+    return true;
+}
+
+/* Counts one of this rank's one-hop requests, joined or not. */
+static void judge_rest(rtype *t, cr_comm *comm, int owner, bool joined)
+{
+    if (cr_module_next_hop(comm, owner) != owner)
+        return;
+    t->joins += joined;
+    if (++t->tries < REST_WINDOW)
+        return;
+    if (t->joins * REST_PAYS < t->tries)
+        t->rest_left = REST_LEFT;
+    t->tries = t->joins = 0;
+}
+
 static void route_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
                           const void *payload, size_t len, const waiter *who)
 {
     uint32_t hash = 0;
-    if (t->t.key_len) {
+    bool mine = who->hop < 0;
+    if (t->t.key_len && !(mine && resting((rtype *)t, comm, owner))) {
         int ti = s->type_of_handler[t->handler];
         hash = identity_hash(ti, owner, len, payload, t->t.key_len);
         uint32_t e = lookup(s, hash, ti, owner, len, payload, t->t.key_len);
-        if (e != NONE && join(comm, s, t, e, who->hop < 0, who))
+        bool joined = e != NONE && join(comm, s, t, e, mine, who);
+        if (mine)
+            judge_rest((rtype *)t, comm, owner, joined);
+        if (joined)
             return;
         if (e != NONE)
             unlink_from_table(s, e); /* it has left: the new entry takes over its key */
+        send_request(comm, s, t, owner, origin, hash, true, payload, len, who);
+        return;
     }
-    send_request(comm, s, t, owner, origin, hash, payload, len, who);
+    send_request(comm, s, t, owner, origin, hash, false, payload, len, who);
 }
 
 /* ---- handlers --------------------------------------------------------------- */

@@ -30,10 +30,10 @@ typedef struct cr_module_type {
      * call. */
     void (*stats_print)(cr_comm *comm, void *state, FILE *out);
     /* cr_barrier, on entry, from the program (never inside a handler): send what the
-     * module holds back on this rank (optional). It may call cr_async; the barrier
-     * then delivers it like every message sent before it. A module that holds records
-     * back must do so only outside handlers, so that nothing is held once the
-     * barrier has begun. */
+     * module holds back on this rank, and whatever else a new phase asks of it
+     * (optional). It may call cr_async; the barrier then delivers it like every
+     * message sent before it. A module that holds records back must do so only
+     * outside handlers, so that nothing is held once the barrier has begun. */
     void (*drain)(cr_comm *comm, void *state);
 } cr_module_type;
 

@@ -114,6 +114,12 @@ static long coalesce_many(cr_comm *c, int rt)
     return req_coalesce_many(c, 2048, 4);
 }
 
+static long rest(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_rest(c, 5000, 600);
+}
+
 static long phases(cr_comm *c, int rt)
 {
     (void)rt;
@@ -159,11 +165,13 @@ static void test_coalescing_rule(void **state) { (void)state; each_route(coalesc
 static void test_coalescing_off(void **state) { (void)state; each_route(coalesce_off); }
 static void test_coalescing_many(void **state) { (void)state; each_route(coalesce_many); }
 static void test_never_across_barrier(void **state) { (void)state; each_route(phases); }
+static void test_rest_when_nothing_merges(void **state) { (void)state; each_route(rest); }
 
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_overload),
+        cmocka_unit_test(test_rest_when_nothing_merges),
         cmocka_unit_test(test_counters_reset),
         cmocka_unit_test(test_overload_no_coalescing),
         cmocka_unit_test(test_reply_shapes),

@@ -1096,6 +1096,7 @@ static void run_requests(cr_comm *comm, void *user)
     req_coalesce_rule(comm, 8, 1);
     req_coalesce_rule(comm, 8, 0);
     req_coalesce_many(comm, 256, 3);
+    req_rest(comm, 1100, 100);
     req_phases(comm, 2, 16);
     if (rp->shapes)
         req_shapes(comm, cr_comm_config(comm)->buffer_bytes, rp->shapes);
