@@ -30,10 +30,13 @@
  * line naming it.
  *
  * Storage. Each rank keeps its elements in one open-addressing table (linear
- * probing), which doubles when it is half full: no allocation per element. A slot
- * holds an 8-byte hash word, the key and the value, each rounded up to 8 bytes; the
- * table is between a quarter and a half full, so an element costs 2 to 4 times its
- * slot. A table that cannot grow ends the job with one line naming the container.
+ * probing), which doubles when it is three quarters full: no allocation per
+ * element. A slot holds an 8-byte hash word, the key and the value, each rounded up
+ * to 8 bytes; the table is between three eighths and three quarters full, so an
+ * element costs 1.3 to 2.7 slots. A table that cannot grow ends the job with one
+ * line naming the container. An orderless map (a set, a counting set, a map with
+ * SUM, MIN, MAX, BOR or BAND) also keeps a cache of at most 2 MiB on each sending
+ * rank (docs/containers.md).
  */
 #ifndef COURIER_CONTAINER_H
 #define COURIER_CONTAINER_H
