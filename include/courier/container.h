@@ -17,10 +17,12 @@
  * Visibility. Everything sent before a cr_barrier (or a collective call of a
  * container, which starts with one) has been applied on its owner, and every reply
  * delivered, when it returns. Between barriers, the order in which one rank's
- * operations on one key are applied is the order it made them, except that a
- * combining insert may be merged into an earlier insert of the same key and so be
- * applied before an erase or a visit made between the two: separate an erase from
- * the inserts that must follow it with a cr_barrier.
+ * operations on one key are applied is the order it made them, except for inserts:
+ * one may be merged into an earlier insert of the same key, in a send buffer (and
+ * so be applied before an erase or a visit made between the two) or in the source
+ * cache of an orderless map (and so be applied after them, as late as the next
+ * barrier). Separate an erase, or a visit that must see an insert, from the inserts
+ * around it with a cr_barrier.
  *
  * Calls. Operations on elements (insert, erase, visit, get, union, find) are local
  * calls that may run handlers, as cr_async does; they may be made from handlers,
