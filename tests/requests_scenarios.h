@@ -521,6 +521,11 @@ static long req_rest(cr_comm *comm, int distinct, int repeated)
     }
     cr_barrier(comm);
     cr_dedup_stats s0 = req_stats(comm);
+    /* With thousands of distinct keys merging rests, and resting requests go direct. */
+    if (distinct >= 4096 && cr_router_route(cr_comm_router(comm))->kind == CR_ROUTE_DIRECT)
+        REQ_CHECK(comm, s0.requests_direct >= (uint64_t)distinct / 2,
+                  "rest: %llu of %d requests for distinct keys went direct",
+                  (unsigned long long)s0.requests_direct, distinct);
     for (int k = 0; k < repeated; k++) {
         uint64_t key = (uint64_t)(k % 8);
         slots[distinct + k].expect = req_value(key, 0);
@@ -536,6 +541,57 @@ static long req_rest(cr_comm *comm, int distinct, int repeated)
     cr_barrier(comm);
     req_check_slots(comm, slots, n, "rest");
     REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
+              cr_dedup_pending(comm));
+    free(slots);
+    return req_fails - before;
+}
+
+/* Direct requests: an unkeyed type's requests from this rank to owners one hop away
+ * travel with no waiting entry, but only those naming the type's first reply
+ * function here; a second reply function takes the entry path. Every request gets
+ * exactly its own reply either way (fails if a direct reply went to the wrong
+ * function or ctx, or if direct requests were never used). */
+static void req_got_value_too(cr_comm *comm, const void *data, size_t len, void *ctx)
+{
+    req_got_value(comm, data, len, ctx);
+    ((req_slot *)ctx)->wrong += 1000; /* undone by the caller: proves which function ran */
+}
+
+static long req_direct(cr_comm *comm, int n)
+{
+    long before = req_fails;
+    req_owner owner = {0};
+    int id = cr_dedup_register_request(comm, &(cr_dedup_request_type){.serve = req_serve_value},
+                                       &owner);
+    int size = cr_comm_size(comm), me = cr_comm_rank(comm);
+    const cr_router *router = cr_comm_router(comm);
+    req_slot *slots = calloc((size_t)n, sizeof *slots);
+    cr_dedup_stats s0 = req_stats(comm);
+    uint64_t one_hop_first = 0;
+    for (int k = 0; k < n; k++) {
+        uint64_t i = (uint64_t)me * 7919u + (uint64_t)k;
+        int dest = (int)(cr_rng_hash64(i) % (uint64_t)size);
+        bool first = k % 3 != 2;
+        slots[k].expect = req_value(i, 0);
+        one_hop_first += first && (dest == me || cr_router_next_hop(router, me, dest) == dest);
+        cr_dedup_request(comm, dest, id, &i, sizeof i, first ? req_got_value : req_got_value_too,
+                         &slots[k]);
+    }
+    cr_barrier(comm);
+    for (int k = 0; k < n; k++) {
+        bool first = k % 3 != 2;
+        REQ_CHECK(comm, first || slots[k].wrong >= 1000,
+                  "direct: request %d's reply went to the wrong function", k);
+        if (!first && slots[k].wrong >= 1000)
+            slots[k].wrong -= 1000;
+    }
+    req_check_slots(comm, slots, (size_t)n, "direct");
+    cr_dedup_stats s1 = req_stats(comm);
+    uint64_t direct = s1.requests_direct - s0.requests_direct;
+    REQ_CHECK(comm, direct == one_hop_first,
+              "direct: %llu requests went direct, %llu could (one hop, first reply function)",
+              (unsigned long long)direct, (unsigned long long)one_hop_first);
+    REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "direct: %zu requests wait after the barrier",
               cr_dedup_pending(comm));
     free(slots);
     return req_fails - before;

@@ -91,6 +91,12 @@ int cr_dedup_register(cr_comm *comm, const cr_handler_type *type, const cr_dedup
  * its reply, so no request waits over a barrier and none after it can join one from
  * before it. Use coalescing off for reads of values that change within a phase
  * whose order against the read matters.
+ *
+ * Cost. A request that nothing can join (its owner is one hop away, and its type has
+ * no key or has found that its requests rarely repeat) travels *direct*: no waiting
+ * entry on the requester, its ctx carried to the owner and back, as a hand-written
+ * gather would do. This holds for the first reply_fn a type's requests name on a
+ * rank; a request naming another reply_fn always keeps an entry.
  */
 
 /* The request being served, passed to serve and to cr_dedup_reply. */
@@ -163,6 +169,10 @@ typedef struct cr_dedup_stats {
                                   first of each merged request) */
     uint64_t request_bytes_saved; /* request bytes not sent because of merging and
                                   coalescing (payload and the 16-byte request header) */
+    uint64_t requests_direct;  /* cr_dedup_request calls sent straight to their owner
+                                  with no waiting entry, since nothing could join them:
+                                  one hop to the owner, and a type without a key or
+                                  whose merging rests (docs/dedup.md) */
 } cr_dedup_stats;
 
 /* Copy this rank's request counters (all zero before the first request type is

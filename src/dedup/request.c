@@ -15,6 +15,14 @@
  * entry is taken out, and the reply goes to every member of the list: a call of
  * reply_fn, or a reply record to the previous hop with that hop's token.
  *
+ * A request that needs no entry travels without one (*direct*): one this rank issues
+ * that reaches its owner in one hop and cannot be joined (its type has no key, or
+ * merging rests, see REST_WINDOW) carries its requester's ctx instead of a token, and
+ * its reply carries the ctx back to the type's reply function on this rank. So when
+ * nothing merges a request costs what a hand-written gather costs (bale's index
+ * gather packs the requester's slot into the request the same way): no table, no
+ * entry, no state on either side.
+ *
  * Memory: one entry per distinct request this rank sent and waits for (56 bytes and
  * the key, 64 for an 8-byte key, holding its first requester), a 32-byte waiter per
  * later requester that joined it, both in pools that grow by doubling and are reused,
@@ -88,22 +96,31 @@ typedef struct rtype {
     cr_dedup_request_type t;
     void *user;
     int handler; /* the mailbox handler of its request records */
+    /* Direct requests: their records {ctx, payload} and replies {ctx, data}, and the
+     * reply function they are for (the first a request of this type named on this
+     * rank; requests naming another take the entry path). */
+    int direct_handler, direct_reply_handler;
+    cr_dedup_reply_fn direct_fn;
     struct dedup_state *state;
-    /* Joins of this rank's one-hop requests over the current window, and how many
-     * one-hop requests still skip the table (see REST_WINDOW). */
-    uint32_t tries, joins, rest_left;
+    /* Joins of this rank's one-hop requests over the current window, how many
+     * one-hop requests still skip the table, and how many the next rest skips (see
+     * REST_WINDOW). */
+    uint32_t tries, joins, rest_left, rest_next;
 } rtype;
 
 /* Merging rests when it does not pay. A request this rank issues that reaches its
  * owner in one hop can be joined only by this rank's own later requests; when fewer
  * than 1 in REST_PAYS of a window of REST_WINDOW such requests joined, the type's
- * next REST_LEFT of them skip the table (no look-up, no insert: the cost of a type
- * that never merges), then the table is tried again; every cr_barrier starts the
+ * next requests of that kind skip the table (no look-up, no insert: the cost of a
+ * type that never merges), REST_FIRST of them, twice as many after each window that
+ * again did not pay, up to REST_MOST; then the table is tried again. A window that
+ * pays starts the rests from REST_FIRST again, and every cr_barrier starts the
  * measure afresh, as a new phase may ask other keys. Requests that travel through
  * hops always use the table: they can meet others on the way. */
 #define REST_WINDOW 1024
 #define REST_PAYS 16
-#define REST_LEFT (8 * REST_WINDOW)
+#define REST_FIRST (8 * REST_WINDOW)
+#define REST_MOST (512 * REST_WINDOW)
 
 typedef struct dedup_state {
     int reply_handler;
@@ -126,6 +143,9 @@ typedef struct dedup_state {
 
     char *scratch; /* a record being built (request or reply) */
     size_t scratch_cap;
+    size_t direct_pending; /* direct requests of this rank waiting for their replies */
+    int size;              /* the comm's ranks */
+    bool every_owner_one_hop; /* the direct route: no request passes another rank */
     cr_dedup_req *serving;
     cr_dedup_stats stats;
 } dedup_state;
@@ -135,6 +155,8 @@ struct cr_dedup_req {
     uint32_t token; /* ... and the entry it names there */
     int origin;
     bool replied;
+    const struct rtype *direct; /* a direct request: its type, and ctx goes back */
+    uint64_t ctx;
 };
 
 static void state_destroy(cr_comm *comm, void *arg);
@@ -151,13 +173,23 @@ static const cr_module_type dedup_module = {
     .drain = state_new_phase,
 };
 
+/* The comm whose state this thread found last: a request or reply per record would
+ * otherwise search the comm's modules each time. Forgotten when that state goes. */
+static _Thread_local struct {
+    const cr_comm *comm;
+    dedup_state *state;
+} last_found;
+
 /* On entry to cr_barrier: the next phase measures whether merging pays anew. */
 static void state_new_phase(cr_comm *comm, void *arg)
 {
     (void)comm;
     struct dedup_state *s = arg;
-    for (int i = 0; i < s->ntypes; i++)
-        s->types[i]->tries = s->types[i]->joins = s->types[i]->rest_left = 0;
+    for (int i = 0; i < s->ntypes; i++) {
+        rtype *t = s->types[i];
+        t->tries = t->joins = t->rest_left = 0;
+        t->rest_next = REST_FIRST;
+    }
 }
 
 static void state_stats_reset(cr_comm *comm, void *arg)
@@ -171,6 +203,8 @@ static void state_destroy(cr_comm *comm, void *arg)
 {
     (void)comm;
     dedup_state *s = arg;
+    if (last_found.state == s)
+        last_found.comm = NULL;
     for (int i = 0; i < s->ntypes; i++)
         free(s->types[i]);
     free(s->types);
@@ -455,43 +489,85 @@ static bool join(cr_comm *comm, dedup_state *s, const rtype *t, uint32_t e, bool
     return true;
 }
 
-/* A request reaching this rank (issued here, or passing through): join an identical
- * waiting one, or send it on. */
-/* Whether this rank's request skips the table (REST_WINDOW): one hop to its owner,
- * while its type rests. */
-static bool resting(rtype *t, cr_comm *comm, int owner)
+/* Whether this rank's one-hop request skips the table (REST_WINDOW) while its type
+ * rests. */
+static bool resting(rtype *t)
 {
-    if (!t->rest_left || cr_module_next_hop(comm, owner) != owner)
+    if (!t->rest_left)
         return false;
     t->rest_left--;
     return true;
 }
 
 /* Counts one of this rank's one-hop requests, joined or not. */
-static void judge_rest(rtype *t, cr_comm *comm, int owner, bool joined)
+static void judge_rest(rtype *t, bool joined)
 {
-    if (cr_module_next_hop(comm, owner) != owner)
-        return;
     t->joins += joined;
     if (++t->tries < REST_WINDOW)
         return;
-    if (t->joins * REST_PAYS < t->tries)
-        t->rest_left = REST_LEFT;
+    if (t->joins * REST_PAYS < t->tries) {
+        t->rest_left = t->rest_next;
+        t->rest_next = t->rest_next < REST_MOST ? 2 * t->rest_next : REST_MOST;
+    } else {
+        t->rest_next = REST_FIRST;
+    }
     t->tries = t->joins = 0;
 }
 
-static void route_request(cr_comm *comm, dedup_state *s, const rtype *t, int owner, int origin,
+
+/* Send {tag, data} to `handler` on `dest`: a direct request or its reply. Small
+ * records are built on the stack, an 8-byte key or value with one move. */
+static inline void send_tagged(cr_comm *comm, dedup_state *s, int dest, int handler, uint64_t tag,
+                        const void *data, size_t len)
+{
+    uint64_t small[8];
+    char *rec = (char *)small;
+    if (len > sizeof small - sizeof tag)
+        rec = scratch(s, sizeof tag + len);
+    memcpy(rec, &tag, sizeof tag);
+    if (len == sizeof(uint64_t))
+        memcpy(rec + sizeof tag, data, sizeof(uint64_t));
+    else if (len)
+        memcpy(rec + sizeof tag, data, len);
+    cr_async(comm, dest, handler, rec, sizeof tag + len);
+}
+
+/* May this rank's request travel direct? Only when nothing could join it: one hop
+ * to its owner, and a type without a key or resting; and only for the type's reply
+ * function on this rank (the first its requests named here), which the reply finds
+ * by the type. */
+static inline bool goes_direct(rtype *t, bool one_hop, cr_dedup_reply_fn fn)
+{
+    if (!one_hop || fn != t->direct_fn)
+        return false;
+    if (!t->t.key_len)
+        return true;
+    return resting(t);
+}
+
+/* A direct request {ctx, payload} straight to its owner, which is its next hop. */
+static inline void send_direct(cr_comm *comm, dedup_state *s, const rtype *t, int owner,
+                        const void *payload, size_t len, void *ctx)
+{
+    s->direct_pending++;
+    s->stats.requests_direct++;
+    send_tagged(comm, s, owner, t->direct_handler, (uint64_t)(uintptr_t)ctx, payload, len);
+}
+
+/* A request reaching this rank (issued here but not direct, or passing through):
+ * join an identical waiting one, or send it on with an entry. */
+static void route_request(cr_comm *comm, dedup_state *s, rtype *t, int owner, int origin,
                           const void *payload, size_t len, const waiter *who)
 {
-    uint32_t hash = 0;
     bool mine = who->hop < 0;
-    if (t->t.key_len && !(mine && resting((rtype *)t, comm, owner))) {
+    bool one_hop = mine && cr_module_next_hop(comm, owner) == owner;
+    if (t->t.key_len && !(one_hop && resting(t))) {
         int ti = s->type_of_handler[t->handler];
-        hash = identity_hash(ti, owner, len, payload, t->t.key_len);
+        uint32_t hash = identity_hash(ti, owner, len, payload, t->t.key_len);
         uint32_t e = lookup(s, hash, ti, owner, len, payload, t->t.key_len);
         bool joined = e != NONE && join(comm, s, t, e, mine, who);
-        if (mine)
-            judge_rest((rtype *)t, comm, owner, joined);
+        if (one_hop)
+            judge_rest(t, joined);
         if (joined)
             return;
         if (e != NONE)
@@ -499,7 +575,7 @@ static void route_request(cr_comm *comm, dedup_state *s, const rtype *t, int own
         send_request(comm, s, t, owner, origin, hash, true, payload, len, who);
         return;
     }
-    send_request(comm, s, t, owner, origin, hash, false, payload, len, who);
+    send_request(comm, s, t, owner, origin, 0, false, payload, len, who);
 }
 
 /* ---- handlers --------------------------------------------------------------- */
@@ -631,11 +707,74 @@ static void on_replies(cr_comm *comm, const cr_batch *b, void *arg)
     }
 }
 
+/* ---- direct requests ---------------------------------------------------------- */
+
+static uint64_t direct_tag(const cr_batch *b, size_t k)
+{
+    uint64_t tag;
+    memcpy(&tag, cr_batch_payload(b, k), sizeof tag);
+    return tag;
+}
+
+/* Direct request records {ctx, payload}, all for this rank: serve each; the reply
+ * carries ctx back. */
+static void on_direct_requests(cr_comm *comm, const cr_batch *b, void *arg)
+{
+    rtype *t = arg;
+    dedup_state *s = t->state;
+    if (b->len < sizeof(uint64_t))
+        bad_record("direct request", cr_batch_src(b, 0), b->len);
+    size_t plen = b->len - sizeof(uint64_t);
+    for (size_t k = 0; t->t.prefetch && k < PREFETCH_AHEAD && k < b->count; k++)
+        t->t.prefetch((const char *)cr_batch_payload(b, k) + sizeof(uint64_t), plen, t->user);
+    for (size_t k = 0; k < b->count; k++) {
+        if (t->t.prefetch && k + PREFETCH_AHEAD < b->count)
+            t->t.prefetch((const char *)cr_batch_payload(b, k + PREFETCH_AHEAD) + sizeof(uint64_t),
+                          plen, t->user);
+        int src = cr_batch_src(b, k);
+        cr_dedup_req req = {.prev = src, .origin = src, .direct = t, .ctx = direct_tag(b, k)};
+        s->serving = &req;
+        s->stats.requests_served++;
+        t->t.serve(comm, &req, (const char *)cr_batch_payload(b, k) + sizeof(uint64_t), plen,
+                   t->user);
+        s->serving = NULL;
+        if (!req.replied)
+            cr_fatal("request type %d: its serve function returned without calling "
+                     "cr_dedup_reply",
+                     t->handler);
+    }
+}
+
+/* Direct reply records {ctx, data}: the type's reply function on this rank, whose
+ * target (ctx) is fetched a few records ahead. */
+static void on_direct_replies(cr_comm *comm, const cr_batch *b, void *arg)
+{
+    rtype *t = arg;
+    dedup_state *s = t->state;
+    if (b->len < sizeof(uint64_t) || !t->direct_fn || s->direct_pending < b->count)
+        bad_record("direct reply", cr_batch_src(b, 0), b->len);
+    size_t dlen = b->len - sizeof(uint64_t);
+    s->direct_pending -= b->count;
+    for (size_t k = 0; k < b->count; k++) {
+        if (k + PREFETCH_AHEAD < b->count)
+            __builtin_prefetch((const void *)(uintptr_t)direct_tag(b, k + PREFETCH_AHEAD), 1);
+        t->direct_fn(comm, (const char *)cr_batch_payload(b, k) + sizeof(uint64_t), dlen,
+                     (void *)(uintptr_t)direct_tag(b, k));
+    }
+}
+
 /* ---- the public calls -------------------------------------------------------- */
 
 static dedup_state *state_of(cr_comm *comm)
 {
-    return cr_module_state(comm, &dedup_module);
+    if (last_found.comm == comm && comm)
+        return last_found.state;
+    dedup_state *s = cr_module_state(comm, &dedup_module);
+    if (s) {
+        last_found.comm = comm;
+        last_found.state = s;
+    }
+    return s;
 }
 
 static dedup_state *attach(cr_comm *comm)
@@ -646,6 +785,9 @@ static dedup_state *attach(cr_comm *comm)
     s = cr_xcalloc(1, sizeof *s);
     s->free_entries = NONE;
     s->free_waiters = NONE;
+    s->size = cr_comm_size(comm);
+    s->every_owner_one_hop =
+        s->size == 1 || cr_router_route(cr_comm_router(comm))->kind == CR_ROUTE_DIRECT;
     widen_keys(s, 8);
     cr_module_attach(comm, &dedup_module, s);
     s->reply_handler =
@@ -665,7 +807,7 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
     dedup_state *s = attach(comm);
     widen_keys(s, type->key_len);
     rtype *t = cr_xcalloc(1, sizeof *t);
-    *t = (rtype){.t = *type, .user = user, .state = s};
+    *t = (rtype){.t = *type, .user = user, .state = s, .rest_next = REST_FIRST};
     s->types = cr_xrealloc(s->types, (size_t)(s->ntypes + 1) * sizeof *s->types);
     s->types[s->ntypes] = t;
     int index = s->ntypes++;
@@ -686,6 +828,10 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
     if (cr_module_register(comm, &(cr_handler_type){.batch = on_requests}, t, "request type",
                            extra) != t->handler)
         cr_fatal("internal error: request type %d registered under an unexpected id", index);
+    t->direct_handler = cr_register_type(
+        comm, &(cr_handler_type){.batch = on_direct_requests, .name = "dedup direct request"}, t);
+    t->direct_reply_handler = cr_register_type(
+        comm, &(cr_handler_type){.batch = on_direct_replies, .name = "dedup direct reply"}, t);
     return t->handler;
 }
 
@@ -697,10 +843,9 @@ void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, siz
         cr_fatal("cr_dedup_request: id %d is not a request type (register it with "
                  "cr_dedup_register_request)",
                  id);
-    if (owner < 0 || owner >= cr_comm_size(comm))
-        cr_fatal("cr_dedup_request: owner rank %d is out of range [0, %d)", owner,
-                 cr_comm_size(comm));
-    const rtype *t = s->types[s->type_of_handler[id]];
+    if (owner < 0 || owner >= s->size)
+        cr_fatal("cr_dedup_request: owner rank %d is out of range [0, %d)", owner, s->size);
+    rtype *t = s->types[s->type_of_handler[id]];
     if (len < t->t.key_len)
         cr_fatal("cr_dedup_request: payload of %zu bytes is shorter than the key (%zu bytes) of "
                  "request type %d",
@@ -713,13 +858,21 @@ void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, siz
     if (!reply_fn)
         cr_fatal("cr_dedup_request: reply_fn is NULL");
     s->stats.requests++;
+    if (!t->direct_fn)
+        t->direct_fn = reply_fn;
+    bool one_hop = s->every_owner_one_hop || cr_module_next_hop(comm, owner) == owner;
+    if (goes_direct(t, one_hop, reply_fn)) {
+        send_direct(comm, s, t, owner, payload, len, ctx);
+        return;
+    }
     waiter me = {.next = NONE, .hop = -1, .fn = reply_fn, .ctx = ctx};
     route_request(comm, s, t, owner, cr_comm_rank(comm), payload, len, &me);
 }
 
 void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t len)
 {
-    dedup_state *s = state_of(comm);
+    /* A direct request names its type, and the type its state: no module look-up. */
+    dedup_state *s = req && req->direct ? req->direct->state : state_of(comm);
     if (!s || !req || s->serving != req)
         cr_fatal("cr_dedup_reply: called outside the serve function of the request it answers");
     if (req->replied)
@@ -730,7 +883,11 @@ void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t l
     if (len && !data)
         cr_fatal("cr_dedup_reply: data is NULL but its length is %zu", len);
     req->replied = true;
-    send_reply(comm, s, req->prev, req->token, data, len);
+    if (!req->direct) {
+        send_reply(comm, s, req->prev, req->token, data, len);
+        return;
+    }
+    send_tagged(comm, s, req->prev, req->direct->direct_reply_handler, req->ctx, data, len);
 }
 
 int cr_dedup_origin(const cr_dedup_req *req)
@@ -746,7 +903,7 @@ int cr_dedup_from(const cr_dedup_req *req)
 size_t cr_dedup_pending(const cr_comm *comm)
 {
     const dedup_state *s = cr_module_state((cr_comm *)comm, &dedup_module);
-    return s ? s->live : 0;
+    return s ? s->live + s->direct_pending : 0;
 }
 
 void cr_dedup_stats_get(cr_comm *comm, cr_dedup_stats *out)
@@ -776,14 +933,14 @@ void cr_dedup_stats_print(cr_comm *comm, FILE *out)
     static const char *const names[] = {
         "requests",           "requests_served",    "requests_merged_at_source",
         "requests_merged_at_hops", "requests_coalesced", "replies_fanned_out",
-        "request_bytes_saved",
+        "request_bytes_saved", "requests_direct",
     };
     cr_dedup_stats st;
     cr_dedup_stats_get(comm, &st);
     const uint64_t values[] = {
         st.requests,           st.requests_served,    st.requests_merged_at_source,
         st.requests_merged_at_hops, st.requests_coalesced, st.replies_fanned_out,
-        st.request_bytes_saved,
+        st.request_bytes_saved, st.requests_direct,
     };
     _Static_assert(sizeof names / sizeof names[0] == sizeof st / sizeof(uint64_t),
                    "every counter of cr_dedup_stats is printed");
