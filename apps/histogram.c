@@ -57,6 +57,9 @@ static const char usage[] =
     "  --reps R         repetitions per mode; the median time is reported (default 3)\n"
     "  --seed S         random seed (default 1)\n"
     "  --hotspot        send every update to counters of rank 0 (all-to-one)\n"
+    "  --prepared       draw every update's owner and offset before the timed section,\n"
+    "                   as bale's histogram does (courier and local modes): the timed\n"
+    "                   loop only sends, or only adds; without --combine\n"
     "  --csv FILE       append one line per mode to FILE (header written if new)\n"
     "  --stats          print Courier's counters after the last courier repetition\n"
     "  --help           show this text\n";
@@ -132,6 +135,27 @@ static void on_increments(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
+/* --prepared: the payload is the counter's offset in the owner's block. */
+static void on_offset(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len;
+    table *t = user;
+    uint64_t off;
+    memcpy(&off, payload, sizeof off);
+    t->count[off]++;
+}
+
+static void on_offsets(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    uint64_t *count = ((table *)user)->count;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t off;
+        memcpy(&off, cr_batch_payload(b, k), sizeof off);
+        count[off]++;
+    }
+}
+
 static uint64_t stream_seed(uint64_t seed, int rank)
 {
     return cr_rng_hash64(seed * 0x100000001b3ULL + (uint64_t)rank);
@@ -143,6 +167,32 @@ static void run_courier(cr_comm *comm, int h, table *t, uint64_t n, uint64_t see
     for (uint64_t i = 0; i < n; i++) {
         uint64_t idx = draw(t, &s);
         cr_async(comm, owner_of(t, idx), h, &idx, sizeof idx);
+    }
+    cr_barrier(comm);
+}
+
+/* --prepared, as bale's histogram packs its updates before it starts the clock: an
+ * update is (offset in the owner's block) << PREP_OWNER_BITS | owner. */
+#define PREP_OWNER_BITS 20
+
+static uint64_t block_start(const table *t, int r);
+
+static void prepare(const table *t, uint64_t *prep, uint64_t n, uint64_t seed, int rank)
+{
+    uint64_t s = stream_seed(seed, rank);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t idx = draw(t, &s);
+        int owner = owner_of(t, idx);
+        prep[i] = (idx - block_start(t, owner)) << PREP_OWNER_BITS | (uint64_t)owner;
+    }
+}
+
+static void run_prepared(cr_comm *comm, int h, const uint64_t *prep, uint64_t n)
+{
+    const uint64_t mask = (1u << PREP_OWNER_BITS) - 1;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = prep[i] >> PREP_OWNER_BITS;
+        cr_async(comm, (int)(prep[i] & mask), h, &off, sizeof off);
     }
     cr_barrier(comm);
 }
@@ -228,17 +278,28 @@ static void wait_sleeping(void)
 /* Rank 0 does every rank's updates into the whole table (`full`, T counters), with
  * the same streams as the other modes; returns its time, on every rank, and whether
  * the counts verify (sum and per-index checksum, as verify() does). */
-static double run_local(const table *t, uint64_t *full, uint64_t n, uint64_t seed, int rank,
-                        int size, int *ok)
+static double run_local(const table *t, uint64_t *full, uint64_t *indices, uint64_t n,
+                        uint64_t seed, int rank, int size, int *ok)
 {
     double sec = 0;
     if (rank == 0) {
         memset(full, 0, t->total * sizeof *full);
+        if (indices) /* --prepared: every rank's indices drawn before the clock starts */
+            for (int r = 0; r < size; r++) {
+                uint64_t s = stream_seed(seed, r);
+                for (uint64_t i = 0; i < n; i++)
+                    indices[(uint64_t)r * n + i] = draw(t, &s);
+            }
         double t0 = MPI_Wtime();
-        for (int r = 0; r < size; r++) {
-            uint64_t s = stream_seed(seed, r);
-            for (uint64_t i = 0; i < n; i++)
-                full[draw(t, &s)]++;
+        if (indices) {
+            for (uint64_t i = 0; i < n * (uint64_t)size; i++)
+                full[indices[i]]++;
+        } else {
+            for (int r = 0; r < size; r++) {
+                uint64_t s = stream_seed(seed, r);
+                for (uint64_t i = 0; i < n; i++)
+                    full[draw(t, &s)]++;
+            }
         }
         sec = MPI_Wtime() - t0;
         uint64_t sum = 0, check = 0, sent = 0;
@@ -468,7 +529,7 @@ int main(int argc, char **argv)
     int want[NMODES] = {1, 1, 0, 0}, reps = 3, hotspot = 0, per_record = 0;
     app_shared sh; /* --buffer-kb, --seed, --csv, --stats, --route, --node-size */
     app_shared_init(&sh);
-    int combine = 0;
+    int combine = 0, prepared = 0;
     double skew = 1.0;
     static const struct option opts[] = {
         {"updates", required_argument, 0, 'n'}, {"table", required_argument, 0, 't'},
@@ -477,7 +538,8 @@ int main(int argc, char **argv)
         {"mode", required_argument, 0, 'm'},    {"reps", required_argument, 0, 'r'},
         {"hotspot", no_argument, 0, 'H'},       {"help", no_argument, 0, 'h'},
         {"handler", required_argument, 0, 'D'}, {"combine", no_argument, 0, 'C'},
-        {"skew", required_argument, 0, 'k'},    {0, 0, 0, 0}};
+        {"skew", required_argument, 0, 'k'},    {"prepared", no_argument, 0, 'P'},
+        {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -489,6 +551,7 @@ int main(int argc, char **argv)
         case 'H': hotspot = 1; break;
         case 'D': per_record = app_parse_choice(&a, "--handler", optarg, handler_names); break;
         case 'C': combine = 1; break;
+        case 'P': prepared = 1; break;
         case 'k': skew = app_parse_double(&a, "--skew", optarg, 1.0, 100.0); break;
         case 'h': app_help(&a);
         default: app_other_option(&a, ch, optarg, &sh, argv);
@@ -502,6 +565,13 @@ int main(int argc, char **argv)
     if (total < (uint64_t)a.size)
         app_usage_error(&a, "--table %llu is smaller than the number of ranks (%d)",
                         (unsigned long long)total, a.size);
+    if (prepared && combine)
+        app_usage_error(&a, "--prepared and --combine do not go together (prepared updates "
+                        "are plain offsets)");
+    if (prepared && (a.size > (1 << PREP_OWNER_BITS) ||
+                     total / (uint64_t)a.size >= (1ULL << (64 - PREP_OWNER_BITS))))
+        app_usage_error(&a, "--prepared packs an update in 64 bits: at most 2^%d ranks and "
+                        "2^%d counters per rank", PREP_OWNER_BITS, 64 - PREP_OWNER_BITS);
     if (want[MODE_ALLTOALLV] && n * (uint64_t)a.size > (1ULL << 31) - 1)
         app_usage_error(&a, "alltoallv mode needs updates * ranks below 2^31 (MPI int counts)");
     if (want[MODE_GATHER] && total / (uint64_t)a.size >= (1ULL << 32))
@@ -513,7 +583,8 @@ int main(int argc, char **argv)
      * mode) are held against the machine's memory before anything is allocated. */
     double need = (double)total * 8 * (want[MODE_LOCAL] ? 2 : 1) +
                   (double)n * a.size * 8 * (want[MODE_ALLTOALLV] ? 3 : 0) +
-                  (double)n * a.size * 8 * (want[MODE_GATHER] ? 1 : 0);
+                  (double)n * a.size * 8 * (want[MODE_GATHER] ? 1 : 0) +
+                  (double)n * a.size * 8 * (prepared ? 1 + want[MODE_LOCAL] : 0);
     double phys = app_physical_memory();
     if (phys > 0 && need > phys)
         app_usage_error(&a, "--table %llu and --updates %llu need about %.1f GiB on this "
@@ -545,6 +616,14 @@ int main(int argc, char **argv)
     } else {
         h = cr_register_type(comm, &inc, &t);
     }
+    int h_prepared = -1;
+    uint64_t *prep = NULL, *local_indices = NULL;
+    if (prepared) {
+        cr_handler_type off = per_record ? (cr_handler_type){.fn = on_offset}
+                                         : (cr_handler_type){.batch = on_offsets};
+        h_prepared = cr_register_type(comm, &off, &t);
+        prep = app_calloc(&a, n, sizeof *prep, "the prepared updates");
+    }
     gather g = {.t = &t};
     int h_request = -1;
     if (want[MODE_GATHER]) {
@@ -567,6 +646,13 @@ int main(int argc, char **argv)
         snprintf(err, sizeof err, "--mode local: cannot allocate the whole table of %llu "
                  "counters on rank 0", (unsigned long long)total);
         app_agree(&a, a.rank == 0 && !full ? err : NULL);
+        if (prepared && a.rank == 0)
+            local_indices = n <= SIZE_MAX / sizeof *local_indices / (uint64_t)a.size
+                                ? malloc(n * (uint64_t)a.size * sizeof *local_indices)
+                                : NULL;
+        snprintf(err, sizeof err, "--mode local --prepared: cannot allocate every rank's %llu "
+                 "indices on rank 0", (unsigned long long)n);
+        app_agree(&a, prepared && a.rank == 0 && !local_indices ? err : NULL);
     }
 
     if (a.rank == 0)
@@ -597,11 +683,16 @@ int main(int argc, char **argv)
             bool courier = m == MODE_COURIER || m == MODE_GATHER;
             if (courier && rep == reps - 1)
                 cr_stats_reset(comm);
+            if (prep && m == MODE_COURIER)
+                prepare(&t, prep, n, rseed, a.rank);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             switch (m) {
             case MODE_COURIER:
-                (combine ? run_combining : run_courier)(comm, h, &t, n, rseed, a.rank);
+                if (prep)
+                    run_prepared(comm, h_prepared, prep, n);
+                else
+                    (combine ? run_combining : run_courier)(comm, h, &t, n, rseed, a.rank);
                 break;
             case MODE_ALLTOALLV: run_alltoallv(&a, &t, n, rseed, a.rank, a.size); break;
             case MODE_GATHER: run_gather(comm, h_request, &g, n, rseed, a.rank); break;
@@ -609,7 +700,7 @@ int main(int argc, char **argv)
             }
             if (m == MODE_LOCAL) {
                 int ok = 0;
-                times[m][rep] = run_local(&t, full, n, rseed, a.rank, a.size, &ok);
+                times[m][rep] = run_local(&t, full, local_indices, n, rseed, a.rank, a.size, &ok);
                 verified[m] &= ok;
                 continue;
             }
@@ -688,6 +779,8 @@ int main(int argc, char **argv)
     cr_comm_destroy(comm);
     free(t.count);
     free(full);
+    free(local_indices);
+    free(prep);
     free(g.got);
     int ok = 1;
     for (int m = 0; m < NMODES; m++)
