@@ -12,6 +12,7 @@
 #include <courier.h>
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,39 @@ static void on_record(cr_comm *comm, int src, const void *p, size_t len, void *u
         return;
     for (uint64_t j = 0; j < t->fanout; j++)
         send_record(comm, t, depth + 1, mix(key * 31 + j + 1));
+}
+
+/* The bound of docs/flow_control.md under COURIER_FLOW=waits: the cap, one record
+ * per level of waits and for the call that started them, and the slack of the blocks
+ * the event loop sends or hands over (less than one block each). It holds on a rank
+ * whose calls never reached the nesting limit (cap_overruns 0). */
+static double waits_bound(const cr_config *cfg, uint64_t payload)
+{
+    double record = 8 + 8 + (double)((payload + 7) & ~(uint64_t)7);
+    double block = (double)((cfg->buffer_bytes + 7) & ~(size_t)7);
+    return (double)cfg->buffer_cap_bytes + (cfg->nest_limit + 1.0) * record +
+           (cfg->max_inflight + 1.0) * block;
+}
+
+/* Generations Courier tells apart (deeper records share the last one). */
+#define CR_GENERATIONS 16
+
+/* The bound of docs/flow_control.md under COURIER_FLOW=deep-held for this program
+ * (its handler depth D and the most one handler call sends, Y: F records with their
+ * run headers and route blocks), on a rank that made `reliefs` reliefs: the cap, Y
+ * and the spare room of two blocks for the send buffers and the sends in flight; the
+ * park cap, one buffer over it and one more per relief for other ranks' buffers
+ * parked; a block and Y per generation for this rank's own. */
+static double deep_bound(const cr_config *cfg, uint64_t payload, uint64_t fanout,
+                         uint64_t depth, uint64_t reliefs)
+{
+    double record = 8 + 8 + (double)((payload + 7) & ~(uint64_t)7);
+    double y = (double)fanout * record, c = (double)cfg->buffer_cap_bytes;
+    double k = (double)((cfg->buffer_bytes + 7) & ~(size_t)7);
+    double window = (double)cfg->max_inflight * k;
+    double q = cfg->park_cap_bytes ? (double)cfg->park_cap_bytes : window > c ? window : c;
+    double b = c + y + k; /* the largest buffer: a block grown by what is appended below the cap */
+    return c + y + 2 * k + q + b * (1.0 + (double)reliefs) + (double)(depth + 1) * (k + y);
 }
 
 static uint64_t expected_per_seed(uint64_t fanout, uint64_t depth)
@@ -143,30 +177,28 @@ int main(int argc, char **argv)
     cr_stats_get(comm, &s);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    double mine[10] = {(double)s.peak_buffered_bytes, (double)s.peak_inflight,
-                      (double)ru.ru_maxrss * 1024.0, (double)s.peak_inflight_bytes,
-                      (double)s.peak_self_bytes, (double)s.peak_memory_bytes,
-                      (double)s.peak_handler_output, (double)s.throttled_us * 1e-6,
-                      0, (double)s.peak_nesting},
-           peak[10];
-    MPI_Reduce(mine, peak, 10, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    double my_overruns = (double)s.cap_overruns, overruns = 0;
-    MPI_Reduce(&my_overruns, &overruns, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    /* The bound of docs/flow_control.md: the cap, one record per level of waits and
-     * for the call that started them, and the slack of the blocks the event loop
-     * sends or hands over (less than one block each). It holds on a rank whose calls
-     * never reached the nesting limit (cap_overruns 0). */
-    double record = 8 + 8 + (double)((payload + 7) & ~(uint64_t)7);
-    double block = (double)((cfg.buffer_bytes + 7) & ~(size_t)7);
-    double bound = (double)cfg.buffer_cap_bytes + (cfg.nest_limit + 1.0) * record +
-                   (cfg.max_inflight + 1.0) * block;
+    bool deep = cfg.flow == CR_FLOW_DEEP_HELD;
+    double bound = deep ? deep_bound(&cfg, payload, fanout, depth, s.reliefs)
+                        : waits_bound(&cfg, payload);
+    double mine[13] = {(double)s.peak_buffered_bytes, (double)s.peak_inflight,
+                       (double)ru.ru_maxrss * 1024.0, (double)s.peak_inflight_bytes,
+                       (double)s.peak_self_bytes, (double)s.peak_memory_bytes,
+                       (double)s.peak_handler_output, (double)s.throttled_us * 1e-6,
+                       0, (double)s.peak_nesting, (double)s.peak_parked_bytes,
+                       (double)s.peak_memory_bytes / bound, bound},
+           peak[13];
+    MPI_Reduce(mine, peak, 13, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    double counts[2] = {(double)s.cap_overruns, (double)s.reliefs}, sums[2] = {0, 0};
+    MPI_Reduce(counts, sums, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    double overruns = sums[0], reliefs = sums[1];
     if (a.rank == 0) {
         printf("fanout: %d ranks, depth %llu, fanout %llu, %llu seeds per rank, %llu-byte "
-               "records; buffer %zu B, cap %zu B, %u sends in flight at most, handlers %s\n",
+               "records; buffer %zu B, cap %zu B, %u sends in flight at most, %s\n",
                a.size, (unsigned long long)depth, (unsigned long long)fanout,
                (unsigned long long)seeds, (unsigned long long)payload, cfg.buffer_bytes,
                cfg.buffer_cap_bytes, cfg.max_inflight,
-               no_wait ? "never wait (--no-wait)" : "wait over the cap");
+               deep ? "flow deep-held"
+               : no_wait ? "handlers never wait (--no-wait)" : "handlers wait over the cap");
         printf("  handled %llu records (expected %llu): %s; %.3f s, %.1f M records/s\n",
                (unsigned long long)handled, (unsigned long long)expect,
                handled == expect ? "exact" : "WRONG", seconds, handled / seconds / 1e6);
@@ -175,14 +207,28 @@ int main(int argc, char **argv)
                peak[0] / 1024, peak[0] / (double)cfg.buffer_cap_bytes, peak[1],
                peak[2] / 1048576.0);
         printf("  mailbox memory per rank (max over ranks): in flight %.1f KiB, to itself %.1f "
-               "KiB, all at once %.1f KiB; most one handler sent %.0f B; throttled %.3f s\n",
-               peak[3] / 1024, peak[4] / 1024, peak[5] / 1024, peak[6], peak[7]);
-        printf("  waits nested %.0f deep at most (limit %u); cap overruns %.0f (total over ranks)\n",
-               peak[9], cfg.nest_limit, overruns);
-        printf("  bound (docs/flow_control.md): %.1f KiB; measured %.1f KiB (%.2f times): %s\n",
-               bound / 1024, peak[5] / 1024, peak[5] / bound,
-               overruns > 0 ? "the bound is void, calls reached the nesting limit"
-               : peak[5] <= bound ? "within" : "ABOVE");
+               "KiB, parked %.1f KiB, all at once %.1f KiB; most one handler sent %.0f B; "
+               "throttled %.3f s\n",
+               peak[3] / 1024, peak[4] / 1024, peak[10] / 1024, peak[5] / 1024, peak[6], peak[7]);
+        if (deep) {
+            printf("  reliefs %.0f (total over ranks)\n", reliefs);
+            printf("  bound (docs/flow_control.md, deep-held, depth %llu): %.1f KiB at most "
+                   "over ranks; measured %.1f KiB; the fullest rank at %.2f of its own bound: "
+                   "%s\n",
+                   (unsigned long long)depth, peak[12] / 1024, peak[5] / 1024, peak[11],
+                   depth > CR_GENERATIONS - 1 ? "the bound is void, the program is deeper than "
+                                                "the generations Courier tells apart"
+                   : peak[11] <= 1 ? "every rank within" : "a rank ABOVE it");
+        } else {
+            printf("  waits nested %.0f deep at most (limit %u); cap overruns %.0f (total over "
+                   "ranks)\n",
+                   peak[9], cfg.nest_limit, overruns);
+            printf("  bound (docs/flow_control.md): %.1f KiB; measured %.1f KiB (%.2f times): "
+                   "%s\n",
+                   bound / 1024, peak[5] / 1024, peak[5] / bound,
+                   overruns > 0 ? "the bound is void, calls reached the nesting limit"
+                   : peak[5] <= bound ? "within" : "ABOVE");
+        }
     }
     if (stats)
         cr_stats_print(comm, stdout);

@@ -134,6 +134,17 @@ typedef enum cr_recv_mode {
     CR_RECV_PREPOST = 1, /* a ring of pre-posted MPI_Irecv; large buffers probed */
 } cr_recv_mode;
 
+/* How a rank bounds what handlers send (docs/flow_control.md). */
+typedef enum cr_flow_policy {
+    /* A reentrant handler's cr_async over the cap handles received buffers until the
+     * rank is below it, nested up to COURIER_NEST_LIMIT deep (the default). */
+    CR_FLOW_WAITS = 0,
+    /* Records carry their generation (handlers between them and user code); a rank
+     * handles the deepest generation first and pauses handling, between two records,
+     * while its send buffers and sends in flight hold the cap, receiving meanwhile. */
+    CR_FLOW_DEEP_HELD = 1,
+} cr_flow_policy;
+
 /* Runtime settings. Start from cr_config_init() and change fields, or read the
  * COURIER_* environment variables with cr_config_from_env(). */
 typedef struct cr_config {
@@ -162,6 +173,15 @@ typedef struct cr_config {
     unsigned nest_limit;     /* COURIER_NEST_LIMIT: how many calls deep a reentrant
                                 handler's cr_async handles received buffers while its
                                 rank is over the cap (0 .. 64; 0 = never) */
+    cr_flow_policy flow;     /* COURIER_FLOW: waits | deep-held (docs/flow_control.md) */
+    size_t park_cap_bytes;   /* COURIER_PARK_CAP: under deep-held, a rank stops taking
+                                other ranks' buffers while this many bytes of theirs wait
+                                in its park; 0 = automatic: the larger of buffer_cap_bytes
+                                and max_inflight buffers of buffer_bytes */
+    unsigned park_relief_polls; /* COURIER_PARK_RELIEF: under deep-held, a rank that is
+                                paused, refuses buffers and makes no progress for this
+                                many polls in a row takes one buffer anyway (a relief);
+                                0 = never, which can deadlock (for tests) */
     unsigned watchdog_abort; /* COURIER_WATCHDOG_ABORT: after this many watchdog intervals
                                 without progress, end the job with one line naming the
                                 ranks not in the barrier and the last handler each ran
@@ -282,8 +302,9 @@ typedef struct cr_stats {
     /* Memory, per component (docs/flow_control.md): each peak since the last reset. */
     uint64_t peak_inflight_bytes; /* most bytes of blocks held by sends in flight at once */
     uint64_t peak_self_bytes;  /* most bytes of buffers to this rank itself waiting to be handled */
-    uint64_t peak_memory_bytes; /* most bytes of the three at once: send buffers, sends in
-                                  flight and buffers to itself */
+    uint64_t peak_memory_bytes; /* most bytes held at once: send buffers, sends in flight,
+                                  buffers to itself and (COURIER_FLOW=deep-held) buffers
+                                  parked */
     uint64_t peak_handler_output; /* most payload bytes one handler call sent (cr_async and
                                   cr_async_bcast from handlers; forwarded records not included) */
     uint64_t throttled_us;     /* microseconds user code waited for a send slot or for its own
@@ -310,6 +331,10 @@ typedef struct cr_stats {
                                   earlier record in its own send buffer (cr_async) */
     uint64_t merged_at_hops;   /* ... records it forwarded for others, merged (routes) */
     uint64_t merged_bytes;     /* bytes of buffer space these merges saved */
+    uint64_t peak_parked_bytes; /* COURIER_FLOW=deep-held: most bytes of received buffers
+                                  parked and not yet handled at once */
+    uint64_t reliefs;          /* ... buffers taken over the park cap to break a cycle of
+                                  paused ranks (docs/flow_control.md) */
 } cr_stats;
 
 /* Copy this rank's counters. Local. */

@@ -55,7 +55,8 @@ static bool barrier_done(cr_comm *c, void *arg)
     (void)arg;
     cr_term *t = &c->term;
     if (!t->joined) {
-        if (!cr_flush_all_nowait(c, CR_FLUSH_BARRIER) || cr_inflight(c) || c->self.n > 0)
+        if (!cr_flush_all_nowait(c, CR_FLUSH_BARRIER) || cr_inflight(c) || c->self.n > 0 ||
+            !cr_park_empty(&c->park))
             return false;
         cr_term_join(t, CR_WAVE_BARRIER, c->mpi_sent_total, c->mpi_handled_total);
         t->wave++;

@@ -54,14 +54,18 @@ static void check_agreement(cr_comm *c)
     uint64_t route = route_digest(&c->cfg);
     uint64_t colls = (uint64_t)c->cfg.exchange | (uint64_t)c->cfg.allreduce << 4 |
                      (uint64_t)c->cfg.allgather << 8 | (uint64_t)c->cfg.allreduce_ports << 12;
-    uint64_t local[4] = {route, ~route, colls, ~colls}, agreed[4];
-    c->tp->ops->allreduce_u64(c->tp, local, agreed, 4, CR_REDUCE_MIN);
+    uint64_t flow = (uint64_t)c->cfg.flow;
+    uint64_t local[6] = {route, ~route, colls, ~colls, flow, ~flow}, agreed[6];
+    c->tp->ops->allreduce_u64(c->tp, local, agreed, 6, CR_REDUCE_MIN);
     if (agreed[0] != ~agreed[1])
         cr_fatal("ranks disagree on the route or the node size (COURIER_ROUTE, COURIER_NODE_SIZE "
                  "or cr_config.route / node_size); set them the same on every rank");
     if (agreed[2] != ~agreed[3])
         cr_fatal("ranks disagree on the collective settings (COURIER_EXCHANGE, COURIER_ALLREDUCE, "
                  "COURIER_ALLGATHER or their cr_config fields); set them the same on every rank");
+    if (agreed[4] != ~agreed[5])
+        cr_fatal("ranks disagree on the flow policy (COURIER_FLOW or cr_config.flow); set it the "
+                 "same on every rank");
 }
 
 static void print_settings(const cr_comm *c)
@@ -70,11 +74,11 @@ static void print_settings(const cr_comm *c)
     cr_route_format(cr_router_route(c->router), route, sizeof route);
     fprintf(stderr,
             "courier: %d ranks on %d node(s)%s, route %s (at most %d hops), buffer %zu B, cap "
-            "%zu B, %u sends in flight, handlers wait %u deep over the cap, flush interval %g s, "
+            "%zu B, %u sends in flight, flow %s, handlers wait %u deep over the cap, flush interval %g s, "
             "watchdog %g s, receive by %s, transport %s\n",
             c->size, c->layout->nnodes, c->cfg.node_size ? " (virtual)" : "", route,
             cr_router_max_hops(c->router), c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
-            c->cfg.max_inflight, c->cfg.nest_limit, c->cfg.flush_interval, c->cfg.watchdog_seconds,
+            c->cfg.max_inflight, c->deep ? "deep-held" : "waits", c->cfg.nest_limit, c->cfg.flush_interval, c->cfg.watchdog_seconds,
             c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe",
             c->tp->ops->name);
 }
@@ -93,6 +97,13 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     setup_routing(c);
 
     cr_registry_init(&c->handlers);
+    c->deep = c->cfg.flow == CR_FLOW_DEEP_HELD;
+    cr_park_init(&c->park);
+    c->park_cap = c->cfg.park_cap_bytes;
+    if (!c->park_cap) {
+        size_t window = (size_t)c->cfg.max_inflight * c->cfg.buffer_bytes;
+        c->park_cap = window > c->cfg.buffer_cap_bytes ? window : c->cfg.buffer_cap_bytes;
+    }
     int pool = (int)c->cfg.max_inflight;
     size_t pool_bytes_limit = (size_t)64 << 20;
     if ((size_t)pool * c->cfg.buffer_bytes > pool_bytes_limit)
@@ -124,6 +135,7 @@ void cr_comm_destroy(cr_comm *c)
     cr_trace_close(c->trace);
     cr_engine_free(c);
     cr_selfq_free(c);
+    cr_park_free(&c->park);
     cr_combine_index_free(&c->combine);
     cr_outbufs_free(&c->out);
     cr_registry_free(&c->handlers);

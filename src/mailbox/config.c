@@ -51,6 +51,11 @@ static const setting settings[] = {
      "sends in flight per rank at most"},
     {"COURIER_NEST_LIMIT", AT(nest_limit), SET_UINT, 0, 64, 16, false,
      "how deep a reentrant handler over the cap may handle buffers"},
+    {"COURIER_PARK_CAP", AT(park_cap_bytes), SET_SIZE, 1, 64.0 * (double)GiB, 0, true,
+     "under COURIER_FLOW=deep-held, bytes from other ranks a rank parks before it stops "
+     "taking buffers (0: the larger of COURIER_BUFFER_CAP and COURIER_MAX_INFLIGHT buffers)"},
+    {"COURIER_PARK_RELIEF", AT(park_relief_polls), SET_UINT, 0, 1 << 20, 64, false,
+     "polls without progress before a paused rank with a full park takes a buffer (0: never)"},
     {"COURIER_FLUSH_INTERVAL", AT(flush_interval), SET_SECONDS, 0, 3600, 0.005, false,
      "longest a partly filled buffer waits while the rank is idle"},
     {"COURIER_WATCHDOG", AT(watchdog_seconds), SET_SECONDS, WATCHDOG_MIN, 86400, 60, true,
@@ -112,6 +117,7 @@ void cr_config_init(cr_config *cfg)
     for (size_t i = 0; i < NSETTINGS; i++)
         store(cfg, &settings[i], settings[i].dflt);
     cfg->recv_mode = CR_RECV_PROBE;
+    cfg->flow = CR_FLOW_WAITS;
     cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
     cfg->exchange = CR_NBX_PROTOCOL_NBX;
     cfg->allreduce = CR_ALLREDUCE_AUTO;
@@ -249,6 +255,19 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
         }
     }
 
+    const char *flow = getenv("COURIER_FLOW");
+    if (flow) {
+        if (!strcmp(flow, "waits"))
+            c.flow = CR_FLOW_WAITS;
+        else if (!strcmp(flow, "deep-held"))
+            c.flow = CR_FLOW_DEEP_HELD;
+        else {
+            cr_set_error(err, errlen, "COURIER_FLOW='%s' is not valid: expected waits or deep-held",
+                         flow);
+            return -1;
+        }
+    }
+
     const char *route = getenv("COURIER_ROUTE");
     if (route) {
         char why[256];
@@ -292,6 +311,11 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
                   (int)cfg->recv_mode);
         return -1;
     }
+    if (cfg->flow != CR_FLOW_WAITS && cfg->flow != CR_FLOW_DEEP_HELD) {
+        cr_set_error(err, errlen, "flow=%d is not valid: expected CR_FLOW_WAITS or CR_FLOW_DEEP_HELD",
+                     (int)cfg->flow);
+        return -1;
+    }
     if (memchr(cfg->trace_path, '\0', sizeof cfg->trace_path) == NULL) {
         cr_set_error(err, errlen, "trace_path is not a terminated string of at most %zu "
                      "characters", sizeof cfg->trace_path - 1);
@@ -319,7 +343,7 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
 /* The COURIER_* variables the library reads besides the settings table's (the
  * modules' included). */
 static const char *const other_variables[] = {
-    "COURIER_RECV", "COURIER_ROUTE", "COURIER_TRACE",
+    "COURIER_RECV", "COURIER_ROUTE", "COURIER_TRACE", "COURIER_FLOW",
     "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
 };
 #define NOTHER (sizeof other_variables / sizeof other_variables[0])

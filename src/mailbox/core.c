@@ -91,7 +91,7 @@ static inline void append_to_buffer(cr_comm *c, int hop, int handler, uint16_t f
                                     cr_combine_slot *slot)
 {
     uint16_t run_flags = route ? (uint16_t)(flags | CR_REC_ROUTED) : 0;
-    uint64_t key = cr_run_key((uint16_t)handler, run_flags, (uint32_t)len);
+    uint64_t key = cr_run_key((uint16_t)handler, cr_run_bits(run_flags, c->send_gen), (uint32_t)len);
     size_t stride = cr_rec_stride(len, route != NULL);
     if (!append_fast(c, hop, key, stride, route, payload, len, slot))
         append_slow(c, hop, key, stride, route, payload, len, slot);
@@ -246,8 +246,9 @@ static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
     if (--c->poll_countdown == 0)
         poll_from_user_code(c);
     /* A reentrant handler over the cap waits here, once its record is appended (and
-     * indexed, if it combines): nothing of this call is left to be done. */
-    if (c->flow.in_reentrant && cr_over_cap(c))
+     * indexed, if it combines): nothing of this call is left to be done. Under
+     * deep-held no call waits: the loop pauses handling instead (deep_handle). */
+    if (c->flow.in_reentrant && !c->deep && cr_over_cap(c))
         cr_wait_by_handling(c);
 }
 
@@ -256,7 +257,7 @@ static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
  * two records of the run no user code is interrupted, so this needs no opt-in. */
 static inline void after_forward(cr_comm *c)
 {
-    if (c->cfg.nest_limit > 0 && cr_over_cap(c))
+    if (c->cfg.nest_limit > 0 && !c->deep && cr_over_cap(c))
         cr_wait_by_handling(c);
 }
 
@@ -270,7 +271,7 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
         cr_append(c, dest, c->rank, handler, 0, payload, len);
     } else {
         /* Direct: the next hop is dest and the record needs no route block. */
-        uint64_t key = cr_run_key((uint16_t)handler, 0, (uint32_t)len);
+        uint64_t key = cr_run_key((uint16_t)handler, cr_run_bits(0, c->send_gen), (uint32_t)len);
         size_t stride = cr_rec_pad(len);
         if (!append_fast(c, dest, key, stride, NULL, payload, len, NULL))
             append_slow(c, dest, key, stride, NULL, payload, len, NULL);
@@ -373,6 +374,15 @@ static inline void note_output(cr_comm *c, uint64_t bytes_sent_before)
         c->stats.peak_handler_output = out;
 }
 
+/* The generation of what a handler of a record of generation `gen` sends: one more
+ * under deep-held (at most CR_REC_GEN_MAX), else always 0. */
+static inline uint16_t child_gen(const cr_comm *c, unsigned gen)
+{
+    if (!c->deep)
+        return 0;
+    return (uint16_t)(gen < CR_REC_GEN_MAX ? gen + 1 : gen);
+}
+
 /* Hand a batch of records for this rank to its handler: in one call to a batch
  * handler, or record by record. The most one call sends is kept: the memory bound
  * has a term for it (docs/flow_control.md). */
@@ -428,16 +438,20 @@ static void dispatch_routed(cr_comm *c, int src, const cr_handler_entry *h,
             corrupt_route(c, src, r);
         const char *payload = run->first + i * run->stride;
         if (r.dest == c->rank) {
+            c->send_gen = run->gen; /* a copy passed on keeps its generation */
             if (run->flags & CR_REC_BCAST)
                 bcast_fanout(c, run->handler, r.origin, payload, run->len);
             continue;
         }
+        c->send_gen = run->gen;
         cr_append(c, r.dest, r.origin, run->handler, run->flags & CR_REC_BCAST, payload,
                   run->len);
         after_forward(c);
+        c->send_gen = child_gen(c, run->gen);
         handle_stretch(c, h, run, start, i);
         start = i + 1;
     }
+    c->send_gen = child_gen(c, run->gen);
     handle_stretch(c, h, run, start, run->count);
 }
 
@@ -449,6 +463,7 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
 {
     double traced = c->trace ? cr_trace_now(c->trace) : 0;
     uint64_t handled_before = c->stats.msgs_handled;
+    uint16_t outer_gen = c->send_gen;
     c->handler_depth++;
     size_t off = 0;
     cr_run_view run;
@@ -461,8 +476,10 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
         }
         cr_batch b = {.payloads = run.first, .stride = run.stride, .len = run.len,
                       .count = run.count, .src = src, .origins = NULL};
+        c->send_gen = child_gen(c, run.gen);
         handle_batch(c, h, &b);
     }
+    c->send_gen = outer_gen;
     if (st == CR_REC_TRUNCATED)
         cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its "
                  "end",
@@ -474,11 +491,29 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
                       (int64_t)(c->stats.msgs_handled - handled_before));
 }
 
+/* Under deep-held a buffer is not handled when it arrives: it waits in the park,
+ * run by run, until deep_handle takes it. */
+static void park(cr_comm *c, int src, const char *buf, size_t len)
+{
+    size_t bad = 0;
+    long runs = cr_park_buffer(&c->park, src, src == c->rank, buf, len, &bad);
+    if (runs < 0)
+        cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its "
+                 "end",
+                 len, src, bad);
+    if (runs == 0)
+        c->mpi_handled_total++;
+    cr_note_memory(c);
+}
+
 static void deliver(void *arg, int src, const char *buf, size_t len)
 {
     cr_comm *c = arg;
     c->stats.mpi_recvs++;
-    cr_dispatch(c, src, buf, len);
+    if (c->deep)
+        park(c, src, buf, len);
+    else
+        cr_dispatch(c, src, buf, len);
 }
 
 bool cr_self_handle_one(cr_comm *c, bool newest)
@@ -489,9 +524,107 @@ bool cr_self_handle_one(cr_comm *c, bool newest)
     /* From now on the block is being handled, like a received one: no longer queued. */
     c->flow.self_bytes -= b.cap;
     cr_update_room(c);
-    cr_dispatch(c, c->rank, b.data, b.len);
+    if (c->deep)
+        park(c, c->rank, b.data, b.len);
+    else
+        cr_dispatch(c, c->rank, b.data, b.len);
     cr_outbufs_recycle(&c->out, b.data, b.cap);
     return true;
+}
+
+/* ---------------------------------------------------------------- deep-held
+ *
+ * COURIER_FLOW=deep-held (docs/flow_control.md, "deep-held"): received buffers and
+ * the rank's own wait in the park by generation; the loop handles the deepest
+ * generation first, and only while the send buffers and the sends in flight hold
+ * less than the cap. Between two records of a reentrant handler, and between two
+ * records a route passes on, the rank checks again, so over the cap it adds at most
+ * one handler call's output. It never stops receiving: a paused rank's sends
+ * complete, its send buffers go out as slots free, and it handles again. */
+
+static inline bool deep_paused(const cr_comm *c)
+{
+    return c->out.total + c->flow.inflight_bytes >= c->cfg.buffer_cap_bytes;
+}
+
+/* Records from `from` on of a parked routed run, one at a time: passed on towards
+ * their next hop, or handled here; stops once the rank is paused. Returns how far it
+ * got. */
+static size_t deep_routed(cr_comm *c, int src, const cr_handler_entry *h, const cr_run_view *run,
+                          size_t from)
+{
+    size_t i = from;
+    while (i < run->count) {
+        cr_rec_route r = cr_run_route(run, i);
+        if ((unsigned)r.dest >= (unsigned)c->size || (unsigned)r.origin >= (unsigned)c->size)
+            corrupt_route(c, src, r);
+        const char *payload = run->first + i * run->stride;
+        c->send_gen = run->gen;
+        if (r.dest == c->rank) {
+            if (run->flags & CR_REC_BCAST)
+                bcast_fanout(c, run->handler, r.origin, payload, run->len);
+            c->send_gen = child_gen(c, run->gen);
+            handle_stretch(c, h, run, i, i + 1);
+        } else {
+            cr_append(c, r.dest, r.origin, run->handler, run->flags & CR_REC_BCAST, payload,
+                      run->len);
+        }
+        i++;
+        if (deep_paused(c))
+            break;
+    }
+    return i;
+}
+
+/* Records from `from` on of a parked run for this rank: a reentrant handler's one at
+ * a time while the rank is not paused, any other handler's all at once. */
+static size_t deep_local(cr_comm *c, int src, const cr_handler_entry *h, const cr_run_view *run,
+                         size_t from)
+{
+    c->send_gen = child_gen(c, run->gen);
+    size_t to = from;
+    do {
+        size_t end = h->reentrant ? to + 1 : run->count;
+        cr_batch b = {.payloads = run->first + to * run->stride, .stride = run->stride,
+                      .len = run->len, .count = end - to, .src = src, .origins = NULL};
+        handle_batch(c, h, &b);
+        to = end;
+    } while (to < run->count && !deep_paused(c));
+    return to;
+}
+
+/* Handle up to about `budget` parked records, deepest generation first, while the
+ * rank is below the cap. */
+static size_t deep_handle(cr_comm *c, size_t budget)
+{
+    size_t records = 0;
+    c->handler_depth++;
+    while (records < budget && !deep_paused(c)) {
+        /* What this rank sent itself competes by generation with what is parked: its
+         * children are deeper than the record that sent them. */
+        while (cr_self_handle_one(c, false))
+            ;
+        if (cr_park_empty(&c->park))
+            break;
+        cr_run_view run;
+        int src;
+        uint32_t r = cr_park_next(&c->park, &run, &src);
+        const cr_handler_entry *h = handler_of(c, src, run.handler);
+        double traced = c->trace ? cr_trace_now(c->trace) : 0;
+        size_t from = c->park.runs[r].done;
+        size_t to = run.flags & CR_REC_ROUTED ? deep_routed(c, src, h, &run, from)
+                                              : deep_local(c, src, h, &run, from);
+        records += to - from;
+        c->park.runs[r].done = (uint32_t)to;
+        if (to < run.count || !cr_park_run_done(&c->park, r))
+            continue;
+        c->mpi_handled_total++; /* the buffer's last run: the buffer counts as handled */
+        if (c->trace)
+            cr_trace_span(c->trace, "handle", traced, "src", src, "records", (int64_t)(to - from));
+    }
+    c->handler_depth--;
+    c->send_gen = 0;
+    return records;
 }
 
 size_t cr_self_poll(cr_comm *c, int budget)
@@ -633,4 +766,41 @@ void cr_wait_by_handling(cr_comm *c)
         c->stats.throttled_us += us > 0 ? (uint64_t)us : 0;
     }
     c->flow.nest--;
+}
+
+/* Buffers taken into the park per poll at most, and parked records handled. */
+#define DEEP_RECV_BUDGET 16
+#define DEEP_HANDLE_BUDGET 4096
+
+size_t cr_deep_poll(cr_comm *c, bool worked)
+{
+    /* This rank's own buffers always go into the park: they move from one part of
+     * what it holds to another, and nobody waits for them. Other ranks' buffers are
+     * taken while what came from them holds less than the park cap. */
+    size_t work = 0;
+    while (cr_self_handle_one(c, false))
+        work++;
+    for (int k = 0; k < DEEP_RECV_BUDGET && c->park.others_bytes < c->park_cap; k++) {
+        size_t got = cr_recv_poll(c, 1);
+        if (!got)
+            break;
+        work += got;
+    }
+    work += deep_handle(c, DEEP_HANDLE_BUDGET);
+    /* The relief: a rank that is paused and refuses buffers may be what its senders
+     * wait for while it waits for them (docs/flow_control.md, "deep-held"); after
+     * park_relief_polls polls in a row without progress it takes one buffer from
+     * another rank, which completes that rank's send. */
+    bool refusing = c->park.others_bytes >= c->park_cap;
+    if (work || worked || !refusing || !deep_paused(c)) {
+        c->refused_polls = 0;
+        return work;
+    }
+    if (c->cfg.park_relief_polls && ++c->refused_polls >= c->cfg.park_relief_polls &&
+        cr_recv_poll(c, 1)) {
+        c->stats.reliefs++;
+        c->refused_polls = 0;
+        work++;
+    }
+    return work;
 }

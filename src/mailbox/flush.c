@@ -120,6 +120,8 @@ void cr_note_memory(cr_comm *c)
         s->peak_inflight_bytes = c->flow.inflight_bytes;
     if (c->flow.self_bytes > s->peak_self_bytes)
         s->peak_self_bytes = c->flow.self_bytes;
+    if (c->park.bytes > s->peak_parked_bytes)
+        s->peak_parked_bytes = c->park.bytes;
 }
 
 /* Wait in user code until done(c, arg), counting the wait as throttled time. */

@@ -7,6 +7,7 @@
 #include "courier/mailbox.h"
 #include "mailbox/combine.h"
 #include "mailbox/outbuf.h"
+#include "mailbox/park.h"
 #include "mailbox/record.h"
 #include "mailbox/registry.h"
 #include "mailbox/termination.h"
@@ -125,6 +126,12 @@ struct cr_comm {
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
     int handler_depth;    /* > 0 while a received buffer is being handled */
+    bool deep;            /* COURIER_FLOW=deep-held (core.c, "deep-held") */
+    uint16_t send_gen;    /* the generation of what is appended now (record.h) */
+    cr_park park;         /* under deep-held: received buffers not yet handled */
+    unsigned refused_polls; /* under deep-held: polls in a row that refused buffers and
+                               found nothing else to do */
+    size_t park_cap;      /* cfg.park_cap_bytes, or its automatic value */
     int trace_phases;     /* cr_trace_begin calls not yet ended */
     int last_handler;     /* id + 1 of the handler that ran last; 0 = none yet (the
                              watchdog names it) */
@@ -208,6 +215,10 @@ bool cr_selfq_pop(cr_comm *c, cr_block *out);
 void cr_selfq_free(cr_comm *c);
 /* flush.c: the newest buffer to this rank itself; false when there is none. */
 bool cr_selfq_pop_newest(cr_comm *c, cr_block *out);
+/* core.c: under deep-held, the receiving half of a poll: take buffers into the park
+ * while it has room (or one as a relief), then handle parked records; `worked` says
+ * whether the poll already made progress (sends completed). Returns the work done. */
+size_t cr_deep_poll(cr_comm *c, bool worked);
 /* core.c: handle one buffer this rank sent itself (the newest if `newest`, else the
  * oldest); false when there is none. */
 bool cr_self_handle_one(cr_comm *c, bool newest);
@@ -231,10 +242,11 @@ void cr_engine_tick_watchdog(cr_comm *c);
 double cr_now(cr_comm *c);
 /* The current time (not the loop's cached one); the simulation's clock there. */
 double cr_clock(cr_comm *c);
-/* Bytes the mailbox holds now: send buffers, blocks in flight, blocks to itself. */
+/* Bytes the mailbox holds now: send buffers, blocks in flight, blocks to itself, and
+ * (under deep-held) received buffers parked and not yet handled. */
 static inline size_t cr_held_bytes(const cr_comm *c)
 {
-    return c->out.total + c->flow.inflight_bytes + c->flow.self_bytes;
+    return c->out.total + c->flow.inflight_bytes + c->flow.self_bytes + c->park.bytes;
 }
 /* cr_stats.peak_memory_bytes as cr_stats_get gives it: what is held now may be
  * above the last peak taken. */

@@ -127,7 +127,7 @@ static inline char *cr_outbufs_append_rec(cr_outbufs *o, int dest, uint64_t key,
     cr_outbufs_close_run(o, dest);
     size_t at_off = b->len;
     char *hdr = cr_outbufs_append(o, dest, sizeof(cr_run_hdr) + stride, now);
-    cr_run_write_hdr(hdr, (uint16_t)(key >> 32), (uint16_t)((key >> 48) & CR_REC_FLAG_MASK),
+    cr_run_write_hdr(hdr, (uint16_t)(key >> 32), (uint16_t)((key >> 48) & CR_REC_BITS_MASK),
                      (uint32_t)key);
     b->run_at = at_off;
     b->run_key = key;

@@ -20,7 +20,8 @@
 typedef struct cr_run_hdr {
     uint32_t len;     /* payload bytes of each record, without padding */
     uint16_t handler; /* registered handler id */
-    uint16_t info;    /* bits 0-1: CR_REC_* flags; bits 2-15: records in the run */
+    uint16_t info;    /* bits 0-1: CR_REC_* flags; bits 2-5: the records' generation;
+                         bits 6-15: records in the run */
 } cr_run_hdr;
 
 enum {
@@ -29,10 +30,28 @@ enum {
     CR_REC_FLAG_BITS = 2,
 };
 
-/* Records in one run, at most: the count fills the 14 high bits of `info`. */
-#define CR_RUN_MAX ((1u << (16 - CR_REC_FLAG_BITS)) - 1)
+/* The generation of a record: how many handlers, one sending from the one before,
+ * lie between it and user code (0 from user code, one more from a handler, the same
+ * when a route passes it on), at most CR_REC_GEN_MAX. Under COURIER_FLOW=deep-held a
+ * rank handles the deepest generation first (docs/flow_control.md); otherwise every
+ * record is of generation 0. */
+#define CR_REC_GEN_SHIFT CR_REC_FLAG_BITS
+#define CR_REC_GEN_BITS 4
+#define CR_REC_GEN_MAX ((1u << CR_REC_GEN_BITS) - 1)
+/* The bits of `info` below the count: flags and generation. */
+#define CR_REC_BITS (CR_REC_FLAG_BITS + CR_REC_GEN_BITS)
+#define CR_REC_BITS_MASK ((1u << CR_REC_BITS) - 1)
+
+/* Records in one run, at most: the count fills the 10 high bits of `info`. */
+#define CR_RUN_MAX ((1u << (16 - CR_REC_BITS)) - 1)
 /* What one more record adds to `info`. */
-#define CR_RUN_ONE (1u << CR_REC_FLAG_BITS)
+#define CR_RUN_ONE (1u << CR_REC_BITS)
+
+/* A run's flags and generation, as `info` holds them below the count. */
+static inline uint16_t cr_run_bits(uint16_t flags, unsigned gen)
+{
+    return (uint16_t)(flags | gen << CR_REC_GEN_SHIFT);
+}
 
 typedef struct cr_rec_route {
     int32_t dest;   /* final destination */
@@ -67,10 +86,10 @@ static inline uint64_t cr_run_key(uint16_t handler, uint16_t flags, uint32_t len
     return (uint64_t)len | (uint64_t)handler << 32 | (uint64_t)flags << 48 | CR_RUN_KEY_MARK;
 }
 
-/* Write a run header for one record at `dst`. */
-static inline void cr_run_write_hdr(char *dst, uint16_t handler, uint16_t flags, uint32_t len)
+/* Write a run header for one record at `dst`; `bits` are cr_run_bits. */
+static inline void cr_run_write_hdr(char *dst, uint16_t handler, uint16_t bits, uint32_t len)
 {
-    cr_run_hdr h = {.len = len, .handler = handler, .info = (uint16_t)(flags | CR_RUN_ONE)};
+    cr_run_hdr h = {.len = len, .handler = handler, .info = (uint16_t)(bits | CR_RUN_ONE)};
     memcpy(dst, &h, sizeof h);
 }
 
@@ -79,7 +98,7 @@ static inline void cr_run_set_count(char *hdr, unsigned count)
 {
     uint16_t info;
     memcpy(&info, hdr + offsetof(cr_run_hdr, info), sizeof info);
-    info = (uint16_t)((info & (CR_RUN_ONE - 1)) | count << CR_REC_FLAG_BITS);
+    info = (uint16_t)((info & (CR_RUN_ONE - 1)) | count << CR_REC_BITS);
     memcpy(hdr + offsetof(cr_run_hdr, info), &info, sizeof info);
 }
 
@@ -118,6 +137,7 @@ static inline void cr_rec_write(char *dst, const cr_rec_route *route, const void
 typedef struct cr_run_view {
     uint16_t handler;
     uint16_t flags;
+    uint16_t gen;
     uint32_t len;
     uint32_t count;
     size_t stride;
@@ -149,13 +169,14 @@ static inline cr_rec_status cr_run_next(const char *buf, size_t len, size_t *off
     cr_run_hdr h;
     memcpy(&h, buf + *off, sizeof h);
     bool routed = h.info & CR_REC_ROUTED;
-    size_t count = h.info >> CR_REC_FLAG_BITS;
+    size_t count = h.info >> CR_REC_BITS;
     size_t stride = cr_rec_stride(h.len, routed);
-    /* count < 2^14 and stride < 2^33: the product cannot overflow 64 bits. */
+    /* count < 2^10 and stride < 2^33: the product cannot overflow 64 bits. */
     if (count == 0 || count * stride > len - *off - sizeof h)
         return CR_REC_TRUNCATED;
     out->handler = h.handler;
     out->flags = (uint16_t)(h.info & ((1u << CR_REC_FLAG_BITS) - 1));
+    out->gen = (uint16_t)((h.info >> CR_REC_GEN_SHIFT) & CR_REC_GEN_MAX);
     out->len = h.len;
     out->count = (uint32_t)count;
     out->stride = stride;

@@ -23,6 +23,7 @@ static const struct {
     F(barrier_epochs),  F(forwarded),        F(partners),       F(partners_off_node),
     F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
     F(batches),         F(merged_at_source), F(merged_at_hops), F(merged_bytes),
+    F(peak_parked_bytes), F(reliefs),
 #undef F
 };
 

@@ -76,7 +76,7 @@ static void test_runs_share_a_header(void **state)
     cr_outbufs_free(&o);
 }
 
-/* A run holds at most CR_RUN_MAX records (its count has 14 bits); the next one opens
+/* A run holds at most CR_RUN_MAX records (its count has 10 bits); the next one opens
  * another run, and no count wraps around. */
 static void test_long_runs_split(void **state)
 {
@@ -203,7 +203,7 @@ static void test_truncated_input_is_detected(void **state)
     pos = 0;
     assert_int_equal(cr_run_next(buf, 8, &pos, &r), CR_REC_TRUNCATED);
     /* a count at the largest value with 0-byte records is fine */
-    h.info = (uint16_t)(CR_RUN_MAX << CR_REC_FLAG_BITS);
+    h.info = (uint16_t)(CR_RUN_MAX << CR_REC_BITS);
     memcpy(buf, &h, sizeof h);
     pos = 0;
     assert_int_equal(cr_run_next(buf, 8, &pos, &r), CR_REC_OK);
