@@ -75,39 +75,6 @@ static void on_record(cr_comm *comm, int src, const void *p, size_t len, void *u
         send_record(comm, t, depth + 1, mix(key * 31 + j + 1));
 }
 
-/* The bound of docs/flow_control.md under COURIER_FLOW=waits: the cap, one record
- * per level of waits and for the call that started them, and the slack of the blocks
- * the event loop sends or hands over (less than one block each). It holds on a rank
- * whose calls never reached the nesting limit (cap_overruns 0). */
-static double waits_bound(const cr_config *cfg, uint64_t payload)
-{
-    double record = 8 + 8 + (double)((payload + 7) & ~(uint64_t)7);
-    double block = (double)((cfg->buffer_bytes + 7) & ~(size_t)7);
-    return (double)cfg->buffer_cap_bytes + (cfg->nest_limit + 1.0) * record +
-           (cfg->max_inflight + 1.0) * block;
-}
-
-/* Generations Courier tells apart (deeper records share the last one). */
-#define CR_GENERATIONS 16
-
-/* The bound of docs/flow_control.md under COURIER_FLOW=deep-held for this program
- * (its handler depth D and the most one handler call sends, Y: F records with their
- * run headers and route blocks), on a rank that made `reliefs` reliefs: the cap, Y
- * and the spare room of two blocks for the send buffers and the sends in flight; the
- * park cap, one buffer over it and one more per relief for other ranks' buffers
- * parked; a block and Y per generation for this rank's own. */
-static double deep_bound(const cr_config *cfg, uint64_t payload, uint64_t fanout,
-                         uint64_t depth, uint64_t reliefs)
-{
-    double record = 8 + 8 + (double)((payload + 7) & ~(uint64_t)7);
-    double y = (double)fanout * record, c = (double)cfg->buffer_cap_bytes;
-    double k = (double)((cfg->buffer_bytes + 7) & ~(size_t)7);
-    double window = (double)cfg->max_inflight * k;
-    double q = cfg->park_cap_bytes ? (double)cfg->park_cap_bytes : window > c ? window : c;
-    double b = c + y + k; /* the largest buffer: a block grown by what is appended below the cap */
-    return c + y + 2 * k + q + b * (1.0 + (double)reliefs) + (double)(depth + 1) * (k + y);
-}
-
 static uint64_t expected_per_seed(uint64_t fanout, uint64_t depth)
 {
     uint64_t total = 0, level = 1;
@@ -178,8 +145,8 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     bool deep = cfg.flow == CR_FLOW_DEEP_HELD;
-    double bound = deep ? deep_bound(&cfg, payload, fanout, depth, s.reliefs)
-                        : waits_bound(&cfg, payload);
+    uint64_t bound_bytes = cr_memory_bound(comm, (unsigned)depth);
+    double bound = bound_bytes == UINT64_MAX ? 1e300 : (double)bound_bytes;
     double mine[13] = {(double)s.peak_buffered_bytes, (double)s.peak_inflight,
                        (double)ru.ru_maxrss * 1024.0, (double)s.peak_inflight_bytes,
                        (double)s.peak_self_bytes, (double)s.peak_memory_bytes,
@@ -216,8 +183,8 @@ int main(int argc, char **argv)
                    "over ranks; measured %.1f KiB; the fullest rank at %.2f of its own bound: "
                    "%s\n",
                    (unsigned long long)depth, peak[12] / 1024, peak[5] / 1024, peak[11],
-                   depth > CR_GENERATIONS - 1 ? "the bound is void, the program is deeper than "
-                                                "the generations Courier tells apart"
+                   peak[12] >= 1e300 ? "the bound is void, the program is deeper than "
+                                       "the generations Courier tells apart"
                    : peak[11] <= 1 ? "every rank within" : "a rank ABOVE it");
         } else {
             printf("  waits nested %.0f deep at most (limit %u); cap overruns %.0f (total over "

@@ -339,6 +339,25 @@ typedef struct cr_stats {
 
 /* Copy this rank's counters. Local. */
 void cr_stats_get(const cr_comm *comm, cr_stats *out);
+
+/* The most bytes this rank's mailbox may hold at once (cr_stats.peak_memory_bytes)
+ * under the settings in effect, for a program whose handler depth is `depth` (the
+ * longest chain of handlers each sending from the one before: 0 when only user code
+ * sends), as docs/flow_control.md derives it. With C = buffer_cap_bytes, K =
+ * buffer_bytes (rounded up to 8), S = max_inflight, L = nest_limit, Y = the most
+ * buffer bytes one append (waits) or one handler call (deep-held) of this rank added
+ * so far (records with padding, route blocks and run headers), Q = the park cap, R =
+ * this rank's reliefs so far, B = C + Y + K:
+ *   waits:      C + (L + 1) Y + (S + 1) K, if no call reached the nesting limit
+ *               (cap_overruns 0); else no bound (UINT64_MAX)
+ *   deep-held:  C + Y + 2K  +  Q + (1 + R) B  +  (depth + 1)(K + Y), for depth up to 15
+ *               (the generations records carry); else no bound (UINT64_MAX)
+ * The depth term is necessary: no runtime can hold every program below a bound that
+ * does not grow with its depth (docs/flow_control.md, "No runtime can bound memory
+ * for every program"). It holds for records sent by reentrant handlers, forwarded
+ * records and user code; a handler that is not reentrant may send without limit.
+ * Local; runs no handlers. */
+uint64_t cr_memory_bound(const cr_comm *comm, unsigned depth);
 /* Zero this rank's counters, and those of the modules attached to the comm (such as
  * cr_dedup_stats). Local. */
 void cr_stats_reset(cr_comm *comm);

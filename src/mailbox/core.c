@@ -243,6 +243,8 @@ static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
 {
     c->stats.msgs_sent += msgs;
     c->stats.bytes_sent += msgs * len;
+    if (len > c->flow.largest_record)
+        c->flow.largest_record = len;
     if (--c->poll_countdown == 0)
         poll_from_user_code(c);
     /* A reentrant handler over the cap waits here, once its record is appended (and
@@ -367,13 +369,6 @@ static const cr_handler_entry *handler_of(const cr_comm *c, int src, unsigned id
     return h;
 }
 
-static inline void note_output(cr_comm *c, uint64_t bytes_sent_before)
-{
-    uint64_t out = c->stats.bytes_sent - c->flow.sent_in_waits - bytes_sent_before;
-    if (out > c->stats.peak_handler_output)
-        c->stats.peak_handler_output = out;
-}
-
 /* The generation of what a handler of a record of generation `gen` sends: one more
  * under deep-held (at most CR_REC_GEN_MAX), else always 0. */
 static inline uint16_t child_gen(const cr_comm *c, unsigned gen)
@@ -383,12 +378,37 @@ static inline uint16_t child_gen(const cr_comm *c, unsigned gen)
     return (uint16_t)(gen < CR_REC_GEN_MAX ? gen + 1 : gen);
 }
 
+/* What this rank has sent outside waits by handling: payload bytes and records. */
+typedef struct output_mark {
+    uint64_t bytes, msgs;
+} output_mark;
+
+static inline output_mark output_now(const cr_comm *c)
+{
+    return (output_mark){c->stats.bytes_sent - c->flow.sent_in_waits,
+                         c->stats.msgs_sent - c->flow.msgs_in_waits};
+}
+
+/* A handler call ended: the most one call sent, as payload (cr_stats) and as the
+ * bytes its records take in buffers (the bound's Y: each record's payload padded to
+ * 8 bytes, its route block and at most a run header of its own). */
+static inline void note_output(cr_comm *c, output_mark before)
+{
+    output_mark now = output_now(c);
+    uint64_t out = now.bytes - before.bytes, msgs = now.msgs - before.msgs;
+    if (out > c->stats.peak_handler_output)
+        c->stats.peak_handler_output = out;
+    uint64_t wire = out + msgs * (7 + sizeof(cr_rec_route) + sizeof(cr_run_hdr));
+    if (wire > c->flow.peak_call_wire)
+        c->flow.peak_call_wire = wire;
+}
+
 /* Hand a batch of records for this rank to its handler: in one call to a batch
  * handler, or record by record. The most one call sends is kept: the memory bound
  * has a term for it (docs/flow_control.md). */
 static void handle_batch(cr_comm *c, const cr_handler_entry *h, const cr_batch *b)
 {
-    uint64_t before = c->stats.bytes_sent - c->flow.sent_in_waits;
+    output_mark before = output_now(c);
     bool outer_reentrant = c->flow.in_reentrant;
     c->flow.in_reentrant = h->reentrant;
     c->last_handler = (int)(h - c->handlers.entries) + 1;
@@ -397,12 +417,12 @@ static void handle_batch(cr_comm *c, const cr_handler_entry *h, const cr_batch *
         c->stats.batches++;
         note_output(c, before);
     } else if (!b->origins) {
-        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent - c->flow.sent_in_waits) {
+        for (size_t i = 0; i < b->count; i++, before = output_now(c)) {
             h->fn(c, b->src, b->payloads + i * b->stride, b->len, h->user);
             note_output(c, before);
         }
     } else {
-        for (size_t i = 0; i < b->count; i++, before = c->stats.bytes_sent - c->flow.sent_in_waits) {
+        for (size_t i = 0; i < b->count; i++, before = output_now(c)) {
             h->fn(c, cr_batch_src(b, i), cr_batch_payload(b, i), b->len, h->user);
             note_output(c, before);
         }
@@ -548,8 +568,9 @@ static inline bool deep_paused(const cr_comm *c)
 }
 
 /* Records from `from` on of a parked routed run, one at a time: passed on towards
- * their next hop, or handled here; stops once the rank is paused. Returns how far it
- * got. */
+ * their next hop, or handled here; stops once the rank is paused, and after a record
+ * handled here by a reentrant handler (its children may be deeper). Returns how far
+ * it got. */
 static size_t deep_routed(cr_comm *c, int src, const cr_handler_entry *h, const cr_run_view *run,
                           size_t from)
 {
@@ -565,6 +586,10 @@ static size_t deep_routed(cr_comm *c, int src, const cr_handler_entry *h, const 
                 bcast_fanout(c, run->handler, r.origin, payload, run->len);
             c->send_gen = child_gen(c, run->gen);
             handle_stretch(c, h, run, i, i + 1);
+            if (h->reentrant) {
+                i++;
+                break;
+            }
         } else {
             cr_append(c, r.dest, r.origin, run->handler, run->flags & CR_REC_BCAST, payload,
                       run->len);
@@ -576,20 +601,17 @@ static size_t deep_routed(cr_comm *c, int src, const cr_handler_entry *h, const 
     return i;
 }
 
-/* Records from `from` on of a parked run for this rank: a reentrant handler's one at
- * a time while the rank is not paused, any other handler's all at once. */
+/* Records from `from` on of a parked run for this rank: a reentrant handler's next
+ * one alone (then the loop looks again for a deeper run: the record's children may
+ * be one), any other handler's all at once. */
 static size_t deep_local(cr_comm *c, int src, const cr_handler_entry *h, const cr_run_view *run,
                          size_t from)
 {
     c->send_gen = child_gen(c, run->gen);
-    size_t to = from;
-    do {
-        size_t end = h->reentrant ? to + 1 : run->count;
-        cr_batch b = {.payloads = run->first + to * run->stride, .stride = run->stride,
-                      .len = run->len, .count = end - to, .src = src, .origins = NULL};
-        handle_batch(c, h, &b);
-        to = end;
-    } while (to < run->count && !deep_paused(c));
+    size_t to = h->reentrant ? from + 1 : run->count;
+    cr_batch b = {.payloads = run->first + from * run->stride, .stride = run->stride,
+                  .len = run->len, .count = to - from, .src = src, .origins = NULL};
+    handle_batch(c, h, &b);
     return to;
 }
 
@@ -734,6 +756,7 @@ void cr_wait_by_handling(cr_comm *c)
     c->stats.handler_waits++;
     double t0 = cr_clock(c);
     uint64_t sent_before = c->stats.bytes_sent, waits_before = c->flow.sent_in_waits;
+    uint64_t msgs_before = c->stats.msgs_sent, msgs_waits_before = c->flow.msgs_in_waits;
     unsigned idle = 0;
     double next_tick = 0;
     bool changed = true; /* something moved since send_what_fits last ran */
@@ -759,6 +782,7 @@ void cr_wait_by_handling(cr_comm *c)
     /* What the handlers run here sent is theirs, not the waiting handler's output
      * (peak_handler_output); an inner wait's share is already in sent_in_waits. */
     c->flow.sent_in_waits = waits_before + (c->stats.bytes_sent - sent_before);
+    c->flow.msgs_in_waits = msgs_waits_before + (c->stats.msgs_sent - msgs_before);
     /* The outermost wait's time includes the inner ones'; inside user code's own
      * wait for room, that wait counts it. */
     if (c->flow.nest == 1 && !c->flow.throttling) {

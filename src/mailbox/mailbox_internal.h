@@ -87,6 +87,10 @@ typedef struct cr_flow {
     bool throttling;      /* user code waits for room (flush.c): its time is counted there */
     uint64_t sent_in_waits; /* payload bytes sent by handlers run inside waits, ever: not
                                the output of the handler that waited */
+    uint64_t msgs_in_waits; /* ... and their records */
+    uint64_t peak_call_wire; /* the most buffer bytes one handler call appended (records
+                                with their padding, route blocks and run headers) */
+    size_t largest_record;  /* the largest payload cr_async or cr_async_bcast took */
     bool cap_blocked;     /* the cap flush found no free slot; retry after a send completes */
     bool in_cap_flush;
     int ndeferred;        /* buffers whose flush waits for a free slot */

@@ -80,3 +80,20 @@ void cr_stats_reset(cr_comm *c)
     c->out.peak = c->out.total;
     cr_modules_stats_reset(c);
 }
+
+uint64_t cr_memory_bound(const cr_comm *c, unsigned depth)
+{
+    const cr_config *cfg = &c->cfg;
+    uint64_t cap = cfg->buffer_cap_bytes, k = cr_rec_pad(cfg->buffer_bytes);
+    uint64_t record = cr_rec_pad(c->flow.largest_record) + sizeof(cr_rec_route) + sizeof(cr_run_hdr);
+    if (!c->deep) {
+        if (c->stats.cap_overruns > 0)
+            return UINT64_MAX;
+        return cap + ((uint64_t)cfg->nest_limit + 1) * record + ((uint64_t)cfg->max_inflight + 1) * k;
+    }
+    if (depth > CR_REC_GEN_MAX)
+        return UINT64_MAX;
+    uint64_t y = c->flow.peak_call_wire > record ? c->flow.peak_call_wire : record;
+    uint64_t b = cap + y + k;
+    return cap + y + 2 * k + c->park_cap + (1 + c->stats.reliefs) * b + ((uint64_t)depth + 1) * (k + y);
+}

@@ -71,6 +71,7 @@ static named_config config(const char *name)
 typedef struct seen {
     uint64_t count, sum, bad;
     uint64_t hops;
+    uint64_t bound;  /* cr_memory_bound, as the rank took it at its end */
     int32_t round;   /* the barrier round this rank is in */
     int h;           /* the scenario's handler id */
 } seen;
@@ -1029,6 +1030,8 @@ static void run_fan(cr_comm *comm, void *user)
         cr_async(comm, fan_dest(r.key, cr_comm_size(comm)), W.ranks[me].h, &r, sizeof r);
     }
     cr_barrier(comm);
+    /* The bound of docs/flow_control.md for this rank, for the program's depth. */
+    W.ranks[me].bound = cr_memory_bound(comm, (unsigned)W.param);
 }
 
 static void fan_expect(uint64_t key, uint64_t depth, uint64_t *count, uint64_t *sum)
@@ -1050,24 +1053,6 @@ static void check_fan(int p)
             fan_expect(fan_root(r, i), 0, &want_count, &want_sum);
     EXPECT_EQ(count, want_count);
     EXPECT_EQ(sum, want_sum);
-}
-
-/* The bound of docs/flow_control.md under deep-held, for a program of handler depth
- * D whose handler calls send at most y bytes (records with their run headers and
- * route blocks): the send buffers and the sends in flight hold at most the cap, one
- * call's output and the spare room of two blocks; the park holds what came from
- * other ranks up to its cap and one buffer more (b: the largest buffer, at most a
- * block grown by what is appended below the cap), one more buffer per relief, and
- * of this rank's own records at most a block and one call's output per generation. */
-typedef struct deep_bound_in {
-    uint64_t cap, block, park_cap, y, depth;
-} deep_bound_in;
-
-static uint64_t deep_bound(const deep_bound_in *in, uint64_t reliefs)
-{
-    uint64_t b = in->cap + in->y + in->block;
-    return in->cap + in->y + 2 * in->block + in->park_cap + b * (1 + reliefs) +
-           in->depth * (in->block + in->y);
 }
 
 typedef struct deep_result {
@@ -1095,13 +1080,6 @@ static deep_result run_deep_fan(int p, int depth, const named_config *nc, uint64
         return res;
     }
     check_fan(p);
-    uint64_t record = 8 + 8 + sizeof(fan_rec); /* run header, route block, payload */
-    size_t window = (size_t)nc->cfg.max_inflight * nc->cfg.buffer_bytes;
-    deep_bound_in in = {.cap = nc->cfg.buffer_cap_bytes, .block = nc->cfg.buffer_bytes,
-                        .park_cap = nc->cfg.park_cap_bytes ? nc->cfg.park_cap_bytes
-                                    : window > nc->cfg.buffer_cap_bytes ? window
-                                                                        : nc->cfg.buffer_cap_bytes,
-                        .y = fan_out * record, .depth = (uint64_t)depth};
     uint64_t sent = 0, handled = 0;
     for (int r = 0; r < p; r++) {
         const cr_stats *st = &stats[r];
@@ -1109,7 +1087,7 @@ static deep_result run_deep_fan(int p, int depth, const named_config *nc, uint64
         sent += st->msgs_sent;
         handled += st->msgs_handled;
         res.reliefs += st->reliefs;
-        uint64_t bound = deep_bound(&in, st->reliefs);
+        uint64_t bound = W.ranks[r].bound;
         if (st->peak_memory_bytes > res.peak)
             res.peak = st->peak_memory_bytes, res.bound = bound, res.worst_rank = (uint64_t)r;
         if (st->peak_memory_bytes > bound)
