@@ -137,11 +137,12 @@ typedef enum cr_recv_mode {
 /* How a rank bounds what handlers send (docs/flow_control.md). */
 typedef enum cr_flow_policy {
     /* A reentrant handler's cr_async over the cap handles received buffers until the
-     * rank is below it, nested up to COURIER_NEST_LIMIT deep (the default). */
+     * rank is below it, nested up to COURIER_NEST_LIMIT deep. */
     CR_FLOW_WAITS = 0,
-    /* Records carry their generation (handlers between them and user code); a rank
-     * handles the deepest generation first and pauses handling, between two records,
-     * while its send buffers and sends in flight hold the cap, receiving meanwhile. */
+    /* The default. Records carry their generation (handlers between them and user
+     * code); a rank parks what it receives, handles the deepest generation first, and
+     * pauses handling, between two records of a reentrant handler or a route, while
+     * its send buffers and sends in flight hold the cap. */
     CR_FLOW_DEEP_HELD = 1,
 } cr_flow_policy;
 
@@ -173,11 +174,12 @@ typedef struct cr_config {
     unsigned nest_limit;     /* COURIER_NEST_LIMIT: how many calls deep a reentrant
                                 handler's cr_async handles received buffers while its
                                 rank is over the cap (0 .. 64; 0 = never) */
-    cr_flow_policy flow;     /* COURIER_FLOW: waits | deep-held (docs/flow_control.md) */
+    cr_flow_policy flow;     /* COURIER_FLOW: deep-held (default) | waits
+                                (docs/flow_control.md) */
     size_t park_cap_bytes;   /* COURIER_PARK_CAP: under deep-held, a rank stops taking
                                 other ranks' buffers while this many bytes of theirs wait
-                                in its park; 0 = automatic: the larger of buffer_cap_bytes
-                                and max_inflight buffers of buffer_bytes */
+                                in its park; 0 = automatic: max_inflight buffers of
+                                buffer_bytes, what one sender may have in flight */
     unsigned park_relief_polls; /* COURIER_PARK_RELIEF: under deep-held, a rank that is
                                 paused, refuses buffers and makes no progress for this
                                 many polls in a row takes one buffer anyway (a relief);
@@ -347,10 +349,11 @@ void cr_stats_get(const cr_comm *comm, cr_stats *out);
  * buffer_bytes (rounded up to 8), S = max_inflight, L = nest_limit, Y = the most
  * buffer bytes one append (waits) or one handler call (deep-held) of this rank added
  * so far (records with padding, route blocks and run headers), Q = the park cap, R =
- * this rank's reliefs so far, B = C + Y + K:
+ * the most bytes of buffers taken as reliefs that waited in this rank's park at once
+ * (0 without reliefs, cr_stats.reliefs), B = C + Y + K:
  *   waits:      C + (L + 1) Y + (S + 1) K, if no call reached the nesting limit
  *               (cap_overruns 0); else no bound (UINT64_MAX)
- *   deep-held:  C + Y + 2K  +  Q + (1 + R) B  +  (depth + 1)(K + Y), for depth up to 15
+ *   deep-held:  C + Y + 2K  +  Q + B + R  +  (depth + 1)(K + Y), for depth up to 15
  *               (the generations records carry); else no bound (UINT64_MAX)
  * The depth term is necessary: no runtime can hold every program below a bound that
  * does not grow with its depth (docs/flow_control.md, "No runtime can bound memory

@@ -99,11 +99,10 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     cr_registry_init(&c->handlers);
     c->deep = c->cfg.flow == CR_FLOW_DEEP_HELD;
     cr_park_init(&c->park);
-    c->park_cap = c->cfg.park_cap_bytes;
-    if (!c->park_cap) {
-        size_t window = (size_t)c->cfg.max_inflight * c->cfg.buffer_bytes;
-        c->park_cap = window > c->cfg.buffer_cap_bytes ? window : c->cfg.buffer_cap_bytes;
-    }
+    /* By default a rank parks at most what one sender may have in flight towards it:
+     * its window of sends (docs/flow_control.md). */
+    c->park_cap = c->cfg.park_cap_bytes ? c->cfg.park_cap_bytes
+                                        : (size_t)c->cfg.max_inflight * c->cfg.buffer_bytes;
     int pool = (int)c->cfg.max_inflight;
     size_t pool_bytes_limit = (size_t)64 << 20;
     if ((size_t)pool * c->cfg.buffer_bytes > pool_bytes_limit)

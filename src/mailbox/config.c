@@ -53,7 +53,7 @@ static const setting settings[] = {
      "how deep a reentrant handler over the cap may handle buffers"},
     {"COURIER_PARK_CAP", AT(park_cap_bytes), SET_SIZE, 1, 64.0 * (double)GiB, 0, true,
      "under COURIER_FLOW=deep-held, bytes from other ranks a rank parks before it stops "
-     "taking buffers (0: the larger of COURIER_BUFFER_CAP and COURIER_MAX_INFLIGHT buffers)"},
+     "taking buffers (0: COURIER_MAX_INFLIGHT buffers of COURIER_BUFFER_SIZE)"},
     {"COURIER_PARK_RELIEF", AT(park_relief_polls), SET_UINT, 0, 1 << 20, 64, false,
      "polls without progress before a paused rank with a full park takes a buffer (0: never)"},
     {"COURIER_FLUSH_INTERVAL", AT(flush_interval), SET_SECONDS, 0, 3600, 0.005, false,
@@ -117,7 +117,7 @@ void cr_config_init(cr_config *cfg)
     for (size_t i = 0; i < NSETTINGS; i++)
         store(cfg, &settings[i], settings[i].dflt);
     cfg->recv_mode = CR_RECV_PROBE;
-    cfg->flow = CR_FLOW_WAITS;
+    cfg->flow = CR_FLOW_DEEP_HELD;
     cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
     cfg->exchange = CR_NBX_PROTOCOL_NBX;
     cfg->allreduce = CR_ALLREDUCE_AUTO;

@@ -516,13 +516,15 @@ void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
 static void park(cr_comm *c, int src, const char *buf, size_t len)
 {
     size_t bad = 0;
-    long runs = cr_park_buffer(&c->park, src, src == c->rank, buf, len, &bad);
+    long runs = cr_park_buffer(&c->park, src, src == c->rank, c->flow.taking_relief, buf, len, &bad);
     if (runs < 0)
         cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its "
                  "end",
                  len, src, bad);
     if (runs == 0)
         c->mpi_handled_total++;
+    if (c->park.relief_bytes > c->flow.peak_relief_bytes)
+        c->flow.peak_relief_bytes = c->park.relief_bytes;
     cr_note_memory(c);
 }
 
@@ -820,11 +822,15 @@ size_t cr_deep_poll(cr_comm *c, bool worked)
         c->refused_polls = 0;
         return work;
     }
-    if (c->cfg.park_relief_polls && ++c->refused_polls >= c->cfg.park_relief_polls &&
-        cr_recv_poll(c, 1)) {
-        c->stats.reliefs++;
-        c->refused_polls = 0;
-        work++;
+    if (c->cfg.park_relief_polls && ++c->refused_polls >= c->cfg.park_relief_polls) {
+        c->flow.taking_relief = true;
+        size_t got = cr_recv_poll(c, 1);
+        c->flow.taking_relief = false;
+        if (got) {
+            c->stats.reliefs++;
+            c->refused_polls = 0;
+            work++;
+        }
     }
     return work;
 }

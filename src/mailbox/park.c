@@ -60,7 +60,8 @@ static uint32_t run_new(cr_park *p)
     return r;
 }
 
-long cr_park_buffer(cr_park *p, int src, bool own, const char *buf, size_t len, size_t *bad_off)
+long cr_park_buffer(cr_park *p, int src, bool own, bool relief, const char *buf, size_t len,
+                    size_t *bad_off)
 {
     /* Checked whole before anything is parked: a corrupt buffer parks nothing. */
     size_t off = 0;
@@ -80,6 +81,9 @@ long cr_park_buffer(cr_park *p, int src, bool own, const char *buf, size_t len, 
     memcpy(blk->data, buf, len);
     blk->src = src;
     blk->own = own;
+    blk->relief = relief;
+    if (relief)
+        p->relief_bytes += len;
     blk->runs_left = (uint32_t)runs;
     p->bytes += len;
     if (!own)
@@ -139,6 +143,8 @@ bool cr_park_run_done(cr_park *p, uint32_t r)
     p->bytes -= blk->len;
     if (!blk->own)
         p->others_bytes -= blk->len;
+    if (blk->relief)
+        p->relief_bytes -= blk->len;
     blk->runs_left = p->free_block;
     p->free_block = b;
     return true;

@@ -26,6 +26,7 @@ typedef struct cr_parked_block {
     size_t len, cap;
     int src;
     bool own;           /* from this rank itself */
+    bool relief;        /* taken as a relief, over the park cap */
     uint32_t runs_left; /* runs not yet handled to their end; the next free block while free */
 } cr_parked_block;
 
@@ -46,17 +47,20 @@ typedef struct cr_park {
     uint32_t levels;  /* bit g set: generation g has runs waiting */
     size_t bytes;     /* bytes of the parked buffers */
     size_t others_bytes; /* ... of those that came from other ranks */
+    size_t relief_bytes; /* ... of parked buffers taken as reliefs */
     uint64_t parked;  /* runs waiting */
 } cr_park;
 
 void cr_park_init(cr_park *p);
 void cr_park_free(cr_park *p);
 
-/* Copy buf[0, len) from `src` (`own`: this rank itself) into the park, each run in
+/* Copy buf[0, len) from `src` (`own`: this rank itself; `relief`: taken over the
+ * cap) into the park, each run in
  * its generation's queue. Returns the number of runs, or -1 (nothing parked) if the
  * buffer is corrupt, with the offset of the bad run in *bad_off. A buffer without
  * runs is not parked. */
-long cr_park_buffer(cr_park *p, int src, bool own, const char *buf, size_t len, size_t *bad_off);
+long cr_park_buffer(cr_park *p, int src, bool own, bool relief, const char *buf, size_t len,
+                    size_t *bad_off);
 
 static inline bool cr_park_empty(const cr_park *p)
 {

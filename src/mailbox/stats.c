@@ -95,5 +95,6 @@ uint64_t cr_memory_bound(const cr_comm *c, unsigned depth)
         return UINT64_MAX;
     uint64_t y = c->flow.peak_call_wire > record ? c->flow.peak_call_wire : record;
     uint64_t b = cap + y + k;
-    return cap + y + 2 * k + c->park_cap + (1 + c->stats.reliefs) * b + ((uint64_t)depth + 1) * (k + y);
+    return cap + y + 2 * k + c->park_cap + b + c->flow.peak_relief_bytes +
+           ((uint64_t)depth + 1) * (k + y);
 }

@@ -57,6 +57,11 @@ static named_config config(const char *name)
     } else if (!strcmp(name, "grid")) {
         cr_route_parse("grid", &c->route, NULL, 0);
         c->node_size = 2;
+    } else if (!strcmp(name, "waits")) { /* the other flow policy, with back-pressure */
+        c->flow = CR_FLOW_WAITS;
+        c->buffer_bytes = 256;
+        c->max_inflight = 2;
+        c->buffer_cap_bytes = 1024;
     } else if (!strcmp(name, "hypercube")) {
         cr_route_parse("hypercube", &c->route, NULL, 0);
         c->node_size = 2;
@@ -651,7 +656,7 @@ static void run_one(const scenario *sc, int p, const named_config *nc, uint64_t 
 }
 
 static const char *const config_names[] = {"default", "tiny", "inflight1", "huge", "nlnr",
-                                           "nr3", "grid", "hypercube"};
+                                           "nr3", "grid", "hypercube", "waits"};
 #define NCONFIGS (sizeof config_names / sizeof config_names[0])
 
 /* Seeds per scenario: 20, or SIM_SEEDS (the sanitizer build runs fewer). */
@@ -824,11 +829,13 @@ static uint64_t memory_bound(const cr_config *cfg, size_t payload, int p)
            ((uint64_t)cfg->max_inflight + 1) * block;
 }
 
-/* Small buffers, a cap of four of them, two sends in flight. */
+/* Small buffers, a cap of four of them, two sends in flight; reentrant handlers wait
+ * by handling (COURIER_FLOW=waits). */
 static named_config capped(const char *route)
 {
     named_config nc = config(route ? route : "default");
     nc.name = route ? route : "capped";
+    nc.cfg.flow = CR_FLOW_WAITS;
     nc.cfg.buffer_bytes = 64;
     nc.cfg.buffer_cap_bytes = 256;
     nc.cfg.max_inflight = 2;
@@ -1104,31 +1111,34 @@ static deep_result run_deep_fan(int p, int depth, const named_config *nc, uint64
 
 /* The fan-out at P = 1, 2, 4, 16 and 64, depth 8 and 10, ranks up to 10 times slower than
  * others and stalls: every rank within its bound, every record handled once, no
- * deadlock. A failure names the seed that replays it. */
+ * deadlock. A failure names the seed that replays it. DEEP_SEEDS=N runs N seeds at
+ * every P (scripts/flow_sweep.sh; the suite runs fewer). */
 static void test_deep_fanout(void **state)
 {
     (void)state;
     static const int ps[] = {1, 2, 4, 16, 64};
     static const int depths[] = {8, 10};
+    const char *sweep = getenv("DEEP_SEEDS");
     int seeds = seeds_wanted() < 8 ? seeds_wanted() : 8;
     named_config nc = deep(NULL);
-    uint64_t reliefs = 0, runs = 0, worst = 0, worst_bound = 1;
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
-        for (size_t d = 0; d < sizeof depths / sizeof depths[0]; d++)
-            for (int seed = 1; seed <= (ps[i] >= 64 ? 2 : seeds); seed++) {
+        for (size_t d = 0; d < sizeof depths / sizeof depths[0]; d++) {
+            int n = sweep && atoi(sweep) > 0 ? atoi(sweep) : ps[i] >= 64 ? 2 : seeds;
+            uint64_t reliefs = 0, worst = 0, worst_bound = 1;
+            for (int seed = 1; seed <= n; seed++) {
                 deep_result r = run_deep_fan(ps[i], depths[d], &nc,
                                              (uint64_t)seed * 4099 + (uint64_t)ps[i], 10, 0.002);
                 if (r.rc)
                     fail_msg("%s: %s", ctx, r.err);
                 reliefs += r.reliefs;
-                runs++;
                 if (r.peak * worst_bound > worst * r.bound)
                     worst = r.peak, worst_bound = r.bound;
             }
-    print_message("deep-held fan-out: %llu runs, %llu reliefs in all; the fullest rank held "
-                  "%llu of its bound of %llu bytes\n",
-                  (unsigned long long)runs, (unsigned long long)reliefs,
-                  (unsigned long long)worst, (unsigned long long)worst_bound);
+            print_message("deep-held fan-out P=%d depth %d: %d seeds, every rank within its bound; "
+                          "the fullest held %llu of its %llu bytes; %llu reliefs in all\n",
+                          ps[i], depths[d], n, (unsigned long long)worst,
+                          (unsigned long long)worst_bound, (unsigned long long)reliefs);
+        }
 }
 
 /* The trap: with a park of one buffer, ranks that are paused and refuse each other's

@@ -17,7 +17,9 @@ static const char *vars[] = {"COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURI
                              "COURIER_FLUSH_INTERVAL", "COURIER_WATCHDOG", "COURIER_VERBOSE",
                              "COURIER_RECV", "COURIER_ROUTE", "COURIER_NODE_SIZE",
                              "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
-                             "COURIER_TRACE", "COURIER_WATCHDOG_ABORT", "COURIER_STATS"};
+                             "COURIER_TRACE", "COURIER_WATCHDOG_ABORT", "COURIER_STATS",
+                             "COURIER_FLOW", "COURIER_PARK_CAP", "COURIER_PARK_RELIEF",
+                             "COURIER_NEST_LIMIT"};
 
 static int clear_env(void **state)
 {
@@ -55,6 +57,9 @@ static void test_good_values(void **state)
     setenv("COURIER_EXCHANGE", "pcx", 1);
     setenv("COURIER_ALLREDUCE", "dissemination:3", 1);
     setenv("COURIER_ALLGATHER", "sparbit", 1);
+    setenv("COURIER_FLOW", "waits", 1);
+    setenv("COURIER_PARK_CAP", "96K", 1);
+    setenv("COURIER_PARK_RELIEF", "0", 1);
     cr_config c;
     cr_config_init(&c);
     char err[256] = "";
@@ -75,6 +80,12 @@ static void test_good_values(void **state)
     assert_int_equal(c.allreduce, CR_ALLREDUCE_DISSEMINATION);
     assert_int_equal(c.allreduce_ports, 3);
     assert_int_equal(c.allgather, CR_ALLGATHER_SPARBIT);
+    assert_int_equal(c.flow, CR_FLOW_WAITS);
+    assert_int_equal(c.park_cap_bytes, 96 << 10);
+    assert_int_equal(c.park_relief_polls, 0);
+    setenv("COURIER_FLOW", "deep-held", 1);
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
+    assert_int_equal(c.flow, CR_FLOW_DEEP_HELD);
 
     setenv("COURIER_BUFFER_SIZE", "1", 1);
     setenv("COURIER_FLUSH_INTERVAL", "0.5", 1);
@@ -121,6 +132,9 @@ static void test_bad_values(void **state)
     expect_bad("COURIER_WATCHDOG", "1e9", "from 0 to 86400");
     expect_bad("COURIER_VERBOSE", "4", "from 0 to 3");
     expect_bad("COURIER_RECV", "polling", "probe or prepost");
+    expect_bad("COURIER_FLOW", "deep", "expected waits or deep-held");
+    expect_bad("COURIER_PARK_CAP", "1T", "size in bytes");
+    expect_bad("COURIER_PARK_RELIEF", "-3", "from 0 to 1048576");
     expect_bad("COURIER_ROUTE", "mesh", "expected direct, nr, nlnr, grid, grid:AxBx... or hypercube");
     expect_bad("COURIER_ROUTE", "grid:4x0", "joined by 'x'");
     expect_bad("COURIER_NODE_SIZE", "-1", "from 0 to 1073741824");
