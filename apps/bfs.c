@@ -462,6 +462,14 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
     long rss = ru.ru_maxrss, rss_max = 0;
     MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    /* The mailbox's peak against the bound of docs/flow_control.md for the deepest
+     * handler chain these searches made (each rank its own; the fullest reported). */
+    uint64_t bound = cr_memory_bound(comm, (unsigned)s.deepest_generation);
+    double mem[4] = {(double)s.peak_memory_bytes, bound == UINT64_MAX ? 1e300 : (double)bound,
+                     (double)s.deepest_generation,
+                     bound == UINT64_MAX ? 1e300 : (double)s.peak_memory_bytes / (double)bound},
+           mem_max[4];
+    MPI_Reduce(mem, mem_max, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (a.rank == 0) {
         printf("  validation: %d of %d searches valid\n", nroots - failures, nroots);
         printf("  TEPS: harmonic mean %.2f M, min %.2f M, median %.2f M, max %.2f M\n",
@@ -483,6 +491,17 @@ int main(int argc, char **argv)
     if (a.rank == 0) {
         printf("  MPI sends per rank (max, all searches and validations): %llu; peak memory per "
                "rank %.1f MiB\n", (unsigned long long)sends_max, rss_max / 1024.0);
+        if (mem_max[1] >= 1e300)
+            printf("  mailbox memory per rank (max, searches and validations): peak %.1f KiB; no "
+                   "bound (docs/flow_control.md): %s\n", mem_max[0] / 1024,
+                   cfg.flow == CR_FLOW_WAITS
+                       ? "under COURIER_FLOW=waits a handler that is not reentrant sent"
+                       : "handler chains reached the 16 generations Courier tells apart");
+        else
+            printf("  mailbox memory per rank (max, searches and validations): peak %.1f KiB, "
+                   "bound %.1f KiB for handler chains %.0f deep; the fullest rank at %.2f of "
+                   "its own bound\n",
+                   mem_max[0] / 1024, mem_max[1] / 1024, mem_max[2], mem_max[3]);
         if (csv) {
             FILE *out = csv;
             fprintf(out, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d,%s\n", a.size,

@@ -7,6 +7,13 @@
  * cr_barrier() returns once every message sent before it, and every message those
  * messages caused, has been handled exactly once on its destination.
  *
+ * Order and memory (docs/flow_control.md). Under the default flow policy
+ * (COURIER_FLOW=deep-held) each record carries its generation: 0 from user code, one
+ * more from a handler. A rank handles the deepest generation first; records of one
+ * generation from one rank are handled in the order they were sent, records of
+ * different generations may not be. Each rank's memory stays within
+ * cr_memory_bound.
+ *
  * Threading: a cr_comm is used by one thread. Errors in the use of the API (a bad
  * rank, an unknown handler, a barrier called from a handler) print one line naming
  * the problem to stderr and call MPI_Abort.
@@ -337,6 +344,9 @@ typedef struct cr_stats {
                                   parked and not yet handled at once */
     uint64_t reliefs;          /* ... buffers taken over the park cap to break a cycle of
                                   paused ranks (docs/flow_control.md) */
+    uint64_t deepest_generation; /* ... the deepest generation of the records handled here
+                                  (handlers between them and user code; at most 15, which
+                                  deeper chains share) */
 } cr_stats;
 
 /* Copy this rank's counters. Local. */
@@ -352,14 +362,15 @@ void cr_stats_get(const cr_comm *comm, cr_stats *out);
  * the most bytes of buffers taken as reliefs that waited in this rank's park at once
  * (0 without reliefs, cr_stats.reliefs), B = C + Y + K:
  *   waits:      C + (L + 1) Y + (S + 1) K, if no call reached the nesting limit
- *               (cap_overruns 0); else no bound (UINT64_MAX)
+ *               (cap_overruns 0) and only reentrant handlers sent; else no bound
+ *               (UINT64_MAX)
  *   deep-held:  C + Y + 2K  +  Q + B + R  +  (depth + 1)(K + Y), for depth up to 15
  *               (the generations records carry); else no bound (UINT64_MAX)
  * The depth term is necessary: no runtime can hold every program below a bound that
  * does not grow with its depth (docs/flow_control.md, "No runtime can bound memory
- * for every program"). It holds for records sent by reentrant handlers, forwarded
- * records and user code; a handler that is not reentrant may send without limit.
- * Local; runs no handlers. */
+ * for every program"). Under deep-held a reentrant handler is called for one record
+ * at a time and any other for a run of records, so Y is as large as what the latter
+ * sends for a run. Local; runs no handlers. */
 uint64_t cr_memory_bound(const cr_comm *comm, unsigned depth);
 /* Zero this rank's counters, and those of the modules attached to the comm (such as
  * cr_dedup_stats). Local. */

@@ -392,7 +392,7 @@ static inline output_mark output_now(const cr_comm *c)
 /* A handler call ended: the most one call sent, as payload (cr_stats) and as the
  * bytes its records take in buffers (the bound's Y: each record's payload padded to
  * 8 bytes, its route block and at most a run header of its own). */
-static inline void note_output(cr_comm *c, output_mark before)
+static inline void note_output(cr_comm *c, const cr_handler_entry *h, output_mark before)
 {
     output_mark now = output_now(c);
     uint64_t out = now.bytes - before.bytes, msgs = now.msgs - before.msgs;
@@ -401,6 +401,8 @@ static inline void note_output(cr_comm *c, output_mark before)
     uint64_t wire = out + msgs * (7 + sizeof(cr_rec_route) + sizeof(cr_run_hdr));
     if (wire > c->flow.peak_call_wire)
         c->flow.peak_call_wire = wire;
+    if (msgs && !h->reentrant) /* under waits, nothing holds this output to the cap */
+        c->flow.unheld_output = true;
 }
 
 /* Hand a batch of records for this rank to its handler: in one call to a batch
@@ -415,16 +417,16 @@ static void handle_batch(cr_comm *c, const cr_handler_entry *h, const cr_batch *
     if (h->batch) {
         h->batch(c, b, h->user);
         c->stats.batches++;
-        note_output(c, before);
+        note_output(c, h, before);
     } else if (!b->origins) {
         for (size_t i = 0; i < b->count; i++, before = output_now(c)) {
             h->fn(c, b->src, b->payloads + i * b->stride, b->len, h->user);
-            note_output(c, before);
+            note_output(c, h, before);
         }
     } else {
         for (size_t i = 0; i < b->count; i++, before = output_now(c)) {
             h->fn(c, cr_batch_src(b, i), cr_batch_payload(b, i), b->len, h->user);
-            note_output(c, before);
+            note_output(c, h, before);
         }
     }
     c->flow.in_reentrant = outer_reentrant;
@@ -634,6 +636,8 @@ static size_t deep_handle(cr_comm *c, size_t budget)
         int src;
         uint32_t r = cr_park_next(&c->park, &run, &src);
         const cr_handler_entry *h = handler_of(c, src, run.handler);
+        if (run.gen > c->stats.deepest_generation)
+            c->stats.deepest_generation = run.gen;
         double traced = c->trace ? cr_trace_now(c->trace) : 0;
         size_t from = c->park.runs[r].done;
         size_t to = run.flags & CR_REC_ROUTED ? deep_routed(c, src, h, &run, from)

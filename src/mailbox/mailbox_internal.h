@@ -91,6 +91,7 @@ typedef struct cr_flow {
     uint64_t peak_call_wire; /* the most buffer bytes one handler call appended (records
                                 with their padding, route blocks and run headers) */
     size_t largest_record;  /* the largest payload cr_async or cr_async_bcast took */
+    bool unheld_output;     /* a handler that is not reentrant sent records */
     bool taking_relief;     /* deep-held: the buffer being received is a relief */
     size_t peak_relief_bytes; /* deep-held: most bytes of relief buffers in the park at once */
     bool cap_blocked;     /* the cap flush found no free slot; retry after a send completes */

@@ -23,7 +23,7 @@ static const struct {
     F(barrier_epochs),  F(forwarded),        F(partners),       F(partners_off_node),
     F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
     F(batches),         F(merged_at_source), F(merged_at_hops), F(merged_bytes),
-    F(peak_parked_bytes), F(reliefs),
+    F(peak_parked_bytes), F(reliefs), F(deepest_generation),
 #undef F
 };
 
@@ -87,7 +87,7 @@ uint64_t cr_memory_bound(const cr_comm *c, unsigned depth)
     uint64_t cap = cfg->buffer_cap_bytes, k = cr_rec_pad(cfg->buffer_bytes);
     uint64_t record = cr_rec_pad(c->flow.largest_record) + sizeof(cr_rec_route) + sizeof(cr_run_hdr);
     if (!c->deep) {
-        if (c->stats.cap_overruns > 0)
+        if (c->stats.cap_overruns > 0 || c->flow.unheld_output)
             return UINT64_MAX;
         return cap + ((uint64_t)cfg->nest_limit + 1) * record + ((uint64_t)cfg->max_inflight + 1) * k;
     }
