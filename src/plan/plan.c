@@ -142,6 +142,8 @@ typedef struct planner {
     uint64_t *col_msg;
     uint32_t *common;   /* friend search scratch, per rank */
     int *touched;
+    uint64_t *pair_a;   /* common_pairs: the two ranks' messages to each common */
+    uint64_t *pair_b;   /* destination (as many as the largest send set) */
     uint64_t max_iterations;
 } planner;
 
@@ -260,28 +262,63 @@ static bool try_share(planner *pl, uint64_t x, uint64_t other)
     return true;
 }
 
-/* Share the common destinations of mx and fr (thesis 4.2, Algorithm 2 and its
- * group cases): mx hands over the first alpha of them, fr the rest, so that both
- * end near equal loads when that is possible (Equation 4.1) and mx alone gains when
- * it is not (4.2.1). */
-static void share_pair(planner *pl, int mx, int fr, uint64_t ncommon)
+/* The common destinations of mx and fr in their initial send sets (thesis 4.3.1:
+ * the merge-like walk over two ascending lists, Figure 4.4), as pairs of messages:
+ * pl->pair_a[k] is mx's message and pl->pair_b[k] fr's to the k-th. */
+static uint64_t common_pairs(planner *pl, int mx, int fr)
 {
     const cr_plan *p = pl->plan;
-    uint64_t smax = pl->load[mx], sfr = pl->load[fr];
-    uint64_t alpha = sfr + ncommon <= smax ? ncommon : (ncommon + smax - sfr) / 2;
-    uint64_t shared = 0;
-    uint64_t i = p->ptr[mx], j = p->ptr[fr];
+    uint64_t n = 0, i = p->ptr[mx], j = p->ptr[fr];
     while (i < p->ptr[mx + 1] && j < p->ptr[fr + 1]) {
         if (p->dest[i] < p->dest[j]) {
             i++;
         } else if (p->dest[i] > p->dest[j]) {
             j++;
         } else {
-            if (shared < alpha ? try_share(pl, i, j) : try_share(pl, j, i))
-                shared++;
-            i++;
-            j++;
+            pl->pair_a[n] = i++;
+            pl->pair_b[n++] = j++;
         }
+    }
+    return n;
+}
+
+/* The group step of cases 2 to 4 (thesis 4.3.2): where `to`'s message is carried by
+ * a third rank of its group and `from` still carries its own, `from` hands its
+ * message to that rank, which sends both in one combined message. */
+static void share_with_group(planner *pl, const uint64_t *from_msg, const uint64_t *to_msg,
+                             uint64_t n, int from, int to)
+{
+    for (uint64_t k = 0; k < n; k++) {
+        int carrier = pl->relay[to_msg[k]];
+        if (pl->relay[from_msg[k]] == from && carrier != from && carrier != to)
+            try_share(pl, from_msg[k], to_msg[k]);
+    }
+}
+
+/* Share the common destinations of mx and fr (thesis 4.2 and 4.3.2). First the
+ * group steps: mx hands messages to fr's group (cases 2 and 4), then fr to mx's
+ * (cases 3 and 4). Then Algorithm 2 on the destinations both still serve
+ * themselves, with alpha from their loads as they now are: mx hands over the first
+ * alpha, fr the rest, so that both end near equal loads when that is possible
+ * (Equation 4.1, 4.2.2) and mx alone gains when it is not (4.2.1). A sharing the
+ * group rule refuses (try_share, Algorithm 3) does not count towards alpha. */
+static void share_pair(planner *pl, int mx, int fr)
+{
+    uint64_t n = common_pairs(pl, mx, fr);
+    const uint64_t *a = pl->pair_a, *b = pl->pair_b;
+    share_with_group(pl, a, b, n, mx, fr);
+    share_with_group(pl, b, a, n, fr, mx);
+    uint64_t left = 0;
+    for (uint64_t k = 0; k < n; k++)
+        left += pl->relay[a[k]] == mx && pl->relay[b[k]] == fr;
+    uint64_t smax = pl->load[mx], sfr = pl->load[fr];
+    uint64_t alpha = sfr + left <= smax ? left : (left + smax - sfr) / 2;
+    uint64_t shared = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        if (pl->relay[a[k]] != mx || pl->relay[b[k]] != fr)
+            continue;
+        if (shared < alpha ? try_share(pl, a[k], b[k]) : try_share(pl, b[k], a[k]))
+            shared++;
     }
 }
 
@@ -300,7 +337,7 @@ static uint64_t phase1(planner *pl)
         int fr = best_friend(pl, mx, &ncommon);
         if (fr < 0)
             break;
-        share_pair(pl, mx, fr, ncommon);
+        share_pair(pl, mx, fr);
     }
     return it;
 }
@@ -676,6 +713,8 @@ static void planner_init(planner *pl, cr_plan *p, const cr_plan_opts *opts)
     free(fill);
     pl->common = cr_xcalloc((size_t)n, sizeof *pl->common);
     pl->touched = cr_xmalloc((size_t)n * sizeof *pl->touched);
+    pl->pair_a = cr_xmalloc(((size_t)n + 1) * sizeof *pl->pair_a);
+    pl->pair_b = cr_xmalloc(((size_t)n + 1) * sizeof *pl->pair_b);
 }
 
 static void planner_free(planner *pl)
@@ -687,6 +726,8 @@ static void planner_free(planner *pl)
     free(pl->col_msg);
     free(pl->common);
     free(pl->touched);
+    free(pl->pair_a);
+    free(pl->pair_b);
 }
 
 static void plan_sharing(cr_plan *p, const cr_plan_opts *opts)
