@@ -35,12 +35,53 @@ static const char usage[] =
     "                    stencil2d:512+gnm:18:0.0625). An input is a Matrix Market\n"
     "                    file or a generator: rmat:S[:E], rmatp:S[:E] (vertices\n"
     "                    permuted), gnm:S[:E], rgg:S[:D], stencil2d:K, stencil3d:K, or\n"
-    "                    A+B, the sum of two inputs with as many rows\n"
+    "                    A+B, the sum of two inputs with as many rows, or\n"
+    "                    like:NAME[/D], shaped like matrix NAME of the thesis's\n"
+    "                    Table 6.1 with rows and nonzeros divided by D. 'thesis' (or\n"
+    "                    'thesis/D') stands for all 15; for these a second table sets\n"
+    "                    the thesis's Table 6.2 beside the figures measured here\n"
     "  --partition FILE  one part in 0..P-1 per row (a METIS or PaToH partition\n"
     "                    vector); only with a single input\n"
     "  --seed S          generator seed (default 1)\n"
     "  --csv FILE        append one line per input to FILE\n"
     "  --help            this text\n";
+
+/* The thesis's Table 6.2 (512 processors, its partitions): average and bottleneck
+ * messages initially, after phase I and after phase II, for the matrices like:NAME
+ * imitates (apps/common/sparse.c). */
+static const struct thesis_row {
+    const char *name;
+    double avg[3], max[3];
+} thesis_table[] = {
+    {"cbuckle", {7.43, 7.36, 7.6}, {62, 41, 8}},
+    {"msc10848", {16.95, 16.62, 17.05}, {67, 34, 18}},
+    {"fe_rotor", {12.68, 12.32, 12.75}, {41, 23, 14}},
+    {"sparsine", {76.21, 56.87, 57.01}, {223, 80, 58}},
+    {"coAuthorsDBLP", {175.02, 48.65, 48.89}, {288, 216, 50}},
+    {"net125", {106.44, 52.01, 52.03}, {209, 123, 53}},
+    {"nd3k", {59.15, 24.28, 24.88}, {107, 47, 26}},
+    {"GaAsH6", {75.96, 25.66, 26.18}, {227, 77, 27}},
+    {"pkustk04", {18.52, 17.4, 17.87}, {101, 51, 19}},
+    {"gupta2", {154.37, 31.08, 31.73}, {276, 132, 33}},
+    {"TSOPF_FS_b300_c2", {140.93, 74.29, 74.31}, {497, 249, 124}},
+    {"pattern1", {70.41, 7.76, 8.06}, {472, 61, 9}},
+    {"SiO2", {156.86, 23.92, 25.4}, {298, 147, 26}},
+    {"human_gene_2", {393.25, 30.48, 30.66}, {511, 256, 114}},
+    {"coPapersCiteseer", {102.99, 46.83, 47.1}, {226, 131, 48}},
+};
+#define THESIS_ROWS (sizeof thesis_table / sizeof thesis_table[0])
+
+/* The thesis's row for a like:NAME input, or NULL. */
+static const struct thesis_row *thesis_row_of(const char *spec)
+{
+    if (strncmp(spec, "like:", 5) != 0)
+        return NULL;
+    size_t len = strcspn(spec + 5, "/:");
+    for (size_t k = 0; k < THESIS_ROWS; k++)
+        if (strlen(thesis_table[k].name) == len && !strncmp(thesis_table[k].name, spec + 5, len))
+            return &thesis_table[k];
+    return NULL;
+}
 
 /* The columns of the table: the sharing plan's stages (phase II as the thesis has it,
  * then with the cap search), then the baselines. */
@@ -151,6 +192,75 @@ static void plan_input(const app *a, const char *spec, int ranks, const char *pa
     sparse_free(&m);
 }
 
+/* The input list with 'thesis' and 'thesis/D' replaced by the 15 like: inputs. */
+static char *expand_inputs(const app *a, const char *inputs)
+{
+    size_t cap = strlen(inputs) + 1;
+    for (const char *t = strstr(inputs, "thesis"); t; t = strstr(t + 1, "thesis"))
+        cap += 15 * 40;
+    char *out = app_calloc(a, cap, 1, "the input list");
+    char *copy = strdup(inputs);
+    if (!copy)
+        app_error(a, "out of memory");
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        const char *sep = *out ? "," : "";
+        if (!strcmp(t, "thesis") || !strncmp(t, "thesis/", 7)) {
+            for (size_t k = 0; k < sparse_like_count(); k++)
+                snprintf(out + strlen(out), cap - strlen(out), "%slike:%s%s", k || *sep ? "," : "",
+                         sparse_like_name(k), t + 6);
+        } else {
+            snprintf(out + strlen(out), cap - strlen(out), "%s%s", sep, t);
+        }
+    }
+    free(copy);
+    return out;
+}
+
+/* Beside the thesis: its Table 6.2 and ours for each like: input, then geometric
+ * means over them and the two ratios the thesis reports (Table 6.3). */
+static void print_beside_thesis(char **specs, const row *rows, int n)
+{
+    int k = 0;
+    double lt[6] = {0}, lo[8] = {0};
+    for (int i = 0; i < n; i++) {
+        const struct thesis_row *t = thesis_row_of(specs[i]);
+        if (!t)
+            continue;
+        if (k++ == 0)
+            printf("\nbeside the thesis's Table 6.2 (thesis / here):\n\n"
+                   "| input | avg initial | avg phase I | avg phase II | max initial | "
+                   "max phase I | max phase II | max capped here | max STFW 2D here |\n"
+                   "|---|---|---|---|---|---|---|---|---|\n");
+        const row *r = &rows[i];
+        const double here_avg[3] = {r->avg[COL_INITIAL], r->avg[COL_PHASE1], r->avg[COL_PLAIN]};
+        const double here_max[3] = {r->max[COL_INITIAL], r->max[COL_PHASE1], r->max[COL_PLAIN]};
+        printf("| %s |", specs[i]);
+        for (int c = 0; c < 3; c++)
+            printf(" %.2f / %.2f |", t->avg[c], here_avg[c]);
+        for (int c = 0; c < 3; c++)
+            printf(" %.0f / %.0f |", t->max[c], here_max[c]);
+        printf(" %.0f | %.0f |\n", r->max[COL_PHASE2], r->max[COL_GRID2]);
+        for (int c = 0; c < 3; c++) {
+            lt[c] += log(t->avg[c]);
+            lt[3 + c] += log(t->max[c]);
+            lo[c] += log(here_avg[c] > 0 ? here_avg[c] : 1);
+            lo[3 + c] += log(here_max[c] > 0 ? here_max[c] : 1);
+        }
+        lo[6] += log(r->max[COL_PHASE2] > 0 ? r->max[COL_PHASE2] : 1);
+        lo[7] += log(r->max[COL_GRID2] > 0 ? r->max[COL_GRID2] : 1);
+    }
+    if (k == 0)
+        return;
+    printf("| geometric mean |");
+    for (int c = 0; c < 6; c++)
+        printf(" %.1f / %.1f |", exp(lt[c] / k), exp(lo[c] / k));
+    printf(" %.1f | %.1f |\n", exp(lo[6] / k), exp(lo[7] / k));
+    printf("\nphase II bottleneck / initial: thesis %.2f, here %.2f (capped %.2f); phase II / "
+           "STFW 2D: thesis 0.74 (against its baseline's 41.6), here %.2f\n",
+           exp((lt[5] - lt[3]) / k), exp((lo[5] - lo[3]) / k), exp((lo[6] - lo[3]) / k),
+           exp((lo[5] - lo[7]) / k));
+}
+
 int main(int argc, char **argv)
 {
     app a;
@@ -197,15 +307,19 @@ int main(int argc, char **argv)
            "max phase II | max capped | max STFW 2D | max STFW 3D | max hypercube | "
            "overhead | plan s |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    char *list = strdup(inputs);
-    if (!list)
-        app_error(&a, "out of memory");
+    char *list = expand_inputs(&a, inputs);
     double logs[2][NCOL] = {{0}};
-    int n = 0;
+    int n = 0, ninputs = 1;
+    for (const char *c = list; *c; c++)
+        ninputs += *c == ',';
+    row *rows = app_calloc(&a, (size_t)ninputs, sizeof *rows, "the table");
+    char **specs = app_calloc(&a, (size_t)ninputs, sizeof *specs, "the table");
     bool zero = false;
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         row r;
         plan_input(&a, t, ranks, partition, seed, &r);
+        rows[n] = r;
+        specs[n] = t;
         for (int k = 0; k < NCOL; k++) {
             zero |= r.avg[k] <= 0 || r.max[k] <= 0;
             logs[0][k] += log(r.avg[k] > 0 ? r.avg[k] : 1);
@@ -238,6 +352,9 @@ int main(int argc, char **argv)
            "initial\n",
            100 * (1 - gm_plain / gm_init), 100 * (1 - gm_capped / gm_init), gm_capped / best_stfw,
            100 * (1 - exp(logs[0][COL_PHASE2] / n) / exp(logs[0][COL_INITIAL] / n)));
+    print_beside_thesis(specs, rows, n);
+    free(rows);
+    free(specs);
     free(list);
     if (out)
         fclose(out);

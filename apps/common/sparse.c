@@ -2,9 +2,11 @@
 #include "sparse.h"
 
 #include "courier/graph.h"
+#include "courier/rng.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -185,6 +187,251 @@ static int load_stencil(int dims, const char *args, sparse_matrix *m, char *err,
                 push(&e, i, i + stride, -1.0);
         }
     }
+    compress(&e, n, m);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- like the thesis's */
+
+/* The 15 matrices of Table 6.1 of the message-sharing thesis (docs/references.md):
+ * rows, nonzeros and the coefficient of variation of the row degrees. `dims` and
+ * `far` (the share of each row's couplings that go to rows anywhere in the matrix,
+ * chosen in proportion to their degrees, instead of to near neighbours in a 2D or
+ * 3D mesh) were set once per matrix, by scripts/calibrate_like.sh, so that the
+ * initial average messages per rank at 512 ranks under the block partition comes
+ * near the thesis's Table 6.2 (docs/plan.md). */
+static const struct like_shape {
+    const char *name;
+    uint64_t rows, nnz;
+    double cv;
+    int dims;   /* of the mesh: 2 or 3 */
+    int dofs;   /* rows per mesh node, coupled as a block */
+    double far;
+} like_table[] = {
+    {"cbuckle", 13681, 676515, 0.16, 2, 12, 0.0},
+    {"msc10848", 10848, 1229778, 0.42, 2, 12, 0.0},
+    {"fe_rotor", 99617, 1324862, 0.29, 3, 12, 0.0312},
+    {"sparsine", 50000, 1548988, 0.36, 3, 1, 0.0156},
+    {"coAuthorsDBLP", 299067, 1955352, 1.50, 3, 1, 0.0469},
+    {"net125", 36720, 2577200, 0.95, 3, 1, 0.0117},
+    {"nd3k", 9000, 3279360, 0.26, 3, 12, 0.0156},
+    {"GaAsH6", 61349, 3381809, 2.44, 3, 1, 0.0029},
+    {"pkustk04", 55590, 4218660, 1.46, 2, 6, 0.0},
+    {"gupta2", 62064, 4248286, 5.20, 3, 1, 0.0097},
+    {"TSOPF_FS_b300_c2", 56814, 8767466, 6.23, 3, 1, 0.0009},
+    {"pattern1", 19242, 9323432, 0.78, 3, 12, 0.0156},
+    {"SiO2", 155331, 11283503, 4.05, 3, 1, 0.0049},
+    {"human_gene_2", 14340, 18068388, 1.09, 2, 1, 0.0058},
+    {"coPapersCiteseer", 434102, 32073440, 1.37, 3, 1, 0.0009},
+};
+#define LIKE_COUNT (sizeof like_table / sizeof like_table[0])
+
+size_t sparse_like_count(void)
+{
+    return LIKE_COUNT;
+}
+
+const char *sparse_like_name(size_t i)
+{
+    return i < LIKE_COUNT ? like_table[i].name : NULL;
+}
+
+/* Morton (Z-order) code <-> 3D coordinates, 21 bits each: consecutive codes stay
+ * close in space, so a block partition of the rows cuts the mesh into compact
+ * pieces, as a partitioner would. */
+static uint64_t spread3(uint64_t x)
+{
+    x &= 0x1fffff;
+    x = (x | x << 32) & 0x1f00000000ffffULL;
+    x = (x | x << 16) & 0x1f0000ff0000ffULL;
+    x = (x | x << 8) & 0x100f00f00f00f00fULL;
+    x = (x | x << 4) & 0x10c30c30c30c30c3ULL;
+    x = (x | x << 2) & 0x1249249249249249ULL;
+    return x;
+}
+
+static uint64_t compact3(uint64_t x)
+{
+    x &= 0x1249249249249249ULL;
+    x = (x | x >> 2) & 0x10c30c30c30c30c3ULL;
+    x = (x | x >> 4) & 0x100f00f00f00f00fULL;
+    x = (x | x >> 8) & 0x1f0000ff0000ffULL;
+    x = (x | x >> 16) & 0x1f00000000ffffULL;
+    x = (x | x >> 32) & 0x1fffff;
+    return x;
+}
+
+static uint64_t spread2(uint64_t x)
+{
+    x &= 0xffffffffULL;
+    x = (x | x << 16) & 0x0000ffff0000ffffULL;
+    x = (x | x << 8) & 0x00ff00ff00ff00ffULL;
+    x = (x | x << 4) & 0x0f0f0f0f0f0f0f0fULL;
+    x = (x | x << 2) & 0x3333333333333333ULL;
+    x = (x | x << 1) & 0x5555555555555555ULL;
+    return x;
+}
+
+static uint64_t compact2(uint64_t x)
+{
+    x &= 0x5555555555555555ULL;
+    x = (x | x >> 1) & 0x3333333333333333ULL;
+    x = (x | x >> 2) & 0x0f0f0f0f0f0f0f0fULL;
+    x = (x | x >> 4) & 0x00ff00ff00ff00ffULL;
+    x = (x | x >> 8) & 0x0000ffff0000ffffULL;
+    x = (x | x >> 16) & 0xffffffffULL;
+    return x;
+}
+
+static double uniform01(uint64_t *rng)
+{
+    return ((double)(cr_rng_next(rng) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+/* A row degree with the given mean and coefficient of variation (log-normal). */
+static uint64_t lognormal_degree(uint64_t *rng, double mean, double cv, uint64_t max)
+{
+    double s2 = log(1 + cv * cv), mu = log(mean) - s2 / 2;
+    double z = sqrt(-2 * log(uniform01(rng))) * cos(2 * M_PI * uniform01(rng));
+    double d = exp(mu + sqrt(s2) * z);
+    return d < 1 ? 1 : d > (double)max ? max : (uint64_t)(d + 0.5);
+}
+
+/* A near neighbour of row i within the square or cube of half-side h around it (in
+ * dims dimensions), or i if the draw fell outside the matrix. */
+static uint64_t near_row(uint64_t *rng, uint64_t i, uint64_t n, int dims, int64_t h)
+{
+    int64_t c[3];
+    int64_t top = dims == 2 ? 0xffffffffLL : 0x1fffffLL;
+    for (int d = 0; d < dims; d++) {
+        c[d] = (int64_t)(dims == 2 ? compact2(i >> d) : compact3(i >> d));
+        c[d] += (int64_t)cr_rng_bounded(cr_rng_next(rng), (uint64_t)(2 * h + 1)) - h;
+        if (c[d] < 0 || c[d] > top)
+            return i;
+    }
+    uint64_t j = 0;
+    for (int d = 0; d < dims; d++)
+        j |= (dims == 2 ? spread2((uint64_t)c[d]) : spread3((uint64_t)c[d])) << d;
+    return j < n ? j : i;
+}
+
+/* A row chosen in proportion to its degree: cum holds the running sums. */
+static uint64_t weighted_row(uint64_t *rng, const uint64_t *cum, uint64_t n)
+{
+    uint64_t r = cr_rng_bounded(cr_rng_next(rng), cum[n - 1]), lo = 0, hi = n - 1;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] > r)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* like:NAME[/D][:F[:K]]: a symmetric matrix shaped like the named matrix of Table
+ * 6.1, with its rows and nonzeros divided by D (default 1). Each row draws a degree
+ * (the matrix's mean and cv) and couples to half that many rows, a share `far` of
+ * them anywhere, the rest near it in a 2D or 3D mesh laid out in Morton order. */
+static int load_like(const char *args, uint64_t seed, sparse_matrix *m, char *err, size_t errlen)
+{
+    char name[64];
+    size_t len = strcspn(args, "/:");
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), args);
+    const struct like_shape *sh = NULL;
+    for (size_t k = 0; k < LIKE_COUNT; k++)
+        if (!strcmp(like_table[k].name, name))
+            sh = &like_table[k];
+    if (!sh) {
+        set_err(err, errlen, "like:%s: not a matrix of the thesis's Table 6.1 (e.g. like:cbuckle)",
+                name);
+        return -1;
+    }
+    /* /D divides the size; :F[:K[:B]] overrides the far share, the mesh dimension and
+     * the rows per node (for calibrating the table, scripts/calibrate_like.sh). */
+    uint64_t div = 1;
+    double far = sh->far;
+    int dims = sh->dims, dofs = sh->dofs;
+    const char *rest = args + len;
+    char *end;
+    if (*rest == '/') {
+        errno = 0;
+        unsigned long long d = strtoull(rest + 1, &end, 10);
+        if (end == rest + 1 || (*end && *end != ':') || errno || d < 1 || d > sh->rows / 16) {
+            set_err(err, errlen, "like:%s: the divisor in '%s' must be an integer in 1..%llu",
+                    name, args, (unsigned long long)(sh->rows / 16));
+            return -1;
+        }
+        div = d;
+        rest = end;
+    }
+    if (*rest == ':') {
+        far = strtod(rest + 1, &end);
+        if (end == rest + 1 || (*end && *end != ':') || !(far >= 0 && far <= 1)) {
+            set_err(err, errlen, "like:%s: the far share in '%s' must be in 0..1", name, args);
+            return -1;
+        }
+        rest = end;
+        if (*rest == ':') {
+            long k = strtol(rest + 1, &end, 10);
+            if (end == rest + 1 || (*end && *end != ':') || (k != 2 && k != 3)) {
+                set_err(err, errlen, "like:%s: the mesh dimension in '%s' must be 2 or 3", name,
+                        args);
+                return -1;
+            }
+            dims = (int)k;
+            rest = end;
+            if (*rest == ':') {
+                long b = strtol(rest + 1, &end, 10);
+                if (end == rest + 1 || *end || b < 1 || b > 64) {
+                    set_err(err, errlen, "like:%s: the rows per node in '%s' must be in 1..64",
+                            name, args);
+                    return -1;
+                }
+                dofs = (int)b;
+                rest = end;
+            }
+        }
+    }
+    if (*rest) {
+        set_err(err, errlen, "like:%s: cannot read '%s' (like:NAME[/D][:F[:K[:B]]])", name, args);
+        return -1;
+    }
+    uint64_t n = sh->rows / div, nnz = sh->nnz / div, rng = seed * 0x9e3779b97f4a7c15ULL + 7;
+    uint64_t nodes = (n + (uint64_t)dofs - 1) / (uint64_t)dofs;
+    /* Node degrees, in nodes: a row couples with the dofs rows of each neighbour. */
+    double mean = (double)(nnz - n) / (double)n / dofs;
+    uint64_t *deg = xmalloc(nodes * sizeof *deg), *cum = xmalloc(nodes * sizeof *cum);
+    for (uint64_t v = 0, total = 0; v < nodes; v++) {
+        deg[v] = lognormal_degree(&rng, mean, sh->cv, nodes - 1 ? nodes - 1 : 1);
+        cum[v] = total += deg[v];
+    }
+    entries e = {0};
+    for (uint64_t v = 0; v < nodes; v++) {
+        uint64_t half = (deg[v] + 1) / 2, r0 = v * (uint64_t)dofs;
+        double reach = dims == 2 ? sqrt(2.0 * (double)deg[v]) : cbrt(2.0 * (double)deg[v]);
+        int64_t h = (int64_t)ceil((reach - 1) / 2);
+        h = h < 1 ? 1 : h;
+        for (uint64_t a = r0; a < r0 + (uint64_t)dofs && a < n; a++)
+            for (uint64_t b = r0; b < r0 + (uint64_t)dofs && b < n; b++)
+                push(&e, a, b, a == b ? (double)(deg[v] * (uint64_t)dofs + 1) : -gen_value(a, b));
+        for (uint64_t k = 0; k < half; k++) {
+            uint64_t w = v;
+            for (int tries = 0; w == v && tries < 8; tries++)
+                w = uniform01(&rng) < far ? weighted_row(&rng, cum, nodes)
+                                          : near_row(&rng, v, nodes, dims, h);
+            if (w == v)
+                continue;
+            uint64_t w0 = w * (uint64_t)dofs;
+            for (uint64_t a = r0; a < r0 + (uint64_t)dofs && a < n; a++)
+                for (uint64_t b = w0; b < w0 + (uint64_t)dofs && b < n; b++) {
+                    push(&e, a, b, -gen_value(a, b));
+                    push(&e, b, a, -gen_value(a, b));
+                }
+        }
+    }
+    free(deg);
+    free(cum);
     compress(&e, n, m);
     return 0;
 }
@@ -423,9 +670,9 @@ static int load_one(const char *spec, uint64_t seed, sparse_matrix *m, char *err
     memset(m, 0, sizeof *m);
     static const struct {
         const char *prefix;
-        int what; /* 0..3 graphs, 4 stencil2d, 5 stencil3d */
+        int what; /* 0..3 graphs, 4 stencil2d, 5 stencil3d, 6 like */
     } gens[] = {{"rmat:", 0}, {"rmatp:", 1}, {"gnm:", 2}, {"rgg:", 3},
-                {"stencil2d:", 4}, {"stencil3d:", 5}};
+                {"stencil2d:", 4}, {"stencil3d:", 5}, {"like:", 6}};
     for (size_t g = 0; g < sizeof gens / sizeof gens[0]; g++) {
         size_t l = strlen(gens[g].prefix);
         if (strncmp(spec, gens[g].prefix, l) != 0)
@@ -437,7 +684,8 @@ static int load_one(const char *spec, uint64_t seed, sparse_matrix *m, char *err
         case 2: return load_graph(CR_GEN_GNM, false, args, seed, m, err, errlen);
         case 3: return load_graph(CR_GEN_RGG, false, args, seed, m, err, errlen);
         case 4: return load_stencil(2, args, m, err, errlen);
-        default: return load_stencil(3, args, m, err, errlen);
+        case 5: return load_stencil(3, args, m, err, errlen);
+        default: return load_like(args, seed, m, err, errlen);
         }
     }
     return load_mm(spec, m, err, errlen);

@@ -29,11 +29,18 @@ void sparse_free(sparse_matrix *m);
  *   rgg:S[:D]       random geometric graph in the unit square, average degree D (16)
  *   stencil2d:K     5-point Laplacian on a K x K grid
  *   stencil3d:K     7-point Laplacian on a K x K x K grid
+ *   like:NAME[/D]   shaped like matrix NAME of the message-sharing thesis's Table 6.1
+ *                   (its rows, nonzeros and degree variation; a 3D mesh with a share
+ *                   of couplings anywhere), rows and nonzeros divided by D
  *   A+B             the sum of two inputs with the same number of rows (B gets seed + 1)
  *   anything else   a Matrix Market file (coordinate; real, integer or pattern;
  *                   general, symmetric or skew-symmetric; square)
  * Returns 0, or -1 with one line in err (for a file: the line number). */
 int sparse_load(const char *spec, uint64_t seed, sparse_matrix *m, char *err, size_t errlen);
+
+/* The matrices like:NAME knows, in the order of the thesis's Table 6.1. */
+size_t sparse_like_count(void);
+const char *sparse_like_name(size_t i);
 
 /* A short name for tables: the spec without a directory and ".mtx". */
 void sparse_name(const char *spec, char *out, size_t len);
