@@ -197,7 +197,7 @@ static char *expand_inputs(const app *a, const char *inputs)
 {
     size_t cap = strlen(inputs) + 1;
     for (const char *t = strstr(inputs, "thesis"); t; t = strstr(t + 1, "thesis"))
-        cap += 15 * 40;
+        cap += sparse_like_count() * (strlen("like:,") + 32 + strlen(inputs));
     char *out = app_calloc(a, cap, 1, "the input list");
     char *copy = strdup(inputs);
     if (!copy)

@@ -218,7 +218,7 @@ static int busiest(const planner *pl, int *least)
 /* The rank with the most destinations in common with mx in the initial send sets
  * (thesis 4.2; the sets stay static, 4.3), found through the transpose in
  * O(sum of the in-degrees of mx's destinations). Returns -1 if none shares any. */
-static int best_friend(planner *pl, int mx, uint64_t *ncommon)
+static int best_friend(planner *pl, int mx)
 {
     const cr_plan *p = pl->plan;
     int ntouched = 0;
@@ -239,7 +239,6 @@ static int best_friend(planner *pl, int mx, uint64_t *ncommon)
             (pl->common[s] == pl->common[best] && s < best))
             best = s;
     }
-    *ncommon = best < 0 ? 0 : pl->common[best];
     for (int i = 0; i < ntouched; i++)
         pl->common[pl->touched[i]] = 0;
     return best;
@@ -333,8 +332,7 @@ static uint64_t phase1(planner *pl)
             break;
         prev = mx;
         prev_load = pl->load[mx];
-        uint64_t ncommon;
-        int fr = best_friend(pl, mx, &ncommon);
+        int fr = best_friend(pl, mx);
         if (fr < 0)
             break;
         share_pair(pl, mx, fr);

@@ -261,11 +261,15 @@ static void unequal_sharing(void **state)
  * load against the result derived by hand from the thesis's rules, counted with the
  * planner's exact ledger (a link to a partner counts). */
 
-static void dense_sets(dense *d, const int *const *sets, const int *sizes, int nsets)
+/* A matrix of n ranks whose first nsets send to the given sets. */
+static cr_plan_matrix dense_from_sets(dense *d, int n, const int *const *sets, const int *sizes,
+                                      int nsets)
 {
+    dense_init(d, n);
     for (int s = 0; s < nsets; s++)
         for (int k = 0; k < sizes[s]; k++)
             dense_set(d, s, sets[s][k]);
+    return dense_csr(d);
 }
 
 static cr_plan *make_limited(const cr_plan_matrix *m, int phases, uint64_t pairings)
@@ -338,9 +342,7 @@ static void case1_equal_odd(void **state)
     const int *sets[] = {s0, s1};
     const int sizes[] = {8, 6};
     dense d;
-    dense_init(&d, 10);
-    dense_sets(&d, sets, sizes, 2);
-    cr_plan_matrix m = dense_csr(&d);
+    cr_plan_matrix m = dense_from_sets(&d, 10, sets, sizes, 2);
     cr_plan *p = make_limited(&m, 1, 0);
     PATH(p, &m, 0, 1, 5);
     PATH(p, &m, 0, 1, 7);
@@ -373,9 +375,7 @@ static void case2_singleton_to_group(void **state)
     const int *sets[] = {s0, s1, s2};
     const int sizes[] = {5, 7, 6};
     dense d;
-    dense_init(&d, 10);
-    dense_sets(&d, sets, sizes, 3);
-    cr_plan_matrix m = dense_csr(&d);
+    cr_plan_matrix m = dense_from_sets(&d, 10, sets, sizes, 3);
     cr_plan *p = make_limited(&m, 1, 2);
     for (int t = 4; t <= 6; t++) {
         PATH(p, &m, 0, 2, t);
@@ -409,9 +409,7 @@ static void case3_group_to_singleton(void **state)
     const int *sets[] = {s0, s1, s2};
     const int sizes[] = {6, 7, 8};
     dense d;
-    dense_init(&d, 15);
-    dense_sets(&d, sets, sizes, 3);
-    cr_plan_matrix m = dense_csr(&d);
+    cr_plan_matrix m = dense_from_sets(&d, 15, sets, sizes, 3);
     cr_plan *p = make_limited(&m, 1, 2);
     PATH(p, &m, 2, 1, 3);
     PATH(p, &m, 2, 1, 4);
@@ -445,9 +443,7 @@ static void case4_group_to_group(void **state)
     const int *sets[] = {s0, s1, s2, s3};
     const int sizes[] = {10, 7, 9, 9};
     dense d;
-    dense_init(&d, 21);
-    dense_sets(&d, sets, sizes, 4);
-    cr_plan_matrix m = dense_csr(&d);
+    cr_plan_matrix m = dense_from_sets(&d, 21, sets, sizes, 4);
     cr_plan *p = make_limited(&m, 1, 3);
     PATH(p, &m, 0, 1, 4);
     PATH(p, &m, 0, 1, 8);
@@ -481,9 +477,7 @@ static void phase2_alpha(void **state)
     const int *sets[] = {s0};
     const int sizes[] = {7};
     dense d;
-    dense_init(&d, 8);
-    dense_sets(&d, sets, sizes, 1);
-    cr_plan_matrix m = dense_csr(&d);
+    cr_plan_matrix m = dense_from_sets(&d, 8, sets, sizes, 1);
     cr_plan *p = make_limited(&m, 2, 0);
     PATH(p, &m, 0, 1);
     for (int t = 2; t <= 4; t++)
