@@ -27,6 +27,8 @@ static const char usage[] =
     "  --no-combining   merge inserts only at the owner, never on the way\n"
     "  --scramble       insert key i as a 64-bit hash of i, not i itself (the same\n"
     "                   keys, as scripts/ygm/ygm_bench.cpp scramble draws them)\n"
+    "  --reserve        size each rank's table for its share of K keys first\n"
+    "                   (cr_map_reserve), so that it does not grow while timed\n"
     "  --reps R         repetitions per structure; the median is reported (default 3)\n"
     "  --validate V     yes, no, auto: auto recounts when N * P * K is small (default)\n"
     "  --seed S         random seed (default 1)\n"
@@ -45,7 +47,7 @@ typedef struct bench {
     app a;
     cr_comm *comm;
     uint64_t n, keys, seed;
-    int reps, combining, scramble;
+    int reps, combining, scramble, reserve;
 } bench;
 
 /* The key of index i: i, or with --scramble a 64-bit hash of it. */
@@ -147,7 +149,7 @@ int main(int argc, char **argv)
         {"inserts", required_argument, 0, 'n'},    {"keys", required_argument, 0, 'k'},
         {"structure", required_argument, 0, 's'},  {"no-combining", no_argument, 0, 'C'},
         {"reps", required_argument, 0, 'r'},       {"validate", required_argument, 0, 'V'},
-        {"scramble", no_argument, 0, 'X'},
+        {"scramble", no_argument, 0, 'X'},       {"reserve", no_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -172,6 +174,7 @@ int main(int argc, char **argv)
         }
         case 'C': b.combining = 0; break;
         case 'X': b.scramble = 1; break;
+        case 'R': b.reserve = 1; break;
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 1000); break;
         case 'V': validate = app_parse_choice(&b.a, "--validate", optarg, validations); break;
         case 'h': app_help(&b.a);
@@ -221,6 +224,9 @@ int main(int argc, char **argv)
         }
         if (!m)
             app_error(&b.a, "%s", err);
+        if (b.reserve && !cr_map_reserve(m, b.keys))
+            app_error(&b.a, "out of memory reserving room for %llu keys",
+                      (unsigned long long)b.keys);
         /* The counting set has no switch of its own: --no-combining measures the map. */
         double times[1000];
         for (int r = 0; r < b.reps; r++)

@@ -651,11 +651,113 @@ static long ct_double_sums(cr_comm *comm, uint64_t nkeys)
     return ct_fails - before;
 }
 
+/* ---- the count cache ------------------------------------------------------------ */
+
+/* Two keys that share a slot of the count cache, a count of 0, a count that wraps to
+ * 0, and keys of their own per rank. */
+enum { CT_A = 5, CT_B = 5 + 65536 };
+#define CT_ZERO (UINT64_C(1) << 40)
+#define CT_WRAP (CT_ZERO + 1)
+#define CT_SPREAD (UINT64_C(1) << 41)
+
+typedef struct ct_cc {
+    uint64_t p, seen, wrong;
+} ct_cc;
+
+static uint64_t ct_cc_want(const ct_cc *c, uint64_t key)
+{
+    if (key == CT_A)
+        return 500 * c->p;
+    if (key == CT_B)
+        return 200 * c->p;
+    if (key == CT_ZERO || key == CT_WRAP)
+        return 0;
+    return 1; /* a rank's own key */
+}
+
+static void ct_cc_count(const void *key, uint64_t count, void *user)
+{
+    ct_cc *c = user;
+    uint64_t k;
+    memcpy(&k, key, sizeof k);
+    c->seen++;
+    c->wrong += count != ct_cc_want(c, k);
+}
+
+static void ct_cc_value(const void *key, void *value, void *user)
+{
+    uint64_t v;
+    memcpy(&v, value, sizeof v);
+    ct_cc_count(key, v, user);
+}
+
+/* The same adds to a counting set and to a summing map of 8-byte keys (both through
+ * the count cache): keys that evict each other, an add of 0 that still creates its
+ * key, a sum that wraps to 0 and keeps its key, and enough keys seen once that the
+ * cache rests, then resumes. Exact counts and sizes. */
+static long ct_count_cache(cr_comm *comm, uint64_t own)
+{
+    long before = ct_fails;
+    int me = cr_comm_rank(comm), p = cr_comm_size(comm);
+    char err[200];
+    cr_counting_set *cs = cr_counting_set_create(comm, 8, err, sizeof err);
+    CT_CHECK(comm, cs != NULL, "%s", err);
+    cr_map *m = cr_map_create(comm,
+                              &(cr_map_opts){.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
+                                             .type = CR_DEDUP_UINT64},
+                              err, sizeof err);
+    CT_CHECK(comm, m != NULL, "%s", err);
+    /* The map reserves its room first: its table must not grow after. */
+    uint64_t want_size = 4 + own * (uint64_t)p;
+    CT_CHECK(comm, cr_map_reserve(m, want_size), "cr_map_reserve(%llu) failed",
+             (unsigned long long)want_size);
+    size_t reserved = cr_map_local_bytes(m);
+    uint64_t one = 1, none = 0, half = UINT64_C(1) << 63;
+    const uint64_t a = CT_A, b = CT_B, zero = CT_ZERO, wrap = CT_WRAP;
+#define CT_BOTH(key, n)                                                                    \
+    do {                                                                                   \
+        cr_counting_set_add(cs, (key), (n));                                               \
+        cr_map_insert(m, (key), &(uint64_t){(n)});                                         \
+    } while (0)
+    for (int i = 0; i < 200; i++) {
+        cr_counting_set_insert(cs, &a);
+        cr_map_insert(m, &a, &one);
+        CT_BOTH(&b, 1);
+    }
+    CT_BOTH(&zero, none);
+    CT_BOTH(&wrap, half);
+    CT_BOTH(&wrap, half);
+    for (uint64_t i = 0; i < own; i++) {
+        uint64_t k = CT_SPREAD + (uint64_t)me * own + i;
+        CT_BOTH(&k, 1);
+    }
+    for (int i = 0; i < 300; i++)
+        CT_BOTH(&a, 1);
+#undef CT_BOTH
+    uint64_t size = cr_counting_set_size(cs), msize = cr_map_size(m);
+    ct_cc c = {.p = (uint64_t)p}, cm = {.p = (uint64_t)p};
+    cr_counting_set_for_all(cs, ct_cc_count, &c);
+    cr_map_for_all(m, ct_cc_value, &cm);
+    uint64_t wrong = ct_sum(comm, c.wrong), mwrong = ct_sum(comm, cm.wrong);
+    CT_CHECK(comm, size == want_size && wrong == 0,
+             "counting set through the count cache: %llu keys (want %llu), %llu counts wrong",
+             (unsigned long long)size, (unsigned long long)want_size, (unsigned long long)wrong);
+    CT_CHECK(comm, msize == want_size && mwrong == 0,
+             "summing map through the count cache: %llu keys (want %llu), %llu values wrong",
+             (unsigned long long)msize, (unsigned long long)want_size, (unsigned long long)mwrong);
+    CT_CHECK(comm, cr_map_local_bytes(m) == reserved,
+             "a reserved table grew from %zu to %zu bytes", reserved, cr_map_local_bytes(m));
+    cr_map_destroy(m);
+    cr_counting_set_destroy(cs);
+    return ct_fails - before;
+}
+
 /* Everything, at sizes for a test. */
 static inline long ct_all(cr_comm *comm, uint64_t seed)
 {
     long f = 0;
     f += ct_counting(comm, 300, 2000);
+    f += ct_count_cache(comm, 3000);
     f += ct_map_rules(comm, 200);
     f += ct_double_sums(comm, 100);
     f += ct_erase_and_get(comm, 500);

@@ -125,6 +125,12 @@ void cr_map_for_all(cr_map *map, void (*fn)(const void *key, void *value, void *
                     void *user);
 /* Collective (starts with a cr_barrier): the number of keys over all ranks. */
 uint64_t cr_map_size(cr_map *map);
+/* Local: make this rank's table big enough for its share of `keys` keys over the
+ * whole map (keys / P, plus a margin for an uneven hash), so that it does not grow
+ * while the keys arrive. Optional: a table grows by doubling without it. Returns
+ * false, the table unchanged, when the memory is not there. Not inside a for_all or
+ * a visitor of this map. */
+bool cr_map_reserve(cr_map *map, uint64_t keys);
 /* Local: the keys this rank owns, and what its table holds in bytes. */
 uint64_t cr_map_local_size(const cr_map *map);
 size_t cr_map_local_bytes(const cr_map *map);
@@ -151,6 +157,7 @@ void cr_set_contains(cr_set *set, const void *key,
 void cr_set_for_all(cr_set *set, void (*fn)(const void *key, void *user), void *user); /* local */
 uint64_t cr_set_size(cr_set *set); /* collective */
 uint64_t cr_set_local_size(const cr_set *set);
+bool cr_set_reserve(cr_set *set, uint64_t keys); /* local: as cr_map_reserve */
 
 /* ---------------------------------------------------------------- counting set */
 
@@ -171,6 +178,7 @@ void cr_counting_set_for_all(cr_counting_set *cs,
                              void *user); /* local */
 uint64_t cr_counting_set_size(cr_counting_set *cs); /* collective: distinct keys */
 uint64_t cr_counting_set_local_size(const cr_counting_set *cs);
+bool cr_counting_set_reserve(cr_counting_set *cs, uint64_t keys); /* local: as cr_map_reserve */
 /* Collective (starts with a cr_barrier): the k most frequent keys over all ranks,
  * the same on every rank: keys (k * key_len bytes) and counts (k), by count from the
  * largest, equal counts by their key's bytes. Returns how many were written (fewer

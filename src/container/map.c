@@ -12,6 +12,7 @@
 #include "courier/rng.h"
 #include "mailbox/module.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,12 @@ enum { REPLY_MAP, REPLY_SET, REPLY_COUNT };
 
 /* The largest record: a visit's key, visitor number and arguments. */
 #define MAX_RECORD (CR_MAX_KEY + 8 + CR_CONTAINER_MAX_VALUE)
+
+/* A record of an 8-byte key and its count, as it travels and as the count cache holds
+ * it; a count of 0 marks an empty slot. */
+typedef struct count_slot {
+    uint64_t key, count;
+} count_slot;
 
 struct cr_map {
     cr_comm *comm;
@@ -46,6 +53,10 @@ struct cr_map {
     size_t cache_used;        /* slots holding a record: a barrier with none scans nothing */
     const int *handler_depth; /* the comm's: > 0 inside a handler, where the cache is passed by */
     bool add_u64;             /* the rule adds one integer value: merged inline */
+    /* The count cache (see count_cache_add), in place of the cache above for 8-byte
+     * keys whose values are added integers: slots are the records themselves. */
+    count_slot *counts;
+    uint32_t count_window, count_misses;
 };
 
 struct cr_set {
@@ -274,6 +285,7 @@ static void on_reply(cr_comm *comm, const void *data, size_t len, void *ctx)
 #define CACHE_WINDOW 1024
 #define CACHE_PAYS 8
 #define CACHE_REST (32 * CACHE_WINDOW)
+#define COUNT_SLOTS ((size_t)1 << 16) /* the count cache's (below): 1 MiB */
 
 typedef struct ct_maps {
     cr_map **maps;
@@ -337,6 +349,16 @@ static void cache_init(cr_map *m, cr_dedup_op op, cr_dedup_type type, bool no_co
     bool orderless = m->value_len == 0 || (op >= CR_DEDUP_SUM && op <= CR_DEDUP_BAND);
     if (!orderless || no_combining)
         return;
+    m->add_u64 = op == CR_DEDUP_SUM && m->value_len == 8 && type != CR_DEDUP_DOUBLE;
+    m->handler_depth = cr_module_handler_depth(m->comm);
+    if (m->add_u64 && m->key_len == 8) {
+        m->counts = calloc(COUNT_SLOTS, sizeof *m->counts);
+        if (!m->counts)
+            cr_fatal("%s: out of memory for the source cache", m->name);
+        m->count_window = CACHE_WINDOW;
+        cache_register(m);
+        return;
+    }
     m->cache_stride = 8 + m->rec_len;
     size_t slots = 1;
     while (slots * 2 <= CACHE_MAX_SLOTS && slots * 2 * m->cache_stride <= CACHE_BYTES)
@@ -347,8 +369,6 @@ static void cache_init(cr_map *m, cr_dedup_op op, cr_dedup_type type, bool no_co
     if (!m->cache)
         cr_fatal("%s: out of memory for the source cache", m->name);
     m->cache_slots = slots;
-    m->handler_depth = cr_module_handler_depth(m->comm);
-    m->add_u64 = op == CR_DEDUP_SUM && m->value_len == 8 && type != CR_DEDUP_DOUBLE;
     cache_register(m);
 }
 
@@ -357,8 +377,14 @@ static void send_insert(cr_map *m, const void *rec)
     cr_async(m->comm, cr_map_owner(m, rec), m->h_insert, rec, m->rec_len);
 }
 
+static void count_cache_drain(cr_map *m);
+
 static void cache_drain(cr_map *m)
 {
+    if (m->counts) {
+        count_cache_drain(m);
+        return;
+    }
     for (size_t i = 0; m->cache_used && i < m->cache_slots; i++) {
         char *slot = m->cache + i * m->cache_stride;
         uint64_t tag;
@@ -407,6 +433,96 @@ static inline __attribute__((always_inline)) void cache_insert(cr_map *m, const 
             m->cache_skip = CACHE_REST;
         m->cache_tries = m->cache_hits = 0;
     }
+}
+
+/* ---- the count cache ------------------------------------------------------------------
+ *
+ * The counting set's inserts, and a summing map's with 8-byte keys and integer values,
+ * are most of what containers do, so they get a cache of their own with nothing to
+ * spare: a slot is the record {key, count} that would travel (16 bytes, no tag, a
+ * count of 0 for empty), and the slot is the key's low bits folded with its high ones,
+ * not a hash: consecutive keys (vertex numbers, word numbers) then sit side by side in
+ * a few cache lines, and the full hash is paid only by a record that leaves. Keys that
+ * fold alike evict each other, which costs sends, not results; the hit rate is watched
+ * as for the cache above. */
+static inline size_t count_slot_of(uint64_t key)
+{
+    return (size_t)((key ^ (key >> 17) ^ (key >> 34) ^ (key >> 51)) & (COUNT_SLOTS - 1));
+}
+
+static __attribute__((noinline)) void count_send(cr_map *m, uint64_t key, uint64_t count)
+{
+    count_slot rec = {key, count};
+    send_insert(m, &rec);
+}
+
+static void count_cache_drain(cr_map *m)
+{
+    for (size_t i = 0; m->cache_used && i < COUNT_SLOTS; i++) {
+        count_slot *s = &m->counts[i];
+        if (!s->count)
+            continue;
+        count_send(m, s->key, s->count);
+        s->count = 0;
+        m->cache_used--;
+    }
+}
+
+/* The end of a window of CACHE_WINDOW inserts: rest if too few hit. */
+static void count_review(cr_map *m)
+{
+    if ((CACHE_WINDOW - m->count_misses) * CACHE_PAYS < CACHE_WINDOW)
+        m->cache_skip = CACHE_REST;
+    m->count_misses = 0;
+    m->count_window = CACHE_WINDOW;
+}
+
+/* A miss: the slot's record leaves, the new one takes its place. */
+static __attribute__((noinline)) void count_miss(cr_map *m, count_slot *s, uint64_t key,
+                                                 uint64_t add)
+{
+    if (s->count)
+        count_send(m, s->key, s->count);
+    else
+        m->cache_used++;
+    s->key = key;
+    s->count = add;
+    m->count_misses++;
+}
+
+/* A count that came back to 0 left its slot empty; the key still exists. */
+static __attribute__((noinline)) void count_wrapped(cr_map *m, uint64_t key)
+{
+    m->cache_used--;
+    count_send(m, key, 0);
+}
+
+/* Inside a handler, resting, or adding nothing: the record goes as it is. */
+static __attribute__((noinline)) void count_bypass(cr_map *m, uint64_t key, uint64_t add)
+{
+    if (m->cache_skip && *m->handler_depth == 0)
+        m->cache_skip--;
+    count_send(m, key, add);
+}
+
+/* Adds `add` to `key`'s count, in the cache when it may be, else by a record sent. */
+static inline __attribute__((always_inline)) void count_add(cr_map *m, uint64_t key,
+                                                            uint64_t add)
+{
+    if (__builtin_expect((*m->handler_depth | (int)m->cache_skip) != 0 || !add, 0)) {
+        count_bypass(m, key, add);
+        return;
+    }
+    count_slot *s = &m->counts[count_slot_of(key)];
+    if (s->key == key && s->count) {
+        s->count += add;
+        if (__builtin_expect(s->count == 0, 0)) /* wrapped: the key still exists */
+            count_wrapped(m, key);
+    } else {
+        count_miss(m, s, key, add);
+    }
+    if (__builtin_expect(--m->count_window == 0, 0))
+        count_review(m);
 }
 
 /* ---- creation ------------------------------------------------------------------- */
@@ -510,9 +626,10 @@ cr_map *cr_map_create(cr_comm *comm, const cr_map_opts *opts, char *err, size_t 
 
 static void map_free(cr_map *m)
 {
-    if (m->cache)
+    if (m->cache || m->counts)
         cache_unregister(m);
     free(m->cache);
+    free(m->counts);
     ct_free(&m->table);
     ct_pool_free(&m->replies);
     free(m->deferred.bytes);
@@ -555,6 +672,13 @@ static inline void put_key(const cr_map *m, uint64_t *rec, const void *key)
 
 void cr_map_insert(cr_map *m, const void *key, const void *value)
 {
+    if (m->counts) {
+        uint64_t k, v;
+        memcpy(&k, key, 8);
+        memcpy(&v, value, 8);
+        count_add(m, k, v);
+        return;
+    }
     uint64_t rec[(CR_MAX_KEY + CR_CONTAINER_MAX_VALUE) / 8];
     put_key(m, rec, key);
     if (m->value_len == 8) {
@@ -627,6 +751,19 @@ uint64_t cr_map_size(cr_map *m)
 {
     cr_barrier(m->comm);
     return ct_sum_over_ranks(m->comm, m->table.count);
+}
+
+bool cr_map_reserve(cr_map *m, uint64_t keys)
+{
+    if (m->busy)
+        cr_fatal("%s: cr_map_reserve inside a for_all or a visitor of the same map", m->name);
+    /* The share of a uniform hash: a binomial count, its mean plus four standard
+     * deviations. */
+    double share = (double)keys / m->size;
+    double want = share + 4.0 * sqrt(share) + 16.0;
+    if (want > (double)(SIZE_MAX / 4))
+        return false;
+    return ct_reserve(&m->table, (size_t)want);
 }
 
 uint64_t cr_map_local_size(const cr_map *m)
@@ -708,6 +845,11 @@ uint64_t cr_set_size(cr_set *s)
     return cr_map_size(s->map);
 }
 
+bool cr_set_reserve(cr_set *s, uint64_t keys)
+{
+    return cr_map_reserve(s->map, keys);
+}
+
 uint64_t cr_set_local_size(const cr_set *s)
 {
     return cr_map_local_size(s->map);
@@ -744,6 +886,12 @@ void cr_counting_set_destroy(cr_counting_set *cs)
 void cr_counting_set_add(cr_counting_set *cs, const void *key, uint64_t times)
 {
     cr_map *m = cs->map;
+    if (m->counts) {
+        uint64_t k;
+        memcpy(&k, key, 8);
+        count_add(m, k, times);
+        return;
+    }
     uint64_t rec[CR_MAX_KEY / 8 + 1]; /* the key, then the count: no value to pad */
     put_key(m, rec, key);
     rec[m->key_pad / 8] = times;
@@ -755,6 +903,13 @@ void cr_counting_set_add(cr_counting_set *cs, const void *key, uint64_t times)
 
 void cr_counting_set_insert(cr_counting_set *cs, const void *key)
 {
+    cr_map *m = cs->map;
+    if (m->counts) {
+        uint64_t k;
+        memcpy(&k, key, 8);
+        count_add(m, k, 1);
+        return;
+    }
     cr_counting_set_add(cs, key, 1);
 }
 
@@ -786,6 +941,11 @@ void cr_counting_set_for_all(cr_counting_set *cs,
 uint64_t cr_counting_set_size(cr_counting_set *cs)
 {
     return cr_map_size(cs->map);
+}
+
+bool cr_counting_set_reserve(cr_counting_set *cs, uint64_t keys)
+{
+    return cr_map_reserve(cs->map, keys);
 }
 
 uint64_t cr_counting_set_local_size(const cr_counting_set *cs)
