@@ -18,7 +18,8 @@ PACKAGES=(build-essential meson ninja-build pkg-config openmpi-bin libopenmpi-de
           libev-dev libjemalloc-dev libcmocka-dev gnuplot-nox)
 # The test command also builds and checks Courier against MPICH (scripts/check_install.sh),
 # which Debian installs beside Open MPI without changing the default mpicc and mpirun.
-TEST_PACKAGES=(mpich libmpich-dev)
+# METIS (optional) lets the planner's apps partition with it (--partitioner metis).
+TEST_PACKAGES=(mpich libmpich-dev libmetis-dev)
 DEMO_RANKS=${DEMO_RANKS:-4}
 
 usage() {

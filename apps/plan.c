@@ -42,8 +42,13 @@ static const char usage[] =
     "                    the thesis's Table 6.2 beside the figures measured here\n"
     "  --partition FILE  one part in 0..P-1 per row (a METIS or PaToH partition\n"
     "                    vector); only with a single input\n"
+    "  --partitioner X   block (rows in P equal blocks: the default) or metis\n"
+    "                    (METIS's k-way partition minimizing the edge cut; the\n"
+    "                    thesis used a hypergraph partitioner; needs a build with\n"
+    "                    libmetis-dev)\n"
     "  --seed S          generator seed (default 1)\n"
-    "  --csv FILE        append one line per input to FILE\n"
+    "  --csv FILE        append one line per input to FILE (with the thesis's\n"
+    "                    Table 6.2 figures for a like: input, else empty)\n"
     "  --help            this text\n";
 
 /* The thesis's Table 6.2 (512 processors, its partitions): average and bottleneck
@@ -142,8 +147,11 @@ static void take(row *r, int col, const cr_plan *p, cr_plan_stage stage)
     r->max[col] = (double)st.max_messages;
 }
 
+enum { PART_BLOCK, PART_METIS };
+static const char *const partitioners[] = {"block", "metis", NULL};
+
 static void plan_input(const app *a, const char *spec, int ranks, const char *partition,
-                       uint64_t seed, row *r)
+                       int partitioner, uint64_t seed, row *r)
 {
     sparse_matrix m;
     char err[512];
@@ -152,6 +160,9 @@ static void plan_input(const app *a, const char *spec, int ranks, const char *pa
     int *part = app_calloc(a, m.n, sizeof *part, "the partition");
     if (partition) {
         if (sparse_read_partition(partition, m.n, ranks, part, err, sizeof err) != 0)
+            app_error(a, "%s", err);
+    } else if (partitioner == PART_METIS) {
+        if (sparse_metis_partition(&m, ranks, seed, part, err, sizeof err) != 0)
             app_error(a, "%s", err);
     } else {
         sparse_block_partition(m.n, ranks, part);
@@ -269,8 +280,8 @@ int main(int argc, char **argv)
         {"ranks", required_argument, 0, 'P'},  {"inputs", required_argument, 0, 'i'},
         {"partition", required_argument, 0, 'p'}, {"seed", required_argument, 0, 'S'},
         {"csv", required_argument, 0, 'c'},    {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    int ranks = 512;
+        {"partitioner", required_argument, 0, 'x'}, {0, 0, 0, 0}};
+    int ranks = 512, partitioner = PART_BLOCK;
     const char *inputs = "rmat:16,gnm:16:8,stencil2d:512+rmat:18:0.01,stencil3d:64+rmat:18:0.02,"
                          "stencil2d:512+rmat:18:0.05,stencil3d:64+rmat:18:0.1,"
                          "stencil2d:256+rmat:16:1,stencil2d:512+gnm:18:0.0625";
@@ -284,6 +295,7 @@ int main(int argc, char **argv)
         case 'p': partition = optarg; break;
         case 'S': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'c': csv = optarg; break;
+        case 'x': partitioner = app_parse_choice(&a, "--partitioner", optarg, partitioners); break;
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
         }
@@ -294,10 +306,18 @@ int main(int argc, char **argv)
         app_usage_error(&a, "--partition needs a single input, not the list '%s'", inputs);
     if (!*inputs)
         app_usage_error(&a, "--inputs is empty");
+    if (partition && partitioner != PART_BLOCK)
+        app_usage_error(&a, "--partition FILE and --partitioner %s both say how to partition",
+                        partitioners[partitioner]);
+    if (partitioner == PART_METIS && !sparse_have_metis())
+        app_usage_error(&a, "--partitioner metis: this build has no METIS (install "
+                        "libmetis-dev and reconfigure)");
     FILE *out = app_open_csv(&a, csv, "input,ranks,avg_initial,avg_phase1,avg_phase2,"
                              "avg_capped,avg_stfw2d,avg_stfw3d,avg_hypercube,max_initial,"
                              "max_phase1,max_phase2,max_capped,max_stfw2d,max_stfw3d,"
-                             "max_hypercube,overhead,plan_seconds");
+                             "max_hypercube,overhead,plan_seconds,partitioner,"
+                             "thesis_avg_initial,thesis_avg_phase1,thesis_avg_phase2,"
+                             "thesis_max_initial,thesis_max_phase1,thesis_max_phase2");
     char g3[64];
     grid3_spec(ranks, g3, sizeof g3);
     printf("column-parallel SpMV on %d ranks; STFW 3D grid %s; messages per rank:\n\n", ranks,
@@ -317,7 +337,7 @@ int main(int argc, char **argv)
     bool zero = false;
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         row r;
-        plan_input(&a, t, ranks, partition, seed, &r);
+        plan_input(&a, t, ranks, partition, partitioner, seed, &r);
         rows[n] = r;
         specs[n] = t;
         for (int k = 0; k < NCOL; k++) {
@@ -334,7 +354,15 @@ int main(int argc, char **argv)
                 fprintf(out, ",%.4f", r.avg[k]);
             for (int k = 0; k < NCOL; k++)
                 fprintf(out, ",%.0f", r.max[k]);
-            fprintf(out, ",%.4f,%.4f\n", r.overhead, r.seconds);
+            fprintf(out, ",%.4f,%.4f,%s", r.overhead, r.seconds,
+                    partition ? "file" : partitioners[partitioner]);
+            const struct thesis_row *th = thesis_row_of(t);
+            for (int k = 0; k < 6; k++)
+                if (th)
+                    fprintf(out, k < 3 ? ",%.2f" : ",%.0f", k < 3 ? th->avg[k] : th->max[k - 3]);
+                else
+                    fprintf(out, ",");
+            fprintf(out, "\n");
         }
     }
     printf("| geometric mean%s | | |", zero ? " (zeros as 1)" : "");

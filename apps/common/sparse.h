@@ -48,6 +48,13 @@ void sparse_name(const char *spec, char *out, size_t len);
 /* Row-block partition: index i to part floor(i * parts / n). */
 void sparse_block_partition(uint64_t n, int parts, int *part);
 
+/* Whether this build has METIS (Debian's libmetis-dev, found by Meson). */
+bool sparse_have_metis(void);
+/* METIS's k-way partition of the graph of A + A^T (the diagonal left out) into
+ * `parts`, minimizing the edge cut, seeded. Returns 0, or -1 with
+ * one line in err (no METIS in this build, a matrix too large for its indices). */
+int sparse_metis_partition(const sparse_matrix *m, int parts, uint64_t seed, int *part,
+                           char *err, size_t errlen);
 /* Read a partition vector: n lines, one part in [0, parts) each ('%' or '#' lines are
  * comments). Returns 0, or -1 with one line in err naming the line. */
 int sparse_read_partition(const char *path, uint64_t n, int parts, int *part, char *err,
