@@ -16,15 +16,25 @@ static inline size_t ct_pad8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
-/* A table of fixed-size records: a slot is an 8-byte tag (the key's hash with the top
- * bit set; 0 when the slot is empty), then the record: the key, zero-padded to 8
- * bytes, and the value, padded to 8 bytes. Linear probing from the slot the hash's
- * low bits name; erasing shifts the records after it back (no tombstones). */
+/* A table of fixed-size records, with linear probing from the slot the hash's low
+ * bits name; erasing shifts the records after it back (no tombstones). A record is
+ * the key, zero-padded to 8 bytes, then the value, padded to 8 bytes. Two layouts:
+ *  - keys of 8 bytes (counting sets, maps of vertex numbers, the disjoint set): a
+ *    slot is the record alone, and a bitmap of one bit per slot says which hold one.
+ *    Comparing the key is one word, so a hash word would only add a third to every
+ *    slot (16 bytes against 24) and to every miss of a large table;
+ *  - other keys: a slot is an 8-byte tag (the key's hash with the top bit set; 0
+ *    when empty), then the record, so that a probe compares words, not keys.
+ * Every caller hashes a key with t->hash (ct_hash unless a test says otherwise): the
+ * bitmap layout recomputes a record's home slot from its key when it moves. */
 typedef struct ct_table {
     char *slots;
+    uint64_t *used;   /* the bitmap layout's: bit i set when slot i holds a record */
     size_t cap;       /* slots, a power of two (0 before the first insert) */
     size_t count;     /* records held */
     size_t key_len, key_pad, value_pad, stride;
+    size_t head;      /* bytes before the record in a slot: 8 (the tag) or 0 */
+    uint64_t (*hash)(const void *key, size_t len);
 } ct_table;
 
 #define CT_USED (UINT64_C(1) << 63)
@@ -72,12 +82,38 @@ static inline uint64_t ct_tag(const ct_table *t, size_t i)
     return tag;
 }
 
+static inline bool ct_bitmap(const ct_table *t)
+{
+    return t->head == 0;
+}
+
+static inline bool ct_occupied(const ct_table *t, size_t i)
+{
+    if (ct_bitmap(t))
+        return (t->used[i >> 6] >> (i & 63)) & 1;
+    return ct_tag(t, i) != 0;
+}
+
+static inline void *ct_record(const ct_table *t, size_t i)
+{
+    return t->slots + i * t->stride + t->head;
+}
+
 /* The record of `key` (hash h), or NULL. */
 static inline void *ct_find(const ct_table *t, const void *key, uint64_t h)
 {
     if (!t->count)
         return NULL;
     size_t mask = t->cap - 1;
+    if (ct_bitmap(t)) {
+        for (size_t i = h & mask;; i = (i + 1) & mask) {
+            if (!ct_occupied(t, i))
+                return NULL;
+            char *rec = ct_record(t, i);
+            if (ct_key_equal(rec, key, 8))
+                return rec;
+        }
+    }
     uint64_t want = h | CT_USED;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         uint64_t tag = ct_tag(t, i);
@@ -101,20 +137,31 @@ static inline bool ct_full(const ct_table *t)
 static inline void *ct_place(ct_table *t, const void *key, uint64_t h, bool *fresh)
 {
     size_t mask = t->cap - 1;
-    uint64_t want = h | CT_USED;
     size_t i = h & mask;
-    for (;; i = (i + 1) & mask) {
-        uint64_t tag = ct_tag(t, i);
-        if (!tag)
-            break;
-        char *rec = t->slots + i * t->stride + 8;
-        if (tag == want && ct_key_equal(rec, key, t->key_len)) {
-            *fresh = false;
-            return rec;
+    if (ct_bitmap(t)) {
+        for (; ct_occupied(t, i); i = (i + 1) & mask) {
+            char *rec = ct_record(t, i);
+            if (ct_key_equal(rec, key, 8)) {
+                *fresh = false;
+                return rec;
+            }
         }
+        t->used[i >> 6] |= UINT64_C(1) << (i & 63);
+    } else {
+        uint64_t want = h | CT_USED;
+        for (;; i = (i + 1) & mask) {
+            uint64_t tag = ct_tag(t, i);
+            if (!tag)
+                break;
+            char *rec = t->slots + i * t->stride + 8;
+            if (tag == want && ct_key_equal(rec, key, t->key_len)) {
+                *fresh = false;
+                return rec;
+            }
+        }
+        memcpy(t->slots + i * t->stride, &want, sizeof want);
     }
-    memcpy(t->slots + i * t->stride, &want, sizeof want);
-    char *rec = t->slots + i * t->stride + 8;
+    char *rec = ct_record(t, i);
     memcpy(rec, key, t->key_len); /* the padding and the value are zero from calloc or erase */
     t->count++;
     *fresh = true;
@@ -137,22 +184,25 @@ bool ct_erase(ct_table *t, const void *key, uint64_t h);
 /* The first used slot at or after i, or t->cap. */
 static inline size_t ct_next(const ct_table *t, size_t i)
 {
+    if (ct_bitmap(t)) {
+        while (i < t->cap) {
+            uint64_t word = t->used[i >> 6] >> (i & 63);
+            if (word)
+                return i + (size_t)__builtin_ctzll(word);
+            i = (i | 63) + 1;
+        }
+        return t->cap;
+    }
     while (i < t->cap) {
-        uint64_t tag;
-        __builtin_memcpy(&tag, t->slots + i * t->stride, sizeof tag);
-        if (tag)
+        if (ct_tag(t, i))
             return i;
         i++;
     }
     return i;
 }
-static inline void *ct_record(const ct_table *t, size_t i)
-{
-    return t->slots + i * t->stride + 8;
-}
 static inline size_t ct_bytes(const ct_table *t)
 {
-    return t->cap * t->stride;
+    return t->cap * t->stride + (ct_bitmap(t) ? (t->cap + 63) / 64 * 8 : 0);
 }
 
 /* Reply slots: a request's ctx points to one, which names the container, the

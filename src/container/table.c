@@ -17,15 +17,26 @@ uint64_t cr_container_hash(const void *key, size_t len)
 void ct_init(ct_table *t, size_t key_len, size_t value_len)
 {
     *t = (ct_table){.key_len = key_len, .key_pad = ct_pad8(key_len),
-                    .value_pad = ct_pad8(value_len)};
-    t->stride = 8 + t->key_pad + t->value_pad;
+                    .value_pad = ct_pad8(value_len), .hash = cr_container_hash};
+    t->head = key_len == 8 ? 0 : 8;
+    t->stride = t->head + t->key_pad + t->value_pad;
 }
 
 void ct_free(ct_table *t)
 {
     free(t->slots);
+    free(t->used);
     t->slots = NULL;
+    t->used = NULL;
     t->cap = t->count = 0;
+}
+
+/* Where slot i's record would be placed first: its hash's low bits. */
+static size_t home_of(const ct_table *t, size_t i, size_t mask)
+{
+    if (ct_bitmap(t))
+        return t->hash(ct_record(t, i), t->key_len) & mask;
+    return ct_tag(t, i) & mask;
 }
 
 /* Make the table `cap` slots (a power of two, above the count), placing every
@@ -34,25 +45,27 @@ static bool resize(ct_table *t, size_t cap)
 {
     if (cap > SIZE_MAX / t->stride)
         return false;
-    char *slots = calloc(cap, t->stride);
-    if (!slots)
+    ct_table next = *t;
+    next.cap = cap;
+    next.slots = calloc(cap, t->stride);
+    next.used = ct_bitmap(t) ? calloc((cap + 63) / 64, sizeof *next.used) : NULL;
+    if (!next.slots || (ct_bitmap(t) && !next.used)) {
+        free(next.slots);
+        free(next.used);
         return false;
+    }
     size_t mask = cap - 1;
-    for (size_t i = 0; i < t->cap; i++) {
-        uint64_t tag = ct_tag(t, i);
-        if (!tag)
-            continue;
-        size_t j = tag & mask;
-        for (uint64_t there;; j = (j + 1) & mask) {
-            memcpy(&there, slots + j * t->stride, sizeof there);
-            if (!there)
-                break;
-        }
-        memcpy(slots + j * t->stride, t->slots + i * t->stride, t->stride);
+    for (size_t i = ct_next(t, 0); i < t->cap; i = ct_next(t, i + 1)) {
+        size_t j = home_of(t, i, mask);
+        while (ct_occupied(&next, j))
+            j = (j + 1) & mask;
+        memcpy(next.slots + j * t->stride, t->slots + i * t->stride, t->stride);
+        if (next.used)
+            next.used[j >> 6] |= UINT64_C(1) << (j & 63);
     }
     free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
+    free(t->used);
+    *t = next;
     return true;
 }
 
@@ -85,14 +98,11 @@ bool ct_erase(ct_table *t, const void *key, uint64_t h)
     if (!rec)
         return false;
     size_t mask = t->cap - 1;
-    size_t hole = (size_t)(rec - 8 - t->slots) / t->stride;
+    size_t hole = (size_t)(rec - t->head - t->slots) / t->stride;
     /* Backward shift: a record after the hole moves into it unless its home slot lies
      * cyclically after the hole and at or before the record's slot. */
-    for (size_t j = (hole + 1) & mask;; j = (j + 1) & mask) {
-        uint64_t tag = ct_tag(t, j);
-        if (!tag)
-            break;
-        size_t home = tag & mask;
+    for (size_t j = (hole + 1) & mask; ct_occupied(t, j); j = (j + 1) & mask) {
+        size_t home = home_of(t, j, mask);
         bool stays = ((j - home) & mask) < ((j - hole) & mask);
         if (stays)
             continue;
@@ -100,6 +110,8 @@ bool ct_erase(ct_table *t, const void *key, uint64_t h)
         hole = j;
     }
     memset(t->slots + hole * t->stride, 0, t->stride);
+    if (t->used)
+        t->used[hole >> 6] &= ~(UINT64_C(1) << (hole & 63));
     t->count--;
     return true;
 }

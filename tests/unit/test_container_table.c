@@ -23,18 +23,33 @@ typedef struct ref {
     uint64_t value[NKEYS];
 } ref;
 
-/* A 12-byte key: longer than a word, with padding after it in the record. */
+/* The key of k: 12 bytes (longer than a word, with padding after it in the record:
+ * the tagged layout) or 8 (the bitmap layout). */
+static size_t key_len = 12;
+
 static void make_key(uint64_t k, char key[12])
 {
     memset(key, 0, 12);
     memcpy(key, &k, sizeof k);
-    key[10] = (char)(k * 7);
+    if (key_len == 12)
+        key[10] = (char)(k * 7);
 }
 
 /* Few distinct hashes: long probe runs, many displaced records. */
+static int hash_bits;
+
 static uint64_t weak_hash(uint64_t k, int bits)
 {
-    return cr_rng_hash64(k) & ((UINT64_C(1) << bits) - 1);
+    return cr_rng_hash64(k) & (bits >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << bits) - 1);
+}
+
+/* The same hash as the table's own (the bitmap layout recomputes homes with it). */
+static uint64_t weak_hash_of_key(const void *key, size_t len)
+{
+    (void)len;
+    uint64_t k;
+    memcpy(&k, key, sizeof k);
+    return weak_hash(k, hash_bits);
 }
 
 static void check_all(const ct_table *t, const ref *r, int bits)
@@ -63,8 +78,10 @@ static void check_all(const ct_table *t, const ref *r, int bits)
 static void random_ops(int bits, uint64_t seed)
 {
     ct_table t;
-    ct_init(&t, 12, 8);
-    assert_int_equal(t.stride, 8 + 16 + 8);
+    ct_init(&t, key_len, 8);
+    assert_int_equal(t.stride, key_len == 8 ? 8 + 8 : 8 + 16 + 8);
+    hash_bits = bits;
+    t.hash = weak_hash_of_key;
     static ref r;
     memset(&r, 0, sizeof r);
     uint64_t s = seed;
@@ -109,6 +126,23 @@ static void test_table_colliding_hash(void **state)
     (void)state;
     random_ops(5, 2); /* 32 distinct hashes for 3000 keys */
     random_ops(0, 3); /* every key the same hash: one long run */
+}
+
+/* 8-byte keys: slots without tags, a bitmap of the used ones; erasing and growing
+ * recompute each record's home from its key. */
+static void test_table_bitmap_layout(void **state)
+{
+    (void)state;
+    key_len = 8;
+    random_ops(62, 4);
+    random_ops(5, 5);
+    random_ops(0, 6);
+    ct_table t;
+    ct_init(&t, 8, 8);
+    assert_true(ct_reserve(&t, 1000));
+    assert_int_equal(ct_bytes(&t), t.cap * 16 + (t.cap + 63) / 64 * 8);
+    ct_free(&t);
+    key_len = 12;
 }
 
 static void test_hash_of_bytes(void **state)
@@ -169,6 +203,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_strong_hash), cmocka_unit_test(test_table_colliding_hash),
+        cmocka_unit_test(test_table_bitmap_layout),
         cmocka_unit_test(test_hash_of_bytes),     cmocka_unit_test(test_reply_pool),
         cmocka_unit_test(test_deferred),
     };
