@@ -131,6 +131,27 @@ static inline bool ct_full(const ct_table *t)
     return (t->count + 1) * 4 > t->cap * 3;
 }
 
+/* ct_place for the bitmap layout (8-byte keys), for the loops that know it. */
+static inline __attribute__((always_inline)) uint64_t *ct_place_word(ct_table *t, uint64_t key,
+                                                                    uint64_t h, bool *fresh)
+{
+    size_t mask = t->cap - 1;
+    size_t i = h & mask;
+    for (; (t->used[i >> 6] >> (i & 63)) & 1; i = (i + 1) & mask) {
+        uint64_t *rec = (uint64_t *)(void *)(t->slots + i * t->stride);
+        if (rec[0] == key) {
+            *fresh = false;
+            return rec;
+        }
+    }
+    t->used[i >> 6] |= UINT64_C(1) << (i & 63);
+    uint64_t *rec = (uint64_t *)(void *)(t->slots + i * t->stride);
+    rec[0] = key; /* the value is zero from calloc or erase */
+    t->count++;
+    *fresh = true;
+    return rec;
+}
+
 /* The record of `key`, inserted with a zero value if absent (*fresh then true), in a
  * table that is not ct_full: the inline part of ct_insert, for hot paths that grow
  * the table themselves first. */
@@ -139,14 +160,9 @@ static inline void *ct_place(ct_table *t, const void *key, uint64_t h, bool *fre
     size_t mask = t->cap - 1;
     size_t i = h & mask;
     if (ct_bitmap(t)) {
-        for (; ct_occupied(t, i); i = (i + 1) & mask) {
-            char *rec = ct_record(t, i);
-            if (ct_key_equal(rec, key, 8)) {
-                *fresh = false;
-                return rec;
-            }
-        }
-        t->used[i >> 6] |= UINT64_C(1) << (i & 63);
+        uint64_t word;
+        memcpy(&word, key, sizeof word);
+        return ct_place_word(t, word, h, fresh);
     } else {
         uint64_t want = h | CT_USED;
         for (;; i = (i + 1) & mask) {
