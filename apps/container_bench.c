@@ -183,8 +183,10 @@ int main(int argc, char **argv)
     }
     app_no_operands(&b.a, argc, argv);
     b.seed = sh.seed;
-    /* A table slot is 24 bytes and the table between a quarter and a half full; the
-     * recount holds 8 bytes per key on every rank. */
+    /* A slot of 8-byte keys is 16 bytes; a table doubles at three quarters full,
+     * holding the old and the new one meanwhile: at most 64 bytes per key (96 leaves
+     * room for the hash's unevenness between ranks); the recount holds 8 bytes per
+     * key on every rank. */
     double need = (double)b.keys * 96 + (validate == 1 ? (double)b.keys * 8 * b.a.size : 0);
     double phys = app_physical_memory();
     if (phys > 0 && need > phys)
