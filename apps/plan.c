@@ -147,9 +147,6 @@ static void take(row *r, int col, const cr_plan *p, cr_plan_stage stage)
     r->max[col] = (double)st.max_messages;
 }
 
-enum { PART_BLOCK, PART_METIS };
-static const char *const partitioners[] = {"block", "metis", NULL};
-
 static void plan_input(const app *a, const char *spec, int ranks, const char *partition,
                        int partitioner, uint64_t seed, row *r)
 {
@@ -158,15 +155,8 @@ static void plan_input(const app *a, const char *spec, int ranks, const char *pa
     if (sparse_load(spec, seed, &m, err, sizeof err) != 0)
         app_error(a, "%s", err);
     int *part = app_calloc(a, m.n, sizeof *part, "the partition");
-    if (partition) {
-        if (sparse_read_partition(partition, m.n, ranks, part, err, sizeof err) != 0)
-            app_error(a, "%s", err);
-    } else if (partitioner == PART_METIS) {
-        if (sparse_metis_partition(&m, ranks, seed, part, err, sizeof err) != 0)
-            app_error(a, "%s", err);
-    } else {
-        sparse_block_partition(m.n, ranks, part);
-    }
+    if (sparse_partition(&m, ranks, partition, partitioner, seed, part, err, sizeof err) != 0)
+        app_error(a, "%s", err);
     spmv_comm c;
     spmv_comm_build(&m, part, ranks, &c);
     cr_plan_matrix cm = {.nranks = ranks, .ptr = c.ptr, .dest = c.dest, .volume = c.volume};
@@ -281,7 +271,7 @@ int main(int argc, char **argv)
         {"partition", required_argument, 0, 'p'}, {"seed", required_argument, 0, 'S'},
         {"csv", required_argument, 0, 'c'},    {"help", no_argument, 0, 'h'},
         {"partitioner", required_argument, 0, 'x'}, {0, 0, 0, 0}};
-    int ranks = 512, partitioner = PART_BLOCK;
+    int ranks = 512, partitioner = SPARSE_BLOCK;
     const char *inputs = "rmat:16,gnm:16:8,stencil2d:512+rmat:18:0.01,stencil3d:64+rmat:18:0.02,"
                          "stencil2d:512+rmat:18:0.05,stencil3d:64+rmat:18:0.1,"
                          "stencil2d:256+rmat:16:1,stencil2d:512+gnm:18:0.0625";
@@ -295,7 +285,9 @@ int main(int argc, char **argv)
         case 'p': partition = optarg; break;
         case 'S': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'c': csv = optarg; break;
-        case 'x': partitioner = app_parse_choice(&a, "--partitioner", optarg, partitioners); break;
+        case 'x':
+            partitioner = app_parse_choice(&a, "--partitioner", optarg, sparse_partitioners);
+            break;
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
         }
@@ -306,12 +298,9 @@ int main(int argc, char **argv)
         app_usage_error(&a, "--partition needs a single input, not the list '%s'", inputs);
     if (!*inputs)
         app_usage_error(&a, "--inputs is empty");
-    if (partition && partitioner != PART_BLOCK)
-        app_usage_error(&a, "--partition FILE and --partitioner %s both say how to partition",
-                        partitioners[partitioner]);
-    if (partitioner == PART_METIS && !sparse_have_metis())
-        app_usage_error(&a, "--partitioner metis: this build has no METIS (install "
-                        "libmetis-dev and reconfigure)");
+    const char *misuse = sparse_partition_misuse(partition, partitioner);
+    if (misuse)
+        app_usage_error(&a, "%s", misuse);
     FILE *out = app_open_csv(&a, csv, "input,ranks,avg_initial,avg_phase1,avg_phase2,"
                              "avg_capped,avg_stfw2d,avg_stfw3d,avg_hypercube,max_initial,"
                              "max_phase1,max_phase2,max_capped,max_stfw2d,max_stfw3d,"
@@ -355,7 +344,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < NCOL; k++)
                 fprintf(out, ",%.0f", r.max[k]);
             fprintf(out, ",%.4f,%.4f,%s", r.overhead, r.seconds,
-                    partition ? "file" : partitioners[partitioner]);
+                    partition ? "file" : sparse_partitioners[partitioner]);
             const struct thesis_row *th = thesis_row_of(t);
             for (int k = 0; k < 6; k++)
                 if (th)

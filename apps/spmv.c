@@ -343,7 +343,7 @@ static uint64_t check(const problem *p, int me)
 typedef struct options {
     const char *input, *partition, *topology, *csv;
     uint64_t seed, iterations, reps;
-    int use_plan[3], use_sender[2], metis;
+    int use_plan[3], use_sender[2], partitioner;
 } options;
 
 static void parse_list(const app *a, const char *flag, const char *value,
@@ -366,7 +366,6 @@ static void parse(app *a, int argc, char **argv, options *o)
         {"iterations", required_argument, 0, 'n'}, {"reps", required_argument, 0, 'r'},
         {"csv", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'},
         {"partitioner", required_argument, 0, 'x'}, {0, 0, 0, 0}};
-    static const char *const partitioners[] = {"block", "metis", NULL};
     *o = (options){.input = "rmat:14", .topology = "hypercube", .seed = 1, .iterations = 200,
                    .reps = 5};
     bool plans = false, senders = false;
@@ -384,17 +383,17 @@ static void parse(app *a, int argc, char **argv, options *o)
         case 'n': o->iterations = app_parse_u64(a, "--iterations", optarg, 1, 1u << 30); break;
         case 'r': o->reps = app_parse_u64(a, "--reps", optarg, 1, 1000); break;
         case 'c': o->csv = optarg; break;
-        case 'x': o->metis = app_parse_choice(a, "--partitioner", optarg, partitioners); break;
+        case 'x':
+            o->partitioner = app_parse_choice(a, "--partitioner", optarg, sparse_partitioners);
+            break;
         case 'h': app_help(a);
         default: app_bad_option(a, argv);
         }
     }
     app_no_operands(a, argc, argv);
-    if (o->partition && o->metis)
-        app_usage_error(a, "--partition FILE and --partitioner metis both say how to partition");
-    if (o->metis && !sparse_have_metis())
-        app_usage_error(a, "--partitioner metis: this build has no METIS (install libmetis-dev "
-                        "and reconfigure)");
+    const char *misuse = sparse_partition_misuse(o->partition, o->partitioner);
+    if (misuse)
+        app_usage_error(a, "%s", misuse);
     if (!plans)
         o->use_plan[0] = o->use_plan[1] = o->use_plan[2] = 1;
     if (!senders)
@@ -433,16 +432,10 @@ int main(int argc, char **argv)
     if (rc != 0)
         app_error(&a, "%s", err);
     int *part = app_calloc(&a, mat.n, sizeof *part, "the partition");
-    if (o.partition) {
-        if (sparse_read_partition(o.partition, mat.n, a.size, part, err, sizeof err) != 0)
-            app_error(&a, "%s", err);
-    } else if (o.metis) {
-        /* Every rank partitions alike: METIS is sequential and seeded. */
-        if (sparse_metis_partition(&mat, a.size, o.seed, part, err, sizeof err) != 0)
-            app_error(&a, "%s", err);
-    } else {
-        sparse_block_partition(mat.n, a.size, part);
-    }
+    /* Every rank partitions alike: METIS is sequential and seeded. */
+    if (sparse_partition(&mat, a.size, o.partition, o.partitioner, o.seed, part, err,
+                         sizeof err) != 0)
+        app_error(&a, "%s", err);
     spmv_comm comm;
     spmv_comm_build(&mat, part, a.size, &comm);
     FILE *csv = app_open_csv(&a, o.csv, "input,ranks,plan,sender,msgs_max,msgs_mean,"

@@ -880,6 +880,29 @@ int sparse_metis_partition(const sparse_matrix *m, int parts, uint64_t seed, int
 #endif
 }
 
+const char *const sparse_partitioners[] = {"block", "metis", NULL};
+
+const char *sparse_partition_misuse(const char *file, int partitioner)
+{
+    if (file && partitioner != SPARSE_BLOCK)
+        return "--partition FILE and --partitioner metis both say how to partition";
+    if (partitioner == SPARSE_METIS && !sparse_have_metis())
+        return "--partitioner metis: this build has no METIS (install libmetis-dev and "
+               "reconfigure)";
+    return NULL;
+}
+
+int sparse_partition(const sparse_matrix *m, int parts, const char *file, int partitioner,
+                     uint64_t seed, int *part, char *err, size_t errlen)
+{
+    if (file)
+        return sparse_read_partition(file, m->n, parts, part, err, errlen);
+    if (partitioner == SPARSE_METIS)
+        return sparse_metis_partition(m, parts, seed, part, err, errlen);
+    sparse_block_partition(m->n, parts, part);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the communication */
 
 static int cmp_u64(const void *a, const void *b)

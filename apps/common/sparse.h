@@ -55,6 +55,16 @@ bool sparse_have_metis(void);
  * one line in err (no METIS in this build, a matrix too large for its indices). */
 int sparse_metis_partition(const sparse_matrix *m, int parts, uint64_t seed, int *part,
                            char *err, size_t errlen);
+/* How an app partitions rows: --partition FILE, --partitioner block|metis. */
+extern const char *const sparse_partitioners[]; /* "block", "metis", NULL */
+enum { SPARSE_BLOCK, SPARSE_METIS };
+/* The usage error of these flags together, or NULL: a file and a partitioner at
+ * once, or metis in a build without it. */
+const char *sparse_partition_misuse(const char *file, int partitioner);
+/* part[] by the file if one is named, else by the partitioner. Returns 0, or -1 with
+ * one line in err. */
+int sparse_partition(const sparse_matrix *m, int parts, const char *file, int partitioner,
+                     uint64_t seed, int *part, char *err, size_t errlen);
 /* Read a partition vector: n lines, one part in [0, parts) each ('%' or '#' lines are
  * comments). Returns 0, or -1 with one line in err naming the line. */
 int sparse_read_partition(const char *path, uint64_t n, int parts, int *part, char *err,

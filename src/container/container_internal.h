@@ -157,27 +157,26 @@ static inline __attribute__((always_inline)) uint64_t *ct_place_word(ct_table *t
  * the table themselves first. */
 static inline void *ct_place(ct_table *t, const void *key, uint64_t h, bool *fresh)
 {
-    size_t mask = t->cap - 1;
-    size_t i = h & mask;
     if (ct_bitmap(t)) {
         uint64_t word;
         memcpy(&word, key, sizeof word);
         return ct_place_word(t, word, h, fresh);
-    } else {
-        uint64_t want = h | CT_USED;
-        for (;; i = (i + 1) & mask) {
-            uint64_t tag = ct_tag(t, i);
-            if (!tag)
-                break;
-            char *rec = t->slots + i * t->stride + 8;
-            if (tag == want && ct_key_equal(rec, key, t->key_len)) {
-                *fresh = false;
-                return rec;
-            }
-        }
-        memcpy(t->slots + i * t->stride, &want, sizeof want);
     }
-    char *rec = ct_record(t, i);
+    size_t mask = t->cap - 1;
+    uint64_t want = h | CT_USED;
+    size_t i = h & mask;
+    for (;; i = (i + 1) & mask) {
+        uint64_t tag = ct_tag(t, i);
+        if (!tag)
+            break;
+        char *rec = t->slots + i * t->stride + 8;
+        if (tag == want && ct_key_equal(rec, key, t->key_len)) {
+            *fresh = false;
+            return rec;
+        }
+    }
+    memcpy(t->slots + i * t->stride, &want, sizeof want);
+    char *rec = t->slots + i * t->stride + 8;
     memcpy(rec, key, t->key_len); /* the padding and the value are zero from calloc or erase */
     t->count++;
     *fresh = true;

@@ -49,14 +49,13 @@ struct cr_map {
      * 8-byte tag then a record; NULL when the map's rule makes order matter. */
     char *cache;
     size_t cache_slots, cache_stride;
-    uint32_t cache_tries, cache_hits, cache_skip;
+    uint32_t cache_window, cache_misses, cache_skip; /* see cache_review */
     size_t cache_used;        /* slots holding a record: a barrier with none scans nothing */
     const int *handler_depth; /* the comm's: > 0 inside a handler, where the cache is passed by */
     bool add_u64;             /* the rule adds one integer value: merged inline */
-    /* The count cache (see count_cache_add), in place of the cache above for 8-byte
+    /* The count cache (see count_add), in place of the cache above for 8-byte
      * keys whose values are added integers: slots are the records themselves. */
     count_slot *counts;
-    uint32_t count_window, count_misses;
 };
 
 struct cr_set {
@@ -180,32 +179,46 @@ static void bad_record(const cr_map *m, const char *what, size_t len, size_t wan
  * the cache misses of a large table overlap. */
 #define PREFETCH_AHEAD 8
 
-/* on_inserts for counts (8-byte keys, added integers: the maps with a count cache):
- * the table's word layout and the add inline, no call per record. */
-static void apply_counts(cr_map *m, const cr_batch *b)
+/* A count {key, count} into the table's word layout, the add inline: the maps with a
+ * count cache (8-byte keys, added integers). */
+static inline __attribute__((always_inline)) void apply_count(cr_map *m, const void *payload,
+                                                              uint64_t h)
 {
     ct_table *t = &m->table;
+    count_slot rec;
+    memcpy(&rec, payload, sizeof rec);
+    if (ct_full(t) && !ct_grow(t))
+        cr_fatal("%s: out of memory growing this rank's table beyond %zu elements", m->name,
+                 t->count);
+    bool fresh;
+    uint64_t *slot = ct_place_word(t, rec.key, h, &fresh);
+    slot[1] = fresh ? rec.count : slot[1] + rec.count;
+}
+
+/* A run of inserts, each record's slot fetched PREFETCH_AHEAD records before it is
+ * applied. Inlined twice, for counts (no call per record) and for any other map.
+ * A prefetch is only a hint: a slot that moves when the table grows costs a miss. */
+static inline __attribute__((always_inline)) void apply_run(cr_map *m, const cr_batch *b,
+                                                            bool counts)
+{
+    size_t key_len = counts ? 8 : m->key_len;
     uint64_t ahead[PREFETCH_AHEAD];
     size_t n = b->count;
     for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
-        ahead[i] = ct_hash(cr_batch_payload(b, i), 8);
-        ct_prefetch(t, ahead[i]);
+        ahead[i] = ct_hash(cr_batch_payload(b, i), key_len);
+        ct_prefetch(&m->table, ahead[i]);
     }
     for (size_t i = 0; i < n; i++) {
         uint64_t h = ahead[i % PREFETCH_AHEAD];
         if (i + PREFETCH_AHEAD < n) {
-            uint64_t later = ct_hash(cr_batch_payload(b, i + PREFETCH_AHEAD), 8);
+            uint64_t later = ct_hash(cr_batch_payload(b, i + PREFETCH_AHEAD), key_len);
             ahead[i % PREFETCH_AHEAD] = later;
-            ct_prefetch(t, later);
+            ct_prefetch(&m->table, later);
         }
-        count_slot rec;
-        memcpy(&rec, cr_batch_payload(b, i), sizeof rec);
-        if (ct_full(t) && !ct_grow(t))
-            cr_fatal("%s: out of memory growing this rank's table beyond %zu elements", m->name,
-                     t->count);
-        bool fresh;
-        uint64_t *slot = ct_place_word(t, rec.key, h, &fresh);
-        slot[1] = fresh ? rec.count : slot[1] + rec.count;
+        if (counts)
+            apply_count(m, cr_batch_payload(b, i), h);
+        else
+            apply_insert_hashed(m, cr_batch_payload(b, i), h);
     }
 }
 
@@ -220,26 +233,10 @@ static void on_inserts(cr_comm *comm, const cr_batch *b, void *user)
             ct_defer(&m->deferred, KIND_INSERT, cr_batch_payload(b, i), m->rec_len, m->name);
         return;
     }
-    if (m->counts) {
-        apply_counts(m, b);
-        return;
-    }
-    /* A prefetch is only a hint: a slot that moves when the table grows costs a miss. */
-    uint64_t ahead[PREFETCH_AHEAD];
-    size_t n = b->count;
-    for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
-        ahead[i] = ct_hash(cr_batch_payload(b, i), m->key_len);
-        ct_prefetch(&m->table, ahead[i]);
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h = ahead[i % PREFETCH_AHEAD];
-        if (i + PREFETCH_AHEAD < n) {
-            uint64_t later = ct_hash(cr_batch_payload(b, i + PREFETCH_AHEAD), m->key_len);
-            ahead[i % PREFETCH_AHEAD] = later;
-            ct_prefetch(&m->table, later);
-        }
-        apply_insert_hashed(m, cr_batch_payload(b, i), h);
-    }
+    if (m->counts)
+        apply_run(m, b, true);
+    else
+        apply_run(m, b, false);
 }
 
 static void on_erase(cr_comm *comm, int src, const void *rec, size_t len, void *user)
@@ -388,7 +385,7 @@ static void cache_init(cr_map *m, cr_dedup_op op, cr_dedup_type type, bool no_co
         m->counts = calloc(COUNT_SLOTS, sizeof *m->counts);
         if (!m->counts)
             cr_fatal("%s: out of memory for the source cache", m->name);
-        m->count_window = CACHE_WINDOW;
+        m->cache_window = CACHE_WINDOW;
         cache_register(m);
         return;
     }
@@ -402,6 +399,7 @@ static void cache_init(cr_map *m, cr_dedup_op op, cr_dedup_type type, bool no_co
     if (!m->cache)
         cr_fatal("%s: out of memory for the source cache", m->name);
     m->cache_slots = slots;
+    m->cache_window = CACHE_WINDOW;
     cache_register(m);
 }
 
@@ -428,6 +426,16 @@ static void cache_drain(cr_map *m)
         m->cache_used--;
         send_insert(m, slot + 8);
     }
+}
+
+/* The end of a window of CACHE_WINDOW inserts through a cache (either kind): rest
+ * for CACHE_REST inserts if fewer than one in CACHE_PAYS hit. */
+static void cache_review(cr_map *m)
+{
+    if ((CACHE_WINDOW - m->cache_misses) * CACHE_PAYS < CACHE_WINDOW)
+        m->cache_skip = CACHE_REST;
+    m->cache_misses = 0;
+    m->cache_window = CACHE_WINDOW;
 }
 
 static inline __attribute__((always_inline)) void cache_insert(cr_map *m, const char *rec, uint64_t h)
@@ -459,13 +467,10 @@ static inline __attribute__((always_inline)) void cache_insert(cr_map *m, const 
             m->cache_used++;
         memcpy(slot, &want, sizeof want);
         memcpy(slot + 8, rec, m->rec_len);
+        m->cache_misses++;
     }
-    m->cache_hits += hit;
-    if (++m->cache_tries == CACHE_WINDOW) {
-        if (m->cache_hits * CACHE_PAYS < m->cache_tries)
-            m->cache_skip = CACHE_REST;
-        m->cache_tries = m->cache_hits = 0;
-    }
+    if (--m->cache_window == 0)
+        cache_review(m);
 }
 
 /* ---- the count cache ------------------------------------------------------------------
@@ -501,15 +506,6 @@ static void count_cache_drain(cr_map *m)
     }
 }
 
-/* The end of a window of CACHE_WINDOW inserts: rest if too few hit. */
-static void count_review(cr_map *m)
-{
-    if ((CACHE_WINDOW - m->count_misses) * CACHE_PAYS < CACHE_WINDOW)
-        m->cache_skip = CACHE_REST;
-    m->count_misses = 0;
-    m->count_window = CACHE_WINDOW;
-}
-
 /* A miss: the slot's record leaves, the new one takes its place. */
 static __attribute__((noinline)) void count_miss(cr_map *m, count_slot *s, uint64_t key,
                                                  uint64_t add)
@@ -520,7 +516,7 @@ static __attribute__((noinline)) void count_miss(cr_map *m, count_slot *s, uint6
         m->cache_used++;
     s->key = key;
     s->count = add;
-    m->count_misses++;
+    m->cache_misses++;
 }
 
 /* A count that came back to 0 left its slot empty; the key still exists. */
@@ -554,8 +550,8 @@ static inline __attribute__((always_inline)) void count_add(cr_map *m, uint64_t 
     } else {
         count_miss(m, s, key, add);
     }
-    if (__builtin_expect(--m->count_window == 0, 0))
-        count_review(m);
+    if (__builtin_expect(--m->cache_window == 0, 0))
+        cache_review(m);
 }
 
 /* ---- creation ------------------------------------------------------------------- */
@@ -916,15 +912,11 @@ void cr_counting_set_destroy(cr_counting_set *cs)
     free(cs);
 }
 
-void cr_counting_set_add(cr_counting_set *cs, const void *key, uint64_t times)
+/* A key of any length: the record built and sent, through the cache if there is one.
+ * Out of line, so that the count cache's path below keeps a frame of its own size. */
+static __attribute__((noinline)) void counting_add_record(cr_map *m, const void *key,
+                                                         uint64_t times)
 {
-    cr_map *m = cs->map;
-    if (m->counts) {
-        uint64_t k;
-        memcpy(&k, key, 8);
-        count_add(m, k, times);
-        return;
-    }
     uint64_t rec[CR_MAX_KEY / 8 + 1]; /* the key, then the count: no value to pad */
     put_key(m, rec, key);
     rec[m->key_pad / 8] = times;
@@ -934,16 +926,27 @@ void cr_counting_set_add(cr_counting_set *cs, const void *key, uint64_t times)
         send_insert(m, rec);
 }
 
-void cr_counting_set_insert(cr_counting_set *cs, const void *key)
+static inline __attribute__((always_inline)) void counting_add(cr_counting_set *cs,
+                                                               const void *key, uint64_t times)
 {
     cr_map *m = cs->map;
-    if (m->counts) {
-        uint64_t k;
-        memcpy(&k, key, 8);
-        count_add(m, k, 1);
+    if (!m->counts) {
+        counting_add_record(m, key, times);
         return;
     }
-    cr_counting_set_add(cs, key, 1);
+    uint64_t k;
+    memcpy(&k, key, 8);
+    count_add(m, k, times);
+}
+
+void cr_counting_set_add(cr_counting_set *cs, const void *key, uint64_t times)
+{
+    counting_add(cs, key, times);
+}
+
+void cr_counting_set_insert(cr_counting_set *cs, const void *key)
+{
+    counting_add(cs, key, 1);
 }
 
 void cr_counting_set_count(cr_counting_set *cs, const void *key,
