@@ -195,6 +195,11 @@ typedef struct cr_config {
                                 without progress, end the job with one line naming the
                                 ranks not in the barrier and the last handler each ran
                                 (0 = never, the default; at most 1000) */
+    unsigned dense_ranks;    /* COURIER_DENSE_RANKS: in a job of up to this many ranks
+                                (default 1024) a rank keeps its send state in a table of
+                                one entry per rank (one load per record); above it, in a
+                                map holding only the destinations it has used (memory
+                                follows the partners, not P); 0 = always the map */
     bool print_stats;        /* COURIER_STATS: 1 = print the counters over all ranks
                                 (cr_stats_print) at cr_comm_destroy; 0 = no */
     char trace_path[256];    /* COURIER_TRACE: write a timeline of the runtime's events
@@ -330,6 +335,9 @@ typedef struct cr_stats {
     uint64_t forwarded;        /* records this rank passed on for other ranks (routing) */
     uint64_t partners;         /* distinct ranks this rank sent MPI messages to */
     uint64_t partners_off_node; /* ... of them on other nodes */
+    uint64_t send_states;      /* destinations this rank keeps send state for: every rank
+                                  up to COURIER_DENSE_RANKS, else those it has used (its
+                                  partners and the hops of its routes); never reset */
     uint64_t mpi_sends_off_node; /* MPI sends to other nodes */
     uint64_t mpi_bytes_on_node;  /* bytes of MPI sends within the node */
     uint64_t mpi_bytes_off_node; /* bytes of MPI sends to other nodes */

@@ -60,6 +60,12 @@ cr_layout *cr_layout_create(int nranks, const int *node_of);
  * last node is shorter when k does not divide nranks. */
 cr_layout *cr_layout_create_blocks(int nranks, int node_size);
 
+/* Local. One more holder of `layout` (it is immutable, so many comms may share it:
+ * the simulated transport gives its P virtual ranks one layout instead of P copies
+ * of O(P) each). Returns `layout`; every holder calls cr_layout_destroy once. */
+cr_layout *cr_layout_share(cr_layout *layout);
+
+/* Local. Lets go of `layout`; the last holder frees it. */
 void cr_layout_destroy(cr_layout *layout);
 
 int cr_layout_ranks(const cr_layout *layout);

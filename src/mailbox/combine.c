@@ -54,7 +54,10 @@ static inline bool keys_equal(const char *a, const void *b, size_t len)
 /* A slot is live while the buffer it points into has not been sent since. */
 static bool live(const cr_combine_slot *s, const cr_outbufs *o)
 {
-    return s->hash != 0 && o->bufs[s->hop].gen == s->gen && s->off < o->bufs[s->hop].len;
+    if (s->hash == 0)
+        return false;
+    const cr_outbuf *b = cr_outbufs_peek(o, (int)s->hop);
+    return b->gen == s->gen && s->off < b->len;
 }
 
 static cr_combine_slot *probe(cr_combine_index *x, const cr_outbufs *o, const cr_combine_key *k,
@@ -68,7 +71,7 @@ static cr_combine_slot *probe(cr_combine_index *x, const cr_outbufs *o, const cr
         cr_combine_slot *s = &x->slots[(k->hash + i) & (x->nslots - 1)];
         if (s->hash == k->hash && live(s, o) && (int)s->hop == k->hop && s->dest == k->dest &&
             s->handler == k->handler && s->len == k->len &&
-            keys_equal(o->bufs[s->hop].data + s->off, k->key, k->key_len)) {
+            keys_equal(cr_outbufs_peek(o, (int)s->hop)->data + s->off, k->key, k->key_len)) {
             *found = true;
             return s;
         }

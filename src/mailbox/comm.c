@@ -45,7 +45,6 @@ static void setup_routing(cr_comm *c)
     snprintf(why, sizeof why, "invalid configuration: %s", err);
     abort_if_any(c->tp, c->router ? NULL : why);
     c->routed = c->cfg.route.kind != CR_ROUTE_DIRECT && c->size > 1;
-    c->sent_to = cr_xcalloc((size_t)c->size, sizeof *c->sent_to);
 }
 
 /* Every rank must use the same route and collective settings. */
@@ -107,10 +106,11 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     size_t pool_bytes_limit = (size_t)64 << 20;
     if ((size_t)pool * c->cfg.buffer_bytes > pool_bytes_limit)
         pool = (int)(pool_bytes_limit / c->cfg.buffer_bytes);
-    cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool);
+    /* Above dense_ranks destinations, only the partners a rank uses get state. */
+    cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool,
+                    (unsigned)c->size > c->cfg.dense_ranks);
     cr_update_room(c);
     cr_term_init(&c->term, tp);
-    c->flow.scratch = cr_xmalloc((size_t)c->size * sizeof *c->flow.scratch);
     c->poll_countdown = c->poll_every = CR_POLL_EVERY;
     cr_engine_init(c, &cr_mailbox_loop_work);
     cr_watchdog_init(c);
@@ -140,7 +140,6 @@ void cr_comm_destroy(cr_comm *c)
     cr_registry_free(&c->handlers);
     free(c->flow.scratch);
     free(c->bcast_copy);
-    free(c->sent_to);
     cr_router_destroy(c->router);
     cr_layout_destroy(c->layout);
     c->tp->ops->destroy(c->tp);

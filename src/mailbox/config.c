@@ -65,6 +65,9 @@ static const setting settings[] = {
     {"COURIER_STATS", AT(print_stats), SET_BOOL, 0, 1, 0, false,
      "print the counters when the comm is destroyed"},
     {"COURIER_VERBOSE", AT(verbosity), SET_INT, 0, 3, 0, false, "diagnostic output level"},
+    {"COURIER_DENSE_RANKS", AT(dense_ranks), SET_UINT, 0, 1 << 30, 1024, false,
+     "largest job whose ranks keep send state for every destination (above it: only for "
+     "the destinations used; 0: always only those)"},
     {"COURIER_NODE_SIZE", AT(node_size), SET_UINT, 0, 1 << 30, 0, false,
      "ranks per virtual node (0: the nodes MPI reports)"},
 };

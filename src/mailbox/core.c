@@ -20,7 +20,7 @@
  * the index slot at it (combine.h). The slot dies when the buffer is sent. */
 static void index_record(cr_comm *c, cr_combine_slot *slot, int hop, const char *payload)
 {
-    const cr_outbuf *b = &c->out.bufs[hop];
+    const cr_outbuf *b = cr_outbufs_peek(&c->out, hop);
     slot->hash = c->pending_key.hash;
     slot->hop = (uint32_t)hop;
     slot->gen = b->gen;
@@ -39,7 +39,7 @@ static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
     cr_outbufs *o = &c->out;
     /* A deferred buffer is retried by the loop; only user code, which may wait for a
      * slot, forces it again here (so a handler does not test sends per record). */
-    bool may_force = !o->bufs[hop].deferred || cr_can_wait(c);
+    bool may_force = !cr_outbufs_peek(o, hop)->deferred || cr_can_wait(c);
     /* The record is copied before anything here may wait: waiting runs handlers,
      * which may write to the caller's payload (it is often one reused buffer). So a
      * buffer the record would overflow is sent now if a slot is free, else deferred,
@@ -70,7 +70,7 @@ static inline bool append_fast(cr_comm *c, int hop, uint64_t key, size_t stride,
                                cr_combine_slot *slot)
 {
     cr_outbufs *o = &c->out;
-    cr_outbuf *b = &o->bufs[hop];
+    cr_outbuf *b = cr_outbufs_at(o, hop);
     if (b->run_key != key || b->len + stride >= b->limit || o->total + stride >= c->flow.buffer_room)
         return false;
     char *at = b->data + b->len;
@@ -135,7 +135,7 @@ static bool merge_combining(cr_comm *c, int hop, int dest, int origin, int handl
         c->pending_key = k;
         return false;
     }
-    h->combine(c->out.bufs[hop].data + (*slot)->off, payload, len, h->combine_user);
+    h->combine(cr_outbufs_at(&c->out, hop)->data + (*slot)->off, payload, len, h->combine_user);
     if (origin == c->rank)
         c->stats.merged_at_source++;
     else
@@ -181,7 +181,7 @@ static inline void cr_append(cr_comm *c, int dest, int origin, int handler, uint
     /* A record this rank passes on for another: no later cr_flush or barrier on this
      * rank is promised to cover it, so its buffer goes once traffic pauses. */
     c->stats.forwarded++;
-    cr_outbuf *b = &c->out.bufs[hop];
+    cr_outbuf *b = cr_outbufs_at(&c->out, hop);
     if (b->len > 0) {
         b->relay = 1;
         c->relay_pending = true;

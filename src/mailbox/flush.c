@@ -42,8 +42,9 @@ static void count_flush(cr_comm *c, cr_flush_cause cause)
 static void count_partner(cr_comm *c, int dest, size_t bytes)
 {
     bool off_node = c->layout->node_of[dest] != c->layout->node_of[c->rank];
-    if (!c->sent_to[dest]) {
-        c->sent_to[dest] = 1;
+    cr_outbuf *b = cr_outbufs_at(&c->out, dest);
+    if (!b->sent) {
+        b->sent = 1;
         c->stats.partners++;
         c->stats.partners_off_node += off_node;
     }
@@ -57,7 +58,7 @@ static void count_partner(cr_comm *c, int dest, size_t bytes)
 
 static void defer(cr_comm *c, int dest, cr_flush_cause cause)
 {
-    cr_outbuf *b = &c->out.bufs[dest];
+    cr_outbuf *b = cr_outbufs_at(&c->out, dest);
     if (!b->deferred) {
         b->deferred = (uint8_t)cause;
         c->flow.ndeferred++;
@@ -164,10 +165,10 @@ static void hand_to_self(cr_comm *c, bool may_wait)
 {
     if (may_wait && cr_can_wait(c) && !self_queue_short(c, NULL)) {
         throttled_wait(c, self_queue_short, "handling the records sent to this rank");
-        if (c->out.bufs[c->rank].len == 0)
+        if (cr_outbufs_peek(&c->out, c->rank)->len == 0)
             return;
     }
-    cr_outbuf *b = &c->out.bufs[c->rank];
+    cr_outbuf *b = cr_outbufs_at(&c->out, c->rank);
     if (b->deferred)
         c->flow.ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, c->rank);
@@ -186,7 +187,7 @@ static void hand_to_self(cr_comm *c, bool may_wait)
  * the caller is user code) or mark the buffer deferred. Returns false if deferred. */
 bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
 {
-    cr_outbuf *b = &c->out.bufs[dest];
+    cr_outbuf *b = cr_outbufs_at(&c->out, dest);
     if (b->len == 0)
         return true;
     if (dest == c->rank) {
@@ -249,7 +250,7 @@ bool cr_flush_all_nowait(cr_comm *c, cr_flush_cause cause)
 static int by_len_desc(const void *a, const void *b, void *arg)
 {
     const cr_outbufs *o = arg;
-    size_t la = o->bufs[*(const int *)a].len, lb = o->bufs[*(const int *)b].len;
+    size_t la = cr_outbufs_peek(o, *(const int *)a)->len, lb = cr_outbufs_peek(o, *(const int *)b)->len;
     return la < lb ? 1 : la > lb ? -1 : 0;
 }
 
@@ -262,6 +263,11 @@ void cr_flush_for_cap(cr_comm *c)
     c->flow.in_cap_flush = true;
     size_t target = c->cfg.buffer_cap_bytes - c->cfg.buffer_cap_bytes / 4;
     int n = c->out.nactive;
+    if (n > c->flow.scratch_cap) {
+        c->flow.scratch_cap = n > 2 * c->flow.scratch_cap ? n : 2 * c->flow.scratch_cap;
+        free(c->flow.scratch);
+        c->flow.scratch = cr_xmalloc((size_t)c->flow.scratch_cap * sizeof *c->flow.scratch);
+    }
     for (int i = 0; i < n; i++)
         c->flow.scratch[i] = c->out.active[i];
     qsort_r(c->flow.scratch, (size_t)n, sizeof *c->flow.scratch, by_len_desc, &c->out);
@@ -281,7 +287,7 @@ void cr_flush_aged(cr_comm *c, double now)
     int i = 0;
     while (i < c->out.nactive) {
         int dest = c->out.active[i];
-        cr_outbuf *b = &c->out.bufs[dest];
+        cr_outbuf *b = cr_outbufs_at(&c->out, dest);
         /* A successful flush moves the last active buffer into slot i. */
         if (b->since <= limit && !b->deferred && cr_flush_dest(c, dest, CR_FLUSH_TIMER, false))
             continue;
@@ -298,7 +304,7 @@ void cr_flush_relays(cr_comm *c)
     int i = 0;
     while (i < c->out.nactive) {
         int dest = c->out.active[i];
-        cr_outbuf *b = &c->out.bufs[dest];
+        cr_outbuf *b = cr_outbufs_at(&c->out, dest);
         if (b->relay && !b->deferred && cr_flush_dest(c, dest, CR_FLUSH_RELAY, false))
             continue;
         if (b->relay)
@@ -312,7 +318,7 @@ void cr_retry_deferred(cr_comm *c)
     int i = 0;
     while (c->flow.ndeferred > 0 && cr_slot_free(c) && i < c->out.nactive) {
         int dest = c->out.active[i];
-        cr_flush_cause cause = (cr_flush_cause)c->out.bufs[dest].deferred;
+        cr_flush_cause cause = (cr_flush_cause)cr_outbufs_peek(&c->out, dest)->deferred;
         if (cause && cr_flush_dest(c, dest, cause, false))
             continue;
         i++;

@@ -97,7 +97,8 @@ typedef struct cr_flow {
     bool cap_blocked;     /* the cap flush found no free slot; retry after a send completes */
     bool in_cap_flush;
     int ndeferred;        /* buffers whose flush waits for a free slot */
-    int *scratch;         /* size P, for the cap flush's ordering */
+    int *scratch;         /* the cap flush's ordering of the active buffers */
+    int scratch_cap;
     size_t inflight_bytes; /* capacity of the blocks the transport holds for sends in flight */
     size_t self_bytes;     /* capacity of the blocks queued to this rank itself */
     size_t buffer_room;    /* the cap less the two above: what the send buffers may hold
@@ -127,7 +128,6 @@ struct cr_comm {
     cr_router *router;
     bool routed;          /* a route other than direct: records may need forwarding */
     bool relay_pending;   /* some buffer holds forwarded records (see cr_flush_relays) */
-    uint8_t *sent_to;     /* [P] 1 if this rank sent an MPI message there since the stats reset */
 
     uint64_t mpi_sent_total;    /* data messages issued, ever (termination counter) */
     uint64_t mpi_handled_total; /* data messages fully handled, ever */

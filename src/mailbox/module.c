@@ -207,7 +207,7 @@ int cr_module_next_hop(const cr_comm *c, int dest)
 
 uint32_t cr_module_send_epoch(const cr_comm *c, int dest)
 {
-    return c->out.bufs[cr_next_hop(c, dest)].gen;
+    return cr_outbufs_peek(&c->out, cr_next_hop(c, dest))->gen;
 }
 
 cr_stats *cr_module_stats(cr_comm *c)

@@ -4,7 +4,13 @@
  * a list of the non-empty ones (so flushing everything, or the oldest, costs time in
  * the number of busy destinations, not in P), the bytes held in total, and a small
  * pool of full-size blocks returned by completed sends. This file decides nothing
- * about when to send; the mailbox does. */
+ * about when to send; the mailbox does.
+ *
+ * Two layouts of the per-destination state. Dense: a table of P entries indexed by
+ * rank, one load per record. Sparse: an open-addressing map from rank to entry that
+ * holds only the destinations this rank has used, so memory follows the partners a
+ * rank has, not P (the simulated transport keeps P virtual ranks in one process,
+ * where P entries each would be O(P^2)). Entries never move once created. */
 #ifndef COURIER_MAILBOX_OUTBUF_H
 #define COURIER_MAILBOX_OUTBUF_H
 
@@ -31,12 +37,25 @@ typedef struct cr_outbuf {
                            (no run, or the open run is full) */
     uint32_t gen;       /* times the buffer was taken: the combining index's slots
                            for an older generation are dead (combine.h) */
+    uint8_t sent;       /* an MPI message went there since the statistics' reset */
 } cr_outbuf;
 
+/* What a destination that was never used looks like (cr_outbufs_peek). */
+extern const cr_outbuf cr_outbuf_unused;
+
 typedef struct cr_outbufs {
-    cr_outbuf *bufs;
-    int nbufs;
+    cr_outbuf *bufs;   /* dense: [nbufs] by destination; NULL when sparse */
+    int nbufs;         /* destinations (P) */
+    int nentries;      /* per-destination entries held (dense: nbufs) */
+    /* sparse: destination -> entry, linear probing; keys -1 where empty */
+    int32_t *keys;
+    cr_outbuf **vals;
+    uint32_t mask;
+    int shift;         /* 32 - log2(mask + 1), for the multiplicative hash */
+    cr_outbuf **chunks; /* entries, CR_OUTBUF_CHUNK per chunk, never moved */
+    int nchunks;
     int *active; /* destinations with a non-empty buffer */
+    int active_cap;
     int nactive;
     size_t threshold;  /* a buffer this full is due to be sent */
     size_t block_size; /* size of pooled blocks: threshold rounded to 8 bytes */
@@ -54,22 +73,65 @@ typedef struct cr_block {
     size_t cap;
 } cr_block;
 
-void cr_outbufs_init(cr_outbufs *o, int ndest, size_t threshold, int pool_max);
+/* `sparse` chooses the map (see above) over the table of ndest entries. */
+void cr_outbufs_init(cr_outbufs *o, int ndest, size_t threshold, int pool_max, bool sparse);
 void cr_outbufs_free(cr_outbufs *o);
 
-/* Make room for `bytes` more bytes in dest's buffer (growing it when needed). */
-void cr_outbufs_grow(cr_outbufs *o, int dest, size_t bytes);
+/* Sparse layout: the entry of a destination not used before, created empty. */
+cr_outbuf *cr_outbufs_add(cr_outbufs *o, int dest);
+
+static inline uint32_t cr_outbufs_home(const cr_outbufs *o, int dest)
+{
+    return ((uint32_t)dest * UINT32_C(0x9E3779B1)) >> o->shift;
+}
+
+/* dest's entry, created on first use. */
+static inline cr_outbuf *cr_outbufs_at(cr_outbufs *o, int dest)
+{
+    if (o->bufs)
+        return &o->bufs[dest];
+    for (uint32_t i = cr_outbufs_home(o, dest);; i = (i + 1) & o->mask) {
+        if (o->keys[i] == dest)
+            return o->vals[i];
+        if (o->keys[i] < 0)
+            return cr_outbufs_add(o, dest);
+    }
+}
+
+/* dest's entry to read, or cr_outbuf_unused (empty, generation 0) if it has none:
+ * looking does not create one. */
+static inline const cr_outbuf *cr_outbufs_peek(const cr_outbufs *o, int dest)
+{
+    if (o->bufs)
+        return &o->bufs[dest];
+    for (uint32_t i = cr_outbufs_home(o, dest);; i = (i + 1) & o->mask) {
+        if (o->keys[i] == dest)
+            return o->vals[i];
+        if (o->keys[i] < 0)
+            return &cr_outbuf_unused;
+    }
+}
+
+/* Clear every entry's `sent` mark (the statistics' reset). */
+void cr_outbufs_clear_sent(cr_outbufs *o);
+
+/* Make room for `bytes` more bytes in buffer b (growing it when needed). */
+void cr_outbufs_grow(cr_outbufs *o, cr_outbuf *b, size_t bytes);
 
 /* Write the open run's count into its header; the run takes no more records. Done
  * when a run is followed by another and when the buffer is taken, so the per-record
  * path only counts in the outbuf. */
-static inline void cr_outbufs_close_run(cr_outbufs *o, int dest)
+static inline void cr_outbuf_close_run(cr_outbuf *b)
 {
-    cr_outbuf *b = &o->bufs[dest];
     if (b->run_count > 1)
         cr_run_set_count(b->data + b->run_at, b->run_count);
     b->run_count = 0;
     b->run_key = CR_RUN_NONE;
+}
+
+static inline void cr_outbufs_close_run(cr_outbufs *o, int dest)
+{
+    cr_outbuf_close_run(cr_outbufs_at(o, dest));
 }
 
 /* Bytes a record of `key` with `stride` bytes would add to dest's buffer: its
@@ -77,24 +139,24 @@ static inline void cr_outbufs_close_run(cr_outbufs *o, int dest)
 static inline size_t cr_outbufs_rec_size(const cr_outbufs *o, int dest, uint64_t key,
                                          size_t stride)
 {
-    return o->bufs[dest].run_key == key ? stride : stride + sizeof(cr_run_hdr);
+    return cr_outbufs_peek(o, dest)->run_key == key ? stride : stride + sizeof(cr_run_hdr);
 }
 
 /* True when appending `bytes` would push a non-empty buffer past the threshold, so
  * it should be sent first. An empty buffer always accepts one record, however big. */
 static inline bool cr_outbufs_overflows(const cr_outbufs *o, int dest, size_t bytes)
 {
-    const cr_outbuf *b = &o->bufs[dest];
+    const cr_outbuf *b = cr_outbufs_peek(o, dest);
     return b->len != 0 && b->len + bytes > o->threshold;
 }
 
 /* Reserve `bytes` at the end of dest's buffer and return where to write them. The
  * bytes count as buffered from now on. `now` stamps the first record of a buffer. */
-static inline char *cr_outbufs_append(cr_outbufs *o, int dest, size_t bytes, double now)
+static inline char *cr_outbuf_append(cr_outbufs *o, cr_outbuf *b, int dest, size_t bytes,
+                                     double now)
 {
-    cr_outbuf *b = &o->bufs[dest];
     if (b->cap - b->len < bytes)
-        cr_outbufs_grow(o, dest, bytes);
+        cr_outbufs_grow(o, b, bytes);
     if (b->len == 0) {
         b->since = now;
         o->active[o->nactive++] = dest;
@@ -106,6 +168,11 @@ static inline char *cr_outbufs_append(cr_outbufs *o, int dest, size_t bytes, dou
     return at;
 }
 
+static inline char *cr_outbufs_append(cr_outbufs *o, int dest, size_t bytes, double now)
+{
+    return cr_outbuf_append(o, cr_outbufs_at(o, dest), dest, bytes, now);
+}
+
 /* Reserve room for one record of `key` (handler, flags, payload length) taking
  * `stride` bytes, continuing dest's open run when the key matches and opening a new
  * run otherwise; returns where the record goes. The per-record path of every send:
@@ -113,10 +180,10 @@ static inline char *cr_outbufs_append(cr_outbufs *o, int dest, size_t bytes, dou
 static inline char *cr_outbufs_append_rec(cr_outbufs *o, int dest, uint64_t key, size_t stride,
                                           double now)
 {
-    cr_outbuf *b = &o->bufs[dest];
+    cr_outbuf *b = cr_outbufs_at(o, dest);
     if (b->run_key == key) {
         if (b->cap - b->len < stride)
-            cr_outbufs_grow(o, dest, stride);
+            cr_outbufs_grow(o, b, stride);
         if (++b->run_count == CR_RUN_MAX)
             b->run_key = CR_RUN_NONE;
         char *at = b->data + b->len;
@@ -124,9 +191,9 @@ static inline char *cr_outbufs_append_rec(cr_outbufs *o, int dest, uint64_t key,
         o->total += stride;
         return at;
     }
-    cr_outbufs_close_run(o, dest);
+    cr_outbuf_close_run(b);
     size_t at_off = b->len;
-    char *hdr = cr_outbufs_append(o, dest, sizeof(cr_run_hdr) + stride, now);
+    char *hdr = cr_outbuf_append(o, b, dest, sizeof(cr_run_hdr) + stride, now);
     cr_run_write_hdr(hdr, (uint16_t)(key >> 32), (uint16_t)((key >> 48) & CR_REC_BITS_MASK),
                      (uint32_t)key);
     b->run_at = at_off;
@@ -143,7 +210,7 @@ static inline size_t cr_outbufs_peak(const cr_outbufs *o)
 
 static inline bool cr_outbufs_full(const cr_outbufs *o, int dest)
 {
-    return o->bufs[dest].len >= o->threshold;
+    return cr_outbufs_peek(o, dest)->len >= o->threshold;
 }
 
 /* Detach dest's buffer (which must be non-empty); dest starts over empty. */

@@ -21,6 +21,7 @@ static const struct {
     F(throttled_us),    F(handler_waits),    F(peak_nesting),   F(cap_overruns),
     F(barriers),
     F(barrier_epochs),  F(forwarded),        F(partners),       F(partners_off_node),
+    F(send_states),
     F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
     F(batches),         F(merged_at_source), F(merged_at_hops), F(merged_bytes),
     F(peak_parked_bytes), F(reliefs), F(deepest_generation),
@@ -69,6 +70,7 @@ void cr_stats_get(const cr_comm *c, cr_stats *out)
 {
     *out = c->stats;
     out->peak_buffered_bytes = cr_outbufs_peak(&c->out);
+    out->send_states = (uint64_t)c->out.nentries;
     out->peak_memory_bytes = cr_peak_memory(c);
 }
 
@@ -76,7 +78,7 @@ void cr_stats_reset(cr_comm *c)
 {
     memset(&c->stats, 0, sizeof c->stats);
     cr_note_memory(c); /* the peaks start from what is held now */
-    memset(c->sent_to, 0, (size_t)c->size * sizeof *c->sent_to);
+    cr_outbufs_clear_sent(&c->out);
     c->out.peak = c->out.total;
     cr_modules_stats_reset(c);
 }

@@ -16,6 +16,7 @@ cr_layout *cr_layout_create(int nranks, const int *node_of)
 
     cr_layout *l = cr_xcalloc(1, sizeof *l);
     l->nranks = nranks;
+    l->refs = 1;
     l->node_of = cr_xmalloc((size_t)nranks * sizeof *l->node_of);
     l->local_index = cr_xmalloc((size_t)nranks * sizeof *l->local_index);
     l->members = cr_xmalloc((size_t)nranks * sizeof *l->members);
@@ -58,9 +59,16 @@ cr_layout *cr_layout_create_blocks(int nranks, int node_size)
     return l;
 }
 
+cr_layout *cr_layout_share(cr_layout *l)
+{
+    if (l)
+        l->refs++;
+    return l;
+}
+
 void cr_layout_destroy(cr_layout *l)
 {
-    if (!l)
+    if (!l || --l->refs > 0)
         return;
     free(l->node_of);
     free(l->local_index);

@@ -13,6 +13,7 @@ struct cr_layout {
     int *local_index; /* [nranks] index of each rank on its node */
     int *node_start;  /* [nnodes + 1] offsets into members */
     int *members;     /* ranks grouped by node, in rank order within a node */
+    int refs;         /* holders: destroy frees it when the last one lets go */
 };
 
 struct cr_router {

@@ -15,6 +15,7 @@ typedef struct run {
     cr_sim_rank_fn fn;
     void *user;
     cr_stats *stats;
+    cr_layout *layout; /* one for all virtual ranks: O(P) once, not per rank */
 } run;
 
 static uint64_t last_steps;
@@ -25,9 +26,7 @@ static void rank_entry(cr_sim_world *w, int rank, void *arg)
 {
     run *r = arg;
     cr_transport *tp = cr_sim_transport_create(w, rank, r->cfg->max_inflight);
-    int p = tp->size;
-    cr_layout *layout = cr_layout_create_blocks(p, r->cfg->node_size ? (int)r->cfg->node_size : p);
-    cr_comm *comm = cr_comm_create_on(tp, layout, r->cfg, NULL);
+    cr_comm *comm = cr_comm_create_on(tp, cr_layout_share(r->layout), r->cfg, NULL);
     r->fn(comm, r->user);
     if (r->stats)
         cr_stats_get(comm, &r->stats[rank]);
@@ -65,8 +64,11 @@ int cr_sim_run(const cr_sim_opts *opts, cr_sim_rank_fn fn, void *user, cr_stats 
     cr_sim_world *w = cr_sim_world_create(opts->ranks, opts->seed, opts->stack_bytes);
     if (opts->max_slowness > 1 || opts->stall_chance > 0)
         cr_sim_world_set_speeds(w, opts->max_slowness, opts->stall_chance);
-    run r = {.cfg = &cfg, .fn = fn, .user = user, .stats = stats};
+    int p = opts->ranks;
+    run r = {.cfg = &cfg, .fn = fn, .user = user, .stats = stats,
+             .layout = cr_layout_create_blocks(p, cfg.node_size ? (int)cfg.node_size : p)};
     int rc = cr_sim_world_run(w, rank_entry, &r, err, errlen);
+    cr_layout_destroy(r.layout);
     last_steps = cr_sim_world_steps(w);
     free(last_slowness);
     last_slowness = malloc((size_t)opts->ranks * sizeof *last_slowness);

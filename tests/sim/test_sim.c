@@ -1290,6 +1290,62 @@ static void test_4096_hypercube(void **state)
     print_message("4096 ranks: %llu scheduling steps\n", (unsigned long long)cr_sim_last_steps());
 }
 
+/* Above COURIER_DENSE_RANKS a rank keeps send state only for the destinations it
+ * used: under direct routing exactly its distinct destinations (itself included when
+ * it sends to itself), under the hypercube at most its log2 P neighbours and itself;
+ * at or below, one entry per rank. Fails if state is made for a pair that never
+ * talks (P = 256, all to some: 16 destinations each). */
+static void check_send_states(const char *route, unsigned dense_ranks, int p)
+{
+    named_config nc = config(route);
+    nc.cfg.dense_ranks = dense_ranks;
+    world_reset(p, scenarios[0].param);
+    cr_stats *stats = calloc((size_t)p, sizeof *stats);
+    cr_sim_opts o = {.ranks = p, .seed = 3, .cfg = &nc.cfg};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "send states, %s, dense up to %u, P=%d", route, dense_ranks, p);
+    if (cr_sim_run(&o, scenarios[0].run, NULL, stats, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    scenarios[0].check(p);
+    bool direct = !strcmp(route, "default");
+    int log2p = 0;
+    while ((1 << log2p) < p)
+        log2p++;
+    for (int r = 0; r < p; r++) {
+        uint64_t want = (uint64_t)p;
+        if (p > (int)dense_ranks && direct) {
+            uint8_t *used = calloc((size_t)p, 1);
+            want = 0;
+            for (int i = 0; i < a2a_fanout(p); i++) {
+                int d = a2a_dest(r, i, p);
+                want += !used[d];
+                used[d] = 1;
+            }
+            free(used);
+        }
+        if (p > (int)dense_ranks && !direct) {
+            if (stats[r].send_states > (uint64_t)log2p + 1)
+                fail_msg("%s: rank %d keeps state for %llu destinations, more than its %d "
+                         "neighbours and itself", ctx, r,
+                         (unsigned long long)stats[r].send_states, log2p);
+            continue;
+        }
+        if (stats[r].send_states != want)
+            fail_msg("%s: rank %d keeps state for %llu destinations, expected %llu", ctx, r,
+                     (unsigned long long)stats[r].send_states, (unsigned long long)want);
+    }
+    free(stats);
+}
+
+static void test_send_state_follows_partners(void **state)
+{
+    (void)state;
+    check_send_states("default", 0, 256);
+    check_send_states("hypercube", 0, 256);
+    check_send_states("default", 1024, 256);
+    check_send_states("default", 64, 256);
+}
+
 /* Records of a summing handler from many sources meet at the ranks that forward
  * them and merge there: on 64 virtual ranks under the hypercube route (nodes of 2,
  * 512-byte buffers), over 8 seeds, some records merge at hops, and the owners' sums
@@ -1994,6 +2050,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_p8),
         cmocka_unit_test(test_p64),
         cmocka_unit_test(test_merging_at_hops),
+        cmocka_unit_test(test_send_state_follows_partners),
         cmocka_unit_test(test_p1024),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,10 @@
-/* Per-destination buffers: when a record forces a flush, accounting, the pool. */
+/* Per-destination buffers: when a record forces a flush, accounting, the pool; each
+ * test under both layouts (a table of P entries, and the map of used destinations). */
 #include "mailbox/outbuf.h"
 #include "mailbox/record.h"
 
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,9 +44,9 @@ static int append(cr_outbufs *o, int dest, size_t payload, size_t *flushed_bytes
 
 static void test_record_exactly_at_threshold(void **state)
 {
-    (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 4, 64, 4);
+    bool sparse = *(bool *)*state;
+    cr_outbufs_init(&o, 4, 64, 4, sparse);
     size_t flushed = 0;
     /* 56-byte payload -> 64-byte record == threshold: sent at once */
     assert_int_equal(append(&o, 1, 56, &flushed), 1);
@@ -70,9 +72,9 @@ static void test_record_exactly_at_threshold(void **state)
 
 static void test_record_above_threshold_goes_alone(void **state)
 {
-    (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 2, 64, 4);
+    bool sparse = *(bool *)*state;
+    cr_outbufs_init(&o, 2, 64, 4, sparse);
     size_t flushed = 0;
     assert_int_equal(append(&o, 0, 8, &flushed), 0); /* 16 bytes buffered */
     /* 1000-byte payload: the 16 buffered bytes go first, then the big record alone */
@@ -84,9 +86,9 @@ static void test_record_above_threshold_goes_alone(void **state)
 
 static void test_tiny_threshold_sends_every_record(void **state)
 {
-    (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 3, 1, 2);
+    bool sparse = *(bool *)*state;
+    cr_outbufs_init(&o, 3, 1, 2, sparse);
     size_t flushed = 0;
     for (int i = 0; i < 10; i++)
         assert_int_equal(append(&o, i % 3, (size_t)i, &flushed), 1);
@@ -100,40 +102,40 @@ static void test_fresh_table_is_zero(void **state)
 {
     (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 1000, 4096, 4);
+    cr_outbufs_init(&o, 1000, 4096, 4, false);
     static const cr_outbuf zero;
     for (int d = 0; d < 1000; d++)
         assert_memory_equal(&o.bufs[d], &zero, sizeof zero);
-    assert_int_equal(o.bufs[7].run_key, CR_RUN_NONE);
+    assert_int_equal(cr_outbufs_peek(&o, 7)->run_key, CR_RUN_NONE);
     uint64_t v = 9;
     uint64_t key = cr_run_key(0, 0, 8);
     cr_rec_write(cr_outbufs_append_rec(&o, 999, key, 8, 1.0), NULL, &v, 8);
     cr_rec_write(cr_outbufs_append_rec(&o, 999, key, 8, 1.0), NULL, &v, 8);
     assert_int_equal(o.nactive, 1);
-    assert_int_equal(o.bufs[999].active_at, 1);
-    assert_int_equal(o.bufs[999].len, 8 + 2 * 8);
+    assert_int_equal(cr_outbufs_peek(&o, 999)->active_at, 1);
+    assert_int_equal(cr_outbufs_peek(&o, 999)->len, 8 + 2 * 8);
     cr_outbufs_free(&o);
 }
 
 static void test_active_list_and_totals(void **state)
 {
-    (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 8, 4096, 4);
+    bool sparse = *(bool *)*state;
+    cr_outbufs_init(&o, 8, 4096, 4, sparse);
     for (int d = 0; d < 8; d += 2)
         cr_outbufs_append(&o, d, 16 * (size_t)(d + 1), 2.0);
     assert_int_equal(o.nactive, 4);
     assert_int_equal(o.total, 16 * (1 + 3 + 5 + 7));
     assert_int_equal(cr_outbufs_peak(&o), o.total);
     for (int i = 0; i < o.nactive; i++)
-        assert_int_equal(o.bufs[o.active[i]].active_at, i + 1);
+        assert_int_equal(cr_outbufs_peek(&o, o.active[i])->active_at, i + 1);
     cr_block b = cr_outbufs_take(&o, 2);
     assert_int_equal(b.len, 48);
     free(b.data);
     assert_int_equal(o.nactive, 3);
-    assert_int_equal(o.bufs[2].active_at, 0);
+    assert_int_equal(cr_outbufs_peek(&o, 2)->active_at, 0);
     for (int i = 0; i < o.nactive; i++)
-        assert_int_equal(o.bufs[o.active[i]].active_at, i + 1);
+        assert_int_equal(cr_outbufs_peek(&o, o.active[i])->active_at, i + 1);
     assert_int_equal(o.total, 16 * (1 + 5 + 7));
     assert_int_equal(cr_outbufs_peak(&o), 16 * (1 + 3 + 5 + 7));
     cr_outbufs_free(&o);
@@ -141,38 +143,72 @@ static void test_active_list_and_totals(void **state)
 
 static void test_growth_and_pool(void **state)
 {
-    (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 2, 100000, 1);
+    bool sparse = *(bool *)*state;
+    cr_outbufs_init(&o, 2, 100000, 1, sparse);
     /* a fresh buffer starts small and grows */
     cr_outbufs_append(&o, 0, 16, 0);
-    assert_true(o.bufs[0].cap < 100000);
+    assert_true(cr_outbufs_peek(&o, 0)->cap < 100000);
     for (int i = 0; i < 6000; i++)
         cr_outbufs_append(&o, 0, 16, 0);
-    assert_int_equal(o.bufs[0].len, 16 * 6001);
-    assert_int_equal(o.bufs[0].cap, o.block_size);
+    assert_int_equal(cr_outbufs_peek(&o, 0)->len, 16 * 6001);
+    assert_int_equal(cr_outbufs_peek(&o, 0)->cap, o.block_size);
     cr_block b = cr_outbufs_take(&o, 0);
     cr_outbufs_recycle(&o, b.data, b.cap);
     assert_int_equal(o.npool, 1);
     /* the pooled full-size block is reused by the next empty buffer */
     cr_outbufs_append(&o, 1, 16, 0);
     assert_int_equal(o.npool, 0);
-    assert_ptr_equal(o.bufs[1].data, b.data);
+    assert_ptr_equal(cr_outbufs_peek(&o, 1)->data, b.data);
     /* blocks of another size are not pooled */
     cr_outbufs_recycle(&o, malloc(10), 10);
     assert_int_equal(o.npool, 0);
     cr_outbufs_free(&o);
 }
 
+/* The map holds an entry only for a destination that was written to: looking does
+ * not create one, 100 destinations of a million cost 100 entries, entries keep their
+ * address while the map grows, and keys that collide in the map stay apart. */
+static void test_sparse_holds_only_used_destinations(void **state)
+{
+    (void)state;
+    cr_outbufs o;
+    cr_outbufs_init(&o, 1 << 20, 4096, 4, true);
+    assert_null(o.bufs);
+    assert_int_equal(o.nentries, 0);
+    assert_int_equal(cr_outbufs_peek(&o, 12345)->len, 0);
+    assert_ptr_equal(cr_outbufs_peek(&o, 12345), &cr_outbuf_unused);
+    assert_int_equal(o.nentries, 0);
+    cr_outbufs_append(&o, 7 << 12, 8, 0);
+    const cr_outbuf *first = cr_outbufs_peek(&o, 7 << 12);
+    for (int k = 1; k < 100; k++) /* multiples of 2^12: the hash's low bits alike */
+        cr_outbufs_append(&o, (7 + k) << 12, 8 * (size_t)(k + 1), 0);
+    assert_int_equal(o.nentries, 100);
+    assert_int_equal(o.nactive, 100);
+    assert_ptr_equal(cr_outbufs_peek(&o, 7 << 12), first);
+    for (int k = 0; k < 100; k++)
+        assert_int_equal(cr_outbufs_peek(&o, (7 + k) << 12)->len, 8 * (size_t)(k + 1));
+    assert_int_equal(cr_outbufs_peek(&o, 6 << 12)->len, 0);
+    cr_block b = cr_outbufs_take(&o, 50 << 12);
+    free(b.data);
+    assert_int_equal(o.nentries, 100); /* an emptied entry is kept for the next use */
+    assert_int_equal(o.nactive, 99);
+    cr_outbufs_free(&o);
+}
+
 int main(void)
 {
+    static bool dense = false, sparse = true;
+#define BOTH(t) cmocka_unit_test_prestate(t, &dense), cmocka_unit_test_prestate(t, &sparse)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_record_exactly_at_threshold),
-        cmocka_unit_test(test_record_above_threshold_goes_alone),
-        cmocka_unit_test(test_tiny_threshold_sends_every_record),
+        BOTH(test_record_exactly_at_threshold),
+        BOTH(test_record_above_threshold_goes_alone),
+        BOTH(test_tiny_threshold_sends_every_record),
         cmocka_unit_test(test_fresh_table_is_zero),
-        cmocka_unit_test(test_active_list_and_totals),
-        cmocka_unit_test(test_growth_and_pool),
+        BOTH(test_active_list_and_totals),
+        BOTH(test_growth_and_pool),
+        cmocka_unit_test(test_sparse_holds_only_used_destinations),
     };
+#undef BOTH
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,7 +51,7 @@ static void test_runs_share_a_header(void **state)
 {
     (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 1, 1 << 20, 0);
+    cr_outbufs_init(&o, 1, 1 << 20, 0, false);
     uint64_t v = 42;
     for (int i = 0; i < 1000; i++)
         put(&o, 0, 5, 0, NULL, &v, 8);
@@ -82,7 +82,7 @@ static void test_long_runs_split(void **state)
 {
     (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 1, 1 << 20, 0);
+    cr_outbufs_init(&o, 1, 1 << 20, 0, false);
     size_t n = 3 * (size_t)CR_RUN_MAX + 7;
     for (size_t i = 0; i < n; i++) {
         uint64_t v = i;
@@ -112,7 +112,7 @@ static void test_roundtrip_many_sizes(void **state)
 {
     (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 1, 1 << 20, 0);
+    cr_outbufs_init(&o, 1, 1 << 20, 0, false);
     char payload[300];
     for (unsigned n = 0; n < 300; n++) {
         for (int twice = 0; twice < 2; twice++) {
@@ -216,7 +216,7 @@ static void test_routed_records(void **state)
 {
     (void)state;
     cr_outbufs o;
-    cr_outbufs_init(&o, 1, 1 << 20, 0);
+    cr_outbufs_init(&o, 1, 1 << 20, 0, false);
     char payload[24];
     for (unsigned i = 0; i < 12; i++) {
         unsigned kind = i / 2; /* two records of each kind */
