@@ -34,13 +34,17 @@ static const char usage[] =
     "predicted from those counts: alpha per message + beta per byte on the busiest\n"
     "rank, plus gamma per request the owner merges. Every read is verified.\n"
     "\n"
-    "  --patterns L      overload, neighborhood, doubling, bfs (default overload);\n"
-    "                    bfs: the level-synchronous search on the mailbox, routed by\n"
-    "                    the route, aggregation none or hash (visits merged at hops)\n"
+    "  --patterns L      overload, neighborhood, doubling, bfs, boruvka (default\n"
+    "                    overload); bfs: the level-synchronous search on the mailbox,\n"
+    "                    routed by the route, aggregation none or hash (visits merged\n"
+    "                    at hops); boruvka: doubling at the thesis's size, the graph\n"
+    "                    never stored (its edges generated in chunks, each vertex's\n"
+    "                    lightest kept), the roots checked against the lightest edges\n"
     "  --ranks L         comma list of virtual rank counts, powers of two (default\n"
     "                    64,256,1024,4096)\n"
-    "  --vertices-per-rank V  neighborhood, doubling: R-MAT vertices per rank\n"
-    "                    (default 1024; the thesis uses 8192)\n"
+    "  --vertices-per-rank V  the graph patterns: R-MAT vertices per rank (default\n"
+    "                    1024; the thesis uses 8192); boruvka: a power of two, at most\n"
+    "                    2^32 vertices in all\n"
     "  --edgefactor E    edges per vertex (default 16)\n"
     "  --entries E       indices of rank 0, each read and written by every rank\n"
     "                    (default 256; the thesis also uses 8192)\n"
@@ -65,8 +69,9 @@ static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube"
 #define ROUTE_NLNR 4  /* the mailbox's node-aware route: the BFS only */
 #define NLNR_NODE 48  /* ranks per node under nlnr */
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
-static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", "bfs", NULL};
-enum { PAT_OVERLOAD, PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_BFS, NPAT };
+static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", "bfs",
+                                            "boruvka", NULL};
+enum { PAT_OVERLOAD, PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_BFS, PAT_BORUVKA, NPAT };
 
 typedef struct world {
     uint64_t entries;
@@ -78,6 +83,8 @@ typedef struct world {
     cr_darray_stats *stats; /* [P] */
     uint64_t *bad;          /* [P] wrong reads */
     uint64_t reached;       /* bfs: vertices the search reached */
+    uint64_t *lightest;     /* boruvka: [n] each vertex's lightest neighbour (or itself) */
+    uint64_t *root;         /* boruvka: [n] each vertex's root after the doubling */
 } world;
 
 static world W;
@@ -192,11 +199,14 @@ static uint64_t neighborhood(cr_graph *g, cr_darray *a)
     return bad;
 }
 
-static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
+/* Pointer doubling from the first pointers p[] of this rank's block (the thesis's
+ * Boruvka round after the lightest edges): 2-cycles are broken (the smaller end is
+ * the root), then p(u) = p(p(u)) until no pointer moves. Returns the pointers that
+ * end outside the array (0 when right). */
+static uint64_t double_pointers(cr_comm *comm, cr_darray *a, uint64_t *p)
 {
-    uint64_t first, count, *p = cr_darray_local(a, &first, &count), bad = 0;
-    for (uint64_t i = 0; i < count; i++) /* the graph's blocks are the array's */
-        p[i] = app_lightest_neighbour(g, i, first + i);
+    uint64_t first, count, bad = 0;
+    cr_darray_local(a, &first, &count);
     uint64_t *q = xcalloc(count, 8);
     for (uint64_t i = 0; i < count; i++)
         cr_darray_read(a, p[i], &q[i]);
@@ -221,6 +231,115 @@ static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
     for (uint64_t i = 0; i < count; i++)
         bad += p[i] >= cr_darray_length(a);
     free(q);
+    return bad;
+}
+
+static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
+{
+    uint64_t first, count, *p = cr_darray_local(a, &first, &count);
+    for (uint64_t i = 0; i < count; i++) /* the graph's blocks are the array's */
+        p[i] = app_lightest_neighbour(g, i, first + i);
+    return double_pointers(comm, a, p);
+}
+
+/* ---- Boruvka's first round at the thesis's size ------------------------------------ */
+
+/* The graph of the boruvka pattern is never stored: its edges are generated in
+ * chunks and only each vertex's lightest edge is kept. An edge's weight is the high
+ * half of app_edge_weight, packed above the other end's id, so that the minimum of
+ * the packed words is the lightest edge, ties to the smaller neighbour. */
+#define NO_EDGE UINT64_MAX
+
+static uint64_t packed_edge(uint64_t u, uint64_t v)
+{
+    return (app_edge_weight(u, v) >> 32) << 32 | v;
+}
+
+/* Edges a virtual rank generates per chunk: about 2^25 in flight over all ranks. */
+static uint64_t chunks_per_rank(int p)
+{
+    uint64_t per_rank = (uint64_t)llround(W.edgefactor * (double)W.vertices_per_rank);
+    uint64_t chunk = ((uint64_t)1 << 25) / (uint64_t)p;
+    chunk = chunk < 256 ? 256 : chunk;
+    return (per_rank + chunk - 1) / chunk;
+}
+
+/* The first pointers of the boruvka pattern, for every vertex (W.lightest): each rank
+ * generates its share of the R-MAT edges chunk by chunk (rank r's chunk k is part
+ * r*K + k of P*K, so the graph is the one P ranks generate) and writes both ends'
+ * packed edges into an array that keeps the minimum. Not counted: the thesis times
+ * only the pointer doubling's array accesses. */
+static void run_lightest(cr_comm *comm, void *user)
+{
+    (void)user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    uint64_t n = W.vertices_per_rank * (uint64_t)p, chunks = chunks_per_rank(p);
+    cr_darray_opts o;
+    cr_darray_opts_init(&o);
+    o.merge = CR_DARRAY_MIN;
+    o.type = CR_DEDUP_UINT64;
+    o.aggregation = CR_DARRAY_AGG_SORT;
+    cr_route_parse("grid", &o.route, NULL, 0);
+    cr_darray *a = cr_darray_create(comm, n, 8, &o);
+    uint64_t first, count, *best = cr_darray_local(a, &first, &count);
+    for (uint64_t i = 0; i < count; i++)
+        best[i] = NO_EDGE;
+    cr_gen_params gp;
+    cr_graph_gen_params_init(&gp);
+    gp.scale = (int)lround(log2((double)n));
+    gp.edgefactor = W.edgefactor;
+    for (uint64_t k = 0; k < chunks; k++) {
+        cr_edge_list edges = {0};
+        char err[256];
+        if (cr_graph_generate(&gp, (int)((uint64_t)me * chunks + k), (int)((uint64_t)p * chunks),
+                              &edges, err, sizeof err)) {
+            snprintf(W.error, sizeof W.error, "%s", err);
+            chunks = k; /* every rank fails alike: the same steps on each */
+            break;
+        }
+        for (size_t e = 0; e < edges.count; e++) {
+            uint64_t u = edges.edges[e].u, v = edges.edges[e].v;
+            if (u == v)
+                continue;
+            uint64_t to_u = packed_edge(u, v), to_v = packed_edge(v, u);
+            cr_darray_write(a, u, &to_u);
+            cr_darray_write(a, v, &to_v);
+        }
+        cr_graph_edges_free(&edges);
+        cr_darray_step(a);
+    }
+    for (uint64_t i = 0; i < count; i++)
+        W.lightest[first + i] = best[i] == NO_EDGE ? first + i : (best[i] & UINT32_MAX);
+    cr_darray_destroy(a);
+}
+
+/* Boruvka's first round as the thesis benchmarks it (section 5.4.1): from the
+ * lightest edges, pointer doubling on the array under test; the roots go to W.root. */
+static void run_boruvka(cr_comm *comm, void *user)
+{
+    (void)user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    uint64_t n = W.vertices_per_rank * (uint64_t)p;
+    cr_darray_opts o = array_opts(p, CR_DARRAY_OVERWRITE);
+    cr_darray *a = cr_darray_create(comm, n, 8, &o);
+    uint64_t first, count, *ptr = cr_darray_local(a, &first, &count);
+    memcpy(ptr, W.lightest + first, count * 8);
+    W.bad[me] = double_pointers(comm, a, ptr);
+    memcpy(W.root + first, ptr, count * 8);
+    cr_darray_stats_get(a, &W.stats[me]);
+    cr_darray_destroy(a);
+}
+
+/* The roots are right when every vertex's root is a root and is its lightest
+ * neighbour's root too: the components of the lightest-edge forest, each named by
+ * one vertex. Returns the vertices where that fails. */
+static uint64_t check_roots(uint64_t n)
+{
+    uint64_t bad = 0;
+    for (uint64_t u = 0; u < n; u++) {
+        uint64_t r = W.root[u];
+        bad += r >= n || W.root[r] != r || W.root[W.lightest[u]] != r;
+    }
     return bad;
 }
 
@@ -337,9 +456,37 @@ static void route_config(int p, int route, bool comm_routes, cr_config *cfg)
 
 typedef struct row {
     double msgs_max, msgs_mean, bytes_max, bytes_mean, reached_max, predicted;
+    /* the model with local work: the busiest rank's time, and each phase's largest */
+    double with_local, write, exchange, read;
 } row;
 
-static row model(int p, double alpha_us, double beta_ns, double gamma_ns)
+/* Local work per record, from this run: every rank's timed work of a phase over
+ * every rank's records of it (the mean cost on this machine, so that one rank's
+ * page faults or a preemption do not decide the busiest rank). */
+typedef struct local_costs {
+    double write_ns, hop_ns, read_ns; /* per request queued, record reaching a hop,
+                                         reply split */
+} local_costs;
+
+static local_costs measure_costs(int p)
+{
+    double t[3] = {0}, n[3] = {0};
+    for (int r = 0; r < p; r++) {
+        const cr_darray_stats *s = &W.stats[r];
+        t[0] += (double)s->write_ns, n[0] += (double)s->requests;
+        t[1] += (double)s->hop_ns, n[1] += (double)s->hop_records;
+        t[2] += (double)s->read_ns, n[2] += (double)s->read_records;
+    }
+    return (local_costs){n[0] ? t[0] / n[0] : 0, n[1] ? t[1] / n[1] : 0, n[2] ? t[2] / n[2] : 0};
+}
+
+/* Two predictions per run. From the counts alone: per rank alpha per message, beta per
+ * byte and gamma per request reaching it as the owner. With local work: alpha and beta
+ * as before, and in place of gamma the product's own local work, each rank's records
+ * of a phase at the cost per record measured in this run (measure_costs); per phase,
+ * like the thesis's Figure 5.2: write (the source's aggregation), exchange (start-ups,
+ * bytes and the merging at hops and owners), read (the split of replies). */
+static row model(int p, double alpha_us, double beta_ns, double gamma_ns, local_costs c)
 {
     row w = {0};
     double busiest = 0;
@@ -351,11 +498,38 @@ static row model(int p, double alpha_us, double beta_ns, double gamma_ns)
         w.msgs_mean += m / p, w.bytes_mean += b / p;
         double reached = (double)s->reached_owner;
         w.reached_max = reached > w.reached_max ? reached : w.reached_max;
-        double t = alpha_us * 1e-6 * m + beta_ns * 1e-9 * b + gamma_ns * 1e-9 * reached;
+        double net = alpha_us * 1e-6 * m + beta_ns * 1e-9 * b;
+        double t = net + gamma_ns * 1e-9 * reached;
         busiest = t > busiest ? t : busiest;
+        double write = 1e-9 * c.write_ns * (double)s->requests;
+        double exchange = net + 1e-9 * c.hop_ns * (double)s->hop_records;
+        double read = 1e-9 * c.read_ns * (double)s->read_records;
+        w.write = write > w.write ? write : w.write;
+        w.exchange = exchange > w.exchange ? exchange : w.exchange;
+        w.read = read > w.read ? read : w.read;
+        double all = write + exchange + read;
+        w.with_local = all > w.with_local ? all : w.with_local;
     }
     w.predicted = busiest;
     return w;
+}
+
+/* The boruvka pattern's lightest edges for P ranks, once for all its runs (one
+ * simulated run of their own, on a hypercube comm). */
+static void lightest_edges(app *a, int p)
+{
+    uint64_t n = W.vertices_per_rank * (uint64_t)p;
+    W.lightest = app_calloc(a, n, 8, "the lightest edges (8 bytes per vertex)");
+    W.root = app_calloc(a, n, 8, "the roots (8 bytes per vertex)");
+    cr_config cfg;
+    route_config(p, 3, false, &cfg);
+    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = &cfg};
+    char err[256];
+    W.error[0] = 0;
+    if (cr_sim_run(&so, run_lightest, NULL, NULL, err, sizeof err))
+        app_error(a, "boruvka, P=%d, the lightest edges: %s", p, err);
+    if (W.error[0])
+        app_error(a, "boruvka, P=%d: %s", p, W.error);
 }
 
 int main(int argc, char **argv)
@@ -365,7 +539,7 @@ int main(int argc, char **argv)
     uint64_t ranks[16] = {64, 256, 1024, 4096}, entries = 256;
     int nranks = 4;
     double alpha = 2, beta = 0.1, gamma = 10;
-    int use_route[NROUTES] = {1, 1, 1, 1, 1}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0};
+    int use_route[NROUTES] = {1, 1, 1, 1, 1}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0, 0};
     uint64_t vpr = 1024;
     double edgefactor = 16;
     const char *csv = NULL;
@@ -414,6 +588,16 @@ int main(int argc, char **argv)
         }
     }
     app_no_operands(&a, argc, argv);
+    if (use_pattern[PAT_BORUVKA]) {
+        if (vpr & (vpr - 1))
+            app_usage_error(&a, "--vertices-per-rank %llu is not a power of two (boruvka "
+                            "generates 2^k vertices)", (unsigned long long)vpr);
+        for (int k = 0; k < nranks; k++)
+            if (vpr * ranks[k] > ((uint64_t)1 << 32))
+                app_usage_error(&a, "boruvka at %llu ranks: %llu vertices, more than the 2^32 "
+                                "its packed edges can name", (unsigned long long)ranks[k],
+                                (unsigned long long)(vpr * ranks[k]));
+    }
     app_require_one_process(&a, "runs its virtual ranks");
     char cfg_err[256];
     cr_config_init(&base_config);
@@ -421,14 +605,16 @@ int main(int argc, char **argv)
         app_usage_error(&a, "%s", cfg_err);
     FILE *out = app_open_csv(&a, csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
                              "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
-                             "verified");
+                             "verified,write_s,exchange_s,read_s,with_local_s,write_ns_per_request,"
+                             "hop_ns_per_record,read_ns_per_reply");
     printf("overload: every rank reads and adds to each of rank 0's %llu indices; "
            "neighborhood, doubling: R-MAT, %llu vertices per rank, edge factor %g;\n"
            "alpha %g us, beta %g ns/B, gamma %g ns\n\n", (unsigned long long)entries,
            (unsigned long long)vpr, edgefactor, alpha, beta, gamma);
     printf("| pattern | P | route | aggregation | messages max | mean | KiB max | mean | "
-           "requests reaching the busiest owner | predicted ms | vs direct none |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "requests reaching the busiest owner | predicted ms | vs direct none | "
+           "with local work: write ms | exchange ms | read ms | total ms | vs direct none |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int failed = 0;
     W.entries = entries, W.vertices_per_rank = vpr, W.edgefactor = edgefactor;
     for (int pat = 0; pat < NPAT; pat++)
@@ -439,7 +625,9 @@ int main(int argc, char **argv)
             W.bad = app_calloc(&a, (size_t)p, sizeof *W.bad, "the ranks' checks");
             W.changed[0] = app_calloc(&a, (size_t)p, 1, "the ranks' flags");
             W.changed[1] = app_calloc(&a, (size_t)p, 1, "the ranks' flags");
-            double base = 0;
+            if (pat == PAT_BORUVKA)
+                lightest_edges(&a, p);
+            double base = 0, base_local = 0;
             for (int route = 0; route < NROUTES; route++)
                 for (int agg = 0; agg < 3; agg++) {
                     if (!use_route[route] || !use_agg[agg])
@@ -458,6 +646,7 @@ int main(int argc, char **argv)
                     char err[256];
                     cr_sim_rank_fn fn = pat == PAT_OVERLOAD ? run_overload
                                       : pat == PAT_BFS    ? run_bfs
+                                      : pat == PAT_BORUVKA ? run_boruvka
                                                           : run_graph_pattern;
                     if (cr_sim_run(&so, fn, NULL, NULL, err, sizeof err))
                         app_error(&a, "%s, P=%d, %s, %s: %s", pattern_names[pat], p,
@@ -467,26 +656,40 @@ int main(int argc, char **argv)
                     uint64_t bad = 0;
                     for (int r = 0; r < p; r++)
                         bad += W.bad[r];
+                    if (pat == PAT_BORUVKA)
+                        bad += check_roots(W.vertices_per_rank * (uint64_t)p);
                     failed += bad != 0;
-                    row w = model(p, alpha, beta, gamma);
+                    local_costs lc = measure_costs(p);
+                    row w = model(p, alpha, beta, gamma, lc);
                     if (route == 0 && agg == 0)
-                        base = w.predicted;
-                    char ratio[32] = "-";
+                        base = w.predicted, base_local = w.with_local;
+                    char ratio[32] = "-", ratio_local[32] = "-";
                     if (base > 0)
                         snprintf(ratio, sizeof ratio, "%.2f", base / w.predicted);
-                    printf("| %s | %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.0f | %.3f | %s |%s\n",
+                    if (base_local > 0 && pat != PAT_BFS)
+                        snprintf(ratio_local, sizeof ratio_local, "%.2f", base_local / w.with_local);
+                    if (pat == PAT_BFS) /* its counts are the mailbox's, not the array's */
+                        w.write = w.exchange = w.read = w.with_local = 0;
+                    printf("| %s | %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.0f | %.3f | %s | "
+                           "%.3f | %.3f | %.3f | %.3f | %s |%s\n",
                            pattern_names[pat], p, route_names[route], agg_names[agg], w.msgs_max,
                            w.msgs_mean, w.bytes_max / 1024, w.bytes_mean / 1024, w.reached_max,
-                           w.predicted * 1e3, ratio, bad ? " WRONG" : "");
+                           w.predicted * 1e3, ratio, w.write * 1e3, w.exchange * 1e3,
+                           w.read * 1e3, w.with_local * 1e3, ratio_local, bad ? " WRONG" : "");
                     if (out)
-                        fprintf(out, "%s,%d,%llu,%s,%s,%.0f,%.2f,%.0f,%.1f,%.0f,%.6f,%s\n",
+                        fprintf(out, "%s,%d,%llu,%s,%s,%.0f,%.2f,%.0f,%.1f,%.0f,%.6f,%s,%.6f,%.6f,"
+                                "%.6f,%.6f,%.2f,%.2f,%.2f\n",
                                 pattern_names[pat], p,
                                 (unsigned long long)(pat ? vpr : entries), route_names[route],
                                 agg_names[agg], w.msgs_max, w.msgs_mean, w.bytes_max, w.bytes_mean,
-                                w.reached_max, w.predicted, bad ? "no" : "yes");
+                                w.reached_max, w.predicted, bad ? "no" : "yes", w.write,
+                                w.exchange, w.read, w.with_local, lc.write_ns, lc.hop_ns,
+                                lc.read_ns);
                     fflush(stdout);
                 }
             free(W.stats), free(W.bad), free(W.changed[0]), free(W.changed[1]);
+            free(W.lightest), free(W.root);
+            W.lightest = W.root = NULL;
         }
     if (out)
         fclose(out);

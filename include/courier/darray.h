@@ -152,6 +152,17 @@ typedef struct cr_darray_stats {
     uint64_t messages;          /* non-empty exchanges with other ranks (reads' replies
                                    included) */
     uint64_t bytes;             /* bytes in them */
+    /* Lock-step: this rank's local work in its steps, nanoseconds of the monotonic
+     * clock, never waiting for another rank (thesis Figure 5.2's phases): */
+    uint64_t write_ns;          /* the source's aggregation (sort or hash, and the
+                                   first dimension's buckets) of its writes and reads */
+    uint64_t hop_ns;            /* merging at the later hops and at the owner, and
+                                   the owner's applying and serving */
+    uint64_t read_ns;           /* splitting the replies on their way back and handing
+                                   them to the readers */
+    uint64_t hop_records;       /* records that reached this rank in the exchanges
+                                   towards the owners (what hop_ns merged) */
+    uint64_t read_records;      /* replies this rank split on their way back */
 } cr_darray_stats;
 void cr_darray_stats_get(const cr_darray *a, cr_darray_stats *out);
 void cr_darray_stats_reset(cr_darray *a);

@@ -25,6 +25,28 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* ---- local work, timed ------------------------------------------------------------ */
+
+/* The thesis's phases (section 5.4.1, Figure 5.2) as this rank's own work, timed
+ * between exchanges (nothing timed waits for another rank, so on the simulated
+ * transport each virtual rank's time is its own): the source's aggregation (write),
+ * the merging at hops and at the owner (hop), the split of replies (read). */
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Adds the time since *since to *phase and restarts the clock. */
+static void lap(uint64_t *phase, uint64_t *since)
+{
+    uint64_t t = now_ns();
+    *phase += t - *since;
+    *since = t;
+}
 
 /* ---- the grid ----------------------------------------------------------------- */
 
@@ -568,6 +590,7 @@ static void step_writes(cr_darray *a)
     size_t rec = write_rec(a), m = a->writes.len / rec;
     a->stats.requests += m;
     darray_bytes out = {0}, recv = {0}, final = {0};
+    uint64_t clock = now_ns();
     if (a->opts.aggregation == CR_DARRAY_AGG_SORT) /* sorted once, at the source */
         sort_by_index(a->writes.data, m, rec, a->n);
     const char *in = a->writes.data;
@@ -580,7 +603,10 @@ static void step_writes(cr_darray *a)
         count_merged(a, d, m, u);
         seg = cr_xrealloc(seg, (size_t)g->dims[d] * sizeof *seg);
         nseg = g->dims[d];
+        lap(d == 0 ? &a->stats.write_ns : &a->stats.hop_ns, &clock);
         m = exchange_dim(a, d, out.data, counts, rec, &recv, seg, false);
+        clock = now_ns();
+        a->stats.hop_records += m;
         in = recv.data;
     }
     /* Writes to one element from different senders of the last exchange meet here:
@@ -592,6 +618,7 @@ static void step_writes(cr_darray *a)
         const char *r = final.data + j * rec;
         cr_darray_apply(a, elem_at(a, index_of(r)), r + voff);
     }
+    lap(g->ndims == 0 ? &a->stats.write_ns : &a->stats.hop_ns, &clock);
     free(seg);
     free(counts);
     darray_bytes_free(&out);
@@ -683,6 +710,7 @@ static void step_reads(cr_darray *a)
     size_t nq = a->reads.len / sizeof(read_entry), e = a->elem;
     read_entry *q = (read_entry *)a->reads.data;
     a->stats.requests += nq;
+    uint64_t clock = now_ns();
     if (a->opts.aggregation == CR_DARRAY_AGG_SORT)
         sort_by_index((char *)q, nq, sizeof *q, a->n);
     frame *fr = cr_xcalloc((size_t)g->ndims + 1, sizeof *fr);
@@ -706,7 +734,10 @@ static void step_reads(cr_darray *a)
         count_merged(a, d, f->nR, u);
         next->rseg = cr_xmalloc((size_t)n * sizeof *next->rseg);
         next->nrseg = n;
+        lap(d == 0 ? &a->stats.write_ns : &a->stats.hop_ns, &clock);
         next->nR = exchange_dim(a, d, f->U.data, f->scounts, 8, &next->R, next->rseg, false);
+        clock = now_ns();
+        a->stats.hop_records += next->nR;
     }
     /* The owner merges what reached it from its partners of the last dimension (and
      * itself), reads each element once, and splits the values as any hop does. */
@@ -727,6 +758,7 @@ static void step_reads(cr_darray *a)
     char *vals = darray_bytes_grow(&vu, served * e);
     for (size_t j = 0; j < served; j++)
         memcpy(vals + j * e, elem_at(a, rk[j]), e);
+    lap(g->ndims == 0 ? &a->stats.write_ns : &a->stats.hop_ns, &clock);
     if (a->opts.aggregation == CR_DARRAY_AGG_NONE)
         memcpy(v.data, vu.data, served * e);
     else
@@ -734,13 +766,17 @@ static void step_reads(cr_darray *a)
     /* and the replies go back the way the requests came, split at every hop */
     for (int d = g->ndims - 1; d >= 0; d--) {
         frame *f = &fr[d];
+        lap(&a->stats.read_ns, &clock);
         exchange_dim(a, d, v.data, fr[d + 1].rseg, e, &vu, f->scounts, true);
+        clock = now_ns();
         v.len = 0;
         darray_bytes_grow(&v, f->nR * e);
         split_replies(a, f, vu.data, v.data);
+        a->stats.read_records += f->nR;
     }
     for (size_t j = 0; j < nq; j++)
         memcpy(q[j].dst, v.data + j * e, e);
+    lap(&a->stats.read_ns, &clock);
     for (int d = 0; d <= g->ndims; d++)
         frame_free(&fr[d]);
     free(fr);
