@@ -254,32 +254,34 @@ static void fresh_stamp(cr_sim_world *w)
     }
 }
 
+/* A deliverable block chosen by the seed among the first CHOOSE_CHOICES of this
+ * rank's phase (each the oldest of its sender), looking at CHOOSE_WALK blocks at
+ * most: a rank with thousands of blocks queued does not walk them all per receive
+ * (the same window as an any-source probe of the channels, below). */
+#define CHOOSE_WALK 256
+#define CHOOSE_CHOICES 8
+
 static block *choose(sim_transport *s)
 {
     cr_sim_world *w = s->w;
     shared_comm *sc = s->sc;
     int r = s->base.rank;
     fresh_stamp(w);
-    size_t eligible = 0;
-    for (block *b = sc->inbox_head[r]; b; b = b->next)
-        if (b->phase == s->phase && w->stamp[b->src] != w->stamp_gen) {
-            w->stamp[b->src] = w->stamp_gen;
-            eligible++;
-        }
-    if (eligible == 0)
-        return NULL;
-    size_t pick = (size_t)cr_rng_bounded(cr_rng_next(&w->rng), eligible);
-    fresh_stamp(w); /* the second pass counts the same eligible blocks again */
+    block *before[CHOOSE_CHOICES]; /* the block ahead of each choice (NULL: the head) */
+    int n = 0, walked = 0;
     block *prev = NULL;
-    for (block **link = &sc->inbox_head[r]; *link; prev = *link, link = &(*link)->next) {
-        block *b = *link;
+    for (block *b = sc->inbox_head[r]; b && n < CHOOSE_CHOICES && walked < CHOOSE_WALK;
+         prev = b, b = b->next, walked++) {
         if (b->phase != s->phase || w->stamp[b->src] == w->stamp_gen)
             continue;
         w->stamp[b->src] = w->stamp_gen;
-        if (pick-- == 0)
-            return unlink_block(sc, r, link, prev);
+        before[n++] = prev;
     }
-    return NULL;
+    if (n == 0)
+        return NULL;
+    int pick = (int)cr_rng_bounded(cr_rng_next(&w->rng), (uint64_t)n);
+    block **link = before[pick] ? &before[pick]->next : &sc->inbox_head[r];
+    return unlink_block(sc, r, link, before[pick]);
 }
 
 /* A receive buffer of at least `len` bytes (its capacity in *cap). */
@@ -428,7 +430,7 @@ static void allreduce_double(cr_transport *t, const double *in, double *out, int
 typedef struct chan_op chan_op;
 
 typedef struct chan_msg {
-    struct chan_msg *next;
+    struct chan_msg *next, *prev; /* the receiver's list, in sending order */
     uint64_t arrives; /* the scheduling step from which the receiver can see it */
     int src, tag;
     char *data;
@@ -532,6 +534,7 @@ static void chan_isend(cr_chan *ch, int dest, int tag, const void *buf, size_t l
         memcpy(m->data, buf, len);
     op->done = !synchronous;
     sim_chan_shared *sh = ch->sh;
+    m->prev = sh->tail[dest];
     if (sh->tail[dest])
         sh->tail[dest]->next = m;
     else
@@ -540,15 +543,20 @@ static void chan_isend(cr_chan *ch, int dest, int tag, const void *buf, size_t l
     w->progress++;
 }
 
-/* Take message *link out of this rank's list, copy it into buf (at most cap bytes)
- * and free it; its synchronous sender completes. */
-static size_t take_msg(cr_chan *ch, chan_msg **link, chan_msg *prev, void *buf, size_t cap)
+/* Take message m out of this rank's list (in O(1): the list is doubly linked, so a
+ * rank with thousands of queued messages does not walk them per receive), copy it
+ * into buf (at most cap bytes) and free it; its synchronous sender completes. */
+static size_t take_msg(cr_chan *ch, chan_msg *m, void *buf, size_t cap)
 {
     int me = ch->s->base.rank;
-    chan_msg *m = *link;
-    *link = m->next;
-    if (ch->sh->tail[me] == m)
-        ch->sh->tail[me] = prev;
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        ch->sh->head[me] = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    else
+        ch->sh->tail[me] = m->prev;
     if (m->len > cap)
         cr_fatal("internal error: a channel message of %zu bytes for a receive of %zu",
                  m->len, cap);
@@ -565,17 +573,11 @@ static size_t take_msg(cr_chan *ch, chan_msg **link, chan_msg *prev, void *buf, 
 
 /* The oldest message from src under tag at this rank, if it has arrived: its link
  * and predecessor (a later one of the same sender and tag never overtakes it). */
-static chan_msg **find_msg(cr_chan *ch, int src, int tag, chan_msg **prev_out)
+static chan_msg *find_msg(cr_chan *ch, int src, int tag)
 {
-    chan_msg *prev = NULL;
-    for (chan_msg **link = &ch->sh->head[ch->s->base.rank]; *link;
-         prev = *link, link = &(*link)->next)
-        if ((*link)->tag == tag && (*link)->src == src) {
-            if ((*link)->arrives > ch->s->w->steps)
-                return NULL;
-            *prev_out = prev;
-            return link;
-        }
+    for (chan_msg *m = ch->sh->head[ch->s->base.rank]; m; m = m->next)
+        if (m->tag == tag && m->src == src)
+            return m->arrives > ch->s->w->steps ? NULL : m;
     return NULL;
 }
 
@@ -585,15 +587,14 @@ static void match_posted(cr_chan *ch)
     chan_op *before = NULL;
     for (chan_op *op = ch->posted, *next; op; op = next) {
         next = op->next_posted;
-        chan_msg *prev;
-        chan_msg **link = find_msg(ch, op->src, op->tag, &prev);
-        if (!link) {
+        chan_msg *msg = find_msg(ch, op->src, op->tag);
+        if (!msg) {
             before = op;
             continue;
         }
         if (op->npieces) {
             char *flat = cr_xmalloc(op->len ? op->len : 1);
-            take_msg(ch, link, prev, flat, op->len);
+            take_msg(ch, msg, flat, op->len);
             size_t at = 0;
             for (int k = 0; k < op->npieces; k++) {
                 memcpy(op->buf + op->offs[k], flat + at, op->lens[k]);
@@ -601,7 +602,7 @@ static void match_posted(cr_chan *ch)
             }
             free(flat);
         } else {
-            take_msg(ch, link, prev, op->buf, op->len);
+            take_msg(ch, msg, op->buf, op->len);
         }
         op->done = true;
         if (before)
@@ -673,37 +674,46 @@ static void chan_irecvv(cr_chan *ch, int src, int tag, char *base, const size_t 
     post_recv(ch, op);
 }
 
+/* An any-source probe looks at this many of the oldest queued messages at most and
+ * picks by the seed among the first PROBE_CHOICES that may be taken, so that a rank
+ * with thousands of messages queued (direct routing at P = 4096) does not walk them
+ * all per probe. Messages further back wait for those ahead to be taken or to
+ * arrive, as in a network that delivers roughly in order; every interleaving of the
+ * oldest few stays possible. */
+#define PROBE_WALK 256
+#define PROBE_CHOICES 8
+
+/* Up to PROBE_CHOICES messages under `tag` that may be taken now (arrived, and the
+ * oldest of their sender: a later one never overtakes it), oldest first. */
+static int probe_choices(cr_chan *ch, int tag, chan_msg **choice)
+{
+    cr_sim_world *w = ch->s->w;
+    fresh_stamp(w);
+    int n = 0, walked = 0;
+    for (chan_msg *x = ch->sh->head[ch->s->base.rank]; x && n < PROBE_CHOICES &&
+                                                        walked < PROBE_WALK;
+         x = x->next, walked++) {
+        if (x->tag != tag || w->stamp[x->src] == w->stamp_gen)
+            continue;
+        w->stamp[x->src] = w->stamp_gen;
+        if (x->arrives <= w->steps)
+            choice[n++] = x;
+    }
+    return n;
+}
+
 static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
 {
     match_posted(ch);
     cr_sim_world *w = ch->s->w;
     chan_msg *found = NULL;
     if (src != CR_CHAN_ANY_SOURCE) {
-        chan_msg *prev;
-        chan_msg **link = find_msg(ch, src, tag, &prev);
-        found = link ? *link : NULL;
+        found = find_msg(ch, src, tag);
     } else {
-        /* the oldest message of each source is eligible; pick one by the seed */
-        fresh_stamp(w);
-        size_t eligible = 0;
-        for (chan_msg *x = ch->sh->head[ch->s->base.rank]; x; x = x->next)
-            if (x->tag == tag && w->stamp[x->src] != w->stamp_gen) {
-                w->stamp[x->src] = w->stamp_gen;
-                eligible += x->arrives <= w->steps;
-            }
-        if (eligible) {
-            size_t pick = (size_t)cr_rng_bounded(cr_rng_next(&w->rng), eligible);
-            fresh_stamp(w);
-            for (chan_msg *x = ch->sh->head[ch->s->base.rank]; x; x = x->next) {
-                if (x->tag != tag || w->stamp[x->src] == w->stamp_gen)
-                    continue;
-                w->stamp[x->src] = w->stamp_gen;
-                if (x->arrives <= w->steps && pick-- == 0) {
-                    found = x;
-                    break;
-                }
-            }
-        }
+        chan_msg *choice[PROBE_CHOICES];
+        int n = probe_choices(ch, tag, choice);
+        if (n)
+            found = choice[cr_rng_bounded(cr_rng_next(&w->rng), (uint64_t)n)];
     }
     if (!found)
         return false;
@@ -714,18 +724,13 @@ static bool chan_probe(cr_chan *ch, int src, int tag, cr_chan_msg *m)
     return true;
 }
 
+/* The message chan_probe found: nothing on this rank takes messages between the
+ * two calls, so it is still queued. */
 static void chan_recv_probed(cr_chan *ch, cr_chan_msg *m, void *buf)
 {
     chan_msg *want;
     memcpy(&want, m->opaque, sizeof want);
-    chan_msg *prev = NULL;
-    for (chan_msg **link = &ch->sh->head[ch->s->base.rank]; *link;
-         prev = *link, link = &(*link)->next)
-        if (*link == want) {
-            take_msg(ch, link, prev, buf, m->len);
-            return;
-        }
-    cr_fatal("internal error: a probed channel message is gone");
+    take_msg(ch, want, buf, m->len);
 }
 
 /* Join call `gen` of collective `kind`; the slot it is in. */
