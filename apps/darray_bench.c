@@ -9,6 +9,7 @@
  * rank, requests merged and requests reaching their owners, and the speedup over
  * lock-step direct without aggregation. */
 #include "cli.h"
+#include "shapes.h"
 #include "lightest.h"
 #include <courier/rng.h>
 
@@ -38,7 +39,9 @@ static const char usage[] =
     "  --entries E       overload: entries per rank (default 256; the thesis also\n"
     "                    uses 8192)\n"
     "  --routes L        lock-step routes: comma list of direct, grid, hypercube\n"
-    "                    (default all three)\n"
+    "                    (default those three), and the thesis's six-dimension grids\n"
+    "                    increase, decrease, hourglass, inverse-hourglass (P a power\n"
+    "                    of two >= 64; 2x2x2x4x8x16 ... at 4096, scaled for other P)\n"
     "  --aggregations L  comma list of none, hash, sort (default all three)\n"
     "  --modes L         lockstep, async or both (default both); async runs on the\n"
     "                    mailbox under each route of --routes (grid and hypercube as\n"
@@ -53,7 +56,19 @@ static const char usage[] =
 
 enum { PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_OVERLOAD, NPATTERNS };
 static const char *const pattern_names[] = {"neighborhood", "doubling", "overload", NULL};
-static const char *const route_names[] = {"direct", "grid", "hypercube", NULL};
+static const char *const route_names[] = {"direct", "grid", "hypercube", "increase", "decrease",
+                                          "hourglass", "inverse-hourglass", NULL};
+#define NROUTES 7
+#define ROUTE_SHAPES 3 /* from here: the thesis's six-dimension grids (apps/common/shapes.h) */
+
+/* The route spec of route number `route` at p ranks (shapes checked in main). */
+static void route_spec(int route, int p, char *spec, size_t len)
+{
+    if (route >= ROUTE_SHAPES)
+        app_shape_spec(route_names[route], p, spec, len);
+    else
+        snprintf(spec, len, "%s", route_names[route]);
+}
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
 static const char *const mode_names[] = {"lockstep", "async", "both", NULL};
 static const char *const gen_names[] = {"rmat", "gnm", "rgg", NULL};
@@ -223,7 +238,9 @@ static cr_comm *comm_for(bench *b, int lockstep, int route)
     cr_config cfg;
     app_config_from_env(&b->a, &cfg);
     if (!lockstep) {
-        app_parse_route(&b->a, route_names[route], &cfg);
+        char spec[128];
+        route_spec(route, b->a.size, spec, sizeof spec);
+        app_parse_route(&b->a, spec, &cfg);
         cfg.node_size = route ? b->node_size : 0;
     }
     return cr_comm_create(MPI_COMM_WORLD, &cfg);
@@ -234,8 +251,11 @@ static result measure(bench *b, int pattern, int lockstep, int route, int agg)
     cr_comm *comm = comm_for(b, lockstep, route);
     cr_darray_opts o;
     cr_darray_opts_init(&o);
-    if (lockstep)
-        cr_route_parse(route_names[route], &o.route, NULL, 0);
+    if (lockstep) {
+        char spec[128];
+        route_spec(route, b->a.size, spec, sizeof spec);
+        cr_route_parse(spec, &o.route, NULL, 0);
+    }
     o.aggregation = (cr_darray_aggregation)agg;
     if (pattern == PAT_OVERLOAD)
         o.merge = CR_DARRAY_ADD, o.type = CR_DEDUP_UINT64;
@@ -304,7 +324,7 @@ int main(int argc, char **argv)
 {
     bench b = {.reps = 3, .entries = 256, .node_size = 2};
     app_init(&b.a, "darray_bench", usage, &argc, &argv);
-    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[3] = {1, 1, 1}, want_agg[3] = {1, 1, 1};
+    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[NROUTES] = {1, 1, 1, 0, 0, 0, 0}, want_agg[3] = {1, 1, 1};
     int modes = 2, generator = 0;
     uint64_t vpr = 1u << 13, seed = 1;
     double edgefactor = 16;
@@ -329,7 +349,7 @@ int main(int argc, char **argv)
         case 'v': vpr = app_parse_u64(&b.a, "--vertices-per-rank", optarg, 1, 1u << 30); break;
         case 'e': edgefactor = app_parse_double(&b.a, "--edgefactor", optarg, 1, 1024); break;
         case 'E': b.entries = app_parse_u64(&b.a, "--entries", optarg, 1, 1u << 24); break;
-        case 'R': parse_list(&b.a, "--routes", optarg, route_names, want_route, 3); break;
+        case 'R': parse_list(&b.a, "--routes", optarg, route_names, want_route, NROUTES); break;
         case 'A': parse_list(&b.a, "--aggregations", optarg, agg_names, want_agg, 3); break;
         case 'm': modes = app_parse_choice(&b.a, "--modes", optarg, mode_names); break;
         case 'N': b.node_size = (unsigned)app_parse_u64(&b.a, "--node-size", optarg, 1, 65536); break;
@@ -339,6 +359,11 @@ int main(int argc, char **argv)
         }
     }
     app_no_operands(&b.a, argc, argv);
+    for (int rt = ROUTE_SHAPES; rt < NROUTES; rt++) {
+        char why[160];
+        if (want_route[rt] && app_shape_spec(route_names[rt], b.a.size, why, sizeof why))
+            app_usage_error(&b.a, "--routes: %s", why);
+    }
     csv = sh.csv;
     seed = sh.seed;
     if (sh.stats)
@@ -390,7 +415,7 @@ int main(int argc, char **argv)
         for (int mode = 0; mode < 2; mode++) {
             if (modes != 2 && modes != mode)
                 continue;
-            for (int rt = 0; rt < 3; rt++) {
+            for (int rt = 0; rt < NROUTES; rt++) {
                 if (!want_route[rt])
                     continue;
                 for (int agg = 0; agg < 3; agg++) {

@@ -13,6 +13,7 @@
  * R-MAT graph built on the virtual ranks. */
 #include "cli.h"
 #include "lightest.h"
+#include "shapes.h"
 
 #include <courier.h>
 
@@ -50,7 +51,12 @@ static const char usage[] =
     "                    (default 256; the thesis also uses 8192)\n"
     "  --routes L        direct, grid (2D), grid3 (3D), hypercube, nlnr (the BFS\n"
     "                    only: the mailbox's node-aware route, nodes of 48 ranks; the\n"
-    "                    lock-step darray has no node-aware stage) (default all)\n"
+    "                    lock-step darray has no node-aware stage) (default those);\n"
+    "                    and the thesis's six-dimension grids increase (2x2x2x4x8x16\n"
+    "                    at 4096), decrease, hourglass (8x4x2x2x4x8), inverse-hourglass\n"
+    "                    (2x4x8x8x4x2), scaled for other P >= 64. direct with sort is\n"
+    "                    the thesis's plain all-to-all (sorted by recipient and index,\n"
+    "                    merged locally, one exchange)\n"
     "  --aggregations L  none, hash, sort (default all)\n"
     "  --alpha US        microseconds per message (default 2: an off-node start-up)\n"
     "  --beta NS         nanoseconds per byte (default 0.1: 10 GB/s)\n"
@@ -64,9 +70,12 @@ static const char usage[] =
     "save memory. The darray's counts do not depend on them (its graph is built over\n"
     "a hypercube comm); the BFS's do.\n";
 
-static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", "nlnr", NULL};
-#define NROUTES 5
+static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", "nlnr",
+                                          "increase", "decrease", "hourglass",
+                                          "inverse-hourglass", NULL};
+#define NROUTES 9
 #define ROUTE_NLNR 4  /* the mailbox's node-aware route: the BFS only */
+#define ROUTE_SHAPES 5 /* from here: the thesis's six-dimension grids (apps/common/shapes.h) */
 #define NLNR_NODE 48  /* ranks per node under nlnr */
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
 static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", "bfs",
@@ -111,6 +120,17 @@ static void grid3(int p, char *spec, size_t len)
     snprintf(spec, len, "grid:%dx%dx%d", 1 << a, 1 << b, 1 << c);
 }
 
+/* The route spec of route number `route` at p ranks (the shapes checked in main). */
+static void route_spec(int route, int p, char *spec, size_t len)
+{
+    if (route == 2)
+        grid3(p, spec, len);
+    else if (route >= ROUTE_SHAPES)
+        app_shape_spec(route_names[route], p, spec, len);
+    else
+        snprintf(spec, len, "%s", route_names[route]);
+}
+
 /* The array's options for this run: the merge rule, the route (3D grid dimensions
  * for P), the aggregation. */
 static cr_darray_opts array_opts(int p, cr_darray_merge merge)
@@ -120,11 +140,8 @@ static cr_darray_opts array_opts(int p, cr_darray_merge merge)
     o.merge = merge;
     o.type = CR_DEDUP_UINT64;
     o.aggregation = (cr_darray_aggregation)W.agg;
-    char spec[64];
-    if (W.route == 2)
-        grid3(p, spec, sizeof spec);
-    else
-        snprintf(spec, sizeof spec, "%s", route_names[W.route]);
+    char spec[128];
+    route_spec(W.route, p, spec, sizeof spec);
     cr_route_parse(spec, &o.route, NULL, 0);
     return o;
 }
@@ -438,15 +455,13 @@ static cr_config base_config;
 static void route_config(int p, int route, bool comm_routes, cr_config *cfg)
 {
     *cfg = base_config;
-    char spec[64];
+    char spec[128];
     if (!comm_routes)
         snprintf(spec, sizeof spec, "hypercube");
     else if (route == ROUTE_NLNR)
         snprintf(spec, sizeof spec, "nlnr"), cfg->node_size = NLNR_NODE;
-    else if (route == 2)
-        grid3(p, spec, sizeof spec);
     else
-        snprintf(spec, sizeof spec, "%s", route_names[route]);
+        route_spec(route, p, spec, sizeof spec);
     char err[256];
     if (cr_route_parse(spec, &cfg->route, err, sizeof err)) {
         fprintf(stderr, "scale_model: %s\n", err);
@@ -539,7 +554,7 @@ int main(int argc, char **argv)
     uint64_t ranks[16] = {64, 256, 1024, 4096}, entries = 256;
     int nranks = 4;
     double alpha = 2, beta = 0.1, gamma = 10;
-    int use_route[NROUTES] = {1, 1, 1, 1, 1}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0, 0};
+    int use_route[NROUTES] = {1, 1, 1, 1, 1, 0, 0, 0, 0}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0, 0};
     uint64_t vpr = 1024;
     double edgefactor = 16;
     const char *csv = NULL;
@@ -598,6 +613,12 @@ int main(int argc, char **argv)
                                 "its packed edges can name", (unsigned long long)ranks[k],
                                 (unsigned long long)(vpr * ranks[k]));
     }
+    for (int route = ROUTE_SHAPES; route < NROUTES; route++)
+        for (int k = 0; k < nranks && use_route[route]; k++) {
+            char why[160];
+            if (app_shape_spec(route_names[route], (int)ranks[k], why, sizeof why))
+                app_usage_error(&a, "--routes: %s", why);
+        }
     app_require_one_process(&a, "runs its virtual ranks");
     char cfg_err[256];
     cr_config_init(&base_config);
