@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage[] =
     "Usage: scale_model [options]        (one process: do not start it with mpirun)\n"
@@ -39,8 +40,9 @@ static const char usage[] =
     "                    overload); bfs: the level-synchronous search on the mailbox,\n"
     "                    routed by the route, aggregation none or hash (visits merged\n"
     "                    at hops); boruvka: doubling at the thesis's size, the graph\n"
-    "                    never stored (its edges generated in chunks, each vertex's\n"
-    "                    lightest kept), the roots checked against the lightest edges\n"
+    "                    never stored (one pass over its generated edges keeps each\n"
+    "                    vertex's lightest), the roots checked against the lightest\n"
+    "                    edges\n"
     "  --ranks L         comma list of virtual rank counts, powers of two (default\n"
     "                    64,256,1024,4096)\n"
     "  --vertices-per-rank V  the graph patterns: R-MAT vertices per rank (default\n"
@@ -97,6 +99,14 @@ typedef struct world {
 } world;
 
 static world W;
+
+/* Wall-clock seconds, for the progress lines on stderr. */
+static double wall_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 /* calloc for the virtual ranks (no app handle there): one line and exit on failure. */
 static void *xcalloc(size_t count, size_t size)
@@ -261,8 +271,8 @@ static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
 
 /* ---- Boruvka's first round at the thesis's size ------------------------------------ */
 
-/* The graph of the boruvka pattern is never stored: its edges are generated in
- * chunks and only each vertex's lightest edge is kept. An edge's weight is the high
+/* The graph of the boruvka pattern is never stored: its edges are generated a
+ * million at a time and only each vertex's lightest edge is kept. An edge's weight is the high
  * half of app_edge_weight, packed above the other end's id, so that the minimum of
  * the packed words is the lightest edge, ties to the smaller neighbour. */
 #define NO_EDGE UINT64_MAX
@@ -272,62 +282,39 @@ static uint64_t packed_edge(uint64_t u, uint64_t v)
     return (app_edge_weight(u, v) >> 32) << 32 | v;
 }
 
-/* Edges a virtual rank generates per chunk: about 2^25 in flight over all ranks. */
-static uint64_t chunks_per_rank(int p)
+/* The first pointers of the boruvka pattern, for every vertex (W.lightest), found
+ * in one pass over the generated R-MAT edges, a million at a time (part k of K of
+ * the generator is a contiguous block of its edges, so the graph is the one any
+ * number of ranks generates). Setup, outside the simulation: the thesis finds the
+ * lightest edges locally and times only the pointer doubling's array accesses.
+ * Returns 0, or -1 with the generator's refusal in W.error. */
+static int find_lightest(uint64_t n)
 {
-    uint64_t per_rank = (uint64_t)llround(W.edgefactor * (double)W.vertices_per_rank);
-    uint64_t chunk = ((uint64_t)1 << 25) / (uint64_t)p;
-    chunk = chunk < 256 ? 256 : chunk;
-    return (per_rank + chunk - 1) / chunk;
-}
-
-/* The first pointers of the boruvka pattern, for every vertex (W.lightest): each rank
- * generates its share of the R-MAT edges chunk by chunk (rank r's chunk k is part
- * r*K + k of P*K, so the graph is the one P ranks generate) and writes both ends'
- * packed edges into an array that keeps the minimum. Not counted: the thesis times
- * only the pointer doubling's array accesses. */
-static void run_lightest(cr_comm *comm, void *user)
-{
-    (void)user;
-    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
-    uint64_t n = W.vertices_per_rank * (uint64_t)p, chunks = chunks_per_rank(p);
-    cr_darray_opts o;
-    cr_darray_opts_init(&o);
-    o.merge = CR_DARRAY_MIN;
-    o.type = CR_DEDUP_UINT64;
-    o.aggregation = CR_DARRAY_AGG_SORT;
-    cr_route_parse("grid", &o.route, NULL, 0);
-    cr_darray *a = cr_darray_create(comm, n, 8, &o);
-    uint64_t first, count, *best = cr_darray_local(a, &first, &count);
-    for (uint64_t i = 0; i < count; i++)
-        best[i] = NO_EDGE;
+    for (uint64_t u = 0; u < n; u++)
+        W.lightest[u] = NO_EDGE;
     cr_gen_params gp;
     cr_graph_gen_params_init(&gp);
     gp.scale = (int)lround(log2((double)n));
     gp.edgefactor = W.edgefactor;
-    for (uint64_t k = 0; k < chunks; k++) {
-        cr_edge_list edges = {0};
-        char err[256];
-        if (cr_graph_generate(&gp, (int)((uint64_t)me * chunks + k), (int)((uint64_t)p * chunks),
-                              &edges, err, sizeof err)) {
-            snprintf(W.error, sizeof W.error, "%s", err);
-            chunks = k; /* every rank fails alike: the same steps on each */
-            break;
-        }
-        for (size_t e = 0; e < edges.count; e++) {
-            uint64_t u = edges.edges[e].u, v = edges.edges[e].v;
+    uint64_t edges = (uint64_t)llround(W.edgefactor * (double)n);
+    int parts = (int)((edges >> 20) + 1);
+    for (int k = 0; k < parts; k++) {
+        cr_edge_list list = {0};
+        if (cr_graph_generate(&gp, k, parts, &list, W.error, sizeof W.error))
+            return -1;
+        for (size_t e = 0; e < list.count; e++) {
+            uint64_t u = list.edges[e].u, v = list.edges[e].v;
             if (u == v)
                 continue;
             uint64_t to_u = packed_edge(u, v), to_v = packed_edge(v, u);
-            cr_darray_write(a, u, &to_u);
-            cr_darray_write(a, v, &to_v);
+            W.lightest[u] = to_u < W.lightest[u] ? to_u : W.lightest[u];
+            W.lightest[v] = to_v < W.lightest[v] ? to_v : W.lightest[v];
         }
-        cr_graph_edges_free(&edges);
-        cr_darray_step(a);
+        cr_graph_edges_free(&list);
     }
-    for (uint64_t i = 0; i < count; i++)
-        W.lightest[first + i] = best[i] == NO_EDGE ? first + i : (best[i] & UINT32_MAX);
-    cr_darray_destroy(a);
+    for (uint64_t u = 0; u < n; u++)
+        W.lightest[u] = W.lightest[u] == NO_EDGE ? u : (W.lightest[u] & UINT32_MAX);
+    return 0;
 }
 
 /* Boruvka's first round as the thesis benchmarks it (section 5.4.1): from the
@@ -529,22 +516,17 @@ static row model(int p, double alpha_us, double beta_ns, double gamma_ns, local_
     return w;
 }
 
-/* The boruvka pattern's lightest edges for P ranks, once for all its runs (one
- * simulated run of their own, on a hypercube comm). */
+/* The boruvka pattern's lightest edges for P ranks, once for all its runs. */
 static void lightest_edges(app *a, int p)
 {
     uint64_t n = W.vertices_per_rank * (uint64_t)p;
     W.lightest = app_calloc(a, n, 8, "the lightest edges (8 bytes per vertex)");
     W.root = app_calloc(a, n, 8, "the roots (8 bytes per vertex)");
-    cr_config cfg;
-    route_config(p, 3, false, &cfg);
-    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = &cfg};
-    char err[256];
-    W.error[0] = 0;
-    if (cr_sim_run(&so, run_lightest, NULL, NULL, err, sizeof err))
-        app_error(a, "boruvka, P=%d, the lightest edges: %s", p, err);
-    if (W.error[0])
+    double started = wall_seconds();
+    if (find_lightest(n))
         app_error(a, "boruvka, P=%d: %s", p, W.error);
+    fprintf(stderr, "scale_model: boruvka, P=%d: the lightest edges of %llu vertices in %.1f s\n",
+            p, (unsigned long long)n, wall_seconds() - started);
 }
 
 int main(int argc, char **argv)
@@ -669,6 +651,7 @@ int main(int argc, char **argv)
                                       : pat == PAT_BFS    ? run_bfs
                                       : pat == PAT_BORUVKA ? run_boruvka
                                                           : run_graph_pattern;
+                    double started = wall_seconds();
                     if (cr_sim_run(&so, fn, NULL, NULL, err, sizeof err))
                         app_error(&a, "%s, P=%d, %s, %s: %s", pattern_names[pat], p,
                                   route_names[route], agg_names[agg], err);
@@ -706,6 +689,9 @@ int main(int argc, char **argv)
                                 w.reached_max, w.predicted, bad ? "no" : "yes", w.write,
                                 w.exchange, w.read, w.with_local, lc.write_ns, lc.hop_ns,
                                 lc.read_ns);
+                    fprintf(stderr, "scale_model: %s, P=%d, %s, %s: simulated in %.1f s\n",
+                            pattern_names[pat], p, route_names[route], agg_names[agg],
+                            wall_seconds() - started);
                     fflush(stdout);
                 }
             free(W.stats), free(W.bad), free(W.changed[0]), free(W.changed[1]);
