@@ -128,6 +128,16 @@ static size_t piece_bytes(const cr_darray *a)
     return buf > 64 + sizeof(segment_head) ? buf - sizeof(segment_head) : 64;
 }
 
+/* What each partner sent in this stage (exchanges by the mailbox only): one entry
+ * per coordinate of the largest dimension, made on first use, since under direct
+ * routing it is P entries per rank. */
+static darray_bytes *staging_of(cr_darray *a)
+{
+    if (!a->staging)
+        a->staging = cr_xcalloc((size_t)a->staging_width, sizeof *a->staging);
+    return a->staging;
+}
+
 static void on_segment(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
     (void)comm;
@@ -141,7 +151,7 @@ static void on_segment(cr_comm *comm, int src, const void *payload, size_t len, 
         cr_fatal("cr_darray_step: rank %d sent a segment of exchange %u from coordinate %u, "
                  "but this rank is at exchange %u (every rank must make the same steps)",
                  src, h.seq, h.from, a->stage_seq);
-    darray_bytes *b = &a->staging[h.from];
+    darray_bytes *b = &staging_of(a)[h.from];
     if (h.offset != b->len) /* the mailbox keeps one sender's records in order, as MPI */
         cr_fatal("cr_darray_step: internal error: a piece of rank %d's segment arrived at "
                  "offset %llu, after %zu bytes", src, (unsigned long long)h.offset, b->len);
@@ -155,8 +165,8 @@ void cr_darray_exchange_register(cr_darray *a)
     for (int d = 0; d < a->grid.ndims; d++)
         width = a->grid.dims[d] > width ? a->grid.dims[d] : width;
     a->staging_width = width;
-    a->staging = cr_xcalloc((size_t)width, sizeof *a->staging);
-    /* the staging exists before the handler can run (inside cr_register, for a
+    a->staging = NULL; /* made on first use: exchanges by the sparse exchange need none */
+    /* the width is known before the handler can run (inside cr_register, for a
      * faster rank's first step) */
     a->h_segment = cr_register(a->comm, on_segment, a);
 }
@@ -178,7 +188,7 @@ static size_t exchange_by_mailbox(cr_darray *a, int d, const char *send, const s
     lockstep_grid *g = &a->grid;
     int n = g->dims[d], me = coord(g, a->rank, d);
     uint32_t seq = a->stage_seq;
-    darray_bytes *stage = a->staging;
+    darray_bytes *stage = staging_of(a);
     size_t most = piece_bytes(a);
     char *piece = cr_xmalloc(sizeof(segment_head) + most);
     size_t off = 0;
@@ -224,59 +234,87 @@ static size_t exchange_by_mailbox(cr_darray *a, int d, const char *send, const s
 
 /* ---- exchanges by the sparse exchange ------------------------------------------ */
 
+/* A segment for this rank in one exchange: from the partner with coordinate j. */
+typedef struct arrival {
+    int j;
+    const char *data;
+    size_t len;
+} arrival;
+
+static int by_coordinate(const void *x, const void *y)
+{
+    int a = ((const arrival *)x)->j, b = ((const arrival *)y)->j;
+    return (a > b) - (a < b);
+}
+
 /* Dimension d's exchange by cr_nbx_exchange: the non-empty segments go to their
  * partners, and what arrives is put together in coordinate order (this rank's own
- * segment copied in place), as an all-to-all over the dimension would deliver it. */
+ * segment copied in place), as an all-to-all over the dimension would deliver it.
+ * Its memory follows the partners that send or receive, not the dimension's size
+ * (P under direct routing, where every virtual rank of a simulation would otherwise
+ * hold a few arrays of P at once). */
 static size_t exchange_sparse(cr_darray *a, int d, const char *send, const size_t *scounts,
                               size_t rec, darray_bytes *recv, size_t *rcounts, bool counts_known)
 {
     int n = a->grid.dims[d], me = coord(&a->grid, a->rank, d);
-    int *dests = cr_xmalloc((size_t)n * sizeof *dests);
-    const void **bufs = cr_xmalloc((size_t)n * sizeof *bufs);
-    const char **from = cr_xcalloc((size_t)n, sizeof *from);
-    size_t *sizes = cr_xmalloc(2 * (size_t)n * sizeof *sizes), *got = sizes + n, nout = 0, off = 0;
+    size_t nout = 0, off = 0, own = 0;
+    for (int j = 0; j < n; j++)
+        nout += j != me && scounts[j] > 0;
+    int *dests = cr_xmalloc((nout ? nout : 1) * sizeof *dests);
+    const void **bufs = cr_xmalloc((nout ? nout : 1) * sizeof *bufs);
+    size_t *sizes = cr_xmalloc((nout ? nout : 1) * sizeof *sizes), k = 0;
     for (int j = 0; j < n; j++) {
         size_t bytes = scounts[j] * rec;
-        got[j] = j == me ? bytes : 0;
-        from[j] = send + off;
-        if (j != me && bytes) {
-            dests[nout] = partner(a, d, j);
-            bufs[nout] = send + off;
-            sizes[nout++] = bytes;
+        if (j == me) {
+            own = off;
+        } else if (bytes) {
+            dests[k] = partner(a, d, j);
+            bufs[k] = send + off;
+            sizes[k++] = bytes;
         }
         off += bytes;
     }
     cr_nbx_result r;
     cr_nbx_exchange(a->comm, nout, dests, bufs, sizes, &r);
-    for (size_t k = 0; k < r.count; k++) {
+    arrival *in = cr_xmalloc((r.count + 1) * sizeof *in);
+    for (k = 0; k < r.count; k++) {
         int j = partner_coord(a, d, r.sources[k]);
-        if (j < 0 || j == me || got[j])
+        if (j < 0 || j == me)
             cr_fatal("cr_darray_step: rank %d sent a segment in exchange %u of dimension %d, "
                      "which it has no part in (every rank must make the same steps)",
                      r.sources[k], a->stage_seq, d);
-        got[j] = r.sizes[k];
-        from[j] = r.data[k];
+        in[k] = (arrival){j, r.data[k], r.sizes[k]};
     }
-    size_t total = 0;
+    in[r.count] = (arrival){me, send + own, scounts[me] * rec};
+    size_t nin = r.count + 1, total = 0;
+    qsort(in, nin, sizeof *in, by_coordinate);
+    for (k = 0; k + 1 < nin; k++)
+        if (in[k].j == in[k + 1].j)
+            cr_fatal("cr_darray_step: two segments from coordinate %d in exchange %u of "
+                     "dimension %d (every rank must make the same steps)", in[k].j,
+                     a->stage_seq, d);
+    /* the counts of every coordinate: those that sent nothing, 0 */
+    k = 0;
     for (int j = 0; j < n; j++) {
-        if (got[j] % rec || (counts_known && got[j] != rcounts[j] * rec))
+        size_t got = k < nin && in[k].j == j ? in[k++].len : 0;
+        if (got % rec || (counts_known && got != rcounts[j] * rec))
             cr_fatal("cr_darray_step: internal error: coordinate %d sent %zu bytes in "
-                     "exchange %u, not the records expected", j, got[j], a->stage_seq);
-        total += got[j];
+                     "exchange %u, not the records expected", j, got, a->stage_seq);
+        rcounts[j] = got / rec;
+        total += got;
     }
     recv->len = 0;
     char *to = darray_bytes_grow(recv, total ? total : 1);
     recv->len = total;
-    for (int j = 0; j < n; j++) {
-        if (got[j])
-            memcpy(to, from[j], got[j]);
-        to += got[j];
-        rcounts[j] = got[j] / rec;
+    for (k = 0; k < nin; k++) {
+        if (in[k].len)
+            memcpy(to, in[k].data, in[k].len);
+        to += in[k].len;
     }
     cr_nbx_result_free(&r);
+    free(in);
     free(dests);
     free(bufs);
-    free(from);
     free(sizes);
     a->stage_seq++;
     return total / rec;
