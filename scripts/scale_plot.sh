@@ -11,6 +11,11 @@
 #                       minutes and 2.5 GB for the overload pattern)
 #   GRAPH_RANKS=64,256,1024  the rank counts of the graph patterns (1024 takes
 #                       about 19 minutes and 9 GiB)
+#   BORUVKA_RANKS=64,256  the rank counts of the thesis's Boruvka benchmark (2^13
+#                       vertices and 2^17 edges per rank; 1024 takes about 6
+#                       minutes, 4096 about 17 minutes and 12.5 GiB); its plot,
+#                       OUT/scale_boruvka.png, is the thesis's Figure 5.1a: the
+#                       model's time with local work per route and aggregation
 #   FRESH=1             run the models even if the CSVs exist
 set -euo pipefail
 build=${1:-build}
@@ -21,7 +26,9 @@ overload="$out/scale_overload.csv"
 hist="$out/scale_histogram.csv"
 graph="$out/scale_graph.csv"
 graph_ranks=${GRAPH_RANKS:-64,256,1024}
-if [ "${FRESH:-0}" = 1 ]; then rm -f "$overload" "$hist" "$graph"; fi
+boruvka="$out/scale_boruvka.csv"
+boruvka_ranks=${BORUVKA_RANKS:-64,256}
+if [ "${FRESH:-0}" = 1 ]; then rm -f "$overload" "$hist" "$graph" "$boruvka"; fi
 if [ ! -s "$overload" ]; then
     "$build/apps/scale_model" --ranks "$ranks" --patterns overload --csv "$overload" >/dev/null
     echo "scale_plot: wrote $overload"
@@ -42,6 +49,12 @@ if [ ! -s "$graph" ]; then
     "$build/apps/scale_model" --ranks "$graph_ranks" --patterns neighborhood,doubling,bfs \
         --routes direct,grid,grid3,hypercube --aggregations none,hash --csv "$graph" >/dev/null
     echo "scale_plot: wrote $graph"
+fi
+if [ ! -s "$boruvka" ]; then
+    "$build/apps/scale_model" --ranks "$boruvka_ranks" --patterns boruvka \
+        --vertices-per-rank 8192 --edgefactor 16 --routes direct,grid,grid3,hypercube \
+        --aggregations none,sort --csv "$boruvka" >/dev/null
+    echo "scale_plot: wrote $boruvka"
 fi
 if ! command -v gnuplot >/dev/null; then
     echo "scale_plot: gnuplot not found, no plot (apt-get install gnuplot-nox)"
@@ -179,3 +192,60 @@ plot \$bd w lp t "direct", \$bg w lp t "2D grid", \$b3 w lp t "3D grid", \$bh w 
 unset multiplot
 GP
 echo "scale_plot: wrote $out/scale_model.png"
+series_boruvka() { # route aggregation column -> "P value in ms"
+    awk -F, -v r="$1" -v a="$2" -v c="$3" 'NR > 1 && $1 == "boruvka" && $4 == r &&
+        $5 == a { print $2, 1000 * $c }' "$boruvka" | sort -n
+}
+gnuplot <<GP
+set terminal pngcairo size 1400,600 noenhanced font ",11"
+set output "$out/scale_boruvka.png"
+set multiplot layout 1,2 title "Boruvka's first round, R-MAT, 2^13 vertices and 2^17 edges per rank (the thesis's Figure 5.1a); model times of the busiest rank, lower is better"
+set logscale x 2
+set logscale y 10
+set xlabel "virtual ranks P"
+set ylabel "predicted ms"
+set grid
+set key outside below vertical maxrows 4 font ",9"
+\$ln << EOD
+$(series_boruvka direct none 16)
+EOD
+\$ls << EOD
+$(series_boruvka direct sort 16)
+EOD
+\$lg << EOD
+$(series_boruvka grid sort 16)
+EOD
+\$l3 << EOD
+$(series_boruvka grid3 sort 16)
+EOD
+\$lhn << EOD
+$(series_boruvka hypercube none 16)
+EOD
+\$lh << EOD
+$(series_boruvka hypercube sort 16)
+EOD
+\$cn << EOD
+$(series_boruvka direct none 11)
+EOD
+\$cs << EOD
+$(series_boruvka direct sort 11)
+EOD
+\$cg << EOD
+$(series_boruvka grid sort 11)
+EOD
+\$c3 << EOD
+$(series_boruvka grid3 sort 11)
+EOD
+\$chn << EOD
+$(series_boruvka hypercube none 11)
+EOD
+\$ch << EOD
+$(series_boruvka hypercube sort 11)
+EOD
+set title "with local work (costs per record measured in each run)"
+plot \$ln w lp t "direct, none", \$ls w lp t "plain all-to-all (direct, sort)", \$lg w lp t "2D grid, sort", \$l3 w lp t "3D grid, sort", \$lhn w lp t "hypercube, none", \$lh w lp t "hypercube, sort"
+set title "counts only (alpha 2 us, beta 0.1 ns/B, gamma 10 ns)"
+plot \$cn w lp t "direct, none", \$cs w lp t "plain all-to-all (direct, sort)", \$cg w lp t "2D grid, sort", \$c3 w lp t "3D grid, sort", \$chn w lp t "hypercube, none", \$ch w lp t "hypercube, sort"
+unset multiplot
+GP
+echo "scale_plot: wrote $out/scale_boruvka.png"
