@@ -527,7 +527,10 @@ static void chan_isend(cr_chan *ch, int dest, int tag, const void *buf, size_t l
         cr_fatal("internal error: a channel message to rank %d of %d", dest, w->p);
     chan_op *op = new_op(r, OP_SEND);
     chan_msg *m = cr_xcalloc(1, sizeof *m);
-    *m = (chan_msg){.arrives = w->steps + cr_rng_bounded(cr_rng_next(&w->rng), 4 * (uint64_t)w->p + 1),
+    /* Visible after 0 to 4 P scheduling steps (about four turns of every rank), at most
+     * 4096: beyond 1024 ranks a longer delay only makes receivers look again. */
+    uint64_t delay = 4 * (uint64_t)(w->p < 1024 ? w->p : 1024);
+    *m = (chan_msg){.arrives = w->steps + cr_rng_bounded(cr_rng_next(&w->rng), delay + 1),
                     .src = ch->s->base.rank, .tag = tag, .len = len,
                     .data = cr_xmalloc(len ? len : 1), .sender = synchronous ? op : NULL};
     if (len)
