@@ -85,8 +85,8 @@ static inline uint32_t cr_outbufs_home(const cr_outbufs *o, int dest)
     return ((uint32_t)dest * UINT32_C(0x9E3779B1)) >> o->shift;
 }
 
-/* dest's entry, created on first use. */
-static inline cr_outbuf *cr_outbufs_at(cr_outbufs *o, int dest)
+/* dest's entry, or NULL if the sparse map has none. */
+static inline cr_outbuf *cr_outbufs_find(const cr_outbufs *o, int dest)
 {
     if (o->bufs)
         return &o->bufs[dest];
@@ -94,22 +94,23 @@ static inline cr_outbuf *cr_outbufs_at(cr_outbufs *o, int dest)
         if (o->keys[i] == dest)
             return o->vals[i];
         if (o->keys[i] < 0)
-            return cr_outbufs_add(o, dest);
+            return NULL;
     }
+}
+
+/* dest's entry, created on first use. */
+static inline cr_outbuf *cr_outbufs_at(cr_outbufs *o, int dest)
+{
+    cr_outbuf *b = cr_outbufs_find(o, dest);
+    return b ? b : cr_outbufs_add(o, dest);
 }
 
 /* dest's entry to read, or cr_outbuf_unused (empty, generation 0) if it has none:
  * looking does not create one. */
 static inline const cr_outbuf *cr_outbufs_peek(const cr_outbufs *o, int dest)
 {
-    if (o->bufs)
-        return &o->bufs[dest];
-    for (uint32_t i = cr_outbufs_home(o, dest);; i = (i + 1) & o->mask) {
-        if (o->keys[i] == dest)
-            return o->vals[i];
-        if (o->keys[i] < 0)
-            return &cr_outbuf_unused;
-    }
+    const cr_outbuf *b = cr_outbufs_find(o, dest);
+    return b ? b : &cr_outbuf_unused;
 }
 
 /* Clear every entry's `sent` mark (the statistics' reset). */
