@@ -1294,7 +1294,7 @@ static void test_4096_hypercube(void **state)
  * used: under direct routing exactly its distinct destinations (itself included when
  * it sends to itself), under the hypercube at most its log2 P neighbours and itself;
  * at or below, one entry per rank. Fails if state is made for a pair that never
- * talks (P = 256, all to some: 16 destinations each). */
+ * talks (P = 256 and, under direct routing, 255; all to some: 16 destinations each). */
 static void check_send_states(const char *route, unsigned dense_ranks, int p)
 {
     named_config nc = config(route);
@@ -1341,6 +1341,7 @@ static void test_send_state_follows_partners(void **state)
 {
     (void)state;
     check_send_states("default", 0, 256);
+    check_send_states("default", 0, 255);
     check_send_states("hypercube", 0, 256);
     check_send_states("default", 1024, 256);
     check_send_states("default", 64, 256);
