@@ -188,11 +188,16 @@ static inline void *ct_place(ct_table *t, const void *key, uint64_t h, bool *fre
  * of memory). */
 void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh);
 
-/* Start loading the slot where `h`'s probe begins. */
+/* Start loading the slot where `h`'s probe begins, and its word of the bitmap layout's
+ * used bits (a second miss in a large table: a bit per slot is 2 MiB for 16M slots). */
 static inline void ct_prefetch(const ct_table *t, uint64_t h)
 {
-    if (t->cap)
-        __builtin_prefetch(t->slots + (h & (t->cap - 1)) * t->stride, 1);
+    if (t->cap) {
+        size_t i = h & (t->cap - 1);
+        __builtin_prefetch(t->slots + i * t->stride, 1);
+        if (t->used)
+            __builtin_prefetch(t->used + (i >> 6), 1);
+    }
 }
 /* Remove `key`; returns whether it was there. */
 bool ct_erase(ct_table *t, const void *key, uint64_t h);

@@ -176,8 +176,9 @@ static void bad_record(const cr_map *m, const char *what, size_t len, size_t wan
 }
 
 /* Inserts a few records ahead of the one applied start loading their slots, so that
- * the cache misses of a large table overlap. */
-#define PREFETCH_AHEAD 8
+ * the cache misses of a large table overlap (16 measured better than 8 with 10M keys
+ * at 4 ranks; the loads in flight are what the core allows, not the distance). */
+#define PREFETCH_AHEAD 16
 
 /* A count {key, count} into the table's word layout, the add inline: the maps with a
  * count cache (8-byte keys, added integers). */

@@ -8,6 +8,34 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* Tables from this size on are mapped on their own and the kernel is asked to back
+ * them with huge pages: an insert into a large table is a random access, and with
+ * small pages nearly every one also misses the TLB. Below it, calloc. */
+#define TABLE_MAPPED_BYTES ((size_t)4 << 20)
+
+static void *slots_alloc(size_t n, size_t size)
+{
+    size_t bytes = n * size;
+    if (bytes < TABLE_MAPPED_BYTES)
+        return calloc(n, size);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it the table still works */
+#endif
+    return p;
+}
+
+static void slots_free(void *p, size_t n, size_t size)
+{
+    if (p && n * size < TABLE_MAPPED_BYTES)
+        free(p);
+    else if (p)
+        munmap(p, n * size);
+}
 
 uint64_t cr_container_hash(const void *key, size_t len)
 {
@@ -24,7 +52,7 @@ void ct_init(ct_table *t, size_t key_len, size_t value_len)
 
 void ct_free(ct_table *t)
 {
-    free(t->slots);
+    slots_free(t->slots, t->cap, t->stride);
     free(t->used);
     t->slots = NULL;
     t->used = NULL;
@@ -47,10 +75,10 @@ static bool resize(ct_table *t, size_t cap)
         return false;
     ct_table next = *t;
     next.cap = cap;
-    next.slots = calloc(cap, t->stride);
+    next.slots = slots_alloc(cap, t->stride);
     next.used = ct_bitmap(t) ? calloc((cap + 63) / 64, sizeof *next.used) : NULL;
     if (!next.slots || (ct_bitmap(t) && !next.used)) {
-        free(next.slots);
+        slots_free(next.slots, cap, t->stride);
         free(next.used);
         return false;
     }
@@ -63,7 +91,7 @@ static bool resize(ct_table *t, size_t cap)
         if (next.used)
             next.used[j >> 6] |= UINT64_C(1) << (j & 63);
     }
-    free(t->slots);
+    slots_free(t->slots, t->cap, t->stride);
     free(t->used);
     *t = next;
     return true;

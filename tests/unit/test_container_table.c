@@ -145,6 +145,41 @@ static void test_table_bitmap_layout(void **state)
     key_len = 12;
 }
 
+/* A table past 4 MiB of slots lives in its own mapping (asked for huge pages): new
+ * records start at zero there too, and growing into it, erasing in it and freeing it
+ * keep every record. */
+static void test_table_large(void **state)
+{
+    (void)state;
+    enum { LARGE = 300000 };
+    ct_table t;
+    ct_init(&t, 8, 8);
+    for (uint64_t k = 0; k < LARGE; k++) {
+        bool fresh;
+        uint64_t *rec = ct_insert(&t, &k, cr_container_hash(&k, 8), &fresh);
+        assert_non_null(rec);
+        assert_true(fresh);
+        assert_int_equal(rec[1], 0);
+        rec[1] = k + 1;
+    }
+    assert_true(t.cap * t.stride > ((size_t)4 << 20));
+    for (uint64_t k = 0; k < LARGE; k += 2)
+        assert_true(ct_erase(&t, &k, cr_container_hash(&k, 8)));
+    assert_true(ct_reserve(&t, 2 * LARGE)); /* moves every record to a new mapping */
+    assert_int_equal(t.count, LARGE / 2);
+    for (uint64_t k = 0; k < LARGE; k++) {
+        const uint64_t *rec = ct_find(&t, &k, cr_container_hash(&k, 8));
+        if (k % 2 == 0) {
+            assert_null(rec);
+        } else {
+            assert_non_null(rec);
+            assert_int_equal(rec[1], k + 1);
+        }
+    }
+    ct_free(&t);
+    assert_int_equal(t.cap, 0);
+}
+
 static void test_hash_of_bytes(void **state)
 {
     (void)state;
@@ -203,7 +238,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_strong_hash), cmocka_unit_test(test_table_colliding_hash),
-        cmocka_unit_test(test_table_bitmap_layout),
+        cmocka_unit_test(test_table_bitmap_layout), cmocka_unit_test(test_table_large),
         cmocka_unit_test(test_hash_of_bytes),     cmocka_unit_test(test_reply_pool),
         cmocka_unit_test(test_deferred),
     };
