@@ -41,7 +41,9 @@ static const char usage[] =
     "  --routes L        lock-step routes: comma list of direct, grid, hypercube\n"
     "                    (default those three), and the thesis's six-dimension grids\n"
     "                    increase, decrease, hourglass, inverse-hourglass (P a power\n"
-    "                    of two >= 64; 2x2x2x4x8x16 ... at 4096, scaled for other P)\n"
+    "                    of two >= 64; 2x2x2x4x8x16 ... at 4096, scaled for other P),\n"
+    "                    and locality (a hypercube between groups of 16 ranks, then\n"
+    "                    one exchange within the group; P a power of two >= 32)\n"
     "  --aggregations L  comma list of none, hash, sort (default all three)\n"
     "  --modes L         lockstep, async or both (default both); async runs on the\n"
     "                    mailbox under each route of --routes (grid and hypercube as\n"
@@ -57,9 +59,9 @@ static const char usage[] =
 enum { PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_OVERLOAD, NPATTERNS };
 static const char *const pattern_names[] = {"neighborhood", "doubling", "overload", NULL};
 static const char *const route_names[] = {"direct", "grid", "hypercube", "increase", "decrease",
-                                          "hourglass", "inverse-hourglass", NULL};
-#define NROUTES 7
-#define ROUTE_SHAPES 3 /* from here: the thesis's six-dimension grids (apps/common/shapes.h) */
+                                          "hourglass", "inverse-hourglass", "locality", NULL};
+#define NROUTES 8
+#define ROUTE_SHAPES 3 /* from here: the thesis's grids (apps/common/shapes.h) */
 
 /* The route spec of route number `route` at p ranks (shapes checked in main). */
 static void route_spec(int route, int p, char *spec, size_t len)
@@ -324,7 +326,7 @@ int main(int argc, char **argv)
 {
     bench b = {.reps = 3, .entries = 256, .node_size = 2};
     app_init(&b.a, "darray_bench", usage, &argc, &argv);
-    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[NROUTES] = {1, 1, 1, 0, 0, 0, 0}, want_agg[3] = {1, 1, 1};
+    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[NROUTES] = {1, 1, 1, 0, 0, 0, 0, 0}, want_agg[3] = {1, 1, 1};
     int modes = 2, generator = 0;
     uint64_t vpr = 1u << 13, seed = 1;
     double edgefactor = 16;

@@ -56,7 +56,9 @@ static const char usage[] =
     "                    lock-step darray has no node-aware stage) (default those);\n"
     "                    and the thesis's six-dimension grids increase (2x2x2x4x8x16\n"
     "                    at 4096), decrease, hourglass (8x4x2x2x4x8), inverse-hourglass\n"
-    "                    (2x4x8x8x4x2), scaled for other P >= 64. direct with sort is\n"
+    "                    (2x4x8x8x4x2), scaled for other P >= 64; and locality (a\n"
+    "                    hypercube between groups of 16 ranks, then one exchange\n"
+    "                    within the group; P a power of two >= 32). direct with sort is\n"
     "                    the thesis's plain all-to-all (sorted by recipient and index,\n"
     "                    merged locally, one exchange)\n"
     "  --aggregations L  none, hash, sort (default all)\n"
@@ -74,10 +76,10 @@ static const char usage[] =
 
 static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", "nlnr",
                                           "increase", "decrease", "hourglass",
-                                          "inverse-hourglass", NULL};
-#define NROUTES 9
+                                          "inverse-hourglass", "locality", NULL};
+#define NROUTES 10
 #define ROUTE_NLNR 4  /* the mailbox's node-aware route: the BFS only */
-#define ROUTE_SHAPES 5 /* from here: the thesis's six-dimension grids (apps/common/shapes.h) */
+#define ROUTE_SHAPES 5 /* from here: the thesis's grids (apps/common/shapes.h) */
 #define NLNR_NODE 48  /* ranks per node under nlnr */
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
 static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", "bfs",
@@ -536,7 +538,7 @@ int main(int argc, char **argv)
     uint64_t ranks[16] = {64, 256, 1024, 4096}, entries = 256;
     int nranks = 4;
     double alpha = 2, beta = 0.1, gamma = 10;
-    int use_route[NROUTES] = {1, 1, 1, 1, 1, 0, 0, 0, 0}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0, 0};
+    int use_route[NROUTES] = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0, 0};
     uint64_t vpr = 1024;
     double edgefactor = 16;
     const char *csv = NULL;

@@ -5,7 +5,12 @@
 #include <string.h>
 
 const char *const app_shape_names[] = {"increase", "decrease", "hourglass",
-                                       "inverse-hourglass", NULL};
+                                       "inverse-hourglass", "locality", NULL};
+#define SHAPE_LOCALITY 4
+
+/* The locality route's group: 16 consecutive ranks, the largest power of two that
+ * divides the thesis machine's 48 cores per node. */
+#define LOCALITY_GROUP 16
 
 /* Exponents of the shapes at 4096 = 2^12 ranks. */
 static const int thesis_exps[4][6] = {
@@ -42,6 +47,24 @@ static void scale_exps(const int *base, int e, int *out)
     }
 }
 
+/* A hypercube between groups of LOCALITY_GROUP ranks, then one exchange inside the
+ * group: 2x...x2x16, the last dimension the least significant (consecutive ranks). */
+static int locality_spec(int p, int e, char *spec, size_t len)
+{
+    if (p < 2 * LOCALITY_GROUP || (1 << e) != p) {
+        snprintf(spec, len, "the locality shape needs a power of two of at least %d ranks "
+                 "(a hypercube between groups of %d), not %d", 2 * LOCALITY_GROUP,
+                 LOCALITY_GROUP, p);
+        return -1;
+    }
+    size_t at = (size_t)snprintf(spec, len, "grid:");
+    for (int d = 0; (1 << d) < p / LOCALITY_GROUP && at < len; d++)
+        at += (size_t)snprintf(spec + at, len - at, "2x");
+    if (at < len)
+        snprintf(spec + at, len - at, "%d", LOCALITY_GROUP);
+    return 0;
+}
+
 int app_shape_spec(const char *name, int p, char *spec, size_t len)
 {
     int kind = -1;
@@ -55,6 +78,8 @@ int app_shape_spec(const char *name, int p, char *spec, size_t len)
         snprintf(spec, len, "unknown grid shape '%s'", name);
         return -1;
     }
+    if (kind == SHAPE_LOCALITY)
+        return locality_spec(p, e, spec, len);
     if (p < 64 || (1 << e) != p) {
         snprintf(spec, len, "the %s shape needs a power of two of at least 64 ranks "
                  "(six dimensions), not %d", name, p);
