@@ -256,7 +256,9 @@ static result measure(bench *b, int pattern, int lockstep, int route, int agg)
     if (lockstep) {
         char spec[128];
         route_spec(route, b->a.size, spec, sizeof spec);
-        cr_route_parse(spec, &o.route, NULL, 0);
+        char err[200];
+        if (cr_route_parse(spec, &o.route, err, sizeof err)) /* checked in main: a bug here */
+            app_fail(&b->a, "internal error: %s", err);
     }
     o.aggregation = (cr_darray_aggregation)agg;
     if (pattern == PAT_OVERLOAD)

@@ -154,7 +154,11 @@ static cr_darray_opts array_opts(int p, cr_darray_merge merge)
     o.aggregation = (cr_darray_aggregation)W.agg;
     char spec[128];
     route_spec(W.route, p, spec, sizeof spec);
-    cr_route_parse(spec, &o.route, NULL, 0);
+    char err[200];
+    if (cr_route_parse(spec, &o.route, err, sizeof err)) { /* checked in main: a bug here */
+        fprintf(stderr, "scale_model: internal error: %s\n", err);
+        exit(1);
+    }
     return o;
 }
 

@@ -1,6 +1,8 @@
 /* The thesis's six-dimension grid shapes (section 5.2.1) for any power of two. */
 #include "shapes.h"
 
+#include <courier/route.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -65,7 +67,7 @@ static int locality_spec(int p, int e, char *spec, size_t len)
     return 0;
 }
 
-int app_shape_spec(const char *name, int p, char *spec, size_t len)
+static int build_spec(const char *name, int p, char *spec, size_t len)
 {
     int kind = -1;
     for (int k = 0; app_shape_names[k]; k++)
@@ -90,5 +92,20 @@ int app_shape_spec(const char *name, int p, char *spec, size_t len)
     size_t at = (size_t)snprintf(spec, len, "grid:");
     for (int d = 0; d < 6 && at < len; d++)
         at += (size_t)snprintf(spec + at, len - at, "%s%d", d ? "x" : "", 1 << exps[d]);
+    return 0;
+}
+
+int app_shape_spec(const char *name, int p, char *spec, size_t len)
+{
+    if (build_spec(name, p, spec, len))
+        return -1;
+    /* A shape the runtime would refuse (too many dimensions for a grid route) is
+     * refused here, with its reason, rather than found by a run. */
+    cr_route r;
+    char err[200];
+    if (cr_route_parse(spec, &r, err, sizeof err)) {
+        snprintf(spec, len, "the %s shape at %d ranks: %s", name, p, err);
+        return -1;
+    }
     return 0;
 }

@@ -30,7 +30,7 @@ typedef enum cr_route_kind {
 } cr_route_kind;
 
 /* Most dimensions of a grid route. */
-#define CR_ROUTE_MAX_DIMS 8
+#define CR_ROUTE_MAX_DIMS 16
 
 typedef struct cr_route {
     cr_route_kind kind;

@@ -128,6 +128,12 @@ static void test_grid_shapes(void **state)
         for (int b = 1; b < bits; b++)
             strcat(text, "x2");
         check_all_pairs(text, l);
+        /* the most dimensions a grid may have, most of them 1 */
+        strcpy(text, "grid:");
+        for (int d = 0; d < CR_ROUTE_MAX_DIMS - 1; d++)
+            strcat(text, d == 7 ? "2x" : "1x");
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%d", (p + 1) / 2);
+        check_all_pairs(text, l);
         cr_layout_destroy(l);
     }
 }
@@ -307,7 +313,7 @@ static void test_parse_and_format(void **state)
 {
     (void)state;
     const char *good[] = {"direct", "nr", "nlnr", "grid", "hypercube", "grid:4x2", "grid:2x2x2",
-                          "grid:16"};
+                          "grid:16", "grid:2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x16"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         cr_route r = parse(good[i]);
         char back[64];
@@ -315,7 +321,7 @@ static void test_parse_and_format(void **state)
         assert_string_equal(back, good[i]);
     }
     const char *bad[] = {"", "Direct", "grid:", "grid:0x2", "grid:4x", "grid:4xx2", "grid:a",
-                         "grid:1x1x1x1x1x1x1x1x1", "mesh", "nlnr ", "grid:2x3x"};
+                         "grid:1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1", "mesh", "nlnr ", "grid:2x3x"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cr_route r = {.kind = CR_ROUTE_NR};
         char err[256] = "";
