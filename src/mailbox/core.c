@@ -16,11 +16,11 @@
 #include <string.h>
 #include <time.h>
 
-/* A combining handler's record was just written at `payload` in hop's buffer: point
- * the index slot at it (combine.h). The slot dies when the buffer is sent. */
-static void index_record(cr_comm *c, cr_combine_slot *slot, int hop, const char *payload)
+/* A combining handler's record was just written at `payload` in hop's buffer b:
+ * point the index slot at it (combine.h). The slot dies when the buffer is sent. */
+static void index_record(cr_comm *c, cr_combine_slot *slot, int hop, const cr_outbuf *b,
+                         const char *payload)
 {
-    const cr_outbuf *b = cr_outbufs_peek(&c->out, hop);
     slot->hash = c->pending_key.hash;
     slot->hop = (uint32_t)hop;
     slot->gen = b->gen;
@@ -31,27 +31,28 @@ static void index_record(cr_comm *c, cr_combine_slot *slot, int hop, const char 
 }
 
 /* The slow half of append_to_buffer: the record opens a run, or its buffer is due
- * to be sent, or the cap is reached. */
-static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
+ * to be sent, or the cap is reached. b is hop's entry: entries never move, so it
+ * stays valid while a flush below sends its buffer or waits. */
+static void append_slow(cr_comm *c, int hop, cr_outbuf *b, uint64_t key, size_t stride,
                         const cr_rec_route *route, const void *payload, size_t len,
                         cr_combine_slot *slot)
 {
     cr_outbufs *o = &c->out;
     /* A deferred buffer is retried by the loop; only user code, which may wait for a
      * slot, forces it again here (so a handler does not test sends per record). */
-    bool may_force = !cr_outbufs_peek(o, hop)->deferred || cr_can_wait(c);
+    bool may_force = !b->deferred || cr_can_wait(c);
     /* The record is copied before anything here may wait: waiting runs handlers,
      * which may write to the caller's payload (it is often one reused buffer). So a
      * buffer the record would overflow is sent now if a slot is free, else deferred,
      * and the record goes after it in the same buffer; the wait comes below. */
-    if (may_force && cr_outbufs_overflows(o, hop, cr_outbufs_rec_size(o, hop, key, stride)))
+    if (may_force && cr_outbuf_overflows(o, b, cr_outbuf_rec_size(b, key, stride)))
         cr_flush_dest(c, hop, CR_FLUSH_SIZE, false);
-    char *at = cr_outbufs_append_rec(o, hop, key, stride, c->now);
+    char *at = cr_outbuf_append_rec(o, b, hop, key, stride, c->now);
     cr_rec_write(at, route, payload, (uint32_t)len);
     if (slot)
-        index_record(c, slot, hop, at + (route ? sizeof *route : 0));
+        index_record(c, slot, hop, b, at + (route ? sizeof *route : 0));
 
-    if (may_force && cr_outbufs_full(o, hop))
+    if (may_force && cr_outbuf_full(o, b))
         cr_flush_dest(c, hop, CR_FLUSH_SIZE, true);
     if (o->total >= c->cfg.buffer_cap_bytes && !c->flow.cap_blocked)
         cr_flush_for_cap(c);
@@ -63,14 +64,13 @@ static void append_slow(cr_comm *c, int hop, uint64_t key, size_t stride,
 }
 
 /* The common case of an append, a few instructions: the record joins the open run
- * of a buffer that stays below its threshold, its capacity and the cap. False when
- * append_slow must decide. */
-static inline bool append_fast(cr_comm *c, int hop, uint64_t key, size_t stride,
+ * of hop's buffer b, which stays below its threshold, its capacity and the cap.
+ * False when append_slow must decide. */
+static inline bool append_fast(cr_comm *c, int hop, cr_outbuf *b, uint64_t key, size_t stride,
                                const cr_rec_route *route, const void *payload, size_t len,
                                cr_combine_slot *slot)
 {
     cr_outbufs *o = &c->out;
-    cr_outbuf *b = cr_outbufs_at(o, hop);
     if (b->run_key != key || b->len + stride >= b->limit || o->total + stride >= c->flow.buffer_room)
         return false;
     char *at = b->data + b->len;
@@ -80,8 +80,18 @@ static inline bool append_fast(cr_comm *c, int hop, uint64_t key, size_t stride,
         b->run_key = CR_RUN_NONE;
     cr_rec_write(at, route, payload, (uint32_t)len);
     if (slot)
-        index_record(c, slot, hop, at + (route ? sizeof *route : 0));
+        index_record(c, slot, hop, b, at + (route ? sizeof *route : 0));
     return true;
+}
+
+/* One look-up of hop's entry (created on first use) for the whole append. */
+static inline void append_record(cr_comm *c, int hop, uint64_t key, size_t stride,
+                                 const cr_rec_route *route, const void *payload, size_t len,
+                                 cr_combine_slot *slot)
+{
+    cr_outbuf *b = cr_outbufs_at(&c->out, hop);
+    if (!append_fast(c, hop, b, key, stride, route, payload, len, slot))
+        append_slow(c, hop, b, key, stride, route, payload, len, slot);
 }
 
 /* Append a record to the buffer of `hop` (routed if route != NULL), flushing by size
@@ -93,8 +103,7 @@ static inline void append_to_buffer(cr_comm *c, int hop, int handler, uint16_t f
     uint16_t run_flags = route ? (uint16_t)(flags | CR_REC_ROUTED) : 0;
     uint64_t key = cr_run_key((uint16_t)handler, cr_run_bits(run_flags, c->send_gen), (uint32_t)len);
     size_t stride = cr_rec_stride(len, route != NULL);
-    if (!append_fast(c, hop, key, stride, route, payload, len, slot))
-        append_slow(c, hop, key, stride, route, payload, len, slot);
+    append_record(c, hop, key, stride, route, payload, len, slot);
 }
 
 /* A record of a combining handler (cr_handler_type.key_len > 0) on its way to `dest`
@@ -275,8 +284,7 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
         /* Direct: the next hop is dest and the record needs no route block. */
         uint64_t key = cr_run_key((uint16_t)handler, cr_run_bits(0, c->send_gen), (uint32_t)len);
         size_t stride = cr_rec_pad(len);
-        if (!append_fast(c, dest, key, stride, NULL, payload, len, NULL))
-            append_slow(c, dest, key, stride, NULL, payload, len, NULL);
+        append_record(c, dest, key, stride, NULL, payload, len, NULL);
     }
     count_sent(c, 1, len);
 }

@@ -135,19 +135,17 @@ static inline void cr_outbufs_close_run(cr_outbufs *o, int dest)
     cr_outbuf_close_run(cr_outbufs_at(o, dest));
 }
 
-/* Bytes a record of `key` with `stride` bytes would add to dest's buffer: its
- * stride if it continues the open run, else a run header more. */
-static inline size_t cr_outbufs_rec_size(const cr_outbufs *o, int dest, uint64_t key,
-                                         size_t stride)
+/* Bytes a record of `key` with `stride` bytes would add to buffer b: its stride if
+ * it continues the open run, else a run header more. */
+static inline size_t cr_outbuf_rec_size(const cr_outbuf *b, uint64_t key, size_t stride)
 {
-    return cr_outbufs_peek(o, dest)->run_key == key ? stride : stride + sizeof(cr_run_hdr);
+    return b->run_key == key ? stride : stride + sizeof(cr_run_hdr);
 }
 
-/* True when appending `bytes` would push a non-empty buffer past the threshold, so
+/* True when appending `bytes` would push non-empty buffer b past the threshold, so
  * it should be sent first. An empty buffer always accepts one record, however big. */
-static inline bool cr_outbufs_overflows(const cr_outbufs *o, int dest, size_t bytes)
+static inline bool cr_outbuf_overflows(const cr_outbufs *o, const cr_outbuf *b, size_t bytes)
 {
-    const cr_outbuf *b = cr_outbufs_peek(o, dest);
     return b->len != 0 && b->len + bytes > o->threshold;
 }
 
@@ -174,14 +172,14 @@ static inline char *cr_outbufs_append(cr_outbufs *o, int dest, size_t bytes, dou
     return cr_outbuf_append(o, cr_outbufs_at(o, dest), dest, bytes, now);
 }
 
-/* Reserve room for one record of `key` (handler, flags, payload length) taking
- * `stride` bytes, continuing dest's open run when the key matches and opening a new
- * run otherwise; returns where the record goes. The per-record path of every send:
- * in the common case it adds the stride and counts the record in the run's header. */
-static inline char *cr_outbufs_append_rec(cr_outbufs *o, int dest, uint64_t key, size_t stride,
-                                          double now)
+/* Reserve room in dest's buffer b for one record of `key` (handler, flags, payload
+ * length) taking `stride` bytes, continuing the open run when the key matches and
+ * opening a new run otherwise; returns where the record goes. The per-record path of
+ * every send: in the common case it adds the stride and counts the record in the
+ * run's header. */
+static inline char *cr_outbuf_append_rec(cr_outbufs *o, cr_outbuf *b, int dest, uint64_t key,
+                                         size_t stride, double now)
 {
-    cr_outbuf *b = cr_outbufs_at(o, dest);
     if (b->run_key == key) {
         if (b->cap - b->len < stride)
             cr_outbufs_grow(o, b, stride);
@@ -209,9 +207,9 @@ static inline size_t cr_outbufs_peak(const cr_outbufs *o)
     return o->total > o->peak ? o->total : o->peak;
 }
 
-static inline bool cr_outbufs_full(const cr_outbufs *o, int dest)
+static inline bool cr_outbuf_full(const cr_outbufs *o, const cr_outbuf *b)
 {
-    return cr_outbufs_peek(o, dest)->len >= o->threshold;
+    return b->len >= o->threshold;
 }
 
 /* Detach dest's buffer (which must be non-empty); dest starts over empty. */

@@ -20,14 +20,15 @@ static int append(cr_outbufs *o, int dest, size_t payload, size_t *flushed_bytes
     int flushes = 0;
     uint64_t key = cr_run_key(3, 0, (uint32_t)payload);
     size_t stride = cr_rec_stride(payload, false);
-    if (cr_outbufs_overflows(o, dest, cr_outbufs_rec_size(o, dest, key, stride))) {
+    cr_outbuf *e = cr_outbufs_at(o, dest); /* never moves, like the mailbox's append */
+    if (cr_outbuf_overflows(o, e, cr_outbuf_rec_size(e, key, stride))) {
         cr_block b = cr_outbufs_take(o, dest);
         *flushed_bytes += b.len;
         cr_outbufs_recycle(o, b.data, b.cap);
         flushes++;
     }
-    cr_rec_write(cr_outbufs_append_rec(o, dest, key, stride, 1.0), NULL, data, (uint32_t)payload);
-    if (cr_outbufs_full(o, dest)) {
+    cr_rec_write(cr_outbuf_append_rec(o, e, dest, key, stride, 1.0), NULL, data, (uint32_t)payload);
+    if (cr_outbuf_full(o, e)) {
         cr_block b = cr_outbufs_take(o, dest);
         *flushed_bytes += b.len;
         size_t pos = 0, n = 0;
@@ -109,8 +110,8 @@ static void test_fresh_table_is_zero(void **state)
     assert_int_equal(cr_outbufs_peek(&o, 7)->run_key, CR_RUN_NONE);
     uint64_t v = 9;
     uint64_t key = cr_run_key(0, 0, 8);
-    cr_rec_write(cr_outbufs_append_rec(&o, 999, key, 8, 1.0), NULL, &v, 8);
-    cr_rec_write(cr_outbufs_append_rec(&o, 999, key, 8, 1.0), NULL, &v, 8);
+    cr_rec_write(cr_outbuf_append_rec(&o, cr_outbufs_at(&o, 999), 999, key, 8, 1.0), NULL, &v, 8);
+    cr_rec_write(cr_outbuf_append_rec(&o, cr_outbufs_at(&o, 999), 999, key, 8, 1.0), NULL, &v, 8);
     assert_int_equal(o.nactive, 1);
     assert_int_equal(cr_outbufs_peek(&o, 999)->active_at, 1);
     assert_int_equal(cr_outbufs_peek(&o, 999)->len, 8 + 2 * 8);

@@ -1,5 +1,5 @@
 /* The wire format: runs of records packed into a buffer and read back
- * (src/mailbox/record.h). Buffers are built through cr_outbufs_append_rec, the way
+ * (src/mailbox/record.h). Buffers are built through cr_outbuf_append_rec, the way
  * the mailbox builds them. */
 #include "mailbox/outbuf.h"
 #include "mailbox/record.h"
@@ -24,7 +24,8 @@ static void put(cr_outbufs *o, int dest, uint16_t handler, uint16_t flags,
 {
     uint16_t run_flags = route ? (uint16_t)(flags | CR_REC_ROUTED) : 0;
     size_t stride = cr_rec_stride(len, route != NULL);
-    char *at = cr_outbufs_append_rec(o, dest, cr_run_key(handler, run_flags, len), stride, 0);
+    char *at = cr_outbuf_append_rec(o, cr_outbufs_at(o, dest), dest,
+                                    cr_run_key(handler, run_flags, len), stride, 0);
     cr_rec_write(at, route, payload, len);
 }
 
