@@ -49,10 +49,14 @@ typedef struct cr_gen_params {
     double a, b, c;     /* R-MAT quadrant probabilities (d = 1 - a - b - c) */
     bool permute;       /* R-MAT: relabel vertices by a seeded bijection */
     bool weights;       /* uniform weights in [0, 1), one per edge, from the seed */
+    bool spatial_ids;   /* RGG: number the points cell by cell (strips of the square),
+                           so that a rank's block of ids is a region of it, as a
+                           distributed generator numbers them; the same graph
+                           relabelled, each edge keeping its weight (default false) */
 } cr_gen_params;
 
 /* Defaults: R-MAT, scale 16, edge factor 16, seed 1, A, B, C = 0.57, 0.19, 0.19,
- * permuted, unweighted. */
+ * permuted, unweighted, RGG ids by point. */
 void cr_graph_gen_params_init(cr_gen_params *p);
 
 /* Generate rank `rank`'s share of the graph among `size` ranks. Returns 0, or -1

@@ -106,7 +106,9 @@ static cr_edge gnm_edge(const cr_gen_params *p, uint64_t i, uint64_t n)
 /* RGG: point j sits at a position drawn from (seed, j); two points closer than r
  * are joined. Every rank computes all positions (16 bytes per vertex), buckets them
  * into cells of side >= r, and emits the edges (j, k), j < k, of its own block of
- * points j, so each edge is emitted once whatever the rank count. */
+ * vertices j, so each edge is emitted once whatever the rank count. Vertex j is
+ * point j, or with spatial_ids the j-th point in cell order (8 bytes per vertex
+ * more). */
 static void point_of(uint64_t seed, uint64_t j, double *x, double *y)
 {
     uint64_t s = edge_seed(seed, j, 0x726767);
@@ -141,9 +143,17 @@ static void generate_rgg(const cr_gen_params *p, int rank, int size, cr_edge_lis
         order[fill[cell_of[j]]++] = j;
     free(fill);
 
+    /* Spatial ids: point order[q] is vertex q, so ids run cell by cell. */
+    uint64_t *id_of = NULL;
+    if (p->spatial_ids) {
+        id_of = cr_xmalloc(n * sizeof *id_of);
+        for (uint64_t q = 0; q < n; q++)
+            id_of[order[q]] = q;
+    }
     uint64_t lo = n * (uint64_t)rank / (uint64_t)size, hi = n * (uint64_t)(rank + 1) / (uint64_t)size;
     double r2 = r * r;
-    for (uint64_t j = lo; j < hi; j++) {
+    for (uint64_t t = lo; t < hi; t++) {
+        uint64_t j = id_of ? order[t] : t; /* the point of vertex t */
         long cx = (long)(cell_of[j] / cells), cy = (long)(cell_of[j] % cells);
         for (long dx = -1; dx <= 1; dx++)
             for (long dy = -1; dy <= 1; dy++) {
@@ -153,17 +163,21 @@ static void generate_rgg(const cr_gen_params *p, int rank, int size, cr_edge_lis
                 uint64_t c = (uint64_t)x * cells + (uint64_t)y;
                 for (uint64_t q = start[c]; q < start[c + 1]; q++) {
                     uint64_t k = order[q];
-                    if (k <= j)
+                    uint64_t tk = id_of ? id_of[k] : k; /* the vertex of point k */
+                    if (tk <= t) /* each edge once: by its smaller vertex's rank */
                         continue;
                     double ddx = pos[2 * j] - pos[2 * k], ddy = pos[2 * j + 1] - pos[2 * k + 1];
                     if (ddx * ddx + ddy * ddy < r2) {
-                        /* the weight is a function of the edge, not of its position in a list */
-                        float w = edge_weight(p->seed, j * n + k);
-                        cr_edge_list_push(out, j, k, p->weights ? &w : NULL);
+                        /* the weight is a function of the edge's points, not of its
+                         * position in a list or of the numbering */
+                        uint64_t a = j < k ? j : k, b = j < k ? k : j;
+                        float w = edge_weight(p->seed, a * n + b);
+                        cr_edge_list_push(out, t, tk, p->weights ? &w : NULL);
                     }
                 }
             }
     }
+    free(id_of);
     free(pos);
     free(start);
     free(order);

@@ -164,6 +164,63 @@ static void test_rgg_average_degree(void **state)
     cr_graph_edges_free(&l);
 }
 
+/* Edges of `all` (u, v, weight triples) whose ends lie in one block of n/16 ids. */
+static size_t same_block_edges(const uint64_t *all, size_t n, int scale)
+{
+    size_t same = 0;
+    for (size_t i = 0; i < n; i++)
+        same += all[3 * i] >> (scale - 4) == all[3 * i + 1] >> (scale - 4);
+    return same;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Spatial ids relabel the same RGG: as many edges, the same weights and degrees, the
+ * same graph for any rank count; and a block of ids is a region of the square, so
+ * most edges join two vertices of one block, where ids by point scatter them. */
+static void test_rgg_spatial_ids(void **state)
+{
+    (void)state;
+    cr_gen_params p;
+    cr_graph_gen_params_init(&p);
+    p.kind = CR_GEN_RGG;
+    p.scale = 12;
+    p.edgefactor = 8;
+    p.weights = true;
+    size_t n_plain, n1;
+    uint64_t *plain = generate_all(&p, 1, &n_plain);
+    p.spatial_ids = true;
+    uint64_t *one = generate_all(&p, 1, &n1);
+    assert_int_equal(n1, n_plain);
+    uint64_t *wa = malloc(n1 * sizeof *wa), *wb = malloc(n1 * sizeof *wb);
+    uint64_t *da = calloc(1u << p.scale, sizeof *da), *db = calloc(1u << p.scale, sizeof *db);
+    for (size_t i = 0; i < n1; i++) {
+        wa[i] = plain[3 * i + 2], wb[i] = one[3 * i + 2];
+        da[plain[3 * i]]++, da[plain[3 * i + 1]]++;
+        db[one[3 * i]]++, db[one[3 * i + 1]]++;
+    }
+    qsort(wa, n1, sizeof *wa, cmp_u64);
+    qsort(wb, n1, sizeof *wb, cmp_u64);
+    assert_memory_equal(wa, wb, n1 * sizeof *wa);
+    qsort(da, 1u << p.scale, sizeof *da, cmp_u64);
+    qsort(db, 1u << p.scale, sizeof *db, cmp_u64);
+    assert_memory_equal(da, db, (1u << p.scale) * sizeof *da);
+    for (int size = 2; size <= 4; size++) {
+        size_t n;
+        uint64_t *many = generate_all(&p, size, &n);
+        assert_int_equal(n, n1);
+        assert_memory_equal(one, many, n * 3 * sizeof *one);
+        free(many);
+    }
+    assert_true(2 * same_block_edges(one, n1, p.scale) > n1);
+    assert_true(5 * same_block_edges(plain, n_plain, p.scale) < n_plain);
+    free(wa), free(wb), free(da), free(db), free(one), free(plain);
+}
+
 static void test_bad_parameters(void **state)
 {
     (void)state;
@@ -315,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_same_graph_for_any_rank_count),
         cmocka_unit_test(test_degree_distributions),
         cmocka_unit_test(test_rgg_average_degree),
+        cmocka_unit_test(test_rgg_spatial_ids),
         cmocka_unit_test(test_bad_parameters),
         cmocka_unit_test(test_text_round_trip_and_errors),
         cmocka_unit_test(test_graph500_dump),
