@@ -10,7 +10,7 @@
  * holds), neighborhood (every vertex reads the entries of its neighbours) and
  * pointer doubling (every vertex points to its lightest neighbour, then
  * p(u) = p(p(u)) until every vertex points to a root: Boruvka's first round) on an
- * R-MAT graph built on the virtual ranks. */
+ * R-MAT, GNM or RGG graph (--generator) built on the virtual ranks. */
 #include "cli.h"
 #include "lightest.h"
 #include "shapes.h"
@@ -45,10 +45,15 @@ static const char usage[] =
     "                    edges\n"
     "  --ranks L         comma list of virtual rank counts, powers of two (default\n"
     "                    64,256,1024,4096)\n"
-    "  --vertices-per-rank V  the graph patterns: R-MAT vertices per rank (default\n"
+    "  --vertices-per-rank V  the graph patterns: vertices per rank (default\n"
     "                    1024; the thesis uses 8192); boruvka: a power of two, at most\n"
     "                    2^32 vertices in all\n"
     "  --edgefactor E    edges per vertex (default 16)\n"
+    "  --generator G     the graph patterns' instance, the thesis's three families:\n"
+    "                    rmat (default), gnm (uniform endpoints) or rgg (random\n"
+    "                    geometric, --edgefactor its average degree: 32 for 2^17\n"
+    "                    edges per 2^13 vertices; ids numbered by region, as a\n"
+    "                    distributed generator gives them; at most 2^26 vertices)\n"
     "  --entries E       indices of rank 0, each read and written by every rank\n"
     "                    (default 256; the thesis also uses 8192)\n"
     "  --routes L        direct, grid (2D), grid3 (3D), hypercube, nlnr (the BFS\n"
@@ -82,6 +87,7 @@ static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube"
 #define ROUTE_SHAPES 5 /* from here: the thesis's grids (apps/common/shapes.h) */
 #define NLNR_NODE 48  /* ranks per node under nlnr */
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
+static const char *const graph_names[] = {"rmat", "gnm", "rgg", NULL}; /* by cr_gen_kind */
 static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", "bfs",
                                             "boruvka", NULL};
 enum { PAT_OVERLOAD, PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_BFS, PAT_BORUVKA, NPAT };
@@ -91,6 +97,7 @@ typedef struct world {
     int route, agg, pattern;
     uint64_t vertices_per_rank;
     double edgefactor;
+    cr_gen_kind graph;   /* the graph patterns' generator */
     uint8_t *changed[2]; /* [P] per round parity: doubling's "did my pointers move" */
     char error[256];     /* a virtual rank's failure (graph generation) */
     cr_darray_stats *stats; /* [P] */
@@ -283,13 +290,26 @@ static uint64_t doubling(cr_comm *comm, cr_graph *g, cr_darray *a)
  * the packed words is the lightest edge, ties to the smaller neighbour. */
 #define NO_EDGE UINT64_MAX
 
+/* The generator's parameters for n vertices of the chosen family (an RGG's edge
+ * factor is its average degree). The thesis's RGG instances come from a
+ * distributed generator that gives each rank a region of the square, so its
+ * vertices are numbered by region here too. */
+static void gen_params(cr_gen_params *gp, uint64_t n)
+{
+    cr_graph_gen_params_init(gp);
+    gp->kind = W.graph;
+    gp->scale = (int)lround(log2((double)n));
+    gp->edgefactor = W.edgefactor;
+    gp->spatial_ids = true;
+}
+
 static uint64_t packed_edge(uint64_t u, uint64_t v)
 {
     return (app_edge_weight(u, v) >> 32) << 32 | v;
 }
 
 /* The first pointers of the boruvka pattern, for every vertex (W.lightest), found
- * in one pass over the generated R-MAT edges, a million at a time (part k of K of
+ * in one pass over the generated edges, a million at a time (part k of K of
  * the generator is a contiguous block of its edges, so the graph is the one any
  * number of ranks generates). Setup, outside the simulation: the thesis finds the
  * lightest edges locally and times only the pointer doubling's array accesses.
@@ -299,11 +319,10 @@ static int find_lightest(uint64_t n)
     for (uint64_t u = 0; u < n; u++)
         W.lightest[u] = NO_EDGE;
     cr_gen_params gp;
-    cr_graph_gen_params_init(&gp);
-    gp.scale = (int)lround(log2((double)n));
-    gp.edgefactor = W.edgefactor;
-    uint64_t edges = (uint64_t)llround(W.edgefactor * (double)n);
-    int parts = (int)((edges >> 20) + 1);
+    gen_params(&gp, n);
+    uint64_t edges = (uint64_t)llround(W.edgefactor * (double)n / (W.graph == CR_GEN_RGG ? 2 : 1));
+    /* An RGG call places every vertex, so fewer, larger parts there. */
+    int parts = (int)((edges >> (W.graph == CR_GEN_RGG ? 24 : 20)) + 1);
     for (int k = 0; k < parts; k++) {
         cr_edge_list list = {0};
         if (cr_graph_generate(&gp, k, parts, &list, W.error, sizeof W.error))
@@ -353,14 +372,12 @@ static uint64_t check_roots(uint64_t n)
     return bad;
 }
 
-/* The R-MAT graph of the graph patterns, built on the virtual ranks; NULL (with
+/* The graph of the graph patterns (--generator), built on the virtual ranks; NULL (with
  * W.error set, the same on every rank) if the generator refuses the size. */
 static cr_graph *build_graph(cr_comm *comm, cr_gen_params *gp)
 {
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
-    cr_graph_gen_params_init(gp);
-    gp->scale = (int)lround(log2((double)W.vertices_per_rank * p));
-    gp->edgefactor = W.edgefactor;
+    gen_params(gp, W.vertices_per_rank * (uint64_t)p);
     cr_edge_list edges = {0};
     char err[256];
     if (cr_graph_generate(gp, me, p, &edges, err, sizeof err)) {
@@ -552,7 +569,7 @@ int main(int argc, char **argv)
         {"alpha", required_argument, 0, 'a'},   {"beta", required_argument, 0, 'b'},
         {"gamma", required_argument, 0, 'g'},   {"csv", required_argument, 0, 'c'},
         {"patterns", required_argument, 0, 'T'}, {"vertices-per-rank", required_argument, 0, 'v'},
-        {"edgefactor", required_argument, 0, 'E'},
+        {"edgefactor", required_argument, 0, 'E'}, {"generator", required_argument, 0, 'G'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -582,6 +599,7 @@ int main(int argc, char **argv)
         }
         case 'v': vpr = app_parse_u64(&a, "--vertices-per-rank", optarg, 1, 1u << 24); break;
         case 'E': edgefactor = (double)app_parse_u64(&a, "--edgefactor", optarg, 1, 1024); break;
+        case 'G': W.graph = (cr_gen_kind)app_parse_choice(&a, "--generator", optarg, graph_names); break;
         case 'a': alpha = app_parse_double(&a, "--alpha", optarg, 0, 1e6); break;
         case 'b': beta = app_parse_double(&a, "--beta", optarg, 0, 1e6); break;
         case 'g': gamma = app_parse_double(&a, "--gamma", optarg, 0, 1e6); break;
@@ -615,11 +633,12 @@ int main(int argc, char **argv)
     FILE *out = app_open_csv(&a, csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
                              "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
                              "verified,write_s,exchange_s,read_s,with_local_s,write_ns_per_request,"
-                             "hop_ns_per_record,read_ns_per_reply");
+                             "hop_ns_per_record,read_ns_per_reply,graph");
+    static const char *const graph_titles[] = {"R-MAT", "GNM", "RGG"};
     printf("overload: every rank reads and adds to each of rank 0's %llu indices; "
-           "neighborhood, doubling: R-MAT, %llu vertices per rank, edge factor %g;\n"
+           "neighborhood, doubling, bfs, boruvka: %s, %llu vertices per rank, edge factor %g;\n"
            "alpha %g us, beta %g ns/B, gamma %g ns\n\n", (unsigned long long)entries,
-           (unsigned long long)vpr, edgefactor, alpha, beta, gamma);
+           graph_titles[W.graph], (unsigned long long)vpr, edgefactor, alpha, beta, gamma);
     printf("| pattern | P | route | aggregation | messages max | mean | KiB max | mean | "
            "requests reaching the busiest owner | predicted ms | vs direct none | "
            "with local work: write ms | exchange ms | read ms | total ms | vs direct none |\n"
@@ -688,13 +707,13 @@ int main(int argc, char **argv)
                            w.read * 1e3, w.with_local * 1e3, ratio_local, bad ? " WRONG" : "");
                     if (out)
                         fprintf(out, "%s,%d,%llu,%s,%s,%.0f,%.2f,%.0f,%.1f,%.0f,%.6f,%s,%.6f,%.6f,"
-                                "%.6f,%.6f,%.2f,%.2f,%.2f\n",
+                                "%.6f,%.6f,%.2f,%.2f,%.2f,%s\n",
                                 pattern_names[pat], p,
                                 (unsigned long long)(pat ? vpr : entries), route_names[route],
                                 agg_names[agg], w.msgs_max, w.msgs_mean, w.bytes_max, w.bytes_mean,
                                 w.reached_max, w.predicted, bad ? "no" : "yes", w.write,
                                 w.exchange, w.read, w.with_local, lc.write_ns, lc.hop_ns,
-                                lc.read_ns);
+                                lc.read_ns, pat ? graph_names[W.graph] : "-");
                     fprintf(stderr, "scale_model: %s, P=%d, %s, %s: simulated in %.1f s\n",
                             pattern_names[pat], p, route_names[route], agg_names[agg],
                             wall_seconds() - started);
