@@ -87,6 +87,18 @@ static void test_deprecated_names(void **state)
 }
 #pragma GCC diagnostic pop
 
+/* Generating on 2, 3 and 4 ranks gives `one`, the n1 edges generated on one. */
+static void assert_same_on_more_ranks(const cr_gen_params *p, const uint64_t *one, size_t n1)
+{
+    for (int size = 2; size <= 4; size++) {
+        size_t n;
+        uint64_t *many = generate_all(p, size, &n);
+        assert_int_equal(n, n1);
+        assert_memory_equal(one, many, n * 3 * sizeof *one);
+        free(many);
+    }
+}
+
 static void test_same_graph_for_any_rank_count(void **state)
 {
     (void)state;
@@ -100,13 +112,7 @@ static void test_same_graph_for_any_rank_count(void **state)
         size_t n1;
         uint64_t *one = generate_all(&p, 1, &n1);
         assert_true(n1 > 1000);
-        for (int size = 2; size <= 4; size++) {
-            size_t n;
-            uint64_t *many = generate_all(&p, size, &n);
-            assert_int_equal(n, n1);
-            assert_memory_equal(one, many, n * 3 * sizeof *one);
-            free(many);
-        }
+        assert_same_on_more_ranks(&p, one, n1);
         p.seed = 2; /* another seed, another graph */
         size_t n2;
         uint64_t *other = generate_all(&p, 1, &n2);
@@ -149,14 +155,20 @@ static void test_degree_distributions(void **state)
     }
 }
 
-static void test_rgg_average_degree(void **state)
+static cr_gen_params rgg_params(int scale, double degree)
 {
-    (void)state;
     cr_gen_params p;
     cr_graph_gen_params_init(&p);
     p.kind = CR_GEN_RGG;
-    p.scale = 14;
-    p.edgefactor = 10;
+    p.scale = scale;
+    p.edgefactor = degree;
+    return p;
+}
+
+static void test_rgg_average_degree(void **state)
+{
+    (void)state;
+    cr_gen_params p = rgg_params(14, 10);
     cr_edge_list l;
     assert_int_equal(cr_graph_generate(&p, 0, 1, &l, NULL, 0), 0);
     double avg = 2.0 * (double)l.count / (double)(1u << p.scale);
@@ -185,11 +197,7 @@ static int cmp_u64(const void *a, const void *b)
 static void test_rgg_spatial_ids(void **state)
 {
     (void)state;
-    cr_gen_params p;
-    cr_graph_gen_params_init(&p);
-    p.kind = CR_GEN_RGG;
-    p.scale = 12;
-    p.edgefactor = 8;
+    cr_gen_params p = rgg_params(12, 8);
     p.weights = true;
     size_t n_plain, n1;
     uint64_t *plain = generate_all(&p, 1, &n_plain);
@@ -209,13 +217,7 @@ static void test_rgg_spatial_ids(void **state)
     qsort(da, 1u << p.scale, sizeof *da, cmp_u64);
     qsort(db, 1u << p.scale, sizeof *db, cmp_u64);
     assert_memory_equal(da, db, (1u << p.scale) * sizeof *da);
-    for (int size = 2; size <= 4; size++) {
-        size_t n;
-        uint64_t *many = generate_all(&p, size, &n);
-        assert_int_equal(n, n1);
-        assert_memory_equal(one, many, n * 3 * sizeof *one);
-        free(many);
-    }
+    assert_same_on_more_ranks(&p, one, n1);
     assert_true(2 * same_block_edges(one, n1, p.scale) > n1);
     assert_true(5 * same_block_edges(plain, n_plain, p.scale) < n_plain);
     free(wa), free(wb), free(da), free(db), free(one), free(plain);
