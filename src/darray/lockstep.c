@@ -363,6 +363,42 @@ static int hop_of(const cr_darray *a, int d, uint64_t index)
     return coord(&a->grid, cr_darray_owner(a->n, a->size, index), d);
 }
 
+/* hop_of for a whole pass: the block layout's quotients (cr_darray_owner) computed
+ * once, and shifts in place of divisions where the blocks and the grid are powers
+ * of two (n and P powers of two, the usual case); hop_of divides five times. */
+typedef struct hop_calc {
+    uint64_t cut, big, base, extra; /* indices below cut are in blocks of big */
+    int fill, dim;
+    int owner_shift, coord_shift;   /* -1: divide */
+} hop_calc;
+
+static int log2_exact(uint64_t x)
+{
+    return x && !(x & (x - 1)) ? __builtin_ctzll(x) : -1;
+}
+
+static hop_calc hop_calc_of(const cr_darray *a, int d)
+{
+    uint64_t base = a->n / (uint64_t)a->size, extra = a->n % (uint64_t)a->size;
+    hop_calc h = {.cut = extra * (base + 1), .big = base + 1, .base = base, .extra = extra,
+                  .fill = a->grid.fill[d], .dim = a->grid.dims[d]};
+    h.owner_shift = extra == 0 ? log2_exact(base) : -1;
+    h.coord_shift = log2_exact((uint64_t)h.dim) >= 0 ? log2_exact((uint64_t)h.fill) : -1;
+    return h;
+}
+
+static inline int hop_by(const hop_calc *h, uint64_t i)
+{
+    uint64_t owner;
+    if (h->owner_shift >= 0)
+        owner = i >> h->owner_shift;
+    else
+        owner = i < h->cut ? i / h->big : h->extra + (i - h->cut) / h->base;
+    if (h->coord_shift >= 0)
+        return (int)((owner >> h->coord_shift) & (uint64_t)(h->dim - 1));
+    return (int)(owner / (uint64_t)h->fill % (uint64_t)h->dim);
+}
+
 /* How two write records for one index become one (dst keeps the result). Overwrite
  * records carry a stamp (rank << 40 | sequence): the larger wins, whatever the order
  * the records meet in, so every aggregation gives the same result. */
@@ -423,20 +459,25 @@ static void bucket_by_hop(const cr_darray *a, int d, const char *in, size_t m, s
 {
     int n = a->grid.dims[d];
     size_t *at = cr_xcalloc((size_t)n, sizeof *at);
+    uint32_t *hop = cr_xmalloc((m ? m : 1) * sizeof *hop); /* each record's, found once */
+    hop_calc h = hop_calc_of(a, d);
     memset(counts, 0, (size_t)n * sizeof *counts);
-    for (size_t j = 0; j < m; j++)
-        counts[hop_of(a, d, index_of(in + j * rec))]++;
+    for (size_t j = 0; j < m; j++) {
+        hop[j] = (uint32_t)hop_by(&h, index_of(in + j * rec));
+        counts[hop[j]]++;
+    }
     for (int k = 1; k < n; k++)
         at[k] = at[k - 1] + counts[k - 1];
     out->len = 0;
     char *o = darray_bytes_grow(out, m * rec);
     out->len = m * rec;
     for (size_t j = 0; j < m; j++) {
-        size_t to = at[hop_of(a, d, index_of(in + j * rec))]++;
+        size_t to = at[hop[j]]++;
         copy_rec(o + to * rec, in + j * rec, rec);
         if (where)
             where[j] = (uint32_t)to;
     }
+    free(hop);
     free(at);
 }
 
