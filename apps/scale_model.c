@@ -70,6 +70,11 @@ static const char usage[] =
     "  --alpha US        microseconds per message (default 2: an off-node start-up)\n"
     "  --beta NS         nanoseconds per byte (default 0.1: 10 GB/s)\n"
     "  --gamma NS        nanoseconds per request merged at the owner (default 10)\n"
+    "  --exchanges X     how the darray's exchanges are charged: sparse (default: a\n"
+    "                    message per partner with data) or dense (n - 1 per exchange\n"
+    "                    in a dimension of n, empty or not, as MPI_Alltoallv's\n"
+    "                    pairwise algorithm starts them: the thesis's all-to-all); the\n"
+    "                    messages columns show what is charged (bfs: always sparse)\n"
     "  --csv FILE        append one line per run to FILE\n"
     "  --help            this text\n"
     "\n"
@@ -510,14 +515,16 @@ static local_costs measure_costs(int p)
  * as before, and in place of gamma the product's own local work, each rank's records
  * of a phase at the cost per record measured in this run (measure_costs); per phase,
  * like the thesis's Figure 5.2: write (the source's aggregation), exchange (start-ups,
- * bytes and the merging at hops and owners), read (the split of replies). */
-static row model(int p, double alpha_us, double beta_ns, double gamma_ns, local_costs c)
+ * bytes and the merging at hops and owners), read (the split of replies). `dense`
+ * charges every exchange as a dense all-to-all among its dimension's partners. */
+static row model(int p, double alpha_us, double beta_ns, double gamma_ns, local_costs c,
+                 bool dense)
 {
     row w = {0};
     double busiest = 0;
     for (int r = 0; r < p; r++) {
         const cr_darray_stats *s = &W.stats[r];
-        double m = (double)s->messages, b = (double)s->bytes;
+        double m = (double)(dense ? s->alltoall_messages : s->messages), b = (double)s->bytes;
         w.msgs_max = m > w.msgs_max ? m : w.msgs_max;
         w.bytes_max = b > w.bytes_max ? b : w.bytes_max;
         w.msgs_mean += m / p, w.bytes_mean += b / p;
@@ -563,6 +570,8 @@ int main(int argc, char **argv)
     uint64_t vpr = 1024;
     double edgefactor = 16;
     const char *csv = NULL;
+    static const char *const exchange_names[] = {"sparse", "dense", NULL};
+    bool dense = false;
     static const struct option opts[] = {
         {"ranks", required_argument, 0, 'P'},   {"entries", required_argument, 0, 'e'},
         {"routes", required_argument, 0, 'R'},  {"aggregations", required_argument, 0, 'A'},
@@ -570,6 +579,7 @@ int main(int argc, char **argv)
         {"gamma", required_argument, 0, 'g'},   {"csv", required_argument, 0, 'c'},
         {"patterns", required_argument, 0, 'T'}, {"vertices-per-rank", required_argument, 0, 'v'},
         {"edgefactor", required_argument, 0, 'E'}, {"generator", required_argument, 0, 'G'},
+        {"exchanges", required_argument, 0, 'X'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -603,6 +613,7 @@ int main(int argc, char **argv)
         case 'a': alpha = app_parse_double(&a, "--alpha", optarg, 0, 1e6); break;
         case 'b': beta = app_parse_double(&a, "--beta", optarg, 0, 1e6); break;
         case 'g': gamma = app_parse_double(&a, "--gamma", optarg, 0, 1e6); break;
+        case 'X': dense = app_parse_choice(&a, "--exchanges", optarg, exchange_names) == 1; break;
         case 'c': csv = optarg; break;
         case 'h': app_help(&a);
         default: app_bad_option(&a, argv);
@@ -633,12 +644,13 @@ int main(int argc, char **argv)
     FILE *out = app_open_csv(&a, csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
                              "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
                              "verified,write_s,exchange_s,read_s,with_local_s,write_ns_per_request,"
-                             "hop_ns_per_record,read_ns_per_reply,graph");
+                             "hop_ns_per_record,read_ns_per_reply,graph,exchanges");
     static const char *const graph_titles[] = {"R-MAT", "GNM", "RGG"};
     printf("overload: every rank reads and adds to each of rank 0's %llu indices; "
            "neighborhood, doubling, bfs, boruvka: %s, %llu vertices per rank, edge factor %g;\n"
-           "alpha %g us, beta %g ns/B, gamma %g ns\n\n", (unsigned long long)entries,
-           graph_titles[W.graph], (unsigned long long)vpr, edgefactor, alpha, beta, gamma);
+           "alpha %g us, beta %g ns/B, gamma %g ns; exchanges charged %s\n\n",
+           (unsigned long long)entries, graph_titles[W.graph], (unsigned long long)vpr,
+           edgefactor, alpha, beta, gamma, dense ? "as dense all-to-alls" : "sparse");
     printf("| pattern | P | route | aggregation | messages max | mean | KiB max | mean | "
            "requests reaching the busiest owner | predicted ms | vs direct none | "
            "with local work: write ms | exchange ms | read ms | total ms | vs direct none |\n"
@@ -689,7 +701,7 @@ int main(int argc, char **argv)
                         bad += check_roots(W.vertices_per_rank * (uint64_t)p);
                     failed += bad != 0;
                     local_costs lc = measure_costs(p);
-                    row w = model(p, alpha, beta, gamma, lc);
+                    row w = model(p, alpha, beta, gamma, lc, dense && pat != PAT_BFS);
                     if (route == 0 && agg == 0)
                         base = w.predicted, base_local = w.with_local;
                     char ratio[32] = "-", ratio_local[32] = "-";
@@ -707,13 +719,14 @@ int main(int argc, char **argv)
                            w.read * 1e3, w.with_local * 1e3, ratio_local, bad ? " WRONG" : "");
                     if (out)
                         fprintf(out, "%s,%d,%llu,%s,%s,%.0f,%.2f,%.0f,%.1f,%.0f,%.6f,%s,%.6f,%.6f,"
-                                "%.6f,%.6f,%.2f,%.2f,%.2f,%s\n",
+                                "%.6f,%.6f,%.2f,%.2f,%.2f,%s,%s\n",
                                 pattern_names[pat], p,
                                 (unsigned long long)(pat ? vpr : entries), route_names[route],
                                 agg_names[agg], w.msgs_max, w.msgs_mean, w.bytes_max, w.bytes_mean,
                                 w.reached_max, w.predicted, bad ? "no" : "yes", w.write,
                                 w.exchange, w.read, w.with_local, lc.write_ns, lc.hop_ns,
-                                lc.read_ns, pat ? graph_names[W.graph] : "-");
+                                lc.read_ns, pat ? graph_names[W.graph] : "-",
+                                dense && pat != PAT_BFS ? "dense" : "sparse");
                     fprintf(stderr, "scale_model: %s, P=%d, %s, %s: simulated in %.1f s\n",
                             pattern_names[pat], p, route_names[route], agg_names[agg],
                             wall_seconds() - started);

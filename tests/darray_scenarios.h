@@ -123,6 +123,26 @@ static void value_of(int rule, uint64_t v, char *out)
     }
 }
 
+/* The messages a step's exchanges would start were each a dense all-to-all among its
+ * dimension's partners: one exchange per dimension for the writes, two for the reads
+ * (there and back), n - 1 partners in a dimension of n. Direct: one dimension of P;
+ * hypercube: one per prime factor of P. -1 for the 2D grid (not checked). */
+static long alltoall_per_step(int route, int size)
+{
+    long partners = 0;
+    if (route == 0) {
+        partners = size - 1;
+    } else if (route == 2) {
+        int rest = size;
+        for (int f = 2; rest > 1; f++)
+            while (rest % f == 0)
+                partners += f - 1, rest /= f;
+    } else {
+        return -1;
+    }
+    return 3 * partners;
+}
+
 /* Three steps of random writes and reads to a small array (heavy duplication);
  * every read must equal the model after that step's writes. Collective over comm.
  * Returns a checksum of this rank's block at the end (hash and sort must agree) and
@@ -172,6 +192,15 @@ static uint64_t darray_run_steps(cr_comm *comm, int rule, int route, int agg,
     for (uint64_t i = 0; i < count * e; i++)
         sum = cr_rng_hash64(sum ^ (uint64_t)(unsigned char)local[i]);
     cr_darray_stats_get(a, stats);
+    long per_step = alltoall_per_step(route, size);
+    DA_CHECK(comm, per_step < 0 || stats->alltoall_messages == stats->steps * (uint64_t)per_step,
+             "%s, P=%d: %llu all-to-all messages in %llu steps, not %ld per step",
+             darray_routes[route], size, (unsigned long long)stats->alltoall_messages,
+             (unsigned long long)stats->steps, per_step);
+    DA_CHECK(comm, stats->alltoall_messages >= stats->messages,
+             "%s, P=%d: a dense all-to-all would start fewer messages (%llu) than were sent "
+             "(%llu)", darray_routes[route], size, (unsigned long long)stats->alltoall_messages,
+             (unsigned long long)stats->messages);
     cr_darray_destroy(a);
     free(model), free(got), free(asked);
     return sum;

@@ -152,6 +152,11 @@ typedef struct cr_darray_stats {
     uint64_t messages;          /* non-empty exchanges with other ranks (reads' replies
                                    included) */
     uint64_t bytes;             /* bytes in them */
+    uint64_t alltoall_messages; /* lock-step: the messages the same exchanges would
+                                   start were each a dense all-to-all among the
+                                   dimension's partners, as MPI_Alltoallv's pairwise
+                                   algorithm does: n - 1 per exchange in a dimension
+                                   of n, empty segments included */
     /* Lock-step: this rank's local work in its steps, nanoseconds of the monotonic
      * clock, never waiting for another rank (thesis Figure 5.2's phases): */
     uint64_t write_ns;          /* the source's aggregation (sort or hash, and the

@@ -329,6 +329,7 @@ static size_t exchange_dim(cr_darray *a, int d, const char *send, const size_t *
 {
     lockstep_grid *g = &a->grid;
     int n = g->dims[d], me = coord(g, a->rank, d);
+    a->stats.alltoall_messages += (uint64_t)(n - 1);
     for (int j = 0; j < n; j++)
         if (j != me && scounts[j] > 0) {
             a->stats.messages++;
