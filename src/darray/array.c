@@ -18,13 +18,22 @@ void cr_darray_block(uint64_t n, int p, int r, uint64_t *first, uint64_t *count)
     *first = ur * base + (ur < extra ? ur : extra);
 }
 
-int cr_darray_owner(uint64_t n, int p, uint64_t i)
+static int log2_exact(uint64_t x)
+{
+    return x && !(x & (x - 1)) ? __builtin_ctzll(x) : -1;
+}
+
+darray_layout darray_layout_of(uint64_t n, int p)
 {
     uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p;
-    uint64_t cut = extra * (base + 1);
-    if (i < cut)
-        return (int)(i / (base + 1));
-    return (int)(extra + (i - cut) / base);
+    return (darray_layout){.cut = extra * (base + 1), .big = base + 1, .base = base,
+                           .extra = extra, .shift = extra == 0 ? log2_exact(base) : -1};
+}
+
+int cr_darray_owner(uint64_t n, int p, uint64_t i)
+{
+    darray_layout l = darray_layout_of(n, p);
+    return darray_layout_owner(&l, i);
 }
 
 /* ---- bytes ------------------------------------------------------------------- */

@@ -117,13 +117,13 @@ void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value)
 {
     check_index(a, "cr_darray_async_write", i);
     char *rec = async_record(a, i, value, a->elem);
-    cr_async(a->comm, cr_darray_owner(a->n, a->size, i), a->h_write, rec, 8 + a->elem);
+    cr_async(a->comm, darray_layout_owner(&a->layout, i), a->h_write, rec, 8 + a->elem);
 }
 
 void cr_darray_async_read(cr_darray *a, uint64_t i, cr_dedup_reply_fn fn, void *ctx)
 {
     check_index(a, "cr_darray_async_read", i);
-    cr_dedup_request(a->comm, cr_darray_owner(a->n, a->size, i), a->h_read, &i, sizeof i, fn,
+    cr_dedup_request(a->comm, darray_layout_owner(&a->layout, i), a->h_read, &i, sizeof i, fn,
                      ctx);
 }
 
@@ -150,7 +150,7 @@ void cr_darray_async_visit(cr_darray *a, uint64_t i, int visit, const void *args
     if (len && !args)
         cr_fatal("cr_darray_async_visit: args is NULL but its length is %zu", len);
     char *rec = async_record(a, i, args, len);
-    cr_async(a->comm, cr_darray_owner(a->n, a->size, i), a->visits[visit]->handler_id, rec,
+    cr_async(a->comm, darray_layout_owner(&a->layout, i), a->visits[visit]->handler_id, rec,
              8 + len);
 }
 
@@ -225,6 +225,7 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
     a->rank = cr_comm_rank(comm);
     a->size = cr_comm_size(comm);
     cr_darray_block(n, a->size, a->rank, &a->first, &a->count);
+    a->layout = darray_layout_of(n, a->size);
     a->data = cr_xcalloc(a->count ? a->count : 1, elem_size);
     cr_darray_grid_init(a);
     darray_bytes_grow(&a->writes, 0); /* never NULL: the steps copy from them */

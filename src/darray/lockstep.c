@@ -361,40 +361,30 @@ static inline void copy_rec(char *dst, const char *src, size_t rec)
 
 static int hop_of(const cr_darray *a, int d, uint64_t index)
 {
-    return coord(&a->grid, cr_darray_owner(a->n, a->size, index), d);
+    return coord(&a->grid, darray_layout_owner(&a->layout, index), d);
 }
 
-/* hop_of for a whole pass: the block layout's quotients (cr_darray_owner) computed
- * once, and shifts in place of divisions where the blocks and the grid are powers
- * of two (n and P powers of two, the usual case); hop_of divides five times. */
+/* hop_of for a whole pass: the owner from the array's precomputed layout, and the
+ * coordinate by a shift and a mask where the dimension and the ranks per step are
+ * powers of two (P a power of two, the usual case) instead of two divisions. */
 typedef struct hop_calc {
-    uint64_t cut, big, base, extra; /* indices below cut are in blocks of big */
+    const darray_layout *layout;
     int fill, dim;
-    int owner_shift, coord_shift;   /* -1: divide */
+    int coord_shift; /* -1: divide */
 } hop_calc;
-
-static int log2_exact(uint64_t x)
-{
-    return x && !(x & (x - 1)) ? __builtin_ctzll(x) : -1;
-}
 
 static hop_calc hop_calc_of(const cr_darray *a, int d)
 {
-    uint64_t base = a->n / (uint64_t)a->size, extra = a->n % (uint64_t)a->size;
-    hop_calc h = {.cut = extra * (base + 1), .big = base + 1, .base = base, .extra = extra,
-                  .fill = a->grid.fill[d], .dim = a->grid.dims[d]};
-    h.owner_shift = extra == 0 ? log2_exact(base) : -1;
-    h.coord_shift = log2_exact((uint64_t)h.dim) >= 0 ? log2_exact((uint64_t)h.fill) : -1;
+    hop_calc h = {.layout = &a->layout, .fill = a->grid.fill[d], .dim = a->grid.dims[d],
+                  .coord_shift = -1};
+    if (!(h.dim & (h.dim - 1)) && !(h.fill & (h.fill - 1)))
+        h.coord_shift = __builtin_ctz((unsigned)h.fill);
     return h;
 }
 
 static inline int hop_by(const hop_calc *h, uint64_t i)
 {
-    uint64_t owner;
-    if (h->owner_shift >= 0)
-        owner = i >> h->owner_shift;
-    else
-        owner = i < h->cut ? i / h->big : h->extra + (i - h->cut) / h->base;
+    uint64_t owner = (uint64_t)darray_layout_owner(h->layout, i);
     if (h->coord_shift >= 0)
         return (int)((owner >> h->coord_shift) & (uint64_t)(h->dim - 1));
     return (int)(owner / (uint64_t)h->fill % (uint64_t)h->dim);
