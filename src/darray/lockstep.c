@@ -323,7 +323,8 @@ static size_t exchange_sparse(cr_darray *a, int d, const char *send, const size_
 /* Dimension d's exchange: scounts[j] records of `rec` bytes from `send` to the
  * partner with coordinate j, the partners' records into `recv` (replaced), their
  * counts into rcounts (checked against them if `counts_known`). Returns the records
- * received. Counts the non-empty segments sent to others, whichever way they move. */
+ * received. Counts the non-empty segments sent to others, whichever way they move,
+ * and the n - 1 a dense all-to-all would start. */
 static size_t exchange_dim(cr_darray *a, int d, const char *send, const size_t *scounts, size_t rec,
                            darray_bytes *recv, size_t *rcounts, bool counts_known)
 {
