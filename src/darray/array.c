@@ -2,6 +2,7 @@
  * byte vectors the lock-step mode builds its buffers in. darray.c (creation, the
  * asynchronous mode) and lockstep.c both build on it. */
 #include "darray/darray_internal.h"
+#include "darray/layout.h"
 
 #include "common/fatal.h"
 
