@@ -701,7 +701,8 @@ int main(int argc, char **argv)
                         bad += check_roots(W.vertices_per_rank * (uint64_t)p);
                     failed += bad != 0;
                     local_costs lc = measure_costs(p);
-                    row w = model(p, alpha, beta, gamma, lc, dense && pat != PAT_BFS);
+                    bool charge_dense = dense && pat != PAT_BFS; /* the BFS's are the mailbox's */
+                    row w = model(p, alpha, beta, gamma, lc, charge_dense);
                     if (route == 0 && agg == 0)
                         base = w.predicted, base_local = w.with_local;
                     char ratio[32] = "-", ratio_local[32] = "-";
@@ -726,7 +727,7 @@ int main(int argc, char **argv)
                                 w.reached_max, w.predicted, bad ? "no" : "yes", w.write,
                                 w.exchange, w.read, w.with_local, lc.write_ns, lc.hop_ns,
                                 lc.read_ns, pat ? graph_names[W.graph] : "-",
-                                dense && pat != PAT_BFS ? "dense" : "sparse");
+                                charge_dense ? "dense" : "sparse");
                     fprintf(stderr, "scale_model: %s, P=%d, %s, %s: simulated in %.1f s\n",
                             pattern_names[pat], p, route_names[route], agg_names[agg],
                             wall_seconds() - started);

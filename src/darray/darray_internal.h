@@ -24,6 +24,8 @@ typedef struct lockstep_grid {
     int ndims;
     int dims[64];
     int fill[64];     /* ranks per step of coordinate d: product of dims[d+1 ..] */
+    int shift[64];    /* log2 fill[d] where dims[d] and fill[d] are powers of two (a
+                         coordinate is then a shift and a mask), else -1 */
 } lockstep_grid;
 
 struct cr_darray {

@@ -87,12 +87,16 @@ void cr_darray_grid_init(cr_darray *a)
     int fill = 1;
     for (int d = g->ndims - 1; d >= 0; d--) {
         g->fill[d] = fill;
+        bool powers = !(fill & (fill - 1)) && !(g->dims[d] & (g->dims[d] - 1));
+        g->shift[d] = powers ? __builtin_ctz((unsigned)fill) : -1;
         fill *= g->dims[d];
     }
 }
 
-static int coord(const lockstep_grid *g, int rank, int d)
+static inline int coord(const lockstep_grid *g, int rank, int d)
 {
+    if (g->shift[d] >= 0)
+        return (rank >> g->shift[d]) & (g->dims[d] - 1);
     return (rank / g->fill[d]) % g->dims[d];
 }
 
@@ -360,35 +364,11 @@ static inline void copy_rec(char *dst, const char *src, size_t rec)
         memcpy(dst, src, rec);
 }
 
-static int hop_of(const cr_darray *a, int d, uint64_t index)
+/* The next hop in dimension d of a record for `index`: its owner's coordinate there
+ * (shifts in place of divisions where n and P are powers of two, the usual case). */
+static inline int hop_of(const cr_darray *a, int d, uint64_t index)
 {
     return coord(&a->grid, darray_layout_owner(&a->layout, index), d);
-}
-
-/* hop_of for a whole pass: the owner from the array's precomputed layout, and the
- * coordinate by a shift and a mask where the dimension and the ranks per step are
- * powers of two (P a power of two, the usual case) instead of two divisions. */
-typedef struct hop_calc {
-    const darray_layout *layout;
-    int fill, dim;
-    int coord_shift; /* -1: divide */
-} hop_calc;
-
-static hop_calc hop_calc_of(const cr_darray *a, int d)
-{
-    hop_calc h = {.layout = &a->layout, .fill = a->grid.fill[d], .dim = a->grid.dims[d],
-                  .coord_shift = -1};
-    if (!(h.dim & (h.dim - 1)) && !(h.fill & (h.fill - 1)))
-        h.coord_shift = __builtin_ctz((unsigned)h.fill);
-    return h;
-}
-
-static inline int hop_by(const hop_calc *h, uint64_t i)
-{
-    uint64_t owner = (uint64_t)darray_layout_owner(h->layout, i);
-    if (h->coord_shift >= 0)
-        return (int)((owner >> h->coord_shift) & (uint64_t)(h->dim - 1));
-    return (int)(owner / (uint64_t)h->fill % (uint64_t)h->dim);
 }
 
 /* How two write records for one index become one (dst keeps the result). Overwrite
@@ -452,10 +432,9 @@ static void bucket_by_hop(const cr_darray *a, int d, const char *in, size_t m, s
     int n = a->grid.dims[d];
     size_t *at = cr_xcalloc((size_t)n, sizeof *at);
     uint32_t *hop = cr_xmalloc((m ? m : 1) * sizeof *hop); /* each record's, found once */
-    hop_calc h = hop_calc_of(a, d);
     memset(counts, 0, (size_t)n * sizeof *counts);
     for (size_t j = 0; j < m; j++) {
-        hop[j] = (uint32_t)hop_by(&h, index_of(in + j * rec));
+        hop[j] = (uint32_t)hop_of(a, d, index_of(in + j * rec));
         counts[hop[j]]++;
     }
     for (int k = 1; k < n; k++)
