@@ -34,6 +34,7 @@ typedef struct ct_table {
     size_t count;     /* records held */
     size_t key_len, key_pad, value_pad, stride;
     size_t head;      /* bytes before the record in a slot: 8 (the tag) or 0 */
+    size_t in_place;  /* doublings made where the table lies (table.c), for tests */
     uint64_t (*hash)(const void *key, size_t len);
 } ct_table;
 

@@ -104,9 +104,137 @@ void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
     return ct_place(t, key, h, fresh);
 }
 
+/* ---- doubling in place ----------------------------------------------------------
+ *
+ * A mapped table doubles without a second table: the mapping is extended (mremap
+ * keeps the old pages and copies no bytes; only the new half is fresh, zeroed by the
+ * kernel) and every record is placed again from where it is. Against allocating a
+ * table twice the size and copying into it, a table that grows to 64 MiB makes the
+ * kernel zero 64 MiB of fresh pages instead of 64 + 32 + 16 + ... MiB.
+ *
+ * Why it is correct: the home slot is the hash's low bits, so a record whose home was
+ * a goes to a or a + cap. Let s be the first empty slot; the records of [0, s) are
+ * set aside and placed again last. The others are taken in slot order i = s+1, ...,
+ * each placed from its new home as if slot i were empty (so most stay where they
+ * are). One that stays low had its home in (s, i] (the run that holds it starts
+ * after the empty slot s) and lands there, at or before i; one that moves up lands
+ * in the upper half or, wrapping round from the top, in [0, i]. So every probe path
+ * runs only over records already placed, which never move again, and no record is
+ * taken out of a path once it is part of one. */
+
+#ifdef MREMAP_MAYMOVE
+static uint64_t slot_home(const ct_table *t, const char *slot_bytes)
+{
+    if (ct_bitmap(t))
+        return t->hash(slot_bytes, t->key_len);
+    uint64_t tag;
+    memcpy(&tag, slot_bytes, sizeof tag);
+    return tag;
+}
+
+/* Slot i's bytes copied to out and the slot left empty (all zero, as placing
+ * expects). */
+static void take_out(ct_table *t, size_t i, void *out)
+{
+    char *slot = t->slots + i * t->stride;
+    memcpy(out, slot, t->stride);
+    memset(slot, 0, t->stride);
+    if (t->used)
+        t->used[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+}
+
+/* Slot i's bytes moved to the empty slot j, slot i left empty. */
+static void move_slot(ct_table *t, size_t i, size_t j)
+{
+    char *from = t->slots + i * t->stride, *to = t->slots + j * t->stride;
+    if (t->stride == 16) { /* the counting set's slot: no call to copy two words */
+        memcpy(to, from, 16);
+        memset(from, 0, 16);
+    } else {
+        memcpy(to, from, t->stride);
+        memset(from, 0, t->stride);
+    }
+    if (t->used) {
+        t->used[j >> 6] |= UINT64_C(1) << (j & 63);
+        t->used[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+    }
+}
+
+/* A slot's bytes (its tag, if any, and record) placed at the first free slot from
+ * its home under t's capacity. */
+static void put_back(ct_table *t, const char *slot_bytes)
+{
+    size_t mask = t->cap - 1;
+    size_t j = slot_home(t, slot_bytes) & mask;
+    while (ct_occupied(t, j))
+        j = (j + 1) & mask;
+    memcpy(t->slots + j * t->stride, slot_bytes, t->stride);
+    if (t->used)
+        t->used[j >> 6] |= UINT64_C(1) << (j & 63);
+}
+
+/* Double a mapped table where it lies. False, the table unchanged, when it is not
+ * mapped or memory is short (the caller then copies). */
+static bool grow_in_place(ct_table *t)
+{
+    size_t cap = t->cap, bytes = cap * t->stride;
+    if (bytes < TABLE_MAPPED_BYTES || cap > SIZE_MAX / 2 / t->stride)
+        return false;
+    size_t s = 0;
+    while (ct_occupied(t, s))
+        s++; /* a table below ct_full has an empty slot */
+    char *front = s ? malloc(s * t->stride) : NULL;
+    if (s && !front)
+        return false;
+    if (ct_bitmap(t)) {
+        uint64_t *used = realloc(t->used, cap / 64 * 2 * sizeof *used);
+        if (!used) {
+            free(front);
+            return false;
+        }
+        memset(used + cap / 64, 0, cap / 64 * sizeof *used);
+        t->used = used; /* a longer bitmap with a zero tail changes nothing yet */
+    }
+    void *slots = mremap(t->slots, bytes, 2 * bytes, MREMAP_MAYMOVE);
+    if (slots == MAP_FAILED) {
+        free(front);
+        return false;
+    }
+#ifdef MADV_HUGEPAGE
+    (void)madvise(slots, 2 * bytes, MADV_HUGEPAGE);
+#endif
+    t->slots = slots;
+    for (size_t i = 0; i < s; i++)
+        take_out(t, i, front + i * t->stride);
+    t->cap = 2 * cap;
+    size_t mask = t->cap - 1;
+    for (size_t i = ct_next(t, s + 1); i < cap; i = ct_next(t, i + 1)) {
+        /* Where it would land were slot i empty: most records stay put. */
+        size_t j = slot_home(t, t->slots + i * t->stride) & mask;
+        while (j != i && ct_occupied(t, j))
+            j = (j + 1) & mask;
+        if (j != i)
+            move_slot(t, i, j);
+    }
+    for (size_t i = 0; i < s; i++)
+        put_back(t, front + i * t->stride);
+    free(front);
+    t->in_place++;
+    return true;
+}
+#else /* no mremap: every doubling copies */
+static bool grow_in_place(ct_table *t)
+{
+    (void)t;
+    return false;
+}
+#endif
+
 bool ct_grow(ct_table *t)
 {
-    return resize(t, t->cap ? t->cap * 2 : 16);
+    if (!t->cap)
+        return resize(t, 16);
+    return grow_in_place(t) || resize(t, t->cap * 2);
 }
 
 bool ct_reserve(ct_table *t, size_t n)

@@ -180,6 +180,93 @@ static void test_table_large(void **state)
     assert_int_equal(t.cap, 0);
 }
 
+/* Doubling in place (table.c): a few keys hash to the table's top slots, so runs
+ * wrap round to slot 0 and records moving up wrap again; the rest hash anywhere.
+ * After every doubling, and after erasing a third, every record is found with its
+ * value, and the table walks exactly its records. Both layouts. */
+enum { IN_PLACE_KEYS = 700000 };
+
+static uint64_t top_heavy_hash(uint64_t k)
+{
+    if (k % 512 == 0)
+        return UINT64_MAX - (cr_rng_hash64(k) & 31);
+    return cr_rng_hash64(k);
+}
+
+static uint64_t top_heavy_hash_of_key(const void *key, size_t len)
+{
+    (void)len;
+    uint64_t k;
+    memcpy(&k, key, sizeof k);
+    return top_heavy_hash(k);
+}
+
+static void check_in_place(const ct_table *t, uint64_t upto, const bool *erased)
+{
+    size_t n = 0;
+    for (uint64_t k = 0; k < upto; k++) {
+        char key[12];
+        make_key(k, key);
+        const char *rec = ct_find(t, key, top_heavy_hash(k));
+        assert_int_equal(rec != NULL, !erased[k]);
+        if (rec) {
+            uint64_t v;
+            memcpy(&v, rec + t->key_pad, sizeof v);
+            assert_int_equal(v, 3 * k + 1);
+            n++;
+        }
+    }
+    assert_int_equal(t->count, n);
+    size_t walked = 0;
+    for (size_t i = ct_next(t, 0); i < t->cap; i = ct_next(t, i + 1))
+        walked++;
+    assert_int_equal(walked, n);
+}
+
+static void grow_in_place_with(size_t klen)
+{
+    key_len = klen;
+    ct_table t;
+    ct_init(&t, klen, 8);
+    t.hash = top_heavy_hash_of_key;
+    bool *erased = calloc(IN_PLACE_KEYS, sizeof *erased);
+    assert_non_null(erased);
+    size_t cap = 0;
+    for (uint64_t k = 0; k < IN_PLACE_KEYS; k++) {
+        char key[12];
+        make_key(k, key);
+        bool fresh;
+        char *rec = ct_insert(&t, key, top_heavy_hash(k), &fresh);
+        assert_non_null(rec);
+        assert_true(fresh);
+        uint64_t v = 3 * k + 1;
+        memcpy(rec + t.key_pad, &v, sizeof v);
+        if (t.cap != cap) {
+            cap = t.cap;
+            check_in_place(&t, k + 1, erased);
+        }
+        if (k % 3 == 1 && k > IN_PLACE_KEYS / 2) { /* erase some as it grows */
+            uint64_t gone = k / 2;
+            char g[12];
+            make_key(gone, g);
+            assert_true(ct_erase(&t, g, top_heavy_hash(gone)));
+            erased[gone] = true;
+        }
+    }
+    check_in_place(&t, IN_PLACE_KEYS, erased);
+    assert_true(t.in_place >= 2); /* the doublings past 4 MiB were made in place */
+    ct_free(&t);
+    free(erased);
+    key_len = 12;
+}
+
+static void test_table_grows_in_place(void **state)
+{
+    (void)state;
+    grow_in_place_with(8);
+    grow_in_place_with(12);
+}
+
 static void test_hash_of_bytes(void **state)
 {
     (void)state;
@@ -239,6 +326,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_strong_hash), cmocka_unit_test(test_table_colliding_hash),
         cmocka_unit_test(test_table_bitmap_layout), cmocka_unit_test(test_table_large),
+        cmocka_unit_test(test_table_grows_in_place),
         cmocka_unit_test(test_hash_of_bytes),     cmocka_unit_test(test_reply_pool),
         cmocka_unit_test(test_deferred),
     };
