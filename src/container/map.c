@@ -42,6 +42,7 @@ struct cr_map {
     cr_map_visitor *visitors;
     size_t nvisitors;
     int h_insert, h_erase, h_visit, h_get;
+    int h_unit; /* the count cache's: an 8-byte key that adds 1 (-1: none) */
     ct_pool replies;
     ct_deferred deferred;
     int busy; /* for_all or a visitor runs: the table must not change */
@@ -180,14 +181,18 @@ static void bad_record(const cr_map *m, const char *what, size_t len, size_t wan
  * at 4 ranks; the loads in flight are what the core allows, not the distance). */
 #define PREFETCH_AHEAD 16
 
-/* A count {key, count} into the table's word layout, the add inline: the maps with a
- * count cache (8-byte keys, added integers). */
+/* How apply_run reads a record: any map's insert, a count {key, count} or a unit (an
+ * 8-byte key that adds 1) of the maps with a count cache. */
+enum { RUN_INSERTS, RUN_COUNTS, RUN_UNITS };
+
+/* A count {key, count} (or a unit, a key alone that adds 1) into the table's word
+ * layout, the add inline: the maps with a count cache (8-byte keys, added integers). */
 static inline __attribute__((always_inline)) void apply_count(cr_map *m, const void *payload,
-                                                              uint64_t h)
+                                                              uint64_t h, bool unit)
 {
     ct_table *t = &m->table;
-    count_slot rec;
-    memcpy(&rec, payload, sizeof rec);
+    count_slot rec = {0, 1};
+    memcpy(&rec, payload, unit ? sizeof rec.key : sizeof rec);
     if (ct_full(t) && !ct_grow(t))
         cr_fatal("%s: out of memory growing this rank's table beyond %zu elements", m->name,
                  t->count);
@@ -200,9 +205,9 @@ static inline __attribute__((always_inline)) void apply_count(cr_map *m, const v
  * applied. Inlined twice, for counts (no call per record) and for any other map.
  * A prefetch is only a hint: a slot that moves when the table grows costs a miss. */
 static inline __attribute__((always_inline)) void apply_run(cr_map *m, const cr_batch *b,
-                                                            bool counts)
+                                                            int kind)
 {
-    size_t key_len = counts ? 8 : m->key_len;
+    size_t key_len = kind == RUN_INSERTS ? m->key_len : 8;
     uint64_t ahead[PREFETCH_AHEAD];
     size_t n = b->count;
     for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++) {
@@ -216,10 +221,10 @@ static inline __attribute__((always_inline)) void apply_run(cr_map *m, const cr_
             ahead[i % PREFETCH_AHEAD] = later;
             ct_prefetch(&m->table, later);
         }
-        if (counts)
-            apply_count(m, cr_batch_payload(b, i), h);
-        else
+        if (kind == RUN_INSERTS)
             apply_insert_hashed(m, cr_batch_payload(b, i), h);
+        else
+            apply_count(m, cr_batch_payload(b, i), h, kind == RUN_UNITS);
     }
 }
 
@@ -235,9 +240,27 @@ static void on_inserts(cr_comm *comm, const cr_batch *b, void *user)
         return;
     }
     if (m->counts)
-        apply_run(m, b, true);
+        apply_run(m, b, RUN_COUNTS);
     else
-        apply_run(m, b, false);
+        apply_run(m, b, RUN_INSERTS);
+}
+
+/* Units: what a resting count cache sends for an add of 1, half a count's bytes. */
+static void on_units(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    cr_map *m = user;
+    if (b->len != sizeof(uint64_t))
+        bad_record(m, "a unit insert", b->len, sizeof(uint64_t));
+    if (m->busy) {
+        for (size_t i = 0; i < b->count; i++) {
+            count_slot rec = {0, 1};
+            memcpy(&rec.key, cr_batch_payload(b, i), sizeof rec.key);
+            ct_defer(&m->deferred, KIND_INSERT, &rec, sizeof rec, m->name);
+        }
+        return;
+    }
+    apply_run(m, b, RUN_UNITS);
 }
 
 static void on_erase(cr_comm *comm, int src, const void *rec, size_t len, void *user)
@@ -527,11 +550,19 @@ static __attribute__((noinline)) void count_wrapped(cr_map *m, uint64_t key)
     count_send(m, key, 0);
 }
 
-/* Inside a handler, resting, or adding nothing: the record goes as it is. */
+/* Inside a handler, resting, or adding nothing: the record goes as it is; resting,
+ * an add of 1 goes as a unit, the key alone (at rest nearly every insert leaves, so
+ * half the bytes to copy, send and read). */
 static __attribute__((noinline)) void count_bypass(cr_map *m, uint64_t key, uint64_t add)
 {
-    if (m->cache_skip && *m->handler_depth == 0)
+    if (m->cache_skip && *m->handler_depth == 0) {
         m->cache_skip--;
+        if (add == 1) {
+            int owner = (int)cr_rng_bounded(ct_hash(&key, 8), (uint64_t)m->size);
+            cr_async(m->comm, owner, m->h_unit, &key, sizeof key);
+            return;
+        }
+    }
     count_send(m, key, add);
 }
 
@@ -642,6 +673,10 @@ static cr_map *map_create(cr_comm *comm, const cr_map_opts *o, const char *name,
                                  .coalesce = !o->get_no_coalesce},
         m);
     cache_init(m, rule.op, o->type, o->no_combining);
+    m->h_unit = -1;
+    if (m->counts) /* the same on every rank: it follows from the options */
+        m->h_unit = cr_register_type(
+            comm, &(cr_handler_type){.batch = on_units, .name = "container unit insert"}, m);
     return m;
 }
 
