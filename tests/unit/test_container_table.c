@@ -184,7 +184,7 @@ static void test_table_large(void **state)
  * wrap round to slot 0 and records moving up wrap again; the rest hash anywhere.
  * After every doubling, and after erasing a third, every record is found with its
  * value, and the table walks exactly its records. Both layouts. */
-enum { IN_PLACE_KEYS = 700000 };
+enum { IN_PLACE_KEYS = 520000 };
 
 static uint64_t top_heavy_hash(uint64_t k)
 {
