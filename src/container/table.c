@@ -123,8 +123,11 @@ void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
  * taken out of a path once it is part of one. */
 
 #ifdef MREMAP_MAYMOVE
-static uint64_t slot_home(const ct_table *t, const char *slot_bytes)
+static inline __attribute__((always_inline)) uint64_t slot_home(const ct_table *t,
+                                                                const char *slot_bytes)
 {
+    if (ct_bitmap(t) && t->hash == cr_container_hash)
+        return ct_hash(slot_bytes, 8); /* inline: once per record per doubling */
     if (ct_bitmap(t))
         return t->hash(slot_bytes, t->key_len);
     uint64_t tag;
