@@ -212,6 +212,12 @@ EOD
 \$ls << EOD
 $(series_boruvka direct sort 16)
 EOD
+\$lgn << EOD
+$(series_boruvka grid none 16)
+EOD
+\$l3n << EOD
+$(series_boruvka grid3 none 16)
+EOD
 \$lg << EOD
 $(series_boruvka grid sort 16)
 EOD
@@ -230,6 +236,12 @@ EOD
 \$cs << EOD
 $(series_boruvka direct sort 11)
 EOD
+\$cgn << EOD
+$(series_boruvka grid none 11)
+EOD
+\$c3n << EOD
+$(series_boruvka grid3 none 11)
+EOD
 \$cg << EOD
 $(series_boruvka grid sort 11)
 EOD
@@ -243,9 +255,9 @@ EOD
 $(series_boruvka hypercube sort 11)
 EOD
 set title "with local work (costs per record measured in each run)"
-plot \$ln w lp t "direct, none", \$ls w lp t "plain all-to-all (direct, sort)", \$lg w lp t "2D grid, sort", \$l3 w lp t "3D grid, sort", \$lhn w lp t "hypercube, none", \$lh w lp t "hypercube, sort"
+plot \$ln w lp t "direct, none", \$ls w lp t "plain all-to-all (direct, sort)", \$lgn w lp t "2D grid, none", \$l3n w lp t "3D grid, none", \$lg w lp t "2D grid, sort", \$l3 w lp t "3D grid, sort", \$lhn w lp t "hypercube, none", \$lh w lp t "hypercube, sort"
 set title "counts only (alpha 2 us, beta 0.1 ns/B, gamma 10 ns)"
-plot \$cn w lp t "direct, none", \$cs w lp t "plain all-to-all (direct, sort)", \$cg w lp t "2D grid, sort", \$c3 w lp t "3D grid, sort", \$chn w lp t "hypercube, none", \$ch w lp t "hypercube, sort"
+plot \$cn w lp t "direct, none", \$cs w lp t "plain all-to-all (direct, sort)", \$cgn w lp t "2D grid, none", \$c3n w lp t "3D grid, none", \$cg w lp t "2D grid, sort", \$c3 w lp t "3D grid, sort", \$chn w lp t "hypercube, none", \$ch w lp t "hypercube, sort"
 unset multiplot
 GP
 echo "scale_plot: wrote $out/scale_boruvka.png"
