@@ -67,6 +67,12 @@ struct cr_counting_set {
     cr_map *map;
 };
 
+/* The rank that owns keys of hash h (cr_map_owner's rule). */
+static inline int owner_of_hash(const cr_map *m, uint64_t h)
+{
+    return (int)cr_rng_bounded(h, (uint64_t)m->size);
+}
+
 /* ---- applying records on the owner -------------------------------------------- */
 
 static void replay(cr_map *m);
@@ -558,8 +564,7 @@ static __attribute__((noinline)) void count_bypass(cr_map *m, uint64_t key, uint
     if (m->cache_skip && *m->handler_depth == 0) {
         m->cache_skip--;
         if (add == 1) {
-            int owner = (int)cr_rng_bounded(ct_hash(&key, 8), (uint64_t)m->size);
-            cr_async(m->comm, owner, m->h_unit, &key, sizeof key);
+            cr_async(m->comm, owner_of_hash(m, ct_hash(&key, 8)), m->h_unit, &key, sizeof key);
             return;
         }
     }
@@ -716,7 +721,7 @@ void cr_map_destroy(cr_map *m)
 
 int cr_map_owner(const cr_map *m, const void *key)
 {
-    return (int)cr_rng_bounded(ct_hash(key, m->key_len), (uint64_t)m->size);
+    return owner_of_hash(m, ct_hash(key, m->key_len));
 }
 
 cr_comm *cr_map_comm(const cr_map *m)
