@@ -52,18 +52,30 @@ static uint64_t weak_hash_of_key(const void *key, size_t len)
     return weak_hash(k, hash_bits);
 }
 
-static void check_all(const ct_table *t, const ref *r, int bits)
+/* What a check expects of keys 0 .. nkeys-1: the hash the table was given for key k,
+ * and whether k is present with which value. */
+typedef struct expectation {
+    uint64_t nkeys;
+    uint64_t (*hash)(uint64_t k, const void *ctx);
+    bool (*present)(uint64_t k, uint64_t *value, const void *ctx);
+    const void *ctx;
+} expectation;
+
+/* Every key found exactly when expected, with its value; the table walks exactly its
+ * records. */
+static void check_table(const ct_table *t, const expectation *e)
 {
     size_t n = 0;
-    for (uint64_t k = 0; k < NKEYS; k++) {
+    for (uint64_t k = 0; k < e->nkeys; k++) {
         char key[12];
         make_key(k, key);
-        const char *rec = ct_find(t, key, weak_hash(k, bits));
-        assert_int_equal(rec != NULL, r->present[k]);
+        const char *rec = ct_find(t, key, e->hash(k, e->ctx));
+        uint64_t want = 0;
+        assert_int_equal(rec != NULL, e->present(k, &want, e->ctx));
         if (rec) {
             uint64_t v;
             memcpy(&v, rec + t->key_pad, sizeof v);
-            assert_int_equal(v, r->value[k]);
+            assert_int_equal(v, want);
             n++;
         }
     }
@@ -73,6 +85,25 @@ static void check_all(const ct_table *t, const ref *r, int bits)
         walked++;
     assert_int_equal(walked, n);
     assert_true(t->cap == 0 || 4 * t->count <= 3 * t->cap);
+}
+
+static uint64_t hash_of_random_ops(uint64_t k, const void *ctx)
+{
+    (void)ctx;
+    return weak_hash(k, hash_bits);
+}
+
+static bool present_in_ref(uint64_t k, uint64_t *value, const void *ctx)
+{
+    const ref *r = ctx;
+    *value = r->value[k];
+    return r->present[k];
+}
+
+static void check_all(const ct_table *t, const ref *r, int bits)
+{
+    assert_int_equal(bits, hash_bits);
+    check_table(t, &(expectation){NKEYS, hash_of_random_ops, present_in_ref, r});
 }
 
 static void random_ops(int bits, uint64_t seed)
@@ -201,26 +232,22 @@ static uint64_t top_heavy_hash_of_key(const void *key, size_t len)
     return top_heavy_hash(k);
 }
 
+static uint64_t hash_of_in_place(uint64_t k, const void *ctx)
+{
+    (void)ctx;
+    return top_heavy_hash(k);
+}
+
+static bool present_unless_erased(uint64_t k, uint64_t *value, const void *ctx)
+{
+    const bool *erased = ctx;
+    *value = 3 * k + 1;
+    return !erased[k];
+}
+
 static void check_in_place(const ct_table *t, uint64_t upto, const bool *erased)
 {
-    size_t n = 0;
-    for (uint64_t k = 0; k < upto; k++) {
-        char key[12];
-        make_key(k, key);
-        const char *rec = ct_find(t, key, top_heavy_hash(k));
-        assert_int_equal(rec != NULL, !erased[k]);
-        if (rec) {
-            uint64_t v;
-            memcpy(&v, rec + t->key_pad, sizeof v);
-            assert_int_equal(v, 3 * k + 1);
-            n++;
-        }
-    }
-    assert_int_equal(t->count, n);
-    size_t walked = 0;
-    for (size_t i = ct_next(t, 0); i < t->cap; i = ct_next(t, i + 1))
-        walked++;
-    assert_int_equal(walked, n);
+    check_table(t, &(expectation){upto, hash_of_in_place, present_unless_erased, erased});
 }
 
 static void grow_in_place_with(size_t klen)
