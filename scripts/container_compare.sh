@@ -12,6 +12,9 @@
 #   SCRAMBLE=1: the containers insert key i as a 64-bit hash of i (container_bench
 #   --scramble, ygm_bench ... scramble; YGM's array is then left out), so that no
 #   cache sees consecutive integers; the histogram's indices stay as they are.
+#   RESERVE=1: also the counting set and map with their tables sized for the keys
+#   first (container_bench --reserve), as rows counting-set-reserved and
+#   map-reserved: what a program that knows its key count gets.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -27,10 +30,10 @@ histogram() { # keys -> M updates/s
              /VERIFICATION FAILED/ {exit 1}'
 }
 
-containers() { # keys -> "counting-set rate" and "map rate" lines
+containers() { # keys [suffix flag] -> "counting-set rate" and "map rate" lines
     "$mpirun" -np "$np" "$build/apps/container_bench" --keys "$1" --inserts "$inserts" \
-        --reps 1 --validate no ${SCRAMBLE:+--scramble} |
-        awk '/verified/ {print $1, $4} /WRONG/ {exit 1}'
+        --reps 1 --validate no ${SCRAMBLE:+--scramble} ${3:-} |
+        awk -v s="${2:-}" '/verified/ {print $1 s, $4} /WRONG/ {exit 1}'
 }
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -41,6 +44,10 @@ for keys in $keys_list; do
     for ((r = 0; r < rounds; r++)); do
         histogram "$keys" >> "$tmp/histogram"
         containers "$keys" | while read -r name rate; do echo "$rate" >> "$tmp/$name"; done
+        if [[ "${RESERVE:-0}" = 1 ]]; then
+            containers "$keys" -reserved --reserve |
+                while read -r name rate; do echo "$rate" >> "$tmp/$name"; done
+        fi
         if [[ -n "${YGM_BENCH:-}" ]]; then
             "$mpirun" -np "$np" "$YGM_BENCH" "$keys" "$inserts" ${SCRAMBLE:+scramble} |
                 awk '$1 == "ygm" {print $2, $3}' |
@@ -52,7 +59,8 @@ for keys in $keys_list; do
     echo "K = $keys keys (M inserts/s; each round's figure, then the median and its ratio to the histogram's)"
     echo "| structure | rounds | median | / histogram |"
     echo "|---|---|---|---|"
-    for f in histogram counting-set map $(cd "$tmp" && ls | grep '^ygm-' || true); do
+    for f in histogram counting-set map counting-set-reserved map-reserved \
+        $(cd "$tmp" && ls | grep '^ygm-' || true); do
         [[ -f "$tmp/$f" ]] || continue
         m=$(median < "$tmp/$f")
         echo "| $f | $(paste -sd' ' "$tmp/$f") | $m | $(awk -v a="$m" -v b="$h" 'BEGIN {printf "%.2f", a / b}') |"
