@@ -59,12 +59,53 @@ void ct_free(ct_table *t)
     t->cap = t->count = 0;
 }
 
-/* Where slot i's record would be placed first: its hash's low bits. */
+/* The hash of the record in a slot's bytes (its tag in the tagged layout), whose low
+ * bits name the slot it would be placed in first. */
+static inline __attribute__((always_inline)) uint64_t slot_home(const ct_table *t,
+                                                                const char *slot_bytes)
+{
+    if (ct_bitmap(t) && t->hash == cr_container_hash)
+        return ct_hash(slot_bytes, 8); /* inline: once per record moved */
+    if (ct_bitmap(t))
+        return t->hash(slot_bytes, t->key_len);
+    uint64_t tag;
+    memcpy(&tag, slot_bytes, sizeof tag);
+    return tag;
+}
+
 static size_t home_of(const ct_table *t, size_t i, size_t mask)
 {
-    if (ct_bitmap(t))
-        return t->hash(ct_record(t, i), t->key_len) & mask;
-    return ct_tag(t, i) & mask;
+    return slot_home(t, t->slots + i * t->stride) & mask;
+}
+
+static void set_used(ct_table *t, size_t i)
+{
+    if (t->used)
+        t->used[i >> 6] |= UINT64_C(1) << (i & 63);
+}
+
+/* Slot i left empty: all zero, as placing expects, and unmarked. */
+static void clear_slot(ct_table *t, size_t i)
+{
+    char *slot = t->slots + i * t->stride;
+    if (t->stride == 16) /* the counting set's slot: no call to clear two words */
+        memset(slot, 0, 16);
+    else
+        memset(slot, 0, t->stride);
+    if (t->used)
+        t->used[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+}
+
+/* A slot's bytes (its tag, if any, and record) placed at the first free slot from
+ * its home under t's capacity. */
+static void put_back(ct_table *t, const char *slot_bytes)
+{
+    size_t mask = t->cap - 1;
+    size_t j = slot_home(t, slot_bytes) & mask;
+    while (ct_occupied(t, j))
+        j = (j + 1) & mask;
+    memcpy(t->slots + j * t->stride, slot_bytes, t->stride);
+    set_used(t, j);
 }
 
 /* Make the table `cap` slots (a power of two, above the count), placing every
@@ -82,15 +123,8 @@ static bool resize(ct_table *t, size_t cap)
         free(next.used);
         return false;
     }
-    size_t mask = cap - 1;
-    for (size_t i = ct_next(t, 0); i < t->cap; i = ct_next(t, i + 1)) {
-        size_t j = home_of(t, i, mask);
-        while (ct_occupied(&next, j))
-            j = (j + 1) & mask;
-        memcpy(next.slots + j * t->stride, t->slots + i * t->stride, t->stride);
-        if (next.used)
-            next.used[j >> 6] |= UINT64_C(1) << (j & 63);
-    }
+    for (size_t i = ct_next(t, 0); i < t->cap; i = ct_next(t, i + 1))
+        put_back(&next, t->slots + i * t->stride);
     slots_free(t->slots, t->cap, t->stride);
     free(t->used);
     *t = next;
@@ -123,57 +157,23 @@ void *ct_insert(ct_table *t, const void *key, uint64_t h, bool *fresh)
  * taken out of a path once it is part of one. */
 
 #ifdef MREMAP_MAYMOVE
-static inline __attribute__((always_inline)) uint64_t slot_home(const ct_table *t,
-                                                                const char *slot_bytes)
-{
-    if (ct_bitmap(t) && t->hash == cr_container_hash)
-        return ct_hash(slot_bytes, 8); /* inline: once per record per doubling */
-    if (ct_bitmap(t))
-        return t->hash(slot_bytes, t->key_len);
-    uint64_t tag;
-    memcpy(&tag, slot_bytes, sizeof tag);
-    return tag;
-}
-
-/* Slot i's bytes copied to out and the slot left empty (all zero, as placing
- * expects). */
+/* Slot i's bytes copied to out and the slot left empty. */
 static void take_out(ct_table *t, size_t i, void *out)
 {
-    char *slot = t->slots + i * t->stride;
-    memcpy(out, slot, t->stride);
-    memset(slot, 0, t->stride);
-    if (t->used)
-        t->used[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+    memcpy(out, t->slots + i * t->stride, t->stride);
+    clear_slot(t, i);
 }
 
 /* Slot i's bytes moved to the empty slot j, slot i left empty. */
 static void move_slot(ct_table *t, size_t i, size_t j)
 {
     char *from = t->slots + i * t->stride, *to = t->slots + j * t->stride;
-    if (t->stride == 16) { /* the counting set's slot: no call to copy two words */
+    if (t->stride == 16) /* the counting set's slot: no call to copy two words */
         memcpy(to, from, 16);
-        memset(from, 0, 16);
-    } else {
+    else
         memcpy(to, from, t->stride);
-        memset(from, 0, t->stride);
-    }
-    if (t->used) {
-        t->used[j >> 6] |= UINT64_C(1) << (j & 63);
-        t->used[i >> 6] &= ~(UINT64_C(1) << (i & 63));
-    }
-}
-
-/* A slot's bytes (its tag, if any, and record) placed at the first free slot from
- * its home under t's capacity. */
-static void put_back(ct_table *t, const char *slot_bytes)
-{
-    size_t mask = t->cap - 1;
-    size_t j = slot_home(t, slot_bytes) & mask;
-    while (ct_occupied(t, j))
-        j = (j + 1) & mask;
-    memcpy(t->slots + j * t->stride, slot_bytes, t->stride);
-    if (t->used)
-        t->used[j >> 6] |= UINT64_C(1) << (j & 63);
+    set_used(t, j);
+    clear_slot(t, i);
 }
 
 /* Double a mapped table where it lies. False, the table unchanged, when it is not
@@ -268,9 +268,7 @@ bool ct_erase(ct_table *t, const void *key, uint64_t h)
         memcpy(t->slots + hole * t->stride, t->slots + j * t->stride, t->stride);
         hole = j;
     }
-    memset(t->slots + hole * t->stride, 0, t->stride);
-    if (t->used)
-        t->used[hole >> 6] &= ~(UINT64_C(1) << (hole & 63));
+    clear_slot(t, hole);
     t->count--;
     return true;
 }
