@@ -23,7 +23,10 @@ static const char usage[] =
     "\n"
     "  --inserts N      inserts per rank (default 8M; suffixes K, M, G)\n"
     "  --keys K         distinct keys drawn from (default 1000)\n"
-    "  --structure S[,S]  counting-set, map (default both, in this order)\n"
+    "  --structure S[,S]  counting-set, map, local-array (default: the first two).\n"
+    "                   local-array is no container: the same loop adding 1 to a\n"
+    "                   counter of the rank's own array of K, nothing sent; the\n"
+    "                   floor under any insert the loop can call (K * 8 bytes a rank)\n"
     "  --no-combining   merge inserts only at the owner, never on the way\n"
     "  --scramble       insert key i as a 64-bit hash of i, not i itself (the same\n"
     "                   keys, as scripts/ygm/ygm_bench.cpp scramble draws them)\n"
@@ -40,8 +43,8 @@ static const char usage[] =
     "  --stats          print Courier's counters at the end\n"
     "  --help           show this text\n";
 
-enum { S_COUNTING, S_MAP, NSTRUCTURES };
-static const char *const structure_names[] = {"counting-set", "map", NULL};
+enum { S_COUNTING, S_MAP, S_LOCAL, NSTRUCTURES };
+static const char *const structure_names[] = {"counting-set", "map", "local-array", NULL};
 
 typedef struct bench {
     app a;
@@ -61,13 +64,17 @@ static uint64_t stream_seed(uint64_t seed, int rank)
     return cr_rng_hash64(seed * 0x100000001b3ULL + (uint64_t)rank);
 }
 
-/* One timed run; returns the seconds (the slowest rank's) and leaves the container. */
-static double insert_all(bench *b, cr_counting_set *cs, cr_map *m)
+/* One timed run; returns the seconds (the slowest rank's) and leaves the container,
+ * or the counts in `local` (K counters) when it is not NULL. */
+static double insert_all(bench *b, cr_counting_set *cs, cr_map *m, uint64_t *local)
 {
     cr_barrier(b->comm);
     double t0 = MPI_Wtime();
     uint64_t s = stream_seed(b->seed, b->a.rank), one = 1;
-    if (cs)
+    if (local)
+        for (uint64_t i = 0; i < b->n; i++)
+            local[cr_rng_bounded(cr_rng_next(&s), b->keys)]++; /* key_of's index */
+    else if (cs)
         for (uint64_t i = 0; i < b->n; i++) {
             uint64_t key = key_of(b, cr_rng_bounded(cr_rng_next(&s), b->keys));
             cr_counting_set_insert(cs, &key);
@@ -129,6 +136,37 @@ static bool verify(bench *b, cr_map *m, int reps, bool recount)
     return ok;
 }
 
+/* The local arrays: every rank's counters sum to N*reps; with a recount, the
+ * counters summed over the ranks match it key by key. Collective. */
+static bool verify_local(bench *b, const uint64_t *local, int reps, bool recount)
+{
+    uint64_t total = 0, sum, want = b->n * (uint64_t)reps;
+    for (uint64_t k = 0; k < b->keys; k++)
+        total += local[k];
+    bool ok = total == want;
+    if (recount) {
+        uint64_t *all = app_calloc(&b->a, b->keys, sizeof *all, "the recount");
+        for (uint64_t k = 0; k < b->keys; k += 1u << 24) { /* counts that fit an int */
+            uint64_t n = b->keys - k < (1u << 24) ? b->keys - k : 1u << 24;
+            MPI_Allreduce(local + k, all + k, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        }
+        for (int r = 0; r < b->a.size; r++) {
+            uint64_t s = stream_seed(b->seed, r);
+            for (uint64_t i = 0; i < b->n; i++)
+                all[cr_rng_bounded(cr_rng_next(&s), b->keys)] -= (uint64_t)reps;
+        }
+        for (uint64_t k = 0; k < b->keys; k++)
+            ok &= all[k] == 0;
+        free(all);
+    }
+    uint64_t bad = !ok;
+    MPI_Allreduce(&bad, &sum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (sum && b->a.rank == 0)
+        fprintf(stderr, "container_bench: the local arrays' counts do not match the inserts "
+                "on %llu ranks\n", (unsigned long long)sum);
+    return sum == 0;
+}
+
 static int compare_doubles(const void *x, const void *y)
 {
     double a = *(const double *)x, c = *(const double *)y;
@@ -139,7 +177,7 @@ int main(int argc, char **argv)
 {
     bench b = {.n = 8u << 20, .keys = 1000, .reps = 3, .combining = 1};
     app_init(&b.a, "container_bench", usage, &argc, &argv);
-    int want[NSTRUCTURES] = {1, 1}, validate = 2;
+    int want[NSTRUCTURES] = {1, 1, 0}, validate = 2;
     static const char *const validations[] = {"no", "yes", "auto", NULL};
     app_shared sh;
     app_shared_init(&sh);
@@ -159,7 +197,7 @@ int main(int argc, char **argv)
         case 'k': b.keys = app_parse_u64(&b.a, "--keys", optarg, 1, 1ULL << 40); break;
         case 's': {
             const char *p = optarg;
-            want[0] = want[1] = 0;
+            memset(want, 0, sizeof want);
             while (*p) {
                 size_t len = strcspn(p, ",");
                 char name[32];
@@ -187,7 +225,8 @@ int main(int argc, char **argv)
      * holding the old and the new one meanwhile: at most 64 bytes per key (96 leaves
      * room for the hash's unevenness between ranks); the recount holds 8 bytes per
      * key on every rank. */
-    double need = (double)b.keys * 96 + (validate == 1 ? (double)b.keys * 8 * b.a.size : 0);
+    double need = (double)b.keys * 96 + (validate == 1 ? (double)b.keys * 8 * b.a.size : 0) +
+                  (want[S_LOCAL] ? (double)b.keys * 8 * b.a.size : 0);
     double phys = app_physical_memory();
     if (phys > 0 && need > phys)
         app_usage_error(&b.a, "--keys %llu needs about %.1f GiB, more than this machine's "
@@ -216,26 +255,29 @@ int main(int argc, char **argv)
         char err[200];
         cr_counting_set *cs = NULL;
         cr_map *m = NULL;
+        uint64_t *local = NULL;
         cr_map_opts mo = {.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
                           .type = CR_DEDUP_UINT64, .no_combining = !b.combining};
-        if (st == S_COUNTING) {
+        if (st == S_LOCAL) {
+            local = app_calloc(&b.a, b.keys, sizeof *local, "the local array");
+        } else if (st == S_COUNTING) {
             cs = cr_counting_set_create(b.comm, 8, err, sizeof err);
             m = cs ? cr_counting_set_map(cs) : NULL;
         } else {
             m = cr_map_create(b.comm, &mo, err, sizeof err);
         }
-        if (!m)
+        if (!m && !local)
             app_error(&b.a, "%s", err);
-        if (b.reserve && !cr_map_reserve(m, b.keys))
+        if (m && b.reserve && !cr_map_reserve(m, b.keys))
             app_error(&b.a, "out of memory reserving room for %llu keys",
                       (unsigned long long)b.keys);
         /* The counting set has no switch of its own: --no-combining measures the map. */
         double times[1000];
         for (int r = 0; r < b.reps; r++)
-            times[r] = insert_all(&b, cs, cs ? NULL : m);
+            times[r] = insert_all(&b, cs, cs ? NULL : m, local);
         qsort(times, (size_t)b.reps, sizeof times[0], compare_doubles);
         double t = times[b.reps / 2];
-        bool ok = verify(&b, m, b.reps, recount);
+        bool ok = local ? verify_local(&b, local, b.reps, recount) : verify(&b, m, b.reps, recount);
         failed |= !ok;
         double rate = (double)b.n * b.a.size / t;
         if (b.a.rank == 0) {
@@ -246,9 +288,10 @@ int main(int argc, char **argv)
                         b.a.size, (unsigned long long)b.n, (unsigned long long)b.keys,
                         b.combining, cfg.buffer_bytes, route, t, rate, ok);
         }
+        free(local);
         if (cs)
             cr_counting_set_destroy(cs);
-        else
+        else if (m)
             cr_map_destroy(m);
     }
     if (sh.stats)

@@ -15,6 +15,9 @@
 #   RESERVE=1: also the counting set and map with their tables sized for the keys
 #   first (container_bench --reserve), as rows counting-set-reserved and
 #   map-reserved: what a program that knows its key count gets.
+# Every round also runs container_bench --structure local-array: the same loop adding
+# 1 to a counter of each rank's own array, nothing sent, the floor under any insert
+# that loop can call (row local-array).
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -30,7 +33,7 @@ histogram() { # keys -> M updates/s
              /VERIFICATION FAILED/ {exit 1}'
 }
 
-containers() { # keys [suffix flag] -> "counting-set rate" and "map rate" lines
+containers() { # keys [suffix [flags]] -> "counting-set rate" and "map rate" lines
     "$mpirun" -np "$np" "$build/apps/container_bench" --keys "$1" --inserts "$inserts" \
         --reps 1 --validate no ${SCRAMBLE:+--scramble} ${3:-} |
         awk -v s="${2:-}" '/verified/ {print $1 s, $4} /WRONG/ {exit 1}'
@@ -44,6 +47,8 @@ for keys in $keys_list; do
     for ((r = 0; r < rounds; r++)); do
         histogram "$keys" >> "$tmp/histogram"
         containers "$keys" | while read -r name rate; do echo "$rate" >> "$tmp/$name"; done
+        containers "$keys" "" "--structure local-array" |
+            while read -r name rate; do echo "$rate" >> "$tmp/$name"; done
         if [[ "${RESERVE:-0}" = 1 ]]; then
             containers "$keys" -reserved --reserve |
                 while read -r name rate; do echo "$rate" >> "$tmp/$name"; done
@@ -59,7 +64,7 @@ for keys in $keys_list; do
     echo "K = $keys keys (M inserts/s; each round's figure, then the median and its ratio to the histogram's)"
     echo "| structure | rounds | median | / histogram |"
     echo "|---|---|---|---|"
-    for f in histogram counting-set map counting-set-reserved map-reserved \
+    for f in histogram local-array counting-set map counting-set-reserved map-reserved \
         $(cd "$tmp" && ls | grep '^ygm-' || true); do
         [[ -f "$tmp/$f" ]] || continue
         m=$(median < "$tmp/$f")
