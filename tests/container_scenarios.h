@@ -691,6 +691,27 @@ static void ct_cc_value(const void *key, void *value, void *user)
     ct_cc_count(key, v, user);
 }
 
+/* A counting set of 8-byte keys, and a map of 8-byte keys that sums 8-byte integers:
+ * the two that go through the count cache. */
+static cr_counting_set *ct_counting_set8(cr_comm *comm)
+{
+    char err[200];
+    cr_counting_set *cs = cr_counting_set_create(comm, 8, err, sizeof err);
+    CT_CHECK(comm, cs != NULL, "%s", err);
+    return cs;
+}
+
+static cr_map *ct_sum_map8(cr_comm *comm)
+{
+    char err[200];
+    cr_map *m = cr_map_create(comm,
+                              &(cr_map_opts){.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
+                                             .type = CR_DEDUP_UINT64},
+                              err, sizeof err);
+    CT_CHECK(comm, m != NULL, "%s", err);
+    return m;
+}
+
 /* The same adds to a counting set and to a summing map of 8-byte keys (both through
  * the count cache): keys that evict each other, an add of 0 that still creates its
  * key, a sum that wraps to 0 and keeps its key, and enough keys seen once that the
@@ -699,14 +720,8 @@ static long ct_count_cache(cr_comm *comm, uint64_t own)
 {
     long before = ct_fails;
     int me = cr_comm_rank(comm), p = cr_comm_size(comm);
-    char err[200];
-    cr_counting_set *cs = cr_counting_set_create(comm, 8, err, sizeof err);
-    CT_CHECK(comm, cs != NULL, "%s", err);
-    cr_map *m = cr_map_create(comm,
-                              &(cr_map_opts){.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
-                                             .type = CR_DEDUP_UINT64},
-                              err, sizeof err);
-    CT_CHECK(comm, m != NULL, "%s", err);
+    cr_counting_set *cs = ct_counting_set8(comm);
+    cr_map *m = ct_sum_map8(comm);
     /* The map reserves its room first: its table must not grow after. */
     uint64_t want_size = 4 + own * (uint64_t)p;
     CT_CHECK(comm, cr_map_reserve(m, want_size), "cr_map_reserve(%llu) failed",
@@ -752,12 +767,68 @@ static long ct_count_cache(cr_comm *comm, uint64_t own)
     return ct_fails - before;
 }
 
+/* Keys seen once (the count cache rests, so most adds travel as units, which wait on
+ * their owner until something reads the table): after a barrier, for_all sees every
+ * add, a look-up of every key sees its add and an erase of every other key removes
+ * it for good. Exact answers and sizes. */
+static long ct_units_wait(cr_comm *comm, uint64_t own)
+{
+    long before = ct_fails;
+    int me = cr_comm_rank(comm), p = cr_comm_size(comm);
+    cr_counting_set *cs = ct_counting_set8(comm);
+    cr_map *m = ct_sum_map8(comm);
+    cr_counting_set *walked = ct_counting_set8(comm);
+    uint64_t one = 1;
+    for (uint64_t i = 0; i < own; i++) {
+        uint64_t k = CT_SPREAD + (uint64_t)me * own + i;
+        cr_counting_set_insert(cs, &k);
+        cr_counting_set_insert(walked, &k);
+        cr_map_insert(m, &k, &one);
+    }
+    cr_barrier(comm);
+    ct_cc w = {.p = (uint64_t)p};
+    cr_counting_set_for_all(walked, ct_cc_count, &w);
+    uint64_t walked_wrong = ct_sum(comm, w.wrong), walked_seen = ct_sum(comm, w.seen);
+    CT_CHECK(comm, walked_wrong == 0 && walked_seen == (uint64_t)p * own,
+             "for_all after a barrier saw %llu keys (want %llu), %llu counts wrong",
+             (unsigned long long)walked_seen, (unsigned long long)p * own,
+             (unsigned long long)walked_wrong);
+    cr_counting_set_destroy(walked);
+    ct_answer *asked = calloc(own, sizeof *asked);
+    CT_CHECK(comm, asked != NULL, "out of memory");
+    for (uint64_t i = 0; asked && i < own; i++) {
+        uint64_t k = CT_SPREAD + (uint64_t)me * own + i;
+        cr_counting_set_count(cs, &k, ct_got_count, &asked[i]);
+        if (i % 2 == 0)
+            cr_map_erase(m, &k);
+    }
+    cr_barrier(comm);
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; asked && i < own; i++)
+        wrong += asked[i].answers != 1 || asked[i].got != 1;
+    free(asked);
+    wrong = ct_sum(comm, wrong);
+    CT_CHECK(comm, wrong == 0, "%llu look-ups did not see their key's one add",
+             (unsigned long long)wrong);
+    uint64_t size = cr_map_size(m), want = (uint64_t)p * (own / 2);
+    CT_CHECK(comm, size == want, "after erasing every other key the map holds %llu keys, want %llu",
+             (unsigned long long)size, (unsigned long long)want);
+    ct_cc c = {.p = (uint64_t)p};
+    cr_map_for_all(m, ct_cc_value, &c);
+    CT_CHECK(comm, ct_sum(comm, c.wrong) == 0 && ct_sum(comm, c.seen) == want,
+             "the keys left hold wrong values or are not all seen");
+    cr_map_destroy(m);
+    cr_counting_set_destroy(cs);
+    return ct_fails - before;
+}
+
 /* Everything, at sizes for a test. */
 static inline long ct_all(cr_comm *comm, uint64_t seed)
 {
     long f = 0;
     f += ct_counting(comm, 300, 2000);
     f += ct_count_cache(comm, 3000);
+    f += ct_units_wait(comm, 3000);
     f += ct_map_rules(comm, 200);
     f += ct_double_sums(comm, 100);
     f += ct_erase_and_get(comm, 500);

@@ -38,7 +38,9 @@
  * element costs 1.3 to 2.7 slots. A table that cannot grow ends the job with one
  * line naming the container. An orderless map (a set, a counting set, a map with
  * SUM, MIN, MAX, BOR or BAND) also keeps a cache of at most 2 MiB on each sending
- * rank (docs/containers.md).
+ * rank; a counting set or summing map of 8-byte keys, once adds of keys that rarely
+ * repeat arrive, keeps up to 16 MiB on the owning rank where they wait until the next read
+ * of its table (docs/containers.md).
  */
 #ifndef COURIER_CONTAINER_H
 #define COURIER_CONTAINER_H

@@ -75,6 +75,13 @@ void ct_free(ct_table *t);
 /* Make room for n records without growing again (false: out of memory). */
 bool ct_reserve(ct_table *t, size_t n);
 bool ct_grow(ct_table *t);
+/* The table's parts for ct_order_by_region: equal runs of slots. */
+#define CT_REGIONS 256
+/* The n 8-byte keys of `in` copied to `out` (n words, not overlapping) in the order
+ * of the region where each one's probe starts (region r: slots [r * cap / CT_REGIONS,
+ * (r + 1) * cap / CT_REGIONS)), keys of one region in the order given: a counting
+ * sort, two passes over the keys. For the bitmap layout (8-byte keys). */
+void ct_order_by_region(const ct_table *t, const uint64_t *in, uint64_t *out, size_t n);
 
 static inline uint64_t ct_tag(const ct_table *t, size_t i)
 {

@@ -57,6 +57,10 @@ struct cr_map {
     /* The count cache (see count_add), in place of the cache above for 8-byte
      * keys whose values are added integers: slots are the records themselves. */
     count_slot *counts;
+    /* Units received and not yet added (see settle): room for WAITING_UNITS keys,
+     * and as many words to order them in; NULL until the first unit arrives. */
+    uint64_t *waiting, *ordered;
+    size_t nwaiting;
 };
 
 struct cr_set {
@@ -76,6 +80,7 @@ static inline int owner_of_hash(const cr_map *m, uint64_t h)
 /* ---- applying records on the owner -------------------------------------------- */
 
 static void replay(cr_map *m);
+static void settle(cr_map *m);
 
 static inline void *insert_slot_hashed(cr_map *m, const void *key, uint64_t h, bool *fresh)
 {
@@ -109,11 +114,13 @@ static void apply_insert(cr_map *m, const char *rec)
 
 static void apply_erase(cr_map *m, const char *rec)
 {
+    settle(m);
     ct_erase(&m->table, rec, ct_hash(rec, m->key_len));
 }
 
 static void apply_visit(cr_map *m, const char *rec, size_t len)
 {
+    settle(m);
     uint64_t which;
     memcpy(&which, rec + m->key_pad, sizeof which);
     if (which >= m->nvisitors)
@@ -251,6 +258,51 @@ static void on_inserts(cr_comm *comm, const cr_batch *b, void *user)
         apply_run(m, b, RUN_INSERTS);
 }
 
+/* ---- units waiting on the owner ------------------------------------------------
+ *
+ * Units (adds of 1 to 8-byte keys: what a resting count cache sends, so keys that
+ * rarely repeat) commute with each other and with every other add, so the owner
+ * gathers up to WAITING_UNITS of them and adds them at once, ordered by the region
+ * of the table their probes start in (ct_order_by_region) once the table is larger
+ * than a core's caches: the table is then worked through from one end to the other,
+ * a region at a time, instead of at random. Whatever reads the table or does not
+ * commute with an add (an erase, a visit, a look-up served, for_all, the sizes,
+ * cr_map_local_find) settles first: adds the units that wait. Nothing waits while the map is
+ * busy (for_all settles before it starts, and units arriving during it are deferred
+ * as any record is), so settling never has to wait either. */
+#define WAITING_UNITS ((size_t)1 << 20) /* 8 MiB of keys, and 8 MiB to order them in */
+#define ORDER_FROM_BYTES ((size_t)4 << 20)
+
+static void settle(cr_map *m)
+{
+    size_t n = m->nwaiting;
+    if (!n)
+        return;
+    m->nwaiting = 0;
+    const uint64_t *keys = m->waiting;
+    if (ct_bytes(&m->table) >= ORDER_FROM_BYTES) {
+        ct_order_by_region(&m->table, m->waiting, m->ordered, n);
+        keys = m->ordered;
+    }
+    cr_batch all = {.payloads = (const char *)keys, .stride = 8, .len = 8, .count = n};
+    apply_run(m, &all, RUN_UNITS);
+}
+
+/* Room for the units that wait, on the first one; false (units then go straight
+ * into the table) when the memory is not there. */
+static bool waiting_alloc(cr_map *m)
+{
+    if (!m->waiting) {
+        m->waiting = malloc(WAITING_UNITS * sizeof *m->waiting);
+        m->ordered = m->waiting ? malloc(WAITING_UNITS * sizeof *m->ordered) : NULL;
+        if (!m->ordered) {
+            free(m->waiting);
+            m->waiting = NULL;
+        }
+    }
+    return m->waiting != NULL;
+}
+
 /* Units: what a resting count cache sends for an add of 1, half a count's bytes. */
 static void on_units(cr_comm *comm, const cr_batch *b, void *user)
 {
@@ -266,7 +318,15 @@ static void on_units(cr_comm *comm, const cr_batch *b, void *user)
         }
         return;
     }
-    apply_run(m, b, RUN_UNITS);
+    if (!waiting_alloc(m)) {
+        apply_run(m, b, RUN_UNITS);
+        return;
+    }
+    for (size_t i = 0; i < b->count; i++) {
+        memcpy(&m->waiting[m->nwaiting++], cr_batch_payload(b, i), sizeof *m->waiting);
+        if (m->nwaiting == WAITING_UNITS)
+            settle(m);
+    }
 }
 
 static void on_erase(cr_comm *comm, int src, const void *rec, size_t len, void *user)
@@ -288,12 +348,14 @@ static void on_visit(cr_comm *comm, int src, const void *rec, size_t len, void *
 }
 
 /* A look-up on the owner: the reply is a found word, then the value. Reading needs
- * no deferral: it changes nothing. */
+ * no deferral: it changes nothing but adding the units that wait, which never wait
+ * while the map is busy. */
 static void serve_get(cr_comm *comm, cr_dedup_req *req, const void *rec, size_t len, void *user)
 {
     cr_map *m = user;
     if (len != m->key_pad)
         bad_record(m, "a look-up", len, m->key_pad);
+    settle(m);
     const char *slot = ct_find(&m->table, rec, ct_hash(rec, m->key_len));
     uint64_t out[1 + CR_CONTAINER_MAX_VALUE / 8];
     out[0] = slot != NULL;
@@ -700,6 +762,8 @@ static void map_free(cr_map *m)
         cache_unregister(m);
     free(m->cache);
     free(m->counts);
+    free(m->waiting);
+    free(m->ordered);
     ct_free(&m->table);
     ct_pool_free(&m->replies);
     free(m->deferred.bytes);
@@ -807,6 +871,7 @@ void cr_map_get(cr_map *m, const void *key, cr_map_get_fn fn, void *ctx)
 
 void cr_map_for_all(cr_map *m, void (*fn)(const void *key, void *value, void *user), void *user)
 {
+    settle(m);
     m->busy++;
     for (size_t i = ct_next(&m->table, 0); i < m->table.cap; i = ct_next(&m->table, i + 1)) {
         char *rec = ct_record(&m->table, i);
@@ -820,6 +885,7 @@ void cr_map_for_all(cr_map *m, void (*fn)(const void *key, void *value, void *us
 uint64_t cr_map_size(cr_map *m)
 {
     cr_barrier(m->comm);
+    settle(m);
     return ct_sum_over_ranks(m->comm, m->table.count);
 }
 
@@ -838,6 +904,9 @@ bool cr_map_reserve(cr_map *m, uint64_t keys)
 
 uint64_t cr_map_local_size(const cr_map *m)
 {
+    /* Settling changes what the table holds, not what the map holds: every map is
+     * allocated by cr_map_create, never defined const, so the cast is sound. */
+    settle((cr_map *)m);
     return m->table.count;
 }
 
@@ -848,6 +917,7 @@ size_t cr_map_local_bytes(const cr_map *m)
 
 void *cr_map_local_find(cr_map *m, const void *key)
 {
+    settle(m);
     char *rec = ct_find(&m->table, key, ct_hash(key, m->key_len));
     return rec ? rec + m->key_pad : NULL;
 }

@@ -240,6 +240,20 @@ bool ct_grow(ct_table *t)
     return grow_in_place(t) || resize(t, t->cap * 2);
 }
 
+void ct_order_by_region(const ct_table *t, const uint64_t *in, uint64_t *out, size_t n)
+{
+    unsigned shift = 0;
+    while (((size_t)CT_REGIONS << shift) < t->cap)
+        shift++;
+    size_t mask = t->cap ? t->cap - 1 : 0, start[CT_REGIONS + 1] = {0};
+    for (size_t i = 0; i < n; i++)
+        start[((slot_home(t, (const char *)&in[i]) & mask) >> shift) + 1]++;
+    for (size_t r = 0; r < CT_REGIONS; r++)
+        start[r + 1] += start[r];
+    for (size_t i = 0; i < n; i++)
+        out[start[(slot_home(t, (const char *)&in[i]) & mask) >> shift]++] = in[i];
+}
+
 bool ct_reserve(ct_table *t, size_t n)
 {
     size_t cap = t->cap ? t->cap : 16;

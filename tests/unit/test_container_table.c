@@ -294,6 +294,54 @@ static void test_table_grows_in_place(void **state)
     grow_in_place_with(12);
 }
 
+/* ct_order_by_region: a permutation of its input, regions never going back, and the
+ * keys of one region in the order given; at several capacities, one below
+ * CT_REGIONS slots. */
+static void order_by_region_at(size_t cap)
+{
+    enum { N = 5000 };
+    ct_table t;
+    ct_init(&t, 8, 8);
+    assert_true(ct_reserve(&t, cap / 4 * 3));
+    assert_int_equal(t.cap, cap);
+    static uint64_t in[N], out[N];
+    uint64_t s = cap;
+    for (size_t i = 0; i < N; i++)
+        in[i] = cr_rng_next(&s) % (N / 2); /* repeated keys: their order is kept */
+    ct_order_by_region(&t, in, out, N);
+    size_t shift = 0;
+    while (((size_t)CT_REGIONS << shift) < cap)
+        shift++;
+    uint64_t sum_in = 0, sum_out = 0, xor_in = 0, xor_out = 0;
+    size_t next_in[CT_REGIONS] = {0}; /* where in `in` region r's next key is sought */
+    for (size_t i = 0; i < N; i++) {
+        sum_in += in[i] * 0x9e3779b97f4a7c15ULL;
+        xor_in ^= cr_rng_hash64(in[i] + 1);
+        sum_out += out[i] * 0x9e3779b97f4a7c15ULL;
+        xor_out ^= cr_rng_hash64(out[i] + 1);
+        size_t r = (ct_hash(&out[i], 8) & (cap - 1)) >> shift;
+        if (i > 0)
+            assert_true(r >= ((ct_hash(&out[i - 1], 8) & (cap - 1)) >> shift));
+        size_t j = next_in[r];
+        while (j < N && ((ct_hash(&in[j], 8) & (cap - 1)) >> shift) != r)
+            j++;
+        assert_true(j < N);
+        assert_int_equal(in[j], out[i]); /* the region's keys in their given order */
+        next_in[r] = j + 1;
+    }
+    assert_int_equal(sum_in, sum_out);
+    assert_int_equal(xor_in, xor_out);
+    ct_free(&t);
+}
+
+static void test_order_by_region(void **state)
+{
+    (void)state;
+    order_by_region_at(64);
+    order_by_region_at(4096);
+    order_by_region_at((size_t)1 << 20);
+}
+
 static void test_hash_of_bytes(void **state)
 {
     (void)state;
@@ -354,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_table_strong_hash), cmocka_unit_test(test_table_colliding_hash),
         cmocka_unit_test(test_table_bitmap_layout), cmocka_unit_test(test_table_large),
         cmocka_unit_test(test_table_grows_in_place),
+        cmocka_unit_test(test_order_by_region),
         cmocka_unit_test(test_hash_of_bytes),     cmocka_unit_test(test_reply_pool),
         cmocka_unit_test(test_deferred),
     };
