@@ -19,7 +19,9 @@ PACKAGES=(build-essential meson ninja-build pkg-config openmpi-bin libopenmpi-de
 # The test command also builds and checks Courier against MPICH (scripts/check_install.sh),
 # which Debian installs beside Open MPI without changing the default mpicc and mpirun.
 # METIS (optional) lets the planner's apps partition with it (--partitioner metis).
-TEST_PACKAGES=(mpich libmpich-dev libmetis-dev)
+# scripts/compare.sh (its --smoke run is a test) builds bale's libraries with the
+# autotools and reads the peers' peak memory with /usr/bin/time.
+TEST_PACKAGES=(mpich libmpich-dev libmetis-dev autoconf automake libtool time)
 DEMO_RANKS=${DEMO_RANKS:-4}
 
 usage() {
