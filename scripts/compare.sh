@@ -6,8 +6,8 @@
 #
 #   --quick  (default) about 10 minutes on a 2-core machine: 3 rounds, 2 and 4 ranks,
 #            graphs of scale 18
-#   --full   about 40 minutes: 5 rounds, 2, 4 and 8 ranks, graphs of scale 18 and 20,
-#            Courier's graph apps at 1, 2 and 4 ranks
+#   --full   about 30 minutes: 5 rounds, 2, 4 and 8 ranks, graphs of scale 18 (Courier's
+#            graph apps at 1, 2 and 4 ranks) and 20 (at 2 ranks)
 #   --smoke  every block at tiny sizes, one round: checks that the script, the apps'
 #            output and the peers' output still fit together (part of the test suite)
 #   --blocks LIST  only these blocks, comma-separated: histogram, gather, graph,
@@ -81,8 +81,10 @@ quick)
     c_np=4 c_inserts=8M c_keys="1000 10M" coll_ranks="2 4" coll_reps=300 ;;
 full)
     rounds=5 ranks="2 4 8" updates=5000000 scales="18 20" graph_ranks="1 2 4" roots=16
+    big_graph_ranks="2"
     c_np=4 c_inserts=8M c_keys="1000 10M" coll_ranks="2 4 8" coll_reps=300 ;;
 esac
+big_graph_ranks=${big_graph_ranks:-$graph_ranks}   # at the scales after the first
 table_per_rank=10000
 big_table_per_rank=$((1 << 20))
 [ "$mode" = smoke ] && big_table_per_rank=100000
@@ -186,10 +188,14 @@ courier_histogram() {
 }
 
 # bale APP NP -> "exstack exstack2 conveyor" (M/s): bale prints the seconds all PEs took
-# together; it may crash on exit after printing, which is not ours to judge.
+# together; it may crash on exit after printing, which is not ours to judge. With more
+# PEs than cores only exstack runs: exstack2 and conveyors wait by spinning, and
+# their figures would measure the oversubscription, not the library.
 bale() {
+    local models=14
+    [ "$2" -le "$(nproc)" ] || models=2
     (cd "$work/bale/bin" && timeout 300 oshrun --oversubscribe --mca osc ^rdma -np "$2" \
-        "./$1" -n "$updates" -T "$table_per_rank" -M 14 2>&1 || true) |
+        "./$1" -n "$updates" -T "$table_per_rank" -M "$models" 2>&1 || true) |
         awk -v total=$(($2 * updates)) '
             $1 == "Exstack:" && $2 > 0 {e = total / $2 / 1e6}
             $1 == "Exstack2:" && $2 > 0 {e2 = total / $2 / 1e6}
@@ -221,6 +227,7 @@ block_bale() {
             wants "$block" || continue
             read -r -a rates < <(bale "$app" "$np")
             [ "${rates[*]}" != "- - -" ] || skip "bale $app at $np ranks printed no time"
+            [ "$np" -le "$(nproc)" ] || note="exstack2 and conveyors are left out at more ranks than the machine's $(nproc) cores (they spin while they wait)"
             for i in 0 1 2; do
                 [ "${rates[$i]}" = - ] || record "$block" "$np ranks" "bale ${names[$i]}" M/s "${rates[$i]}"
             done
@@ -266,11 +273,12 @@ kruskal() { # SCALE -> "seconds MiB"
 }
 
 block_graph() {
-    local s=$1 graph=$tmp/rmat$1.el np t m
+    local s=$1 graph=$tmp/rmat$1.el np t m ranks_here=$graph_ranks
+    [ "$s" = "${scales%% *}" ] || ranks_here=$big_graph_ranks
     [ -f "$graph" ] || "$mpirun" -np 1 "$build/apps/cc" --scale "$s" --write-graph "$graph" \
         --validate no >/dev/null
     [ -s "$graph" ] || fail "could not write the scale-$s graph"
-    for np in $graph_ranks; do
+    for np in $ranks_here; do
         read -r t m < <(courier_graph cc "$np" --graph "$graph" --validate yes)
         record graph "cc, scale $s" "courier $np ranks" s "$t"
         record graph "cc memory, scale $s" "courier $np ranks" MiB "$m"
@@ -279,10 +287,10 @@ block_graph() {
         for th in 1 2; do
             read -r t m < <(gap cc "$th" "$graph")
             record graph "cc, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" s "$t"
-            record graph "cc memory, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" MiB "$m"
+            [ "$th" = 2 ] || record graph "cc memory, scale $s" "GAP (process)" MiB "$m"
         done
     fi
-    for np in $graph_ranks; do
+    for np in $ranks_here; do
         read -r t m < <(courier_graph bfs "$np" --graph "$graph" --roots "$roots" --quiet)
         record graph "bfs, scale $s" "courier $np ranks" s "$t"
         record graph "bfs memory, scale $s" "courier $np ranks" MiB "$m"
@@ -291,10 +299,10 @@ block_graph() {
         for th in 1 2; do
             read -r t m < <(gap bfs "$th" "$graph")
             record graph "bfs, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" s "$t"
-            record graph "bfs memory, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" MiB "$m"
+            [ "$th" = 2 ] || record graph "bfs memory, scale $s" "GAP (process)" MiB "$m"
         done
     fi
-    for np in $graph_ranks; do
+    for np in $ranks_here; do
         read -r t m < <(courier_graph boruvka "$np" --scale "$s" --validate yes)
         record graph "forest, scale $s" "courier $np ranks" s "$t"
         record graph "forest memory, scale $s" "courier $np ranks" MiB "$m"
@@ -302,7 +310,7 @@ block_graph() {
     if [ $have_kruskal = 1 ]; then
         read -r t m < <(kruskal "$s")
         record graph "forest, scale $s" kruskal s "$t"
-        record graph "forest memory, scale $s" kruskal MiB "$m"
+        record graph "forest memory, scale $s" "kruskal (process)" MiB "$m"
     fi
 }
 
@@ -356,7 +364,7 @@ block_merging() {
         local rate
         rate=$(awk '$1 == "gather" && /verified/ {for (i = 1; i <= NF; i++) if ($i == "M") print $(i - 1)}' "$tmp/out")
         [ -n "$rate" ] || { cat "$tmp/out" >&2; fail "gather at $np ranks: not verified"; }
-        local who=courier
+        local who="courier, merged"
         [ $run = plain ] && who="plain gather"
         record merging "$per counters per rank, $np ranks" "$who" "M requests/s" "$rate"
     done
@@ -377,25 +385,35 @@ build_peers
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%F %H:%M UTC')
 t0=$SECONDS
+note=
+# timed NAME COMMAND...: runs it and says how long it took (on standard error)
+timed() {
+    local t=$SECONDS name=$1
+    shift
+    "$@"
+    say "  $name: $((SECONDS - t)) s"
+}
 for ((r = 1; r <= rounds; r++)); do
     say "round $r of $rounds"
-    if wants histogram || wants gather; then block_bale; fi
+    if wants histogram || wants gather; then timed "histogram and gather" block_bale; fi
     if wants graph; then
         marker graph
-        for s in $scales; do block_graph "$s"; done
+        for s in $scales; do timed "graph, scale $s" block_graph "$s"; done
     fi
     if wants containers; then
         marker containers
-        for k in $c_keys; do block_containers "$k"; done
+        for k in $c_keys; do timed "containers, $k keys" block_containers "$k"; done
     fi
     if wants coll; then
         marker coll
-        for np in $coll_ranks; do block_coll "$np"; done
+        for np in $coll_ranks; do timed "coll, $np ranks" block_coll "$np"; done
     fi
     if wants merging; then
         marker merging
         for np in $ranks; do
-            for per in $table_per_rank $big_table_per_rank; do block_merging "$np" "$per"; done
+            for per in $table_per_rank $big_table_per_rank; do
+                timed "merging, $np ranks, $per per rank" block_merging "$np" "$per"
+            done
         done
     fi
 done
@@ -407,6 +425,7 @@ echo
 echo "$started, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (modified)'), $(machine);"
 echo "$rounds round(s) in $(( (SECONDS - t0) / 60 ))m$(( (SECONDS - t0) % 60 ))s; load average $load_start at the start, $load_end at the end."
 for s in "${skipped[@]}"; do echo "Skipped: $s."; done
+[ -z "$note" ] || echo "Note: $note."
 echo
 python3 - "$results" "$blocks" <<'PY'
 import statistics, sys
