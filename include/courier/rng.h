@@ -32,7 +32,8 @@ static inline uint64_t cr_rng_hash64(uint64_t x)
  * multiply-shift, without the rejection step: the bias is below n / 2^64). */
 static inline uint64_t cr_rng_bounded(uint64_t r, uint64_t n)
 {
-    return (uint64_t)(((unsigned __int128)r * n) >> 64);
+    __extension__ typedef unsigned __int128 wide; /* GCC and Clang; clean under -Wpedantic */
+    return (uint64_t)(((wide)r * n) >> 64);
 }
 
 #ifdef __cplusplus
