@@ -677,6 +677,15 @@ static int seeds_wanted(void)
     return s && atoi(s) > 0 ? atoi(s) : 20;
 }
 
+/* The largest P a scenario runs at: SIM_MAX_P, or no limit. The sanitizer build
+ * stops at 64 (every path at fewer ranks, each step several times dearer there);
+ * the plain build runs every size up to 1024. */
+static int largest_p(void)
+{
+    const char *s = getenv("SIM_MAX_P");
+    return s && atoi(s) > 0 ? atoi(s) : 1 << 30;
+}
+
 /* Every scenario under every configuration, `seeds` seeds each, at P. */
 static void sweep(int p, int seeds)
 {
@@ -949,11 +958,11 @@ static void test_bounded_sweep(void **state)
     static const char *const routes[] = {NULL, "hypercube", "nlnr"};
     int seeds = seeds_wanted() < 8 ? seeds_wanted() : 8;
     uint64_t overruns = 0, runs = 0;
-    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0] && ps[i] <= largest_p(); i++)
         for (size_t k = 0; k < sizeof routes / sizeof routes[0]; k++) {
             named_config nc = capped(routes[k]);
             for (size_t s = 0; s < sizeof bounded_scenarios / sizeof bounded_scenarios[0]; s++)
-                for (int seed = 1; seed <= (ps[i] >= 256 ? 1 : ps[i] >= 64 ? 2 : seeds); seed++) {
+                for (int seed = 1; seed <= (ps[i] >= 256 ? 1 : ps[i] >= 64 ? (seeds < 2 ? seeds : 2) : seeds); seed++) {
                     bounded_result r =
                         run_bounded(&bounded_scenarios[s], ps[i], &nc,
                                     (uint64_t)seed * 7919 + (uint64_t)ps[i],
@@ -992,7 +1001,7 @@ static void test_deep_scenarios(void **state)
     static const int ps[] = {1, 2, 3, 5, 8, 17, 64};
     static const char *const routes[] = {NULL, "hypercube", "nlnr"};
     int seeds = seeds_wanted() < 6 ? seeds_wanted() : 6;
-    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0] && ps[i] <= largest_p(); i++)
         for (size_t k = 0; k < sizeof routes / sizeof routes[0]; k++) {
             named_config nc = deep(routes[k]);
             nc.cfg.park_cap_bytes = 512;
@@ -1132,9 +1141,9 @@ static void test_deep_fanout(void **state)
     const char *sweep = getenv("DEEP_SEEDS");
     int seeds = seeds_wanted() < 8 ? seeds_wanted() : 8;
     named_config nc = deep(NULL);
-    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0] && ps[i] <= largest_p(); i++)
         for (size_t d = 0; d < sizeof depths / sizeof depths[0]; d++) {
-            int n = sweep && atoi(sweep) > 0 ? atoi(sweep) : ps[i] >= 64 ? 2 : seeds;
+            int n = sweep && atoi(sweep) > 0 ? atoi(sweep) : ps[i] >= 64 ? (seeds < 2 ? seeds : 2) : seeds;
             uint64_t reliefs = 0, worst = 0, worst_bound = 1;
             for (int seed = 1; seed <= n; seed++) {
                 deep_result r = run_deep_fan(ps[i], depths[d], &nc,
@@ -1206,7 +1215,7 @@ static void test_p8(void **state) { (void)state; sweep(8, 20); }
 static void sweep_large(int p, int seeds, const char *const *names, size_t nnames)
 {
     seeds = seeds_wanted() < seeds ? seeds_wanted() : seeds;
-    for (size_t c = 0; c < nnames; c++) {
+    for (size_t c = 0; c < nnames && p <= largest_p(); c++) {
         named_config nc = config(names[c]);
         for (size_t s = 0; s < NSCENARIOS; s++)
             for (int seed = 1; seed <= seeds; seed++)
@@ -1230,7 +1239,7 @@ static void test_p1024(void **state)
     static const char *const names[] = {"default"};
     sweep_large(1024, seeds, names, 1);
     named_config nc = config("hypercube");
-    for (int seed = 1; seed <= seeds; seed++) {
+    for (int seed = 1; seed <= seeds && 1024 <= largest_p(); seed++) {
         run_one(&scenarios[0], 1024, &nc, (uint64_t)seed * 104729 + 1024);
         run_one(&scenarios[4], 1024, &nc, (uint64_t)seed * 104729 + 1024);
     }
@@ -1463,12 +1472,12 @@ static void test_requests(void **state)
             for (int seed = 1; seed <= seeds; seed++)
                 run_requests_at(small[k], routes[rt], (uint64_t)seed * 31 + (uint64_t)small[k],
                                 (req_params){.nidx = 60, .walks = 8, .shapes = 3});
-        for (int seed = 1; seed <= (seeds + 3) / 4; seed++)
+        for (int seed = 1; seed <= (seeds + 3) / 4 && 64 <= largest_p(); seed++)
             run_requests_at(64, routes[rt], (uint64_t)seed * 131 + 64,
                             (req_params){.nidx = 40, .walks = 4, .shapes = 1});
     }
     /* P = 1024: two seeds, one under the sanitizers (SIM_SEEDS below 20) */
-    for (int seed = 1; seed <= (seeds >= 20 ? 2 : 1); seed++) {
+    for (int seed = 1; seed <= (seeds >= 20 ? 2 : 1) && 1024 <= largest_p(); seed++) {
         run_requests_at(1024, "hypercube", (uint64_t)seed * 1031, (req_params){.nidx = 16, .walks = 2});
         run_requests_at(1024, "nlnr", (uint64_t)seed * 1031, (req_params){.nidx = 16, .walks = 2});
     }
@@ -1542,7 +1551,7 @@ static void test_darray_async(void **state)
     static const int ps[] = {1, 3, 8, 64, 1024};
     int seeds = seeds_wanted() < 4 ? seeds_wanted() : 4;
     for (size_t rt = 0; rt < 3; rt++)
-        for (size_t k = 0; k < 5; k++)
+        for (size_t k = 0; k < 5 && ps[k] <= largest_p(); k++)
             for (int seed = 1; seed <= (ps[k] >= 1024 ? (seeds >= 20 || rt == 2) : seeds); seed++) {
                 named_config nc = request_config(routes[rt]);
                 cr_sim_opts o = {.ranks = ps[k], .seed = (uint64_t)seed * 17 + (uint64_t)ps[k],
@@ -1581,7 +1590,7 @@ static void test_darray_lockstep(void **state)
     int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
     /* 1024 only in the plain build: under the sanitizers it alone takes minutes */
     size_t nps = sizeof ps / sizeof ps[0] - (seeds_wanted() >= 20 ? 0 : 1);
-    for (size_t k = 0; k < nps; k++)
+    for (size_t k = 0; k < nps && ps[k] <= largest_p(); k++)
         for (int rule = 0; rule < (ps[k] > 256 ? 1 : NRULES); rule++) /* 1024: one rule */
             for (int route = 0; route < NROUTES; route++)
                 for (int seed = 1; seed <= (ps[k] >= 64 ? 1 : seeds); seed++) {
@@ -1657,9 +1666,10 @@ static void test_exchange(void **state)
     for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
         for (int seed = 1; seed <= seeds; seed++)
             run_exchange_at(small[k], (uint64_t)seed * 37 + (uint64_t)small[k]);
-    for (int seed = 1; seed <= (seeds + 3) / 4; seed++)
+    for (int seed = 1; seed <= (seeds + 3) / 4 && 64 <= largest_p(); seed++)
         run_exchange_at(64, (uint64_t)seed * 139);
-    run_exchange_at(1024, 1024);
+    if (1024 <= largest_p())
+        run_exchange_at(1024, 1024);
 }
 
 /* ---------------------------------------------------------------- containers */
@@ -1702,10 +1712,10 @@ static void test_containers(void **state)
         for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
             for (int seed = 1; seed <= (full ? (seeds + 3) / 4 : 1); seed++)
                 run_containers_at(small[k], routes[rt], (uint64_t)seed * 53 + (uint64_t)small[k]);
-        if (full || rt == 4)
+        if ((full || rt == 4) && 64 <= largest_p())
             run_containers_at(64, routes[rt], 64 + rt);
     }
-    if (full)
+    if (full && 1024 <= largest_p())
         run_containers_at(1024, "hypercube", 1024);
 }
 
@@ -1990,9 +2000,13 @@ static void test_coll(void **state)
     for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
         for (int seed = 1; seed <= seeds; seed++)
             run_coll_at(small[k], (uint64_t)seed * 41 + (uint64_t)small[k]);
-    run_coll_at(64, 64);
-    run_coll_at(100, 100);
-    run_coll_at(seeds_wanted() >= 20 ? 1024 : 256, 1024); /* 256 under the sanitizers */
+    int big = seeds_wanted() >= 20 ? 1024 : 256;
+    if (64 <= largest_p())
+        run_coll_at(64, 64);
+    if (100 <= largest_p())
+        run_coll_at(100, 100);
+    if (big <= largest_p())
+        run_coll_at(big, 1024);
 }
 
 int main(int argc, char **argv)
