@@ -60,6 +60,14 @@ build() {
     ninja -C "$dir"
 }
 
+# timed WHAT COMMAND...: runs it, then says how long it took
+timed() {
+    local what=$1 t0=$SECONDS
+    shift
+    "$@"
+    echo "quickstart: $what took $(( (SECONDS - t0) / 60 ))m$(( (SECONDS - t0) % 60 ))s"
+}
+
 cmd=${1:-help}
 case "$cmd" in
 demo)
@@ -72,23 +80,23 @@ demo)
     ;;
 test)
     install_missing "${TEST_PACKAGES[@]}"
-    build build
+    timed build build
     mpi_env
-    meson test -C build --print-errorlogs --no-suite large "${@:2}"
+    timed "the suite" meson test -C build --print-errorlogs --no-suite large "${@:2}"
     if [ $# -le 1 ]; then
-        scripts/check_doc_commands.py build
-        scripts/check_install.sh
+        timed "the documented commands" scripts/check_doc_commands.py build
+        timed "the install checks" scripts/check_install.sh
     fi
     ;;
 test-sanitize)
     install_missing
-    build build-sanitize -Db_sanitize=address,undefined -Dallocator=system -Dbuildtype=debug
+    timed build build build-sanitize -Db_sanitize=address,undefined -Dallocator=system -Dbuildtype=debug
     mpi_env
     # What sanitizers add value to: the unit tests, the simulated scenarios, the
     # fatal cases and the MPI programs at 1, 2, 3 and 5 ranks (suite 'core'). The full
     # rank matrix, the routes and the apps run in the plain build (test).
-    meson test -C build-sanitize --print-errorlogs --suite unit --suite sim --suite fatal \
-        --suite core "${@:2}"
+    timed "the sanitized suite" meson test -C build-sanitize --print-errorlogs --suite unit \
+        --suite sim --suite fatal --suite core "${@:2}"
     ;;
 build)
     install_missing
