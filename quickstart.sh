@@ -80,7 +80,7 @@ demo)
     ;;
 test)
     install_missing "${TEST_PACKAGES[@]}"
-    timed build build
+    timed "the build" build build
     mpi_env
     timed "the suite" meson test -C build --print-errorlogs --no-suite large "${@:2}"
     if [ $# -le 1 ]; then
@@ -90,7 +90,7 @@ test)
     ;;
 test-sanitize)
     install_missing
-    timed build build build-sanitize -Db_sanitize=address,undefined -Dallocator=system -Dbuildtype=debug
+    timed "the build" build build-sanitize -Db_sanitize=address,undefined -Dallocator=system -Dbuildtype=debug
     mpi_env
     # What sanitizers add value to: the unit tests, the simulated scenarios, the
     # fatal cases and the MPI programs at 1, 2, 3 and 5 ranks (suite 'core'). The full
