@@ -278,30 +278,22 @@ block_graph() {
     [ -f "$graph" ] || "$mpirun" -np 1 "$build/apps/cc" --scale "$s" --write-graph "$graph" \
         --validate no >/dev/null
     [ -s "$graph" ] || fail "could not write the scale-$s graph"
-    for np in $ranks_here; do
-        read -r t m < <(courier_graph cc "$np" --graph "$graph" --validate yes)
-        record graph "cc, scale $s" "courier $np ranks" s "$t"
-        record graph "cc memory, scale $s" "courier $np ranks" MiB "$m"
-    done
-    if [ $have_gap = 1 ]; then
-        for th in 1 2; do
-            read -r t m < <(gap cc "$th" "$graph")
-            record graph "cc, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" s "$t"
-            [ "$th" = 2 ] || record graph "cc memory, scale $s" "GAP (process)" MiB "$m"
+    local app args
+    for app in cc bfs; do
+        args=(--validate yes)
+        [ "$app" = bfs ] && args=(--roots "$roots" --quiet)
+        for np in $ranks_here; do
+            read -r t m < <(courier_graph "$app" "$np" --graph "$graph" "${args[@]}")
+            record graph "$app, scale $s" "courier $np ranks" s "$t"
+            record graph "$app memory, scale $s" "courier $np ranks" MiB "$m"
         done
-    fi
-    for np in $ranks_here; do
-        read -r t m < <(courier_graph bfs "$np" --graph "$graph" --roots "$roots" --quiet)
-        record graph "bfs, scale $s" "courier $np ranks" s "$t"
-        record graph "bfs memory, scale $s" "courier $np ranks" MiB "$m"
-    done
-    if [ $have_gap = 1 ]; then
+        [ $have_gap = 1 ] || continue
         for th in 1 2; do
-            read -r t m < <(gap bfs "$th" "$graph")
-            record graph "bfs, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" s "$t"
-            [ "$th" = 2 ] || record graph "bfs memory, scale $s" "GAP (process)" MiB "$m"
+            read -r t m < <(gap "$app" "$th" "$graph")
+            record graph "$app, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" s "$t"
+            [ "$th" = 2 ] || record graph "$app memory, scale $s" "GAP (process)" MiB "$m"
         done
-    fi
+    done
     for np in $ranks_here; do
         read -r t m < <(courier_graph boruvka "$np" --scale "$s" --validate yes)
         record graph "forest, scale $s" "courier $np ranks" s "$t"
