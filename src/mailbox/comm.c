@@ -77,7 +77,7 @@ static void print_settings(const cr_comm *c)
             "watchdog %g s, receive by %s, transport %s\n",
             c->size, c->layout->nnodes, c->cfg.node_size ? " (virtual)" : "", route,
             cr_router_max_hops(c->router), c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
-            c->cfg.max_inflight, c->deep ? "deep-held" : "waits", c->cfg.nest_limit, c->cfg.flush_interval, c->cfg.watchdog_seconds,
+            c->cfg.max_inflight, c->fops->name, c->cfg.nest_limit, c->cfg.flush_interval, c->cfg.watchdog_seconds,
             c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe",
             c->tp->ops->name);
 }
@@ -96,7 +96,7 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     setup_routing(c);
 
     cr_registry_init(&c->handlers);
-    c->deep = c->cfg.flow == CR_FLOW_DEEP_HELD;
+    c->fops = c->cfg.flow == CR_FLOW_DEEP_HELD ? &cr_flow_deep_held : &cr_flow_waits;
     cr_park_init(&c->park);
     /* By default a rank parks at most what one sender may have in flight towards it:
      * its window of sends (docs/flow_control.md). */

@@ -1,11 +1,12 @@
 /* The mailbox core: cr_async and cr_async_bcast, the one place a record is
  * appended to the buffer of its next hop, and the one place a received buffer is
  * dispatched. cr_async, cr_async_bcast, forwarding and the broadcast's fan-out all
- * append through cr_append, which alone decides the next hop; cr_dispatch runs
- * handlers or passes records on. The aggregation layer (dedup) hooks in here. Kept
- * in one file so that the per-record path inlines into cr_async, and because a
- * reentrant handler's cr_async over the cap dispatches again (waiting by handling,
- * at the end): appending and dispatching call each other. */
+ * append through cr_append, which alone decides the next hop; walk_run runs
+ * handlers or passes records on, under either flow policy (the tables cr_flow_waits
+ * and cr_flow_deep_held). The aggregation layer (dedup) hooks in here. Kept in one
+ * file so that the per-record path inlines into cr_async, and because a reentrant
+ * handler's cr_async over the cap handles received buffers again (waiting by
+ * handling, at the end): appending and receiving call each other. */
 #include "mailbox/mailbox_internal.h"
 
 #include "common/fatal.h"
@@ -259,7 +260,7 @@ static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
     /* A reentrant handler over the cap waits here, once its record is appended (and
      * indexed, if it combines): nothing of this call is left to be done. Under
      * deep-held no call waits: the loop pauses handling instead (deep_handle). */
-    if (c->flow.in_reentrant && !c->deep && cr_over_cap(c))
+    if (c->flow.in_reentrant && c->fops->waits_in_calls && cr_over_cap(c))
         cr_wait_by_handling(c);
 }
 
@@ -268,7 +269,7 @@ static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
  * two records of the run no user code is interrupted, so this needs no opt-in. */
 static inline void after_forward(cr_comm *c)
 {
-    if (c->cfg.nest_limit > 0 && !c->deep && cr_over_cap(c))
+    if (c->cfg.nest_limit > 0 && c->fops->waits_in_calls && cr_over_cap(c))
         cr_wait_by_handling(c);
 }
 
@@ -381,7 +382,7 @@ static const cr_handler_entry *handler_of(const cr_comm *c, int src, unsigned id
  * under deep-held (at most CR_REC_GEN_MAX), else always 0. */
 static inline uint16_t child_gen(const cr_comm *c, unsigned gen)
 {
-    if (!c->deep)
+    if (!c->fops->generations)
         return 0;
     return (uint16_t)(gen < CR_REC_GEN_MAX ? gen + 1 : gen);
 }
@@ -455,82 +456,194 @@ static void handle_stretch(cr_comm *c, const cr_handler_entry *h, const cr_run_v
     handle_batch(c, h, &b);
 }
 
-/* A routed run: records for other ranks are passed on towards their next hop; each
- * stretch of consecutive records for this rank is handled as one batch (broadcast
- * copies are fanned out on the node first). */
-static void dispatch_routed(cr_comm *c, int src, const cr_handler_entry *h,
-                            const cr_run_view *run)
+/* ---------------------------------------------------------------- receiving
+ *
+ * One path for both flow policies. A run is walked by walk_run: records for this
+ * rank are handed to their handler in stretches (one batch each), records for other
+ * ranks are passed on towards their next hop. Under waits a walk always reaches the
+ * run's end (waits happen inside the appends); under deep-held it stops once the
+ * rank is paused, and after each record of a reentrant handler, whose children may
+ * be deeper than the rest of the run (docs/flow_control.md, "deep-held"). */
+
+/* Under deep-held: the send buffers and sends in flight hold the cap, so handling
+ * waits (rule 3). */
+static inline bool deep_paused(const cr_comm *c)
 {
-    size_t start = 0;
-    for (size_t i = 0; i < run->count; i++) {
+    return c->out.total + c->flow.inflight_bytes >= c->cfg.buffer_cap_bytes;
+}
+
+/* Records [from, to) of a run that is not routed, all for this rank: one batch. */
+static void handle_range(cr_comm *c, const cr_handler_entry *h, const cr_run_view *run, int src,
+                         size_t from, size_t to)
+{
+    c->send_gen = child_gen(c, run->gen);
+    cr_batch b = {.payloads = run->first + from * run->stride, .stride = run->stride,
+                  .len = run->len, .count = to - from, .src = src, .origins = NULL};
+    handle_batch(c, h, &b);
+}
+
+/* A routed run from record `from` on: each stretch of consecutive records for this
+ * rank is handled as one batch (broadcast copies fanned out on the node first),
+ * the others are passed on. Returns how far it got. */
+static size_t walk_routed(cr_comm *c, int src, const cr_handler_entry *h, const cr_run_view *run,
+                          size_t from)
+{
+    bool held = c->fops->generations;
+    size_t start = from, i = from;
+    while (i < run->count) {
         cr_rec_route r = cr_run_route(run, i);
         if ((unsigned)r.dest >= (unsigned)c->size || (unsigned)r.origin >= (unsigned)c->size)
             corrupt_route(c, src, r);
         const char *payload = run->first + i * run->stride;
+        c->send_gen = run->gen; /* a copy passed on keeps its generation */
+        i++;
         if (r.dest == c->rank) {
-            c->send_gen = run->gen; /* a copy passed on keeps its generation */
             if (run->flags & CR_REC_BCAST)
                 bcast_fanout(c, run->handler, r.origin, payload, run->len);
+            if (held && h->reentrant)
+                break;
             continue;
         }
+        c->send_gen = child_gen(c, run->gen);
+        handle_stretch(c, h, run, start, i - 1);
         c->send_gen = run->gen;
         cr_append(c, r.dest, r.origin, run->handler, run->flags & CR_REC_BCAST, payload,
                   run->len);
         after_forward(c);
-        c->send_gen = child_gen(c, run->gen);
-        handle_stretch(c, h, run, start, i);
-        start = i + 1;
+        start = i;
+        if (held && deep_paused(c))
+            break;
     }
     c->send_gen = child_gen(c, run->gen);
-    handle_stretch(c, h, run, start, run->count);
+    handle_stretch(c, h, run, start, i);
+    return i;
 }
 
-/* Run the handler of every record in buf[0, len), received from rank src (or handed
- * over by this rank itself). Records for other ranks are re-buffered towards their
- * next hop before this buffer counts as handled, which keeps the barrier's counts
- * exact (docs/routing.md). */
-void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len)
+/* Records from `from` on of one run: how far the walk got (see above). */
+static size_t walk_run(cr_comm *c, int src, const cr_handler_entry *h, const cr_run_view *run,
+                       size_t from)
 {
-    double traced = c->trace ? cr_trace_now(c->trace) : 0;
-    uint64_t handled_before = c->stats.msgs_handled;
+    if (run->gen > c->stats.deepest_generation)
+        c->stats.deepest_generation = run->gen;
+    if (run->flags & CR_REC_ROUTED)
+        return walk_routed(c, src, h, run, from);
+    size_t to = c->fops->generations && h->reentrant ? from + 1 : run->count;
+    handle_range(c, h, run, src, from, to);
+    return to;
+}
+
+static void corrupt_buffer(size_t len, int src, size_t off)
+{
+    cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its end",
+             len, src, off);
+}
+
+/* Walk the runs of buf[0, len) from rank src where they lie, until a run is left
+ * unfinished or `more` says to stop after a finished one. Returns the offset of the
+ * first run not handled to its end (len when all were), with its records handled in
+ * *done. Records for other ranks are re-buffered towards their next hop before the
+ * buffer counts as handled, which keeps the barrier's counts exact
+ * (docs/routing.md). */
+static size_t walk_buffer(cr_comm *c, int src, const char *buf, size_t len,
+                          bool (*more)(const cr_comm *c), size_t *done)
+{
     uint16_t outer_gen = c->send_gen;
     c->handler_depth++;
-    size_t off = 0;
+    size_t off = 0, at = 0;
+    *done = 0;
     cr_run_view run;
     cr_rec_status st;
     while ((st = cr_run_next(buf, len, &off, &run)) == CR_REC_OK) {
-        const cr_handler_entry *h = handler_of(c, src, run.handler);
-        if (run.flags & CR_REC_ROUTED) {
-            dispatch_routed(c, src, h, &run);
-            continue;
+        size_t to = walk_run(c, src, handler_of(c, src, run.handler), &run, 0);
+        if (to < run.count) {
+            *done = to;
+            break;
         }
-        cr_batch b = {.payloads = run.first, .stride = run.stride, .len = run.len,
-                      .count = run.count, .src = src, .origins = NULL};
-        c->send_gen = child_gen(c, run.gen);
-        handle_batch(c, h, &b);
+        at = off;
+        if (!more(c))
+            break;
     }
-    c->send_gen = outer_gen;
     if (st == CR_REC_TRUNCATED)
-        cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its "
-                 "end",
-                 len, src, off);
+        corrupt_buffer(len, src, off);
+    if (st == CR_REC_END)
+        at = len;
+    c->send_gen = outer_gen;
     c->handler_depth--;
+    return at;
+}
+
+/* A buffer handled to its end counts for the barrier, and as one "handle" span of
+ * the trace (a buffer parked in part counts when its last parked run is handled). */
+static void buffer_handled(cr_comm *c, int src, double traced, uint64_t handled_before)
+{
     c->mpi_handled_total++;
     if (c->trace)
         cr_trace_span(c->trace, "handle", traced, "src", src, "records",
                       (int64_t)(c->stats.msgs_handled - handled_before));
 }
 
-/* Under deep-held a buffer is not handled when it arrives: it waits in the park,
- * run by run, until deep_handle takes it. */
-static void park(cr_comm *c, int src, const char *buf, size_t len)
+static bool always(const cr_comm *c)
+{
+    (void)c;
+    return true;
+}
+
+/* COURIER_FLOW=waits: every buffer is handled whole as it arrives. */
+static void waits_take(cr_comm *c, int src, const char *buf, size_t len)
+{
+    double traced = c->trace ? cr_trace_now(c->trace) : 0;
+    uint64_t handled_before = c->stats.msgs_handled;
+    size_t done;
+    walk_buffer(c, src, buf, len, always, &done);
+    buffer_handled(c, src, traced, handled_before);
+}
+
+/* Received buffers handled per poll, so sends and timers are not starved. */
+#define RECV_BUDGET 16
+
+static size_t waits_poll(cr_comm *c, bool worked)
+{
+    (void)worked;
+    return cr_self_poll(c, RECV_BUDGET) + cr_recv_poll(c, RECV_BUDGET);
+}
+
+const cr_flow_ops cr_flow_waits = {
+    .name = "waits",
+    .generations = false,
+    .waits_in_calls = true,
+    .take = waits_take,
+    .poll = waits_poll,
+};
+
+/* ---------------------------------------------------------------- deep-held
+ *
+ * COURIER_FLOW=deep-held (docs/flow_control.md, "deep-held"). A buffer that arrives
+ * while nothing is parked and the rank is not paused is handled where it lies,
+ * receive in place; handling stops where the rank pauses, or where a reentrant
+ * handler's record leaves work that may be deeper (a buffer this rank sent itself),
+ * and only the rest is copied into the park, each run in the queue of its
+ * generation. The loop handles parked runs deepest generation first, and only while
+ * the send buffers and the sends in flight hold less than the cap; between two
+ * records of a reentrant handler, and between two records a route passes on, the
+ * rank checks again, so over the cap it adds at most one handler call's output. It
+ * never stops receiving: a paused rank's sends complete, its send buffers go out as
+ * slots free, and it handles again. */
+
+/* In place, go on to the buffer's next run? Not once the rank is paused, nor once
+ * its own buffers wait: their records may be deeper. */
+static bool deep_more(const cr_comm *c)
+{
+    return !deep_paused(c) && c->self.n == 0;
+}
+
+/* Park buf[at, len) from src; `done` records of its first run are handled. */
+static void park_rest(cr_comm *c, int src, const char *buf, size_t len, size_t at, size_t done)
 {
     size_t bad = 0;
-    long runs = cr_park_buffer(&c->park, src, src == c->rank, c->flow.taking_relief, buf, len, &bad);
+    long runs = cr_park_buffer(&c->park, src, src == c->rank, c->flow.taking_relief, buf + at,
+                               len - at, (uint32_t)done, &bad);
     if (runs < 0)
-        cr_fatal("corrupt buffer of %zu bytes from rank %d: a record at offset %zu runs past its "
-                 "end",
-                 len, src, bad);
+        corrupt_buffer(len, src, at + bad);
     if (runs == 0)
         c->mpi_handled_total++;
     if (c->park.relief_bytes > c->flow.peak_relief_bytes)
@@ -538,93 +651,21 @@ static void park(cr_comm *c, int src, const char *buf, size_t len)
     cr_note_memory(c);
 }
 
-static void deliver(void *arg, int src, const char *buf, size_t len)
+static void deep_take(cr_comm *c, int src, const char *buf, size_t len)
 {
-    cr_comm *c = arg;
-    c->stats.mpi_recvs++;
-    if (c->deep)
-        park(c, src, buf, len);
-    else
-        cr_dispatch(c, src, buf, len);
-}
-
-bool cr_self_handle_one(cr_comm *c, bool newest)
-{
-    cr_block b;
-    if (!(newest ? cr_selfq_pop_newest(c, &b) : cr_selfq_pop(c, &b)))
-        return false;
-    /* From now on the block is being handled, like a received one: no longer queued. */
-    c->flow.self_bytes -= b.cap;
-    cr_update_room(c);
-    if (c->deep)
-        park(c, c->rank, b.data, b.len);
-    else
-        cr_dispatch(c, c->rank, b.data, b.len);
-    cr_outbufs_recycle(&c->out, b.data, b.cap);
-    return true;
-}
-
-/* ---------------------------------------------------------------- deep-held
- *
- * COURIER_FLOW=deep-held (docs/flow_control.md, "deep-held"): received buffers and
- * the rank's own wait in the park by generation; the loop handles the deepest
- * generation first, and only while the send buffers and the sends in flight hold
- * less than the cap. Between two records of a reentrant handler, and between two
- * records a route passes on, the rank checks again, so over the cap it adds at most
- * one handler call's output. It never stops receiving: a paused rank's sends
- * complete, its send buffers go out as slots free, and it handles again. */
-
-static inline bool deep_paused(const cr_comm *c)
-{
-    return c->out.total + c->flow.inflight_bytes >= c->cfg.buffer_cap_bytes;
-}
-
-/* Records from `from` on of a parked routed run, one at a time: passed on towards
- * their next hop, or handled here; stops once the rank is paused, and after a record
- * handled here by a reentrant handler (its children may be deeper). Returns how far
- * it got. */
-static size_t deep_routed(cr_comm *c, int src, const cr_handler_entry *h, const cr_run_view *run,
-                          size_t from)
-{
-    size_t i = from;
-    while (i < run->count) {
-        cr_rec_route r = cr_run_route(run, i);
-        if ((unsigned)r.dest >= (unsigned)c->size || (unsigned)r.origin >= (unsigned)c->size)
-            corrupt_route(c, src, r);
-        const char *payload = run->first + i * run->stride;
-        c->send_gen = run->gen;
-        if (r.dest == c->rank) {
-            if (run->flags & CR_REC_BCAST)
-                bcast_fanout(c, run->handler, r.origin, payload, run->len);
-            c->send_gen = child_gen(c, run->gen);
-            handle_stretch(c, h, run, i, i + 1);
-            if (h->reentrant) {
-                i++;
-                break;
-            }
-        } else {
-            cr_append(c, r.dest, r.origin, run->handler, run->flags & CR_REC_BCAST, payload,
-                      run->len);
+    size_t at = 0, done = 0;
+    /* In place only from the loop (no handler running), so no parked run is being
+     * walked while a buffer is parked (park.h). */
+    if (c->handler_depth == 0 && cr_park_empty(&c->park) && !deep_paused(c)) {
+        double traced = c->trace ? cr_trace_now(c->trace) : 0;
+        uint64_t handled_before = c->stats.msgs_handled;
+        at = walk_buffer(c, src, buf, len, deep_more, &done);
+        if (at == len) {
+            buffer_handled(c, src, traced, handled_before);
+            return;
         }
-        i++;
-        if (deep_paused(c))
-            break;
     }
-    return i;
-}
-
-/* Records from `from` on of a parked run for this rank: a reentrant handler's next
- * one alone (then the loop looks again for a deeper run: the record's children may
- * be one), any other handler's all at once. */
-static size_t deep_local(cr_comm *c, int src, const cr_handler_entry *h, const cr_run_view *run,
-                         size_t from)
-{
-    c->send_gen = child_gen(c, run->gen);
-    size_t to = h->reentrant ? from + 1 : run->count;
-    cr_batch b = {.payloads = run->first + from * run->stride, .stride = run->stride,
-                  .len = run->len, .count = to - from, .src = src, .origins = NULL};
-    handle_batch(c, h, &b);
-    return to;
+    park_rest(c, src, buf, len, at, done);
 }
 
 /* Handle up to about `budget` parked records, deepest generation first, while the
@@ -643,13 +684,9 @@ static size_t deep_handle(cr_comm *c, size_t budget)
         cr_run_view run;
         int src;
         uint32_t r = cr_park_next(&c->park, &run, &src);
-        const cr_handler_entry *h = handler_of(c, src, run.handler);
-        if (run.gen > c->stats.deepest_generation)
-            c->stats.deepest_generation = run.gen;
         double traced = c->trace ? cr_trace_now(c->trace) : 0;
         size_t from = c->park.runs[r].done;
-        size_t to = run.flags & CR_REC_ROUTED ? deep_routed(c, src, h, &run, from)
-                                              : deep_local(c, src, h, &run, from);
+        size_t to = walk_run(c, src, handler_of(c, src, run.handler), &run, from);
         records += to - from;
         c->park.runs[r].done = (uint32_t)to;
         if (to < run.count || !cr_park_run_done(&c->park, r))
@@ -661,6 +698,73 @@ static size_t deep_handle(cr_comm *c, size_t budget)
     c->handler_depth--;
     c->send_gen = 0;
     return records;
+}
+
+/* Buffers taken per poll at most, and parked records handled. */
+#define DEEP_RECV_BUDGET 16
+#define DEEP_HANDLE_BUDGET 4096
+
+static size_t deep_poll(cr_comm *c, bool worked)
+{
+    /* This rank's own buffers are always taken: they move from one part of what it
+     * holds to another, and nobody waits for them. Other ranks' buffers are taken
+     * while what came from them holds less than the park cap. */
+    size_t work = cr_self_poll(c, DEEP_RECV_BUDGET);
+    for (int k = 0; k < DEEP_RECV_BUDGET && c->park.others_bytes < c->park_cap; k++) {
+        size_t got = cr_recv_poll(c, 1);
+        if (!got)
+            break;
+        work += got;
+    }
+    work += deep_handle(c, DEEP_HANDLE_BUDGET);
+    /* The relief: a rank that is paused and refuses buffers may be what its senders
+     * wait for while it waits for them (docs/flow_control.md, "deep-held"); after
+     * park_relief_polls polls in a row without progress it takes one buffer from
+     * another rank, which completes that rank's send. */
+    bool refusing = c->park.others_bytes >= c->park_cap;
+    if (work || worked || !refusing || !deep_paused(c)) {
+        c->refused_polls = 0;
+        return work;
+    }
+    if (c->cfg.park_relief_polls && ++c->refused_polls >= c->cfg.park_relief_polls) {
+        c->flow.taking_relief = true;
+        size_t got = cr_recv_poll(c, 1);
+        c->flow.taking_relief = false;
+        if (got) {
+            c->stats.reliefs++;
+            c->refused_polls = 0;
+            work++;
+        }
+    }
+    return work;
+}
+
+const cr_flow_ops cr_flow_deep_held = {
+    .name = "deep-held",
+    .generations = true,
+    .waits_in_calls = false,
+    .take = deep_take,
+    .poll = deep_poll,
+};
+
+static void deliver(void *arg, int src, const char *buf, size_t len)
+{
+    cr_comm *c = arg;
+    c->stats.mpi_recvs++;
+    c->fops->take(c, src, buf, len);
+}
+
+bool cr_self_handle_one(cr_comm *c, bool newest)
+{
+    cr_block b;
+    if (!(newest ? cr_selfq_pop_newest(c, &b) : cr_selfq_pop(c, &b)))
+        return false;
+    /* From now on the block is being handled, like a received one: no longer queued. */
+    c->flow.self_bytes -= b.cap;
+    cr_update_room(c);
+    c->fops->take(c, c->rank, b.data, b.len);
+    cr_outbufs_recycle(&c->out, b.data, b.cap);
+    return true;
 }
 
 size_t cr_self_poll(cr_comm *c, int budget)
@@ -804,45 +908,4 @@ void cr_wait_by_handling(cr_comm *c)
         c->stats.throttled_us += us > 0 ? (uint64_t)us : 0;
     }
     c->flow.nest--;
-}
-
-/* Buffers taken into the park per poll at most, and parked records handled. */
-#define DEEP_RECV_BUDGET 16
-#define DEEP_HANDLE_BUDGET 4096
-
-size_t cr_deep_poll(cr_comm *c, bool worked)
-{
-    /* This rank's own buffers always go into the park: they move from one part of
-     * what it holds to another, and nobody waits for them. Other ranks' buffers are
-     * taken while what came from them holds less than the park cap. */
-    size_t work = 0;
-    while (cr_self_handle_one(c, false))
-        work++;
-    for (int k = 0; k < DEEP_RECV_BUDGET && c->park.others_bytes < c->park_cap; k++) {
-        size_t got = cr_recv_poll(c, 1);
-        if (!got)
-            break;
-        work += got;
-    }
-    work += deep_handle(c, DEEP_HANDLE_BUDGET);
-    /* The relief: a rank that is paused and refuses buffers may be what its senders
-     * wait for while it waits for them (docs/flow_control.md, "deep-held"); after
-     * park_relief_polls polls in a row without progress it takes one buffer from
-     * another rank, which completes that rank's send. */
-    bool refusing = c->park.others_bytes >= c->park_cap;
-    if (work || worked || !refusing || !deep_paused(c)) {
-        c->refused_polls = 0;
-        return work;
-    }
-    if (c->cfg.park_relief_polls && ++c->refused_polls >= c->cfg.park_relief_polls) {
-        c->flow.taking_relief = true;
-        size_t got = cr_recv_poll(c, 1);
-        c->flow.taking_relief = false;
-        if (got) {
-            c->stats.reliefs++;
-            c->refused_polls = 0;
-            work++;
-        }
-    }
-    return work;
 }

@@ -72,6 +72,26 @@ typedef struct cr_selfq {
     int cap;
 } cr_selfq;
 
+/* The flow policy (docs/flow_control.md), chosen once when the comm is created, the
+ * way the transport is: what a rank does with a buffer that arrives, the receiving
+ * half of a poll, and whether handlers and forwarding wait over the cap. core.c
+ * holds the two tables and the one receive path both use. */
+typedef struct cr_flow_ops {
+    const char *name;
+    /* Records carry their generation, the deepest parked is handled first, and a
+     * walk over a run stops once the rank is paused (deep-held). */
+    bool generations;
+    /* Reentrant handlers and forwarding wait by handling over the cap (waits). */
+    bool waits_in_calls;
+    /* A buffer arrived from src (or this rank handed one to itself): valid only
+     * during the call. */
+    void (*take)(cr_comm *c, int src, const char *buf, size_t len);
+    /* The receiving half of a poll from the loop (no handler running); `worked`:
+     * the poll already completed sends. Returns the work done. */
+    size_t (*poll)(cr_comm *c, bool worked);
+} cr_flow_ops;
+extern const cr_flow_ops cr_flow_waits, cr_flow_deep_held;
+
 /* A module attached to the comm (module.h). */
 #define CR_MAX_MODULES 8
 typedef struct cr_module {
@@ -133,7 +153,7 @@ struct cr_comm {
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
     int handler_depth;    /* > 0 while a received buffer is being handled */
-    bool deep;            /* COURIER_FLOW=deep-held (core.c, "deep-held") */
+    const cr_flow_ops *fops; /* COURIER_FLOW: waits or deep-held (core.c) */
     uint16_t send_gen;    /* the generation of what is appended now (record.h) */
     cr_park park;         /* under deep-held: received buffers not yet handled */
     unsigned refused_polls; /* under deep-held: polls in a row that refused buffers and
@@ -188,7 +208,6 @@ int cr_register_checked(cr_comm *c, const cr_handler_type *type, void *user, con
 
 /* core.c: handling what arrived */
 size_t cr_recv_poll(cr_comm *c, int budget);
-void cr_dispatch(cr_comm *c, int src, const char *buf, size_t len);
 
 /* The next hop of a record to dest: dest itself, or the route's choice. The one
  * place this is decided (cr_append, and modules through cr_module_next_hop). */
@@ -222,10 +241,6 @@ bool cr_selfq_pop(cr_comm *c, cr_block *out);
 void cr_selfq_free(cr_comm *c);
 /* flush.c: the newest buffer to this rank itself; false when there is none. */
 bool cr_selfq_pop_newest(cr_comm *c, cr_block *out);
-/* core.c: under deep-held, the receiving half of a poll: take buffers into the park
- * while it has room (or one as a relief), then handle parked records; `worked` says
- * whether the poll already made progress (sends completed). Returns the work done. */
-size_t cr_deep_poll(cr_comm *c, bool worked);
 /* core.c: handle one buffer this rank sent itself (the newest if `newest`, else the
  * oldest); false when there is none. */
 bool cr_self_handle_one(cr_comm *c, bool newest);

@@ -61,7 +61,7 @@ static uint32_t run_new(cr_park *p)
 }
 
 long cr_park_buffer(cr_park *p, int src, bool own, bool relief, const char *buf, size_t len,
-                    size_t *bad_off)
+                    uint32_t first_done, size_t *bad_off)
 {
     /* Checked whole before anything is parked: a corrupt buffer parks nothing. */
     size_t off = 0;
@@ -94,7 +94,8 @@ long cr_park_buffer(cr_park *p, int src, bool own, bool relief, const char *buf,
             break;
         uint32_t r = run_new(p);
         p->runs[r] =
-            (cr_parked_run){.block = b, .off = (uint32_t)at, .done = 0, .next = NONE, .gen = v.gen};
+            (cr_parked_run){.block = b, .off = (uint32_t)at, .done = at == 0 ? first_done : 0,
+                            .next = NONE, .gen = v.gen};
         if (p->tail[v.gen] == NONE)
             p->head[v.gen] = r;
         else

@@ -55,12 +55,13 @@ void cr_park_init(cr_park *p);
 void cr_park_free(cr_park *p);
 
 /* Copy buf[0, len) from `src` (`own`: this rank itself; `relief`: taken over the
- * cap) into the park, each run in
- * its generation's queue. Returns the number of runs, or -1 (nothing parked) if the
+ * cap) into the park, each run in its generation's queue; the first `first_done`
+ * records of its first run are already handled (the rest of a buffer handled in
+ * place up to there). Returns the number of runs, or -1 (nothing parked) if the
  * buffer is corrupt, with the offset of the bad run in *bad_off. A buffer without
  * runs is not parked. */
 long cr_park_buffer(cr_park *p, int src, bool own, bool relief, const char *buf, size_t len,
-                    size_t *bad_off);
+                    uint32_t first_done, size_t *bad_off);
 
 static inline bool cr_park_empty(const cr_park *p)
 {

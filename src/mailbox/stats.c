@@ -88,7 +88,7 @@ uint64_t cr_memory_bound(const cr_comm *c, unsigned depth)
     const cr_config *cfg = &c->cfg;
     uint64_t cap = cfg->buffer_cap_bytes, k = cr_rec_pad(cfg->buffer_bytes);
     uint64_t record = cr_rec_pad(c->flow.largest_record) + sizeof(cr_rec_route) + sizeof(cr_run_hdr);
-    if (!c->deep) {
+    if (!c->fops->generations) {
         if (c->stats.cap_overruns > 0 || c->flow.unheld_output)
             return UINT64_MAX;
         return cap + ((uint64_t)cfg->nest_limit + 1) * record + ((uint64_t)cfg->max_inflight + 1) * k;

@@ -6,19 +6,12 @@
 
 #include "mailbox/module.h"
 
-/* Messages received per poll, so sends and timers are not starved. */
-#define RECV_BUDGET 16
-
 size_t cr_poll(cr_comm *c)
 {
     c->now = cr_now(c);
     size_t work = (size_t)cr_complete_sends(c);
-    if (c->handler_depth == 0 && c->deep) {
-        work += cr_deep_poll(c, work > 0);
-    } else if (c->handler_depth == 0) {
-        work += cr_self_poll(c, RECV_BUDGET);
-        work += cr_recv_poll(c, RECV_BUDGET);
-    }
+    if (c->handler_depth == 0)
+        work += c->fops->poll(c, work > 0);
     if (work)
         c->last_activity = c->now;
     return work;

@@ -1188,6 +1188,70 @@ static void test_deep_relief(void **state)
         fail_msg("no schedule deadlocked without reliefs: the trap is not reproduced");
 }
 
+/* Receiving in place (docs/flow_control.md, deep-held rule 2): a rank that is never
+ * paused handles every buffer where it arrived, its own included, and copies
+ * nothing into its park. Handlers that send nothing, a cap no rank reaches. */
+#define IN_PLACE_RECORDS 3000
+static uint64_t in_place_count[8], in_place_sum[8];
+
+static void on_sink(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)user;
+    int me = cr_comm_rank(comm);
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t v;
+        memcpy(&v, cr_batch_payload(b, k), sizeof v);
+        in_place_count[me]++;
+        in_place_sum[me] += v;
+    }
+}
+
+static void run_in_place(cr_comm *comm, void *user)
+{
+    (void)user;
+    int me = cr_comm_rank(comm), p = cr_comm_size(comm);
+    cr_handler_type t = {.batch = on_sink};
+    int h = cr_register_type(comm, &t, NULL);
+    cr_barrier(comm);
+    for (uint64_t i = 0; i < IN_PLACE_RECORDS; i++) {
+        uint64_t v = cr_rng_hash64((uint64_t)me * IN_PLACE_RECORDS + i);
+        cr_async(comm, (int)(v % (uint64_t)p), h, &v, sizeof v);
+    }
+    cr_barrier(comm);
+}
+
+static void test_deep_in_place(void **state)
+{
+    (void)state;
+    named_config nc = deep(NULL);
+    nc.cfg.buffer_cap_bytes = 1 << 20;
+    const int p = 4;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        memset(in_place_count, 0, sizeof in_place_count);
+        memset(in_place_sum, 0, sizeof in_place_sum);
+        cr_stats stats[4];
+        char err[256];
+        cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+        snprintf(ctx, sizeof ctx, "receive in place, P=%d, seed %llu", p, (unsigned long long)seed);
+        if (cr_sim_run(&o, run_in_place, NULL, stats, err, sizeof err))
+            fail_msg("receive in place, seed %llu: %s", (unsigned long long)seed, err);
+        uint64_t count = 0, sum = 0, want_sum = 0;
+        for (int r = 0; r < p; r++) {
+            count += in_place_count[r];
+            sum += in_place_sum[r];
+            for (uint64_t i = 0; i < IN_PLACE_RECORDS; i++)
+                want_sum += cr_rng_hash64((uint64_t)r * IN_PLACE_RECORDS + i);
+            if (stats[r].peak_parked_bytes != 0)
+                fail_msg("receive in place, seed %llu: rank %d parked %llu bytes without ever "
+                         "being paused",
+                         (unsigned long long)seed, r,
+                         (unsigned long long)stats[r].peak_parked_bytes);
+        }
+        EXPECT_EQ(count, (uint64_t)p * IN_PLACE_RECORDS);
+        EXPECT_EQ(sum, want_sum);
+    }
+}
+
 /* The pause counts the sends in flight: with many slots and small buffers, a pause
  * on the send buffers alone would let a rank put its whole window on its way, far
  * above the bound (the run of test_deep_fanout with 32 slots). */
@@ -2039,6 +2103,7 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "deep")) {
         const struct CMUnitTest some[] = {cmocka_unit_test(test_deep_relief),
+                                          cmocka_unit_test(test_deep_in_place),
                                           cmocka_unit_test(test_deep_counts_inflight),
                                           cmocka_unit_test(test_deep_fanout),
                                           cmocka_unit_test(test_deep_scenarios)};
