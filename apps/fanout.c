@@ -179,22 +179,32 @@ int main(int argc, char **argv)
                peak[3] / 1024, peak[4] / 1024, peak[10] / 1024, peak[5] / 1024, peak[6], peak[7]);
         if (deep) {
             printf("  reliefs %.0f (total over ranks)\n", reliefs);
-            printf("  bound (docs/flow_control.md, deep-held, depth %llu): %.1f KiB at most "
-                   "over ranks; measured %.1f KiB; the fullest rank at %.2f of its own bound: "
-                   "%s\n",
-                   (unsigned long long)depth, peak[12] / 1024, peak[5] / 1024, peak[11],
-                   peak[12] >= 1e300 ? "the bound is void, the program is deeper than "
-                                       "the generations Courier tells apart"
-                   : peak[11] <= 1 ? "every rank within" : "a rank ABOVE it");
+            if (peak[12] >= 1e300)
+                printf("  bound (docs/flow_control.md, deep-held, depth %llu): none; measured "
+                       "%.1f KiB: the bound is void, the program is deeper than the "
+                       "generations Courier tells apart\n",
+                       (unsigned long long)depth, peak[5] / 1024);
+            else
+                printf("  bound (docs/flow_control.md, deep-held, depth %llu): %.1f KiB at most "
+                       "over ranks; measured %.1f KiB; the fullest rank at %.2f of its own "
+                       "bound: %s\n",
+                       (unsigned long long)depth, peak[12] / 1024, peak[5] / 1024, peak[11],
+                       peak[11] <= 1 ? "every rank within" : "a rank ABOVE it");
         } else {
             printf("  waits nested %.0f deep at most (limit %u); cap overruns %.0f (total over "
                    "ranks)\n",
                    peak[9], cfg.nest_limit, overruns);
-            printf("  bound (docs/flow_control.md): %.1f KiB; measured %.1f KiB (%.2f times): "
-                   "%s\n",
-                   bound / 1024, peak[5] / 1024, peak[5] / bound,
-                   overruns > 0 ? "the bound is void, calls reached the nesting limit"
-                   : peak[5] <= bound ? "within" : "ABOVE");
+            if (peak[12] >= 1e300)
+                printf("  bound (docs/flow_control.md): none; measured %.1f KiB: the bound is "
+                       "void, %s\n",
+                       peak[5] / 1024,
+                       overruns > 0 ? "calls reached the nesting limit"
+                                    : "a handler that is not reentrant sent records");
+            else
+                printf("  bound (docs/flow_control.md): %.1f KiB; measured %.1f KiB (%.2f "
+                       "times): %s\n",
+                       bound / 1024, peak[5] / 1024, peak[5] / bound,
+                       peak[5] <= bound ? "within" : "ABOVE");
         }
     }
     if (stats)
