@@ -188,9 +188,11 @@ typedef struct cr_config {
                                 in its park; 0 = automatic: max_inflight buffers of
                                 buffer_bytes, what one sender may have in flight */
     unsigned park_relief_polls; /* COURIER_PARK_RELIEF: under deep-held, a rank that is
-                                paused, refuses buffers and makes no progress for this
-                                many polls in a row takes one buffer anyway (a relief);
-                                0 = never, which can deadlock (for tests) */
+                                paused, refuses buffers and makes no progress takes one
+                                buffer anyway (a relief): after one poll, each further
+                                relief while it handles nothing after twice as many
+                                polls, up to this many; 0 = never, which can deadlock
+                                (for tests) */
     unsigned watchdog_abort; /* COURIER_WATCHDOG_ABORT: after this many watchdog intervals
                                 without progress, end the job with one line naming the
                                 ranks not in the barrier and the last handler each ran

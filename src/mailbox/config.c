@@ -55,7 +55,8 @@ static const setting settings[] = {
      "under COURIER_FLOW=deep-held, bytes from other ranks a rank parks before it stops "
      "taking buffers (0: COURIER_MAX_INFLIGHT buffers of COURIER_BUFFER_SIZE)"},
     {"COURIER_PARK_RELIEF", AT(park_relief_polls), SET_UINT, 0, 1 << 20, 64, false,
-     "polls without progress before a paused rank with a full park takes a buffer (0: never)"},
+     "most polls without progress before a paused rank with a full park takes a buffer; the "
+     "first relief comes after one, each further one after twice as many (0: never)"},
     {"COURIER_FLUSH_INTERVAL", AT(flush_interval), SET_SECONDS, 0, 3600, 0.005, false,
      "longest a partly filled buffer waits while the rank is idle"},
     {"COURIER_WATCHDOG", AT(watchdog_seconds), SET_SECONDS, WATCHDOG_MIN, 86400, 60, true,

@@ -716,23 +716,32 @@ static size_t deep_poll(cr_comm *c, bool worked)
             break;
         work += got;
     }
-    work += deep_handle(c, DEEP_HANDLE_BUDGET);
+    size_t handled = deep_handle(c, DEEP_HANDLE_BUDGET);
+    work += handled;
+    if (handled)
+        c->relief_streak = 0;
     /* The relief: a rank that is paused and refuses buffers may be what its senders
      * wait for while it waits for them (docs/flow_control.md, "deep-held"); after
-     * park_relief_polls polls in a row without progress it takes one buffer from
-     * another rank, which completes that rank's send. */
+     * polls without progress it takes one buffer from another rank, which completes
+     * that rank's send. The first relief comes after one such poll; each further one
+     * while the rank has handled nothing since waits twice as many polls, up to
+     * park_relief_polls: a rank whose reliefs do not set it moving again stops
+     * filling its park with them. */
     bool refusing = c->park.others_bytes >= c->park_cap;
     if (work || worked || !refusing || !deep_paused(c)) {
         c->refused_polls = 0;
         return work;
     }
-    if (c->cfg.park_relief_polls && ++c->refused_polls >= c->cfg.park_relief_polls) {
+    unsigned limit = c->cfg.park_relief_polls;
+    unsigned need = c->relief_streak < 16 ? 1u << c->relief_streak : limit;
+    if (limit && ++c->refused_polls >= (need < limit ? need : limit)) {
         c->flow.taking_relief = true;
         size_t got = cr_recv_poll(c, 1);
         c->flow.taking_relief = false;
         if (got) {
             c->stats.reliefs++;
             c->refused_polls = 0;
+            c->relief_streak++;
             work++;
         }
     }

@@ -156,6 +156,8 @@ struct cr_comm {
     const cr_flow_ops *fops; /* COURIER_FLOW: waits or deep-held (core.c) */
     uint16_t send_gen;    /* the generation of what is appended now (record.h) */
     cr_park park;         /* under deep-held: received buffers not yet handled */
+    unsigned relief_streak; /* under deep-held: reliefs taken since the rank last handled
+                               a parked record */
     unsigned refused_polls; /* under deep-held: polls in a row that refused buffers and
                                found nothing else to do */
     size_t park_cap;      /* cfg.park_cap_bytes, or its automatic value */
