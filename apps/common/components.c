@@ -11,18 +11,19 @@
 
 #define CHUNK (1u << 20) /* edges or vertices read per step: bounds the memory */
 
-static uint64_t sum_u64(uint64_t x)
+/* Over the ranks of the comm checked (not MPI_COMM_WORLD: the comm may be a part). */
+static uint64_t sum_u64(cr_comm *comm, uint64_t x)
 {
     uint64_t y;
-    MPI_Allreduce(&x, &y, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    cr_allreduce(comm, &x, &y, 1, CR_UINT64, CR_OP_SUM, NULL);
     return y;
 }
 
 /* Steps every rank makes for `count` local items: the largest over the ranks. */
-static uint64_t steps_for(uint64_t count)
+static uint64_t steps_for(cr_comm *comm, uint64_t count)
 {
     uint64_t mine = (count + CHUNK - 1) / CHUNK, all;
-    MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    cr_allreduce(comm, &mine, &all, 1, CR_UINT64, CR_OP_MAX, NULL);
     return all;
 }
 
@@ -36,7 +37,7 @@ static uint64_t end_of(const void *edges, size_t stride, size_t j, int which)
 static uint64_t split_edges(cr_darray *labels, const void *edges, size_t m, size_t stride,
                             uint64_t *buf)
 {
-    uint64_t bad = 0, steps = steps_for(m);
+    uint64_t bad = 0, steps = steps_for(cr_darray_comm(labels), m);
     for (uint64_t s = 0; s < steps; s++) {
         size_t lo = s * CHUNK < m ? s * CHUNK : m, hi = lo + CHUNK < m ? lo + CHUNK : m;
         for (size_t j = lo; j < hi; j++) {
@@ -52,7 +53,7 @@ static uint64_t split_edges(cr_darray *labels, const void *edges, size_t m, size
 
 static uint64_t stray_labels(cr_darray *labels, const uint64_t *label, uint64_t nl, uint64_t *buf)
 {
-    uint64_t bad = 0, steps = steps_for(nl);
+    uint64_t bad = 0, steps = steps_for(cr_darray_comm(labels), nl);
     for (uint64_t s = 0; s < steps; s++) {
         uint64_t lo = s * CHUNK < nl ? s * CHUNK : nl, hi = lo + CHUNK < nl ? lo + CHUNK : nl;
         for (uint64_t i = lo; i < hi; i++)
@@ -72,13 +73,13 @@ static cr_darray *labels_array(cr_comm *comm, uint64_t n, uint64_t first, const 
     uint64_t bad = 0;
     for (uint64_t i = 0; i < nl; i++)
         bad += label[i] >= n;
-    *out_of_range = sum_u64(bad);
+    *out_of_range = sum_u64(comm, bad);
     if (*out_of_range)
         return NULL;
     cr_darray_opts o;
     cr_darray_opts_init(&o);
     cr_darray *labels = cr_darray_create(comm, n, 8, &o);
-    uint64_t steps = steps_for(nl);
+    uint64_t steps = steps_for(comm, nl);
     for (uint64_t s = 0; s < steps; s++) {
         uint64_t lo = s * CHUNK < nl ? s * CHUNK : nl, hi = lo + CHUNK < nl ? lo + CHUNK : nl;
         for (uint64_t i = lo; i < hi; i++)
@@ -99,13 +100,13 @@ app_components_check app_check_components(const app *a, cr_comm *comm, uint64_t 
         roots += label[i] == first + i;
         above += label[i] > first + i;
     }
-    c.components = sum_u64(roots);
-    c.above_self = smallest ? sum_u64(above) : 0;
+    c.components = sum_u64(comm, roots);
+    c.above_self = smallest ? sum_u64(comm, above) : 0;
     cr_darray *labels = labels_array(comm, n, first, label, nl, &out_of_range);
     if (labels) {
         uint64_t *buf = app_calloc(a, 2 * CHUNK, 8, "the check's reads");
-        c.split_edges = sum_u64(split_edges(labels, edges, m, stride, buf));
-        c.stray_labels = sum_u64(stray_labels(labels, label, nl, buf));
+        c.split_edges = sum_u64(comm, split_edges(labels, edges, m, stride, buf));
+        c.stray_labels = sum_u64(comm, stray_labels(labels, label, nl, buf));
         free(buf);
         cr_darray_destroy(labels);
     }

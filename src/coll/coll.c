@@ -25,6 +25,8 @@ typedef struct coll_state {
     uint64_t seq;            /* collectives started (their tags) */
     struct cr_request *active; /* started and not complete */
     struct cr_coll_cache *cache; /* plans built so far */
+    struct cr_request *spare;  /* the last finished request, its buffers kept for the
+                                  next: a short collective allocates nothing */
 } coll_state;
 
 struct cr_request {
@@ -34,6 +36,7 @@ struct cr_request {
     int tag;
     bool is_reduce, done, posted, in_fixup;
     char name[32];
+    size_t slots_cap, stage_cap; /* bytes allocated at slots and stage */
     int round;
     cr_chan_req *mreqs; /* the round's transfers */
     int nmreqs, cap_mreqs;
@@ -162,6 +165,14 @@ static void combine(cr_request *q, void *dst, const void *a, const void *b)
 
 /* ---------------------------------------------------------------- transfers */
 
+static void grow_bytes(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return;
+    *buf = cr_xrealloc(*buf, need);
+    *cap = need;
+}
+
 static cr_chan_req *next_mreq(cr_request *q)
 {
     cr_xgrow((void **)&q->mreqs, &q->cap_mreqs, q->nmreqs + 1, sizeof *q->mreqs);
@@ -202,7 +213,7 @@ static void post_reduce_round(cr_request *q, const cr_red_plan *p)
             /* a send reads its slot as it was when the round began */
             for (int j = lo; j < hi; j++)
                 if (p->ops[j].code == CR_RED_RECV && p->ops[j].dst == op->a) {
-                    q->stage = cr_xrealloc(q->stage, (size_t)(staged + 1) * q->vec_bytes + 1);
+                    grow_bytes(&q->stage, &q->stage_cap, (size_t)(staged + 1) * q->vec_bytes + 1);
                     copy_bytes(q->stage + (size_t)staged * q->vec_bytes, src, q->vec_bytes);
                     src = q->stage + (size_t)staged++ * q->vec_bytes;
                     break;
@@ -464,6 +475,7 @@ typedef struct cr_coll_cache {
 } cr_coll_cache;
 
 static coll_state *state_of(cr_comm *c);
+static void free_buffers(cr_request *q);
 
 static cr_coll_cache *cache_of(cr_comm *c)
 {
@@ -532,6 +544,8 @@ static void coll_destroy(cr_comm *c, void *state)
                  "them with cr_request_wait or cr_request_test first", active);
     cr_module_chan_close(c, st->ch);
     free_cache(st);
+    if (st->spare)
+        free_buffers(st->spare);
     free(st);
 }
 
@@ -555,7 +569,7 @@ static coll_state *state_of(cr_comm *c)
 
 /* ---------------------------------------------------------------- requests */
 
-static void free_request(cr_request *q)
+static void free_buffers(cr_request *q)
 {
     free(q->mreqs);
     free(q->slots);
@@ -564,6 +578,15 @@ static void free_request(cr_request *q)
     free(q->offsets);
     free(q->pack);
     free(q);
+}
+
+/* A finished request is kept, buffers and all, for the next one to start. */
+static void free_request(cr_request *q)
+{
+    coll_state *st = q->st;
+    if (st->spare)
+        free_buffers(st->spare);
+    st->spare = q;
 }
 
 static void check_caller(cr_comm *c, const char *what)
@@ -575,7 +598,18 @@ static void check_caller(cr_comm *c, const char *what)
 static cr_request *new_request(cr_comm *c, bool is_reduce)
 {
     coll_state *st = state_of(c);
-    cr_request *q = cr_xcalloc(1, sizeof *q);
+    cr_request *q = st->spare;
+    if (q) {
+        st->spare = NULL;
+        cr_request kept = *q;
+        *q = (cr_request){.mreqs = kept.mreqs, .cap_mreqs = kept.cap_mreqs,
+                          .slots = kept.slots, .slots_cap = kept.slots_cap,
+                          .stage = kept.stage, .stage_cap = kept.stage_cap,
+                          .sizes = kept.sizes, .offsets = kept.offsets,
+                          .pack = kept.pack, .pack_cap = kept.pack_cap};
+    } else {
+        q = cr_xcalloc(1, sizeof *q);
+    }
     q->c = c;
     q->st = st;
     q->is_reduce = is_reduce;
@@ -698,7 +732,7 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
         q->fixup = cached_bcast_plan(c);
         strncat(q->name, "+bcast", sizeof q->name - strlen(q->name) - 1);
     }
-    q->slots = cr_xmalloc((size_t)q->plan->nslots * q->vec_bytes + 1);
+    grow_bytes(&q->slots, &q->slots_cap, (size_t)q->plan->nslots * q->vec_bytes + 1);
     if (q->vec_bytes)
         copy_bytes(q->slots, send, q->vec_bytes);
     if (cr_comm_config(c)->verbosity >= 2 && cr_comm_rank(c) == 0)
@@ -734,8 +768,10 @@ static cr_request *new_gather(cr_comm *c, void *recv, bool layout_given, const c
         cr_fatal("%s: NULL receive buffer, sizes or offsets", what);
     cr_request *q = new_request(c, false);
     q->recv = recv;
-    q->sizes = cr_xmalloc((size_t)cr_comm_size(c) * sizeof *q->sizes);
-    q->offsets = cr_xmalloc((size_t)cr_comm_size(c) * sizeof *q->offsets);
+    if (!q->sizes) { /* kept with a recycled request: P does not change */
+        q->sizes = cr_xmalloc((size_t)cr_comm_size(c) * sizeof *q->sizes);
+        q->offsets = cr_xmalloc((size_t)cr_comm_size(c) * sizeof *q->offsets);
+    }
     return q;
 }
 
