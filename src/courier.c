@@ -91,5 +91,7 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
         cr_config_warn_unknown(stderr);
     cr_layout *layout = use.node_size > 0 ? cr_layout_create_blocks(tp->size, (int)use.node_size)
                                           : layout_of(tp);
-    return cr_comm_create_on(tp, layout, &use, bad);
+    cr_comm *c = cr_comm_create_on(tp, layout, &use, bad);
+    cr_transport_mpi_watch_finalize(tp, cr_comm_describe_open, c);
+    return c;
 }

@@ -27,7 +27,9 @@ void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b)
 
 static const char *kind_name(uint64_t kind)
 {
-    return kind == CR_WAVE_BARRIER ? "cr_barrier" : "cr_register";
+    return kind == CR_WAVE_BARRIER ? "cr_barrier"
+           : kind == CR_WAVE_DESTROY ? "cr_comm_destroy"
+                                     : "cr_register";
 }
 
 bool cr_term_test(cr_term *t)
@@ -37,8 +39,8 @@ bool cr_term_test(cr_term *t)
     t->joined = false;
     if (t->global[0] != t->local[0] * (uint64_t)t->tp->size)
         cr_fatal("mismatched collective calls: this rank called %s while other ranks called "
-                 "another collective (cr_barrier and cr_register must be called by all ranks "
-                 "in the same order)",
+                 "another collective (cr_barrier, cr_register and cr_comm_destroy must be "
+                 "called by all ranks in the same order)",
                  kind_name(t->local[0]));
     return true;
 }
@@ -52,13 +54,13 @@ bool cr_term_barrier_quiet(cr_term *t)
 
 static bool barrier_done(cr_comm *c, void *arg)
 {
-    (void)arg;
+    const cr_wave_kind *kind = arg;
     cr_term *t = &c->term;
     if (!t->joined) {
         if (!cr_flush_all_nowait(c, CR_FLUSH_BARRIER) || cr_inflight(c) || c->self.n > 0 ||
             !cr_park_empty(&c->park))
             return false;
-        cr_term_join(t, CR_WAVE_BARRIER, c->mpi_sent_total, c->mpi_handled_total);
+        cr_term_join(t, *kind, c->mpi_sent_total, c->mpi_handled_total);
         t->wave++;
         if (c->trace)
             cr_trace_instant(c->trace, "barrier wave joined", "wave", (int64_t)t->wave,
@@ -85,20 +87,27 @@ static bool barrier_done(cr_comm *c, void *arg)
     return true;
 }
 
-void cr_barrier(cr_comm *c)
+/* A barrier whose waves carry `kind`: cr_barrier's, or cr_comm_destroy's. */
+void cr_barrier_as(cr_comm *c, cr_wave_kind kind)
 {
+    const char *name = kind_name(kind);
     if (c->handler_depth > 0)
-        cr_fatal("cr_barrier was called from inside a handler; call it from the main program");
+        cr_fatal("%s was called from inside a handler; call it from the main program", name);
     if (c->waiting || c->in_loop)
-        cr_fatal("cr_barrier was called while the runtime is already waiting (nested call)");
+        cr_fatal("%s was called while the runtime is already waiting (nested call)", name);
     cr_modules_drain(c); /* what modules hold back leaves before the barrier begins */
     c->stats.barriers++;
     c->barriers_entered++;
     c->term.wave = 0;
-    cr_wait_until(c, barrier_done, NULL, "cr_barrier");
+    cr_wait_until(c, barrier_done, &kind, name);
     if (c->cfg.verbosity >= 2 && c->rank == 0)
         fprintf(stderr, "courier: barrier done after %llu wave(s), %llu messages in total\n",
                 (unsigned long long)c->term.wave, (unsigned long long)c->term.global[1]);
+}
+
+void cr_barrier(cr_comm *c)
+{
+    cr_barrier_as(c, CR_WAVE_BARRIER);
 }
 
 static bool register_done(cr_comm *c, void *arg)

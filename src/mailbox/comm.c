@@ -126,7 +126,7 @@ void cr_comm_destroy(cr_comm *c)
         return;
     if (c->handler_depth > 0)
         cr_fatal("cr_comm_destroy was called from inside a handler");
-    cr_barrier(c);
+    cr_barrier_as(c, CR_WAVE_DESTROY);
     if (c->cfg.print_stats) /* COURIER_STATS=1 */
         cr_stats_print(c, stderr);
     cr_modules_destroy(c);
@@ -144,6 +144,16 @@ void cr_comm_destroy(cr_comm *c)
     cr_layout_destroy(c->layout);
     c->tp->ops->destroy(c->tp);
     free(c);
+}
+
+void cr_comm_describe_open(void *comm, char *buf, size_t len)
+{
+    const cr_comm *c = comm;
+    snprintf(buf, len,
+             "this rank sent %llu records and handled %llu (since cr_comm_create or "
+             "cr_stats_reset), %zu bytes wait in its send buffers",
+             (unsigned long long)c->stats.msgs_sent, (unsigned long long)c->stats.msgs_handled,
+             c->out.total);
 }
 
 int cr_comm_rank(const cr_comm *c)

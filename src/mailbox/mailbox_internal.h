@@ -202,6 +202,9 @@ void cr_modules_stats_reset(cr_comm *c);
 void cr_modules_drain(cr_comm *c);
 void cr_modules_stats_print(cr_comm *c, FILE *out);
 
+/* barrier.c: a barrier whose waves carry `kind` (cr_comm_destroy's is its own, so a
+ * rank that skipped a cr_barrier is told, not matched with it) */
+void cr_barrier_as(cr_comm *c, cr_wave_kind kind);
 /* barrier.c: the collective half of cr_register */
 void cr_term_register_wave(cr_comm *c);
 /* cr_register_type with a module's kind name and extra signature (module.h). */
@@ -229,6 +232,10 @@ static inline bool cr_slot_free(cr_comm *c)
 {
     return c->tp->ops->slots_free(c->tp) > 0;
 }
+
+/* comm.c: what a comm left open holds, in one line (the MPI transport prints it when
+ * MPI_Finalize finds the comm never destroyed). */
+void cr_comm_describe_open(void *comm, char *buf, size_t len);
 
 /* comm.c: the core of cr_comm_create, on any transport (the MPI one, or a virtual
  * rank of the simulation). Takes ownership of tp and layout. `config_error` is this

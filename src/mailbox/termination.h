@@ -17,6 +17,9 @@
 typedef enum cr_wave_kind {
     CR_WAVE_BARRIER = 1,
     CR_WAVE_REGISTER = 2,
+    CR_WAVE_DESTROY = 4, /* cr_comm_destroy's barrier: a rank that skipped a cr_barrier
+                            meets the others' barrier with it, and the kinds differ
+                            (the smallest and the largest kind present always see it) */
 } cr_wave_kind;
 
 typedef struct cr_term {

@@ -13,9 +13,11 @@
 #include "common/fatal.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { TAG_SMALL = 2, TAG_LARGE = 4, TAG_REPORT = 7 };
 /* Receives kept posted in prepost mode. */
@@ -58,6 +60,13 @@ typedef struct mpi_transport {
     MPI_Request report;
     char report_buf[256];
     uint64_t reports;
+
+    /* MPI_Finalize with this transport open (cr_transport_mpi_watch_finalize) */
+    int finalize_key; /* MPI_KEYVAL_INVALID when not watching */
+    bool watching;
+    int world_rank;
+    void (*describe)(void *arg, char *buf, size_t len);
+    void *describe_arg;
 } mpi_transport;
 
 static mpi_transport *mt(cr_transport *t)
@@ -531,9 +540,12 @@ static void chan_ireduce_scatter_sum(cr_chan *ch, const uint64_t *in, uint64_t *
 
 /* ---------------------------------------------------------------- life cycle */
 
+static void unwatch_finalize(mpi_transport *m);
+
 static void destroy(cr_transport *t)
 {
     mpi_transport *m = mt(t);
+    unwatch_finalize(m);
     if (m->report != MPI_REQUEST_NULL)
         MPI_Wait(&m->report, MPI_STATUS_IGNORE);
     if (m->npost)
@@ -634,6 +646,50 @@ static int world_rank(void)
     return rank;
 }
 
+/* MPI_Finalize runs the delete callbacks of MPI_COMM_SELF's attributes first: one
+ * still set means a comm was never destroyed, and its records never handled. */
+static int finalized_while_open(MPI_Comm self, int key, void *value, void *extra)
+{
+    (void)self, (void)key, (void)extra;
+    mpi_transport *m = value;
+    if (!m->watching) /* destroy removing the attribute */
+        return MPI_SUCCESS;
+    char what[200] = "";
+    if (m->describe)
+        m->describe(m->describe_arg, what, sizeof what);
+    fprintf(stderr,
+            "courier: rank %d: MPI_Finalize was called while a cr_comm of %d ranks was still "
+            "open%s%s; call cr_barrier and cr_comm_destroy before MPI_Finalize\n",
+            m->world_rank, m->base.size, what[0] ? ": " : "", what);
+    fflush(stderr);
+    _exit(1);
+}
+
+void cr_transport_mpi_watch_finalize(cr_transport *t,
+                                     void (*describe)(void *arg, char *buf, size_t len),
+                                     void *arg)
+{
+    mpi_transport *m = mt(t);
+    m->describe = describe;
+    m->describe_arg = arg;
+    if (m->finalize_key != MPI_KEYVAL_INVALID)
+        return;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalized_while_open, &m->finalize_key, NULL);
+    MPI_Comm_set_attr(MPI_COMM_SELF, m->finalize_key, m);
+    m->watching = true;
+}
+
+static void unwatch_finalize(mpi_transport *m)
+{
+    if (m->finalize_key == MPI_KEYVAL_INVALID)
+        return;
+    int key = m->finalize_key;
+    m->finalize_key = MPI_KEYVAL_INVALID;
+    m->watching = false; /* the delete below runs the callback: it does nothing now */
+    MPI_Comm_delete_attr(MPI_COMM_SELF, key);
+    MPI_Comm_free_keyval(&key);
+}
+
 /* cr_fatal's end under MPI: every rank of the job stops, not only this one. */
 static void abort_job(void)
 {
@@ -656,6 +712,8 @@ cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts
     MPI_Comm_dup(comm, &m->term);
     MPI_Comm_dup(comm, &m->ctrl);
     m->wave = m->report = MPI_REQUEST_NULL;
+    m->finalize_key = MPI_KEYVAL_INVALID;
+    m->world_rank = world_rank();
     /* Senders choose the tag by size and by the receivers' mode, so both must be
      * the same everywhere: the smallest buffer size, and one receive mode. */
     long long mine = (long long)(opts->buffer_bytes < PREPOST_MAX ? opts->buffer_bytes : PREPOST_MAX);

@@ -17,4 +17,13 @@ typedef struct cr_transport_mpi_opts {
  * ends the whole MPI job (MPI_Abort) and names the rank. */
 cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts *opts);
 
+/* Local: if MPI_Finalize is called while this transport is still open (its comm was
+ * never destroyed), print one line naming the rank and what describe() writes (the
+ * records not yet delivered), and end the process with status 1 instead of letting
+ * it exit 0 with its messages unhandled. Watches through a delete callback of an
+ * attribute on MPI_COMM_SELF, which MPI_Finalize runs first; destroy removes it. */
+void cr_transport_mpi_watch_finalize(cr_transport *t,
+                                     void (*describe)(void *arg, char *buf, size_t len),
+                                     void *arg);
+
 #endif

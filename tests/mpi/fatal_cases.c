@@ -181,6 +181,16 @@ int main(int argc, char **argv)
             cr_register(c, nop, NULL);
         else
             cr_barrier(c);
+    } else if (!strcmp(what, "finalize-without-destroy")) {
+        /* records sent, then MPI_Finalize with the comm still open */
+        for (int r = 0; r < c->size; r++)
+            cr_async(c, r, h, NULL, 0);
+        MPI_Finalize();
+        return 0;
+    } else if (!strcmp(what, "skip-barrier-destroy")) {
+        /* rank 0 skips a barrier the others call, then all destroy the comm */
+        if (c->rank != 0)
+            cr_barrier(c);
     } else if (!strcmp(what, "watchdog")) {
         /* the other ranks wait in the barrier far longer than COURIER_WATCHDOG */
         if (c->rank == 0)
