@@ -22,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-COLOURS = {"handle": "#2ca02c", "cr_barrier": "#9e9e9e", "idle sleep": "#9ecae1"}
+COLOURS = {"handle": "#2ca02c", "cr_barrier": "#9e9e9e", "cr_comm_destroy": "#9e9e9e",
+           "idle sleep": "#9ecae1"}
 OTHER_WAIT = "#ff7f0e"
 
 
@@ -38,18 +39,25 @@ def load(path):
         found = sorted(glob.glob(glob.escape(path) + ".rank*.part"))
         if not found:
             sys.exit(f"trace_timeline: {path}: no such trace, and no {path}.rank*.part parts")
-        seen = set()
+        seen, empty = set(), []
         for part in found:
             with open(part, encoding="utf-8") as f:
                 doc = json.load(f)
             events += doc["traceEvents"]
-            seen.add(doc["otherData"]["rank"])
+            rank = doc["otherData"]["rank"]
+            seen.add(rank)
+            if not any(e.get("ph") in ("X", "i") for e in doc["traceEvents"]):
+                empty.append(rank)
             expected = doc["otherData"]["ranks"]
         missing = sorted(set(range(expected)) - seen)
         print(f"trace_timeline: {path} was not merged (the job did not end normally): read "
               f"{len(found)} parts" + (f"; missing ranks: {', '.join(map(str, missing))}"
-                                       if missing else ""), file=sys.stderr)
+                                       if missing else "")
+              + (f"; no events in the parts of ranks {', '.join(map(str, sorted(empty)))}"
+                 if empty else ""), file=sys.stderr)
     ranks = sorted({e["pid"] for e in events if e.get("ph") in ("X", "i")})
+    if not ranks:
+        sys.exit(f"trace_timeline: {path} holds no events to draw")
     return events, ranks
 
 

@@ -46,8 +46,10 @@ def main():
         c = per_rank[r]
         if c["process_name"] != 1:
             fail(f"rank {r} has {c['process_name']} process_name events")
-        if c["cr_barrier"] == 0 or c["cr_barrier"] != c["barrier done"]:
-            fail(f"rank {r}: {c['cr_barrier']} barrier waits but {c['barrier done']} barrier ends")
+        # cr_comm_destroy's barrier is traced under its own name
+        waits = c["cr_barrier"] + c["cr_comm_destroy"]
+        if c["cr_barrier"] == 0 or waits != c["barrier done"]:
+            fail(f"rank {r}: {waits} barrier waits but {c['barrier done']} barrier ends")
         joined = c["barrier wave joined"]
         if joined != c["barrier done"] + c["barrier wave: not yet"]:
             fail(f"rank {r}: {joined} waves joined, {c['barrier done']} + "

@@ -11,6 +11,10 @@
 #define EVENT_MAX 1024 /* one event line at most (user phase names are cut to fit) */
 #define PHASES_MAX 64  /* user phases open at once (cr_trace_begin) */
 #define TRAILER "]}\n"
+/* Buffered events reach the part at least this often (microseconds of the trace's
+ * clock) while events arrive, so an end Courier does not see (an MPI_Abort from user
+ * code, a kill) loses at most the last interval. */
+#define FLUSH_EVERY_US 1e6
 
 struct cr_trace {
     FILE *out;
@@ -22,6 +26,7 @@ struct cr_trace {
     cr_transport *tp;
     int rank, size;
     double t0;       /* the transport's clock at the start */
+    double flushed_at; /* cr_trace_now at the last flush */
     int nphases;     /* user phases open (cr_trace_begin) */
     double phase_start[PHASES_MAX];
     char phase_name[PHASES_MAX][128];
@@ -56,15 +61,20 @@ void cr_trace_flush(cr_trace *t)
     }
     fflush(t->out);
     t->len = 0;
+    if (t->tp)
+        t->flushed_at = cr_trace_now(t);
 }
 
-/* Add one whole event line to the buffer, flushing first when it would not fit. */
+/* Add one whole event line to the buffer, flushing first when it would not fit,
+ * and after it once FLUSH_EVERY_US has passed since the last flush. */
 static void add_event(cr_trace *t, const char *line, size_t n)
 {
     if (t->len + n > PART_BUFFER)
         cr_trace_flush(t);
     memcpy(t->buf + t->len, line, n);
     t->len += n;
+    if (cr_trace_now(t) - t->flushed_at >= FLUSH_EVERY_US)
+        cr_trace_flush(t);
 }
 
 static void flush_hook(void *arg)
@@ -113,6 +123,7 @@ cr_trace *cr_trace_open(const char *path, cr_transport *tp)
     cr_trace_flush(t);
     barrier(tp);
     t->t0 = tp->ops->now(tp);
+    t->flushed_at = 0;
     active = t;
     cr_fatal_hook_add(flush_hook, t);
     static int exit_hook;

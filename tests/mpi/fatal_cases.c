@@ -76,6 +76,20 @@ static void flood_rank0(cr_comm *c, int src, const void *p, size_t len, void *u)
 
 /* Send a hand-made buffer to rank (me + 1) % P through the comm's transport,
  * counted like a real send so the barrier waits until it has been handled. */
+/* A token passed round the ranks, 10 ms per hop; rank 0 ends the job from a handler
+ * with MPI_Abort once it has circulated for two seconds (trace-handler-abort). */
+static double token_start;
+static void pass_token(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)src, (void)p, (void)len;
+    int *h = u;
+    if (c->rank == 0 && MPI_Wtime() - token_start > 2.0)
+        MPI_Abort(MPI_COMM_WORLD, 7);
+    /* slowly: the events of two seconds must not fill a part's 1 MiB buffer */
+    nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    cr_async(c, (c->rank + 1) % c->size, *h, NULL, 0);
+}
+
 static void inject(cr_comm *c, const void *buf, int len)
 {
     char *copy = malloc((size_t)len);
@@ -234,6 +248,14 @@ int main(int argc, char **argv)
         cr_trace_end(c);
         if (c->rank == 0)
             cr_async(c, c->size, h, NULL, 0);
+    } else if (!strcmp(what, "trace-handler-abort")) {
+        /* A token circulates until a handler calls MPI_Abort, which Courier does not
+         * see: every rank's part must still hold events (tests/check_trace_events.py). */
+        static int token;
+        token = cr_register(c, pass_token, &token);
+        token_start = MPI_Wtime();
+        if (c->rank == 0)
+            cr_async(c, 0, token, NULL, 0);
     } else if (!strcmp(what, "trace-end-without-begin")) {
         cr_trace_end(c);
     } else if (!strcmp(what, "none")) {
