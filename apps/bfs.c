@@ -533,7 +533,7 @@ int main(int argc, char **argv)
     free(roots);
     free(teps), free(times), free(nedges), free(validate_times);
     cr_graph_destroy(g);
-    cr_comm_destroy(comm);
+    app_comm_destroy(comm);
     MPI_Finalize();
     return failures ? 1 : 0;
 }

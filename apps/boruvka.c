@@ -373,7 +373,7 @@ int main(int argc, char **argv)
                                     : "VALIDATION FAILED");
     }
     cr_graph_msf_result_free(&f);
-    cr_comm_destroy(comm);
+    app_comm_destroy(comm);
     cr_graph_edges_free(&list);
     MPI_Finalize();
     return !ok || !inv.ok;

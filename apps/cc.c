@@ -310,7 +310,7 @@ int main(int argc, char **argv)
     }
     free(label);
     cr_graph_destroy(g);
-    cr_comm_destroy(comm);
+    app_comm_destroy(comm);
     cr_graph_edges_free(&edges);
     MPI_Finalize();
     return ok && inv.ok ? 0 : 1;

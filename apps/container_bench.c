@@ -298,7 +298,7 @@ int main(int argc, char **argv)
         cr_stats_print(b.comm, stdout);
     if (csv)
         fclose(csv);
-    cr_comm_destroy(b.comm);
+    app_comm_destroy(b.comm);
     MPI_Finalize();
     return failed ? 1 : 0;
 }

@@ -776,7 +776,7 @@ int main(int argc, char **argv)
     if (show_stats && (want[MODE_COURIER] || want[MODE_GATHER]))
         cr_stats_print(comm, stdout);
 
-    cr_comm_destroy(comm);
+    app_comm_destroy(comm);
     free(t.count);
     free(full);
     free(local_indices);

@@ -187,7 +187,7 @@ int main(int argc, char **argv)
     free(msg_sizes);
     free(bufs);
     free(times);
-    cr_comm_destroy(comm);
+    app_comm_destroy(comm);
     MPI_Finalize();
     return all_ok ? 0 : 1;
 }

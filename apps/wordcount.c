@@ -239,7 +239,7 @@ int main(int argc, char **argv)
         cr_stats_print(comm, stdout);
     cr_counting_set_destroy(cs);
     free(z.cdf);
-    cr_comm_destroy(comm);
+    app_comm_destroy(comm);
     MPI_Finalize();
     return ok ? 0 : 1;
 }

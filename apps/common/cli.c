@@ -41,6 +41,20 @@ void app_progress(const app *a, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The comm app_comm_create made and app_comm_destroy has not yet destroyed: an
+ * error that ends the job (collectively) destroys it first, so MPI_Finalize does not
+ * find it open (and say so). */
+static cr_comm *open_comm;
+
+static void destroy_open_comm(void)
+{
+    if (open_comm) {
+        cr_comm *c = open_comm;
+        open_comm = NULL;
+        cr_comm_destroy(c);
+    }
+}
+
 /* Rank 0 prints "<name>: <message>" (and the --help hint for usage errors); every
  * rank leaves with `status`. */
 static noreturn void end_job(const app *a, int status, const char *fmt, va_list ap)
@@ -53,6 +67,7 @@ static noreturn void end_job(const app *a, int status, const char *fmt, va_list 
         fputc('\n', stderr);
         fflush(stderr);
     }
+    destroy_open_comm();
     MPI_Finalize();
     exit(status);
 }
@@ -91,6 +106,7 @@ void app_agree(const app *a, const char *err)
         fprintf(stderr, "%s: %s\n", a->name, err);
         fflush(stderr);
     }
+    destroy_open_comm();
     MPI_Finalize();
     exit(1);
 }
@@ -263,7 +279,15 @@ cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, cr_config *c
         c.node_size = (unsigned)flags->node_size;
     if (cfg)
         *cfg = c;
-    return cr_comm_create(MPI_COMM_WORLD, &c);
+    open_comm = cr_comm_create(MPI_COMM_WORLD, &c);
+    return open_comm;
+}
+
+void app_comm_destroy(cr_comm *comm)
+{
+    if (comm == open_comm)
+        open_comm = NULL;
+    cr_comm_destroy(comm);
 }
 
 void app_parse_route(const app *a, const char *value, cr_config *cfg)

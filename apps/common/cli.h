@@ -189,6 +189,9 @@ void app_config_from_env(const app *a, struct cr_config *cfg);
  * bad one is a usage error), then the flags given. The configuration used is
  * copied to *cfg if cfg is not NULL; flags may be NULL. */
 struct cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, struct cr_config *cfg);
+/* Collective: destroy a comm app_comm_create made. Until then, app_error,
+ * app_usage_error and app_agree's error end destroy it before MPI_Finalize. */
+void app_comm_destroy(struct cr_comm *comm);
 
 /* Open `path` for appending CSV lines and write `header` (one line, without the
  * newline) if the file is new. Collective: call it from every rank before the work

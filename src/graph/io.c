@@ -60,21 +60,74 @@ static void quote_line(const char *line, char *out, size_t outlen)
     out[o] = '\0';
 }
 
+/* The longest line a text edge list may have: an edge with a weight and a comment
+ * fits many times over, and a corrupt file (no newline for megabytes) is refused
+ * before it is held in memory. */
+#define LINE_MAX_BYTES ((size_t)1 << 20)
+
+/* The next line of f into *buf (grown as needed, NUL-terminated, the newline kept):
+ * its length, 0 at the end of the file, or -1 when it is longer than LINE_MAX_BYTES.
+ * *nul is the offset of its first NUL byte, or -1: text has none, and a NUL would
+ * otherwise end the line early and hide the rest. */
+static long read_line(FILE *f, char **buf, size_t *cap, long *nul)
+{
+    size_t n = 0;
+    *nul = -1;
+    int ch;
+    while ((ch = getc_unlocked(f)) != EOF) {
+        if (n + 2 > *cap) {
+            if (*cap >= LINE_MAX_BYTES)
+                return -1;
+            *cap = *cap ? 2 * *cap : 256;
+            *buf = cr_xrealloc(*buf, *cap);
+        }
+        if (ch == '\0' && *nul < 0)
+            *nul = (long)n;
+        (*buf)[n++] = (char)ch;
+        if (ch == '\n')
+            break;
+    }
+    if (*cap == 0) {
+        *cap = 256;
+        *buf = cr_xrealloc(*buf, *cap);
+    }
+    (*buf)[n] = '\0';
+    return (long)n;
+}
+
+static int parse_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out,
+                      char **linep, size_t *cap, char *err, size_t errlen);
+
 /* Edges are dealt out round-robin: edge k goes to rank k % size. */
 static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out, char *err,
                      size_t errlen)
 {
-    char line[4096];
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = parse_text(path, f, rank, size, out, &line, &cap, err, errlen);
+    free(line);
+    return rc;
+}
+
+static int parse_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out,
+                      char **linep, size_t *cap, char *err, size_t errlen)
+{
     uint64_t lineno = 0, k = 0;
     int weighted = -1; /* decided by the first edge */
-    while (fgets(line, sizeof line, f)) {
+    long len, nul;
+    while ((len = read_line(f, linep, cap, &nul)) != 0) {
         lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
-            cr_set_error(err, errlen, "%s:%" PRIu64 ": line longer than %zu characters",
-                               path, lineno, sizeof line - 2);
+        if (len < 0) {
+            cr_set_error(err, errlen, "%s:%" PRIu64 ": line longer than %zu bytes (not a text "
+                         "edge list?)", path, lineno, LINE_MAX_BYTES);
             return -1;
         }
+        if (nul >= 0) {
+            cr_set_error(err, errlen, "%s:%" PRIu64 ": a NUL byte at column %ld (not a text "
+                         "edge list?)", path, lineno, nul + 1);
+            return -1;
+        }
+        const char *line = *linep;
         const char *s = line;
         while (*s == ' ' || *s == '\t')
             s++;
@@ -172,7 +225,13 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
     uint64_t m = get_le(h + 8, 8), flags = get_le(h + 16, 8);
     out->nvertices = get_le(h + 24, 8);
     bool weighted = flags & BIN_WEIGHTED;
-    off_t want = (off_t)(BIN_HEADER + m * 16 + (weighted ? m * 4 : 0));
+    uint64_t per_edge = weighted ? 20 : 16;
+    if (m > ((uint64_t)INT64_MAX - BIN_HEADER) / per_edge) {
+        cr_set_error(err, errlen, "%s: header says %" PRIu64 " edges, more than a file can "
+                     "hold (%" PRIu64 " bytes each)", path, m, per_edge);
+        return -1;
+    }
+    off_t want = (off_t)(BIN_HEADER + m * per_edge);
     if (file_size(f) != want) {
         cr_set_error(err, errlen, "%s: header says %" PRIu64 " edges (%s), so %lld bytes, "
                            "but the file has %lld", path, m, weighted ? "weighted" : "unweighted",
@@ -276,6 +335,13 @@ int cr_graph_read_edges(const char *path, cr_file_format format, const char *wei
     FILE *f = fopen(path, "rb");
     if (!f) {
         cr_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        /* a device (/dev/zero) or a pipe never ends or cannot be read by every rank */
+        cr_set_error(err, errlen, "%s: not a regular file", path);
+        fclose(f);
         return -1;
     }
     if (format == CR_FILE_AUTO) {
