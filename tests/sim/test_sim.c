@@ -1337,8 +1337,15 @@ static void test_replay(void **state)
 static void run_deadlock(cr_comm *comm, void *user)
 {
     (void)user;
-    if (cr_comm_rank(comm) != 0)
-        cr_barrier(comm); /* rank 0 skips this barrier: the others wait forever */
+    /* Rank 0 waits in an allreduce nobody else joins, the others in a barrier it never
+     * joins: each waits for the other for ever. (A rank that merely skips a barrier
+     * is told by cr_comm_destroy's own collective, which is no deadlock.) */
+    if (cr_comm_rank(comm) == 0) {
+        int x = 1, y;
+        cr_allreduce(comm, &x, &y, 1, CR_INT32, CR_OP_SUM, NULL);
+    } else {
+        cr_barrier(comm);
+    }
 }
 
 static void test_deadlock_is_reported(void **state)

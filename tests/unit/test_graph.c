@@ -310,7 +310,8 @@ static void test_text_round_trip_and_errors(void **state)
     unlink(path);
     /* binary garbage is quoted escaped and cut short, never echoed raw */
     char garbage[120] = "0 1\n\x01\xff\x1b[2J";
-    memset(garbage + strlen(garbage), 'z', 80);
+    size_t used = strlen(garbage);
+    memset(garbage + used, 'z', sizeof garbage - 1 - used);
     garbage[sizeof garbage - 1] = '\n';
     path = temp_file(".txt", garbage, sizeof garbage);
     assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
@@ -318,6 +319,12 @@ static void test_text_round_trip_and_errors(void **state)
                                 "'\\x01\\xff\\x1b[2J" "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz...'"));
     for (const char *c = err; *c; c++)
         assert_true(*c >= 0x20 && *c < 0x7f);
+    unlink(path);
+    /* a NUL byte is named, not taken for the end of its line */
+    const char nul[] = "0 1\n2 3\0 junk\n1 2\n";
+    path = temp_file(".txt", nul, sizeof nul - 1);
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":2: a NUL byte at column 4"));
     unlink(path);
     assert_int_equal(cr_graph_read_edges("/nonexistent/g", CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, "/nonexistent/g: cannot open"));
