@@ -111,6 +111,7 @@ static long req_overload(cr_comm *comm, int nidx, int repeats, int coalesce)
     size_t n = (size_t)nidx * (size_t)repeats;
     req_slot *slots = calloc(n, sizeof *slots);
     int me = cr_comm_rank(comm);
+    cr_dedup_stats s0 = req_stats(comm);
     for (int r = 0; r < repeats; r++)
         for (int j = 0; j < nidx; j++) {
             /* each rank walks the indices from its own starting point */
@@ -120,6 +121,12 @@ static long req_overload(cr_comm *comm, int nidx, int repeats, int coalesce)
             cr_dedup_request(comm, 0, id, &i, sizeof i, req_got_value, s);
         }
     cr_barrier(comm);
+    /* Off, no request joins one already in flight: not at its source, not at a hop
+     * it passes (joining there would be a wrong join counted as coalesced). */
+    cr_dedup_stats s1 = req_stats(comm);
+    REQ_CHECK(comm, coalesce || s1.requests_coalesced == s0.requests_coalesced,
+              "%llu requests coalesced with coalescing off",
+              (unsigned long long)(s1.requests_coalesced - s0.requests_coalesced));
     req_check_slots(comm, slots, n, "overload");
     REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
               cr_dedup_pending(comm));
