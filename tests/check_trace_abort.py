@@ -3,7 +3,12 @@
 on rank 0 after user phases and a barrier) with COURIER_TRACE set; it must fail, and
 leave one part per rank, each a complete JSON trace; rank 0's must hold the user
 phases it ended before the abort. Then TIMELINE (scripts/trace_timeline.py) must draw
-the parts and say the trace was not merged."""
+the parts and say the trace was not merged.
+
+tests/check_trace_abort.py --events RANKS COMMAND...: COMMAND is a job that a handler
+ends with MPI_Abort after seconds of traffic, which Courier does not see; it must fail
+and leave one complete part per rank, each holding events besides its metadata: the
+parts are written on a timer, not only at barriers, errors Courier sees and exit."""
 import glob
 import json
 import os
@@ -17,25 +22,39 @@ def fail(msg):
     sys.exit(1)
 
 
-def main():
-    timeline, ranks, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def run_to_parts(d, ranks, cmd):
+    """Run the failing job with its trace in d: the trace's path and each part's events."""
+    path = os.path.join(d, "trace.json")
+    r = subprocess.run(cmd, env=dict(os.environ, COURIER_TRACE=path), capture_output=True,
+                       text=True)
+    if r.returncode == 0:
+        fail("the command succeeded; it should have aborted")
+    parts = sorted(glob.glob(path + ".rank*.part"))
+    if len(parts) != ranks:
+        fail(f"{len(parts)} parts for {ranks} ranks: {parts}")
+    events = {}
+    for part in parts:
+        with open(part, encoding="utf-8") as f:
+            try:
+                events[os.path.basename(part)] = json.load(f)["traceEvents"]
+            except ValueError as e:
+                fail(f"{os.path.basename(part)} is not complete JSON: {e}")
+    return path, events
+
+
+def check_events(ranks, cmd):
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "trace.json")
-        r = subprocess.run(cmd, env=dict(os.environ, COURIER_TRACE=path), capture_output=True,
-                           text=True)
-        if r.returncode == 0:
-            fail("the command succeeded; it should have aborted")
-        parts = sorted(glob.glob(path + ".rank*.part"))
-        if len(parts) != ranks:
-            fail(f"{len(parts)} parts for {ranks} ranks: {parts}")
-        for part in parts:
-            with open(part, encoding="utf-8") as f:
-                try:
-                    doc = json.load(f)
-                except ValueError as e:
-                    fail(f"{os.path.basename(part)} is not complete JSON: {e}")
-        with open(path + ".rank0.part", encoding="utf-8") as f:
-            events = json.load(f)["traceEvents"]
+        _, parts = run_to_parts(d, ranks, cmd)
+        for name, events in parts.items():
+            if not [e for e in events if e.get("ph") != "M"]:
+                fail(f"{name} holds no events")
+    print(f"check_trace_abort: {ranks} parts, each complete JSON with events")
+
+
+def check_phases(timeline, ranks, cmd):
+    with tempfile.TemporaryDirectory() as d:
+        path, parts = run_to_parts(d, ranks, cmd)
+        events = parts["trace.json.rank0.part"]
         phases = {e["name"] for e in events if e.get("cat") == "user"}
         for want in ("setup", 'a "quoted" phase'):
             if want not in phases:
@@ -50,4 +69,7 @@ def main():
           "phases and its barrier; the timeline drew them")
 
 
-main()
+if sys.argv[1] == "--events":
+    check_events(int(sys.argv[2]), sys.argv[3:])
+else:
+    check_phases(sys.argv[1], int(sys.argv[2]), sys.argv[3:])

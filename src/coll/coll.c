@@ -359,10 +359,7 @@ static void copy_own_block(cr_request *q)
 static void post_gather_round(cr_request *q)
 {
     size_t in = pack_bytes(q, false), need = in + pack_bytes(q, true);
-    if (need + 1 > q->pack_cap) { /* never NULL, even when nothing is packed */
-        q->pack = cr_xrealloc(q->pack, need + 1);
-        q->pack_cap = need + 1;
-    }
+    grow_bytes(&q->pack, &q->pack_cap, need + 1); /* never NULL, even when nothing is packed */
     post_xfers(q, false, 0);
     post_xfers(q, true, in);
     copy_own_block(q);

@@ -95,20 +95,7 @@ static long read_line(FILE *f, char **buf, size_t *cap, long *nul)
     return (long)n;
 }
 
-static int parse_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out,
-                      char **linep, size_t *cap, char *err, size_t errlen);
-
 /* Edges are dealt out round-robin: edge k goes to rank k % size. */
-static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out, char *err,
-                     size_t errlen)
-{
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = parse_text(path, f, rank, size, out, &line, &cap, err, errlen);
-    free(line);
-    return rc;
-}
-
 static int parse_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out,
                       char **linep, size_t *cap, char *err, size_t errlen)
 {
@@ -180,6 +167,17 @@ static int parse_text(const char *path, FILE *f, int rank, int size, cr_edge_lis
         return -1;
     }
     return 0;
+}
+
+/* parse_text with its line buffer, freed on every way out. */
+static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out, char *err,
+                     size_t errlen)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = parse_text(path, f, rank, size, out, &line, &cap, err, errlen);
+    free(line);
+    return rc;
 }
 
 static uint64_t get_le(const unsigned char *p, int bytes)

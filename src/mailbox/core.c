@@ -598,7 +598,8 @@ static void waits_take(cr_comm *c, int src, const char *buf, size_t len)
     buffer_handled(c, src, traced, handled_before);
 }
 
-/* Received buffers handled per poll, so sends and timers are not starved. */
+/* Received buffers taken per poll under either policy, so sends and timers are not
+ * starved. */
 #define RECV_BUDGET 16
 
 static size_t waits_poll(cr_comm *c, bool worked)
@@ -700,8 +701,7 @@ static size_t deep_handle(cr_comm *c, size_t budget)
     return records;
 }
 
-/* Buffers taken per poll at most, and parked records handled. */
-#define DEEP_RECV_BUDGET 16
+/* Parked records handled per poll at most. */
 #define DEEP_HANDLE_BUDGET 4096
 
 static size_t deep_poll(cr_comm *c, bool worked)
@@ -709,8 +709,8 @@ static size_t deep_poll(cr_comm *c, bool worked)
     /* This rank's own buffers are always taken: they move from one part of what it
      * holds to another, and nobody waits for them. Other ranks' buffers are taken
      * while what came from them holds less than the park cap. */
-    size_t work = cr_self_poll(c, DEEP_RECV_BUDGET);
-    for (int k = 0; k < DEEP_RECV_BUDGET && c->park.others_bytes < c->park_cap; k++) {
+    size_t work = cr_self_poll(c, RECV_BUDGET);
+    for (int k = 0; k < RECV_BUDGET && c->park.others_bytes < c->park_cap; k++) {
         size_t got = cr_recv_poll(c, 1);
         if (!got)
             break;

@@ -250,7 +250,7 @@ int main(int argc, char **argv)
             cr_async(c, c->size, h, NULL, 0);
     } else if (!strcmp(what, "trace-handler-abort")) {
         /* A token circulates until a handler calls MPI_Abort, which Courier does not
-         * see: every rank's part must still hold events (tests/check_trace_events.py). */
+         * see: every rank's part must still hold events (tests/check_trace_abort.py --events). */
         static int token;
         token = cr_register(c, pass_token, &token);
         token_start = MPI_Wtime();
