@@ -1192,7 +1192,7 @@ static void test_deep_relief(void **state)
  * paused handles every buffer where it arrived, its own included, and copies
  * nothing into its park. Handlers that send nothing, a cap no rank reaches. */
 #define IN_PLACE_RECORDS 3000
-static uint64_t in_place_count[8], in_place_sum[8];
+static uint64_t in_place_count[8], in_place_sum[8]; /* P up to 8 */
 
 static void on_sink(cr_comm *comm, const cr_batch *b, void *user)
 {
@@ -1225,31 +1225,32 @@ static void test_deep_in_place(void **state)
     (void)state;
     named_config nc = deep(NULL);
     nc.cfg.buffer_cap_bytes = 1 << 20;
-    const int p = 4;
-    for (uint64_t seed = 1; seed <= 3; seed++) {
-        memset(in_place_count, 0, sizeof in_place_count);
-        memset(in_place_sum, 0, sizeof in_place_sum);
-        cr_stats stats[4];
-        char err[256];
-        cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
-        snprintf(ctx, sizeof ctx, "receive in place, P=%d, seed %llu", p, (unsigned long long)seed);
-        if (cr_sim_run(&o, run_in_place, NULL, stats, err, sizeof err))
-            fail_msg("receive in place, seed %llu: %s", (unsigned long long)seed, err);
-        uint64_t count = 0, sum = 0, want_sum = 0;
-        for (int r = 0; r < p; r++) {
-            count += in_place_count[r];
-            sum += in_place_sum[r];
-            for (uint64_t i = 0; i < IN_PLACE_RECORDS; i++)
-                want_sum += cr_rng_hash64((uint64_t)r * IN_PLACE_RECORDS + i);
-            if (stats[r].peak_parked_bytes != 0)
-                fail_msg("receive in place, seed %llu: rank %d parked %llu bytes without ever "
-                         "being paused",
-                         (unsigned long long)seed, r,
-                         (unsigned long long)stats[r].peak_parked_bytes);
+    static const int ps[] = {1, 2, 3, 4, 5, 7, 8};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            int p = ps[i];
+            memset(in_place_count, 0, sizeof in_place_count);
+            memset(in_place_sum, 0, sizeof in_place_sum);
+            cr_stats stats[8];
+            char err[256];
+            cr_sim_opts o = {.ranks = p, .seed = seed * 7 + (uint64_t)p, .cfg = &nc.cfg};
+            snprintf(ctx, sizeof ctx, "receive in place, P=%d, seed %llu", p,
+                     (unsigned long long)o.seed);
+            if (cr_sim_run(&o, run_in_place, NULL, stats, err, sizeof err))
+                fail_msg("%s: %s", ctx, err);
+            uint64_t count = 0, sum = 0, want_sum = 0;
+            for (int r = 0; r < p; r++) {
+                count += in_place_count[r];
+                sum += in_place_sum[r];
+                for (uint64_t k = 0; k < IN_PLACE_RECORDS; k++)
+                    want_sum += cr_rng_hash64((uint64_t)r * IN_PLACE_RECORDS + k);
+                if (stats[r].peak_parked_bytes != 0)
+                    fail_msg("%s: rank %d parked %llu bytes without ever being paused", ctx, r,
+                             (unsigned long long)stats[r].peak_parked_bytes);
+            }
+            EXPECT_EQ(count, (uint64_t)p * IN_PLACE_RECORDS);
+            EXPECT_EQ(sum, want_sum);
         }
-        EXPECT_EQ(count, (uint64_t)p * IN_PLACE_RECORDS);
-        EXPECT_EQ(sum, want_sum);
-    }
 }
 
 /* The pause counts the sends in flight: with many slots and small buffers, a pause
