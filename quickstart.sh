@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential meson ninja-build pkg-config openmpi-bin libopenmpi-dev
-          libev-dev libjemalloc-dev libcmocka-dev gnuplot-nox)
+          libev-dev libjemalloc-dev libcmocka-dev zlib1g-dev gnuplot-nox)
 # The test command also builds and checks Courier against MPICH (scripts/check_install.sh),
 # which Debian installs beside Open MPI without changing the default mpicc and mpirun.
 # METIS (optional) lets the planner's apps partition with it (--partitioner metis).

@@ -8,6 +8,7 @@
 #include "courier/darray.h"
 #include "courier/dedup.h"
 #include "courier/graph.h"
+#include "courier/io.h"
 #include "courier/mailbox.h"
 #include "courier/nbx.h"
 #include "courier/plan.h"

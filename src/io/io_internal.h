@@ -1,0 +1,30 @@
+/* The line reader's file list: what every rank knows before it reads a byte. */
+#ifndef COURIER_IO_INTERNAL_H
+#define COURIER_IO_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct io_file {
+    char *path;
+    uint64_t size; /* bytes on disk (compressed for .gz) */
+    bool gz;
+} io_file;
+
+typedef struct io_list {
+    io_file *files;
+    size_t count, cap;
+    uint64_t plain_bytes; /* the plain files' sizes summed: what the byte ranges split */
+    size_t gz_count;
+} io_list;
+
+/* Expand paths (directories in byte order of their names, recursively, names
+ * beginning with '.' left out) into regular files with their sizes. Returns 0, or
+ * -1 with a one-line error naming the first path that is missing, not a regular
+ * file or a directory, or cannot be listed. Local. */
+int io_list_build(const char *const *paths, size_t npaths, io_list *out, char *err,
+                  size_t errlen);
+void io_list_free(io_list *list);
+
+#endif

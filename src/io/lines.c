@@ -1,0 +1,382 @@
+/* The parallel line reader. The plain files are laid end to end and split into P
+ * byte ranges; a line belongs to the range that holds its first byte. A rank whose
+ * range starts inside a file looks at the byte before it: unless that byte ends a
+ * line, the first (partial) line is its left neighbour's, and it starts after the
+ * next newline. It reads on past its range's end only to finish its last line. So
+ * every line is delivered once, whatever the line lengths and P. */
+#include "courier/io.h"
+
+#include "courier/coll.h"
+#include "courier/mailbox.h"
+#include "io/io_internal.h"
+
+#include "common/fatal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define DEFAULT_READ_BYTES ((size_t)1 << 20)
+/* Past its range a rank reads in small steps: only the end of its last line is its. */
+#define TAIL_READ_BYTES ((size_t)64 << 10)
+
+void cr_io_opts_init(cr_io_opts *o)
+{
+    *o = (cr_io_opts){.read_bytes = DEFAULT_READ_BYTES};
+}
+
+/* A window on one file: bytes [start, end) of buf are read and not yet delivered;
+ * buf[0] is byte `base` of the file; the search for the next newline resumes at
+ * `scan`. One byte of buf is always spare for the NUL after a final line. */
+typedef struct reader {
+    const char *path;
+    int fd;
+    gzFile gz;
+    char *buf;
+    size_t cap, start, end, scan, step;
+    uint64_t base, limit; /* plain files read in `step`s up to limit, then in tails */
+    bool eof;
+    uint64_t *read; /* the stats' counter of bytes read */
+} reader;
+
+static int reader_grow(reader *r, char *err, size_t errlen)
+{
+    size_t cap = r->cap * 2;
+    char *buf = cap > r->cap ? realloc(r->buf, cap) : NULL;
+    if (!buf) {
+        cr_set_error(err, errlen, "%s: the line at byte %llu is longer than memory allows "
+                     "(%zu bytes held)", r->path, (unsigned long long)(r->base + r->start),
+                     r->cap);
+        return -1;
+    }
+    r->buf = buf;
+    r->cap = cap;
+    return 0;
+}
+
+/* Read more bytes after `end`, first moving the undelivered ones to the front. */
+static int reader_fill(reader *r, char *err, size_t errlen)
+{
+    if (r->start > 0) {
+        memmove(r->buf, r->buf + r->start, r->end - r->start);
+        r->base += r->start;
+        r->end -= r->start;
+        r->scan -= r->start;
+        r->start = 0;
+    }
+    if (r->end + 1 >= r->cap && reader_grow(r, err, errlen))
+        return -1;
+    size_t want = r->cap - 1 - r->end;
+    uint64_t at = r->base + r->end;
+    size_t step = at < r->limit ? r->step : TAIL_READ_BYTES;
+    if (at < r->limit && r->limit - at < step)
+        step = (size_t)(r->limit - at);
+    if (want > step)
+        want = step;
+    long got;
+    if (r->gz) {
+        got = gzread(r->gz, r->buf + r->end, (unsigned)(want > INT_MAX ? INT_MAX : want));
+        if (got < 0) {
+            int code;
+            const char *why = gzerror(r->gz, &code);
+            cr_set_error(err, errlen, "%s: cannot decompress near byte %llu: %s", r->path,
+                         (unsigned long long)at, code == Z_ERRNO ? strerror(errno) : why);
+            return -1;
+        }
+    } else {
+        do
+            got = pread(r->fd, r->buf + r->end, want, (off_t)at);
+        while (got < 0 && errno == EINTR);
+        if (got < 0) {
+            cr_set_error(err, errlen, "%s: read error at byte %llu: %s", r->path,
+                         (unsigned long long)at, strerror(errno));
+            return -1;
+        }
+        *r->read += (uint64_t)got;
+    }
+    r->eof = got == 0;
+    r->end += (size_t)got;
+    return 0;
+}
+
+/* The next line: 1 with *line (its start in buf) and *len (without "\n"), 0 at the
+ * end of the file, -1 on an error. */
+static int reader_next(reader *r, char **line, size_t *len, char *err, size_t errlen)
+{
+    for (;;) {
+        char *nl = memchr(r->buf + r->scan, '\n', r->end - r->scan);
+        if (nl) {
+            *line = r->buf + r->start;
+            *len = (size_t)(nl - *line);
+            r->start = r->scan = (size_t)(nl - r->buf) + 1;
+            return 1;
+        }
+        r->scan = r->end;
+        if (r->eof) {
+            if (r->start == r->end)
+                return 0;
+            *line = r->buf + r->start;
+            *len = r->end - r->start;
+            r->start = r->scan = r->end;
+            return 1;
+        }
+        if (reader_fill(r, err, errlen))
+            return -1;
+    }
+}
+
+typedef struct delivery {
+    const cr_io_opts *opts;
+    size_t comment_len;
+    cr_line_fn fn;
+    void *user;
+    cr_io_stats *stats;
+} delivery;
+
+/* Deliver the lines of r that start before byte `stop`. */
+static int deliver_lines(reader *r, uint64_t stop, const delivery *d, char *err, size_t errlen)
+{
+    char *text;
+    size_t len;
+    int more;
+    while (r->base + r->start < stop && (more = reader_next(r, &text, &len, err, errlen)) != 0) {
+        if (more < 0)
+            return -1;
+        cr_line line = {.text = text, .len = len, .path = r->path,
+                        .offset = r->base + (uint64_t)(text - r->buf)};
+        bool ended = text + len < r->buf + r->end && text[len] == '\n';
+        d->stats->bytes += len + ended;
+        if (len > 0 && text[len - 1] == '\r')
+            len--;
+        text[len] = '\0';
+        line.len = len;
+        if ((d->opts->skip_blank && len == 0) ||
+            (d->comment_len && len >= d->comment_len &&
+             !memcmp(text, d->opts->comment, d->comment_len)))
+            continue;
+        d->stats->lines++;
+        if (d->fn(&line, d->user, err, errlen)) {
+            if (err && errlen && !err[0])
+                cr_set_error(err, errlen, "%s: the line callback stopped at byte %llu", r->path,
+                             (unsigned long long)line.offset);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Lines of `f` that start in bytes [from, to) of it (a .gz file: all of them). */
+static int read_file(const io_file *f, uint64_t from, uint64_t to, const delivery *d,
+                     char *err, size_t errlen)
+{
+    reader r = {.path = f->path, .fd = -1, .limit = to, .read = &d->stats->read};
+    r.step = d->opts->read_bytes ? d->opts->read_bytes : DEFAULT_READ_BYTES;
+    r.fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    if (r.fd < 0) {
+        cr_set_error(err, errlen, "%s: cannot open: %s", f->path, strerror(errno));
+        return -1;
+    }
+    d->stats->files++;
+    int rc = 0;
+    if (f->gz) {
+        r.gz = gzdopen(r.fd, "rb");
+        if (!r.gz) {
+            cr_set_error(err, errlen, "%s: cannot open for decompression", f->path);
+            close(r.fd);
+            return -1;
+        }
+        r.fd = -1;
+        gzbuffer(r.gz, 256u << 10);
+        d->stats->read += f->size;
+        to = UINT64_MAX;
+        r.limit = UINT64_MAX;
+    } else {
+        posix_fadvise(r.fd, (off_t)from, (off_t)(to - from), POSIX_FADV_SEQUENTIAL);
+    }
+    r.cap = (r.step < 4096 ? 4096 : r.step) + 1;
+    r.buf = malloc(r.cap);
+    if (!r.buf) {
+        cr_set_error(err, errlen, "%s: no memory for a %zu-byte read buffer", f->path, r.cap);
+        rc = -1;
+    }
+    if (rc == 0 && from > 0) {
+        /* the line that holds byte from - 1 is the left neighbour's, unless that
+         * byte ends it: skip through the first newline at or after it */
+        char *skipped;
+        size_t len;
+        r.base = from - 1;
+        rc = reader_next(&r, &skipped, &len, err, errlen) < 0 ? -1 : 0;
+    }
+    if (rc == 0)
+        rc = deliver_lines(&r, to, d, err, errlen);
+    free(r.buf);
+    if (r.gz && gzclose(r.gz) != Z_OK && rc == 0) {
+        cr_set_error(err, errlen, "%s: corrupt compressed data", f->path);
+        rc = -1;
+    }
+    if (r.fd >= 0)
+        close(r.fd);
+    return rc;
+}
+
+/* Visit rank `rank`'s parts of the list: its byte range of the plain files and the
+ * .gz files k with k % size == rank (whole: to = UINT64_MAX). */
+typedef int (*part_fn)(const io_file *f, uint64_t from, uint64_t to, const delivery *d,
+                       char *err, size_t errlen);
+static int each_part(const io_list *l, int rank, int size, part_fn visit, const delivery *d,
+                     char *err, size_t errlen)
+{
+    uint64_t total = l->plain_bytes;
+    uint64_t lo = (uint64_t)((unsigned __int128)total * (unsigned)rank / (unsigned)size);
+    uint64_t hi = (uint64_t)((unsigned __int128)total * (unsigned)(rank + 1) / (unsigned)size);
+    uint64_t at = 0; /* where the next plain file starts in the concatenation */
+    size_t gz_index = 0;
+    for (size_t i = 0; i < l->count; i++) {
+        const io_file *f = &l->files[i];
+        if (f->gz) {
+            if (gz_index++ % (size_t)size == (size_t)rank &&
+                visit(f, 0, UINT64_MAX, d, err, errlen))
+                return -1;
+            continue;
+        }
+        uint64_t from = lo > at ? lo - at : 0, to = hi - at < f->size ? hi - at : f->size;
+        if (hi > at && from < to && visit(f, from, to, d, err, errlen))
+            return -1;
+        at += f->size;
+    }
+    return 0;
+}
+
+/* A file this rank will read can be opened (checked before any line is delivered). */
+static int check_part(const io_file *f, uint64_t from, uint64_t to, const delivery *d,
+                      char *err, size_t errlen)
+{
+    (void)from, (void)to, (void)d;
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cr_set_error(err, errlen, "%s: cannot open: %s", f->path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+static int read_share(const io_list *l, const cr_io_opts *opts, int rank, int size,
+                      cr_line_fn fn, void *user, cr_io_stats *stats, char *err, size_t errlen)
+{
+    cr_io_opts defaults;
+    if (!opts) {
+        cr_io_opts_init(&defaults);
+        opts = &defaults;
+    }
+    cr_io_stats mine = {0};
+    delivery d = {.opts = opts, .comment_len = opts->comment ? strlen(opts->comment) : 0,
+                  .fn = fn, .user = user, .stats = &mine};
+    if (err && errlen)
+        err[0] = '\0';
+    int rc = each_part(l, rank, size, read_file, &d, err, errlen);
+    if (stats)
+        *stats = mine;
+    return rc;
+}
+
+int cr_io_read_share(const char *const *paths, size_t npaths, const cr_io_opts *opts, int rank,
+                     int size, cr_line_fn fn, void *user, cr_io_stats *stats, char *err,
+                     size_t errlen)
+{
+    if (stats)
+        *stats = (cr_io_stats){0};
+    if (size < 1 || rank < 0 || rank >= size || !fn) {
+        cr_set_error(err, errlen, "cr_io_read_share: rank %d of %d ranks, callback %s", rank,
+                     size, fn ? "given" : "missing");
+        return -1;
+    }
+    io_list l;
+    if (io_list_build(paths, npaths, &l, err, errlen))
+        return -1;
+    int rc = each_part(&l, rank, size, check_part, NULL, err, errlen);
+    if (rc == 0)
+        rc = read_share(&l, opts, rank, size, fn, user, stats, err, errlen);
+    io_list_free(&l);
+    return rc;
+}
+
+/* Make every rank return the same result: -1 with the lowest failing rank's message
+ * if any rank failed. The message travels as words combined by maximum, where every
+ * other rank gives zeros. */
+#define AGREE_WORDS 32
+static int agree(cr_comm *comm, int rc, char *err, size_t errlen)
+{
+    uint64_t rank = (uint64_t)cr_comm_rank(comm), size = (uint64_t)cr_comm_size(comm);
+    uint64_t mine = rc ? rank : size, first;
+    cr_allreduce(comm, &mine, &first, 1, CR_UINT64, CR_OP_MIN, NULL);
+    if (first == size)
+        return 0;
+    uint64_t words[AGREE_WORDS] = {0};
+    if (first == rank && err)
+        memcpy(words, err, strnlen(err, errlen < sizeof words ? errlen : sizeof words - 1));
+    cr_allreduce(comm, words, words, AGREE_WORDS, CR_UINT64, CR_OP_MAX, NULL);
+    ((char *)words)[sizeof words - 1] = '\0';
+    cr_set_error(err, errlen, "%s", (const char *)words);
+    return -1;
+}
+
+int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
+                     const cr_io_opts *opts, cr_line_fn fn, void *user, cr_io_stats *stats,
+                     char *err, size_t errlen)
+{
+    if (stats)
+        *stats = (cr_io_stats){0};
+    if (!fn)
+        cr_fatal("cr_io_read_lines: no line callback");
+    io_list l;
+    int rc = io_list_build(paths, npaths, &l, err, errlen);
+    if (rc == 0 && each_part(&l, cr_comm_rank(comm), cr_comm_size(comm), check_part, NULL, err,
+                             errlen)) {
+        io_list_free(&l);
+        rc = -1;
+    }
+    /* the ranks must split the same bytes: a file that grows while they list it
+     * would give two ranks one line or none */
+    uint64_t sizes[2] = {rc ? 0 : l.plain_bytes, rc ? 0 : UINT64_MAX - l.plain_bytes}, low[2];
+    cr_allreduce(comm, sizes, low, 2, CR_UINT64, CR_OP_MIN, NULL);
+    if (rc == 0 && (low[0] != l.plain_bytes || UINT64_MAX - low[1] != l.plain_bytes)) {
+        cr_set_error(err, errlen, "%s: the input's size differs between ranks (%llu against "
+                     "%llu bytes): is it being written?", npaths ? paths[0] : "(no paths)",
+                     (unsigned long long)low[0], (unsigned long long)(UINT64_MAX - low[1]));
+        rc = -1;
+    }
+    if (agree(comm, rc, err, errlen)) {
+        if (rc == 0)
+            io_list_free(&l);
+        return -1;
+    }
+    rc = read_share(&l, opts, cr_comm_rank(comm), cr_comm_size(comm), fn, user, stats, err,
+                    errlen);
+    io_list_free(&l);
+    return agree(comm, rc, err, errlen);
+}
+
+uint64_t cr_io_line_number(const char *path, uint64_t offset)
+{
+    gzFile gz = gzopen(path, "rb"); /* reads plain files as they are too */
+    if (!gz)
+        return 0;
+    char buf[1 << 16];
+    uint64_t at = 0, line = 1;
+    while (at < offset) {
+        size_t want = offset - at < sizeof buf ? (size_t)(offset - at) : sizeof buf;
+        int got = gzread(gz, buf, (unsigned)want);
+        if (got <= 0)
+            break;
+        for (const char *p = buf; (p = memchr(p, '\n', (size_t)got - (size_t)(p - buf))); p++)
+            line++;
+        at += (uint64_t)got;
+    }
+    gzclose(gz);
+    return at == offset ? line : 0;
+}
