@@ -65,7 +65,8 @@ int cr_graph_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *
                       size_t errlen);
 
 /* Read this rank's share of an edge-list file. Formats:
- *   CR_FILE_TEXT      "u v" or "u v w" per line; '#' starts a comment;
+ *   CR_FILE_TEXT      "u v" or "u v w" per line; '#' starts a comment; or a Matrix
+ *                     Market coordinate file (its banner says so; ids from 1);
  *   CR_FILE_BINARY    Courier's binary form (cr_graph_write_edges);
  *   CR_FILE_GRAPH500  the Graph500 reference's dump: 12 bytes per edge, three
  *                     little-endian uint32 (v0 low, v1 low, high: bits 32..47 of v0
@@ -73,11 +74,13 @@ int cr_graph_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *
  *   CR_FILE_AUTO      binary if the file starts with Courier's magic, Graph500 if the
  *                     name ends in ".g500", text otherwise.
  * `weights_path` (Graph500 only, may be NULL): float32 weights, one per edge.
- * Text files are parsed whole by every rank, which keeps every k-th edge; binary
- * and Graph500 files are read in blocks. nvertices is 1 + the largest id this rank
+ * Each rank parses the text lines that begin in its 1/size of the file's bytes
+ * (cr_io_read_share), after the file's first lines (read by every rank) settle its
+ * form; binary and Graph500 files are read in blocks of records. nvertices is 1 + the largest id this rank
  * saw (binary: from the header); cr_graph_build takes the maximum over ranks.
- * Returns 0, or -1 with a one-line error naming the file (and line); a malformed
- * file gives the same error on every rank. Local. */
+ * Returns 0, or -1 with a one-line error naming the file (and line). A malformed
+ * line is reported by the rank that reads it: the caller makes the ranks agree
+ * (the lowest failing rank's message names the file's first bad line). Local. */
 typedef enum cr_file_format { CR_FILE_AUTO, CR_FILE_TEXT, CR_FILE_BINARY, CR_FILE_GRAPH500 } cr_file_format;
 int cr_graph_read_edges(const char *path, cr_file_format format, const char *weights_path,
                         int rank, int size, cr_edge_list *out, char *err, size_t errlen);

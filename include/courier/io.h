@@ -40,9 +40,12 @@ typedef struct cr_io_opts {
     bool skip_blank;     /* empty lines (after removing "\r") are not delivered */
     size_t read_bytes;   /* bytes asked of the file system per read; a longer line
                             grows the buffer to hold it (default 1 MiB) */
+    size_t max_line;     /* a longer line is an error naming its byte, before it is
+                            held whole (0: no limit but memory) */
 } cr_io_opts;
 
-/* Defaults: no comment prefix, blank lines delivered, 1 MiB reads. Local. */
+/* Defaults: no comment prefix, blank lines delivered, 1 MiB reads, no line limit.
+ * Local. */
 void cr_io_opts_init(cr_io_opts *opts);
 
 /* What a rank read. */

@@ -4,14 +4,17 @@
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"
+#include "courier/io.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 static const char magic[8] = {'C', 'R', 'G', 'R', 'A', 'P', 'H', '1'};
@@ -65,119 +68,198 @@ static void quote_line(const char *line, char *out, size_t outlen)
  * before it is held in memory. */
 #define LINE_MAX_BYTES ((size_t)1 << 20)
 
-/* The next line of f into *buf (grown as needed, NUL-terminated, the newline kept):
- * its length, 0 at the end of the file, or -1 when it is longer than LINE_MAX_BYTES.
- * *nul is the offset of its first NUL byte, or -1: text has none, and a NUL would
- * otherwise end the line early and hide the rest. */
-static long read_line(FILE *f, char **buf, size_t *cap, long *nul)
+/* What every rank learns from the start of a text file before it reads its share:
+ * whether edges carry weights (the first edge decides), and for a Matrix Market
+ * file its size line. */
+typedef struct text_form {
+    const char *path;
+    bool market;       /* Matrix Market coordinate: 1-based ids, '%' comments */
+    uint64_t data_at;  /* Matrix Market: lines before this byte are the header */
+    uint64_t rows, cols;
+    int weighted;      /* -1: no edge seen yet */
+    bool settled;      /* the probe has seen what it needs */
+    cr_edge_list *out;
+} text_form;
+
+static bool line_end(char c)
 {
-    size_t n = 0;
-    *nul = -1;
-    int ch;
-    while ((ch = getc_unlocked(f)) != EOF) {
-        if (n + 2 > *cap) {
-            if (*cap >= LINE_MAX_BYTES)
-                return -1;
-            *cap = *cap ? 2 * *cap : 256;
-            *buf = cr_xrealloc(*buf, *cap);
-        }
-        if (ch == '\0' && *nul < 0)
-            *nul = (long)n;
-        (*buf)[n++] = (char)ch;
-        if (ch == '\n')
-            break;
-    }
-    if (*cap == 0) {
-        *cap = 256;
-        *buf = cr_xrealloc(*buf, *cap);
-    }
-    (*buf)[n] = '\0';
-    return (long)n;
+    return c == '\0' || c == '#' || c == '%';
 }
 
-/* Edges are dealt out round-robin: edge k goes to rank k % size. */
-static int parse_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out,
-                      char **linep, size_t *cap, char *err, size_t errlen)
+/* "u v" or "u v w" (ids from 0, or from 1 in Matrix Market), then a comment or
+ * nothing. */
+static bool parse_edge(const char *s, uint64_t *u, uint64_t *v, float *w, bool *has_w)
 {
-    uint64_t lineno = 0, k = 0;
-    int weighted = -1; /* decided by the first edge */
-    long len, nul;
-    while ((len = read_line(f, linep, cap, &nul)) != 0) {
-        lineno++;
-        if (len < 0) {
-            cr_set_error(err, errlen, "%s:%" PRIu64 ": line longer than %zu bytes (not a text "
-                         "edge list?)", path, lineno, LINE_MAX_BYTES);
-            return -1;
-        }
-        if (nul >= 0) {
-            cr_set_error(err, errlen, "%s:%" PRIu64 ": a NUL byte at column %ld (not a text "
-                         "edge list?)", path, lineno, nul + 1);
-            return -1;
-        }
-        const char *line = *linep;
-        const char *s = line;
-        while (*s == ' ' || *s == '\t')
-            s++;
-        if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
-            continue;
-        uint64_t u, v;
-        float w = 0;
-        bool ok = parse_id(&s, &u) && parse_id(&s, &v);
-        bool has_w = false;
-        if (ok) {
-            while (*s == ' ' || *s == '\t')
-                s++;
-            if (*s && *s != '\n' && *s != '\r' && *s != '#') {
-                char *end;
-                errno = 0;
-                w = strtof(s, &end);
-                ok = end != s && errno == 0;
-                s = end;
-                has_w = true;
-                while (ok && (*s == ' ' || *s == '\t'))
-                    s++;
-                ok = ok && (*s == '\0' || *s == '\n' || *s == '\r' || *s == '#');
-            }
-        }
-        if (!ok) {
-            char quoted[200];
-            quote_line(line, quoted, sizeof quoted);
-            cr_set_error(err, errlen, "%s:%" PRIu64 ": expected 'u v' or 'u v w' (vertex "
-                               "ids from 0 to 2^62), got '%s'", path, lineno, quoted);
-            return -1;
-        }
-        if (has_w && !isfinite(w)) {
-            cr_set_error(err, errlen, "%s:%" PRIu64 ": the weight is not a finite number "
-                         "(NaN or infinite)", path, lineno);
-            return -1;
-        }
-        if (weighted < 0)
-            weighted = has_w;
-        if (has_w != (weighted == 1)) {
-            cr_set_error(err, errlen, "%s:%" PRIu64 ": %s a weight, unlike the first edge",
-                               path, lineno, has_w ? "has" : "lacks");
-            return -1;
-        }
-        note_vertex(out, u, v);
-        if (k++ % (uint64_t)size == (uint64_t)rank)
-            cr_edge_list_push(out, u, v, has_w ? &w : NULL);
-    }
-    if (ferror(f)) {
-        cr_set_error(err, errlen, "%s: read error: %s", path, strerror(errno));
+    *has_w = false;
+    if (!parse_id(&s, u) || !parse_id(&s, v))
+        return false;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (line_end(*s))
+        return true;
+    char *end;
+    errno = 0;
+    *w = strtof(s, &end);
+    if (end == s || errno != 0)
+        return false;
+    *has_w = true;
+    for (s = end; *s == ' ' || *s == '\t'; s++)
+        ;
+    return line_end(*s);
+}
+
+/* path:LINE: for an error at a line; the number is counted only when one is needed. */
+static void line_error(char *err, size_t errlen, const cr_line *l, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void line_error(char *err, size_t errlen, const cr_line *l, const char *fmt, ...)
+{
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    cr_set_error(err, errlen, "%s:%" PRIu64 ": %s", l->path, cr_io_line_number(l->path, l->offset),
+                 what);
+}
+
+static int edge_line(const cr_line *l, void *user, char *err, size_t errlen)
+{
+    text_form *t = user;
+    if (l->offset < t->data_at)
+        return 0;
+    const char *nul = memchr(l->text, '\0', l->len);
+    if (nul) {
+        line_error(err, errlen, l, "a NUL byte at column %zu (not a text edge list?)",
+                   (size_t)(nul - l->text) + 1);
         return -1;
     }
+    if (l->len > LINE_MAX_BYTES) {
+        line_error(err, errlen, l, "line longer than %zu bytes (not a text edge list?)",
+                   LINE_MAX_BYTES);
+        return -1;
+    }
+    const char *s = l->text;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (*s == '\0' || *s == '#' || (t->market && *s == '%'))
+        return 0;
+    uint64_t u, v;
+    float w = 0;
+    bool has_w;
+    if (!parse_edge(s, &u, &v, &w, &has_w)) {
+        char quoted[200];
+        quote_line(l->text, quoted, sizeof quoted);
+        line_error(err, errlen, l, "expected 'u v' or 'u v w' (vertex ids from %d to 2^62), "
+                   "got '%s'", t->market ? 1 : 0, quoted);
+        return -1;
+    }
+    if (has_w && !isfinite(w)) {
+        line_error(err, errlen, l, "the weight is not a finite number (NaN or infinite)");
+        return -1;
+    }
+    if (t->market) {
+        if (u == 0 || v == 0 || u > t->rows || v > t->cols) {
+            line_error(err, errlen, l, "entry (%" PRIu64 ", %" PRIu64 ") outside the %" PRIu64
+                       " x %" PRIu64 " matrix of the size line (ids count from 1)", u, v,
+                       t->rows, t->cols);
+            return -1;
+        }
+        u--, v--;
+    }
+    if (t->weighted < 0) {
+        t->weighted = has_w;
+        t->settled = true; /* the probe stops here */
+        return 1;
+    }
+    if (has_w != (t->weighted == 1)) {
+        line_error(err, errlen, l, "%s a weight, unlike the first edge", has_w ? "has" : "lacks");
+        return -1;
+    }
+    note_vertex(t->out, u, v);
+    cr_edge_list_push(t->out, u, v, has_w ? &w : NULL);
     return 0;
 }
 
-/* parse_text with its line buffer, freed on every way out. */
-static int read_text(const char *path, FILE *f, int rank, int size, cr_edge_list *out, char *err,
+/* "%%MatrixMarket matrix coordinate FIELD SYMMETRY": pattern means no weights. */
+static int market_banner(text_form *t, const cr_line *l, char *err, size_t errlen)
+{
+    char object[32], format[32], field[32], symmetry[32];
+    if (sscanf(l->text, "%%%%MatrixMarket %31s %31s %31s %31s", object, format, field,
+               symmetry) != 4 || strcasecmp(object, "matrix") ||
+        strcasecmp(format, "coordinate")) {
+        line_error(err, errlen, l, "a Matrix Market file Courier reads is 'matrix coordinate' "
+                   "(pattern, real, integer or double): got '%.80s'", l->text);
+        return -1;
+    }
+    if (!strcasecmp(field, "pattern"))
+        t->weighted = 0;
+    else if (!strcasecmp(field, "real") || !strcasecmp(field, "integer") ||
+             !strcasecmp(field, "double"))
+        t->weighted = 1;
+    else {
+        line_error(err, errlen, l, "Matrix Market field '%s' is not pattern, real, integer or "
+                   "double", field);
+        return -1;
+    }
+    t->market = true;
+    t->data_at = UINT64_MAX; /* until the size line */
+    return 0;
+}
+
+/* The probe: the first lines of the file, read by every rank, until the first edge
+ * (or a Matrix Market file's size line) settles the form. */
+static int probe_line(const cr_line *l, void *user, char *err, size_t errlen)
+{
+    text_form *t = user;
+    if (l->offset == 0 && l->len >= 14 && !memcmp(l->text, "%%MatrixMarket", 14))
+        return market_banner(t, l, err, errlen);
+    if (!t->market)
+        return edge_line(l, user, err, errlen);
+    const char *s = l->text;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (*s == '%' || *s == '\0')
+        return 0;
+    unsigned long long rows, cols, entries;
+    char extra;
+    if (sscanf(s, "%llu %llu %llu %c", &rows, &cols, &entries, &extra) != 3 || rows == 0 ||
+        cols == 0 || rows >= (1ULL << 62) || cols >= (1ULL << 62)) {
+        line_error(err, errlen, l, "expected the Matrix Market size line 'rows columns "
+                   "entries'");
+        return -1;
+    }
+    t->rows = rows, t->cols = cols;
+    t->data_at = l->offset + 1;
+    t->out->nvertices = rows > cols ? rows : cols;
+    t->settled = true;
+    return 1;
+}
+
+/* Each rank parses the lines that begin in its byte range of the file (src/io);
+ * the form is probed from the file's start first, so every rank applies the same
+ * rules. */
+static int read_text(const char *path, int rank, int size, cr_edge_list *out, char *err,
                      size_t errlen)
 {
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = parse_text(path, f, rank, size, out, &line, &cap, err, errlen);
-    free(line);
-    return rc;
+    text_form t = {.path = path, .weighted = -1, .out = out};
+    cr_io_opts o;
+    cr_io_opts_init(&o);
+    o.max_line = LINE_MAX_BYTES;
+    o.read_bytes = 64 << 10;
+    const char *paths[] = {path};
+    int rc = cr_io_read_share(paths, 1, &o, 0, 1, probe_line, &t, NULL, err, errlen);
+    if (rc && !t.settled)
+        return -1;
+    if (t.market && !t.settled) {
+        cr_set_error(err, errlen, "%s: a Matrix Market file without its size line", path);
+        return -1;
+    }
+    if (!t.market)
+        t.data_at = 0;
+    if (t.weighted < 0)
+        return 0; /* no edges */
+    o.read_bytes = 0;
+    return cr_io_read_share(paths, 1, &o, rank, size, edge_line, &t, NULL, err, errlen);
 }
 
 static uint64_t get_le(const unsigned char *p, int bytes)
@@ -361,7 +443,7 @@ int cr_graph_read_edges(const char *path, cr_file_format format, const char *wei
     }
     int rc;
     switch (format) {
-    case CR_FILE_TEXT: rc = read_text(path, f, rank, size, out, err, errlen); break;
+    case CR_FILE_TEXT: rc = read_text(path, rank, size, out, err, errlen); break;
     case CR_FILE_BINARY: rc = read_binary(path, f, rank, size, out, err, errlen); break;
     default: rc = read_graph500(path, f, weights_path, rank, size, out, err, errlen); break;
     }

@@ -37,7 +37,7 @@ typedef struct reader {
     int fd;
     gzFile gz;
     char *buf;
-    size_t cap, start, end, scan, step;
+    size_t cap, start, end, scan, step, max_line;
     uint64_t base, limit; /* plain files read in `step`s up to limit, then in tails */
     bool eof;
     uint64_t *read; /* the stats' counter of bytes read */
@@ -45,6 +45,11 @@ typedef struct reader {
 
 static int reader_grow(reader *r, char *err, size_t errlen)
 {
+    if (r->max_line && r->end - r->start > r->max_line) {
+        cr_set_error(err, errlen, "%s: the line at byte %llu is longer than %zu bytes",
+                     r->path, (unsigned long long)(r->base + r->start), r->max_line);
+        return -1;
+    }
     size_t cap = r->cap * 2;
     char *buf = cap > r->cap ? realloc(r->buf, cap) : NULL;
     if (!buf) {
@@ -175,6 +180,7 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
 {
     reader r = {.path = f->path, .fd = -1, .limit = to, .read = &d->stats->read};
     r.step = d->opts->read_bytes ? d->opts->read_bytes : DEFAULT_READ_BYTES;
+    r.max_line = d->opts->max_line;
     r.fd = open(f->path, O_RDONLY | O_CLOEXEC);
     if (r.fd < 0) {
         cr_set_error(err, errlen, "%s: cannot open: %s", f->path, strerror(errno));

@@ -262,11 +262,12 @@ static void test_text_round_trip_and_errors(void **state)
     assert_int_equal(l.nvertices, 4);
     assert_int_equal(l.edges[1].u, 2);
     assert_true(l.weights && l.weights[1] == 1.25f);
-    /* rank 1 of 2 keeps every second edge */
+    /* rank 1 of 2 reads the lines that begin in bytes [24, 48): the last edge */
     cr_edge_list half;
     assert_int_equal(cr_graph_read_edges(path, CR_FILE_TEXT, NULL, 1, 2, &half, err, sizeof err), 0);
     assert_int_equal(half.count, 1);
-    assert_int_equal(half.edges[0].u, 2);
+    assert_int_equal(half.edges[0].u, 3);
+    assert_true(half.weights && half.weights[0] == 2.0f);
     cr_graph_edges_free(&half);
 
     /* binary round trip */
@@ -330,6 +331,136 @@ static void test_text_round_trip_and_errors(void **state)
     assert_non_null(strstr(err, "/nonexistent/g: cannot open"));
 }
 
+static int edge_order(const void *a, const void *b)
+{
+    const cr_edge *x = a, *y = b;
+    return x->u != y->u ? (x->u < y->u ? -1 : 1) : x->v != y->v ? (x->v < y->v ? -1 : 1) : 0;
+}
+
+/* Every rank's byte range together gives the whole file, once: at 1 to 9 ranks, on a
+ * file with comments, blank lines, CRLF and no final newline. */
+static void test_text_by_byte_range(void **state)
+{
+    (void)state;
+    char text[40000];
+    size_t n = 0;
+    uint64_t x = 5, count = 0;
+    cr_edge want[3000];
+    while (count < 1500) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t u = (x >> 20) % 1000, v = (x >> 40) % 1000;
+        if ((x >> 8) % 11 == 0)
+            n += (size_t)snprintf(text + n, sizeof text - n, "# comment %llu\n",
+                                  (unsigned long long)u);
+        if ((x >> 9) % 13 == 0)
+            n += (size_t)snprintf(text + n, sizeof text - n, "\n");
+        want[count++] = (cr_edge){u, v};
+        n += (size_t)snprintf(text + n, sizeof text - n, "%llu\t%llu%s", (unsigned long long)u,
+                              (unsigned long long)v,
+                              count == 1500 ? "" : (x >> 7) % 5 == 0 ? "\r\n" : "\n");
+    }
+    qsort(want, count, sizeof *want, edge_order);
+    char *path = temp_file(".el", text, n);
+    char err[256];
+    for (int size = 1; size <= 9; size++) {
+        cr_edge got[3000];
+        size_t m = 0;
+        uint64_t nv = 0;
+        for (int r = 0; r < size; r++) {
+            cr_edge_list l;
+            assert_int_equal(cr_graph_read_edges(path, CR_FILE_TEXT, NULL, r, size, &l, err,
+                                                 sizeof err), 0);
+            assert_true(m + l.count <= 1500);
+            memcpy(got + m, l.edges, l.count * sizeof *l.edges);
+            m += l.count;
+            nv = l.nvertices > nv ? l.nvertices : nv;
+            cr_graph_edges_free(&l);
+        }
+        assert_int_equal(m, count);
+        qsort(got, m, sizeof *got, edge_order);
+        assert_memory_equal(got, want, m * sizeof *got);
+        assert_true(nv > 0 && nv <= 1000);
+    }
+    unlink(path);
+}
+
+/* A bad line is found by the rank whose range holds it, with its exact line number;
+ * the lowest failing rank (the one an app prints) names the first bad line. */
+static void test_text_errors_by_range(void **state)
+{
+    (void)state;
+    char text[4000];
+    size_t n = 0;
+    for (int i = 0; i < 200; i++)
+        n += (size_t)snprintf(text + n, sizeof text - n, i == 150 ? "7 x\n" : "%d %d\n", i, i + 1);
+    char *path = temp_file(".txt", text, n);
+    char err[256];
+    for (int size = 1; size <= 5; size++) {
+        int failed = 0;
+        for (int r = 0; r < size; r++) {
+            cr_edge_list l;
+            if (cr_graph_read_edges(path, CR_FILE_TEXT, NULL, r, size, &l, err, sizeof err)) {
+                failed++;
+                assert_non_null(strstr(err, ":151: expected 'u v'"));
+            } else {
+                cr_graph_edges_free(&l);
+            }
+        }
+        assert_int_equal(failed, 1);
+    }
+    unlink(path);
+}
+
+/* Matrix Market coordinate files: ids from 1, '%' comments, the size line's vertex
+ * count, a pattern file unweighted and a real one weighted. */
+static void test_matrix_market(void **state)
+{
+    (void)state;
+    const char *pattern = "%%MatrixMarket matrix coordinate pattern symmetric\n% note\n"
+                          "6 6 3\n1 2\n% mid\n2 3\n5 1\n";
+    char *path = temp_file(".mtx", pattern, strlen(pattern));
+    cr_edge_list l;
+    char err[256];
+    for (int size = 1; size <= 4; size++) {
+        size_t total = 0;
+        for (int r = 0; r < size; r++) {
+            assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, r, size, &l, err,
+                                                 sizeof err), 0);
+            assert_int_equal(l.nvertices, 6);
+            assert_null(l.weights);
+            for (size_t i = 0; i < l.count; i++)
+                assert_true(l.edges[i].u < 5 && l.edges[i].v < 3);
+            total += l.count;
+            cr_graph_edges_free(&l);
+        }
+        assert_int_equal(total, 3);
+    }
+    unlink(path);
+    const char *real = "%%MatrixMarket matrix coordinate real general\n3 4 2\n1 4 0.5\n3 1 2\n";
+    path = temp_file(".mtx", real, strlen(real));
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), 0);
+    assert_int_equal(l.count, 2);
+    assert_int_equal(l.nvertices, 4);
+    assert_true(l.weights && l.weights[0] == 0.5f && l.edges[0].u == 0 && l.edges[0].v == 3);
+    cr_graph_edges_free(&l);
+    unlink(path);
+    const char *outside = "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n0 2\n";
+    path = temp_file(".mtx", outside, strlen(outside));
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":3: entry (0, 2) outside the 3 x 3 matrix"));
+    unlink(path);
+    const char *array = "%%MatrixMarket matrix array real general\n3 3\n";
+    path = temp_file(".mtx", array, strlen(array));
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":1: a Matrix Market file Courier reads is 'matrix coordinate'"));
+    unlink(path);
+    const char *nosize = "%%MatrixMarket matrix coordinate pattern general\n% only\n";
+    path = temp_file(".mtx", nosize, strlen(nosize));
+    assert_int_equal(cr_graph_read_edges(path, CR_FILE_AUTO, NULL, 0, 1, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "without its size line"));
+    unlink(path);
+}
+
 static void put32(unsigned char *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -385,6 +516,9 @@ int main(void)
         cmocka_unit_test(test_bad_parameters),
         cmocka_unit_test(test_text_round_trip_and_errors),
         cmocka_unit_test(test_graph500_dump),
+        cmocka_unit_test(test_text_by_byte_range),
+        cmocka_unit_test(test_text_errors_by_range),
+        cmocka_unit_test(test_matrix_market),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
