@@ -46,6 +46,7 @@
 #define COURIER_CONTAINER_H
 
 #include "courier/dedup.h"
+#include "courier/io.h"
 #include "courier/mailbox.h"
 
 #include <stdbool.h>
@@ -253,6 +254,39 @@ uint64_t cr_disjoint_set_size(cr_disjoint_set *ds);
 /* Local: unions this rank made that joined two sets (summed over ranks: the items
  * minus the sets). */
 uint64_t cr_disjoint_set_local_unions(const cr_disjoint_set *ds);
+
+/* ---------------------------------------------------------------- save and load */
+
+/* Save a container into directory `dir` (docs/io.md): each rank writes the elements
+ * it holds, one record each (a map's key and value, a set's key, a counting set's
+ * key and count, a bag's item, a disjoint set's item and parent), and rank 0 a
+ * manifest. Starts with a cr_barrier, so every insert sent before is saved. A
+ * directory that holds a save already is refused unless flags has
+ * CR_SAVE_OVERWRITE (include/courier/io.h).
+ *
+ * Load adds a save's elements to a container of the same kind and key (item) size
+ * on any number of ranks: each rank reads an even share of the records and inserts
+ * them again, so they reach their owners under this job's layout, merged by the
+ * container's rule with what it holds already (a counting set adds the saved
+ * counts; a map applies its merge rule; a bag keeps each item on the rank that
+ * read it; a disjoint set unites each item with its saved parent). Ends with a
+ * cr_barrier. A missing, truncated or corrupted save, or one of another kind or
+ * key size, is refused before any element is inserted.
+ *
+ * Each returns 0, or -1 on every rank with the same one-line message in err.
+ * Collective; runs handlers. */
+int cr_map_save(cr_map *map, const char *dir, unsigned flags, char *err, size_t errlen);
+int cr_map_load(cr_map *map, const char *dir, char *err, size_t errlen);
+int cr_set_save(cr_set *set, const char *dir, unsigned flags, char *err, size_t errlen);
+int cr_set_load(cr_set *set, const char *dir, char *err, size_t errlen);
+int cr_counting_set_save(cr_counting_set *cs, const char *dir, unsigned flags, char *err,
+                         size_t errlen);
+int cr_counting_set_load(cr_counting_set *cs, const char *dir, char *err, size_t errlen);
+int cr_bag_save(cr_bag *bag, const char *dir, unsigned flags, char *err, size_t errlen);
+int cr_bag_load(cr_bag *bag, const char *dir, char *err, size_t errlen);
+int cr_disjoint_set_save(cr_disjoint_set *ds, const char *dir, unsigned flags, char *err,
+                         size_t errlen);
+int cr_disjoint_set_load(cr_disjoint_set *ds, const char *dir, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #define COURIER_DARRAY_H
 
 #include "courier/dedup.h"
+#include "courier/io.h"
 #include "courier/mailbox.h"
 #include "courier/route.h"
 
@@ -171,6 +172,21 @@ typedef struct cr_darray_stats {
 } cr_darray_stats;
 void cr_darray_stats_get(const cr_darray *a, cr_darray_stats *out);
 void cr_darray_stats_reset(cr_darray *a);
+
+/* ---- save and load (docs/io.md) ---- */
+
+/* Save the array into directory `dir`: each rank writes its block, rank 0 a
+ * manifest with the length. Starts with a cr_barrier (asynchronous writes sent
+ * before are saved; queued lock-step writes are not: step first). A directory that
+ * holds a save already is refused unless flags has CR_SAVE_OVERWRITE. */
+int cr_darray_save(cr_darray *a, const char *dir, unsigned flags, char *err, size_t errlen);
+/* Replace the array's elements with a save's: each rank reads the elements of its
+ * own block straight from the save, whatever rank count wrote it, so every element
+ * keeps its global index. The save must be of a darray of the same length and
+ * element size; a missing, truncated or corrupted save, or another kind, is refused
+ * before any element changes. Both return 0, or -1 on every rank with the same
+ * one-line message in err. Collective; run handlers. */
+int cr_darray_load(cr_darray *a, const char *dir, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

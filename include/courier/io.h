@@ -86,6 +86,61 @@ int cr_io_read_share(const char *const *paths, size_t npaths, const cr_io_opts *
  * read. Local. */
 uint64_t cr_io_line_number(const char *path, uint64_t offset);
 
+/* ---------------------------------------------------------------- save and load */
+
+/* A save is a directory: one file per rank of the job that wrote it ("part-000000"
+ * ...), holding fixed-size records, and a text file "manifest" written last, with
+ * the format version, the kind, the record size, a number of the kind's own, the
+ * rank count, and per part its record count and checksum. Loading reads the
+ * records back on any number of ranks. The containers' and the darray's save and
+ * load calls are built on these two; they serve a program's own records too. */
+typedef struct cr_save_kind {
+    const char *kind;    /* what the records are ("counting_set", a program's own
+                            name): a load of another kind is refused; at most 63
+                            bytes, no white space */
+    size_t record_bytes; /* 1 .. 1 MiB */
+    uint64_t meta;       /* the kind's own number (a key size, an array's length),
+                            which a load must match */
+    const char *meta_name; /* what meta is, for messages ("key bytes"; NULL: "meta") */
+} cr_save_kind;
+
+#define CR_SAVE_OVERWRITE 1u /* replace a save the directory holds already */
+
+typedef struct cr_save_writer cr_save_writer;
+
+/* Append `count` records (count * record_bytes bytes) to this rank's part. Local;
+ * only inside the fill callback of cr_io_save. */
+void cr_save_write(cr_save_writer *w, const void *records, size_t count);
+
+/* Write a save of `kind` into directory `dir` (created if missing; its parent must
+ * exist): fill(w, user) runs once on every rank and writes that rank's records with
+ * cr_save_write. A directory that holds a save already is refused unless flags has
+ * CR_SAVE_OVERWRITE. Returns 0, or -1 on every rank with the same one-line message
+ * (the directory cannot be made, a save is there, a write failed: the disk full).
+ * The manifest is written last, so a save that failed half-way is no save.
+ * Collective; runs handlers while the ranks agree. */
+int cr_io_save(cr_comm *comm, const char *dir, const cr_save_kind *kind, unsigned flags,
+               void (*fill)(cr_save_writer *w, void *user), void *user, char *err,
+               size_t errlen);
+
+/* Called with a run of `count` records (count * record_bytes bytes, valid during the
+ * call) and the index of the first over the whole save (the saving ranks' parts end
+ * to end). */
+typedef void (*cr_load_fn)(const void *records, size_t count, uint64_t first, void *user);
+
+/* Read a save of `kind` from `dir`. This rank reads records [first, first + count)
+ * of the whole save when `range` points to {first, count}, or else an even share
+ * (rank r of Q: records [N*r/Q, N*(r+1)/Q) of N). Every rank checks the manifest
+ * and the parts' sizes, reads its records, and the ranks check every part's
+ * checksum together, before fn sees any record: a missing or truncated part, a
+ * corrupted one, a manifest of another kind, record size, meta or format version
+ * gives -1 on every rank with the same one-line message, and fn is not called.
+ * Otherwise fn is called for this rank's records, in order, and 0 is returned; the
+ * records are held in memory until then (this rank's share). Collective; runs
+ * handlers while the ranks agree; fn may send (cr_async) but not wait. */
+int cr_io_load(cr_comm *comm, const char *dir, const cr_save_kind *kind, const uint64_t *range,
+               cr_load_fn fn, void *user, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -258,3 +258,13 @@ void cr_bag_gather(cr_bag *bag, int root, void **items, uint64_t *count)
     bag->cap = keep_cap;
     append_late(bag);
 }
+
+size_t ct_bag_item_len(const cr_bag *bag)
+{
+    return bag->item_len;
+}
+
+cr_comm *ct_bag_comm(const cr_bag *bag)
+{
+    return bag->comm;
+}

@@ -267,4 +267,12 @@ typedef struct ct_deferred {
 /* Append one record (an int kind, then len bytes) to d. */
 void ct_defer(ct_deferred *d, int kind, const void *rec, size_t len, const char *who);
 
+/* Sizes the save and load calls (save.c) need. */
+size_t ct_map_key_len(const cr_map *map);
+size_t ct_map_value_len(const cr_map *map);
+cr_map *ct_set_map(cr_set *set);
+size_t ct_bag_item_len(const cr_bag *bag);
+cr_comm *ct_bag_comm(const cr_bag *bag);
+cr_comm *ct_disjoint_set_comm(const cr_disjoint_set *ds);
+
 #endif

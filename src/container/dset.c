@@ -288,3 +288,8 @@ uint64_t cr_disjoint_set_local_unions(const cr_disjoint_set *ds)
 {
     return ds->unions;
 }
+
+cr_comm *ct_disjoint_set_comm(const cr_disjoint_set *ds)
+{
+    return ds->comm;
+}

@@ -1228,3 +1228,18 @@ size_t cr_counting_set_top_k(cr_counting_set *cs, size_t k, void *keys, uint64_t
     free(all);
     return n;
 }
+
+size_t ct_map_key_len(const cr_map *m)
+{
+    return m->key_len;
+}
+
+size_t ct_map_value_len(const cr_map *m)
+{
+    return m->value_len;
+}
+
+cr_map *ct_set_map(cr_set *s)
+{
+    return s->map;
+}

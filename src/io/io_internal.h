@@ -27,4 +27,10 @@ int io_list_build(const char *const *paths, size_t npaths, io_list *out, char *e
                   size_t errlen);
 void io_list_free(io_list *list);
 
+typedef struct cr_comm cr_comm;
+
+/* Every rank returns the same: 0 if rc was 0 everywhere, else -1 with the message
+ * (in err) of the lowest rank whose rc was not 0. Collective; runs handlers. */
+int io_agree(cr_comm *comm, int rc, char *err, size_t errlen);
+
 #endif

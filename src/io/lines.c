@@ -311,26 +311,6 @@ int cr_io_read_share(const char *const *paths, size_t npaths, const cr_io_opts *
     return rc;
 }
 
-/* Make every rank return the same result: -1 with the lowest failing rank's message
- * if any rank failed. The message travels as words combined by maximum, where every
- * other rank gives zeros. */
-#define AGREE_WORDS 32
-static int agree(cr_comm *comm, int rc, char *err, size_t errlen)
-{
-    uint64_t rank = (uint64_t)cr_comm_rank(comm), size = (uint64_t)cr_comm_size(comm);
-    uint64_t mine = rc ? rank : size, first;
-    cr_allreduce(comm, &mine, &first, 1, CR_UINT64, CR_OP_MIN, NULL);
-    if (first == size)
-        return 0;
-    uint64_t words[AGREE_WORDS] = {0};
-    if (first == rank && err)
-        memcpy(words, err, strnlen(err, errlen < sizeof words ? errlen : sizeof words - 1));
-    cr_allreduce(comm, words, words, AGREE_WORDS, CR_UINT64, CR_OP_MAX, NULL);
-    ((char *)words)[sizeof words - 1] = '\0';
-    cr_set_error(err, errlen, "%s", (const char *)words);
-    return -1;
-}
-
 int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
                      const cr_io_opts *opts, cr_line_fn fn, void *user, cr_io_stats *stats,
                      char *err, size_t errlen)
@@ -356,7 +336,7 @@ int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
                      (unsigned long long)low[0], (unsigned long long)(UINT64_MAX - low[1]));
         rc = -1;
     }
-    if (agree(comm, rc, err, errlen)) {
+    if (io_agree(comm, rc, err, errlen)) {
         if (rc == 0)
             io_list_free(&l);
         return -1;
@@ -364,7 +344,7 @@ int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
     rc = read_share(&l, opts, cr_comm_rank(comm), cr_comm_size(comm), fn, user, stats, err,
                     errlen);
     io_list_free(&l);
-    return agree(comm, rc, err, errlen);
+    return io_agree(comm, rc, err, errlen);
 }
 
 uint64_t cr_io_line_number(const char *path, uint64_t offset)

@@ -1,0 +1,272 @@
+/* Saving and loading the containers (include/courier/io.h underneath): a record per
+ * element, written where it lives; loaded on any number of ranks by inserting each
+ * record again, so it reaches its owner under the loading job's layout. */
+#include "container/container_internal.h"
+
+#include "courier/io.h"
+#include "courier/mailbox.h"
+
+#include "common/fatal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STAGE_BYTES ((size_t)64 << 10)
+
+/* Records gathered into a block before they go to the writer. */
+typedef struct stage {
+    cr_save_writer *w;
+    size_t key_len, record_bytes, held, cap;
+    char buf[STAGE_BYTES + CR_MAX_KEY + CR_CONTAINER_MAX_VALUE + 16];
+} stage;
+
+static void stage_flush(stage *s)
+{
+    cr_save_write(s->w, s->buf, s->held);
+    s->held = 0;
+}
+
+static char *stage_next(stage *s)
+{
+    if (s->held == s->cap)
+        stage_flush(s);
+    return s->buf + s->held++ * s->record_bytes;
+}
+
+static stage *stage_new(size_t key_len, size_t record_bytes)
+{
+    stage *s = cr_xmalloc(sizeof *s);
+    s->w = NULL;
+    s->key_len = key_len;
+    s->record_bytes = record_bytes;
+    s->held = 0;
+    s->cap = STAGE_BYTES / record_bytes ? STAGE_BYTES / record_bytes : 1;
+    return s;
+}
+
+/* ---------------------------------------------------------------- maps and sets */
+
+typedef struct map_job {
+    cr_map *map;
+    stage *stage;
+} map_job;
+
+static void put_pair(const void *key, void *value, void *user)
+{
+    stage *s = user;
+    char *rec = stage_next(s);
+    memcpy(rec, key, s->key_len);
+    memcpy(rec + s->key_len, value, s->record_bytes - s->key_len);
+}
+
+static void fill_map(cr_save_writer *w, void *user)
+{
+    map_job *j = user;
+    j->stage->w = w;
+    cr_map_for_all(j->map, put_pair, j->stage);
+    stage_flush(j->stage);
+}
+
+static cr_save_kind map_kind(cr_map *map, const char *kind)
+{
+    return (cr_save_kind){.kind = kind, .meta = ct_map_key_len(map), .meta_name = "key bytes",
+                          .record_bytes = ct_map_key_len(map) + ct_map_value_len(map)};
+}
+
+static int save_map(cr_map *map, const char *kind, const char *dir, unsigned flags, char *err,
+                    size_t errlen)
+{
+    cr_comm *comm = cr_map_comm(map);
+    cr_barrier(comm); /* every insert sent before the save is in it */
+    cr_save_kind k = map_kind(map, kind);
+    map_job j = {.map = map, .stage = stage_new(ct_map_key_len(map), k.record_bytes)};
+    int rc = cr_io_save(comm, dir, &k, flags, fill_map, &j, err, errlen);
+    free(j.stage);
+    return rc;
+}
+
+typedef struct load_job {
+    void *container;
+    size_t key_len, record_bytes;
+    void (*put)(void *container, const char *record, size_t key_len);
+} load_job;
+
+static void load_each(const void *records, size_t count, uint64_t first, void *user)
+{
+    (void)first;
+    load_job *j = user;
+    const char *rec = records;
+    for (size_t i = 0; i < count; i++, rec += j->record_bytes)
+        j->put(j->container, rec, j->key_len);
+}
+
+static int load_into(cr_comm *comm, const char *dir, const cr_save_kind *k, load_job *j,
+                     char *err, size_t errlen)
+{
+    int rc = cr_io_load(comm, dir, k, NULL, load_each, j, err, errlen);
+    cr_barrier(comm); /* every loaded record applied on its owner */
+    return rc;
+}
+
+static void put_map(void *map, const char *rec, size_t key_len)
+{
+    cr_map_insert(map, rec, rec + key_len);
+}
+
+static void put_set(void *map, const char *rec, size_t key_len)
+{
+    (void)key_len;
+    cr_map_insert(map, rec, NULL);
+}
+
+static void put_count(void *cs, const char *rec, size_t key_len)
+{
+    uint64_t times;
+    memcpy(&times, rec + key_len, sizeof times);
+    cr_counting_set_add(cs, rec, times);
+}
+
+static int load_map(cr_map *map, void *container, const char *kind,
+                    void (*put)(void *, const char *, size_t), const char *dir, char *err,
+                    size_t errlen)
+{
+    cr_save_kind k = map_kind(map, kind);
+    load_job j = {.container = container, .key_len = ct_map_key_len(map),
+                  .record_bytes = k.record_bytes, .put = put};
+    return load_into(cr_map_comm(map), dir, &k, &j, err, errlen);
+}
+
+int cr_map_save(cr_map *map, const char *dir, unsigned flags, char *err, size_t errlen)
+{
+    return save_map(map, "map", dir, flags, err, errlen);
+}
+
+int cr_map_load(cr_map *map, const char *dir, char *err, size_t errlen)
+{
+    return load_map(map, map, "map", put_map, dir, err, errlen);
+}
+
+int cr_set_save(cr_set *set, const char *dir, unsigned flags, char *err, size_t errlen)
+{
+    return save_map(ct_set_map(set), "set", dir, flags, err, errlen);
+}
+
+int cr_set_load(cr_set *set, const char *dir, char *err, size_t errlen)
+{
+    return load_map(ct_set_map(set), ct_set_map(set), "set", put_set, dir, err, errlen);
+}
+
+int cr_counting_set_save(cr_counting_set *cs, const char *dir, unsigned flags, char *err,
+                         size_t errlen)
+{
+    return save_map(cr_counting_set_map(cs), "counting_set", dir, flags, err, errlen);
+}
+
+int cr_counting_set_load(cr_counting_set *cs, const char *dir, char *err, size_t errlen)
+{
+    return load_map(cr_counting_set_map(cs), cs, "counting_set", put_count, dir, err, errlen);
+}
+
+/* ---------------------------------------------------------------- bag */
+
+static void put_item(void *item, void *user)
+{
+    stage *s = user;
+    memcpy(stage_next(s), item, s->record_bytes);
+}
+
+typedef struct bag_job {
+    cr_bag *bag;
+    stage *stage;
+} bag_job;
+
+static void fill_bag_items(cr_save_writer *w, void *user)
+{
+    bag_job *j = user;
+    j->stage->w = w;
+    cr_bag_for_all(j->bag, put_item, j->stage);
+    stage_flush(j->stage);
+}
+
+static cr_save_kind bag_kind(const cr_bag *bag)
+{
+    return (cr_save_kind){.kind = "bag", .record_bytes = ct_bag_item_len(bag),
+                          .meta = ct_bag_item_len(bag), .meta_name = "item bytes"};
+}
+
+int cr_bag_save(cr_bag *bag, const char *dir, unsigned flags, char *err, size_t errlen)
+{
+    cr_comm *comm = ct_bag_comm(bag);
+    cr_barrier(comm);
+    cr_save_kind k = bag_kind(bag);
+    bag_job j = {.bag = bag, .stage = stage_new(0, k.record_bytes)};
+    int rc = cr_io_save(comm, dir, &k, flags, fill_bag_items, &j, err, errlen);
+    free(j.stage);
+    return rc;
+}
+
+static void put_bag(void *bag, const char *rec, size_t key_len)
+{
+    (void)key_len;
+    cr_bag_insert(bag, rec);
+}
+
+int cr_bag_load(cr_bag *bag, const char *dir, char *err, size_t errlen)
+{
+    cr_save_kind k = bag_kind(bag);
+    load_job j = {.container = bag, .record_bytes = k.record_bytes, .put = put_bag};
+    return load_into(ct_bag_comm(bag), dir, &k, &j, err, errlen);
+}
+
+/* ---------------------------------------------------------------- disjoint set */
+
+typedef struct dset_job {
+    cr_disjoint_set *ds;
+    stage *stage;
+} dset_job;
+
+static void put_link(uint64_t item, uint64_t parent, void *user)
+{
+    uint64_t rec[2] = {item, parent};
+    memcpy(stage_next(user), rec, sizeof rec);
+}
+
+static void fill_dset(cr_save_writer *w, void *user)
+{
+    dset_job *j = user;
+    j->stage->w = w;
+    cr_disjoint_set_for_all(j->ds, put_link, j->stage);
+    stage_flush(j->stage);
+}
+
+static const cr_save_kind dset_kind = {.kind = "disjoint_set", .record_bytes = 16};
+
+int cr_disjoint_set_save(cr_disjoint_set *ds, const char *dir, unsigned flags, char *err,
+                         size_t errlen)
+{
+    cr_comm *comm = ct_disjoint_set_comm(ds);
+    cr_barrier(comm);
+    dset_job j = {.ds = ds, .stage = stage_new(0, 16)};
+    int rc = cr_io_save(comm, dir, &dset_kind, flags, fill_dset, &j, err, errlen);
+    free(j.stage);
+    return rc;
+}
+
+/* An item and its parent: the same partition comes back from a union of the two
+ * (an item that is its own parent is added alone). */
+static void put_link_back(void *ds, const char *rec, size_t key_len)
+{
+    (void)key_len;
+    uint64_t link[2];
+    memcpy(link, rec, sizeof link);
+    if (link[0] == link[1])
+        cr_disjoint_set_add(ds, link[0]);
+    else
+        cr_disjoint_set_union(ds, link[0], link[1]);
+}
+
+int cr_disjoint_set_load(cr_disjoint_set *ds, const char *dir, char *err, size_t errlen)
+{
+    load_job j = {.container = ds, .record_bytes = 16, .put = put_link_back};
+    return load_into(ct_disjoint_set_comm(ds), dir, &dset_kind, &j, err, errlen);
+}

@@ -1,0 +1,426 @@
+/* Save and load: one file of fixed-size records per saving rank and a manifest
+ * written last. A part's checksum is the sum of its records' hashes, each hashed
+ * with its position in the part, so ranks that load different pieces of a part can
+ * add their sums and check the whole, and a record moved within a part is caught. */
+#include "courier/io.h"
+
+#include "courier/coll.h"
+#include "courier/mailbox.h"
+#include "io/io_internal.h"
+
+#include "common/fatal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SAVE_VERSION 1
+#define MAX_RECORD_BYTES ((size_t)1 << 20)
+#define MAX_PARTS ((uint64_t)1 << 24)
+#define WRITE_BUFFER ((size_t)1 << 20)
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The hash of the record at `position` of its part. */
+static uint64_t record_hash(const unsigned char *p, size_t n, uint64_t position)
+{
+    uint64_t h = mix64(position * 0x9e3779b97f4a7c15ull + n);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, p + i, n - i);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+    }
+    return mix64(h);
+}
+
+static void join(char *out, size_t n, const char *dir, const char *name)
+{
+    snprintf(out, n, "%s/%s", dir, name);
+}
+
+static void part_name(char *out, size_t n, const char *dir, uint64_t part)
+{
+    snprintf(out, n, "%s/part-%06" PRIu64, dir, part);
+}
+
+static void check_kind(const char *call, const cr_save_kind *k)
+{
+    if (!k || !k->kind || !k->kind[0] || strlen(k->kind) > 63 || strpbrk(k->kind, " \t\r\n"))
+        cr_fatal("%s: the kind's name must be 1 to 63 bytes without white space", call);
+    if (k->record_bytes == 0 || k->record_bytes > MAX_RECORD_BYTES)
+        cr_fatal("%s: record_bytes %zu is not in 1 .. %zu", call, k->record_bytes,
+                 MAX_RECORD_BYTES);
+}
+
+/* ---------------------------------------------------------------- saving */
+
+struct cr_save_writer {
+    FILE *f;
+    const char *path;
+    size_t record_bytes;
+    uint64_t count, sum;
+    int failed; /* errno of the first failed write */
+};
+
+void cr_save_write(cr_save_writer *w, const void *records, size_t count)
+{
+    const unsigned char *p = records;
+    for (size_t i = 0; i < count; i++, p += w->record_bytes)
+        w->sum += record_hash(p, w->record_bytes, w->count + i);
+    w->count += count;
+    if (!w->failed && count && fwrite(records, w->record_bytes, count, w->f) != count)
+        w->failed = errno ? errno : EIO;
+}
+
+/* Rank 0 makes the directory ready: created, or emptied of its manifest when an
+ * overwrite was asked for. */
+static int prepare_dir(const char *dir, unsigned flags, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (errno != ENOENT || mkdir(dir, 0777) != 0) {
+            cr_set_error(err, errlen, "%s: cannot create the save directory: %s", dir,
+                         strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        cr_set_error(err, errlen, "%s: exists and is not a directory", dir);
+        return -1;
+    }
+    char manifest[4096];
+    join(manifest, sizeof manifest, dir, "manifest");
+    if (access(manifest, F_OK) == 0) {
+        if (!(flags & CR_SAVE_OVERWRITE)) {
+            cr_set_error(err, errlen, "%s: holds a save already (overwrite it explicitly, or "
+                         "save elsewhere)", dir);
+            return -1;
+        }
+        if (unlink(manifest) != 0) {
+            cr_set_error(err, errlen, "%s: cannot remove the old save's manifest: %s", manifest,
+                         strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int write_part(const char *dir, int rank, const cr_save_kind *k,
+                      void (*fill)(cr_save_writer *, void *), void *user, uint64_t out[2],
+                      char *err, size_t errlen)
+{
+    char path[4096];
+    part_name(path, sizeof path, dir, (uint64_t)rank);
+    cr_save_writer w = {.path = path, .record_bytes = k->record_bytes};
+    w.f = fopen(path, "wb");
+    if (!w.f) {
+        cr_set_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return -1;
+    }
+    setvbuf(w.f, NULL, _IOFBF, WRITE_BUFFER);
+    errno = 0;
+    fill(&w, user);
+    if (fclose(w.f) != 0 && !w.failed)
+        w.failed = errno ? errno : EIO;
+    if (w.failed) {
+        cr_set_error(err, errlen, "%s: write failed: %s", path, strerror(w.failed));
+        return -1;
+    }
+    out[0] = w.count;
+    out[1] = w.sum;
+    return 0;
+}
+
+/* Rank 0 writes the manifest (to a temporary name, then renamed: it appears whole or
+ * not at all) and removes the parts an earlier, larger save left behind. */
+static int write_manifest(const char *dir, const cr_save_kind *k, int parts,
+                          const uint64_t *table, char *err, size_t errlen)
+{
+    char path[4096], tmp[4096];
+    join(path, sizeof path, dir, "manifest");
+    join(tmp, sizeof tmp, dir, ".manifest.tmp");
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        cr_set_error(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "courier-save %d\nkind %s\nrecord_bytes %zu\nmeta %" PRIu64 "\nparts %d\n",
+            SAVE_VERSION, k->kind, k->record_bytes, k->meta, parts);
+    for (int p = 0; p < parts; p++)
+        fprintf(f, "part %d %" PRIu64 " %016" PRIx64 "\n", p, table[2 * p], table[2 * p + 1]);
+    fprintf(f, "end\n");
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        cr_set_error(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    for (uint64_t p = (uint64_t)parts; p < MAX_PARTS; p++) {
+        part_name(path, sizeof path, dir, p);
+        if (unlink(path) != 0)
+            break;
+    }
+    return 0;
+}
+
+int cr_io_save(cr_comm *comm, const char *dir, const cr_save_kind *kind, unsigned flags,
+               void (*fill)(cr_save_writer *w, void *user), void *user, char *err,
+               size_t errlen)
+{
+    check_kind("cr_io_save", kind);
+    if (!fill || !dir || !dir[0])
+        cr_fatal("cr_io_save: no %s", fill ? "directory" : "fill callback");
+    int rank = cr_comm_rank(comm), size = cr_comm_size(comm);
+    int rc = rank == 0 ? prepare_dir(dir, flags, err, errlen) : 0;
+    if (io_agree(comm, rc, err, errlen))
+        return -1;
+    uint64_t mine[2] = {0, 0};
+    rc = write_part(dir, rank, kind, fill, user, mine, err, errlen);
+    if (io_agree(comm, rc, err, errlen))
+        return -1;
+    uint64_t *table = malloc(2 * sizeof *table * (size_t)size);
+    if (!table)
+        cr_fatal("cr_io_save: no memory for the table of %d parts", size);
+    cr_allgather(comm, mine, sizeof mine, table, NULL);
+    rc = rank == 0 ? write_manifest(dir, kind, size, table, err, errlen) : 0;
+    free(table);
+    return io_agree(comm, rc, err, errlen);
+}
+
+/* ---------------------------------------------------------------- loading */
+
+typedef struct manifest {
+    char kind[64];
+    size_t record_bytes;
+    uint64_t meta, parts;
+    uint64_t *count, *sum, *first; /* per part; first: its first record's index */
+    uint64_t total;
+} manifest;
+
+static void manifest_free(manifest *m)
+{
+    free(m->count);
+    free(m->sum);
+    free(m->first);
+    *m = (manifest){0};
+}
+
+static int bad_manifest(const char *path, const char *why, char *err, size_t errlen)
+{
+    cr_set_error(err, errlen, "%s: %s", path, why);
+    return -1;
+}
+
+static int parse_manifest(FILE *f, const char *path, manifest *m, char *err, size_t errlen)
+{
+    char line[256];
+    int version;
+    if (!fgets(line, sizeof line, f) || sscanf(line, "courier-save %d", &version) != 1)
+        return bad_manifest(path, "not a Courier save manifest", err, errlen);
+    if (version != SAVE_VERSION) {
+        cr_set_error(err, errlen, "%s: save format version %d; this Courier reads version %d",
+                     path, version, SAVE_VERSION);
+        return -1;
+    }
+    if (!fgets(line, sizeof line, f) || sscanf(line, "kind %63s", m->kind) != 1 ||
+        !fgets(line, sizeof line, f) || sscanf(line, "record_bytes %zu", &m->record_bytes) != 1 ||
+        !fgets(line, sizeof line, f) || sscanf(line, "meta %" SCNu64, &m->meta) != 1 ||
+        !fgets(line, sizeof line, f) || sscanf(line, "parts %" SCNu64, &m->parts) != 1 ||
+        m->parts == 0 || m->parts > MAX_PARTS)
+        return bad_manifest(path, "a damaged header (kind, record_bytes, meta, parts)", err,
+                            errlen);
+    m->count = calloc(m->parts, sizeof *m->count);
+    m->sum = calloc(m->parts, sizeof *m->sum);
+    m->first = calloc(m->parts, sizeof *m->first);
+    if (!m->count || !m->sum || !m->first)
+        return bad_manifest(path, "no memory for its table of parts", err, errlen);
+    for (uint64_t p = 0; p < m->parts; p++) {
+        uint64_t index;
+        if (!fgets(line, sizeof line, f) ||
+            sscanf(line, "part %" SCNu64 " %" SCNu64 " %" SCNx64, &index, &m->count[p],
+                   &m->sum[p]) != 3 || index != p) {
+            cr_set_error(err, errlen, "%s: the line of part %" PRIu64 " is damaged or missing",
+                         path, p);
+            return -1;
+        }
+        m->first[p] = m->total;
+        if (m->count[p] > UINT64_MAX / 2 / m->record_bytes - m->total)
+            return bad_manifest(path, "record counts too large to be true", err, errlen);
+        m->total += m->count[p];
+    }
+    if (!fgets(line, sizeof line, f) || strcmp(line, "end\n"))
+        return bad_manifest(path, "no 'end' line (cut short?)", err, errlen);
+    return 0;
+}
+
+/* The manifest, checked against what the caller expects, and every part's size. */
+static int open_save(const char *dir, const cr_save_kind *k, manifest *m, char *err,
+                     size_t errlen)
+{
+    char path[4096];
+    join(path, sizeof path, dir, "manifest");
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        cr_set_error(err, errlen, "%s: cannot open: %s (no save in %s?)", path, strerror(errno),
+                     dir);
+        return -1;
+    }
+    int rc = parse_manifest(f, path, m, err, errlen);
+    fclose(f);
+    if (rc)
+        return -1;
+    if (strcmp(m->kind, k->kind)) {
+        cr_set_error(err, errlen, "%s: holds a %s, not a %s", dir, m->kind, k->kind);
+        return -1;
+    }
+    const char *meta = k->meta_name ? k->meta_name : "meta";
+    if (m->record_bytes != k->record_bytes || m->meta != k->meta) {
+        cr_set_error(err, errlen, "%s: records of %zu bytes and %s %" PRIu64 ", but this %s "
+                     "has %zu and %" PRIu64, dir, m->record_bytes, meta, m->meta, k->kind,
+                     k->record_bytes, k->meta);
+        return -1;
+    }
+    for (uint64_t p = 0; p < m->parts; p++) {
+        struct stat st;
+        part_name(path, sizeof path, dir, p);
+        if (stat(path, &st) != 0) {
+            cr_set_error(err, errlen, "%s: missing: %s", path, strerror(errno));
+            return -1;
+        }
+        if ((uint64_t)st.st_size != m->count[p] * m->record_bytes) {
+            cr_set_error(err, errlen, "%s: %lld bytes, but the manifest says %" PRIu64 " records "
+                         "of %zu bytes (truncated or replaced?)", path, (long long)st.st_size,
+                         m->count[p], m->record_bytes);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int read_fully(int fd, unsigned char *buf, size_t len, uint64_t at)
+{
+    while (len > 0) {
+        ssize_t got = pread(fd, buf, len, (off_t)at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        buf += got, len -= (size_t)got, at += (uint64_t)got;
+    }
+    return 0;
+}
+
+/* Records [first, first + count) of the save into buf; per part, the sum of the
+ * hashes and the number of records read go to sums[2p], sums[2p + 1]. */
+static int read_records(const char *dir, const manifest *m, uint64_t first, uint64_t count,
+                        unsigned char *buf, uint64_t *sums, char *err, size_t errlen)
+{
+    size_t rb = m->record_bytes;
+    for (uint64_t p = 0; p < m->parts && count > 0; p++) {
+        uint64_t lo = m->first[p], hi = lo + m->count[p];
+        if (hi <= first || lo >= first + count)
+            continue;
+        uint64_t a = first > lo ? first : lo, b = first + count < hi ? first + count : hi;
+        char path[4096];
+        part_name(path, sizeof path, dir, p);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        unsigned char *at = buf + (a - first) * rb;
+        if (fd < 0 || read_fully(fd, at, (b - a) * rb, (a - lo) * rb)) {
+            cr_set_error(err, errlen, "%s: read failed: %s", path, strerror(errno ? errno : EIO));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        close(fd);
+        for (uint64_t i = a; i < b; i++, at += rb)
+            sums[2 * p] += record_hash(at, rb, i - lo);
+        sums[2 * p + 1] += b - a;
+    }
+    return 0;
+}
+
+/* Together the ranks have read each part whole (or not: a caller's ranges may leave
+ * records out); every part read whole must add up to its checksum. */
+static int check_sums(cr_comm *comm, const char *dir, const manifest *m, uint64_t *sums,
+                      char *err, size_t errlen)
+{
+    cr_allreduce(comm, sums, sums, 2 * m->parts, CR_UINT64, CR_OP_SUM, NULL);
+    for (uint64_t p = 0; p < m->parts; p++) {
+        if (sums[2 * p + 1] == m->count[p] && sums[2 * p] != m->sum[p]) {
+            char path[4096];
+            part_name(path, sizeof path, dir, p);
+            cr_set_error(err, errlen, "%s: checksum mismatch: the records are corrupted", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cr_io_load(cr_comm *comm, const char *dir, const cr_save_kind *kind, const uint64_t *range,
+               cr_load_fn fn, void *user, char *err, size_t errlen)
+{
+    check_kind("cr_io_load", kind);
+    if (!fn || !dir || !dir[0])
+        cr_fatal("cr_io_load: no %s", fn ? "directory" : "record callback");
+    manifest m = {0};
+    int rc = open_save(dir, kind, &m, err, errlen);
+    if (io_agree(comm, rc, err, errlen)) {
+        manifest_free(&m);
+        return -1;
+    }
+    int rank = cr_comm_rank(comm), size = cr_comm_size(comm);
+    uint64_t first = (uint64_t)((unsigned __int128)m.total * (unsigned)rank / (unsigned)size);
+    uint64_t count = (uint64_t)((unsigned __int128)m.total * (unsigned)(rank + 1) /
+                                (unsigned)size) - first;
+    if (range) {
+        first = range[0], count = range[1];
+        if (first > m.total || count > m.total - first) {
+            cr_set_error(err, errlen, "%s: records [%" PRIu64 ", %" PRIu64 ") asked for, the "
+                         "save holds %" PRIu64, dir, first, first + count, m.total);
+            rc = -1;
+        }
+    }
+    unsigned char *buf = NULL;
+    uint64_t *sums = calloc(2 * m.parts, sizeof *sums);
+    if (rc == 0 && count > 0 && !(buf = malloc(count * m.record_bytes))) {
+        cr_set_error(err, errlen, "%s: no memory for this rank's %" PRIu64 " records (%.1f MiB)",
+                     dir, count, (double)count * (double)m.record_bytes / (1 << 20));
+        rc = -1;
+    }
+    if (!sums)
+        cr_fatal("cr_io_load: no memory for the checksums of %" PRIu64 " parts", m.parts);
+    if (rc == 0)
+        rc = read_records(dir, &m, first, count, buf, sums, err, errlen);
+    if (io_agree(comm, rc, err, errlen) == 0) {
+        rc = check_sums(comm, dir, &m, sums, err, errlen); /* the same on every rank */
+        if (rc == 0 && count > 0)
+            fn(buf, (size_t)count, first, user);
+    } else {
+        rc = -1;
+    }
+    free(buf);
+    free(sums);
+    manifest_free(&m);
+    return rc;
+}

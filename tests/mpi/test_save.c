@@ -1,0 +1,403 @@
+/* Save and load (include/courier/io.h, container.h, darray.h) under mpirun.
+ *
+ *   test_save save DIR   fill every container and a darray, save each under DIR
+ *   test_save load DIR   load each into an empty one and check the exact contents
+ *   test_save bad DIR    damaged saves (missing, truncated, corrupted, another kind,
+ *                        another version, a save in the way): each refused on every
+ *                        rank with the same one-line message, the container unchanged
+ *
+ * The contents are a function of the element's index, dealt out by index, so the
+ * same containers come out at any rank count: tests/save_round_trip.sh saves at P
+ * ranks and loads at Q. */
+#include "harness.h"
+
+#include <courier.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ELEMENTS 5003u /* divides evenly into no rank count of the tests */
+#define SET_KEY 24
+
+static const char *mode, *dir;
+
+static uint64_t mixed(uint64_t i)
+{
+    return cr_rng_hash64(i * 0x9e3779b97f4a7c15ull + 17);
+}
+
+typedef struct pair_value {
+    uint64_t a, b;
+} pair_value;
+
+static pair_value map_value(uint64_t i)
+{
+    return (pair_value){mixed(i), i * 3};
+}
+
+static void set_key(uint64_t i, char key[SET_KEY])
+{
+    memset(key, 0, SET_KEY);
+    snprintf(key, SET_KEY, "key-%llu-%llu", (unsigned long long)i,
+             (unsigned long long)(mixed(i) % 1000));
+}
+
+static uint64_t times_of(uint64_t i)
+{
+    return 1 + i % 7;
+}
+
+typedef struct item {
+    uint64_t i;
+    uint32_t check;
+} __attribute__((packed)) item;
+
+static uint64_t representative(uint64_t i)
+{
+    return i - i % 10;
+}
+
+static void path_in(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", dir, name);
+}
+
+/* ---------------------------------------------------------------- the containers */
+
+typedef struct all {
+    cr_comm *comm;
+    cr_map *map;
+    cr_set *set;
+    cr_counting_set *cs;
+    cr_bag *bag;
+    cr_disjoint_set *ds;
+    cr_darray *da;
+} all;
+
+static void create_all(all *c)
+{
+    char err[200];
+    c->comm = cr_comm_create(MPI_COMM_WORLD, NULL);
+    c->map = cr_map_create(c->comm, &(cr_map_opts){.key_len = 8, .value_len = 16}, err,
+                           sizeof err);
+    c->set = cr_set_create(c->comm, SET_KEY, err, sizeof err);
+    c->cs = cr_counting_set_create(c->comm, 8, err, sizeof err);
+    c->bag = cr_bag_create(c->comm, sizeof(item), err, sizeof err);
+    c->ds = cr_disjoint_set_create(c->comm, NULL, NULL);
+    c->da = cr_darray_create(c->comm, ELEMENTS, 8, NULL);
+}
+
+static void destroy_all(all *c)
+{
+    cr_map_destroy(c->map);
+    cr_set_destroy(c->set);
+    cr_counting_set_destroy(c->cs);
+    cr_bag_destroy(c->bag);
+    cr_disjoint_set_destroy(c->ds);
+    cr_darray_destroy(c->da);
+    cr_comm_destroy(c->comm);
+}
+
+static void fill_all(all *c)
+{
+    for (uint64_t i = (uint64_t)test_rank; i < ELEMENTS; i += (uint64_t)test_size) {
+        pair_value v = map_value(i);
+        cr_map_insert(c->map, &i, &v);
+        char key[SET_KEY];
+        set_key(i, key);
+        cr_set_insert(c->set, key);
+        /* the count in two parts, so that the save holds the sum */
+        cr_counting_set_add(c->cs, &i, times_of(i) - 1);
+        cr_counting_set_insert(c->cs, &i);
+        item it = {i, (uint32_t)mixed(i)};
+        cr_bag_insert(c->bag, &it);
+        cr_disjoint_set_union(c->ds, i, representative(i));
+    }
+    cr_barrier(c->comm);
+    uint64_t first, count;
+    uint64_t *block = cr_darray_local(c->da, &first, &count);
+    for (uint64_t k = 0; k < count; k++)
+        block[k] = mixed(first + k) ^ 5;
+    cr_disjoint_set_compress(c->ds);
+}
+
+/* ---------------------------------------------------------------- checks */
+
+static void check_map_entry(const void *key, void *value, void *user)
+{
+    uint64_t i;
+    memcpy(&i, key, 8);
+    pair_value want = map_value(i), got;
+    memcpy(&got, value, sizeof got);
+    CHECK(i < ELEMENTS && got.a == want.a && got.b == want.b, "map: key %llu",
+          (unsigned long long)i);
+    (*(uint64_t *)user)++;
+}
+
+static void check_set_key(const void *key, void *user)
+{
+    char want[SET_KEY];
+    uint64_t i = strtoull((const char *)key + 4, NULL, 10);
+    set_key(i, want);
+    CHECK(i < ELEMENTS && !memcmp(want, key, SET_KEY), "set: key '%.24s'", (const char *)key);
+    (*(uint64_t *)user)++;
+}
+
+static void check_count(const void *key, uint64_t count, void *user)
+{
+    uint64_t i;
+    memcpy(&i, key, 8);
+    uint64_t *k = user;
+    CHECK(i < ELEMENTS && count == k[1] * times_of(i), "counting set: key %llu counted %llu",
+          (unsigned long long)i, (unsigned long long)count);
+    k[0]++;
+}
+
+static void sum_items(void *it, void *user)
+{
+    item x;
+    memcpy(&x, it, sizeof x);
+    uint64_t *s = user;
+    CHECK(x.check == (uint32_t)mixed(x.i), "bag: item %llu damaged", (unsigned long long)x.i);
+    s[0]++;
+    s[1] += mixed(x.i);
+}
+
+static void check_link(uint64_t i, uint64_t parent, void *user)
+{
+    CHECK(parent == representative(i), "disjoint set: %llu's representative is %llu",
+          (unsigned long long)i, (unsigned long long)parent);
+    (*(uint64_t *)user)++;
+}
+
+/* The exact contents; `times` is how many saves were loaded into the counting set
+ * (a load adds counts). */
+static void check_all(all *c, uint64_t times)
+{
+    uint64_t n = 0;
+    cr_map_for_all(c->map, check_map_entry, &n);
+    CHECK(sum_all(n) == ELEMENTS, "map: %llu keys", (unsigned long long)sum_all(n));
+    n = 0;
+    cr_set_for_all(c->set, check_set_key, &n);
+    CHECK(sum_all(n) == ELEMENTS, "set: %llu keys", (unsigned long long)sum_all(n));
+    uint64_t k[2] = {0, times};
+    cr_counting_set_for_all(c->cs, check_count, k);
+    CHECK(sum_all(k[0]) == ELEMENTS, "counting set: %llu keys", (unsigned long long)sum_all(k[0]));
+    uint64_t s[2] = {0, 0}, want = 0;
+    cr_bag_for_all(c->bag, sum_items, s);
+    for (uint64_t i = 0; i < ELEMENTS; i++)
+        want += mixed(i);
+    CHECK(sum_all(s[0]) == times * ELEMENTS && sum_all(s[1]) == times * want,
+          "bag: %llu items, or not the saved ones", (unsigned long long)sum_all(s[0]));
+    cr_disjoint_set_compress(c->ds);
+    n = 0;
+    cr_disjoint_set_for_all(c->ds, check_link, &n);
+    CHECK(sum_all(n) == ELEMENTS, "disjoint set: %llu items", (unsigned long long)sum_all(n));
+    CHECK(cr_disjoint_set_num_sets(c->ds) == (ELEMENTS + 9) / 10, "disjoint set: sets");
+    uint64_t first, count;
+    uint64_t *block = cr_darray_local(c->da, &first, &count);
+    for (uint64_t i = 0; i < count; i++)
+        CHECK(block[i] == (mixed(first + i) ^ 5), "darray: element %llu",
+              (unsigned long long)(first + i));
+}
+
+static void check_ok(int rc, const char *err, const char *what)
+{
+    CHECK(rc == 0, "%s: %s", what, err);
+}
+
+static void save_all(all *c, unsigned flags)
+{
+    char err[256], p[512];
+    path_in(p, sizeof p, "map");
+    check_ok(cr_map_save(c->map, p, flags, err, sizeof err), err, "map save");
+    path_in(p, sizeof p, "set");
+    check_ok(cr_set_save(c->set, p, flags, err, sizeof err), err, "set save");
+    path_in(p, sizeof p, "counting_set");
+    check_ok(cr_counting_set_save(c->cs, p, flags, err, sizeof err), err, "counting set save");
+    path_in(p, sizeof p, "bag");
+    check_ok(cr_bag_save(c->bag, p, flags, err, sizeof err), err, "bag save");
+    path_in(p, sizeof p, "disjoint_set");
+    check_ok(cr_disjoint_set_save(c->ds, p, flags, err, sizeof err), err, "disjoint set save");
+    path_in(p, sizeof p, "darray");
+    check_ok(cr_darray_save(c->da, p, flags, err, sizeof err), err, "darray save");
+}
+
+static void load_all(all *c)
+{
+    char err[256], p[512];
+    path_in(p, sizeof p, "map");
+    check_ok(cr_map_load(c->map, p, err, sizeof err), err, "map load");
+    path_in(p, sizeof p, "set");
+    check_ok(cr_set_load(c->set, p, err, sizeof err), err, "set load");
+    path_in(p, sizeof p, "counting_set");
+    check_ok(cr_counting_set_load(c->cs, p, err, sizeof err), err, "counting set load");
+    path_in(p, sizeof p, "bag");
+    check_ok(cr_bag_load(c->bag, p, err, sizeof err), err, "bag load");
+    path_in(p, sizeof p, "disjoint_set");
+    check_ok(cr_disjoint_set_load(c->ds, p, err, sizeof err), err, "disjoint set load");
+    path_in(p, sizeof p, "darray");
+    check_ok(cr_darray_load(c->da, p, err, sizeof err), err, "darray load");
+}
+
+static void test_save(void **state)
+{
+    (void)state;
+    all c;
+    create_all(&c);
+    fill_all(&c);
+    check_all(&c, 1);
+    save_all(&c, 0);
+    destroy_all(&c);
+    verdict();
+}
+
+static void test_load(void **state)
+{
+    (void)state;
+    all c;
+    create_all(&c);
+    load_all(&c);
+    check_all(&c, 1);
+    destroy_all(&c);
+    verdict();
+}
+
+/* ---------------------------------------------------------------- damaged saves */
+
+static uint64_t text_hash(const char *s)
+{
+    uint64_t h = 7;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static void check_refused(int rc, const char *err, const char *needle, const char *what)
+{
+    CHECK(rc == -1, "%s: accepted", what);
+    uint64_t h = text_hash(err), lo, hi;
+    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(lo == hi, "%s: the ranks' messages differ (mine: %s)", what, err);
+    CHECK(strstr(err, needle) && !strchr(err, '\n'), "%s: '%s' is not one line naming '%s'",
+          what, err, needle);
+}
+
+/* A counting set holding one key counted 5 times: a refused load must leave it so. */
+static void count_all(const void *key, uint64_t count, void *user)
+{
+    (void)key;
+    uint64_t *s = user;
+    s[0]++;
+    s[1] += count;
+}
+
+static void check_untouched(cr_counting_set *cs, const char *what)
+{
+    uint64_t s[2] = {0, 0};
+    cr_counting_set_for_all(cs, count_all, s);
+    CHECK(sum_all(s[0]) == 1 && sum_all(s[1]) == 5, "%s: the counting set changed (%llu keys)",
+          what, (unsigned long long)sum_all(s[0]));
+}
+
+static void rank0_shell(const char *fmt, const char *arg)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank == 0) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, fmt, arg, arg, arg);
+        if (system(cmd) != 0)
+            fprintf(stderr, "failed: %s\n", cmd);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void test_bad_saves(void **state)
+{
+    (void)state;
+    all c;
+    create_all(&c);
+    fill_all(&c);
+    save_all(&c, 0);
+    char err[256], p[512];
+    /* a save in the way, then replaced on purpose */
+    path_in(p, sizeof p, "counting_set");
+    check_refused(cr_counting_set_save(c.cs, p, 0, err, sizeof err), err, "holds a save already",
+                  "saving over a save");
+    check_ok(cr_counting_set_save(c.cs, p, CR_SAVE_OVERWRITE, err, sizeof err), err,
+             "saving over a save with CR_SAVE_OVERWRITE");
+
+    char errs[64];
+    cr_counting_set *fresh = cr_counting_set_create(c.comm, 8, errs, sizeof errs);
+    uint64_t one = ELEMENTS + 1;
+    if (test_rank == 0)
+        cr_counting_set_add(fresh, &one, 5);
+    cr_barrier(c.comm);
+    path_in(p, sizeof p, "nothing-here");
+    check_refused(cr_counting_set_load(fresh, p, err, sizeof err), err, "nothing-here/manifest",
+                  "a missing save");
+    path_in(p, sizeof p, "map");
+    check_refused(cr_counting_set_load(fresh, p, err, sizeof err), err, "holds a map, not a "
+                  "counting_set", "a save of another kind");
+    cr_counting_set *wide = cr_counting_set_create(c.comm, 16, errs, sizeof errs);
+    path_in(p, sizeof p, "counting_set");
+    check_refused(cr_counting_set_load(wide, p, err, sizeof err), err, "key bytes 8",
+                  "another key size");
+    cr_counting_set_destroy(wide);
+
+    /* damaged copies of the counting set's save */
+    path_in(p, sizeof p, "counting_set");
+    rank0_shell("cp -r '%s' '%s.cut' && truncate -s -1 '%s.cut/part-000000'", p);
+    char damaged[600];
+    snprintf(damaged, sizeof damaged, "%s.cut", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "part-000000: ", "a truncated part");
+    CHECK(strstr(err, "truncated") != NULL, "a truncated part: %s", err);
+    rank0_shell("cp -r '%s' '%s.flip' && printf 'X' | dd of='%s.flip/part-000000' bs=1 seek=3 "
+                "conv=notrunc status=none", p);
+    snprintf(damaged, sizeof damaged, "%s.flip", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "part-000000: checksum mismatch", "a corrupted part");
+    rank0_shell("cp -r '%s' '%s.v2' && sed -i '1s/.*/courier-save 2/' '%s.v2/manifest'", p);
+    snprintf(damaged, sizeof damaged, "%s.v2", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "save format version 2", "another format version");
+    rank0_shell("cp -r '%s' '%s.gone' && rm '%s.gone/part-000000'", p);
+    snprintf(damaged, sizeof damaged, "%s.gone", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "part-000000: missing", "a missing part");
+    check_untouched(fresh, "after the refused loads");
+    /* and a good load still adds to what is there */
+    path_in(p, sizeof p, "counting_set");
+    check_ok(cr_counting_set_load(fresh, p, err, sizeof err), err, "a good load");
+    CHECK(cr_counting_set_size(fresh) == ELEMENTS + 1, "the good load: keys");
+    cr_counting_set_destroy(fresh);
+    /* a darray of another length */
+    cr_darray *shorter = cr_darray_create(c.comm, ELEMENTS - 1, 8, NULL);
+    path_in(p, sizeof p, "darray");
+    check_refused(cr_darray_load(shorter, p, err, sizeof err), err, "length 5003",
+                  "a darray of another length");
+    cr_darray_destroy(shorter);
+    destroy_all(&c);
+    verdict();
+}
+
+int main(int argc, char **argv)
+{
+    mode = argc > 2 ? argv[1] : "";
+    dir = argc > 2 ? argv[2] : "";
+    const struct CMUnitTest save[] = {cmocka_unit_test(test_save)};
+    const struct CMUnitTest load[] = {cmocka_unit_test(test_load)};
+    const struct CMUnitTest bad[] = {cmocka_unit_test(test_bad_saves)};
+    if (!strcmp(mode, "save"))
+        return RUN_MPI_TESTS(argc, argv, save);
+    if (!strcmp(mode, "load"))
+        return RUN_MPI_TESTS(argc, argv, load);
+    if (!strcmp(mode, "bad"))
+        return RUN_MPI_TESTS(argc, argv, bad);
+    fprintf(stderr, "usage: test_save save|load|bad DIR\n");
+    return 2;
+}
