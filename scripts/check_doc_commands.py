@@ -124,6 +124,10 @@ WORK = tempfile.mkdtemp(prefix="courier-doc-commands-")
 for name, target in (("scripts", "scripts"), ("build", BUILD), ("tests", "tests")):
     os.symlink(os.path.join(ROOT, target), os.path.join(WORK, name))
 os.makedirs(os.path.join(WORK, "docs", "img"))  # what the docs' commands write lands here
+# the text the docs' word counts read
+os.symlink(os.path.join(ROOT, "README.md"), os.path.join(WORK, "README.md"))
+for md in glob.glob(os.path.join(ROOT, "docs", "*.md")):
+    os.symlink(md, os.path.join(WORK, "docs", os.path.basename(md)))
 
 
 def run(cmd, timeout=TIME_LIMIT):
