@@ -19,6 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define DEFAULT_READ_BYTES ((size_t)1 << 20)
 /* Past its range a rank reads in small steps: only the end of its last line is its. */
@@ -30,14 +33,17 @@ void cr_io_opts_init(cr_io_opts *o)
 }
 
 /* A window on one file: bytes [start, end) of buf are read and not yet delivered;
- * buf[0] is byte `base` of the file; the search for the next newline resumes at
- * `scan`. One byte of buf is always spare for the NUL after a final line. */
+ * buf[0] is byte `base` of the file. Newlines are found 64 bytes at a time: `bits`
+ * has a bit for each newline of buf[block .. block + 64) not yet delivered, and
+ * covers the bytes up to `masked` (less than block + 64 while the block is not all
+ * read). One byte of buf is always spare for the NUL after a final line. */
 typedef struct reader {
     const char *path;
     int fd;
     gzFile gz;
     char *buf;
-    size_t cap, start, end, scan, step, max_line;
+    size_t cap, start, end, block, masked, step, max_line;
+    uint64_t bits;
     uint64_t base, limit; /* plain files read in `step`s up to limit, then in tails */
     bool eof;
     uint64_t *read; /* the stats' counter of bytes read */
@@ -70,7 +76,14 @@ static int reader_fill(reader *r, char *err, size_t errlen)
         memmove(r->buf, r->buf + r->start, r->end - r->start);
         r->base += r->start;
         r->end -= r->start;
-        r->scan -= r->start;
+        /* the bits below start are delivered lines' newlines: gone already */
+        size_t shift = r->start - (r->block < r->start ? r->block : r->start);
+        if (r->block < r->start) {
+            r->bits = shift >= 64 ? 0 : r->bits >> shift;
+            r->block = r->start;
+        }
+        r->block -= r->start;
+        r->masked -= r->start;
         r->start = 0;
     }
     if (r->end + 1 >= r->cap && reader_grow(r, err, errlen))
@@ -108,25 +121,71 @@ static int reader_fill(reader *r, char *err, size_t errlen)
     return 0;
 }
 
-/* The next line: 1 with *line (its start in buf) and *len (without "\n"), 0 at the
- * end of the file, -1 on an error. */
-static int reader_next(reader *r, char **line, size_t *len, char *err, size_t errlen)
+/* The newlines of the 64 bytes at p, one bit each (SSE2: four 16-byte compares). */
+static inline uint64_t newline_bits(const char *p)
+{
+#ifdef __SSE2__
+    const __m128i nl = _mm_set1_epi8('\n');
+    uint64_t m = 0;
+    for (int i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+        m |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) << (16 * i);
+    }
+    return m;
+#else
+    uint64_t m = 0;
+    for (int i = 0; i < 64; i++)
+        m |= (uint64_t)(p[i] == '\n') << i;
+    return m;
+#endif
+}
+
+/* The index in buf of the next newline not yet delivered, or SIZE_MAX if none has
+ * been read. A memchr per line costs more than the line's other work when lines are
+ * short (an edge list's are 15 bytes). */
+static inline size_t next_newline(reader *r)
 {
     for (;;) {
-        char *nl = memchr(r->buf + r->scan, '\n', r->end - r->scan);
-        if (nl) {
-            *line = r->buf + r->start;
-            *len = (size_t)(nl - *line);
-            r->start = r->scan = (size_t)(nl - r->buf) + 1;
-            return 1;
+        if (r->bits)
+            return r->block + (size_t)__builtin_ctzll(r->bits);
+        if (r->masked == r->block + 64) {
+            r->block += 64;
+            continue;
         }
-        r->scan = r->end;
+        if (r->masked == r->end)
+            return SIZE_MAX;
+        if (r->masked == r->block && r->end - r->block >= 64) {
+            r->bits = newline_bits(r->buf + r->block);
+            r->masked = r->block + 64;
+            continue;
+        }
+        size_t stop = r->end - r->block < 64 ? r->end : r->block + 64;
+        for (size_t i = r->masked; i < stop; i++)
+            r->bits |= (uint64_t)(r->buf[i] == '\n') << (i - r->block);
+        r->masked = stop;
+    }
+}
+
+/* The next line: *line (its start in buf) and *len (without "\n"); returns 2 for a
+ * line that ends with a newline, 1 for a last line without one, 0 at the end of the
+ * file, -1 on an error. */
+static inline int reader_next(reader *r, char **line, size_t *len, char *err, size_t errlen)
+{
+    for (;;) {
+        size_t nl = next_newline(r);
+        if (nl != SIZE_MAX) {
+            r->bits &= r->bits - 1;
+            *line = r->buf + r->start;
+            *len = nl - r->start;
+            r->start = nl + 1;
+            return 2;
+        }
         if (r->eof) {
             if (r->start == r->end)
                 return 0;
             *line = r->buf + r->start;
             *len = r->end - r->start;
-            r->start = r->scan = r->end;
+            r->start = r->end;
             return 1;
         }
         if (reader_fill(r, err, errlen))
@@ -142,36 +201,44 @@ typedef struct delivery {
     cr_io_stats *stats;
 } delivery;
 
-/* Deliver the lines of r that start before byte `stop`. */
+/* Deliver the lines of r that start before byte `stop`. The loop runs once per line
+ * (tens of millions in a large file): the counters stay in locals, and the filters
+ * are tested only when asked for. */
 static int deliver_lines(reader *r, uint64_t stop, const delivery *d, char *err, size_t errlen)
 {
     char *text;
     size_t len;
     int more;
+    uint64_t lines = 0, bytes = 0;
+    bool filter = d->opts->skip_blank || d->comment_len;
+    int rc = 0;
     while (r->base + r->start < stop && (more = reader_next(r, &text, &len, err, errlen)) != 0) {
-        if (more < 0)
-            return -1;
-        cr_line line = {.text = text, .len = len, .path = r->path,
-                        .offset = r->base + (uint64_t)(text - r->buf)};
-        bool ended = text + len < r->buf + r->end && text[len] == '\n';
-        d->stats->bytes += len + ended;
+        if (more < 0) {
+            rc = -1;
+            break;
+        }
+        bytes += len + (more == 2); /* 2: the line ended with a newline */
         if (len > 0 && text[len - 1] == '\r')
             len--;
         text[len] = '\0';
-        line.len = len;
-        if ((d->opts->skip_blank && len == 0) ||
-            (d->comment_len && len >= d->comment_len &&
-             !memcmp(text, d->opts->comment, d->comment_len)))
+        if (filter && ((d->opts->skip_blank && len == 0) ||
+                       (d->comment_len && len >= d->comment_len &&
+                        !memcmp(text, d->opts->comment, d->comment_len))))
             continue;
-        d->stats->lines++;
+        lines++;
+        cr_line line = {.text = text, .len = len, .path = r->path,
+                        .offset = r->base + (uint64_t)(text - r->buf)};
         if (d->fn(&line, d->user, err, errlen)) {
             if (err && errlen && !err[0])
                 cr_set_error(err, errlen, "%s: the line callback stopped at byte %llu", r->path,
                              (unsigned long long)line.offset);
-            return -1;
+            rc = -1;
+            break;
         }
     }
-    return 0;
+    d->stats->lines += lines;
+    d->stats->bytes += bytes;
+    return rc;
 }
 
 /* Lines of `f` that start in bytes [from, to) of it (a .gz file: all of them). */

@@ -1,0 +1,258 @@
+/* io_bench: what reading and saving cost (docs/io.md).
+ *   --mode edges   read a graph file with cr_graph_read_edges: the slowest rank's
+ *                  time, and the bytes each rank read from the file system (from
+ *                  /proc/self/io) against the file's size;
+ *   --mode lines   deliver every line of the inputs with cr_io_read_lines to a
+ *                  callback that counts them: bytes per second per rank;
+ *   --mode save    a counting set of --keys keys over the ranks, saved to --dir and
+ *                  loaded back into an empty one: the time of each, the bytes
+ *                  written, and the load checked (keys and counts).
+ * Each measurement is repeated --reps times; the median is printed. */
+#include "cli.h"
+
+#include <courier.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char usage[] =
+    "Usage: mpirun -np P io_bench --mode edges|lines|save [options] [PATH...]\n"
+    "\n"
+    "Times reading and saving (docs/io.md). The median of --reps runs is printed.\n"
+    "\n"
+    "  --mode M         edges: read the graph file PATH with cr_graph_read_edges;\n"
+    "                   lines: deliver every line of PATH... with cr_io_read_lines;\n"
+    "                   save: save a counting set of --keys keys to --dir, load it back\n"
+    "  --keys N         save: distinct keys, 8 bytes each, over all ranks (default 10M)\n"
+    "  --dir DIR        save: the directory (replaced if it holds a save; default\n"
+    "                   io_bench.save)\n"
+    "  --reps R         repetitions (default 3)\n"
+    "  --help           show this text\n";
+
+enum { MODE_EDGES, MODE_LINES, MODE_SAVE };
+
+typedef struct bench_opts {
+    int mode;
+    uint64_t keys, reps;
+    const char *dir;
+    const char **paths;
+    size_t npaths;
+} bench_opts;
+
+static void parse(const app *a, int argc, char **argv, bench_opts *o)
+{
+    static const char *const modes[] = {"edges", "lines", "save", NULL};
+    *o = (bench_opts){.mode = -1, .keys = 10000000, .reps = 3, .dir = "io_bench.save"};
+    static const struct option opts[] = {
+        {"mode", required_argument, 0, 'm'}, {"keys", required_argument, 0, 'k'},
+        {"dir", required_argument, 0, 'd'},  {"reps", required_argument, 0, 'r'},
+        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': o->mode = app_parse_choice(a, "--mode", optarg, modes); break;
+        case 'k': o->keys = app_parse_u64(a, "--keys", optarg, 1, 1ULL << 34); break;
+        case 'd': o->dir = optarg; break;
+        case 'r': o->reps = app_parse_u64(a, "--reps", optarg, 1, 1000); break;
+        case 'h': app_help(a);
+        default: app_usage_error(a, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (o->mode < 0)
+        app_usage_error(a, "--mode is required (edges, lines or save)");
+    o->paths = (const char **)argv + optind;
+    o->npaths = (size_t)(argc - optind);
+    if (o->mode != MODE_SAVE && o->npaths == 0)
+        app_usage_error(a, "--mode %s needs a file to read", modes[o->mode]);
+    if (o->mode == MODE_EDGES && o->npaths != 1)
+        app_usage_error(a, "--mode edges reads one graph file");
+    if (o->mode == MODE_SAVE && o->npaths)
+        app_usage_error(a, "unexpected argument '%s'", o->paths[0]);
+}
+
+/* Bytes this process has read through read() and pread() (rchar of /proc/self/io). */
+static uint64_t bytes_read(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    uint64_t v = 0;
+    char line[128];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "rchar: %" SCNu64, &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double median(double *v, uint64_t n)
+{
+    qsort(v, n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static uint64_t max_over_ranks(uint64_t v)
+{
+    uint64_t m;
+    MPI_Allreduce(&v, &m, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+static uint64_t sum_over_ranks(uint64_t v)
+{
+    uint64_t s;
+    MPI_Allreduce(&v, &s, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return s;
+}
+
+static void bench_edges(const app *a, const bench_opts *o)
+{
+    struct stat st;
+    if (stat(o->paths[0], &st) != 0)
+        app_error(a, "%s: cannot open", o->paths[0]);
+    double *t = app_calloc(a, o->reps, sizeof *t, "the times");
+    uint64_t edges = 0, most_read = 0;
+    for (uint64_t r = 0; r < o->reps; r++) {
+        cr_edge_list l;
+        char err[512];
+        MPI_Barrier(MPI_COMM_WORLD);
+        uint64_t before = bytes_read();
+        double t0 = MPI_Wtime();
+        int rc = cr_graph_read_edges(o->paths[0], CR_FILE_AUTO, NULL, a->rank, a->size, &l, err,
+                                     sizeof err);
+        t[r] = app_max_time(MPI_Wtime() - t0);
+        most_read = max_over_ranks(bytes_read() - before);
+        app_agree(a, rc ? err : NULL);
+        edges = sum_over_ranks(l.count);
+        cr_graph_edges_free(&l);
+    }
+    if (a->rank == 0)
+        printf("io_bench edges: %d ranks, %s, %.1f MiB, %" PRIu64 " edges: %.4f s (median of %"
+               PRIu64 "); the most any rank read: %.3f of the file\n", a->size, o->paths[0],
+               (double)st.st_size / (1 << 20), edges, median(t, o->reps), o->reps,
+               (double)most_read / (double)st.st_size);
+    free(t);
+}
+
+static int count_line(const cr_line *line, void *user, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    uint64_t *n = user;
+    n[0]++;
+    n[1] += line->len;
+    return 0;
+}
+
+static void bench_lines(const app *a, const bench_opts *o)
+{
+    cr_comm *comm = app_comm_create(a, NULL, NULL);
+    double *t = app_calloc(a, o->reps, sizeof *t, "the times");
+    uint64_t lines = 0, bytes = 0, slowest_bytes = 0;
+    for (uint64_t r = 0; r < o->reps; r++) {
+        uint64_t n[2] = {0, 0};
+        cr_io_stats st;
+        char err[512];
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        int rc = cr_io_read_lines(comm, o->paths, o->npaths, NULL, count_line, n, &st, err,
+                                  sizeof err);
+        t[r] = app_max_time(MPI_Wtime() - t0);
+        app_agree(a, rc ? err : NULL);
+        lines = sum_over_ranks(n[0]);
+        bytes = sum_over_ranks(st.bytes);
+        slowest_bytes = max_over_ranks(st.bytes);
+    }
+    double s = median(t, o->reps);
+    if (a->rank == 0)
+        printf("io_bench lines: %d ranks, %zu path%s, %.1f MiB, %" PRIu64 " lines: %.4f s "
+               "(median of %" PRIu64 "), %.1f MiB/s per rank (the largest share %.1f MiB)\n",
+               a->size, o->npaths, o->npaths == 1 ? "" : "s", (double)bytes / (1 << 20), lines,
+               s, o->reps, (double)bytes / a->size / s / (1 << 20),
+               (double)slowest_bytes / (1 << 20));
+    free(t);
+    app_comm_destroy(comm);
+}
+
+static void sum_counts(const void *key, uint64_t count, void *user)
+{
+    uint64_t k;
+    memcpy(&k, key, 8);
+    uint64_t *s = user;
+    s[0]++;
+    s[1] += count == 1 + k % 3;
+}
+
+static void bench_save(const app *a, const bench_opts *o)
+{
+    cr_comm *comm = app_comm_create(a, NULL, NULL);
+    char err[512];
+    cr_counting_set *cs = cr_counting_set_create(comm, 8, err, sizeof err);
+    cr_counting_set_reserve(cs, o->keys);
+    for (uint64_t k = (uint64_t)a->rank; k < o->keys; k += (uint64_t)a->size)
+        cr_counting_set_add(cs, &k, 1 + k % 3);
+    cr_barrier(comm);
+    double *ts = app_calloc(a, o->reps, sizeof *ts, "the times");
+    double *tl = app_calloc(a, o->reps, sizeof *tl, "the times");
+    uint64_t loaded[2] = {0, 0};
+    for (uint64_t r = 0; r < o->reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        int rc = cr_counting_set_save(cs, o->dir, CR_SAVE_OVERWRITE, err, sizeof err);
+        ts[r] = app_max_time(MPI_Wtime() - t0);
+        app_agree(a, rc ? err : NULL);
+        cr_counting_set *back = cr_counting_set_create(comm, 8, err, sizeof err);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        rc = cr_counting_set_load(back, o->dir, err, sizeof err);
+        tl[r] = app_max_time(MPI_Wtime() - t0);
+        app_agree(a, rc ? err : NULL);
+        uint64_t s[2] = {0, 0};
+        cr_counting_set_for_all(back, sum_counts, s);
+        loaded[0] = sum_over_ranks(s[0]);
+        loaded[1] = sum_over_ranks(s[1]);
+        cr_counting_set_destroy(back);
+    }
+    double bytes = (double)o->keys * 16;
+    double save = median(ts, o->reps), load = median(tl, o->reps);
+    bool ok = loaded[0] == o->keys && loaded[1] == o->keys;
+    if (a->rank == 0)
+        printf("io_bench save: %d ranks, %" PRIu64 " keys, %.1f MiB of records: save %.4f s "
+               "(%.1f MiB/s), load %.4f s (%.1f MiB/s) (medians of %" PRIu64 "); %s\n", a->size,
+               o->keys, bytes / (1 << 20), save, bytes / save / (1 << 20), load,
+               bytes / load / (1 << 20), o->reps,
+               ok ? "loaded: every key with its count" : "WRONG: the load differs");
+    free(ts);
+    free(tl);
+    cr_counting_set_destroy(cs);
+    app_comm_destroy(comm);
+    if (!ok) {
+        MPI_Finalize();
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "io_bench", usage, &argc, &argv);
+    bench_opts o;
+    parse(&a, argc, argv, &o);
+    if (o.mode == MODE_EDGES)
+        bench_edges(&a, &o);
+    else if (o.mode == MODE_LINES)
+        bench_lines(&a, &o);
+    else
+        bench_save(&a, &o);
+    MPI_Finalize();
+    return 0;
+}
