@@ -6,6 +6,7 @@
 
 #include "courier/coll.h"
 #include "courier/mailbox.h"
+#include "courier/rng.h"
 #include "io/io_internal.h"
 
 #include "common/fatal.h"
@@ -24,19 +25,10 @@
 #define MAX_PARTS ((uint64_t)1 << 24)
 #define WRITE_BUFFER ((size_t)1 << 20)
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 /* The hash of the record at `position` of its part. */
 static uint64_t record_hash(const unsigned char *p, size_t n, uint64_t position)
 {
-    uint64_t h = mix64(position * 0x9e3779b97f4a7c15ull + n);
+    uint64_t h = cr_rng_hash64(position * 0x9e3779b97f4a7c15ull + n);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
@@ -49,7 +41,7 @@ static uint64_t record_hash(const unsigned char *p, size_t n, uint64_t position)
         memcpy(&w, p + i, n - i);
         h = (h ^ w) * 0xff51afd7ed558ccdull;
     }
-    return mix64(h);
+    return cr_rng_hash64(h);
 }
 
 static void join(char *out, size_t n, const char *dir, const char *name)
