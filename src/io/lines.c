@@ -143,7 +143,7 @@ static inline uint64_t newline_bits(const char *p)
 /* The index in buf of the next newline not yet delivered, or SIZE_MAX if none has
  * been read. A memchr per line costs more than the line's other work when lines are
  * short (an edge list's are 15 bytes). */
-static inline size_t next_newline(reader *r)
+static inline __attribute__((always_inline)) size_t next_newline(reader *r)
 {
     for (;;) {
         if (r->bits)
@@ -169,7 +169,8 @@ static inline size_t next_newline(reader *r)
 /* The next line: *line (its start in buf) and *len (without "\n"); returns 2 for a
  * line that ends with a newline, 1 for a last line without one, 0 at the end of the
  * file, -1 on an error. */
-static inline int reader_next(reader *r, char **line, size_t *len, char *err, size_t errlen)
+static inline __attribute__((always_inline)) int reader_next(reader *r, char **line, size_t *len,
+                                                             char *err, size_t errlen)
 {
     for (;;) {
         size_t nl = next_newline(r);

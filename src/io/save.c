@@ -24,11 +24,12 @@
 #define MAX_RECORD_BYTES ((size_t)1 << 20)
 #define MAX_PARTS ((uint64_t)1 << 24)
 #define WRITE_BUFFER ((size_t)1 << 20)
+#define DIRECT_WRITE_BYTES ((size_t)64 << 10)
 
 /* The hash of the record at `position` of its part. */
 static uint64_t record_hash(const unsigned char *p, size_t n, uint64_t position)
 {
-    uint64_t h = cr_rng_hash64(position * 0x9e3779b97f4a7c15ull + n);
+    uint64_t h = position * 0x9e3779b97f4a7c15ull + n; /* mixed by the words and the end */
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
@@ -73,14 +74,37 @@ struct cr_save_writer {
     int failed; /* errno of the first failed write */
 };
 
+/* All of buf to fd. */
+static int write_fully(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t put = write(fd, buf, len);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0)
+            return -1;
+        buf += put, len -= (size_t)put;
+    }
+    return 0;
+}
+
 void cr_save_write(cr_save_writer *w, const void *records, size_t count)
 {
     const unsigned char *p = records;
     for (size_t i = 0; i < count; i++, p += w->record_bytes)
         w->sum += record_hash(p, w->record_bytes, w->count + i);
     w->count += count;
-    if (!w->failed && count && fwrite(records, w->record_bytes, count, w->f) != count)
+    size_t bytes = count * w->record_bytes;
+    if (w->failed || bytes == 0)
+        return;
+    /* a large block goes straight to the file: through stdio it would be copied once
+     * more; small ones gather in stdio's buffer */
+    if (bytes >= DIRECT_WRITE_BYTES) {
+        if (fflush(w->f) != 0 || write_fully(fileno(w->f), records, bytes) != 0)
+            w->failed = errno ? errno : EIO;
+    } else if (fwrite(records, w->record_bytes, count, w->f) != count) {
         w->failed = errno ? errno : EIO;
+    }
 }
 
 /* Rank 0 makes the directory ready: created, or emptied of its manifest when an
