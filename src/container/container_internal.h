@@ -35,6 +35,7 @@ typedef struct ct_table {
     size_t key_len, key_pad, value_pad, stride;
     size_t head;      /* bytes before the record in a slot: 8 (the tag) or 0 */
     size_t in_place;  /* doublings made where the table lies (table.c), for tests */
+    bool crowded;     /* an insert probed past CT_LONG_PROBE slots: see ct_full */
     uint64_t (*hash)(const void *key, size_t len);
 } ct_table;
 
@@ -133,10 +134,26 @@ static inline void *ct_find(const ct_table *t, const void *key, uint64_t h)
     }
 }
 
-/* The table must grow before the next insert (it doubles at three quarters). */
+/* A probe this long does not happen by chance below three quarters full (the
+ * longest run in a table of 2^27 random keys at that load is about 500 slots). It
+ * happens when keys arrive in the slot order of a larger table of the same hash
+ * (copying one map into another, loading a save): the second half of that order
+ * lands on the first half of this table, which overflows into one run of millions
+ * of slots while the table as a whole is not yet full, and every insert walks it. */
+#define CT_LONG_PROBE 1024
+
+/* The table must grow before the next insert: it doubles at three quarters, or at a
+ * quarter once an insert probed past CT_LONG_PROBE (doubling splits every run). */
 static inline bool ct_full(const ct_table *t)
 {
-    return (t->count + 1) * 4 > t->cap * 3;
+    return (t->count + 1) * 4 > t->cap * 3 || (t->crowded && t->count * 4 >= t->cap);
+}
+
+/* After a fresh insert at slot i whose home was h: note a run too long. */
+static inline void ct_note_probe(ct_table *t, size_t i, uint64_t h)
+{
+    if (((i - (size_t)h) & (t->cap - 1)) > CT_LONG_PROBE)
+        t->crowded = true;
 }
 
 /* ct_place for the bitmap layout (8-byte keys), for the loops that know it. */
@@ -156,6 +173,7 @@ static inline __attribute__((always_inline)) uint64_t *ct_place_word(ct_table *t
     uint64_t *rec = (uint64_t *)(void *)(t->slots + i * t->stride);
     rec[0] = key; /* the value is zero from calloc or erase */
     t->count++;
+    ct_note_probe(t, i, h);
     *fresh = true;
     return rec;
 }
@@ -187,6 +205,7 @@ static inline void *ct_place(ct_table *t, const void *key, uint64_t h, bool *fre
     char *rec = t->slots + i * t->stride + 8;
     memcpy(rec, key, t->key_len); /* the padding and the value are zero from calloc or erase */
     t->count++;
+    ct_note_probe(t, i, h);
     *fresh = true;
     return rec;
 }

@@ -233,11 +233,15 @@ static bool grow_in_place(ct_table *t)
 }
 #endif
 
+/* False only when the table is full and cannot double: a crowded table that
+ * cannot double goes on as it is. */
 bool ct_grow(ct_table *t)
 {
     if (!t->cap)
         return resize(t, 16);
-    return grow_in_place(t) || resize(t, t->cap * 2);
+    bool must = (t->count + 1) * 4 > t->cap * 3;
+    t->crowded = false;
+    return grow_in_place(t) || resize(t, t->cap * 2) || !must;
 }
 
 void ct_order_by_region(const ct_table *t, const uint64_t *in, uint64_t *out, size_t n)

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,6 +295,57 @@ static void test_table_grows_in_place(void **state)
     grow_in_place_with(12);
 }
 
+/* How far from its home slot a record just inserted lies. */
+static size_t probe_of(const ct_table *t, const void *rec)
+{
+    size_t i = (size_t)((const char *)rec - t->slots - t->head) / t->stride;
+    return (i - (size_t)(ct_hash(rec, 8) & (t->cap - 1))) & (t->cap - 1);
+}
+
+/* Keys in the slot order of a larger table (a map copied into another, a save
+ * loaded): without the early doubling of a crowded table, the second half of that
+ * order overflows the first half of a table not yet full into one run thousands of
+ * slots long (linear probing's clustering). The run stays short. */
+static void copy_in_slot_order(size_t keys)
+{
+    ct_table big, copy;
+    ct_init(&big, 8, 8);
+    ct_init(&copy, 8, 8);
+    assert_true(ct_reserve(&big, keys));
+    size_t longest = 0;
+    uint64_t s = keys;
+    for (size_t k = 0; k < keys; k++) {
+        uint64_t key = cr_rng_next(&s);
+        bool fresh;
+        assert_non_null(ct_insert(&big, &key, ct_hash(&key, 8), &fresh));
+    }
+    for (size_t i = 0; i < big.cap; i++) {
+        if (!ct_occupied(&big, i))
+            continue;
+        bool fresh;
+        const void *key = ct_record(&big, i);
+        void *rec = ct_insert(&copy, key, ct_hash(key, 8), &fresh);
+        assert_non_null(rec);
+        assert_true(fresh);
+        size_t probe = probe_of(&copy, rec);
+        longest = probe > longest ? probe : longest;
+    }
+    assert_int_equal(copy.count, big.count);
+    if (getenv("SHOW_PROBE"))
+        fprintf(stderr, "%zu keys: longest probe %zu\n", keys, longest);
+    assert_true(longest <= 2 * CT_LONG_PROBE);
+    assert_true(copy.cap <= 2 * big.cap); /* the early doubling stops where it helps */
+    ct_free(&big);
+    ct_free(&copy);
+}
+
+static void test_copy_in_slot_order(void **state)
+{
+    (void)state;
+    copy_in_slot_order(80000);
+    copy_in_slot_order(200000);
+}
+
 /* ct_order_by_region: a permutation of its input, regions never going back, and the
  * keys of one region in the order given; at several capacities, one below
  * CT_REGIONS slots. */
@@ -401,7 +453,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_strong_hash), cmocka_unit_test(test_table_colliding_hash),
         cmocka_unit_test(test_table_bitmap_layout), cmocka_unit_test(test_table_large),
-        cmocka_unit_test(test_table_grows_in_place),
+        cmocka_unit_test(test_table_grows_in_place), cmocka_unit_test(test_copy_in_slot_order),
         cmocka_unit_test(test_order_by_region),
         cmocka_unit_test(test_hash_of_bytes),     cmocka_unit_test(test_reply_pool),
         cmocka_unit_test(test_deferred),
