@@ -10,7 +10,8 @@
 #   2. delivering every line of that file at 2 ranks (apps/io_bench --mode lines),
 #      per rank, against `wc -l` on the same cached file;
 #   3. saving and loading a counting set of 10M keys at 2 ranks (apps/io_bench --mode
-#      save) against dd writing and reading as many bytes.
+#      save) against dd writing and reading as many bytes (both to new files, timed
+#      by dd itself).
 # BUILD is a release build (default build-release). The old library is built in a
 # scratch directory from a git worktree; the inputs go to TMPDIR (2 GB free needed).
 set -euo pipefail
@@ -103,6 +104,8 @@ mpicc -O2 -std=c11 -D_GNU_SOURCE -I"$WORK/old/include" "$WORK/read.c" "$WORK/old
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 seconds() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -n 1; }
+# dd's own timing (microseconds; /usr/bin/time has only hundredths)
+dd_seconds() { dd "$@" 2>&1 | sed -n 's/.*copied, \([0-9.e-]*\) s,.*/\1/p'; }
 
 : > "$WORK/old.t"; : > "$WORK/new.t"; : > "$WORK/new.r"; : > "$WORK/old.r"
 for round in 1 2 3; do
@@ -123,9 +126,10 @@ wc_t=$(median < "$WORK/wc.t"); lines_t=$(median < "$WORK/lines.r")
 
 : > "$WORK/ddw.t"; : > "$WORK/ddr.t"; : > "$WORK/save.t"; : > "$WORK/load.t"
 for round in 1 2 3; do
-    seconds dd if=/dev/zero of="$WORK/dd.out" bs=1M count=160 status=none >> "$WORK/ddw.t"
-    seconds dd if="$WORK/dd.out" of=/dev/null bs=1M status=none >> "$WORK/ddr.t"
-    out=$($RUN -np 2 "$BUILD/apps/io_bench" --mode save --keys 10M --reps 1 --dir "$WORK/save")
+    rm -f "$WORK/dd.out"
+    dd_seconds if=/dev/zero of="$WORK/dd.out" bs=1M count=160 >> "$WORK/ddw.t"
+    dd_seconds if="$WORK/dd.out" of=/dev/null bs=1M >> "$WORK/ddr.t"
+    out=$($RUN -np 2 "$BUILD/apps/io_bench" --mode save --keys 10M --reps 1 --dir "$WORK/save$round")
     echo "$out" | grep -q "every key with its count" || { echo "io_compare: $out" >&2; exit 1; }
     echo "$out" | sed -n 's/.*save \([0-9.]*\) s.*/\1/p' >> "$WORK/save.t"
     echo "$out" | sed -n 's/.*load \([0-9.]*\) s.*/\1/p' >> "$WORK/load.t"
