@@ -87,8 +87,10 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
                                   .max_inflight = use.max_inflight,
                                   .prepost = use.recv_mode == CR_RECV_PREPOST};
     cr_transport *tp = cr_transport_mpi_create(comm, &opts);
-    if (tp->rank == 0) /* once per job: the environment is the same on every rank */
+    if (tp->rank == 0) { /* once per job: the environment is the same on every rank */
         cr_config_warn_unknown(stderr);
+        cr_config_warn_raised(stderr, &use);
+    }
     cr_layout *layout = use.node_size > 0 ? cr_layout_create_blocks(tp->size, (int)use.node_size)
                                           : layout_of(tp);
     cr_comm *c = cr_comm_create_on(tp, layout, &use, bad);

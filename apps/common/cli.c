@@ -273,6 +273,14 @@ cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, cr_config *c
     app_config_from_env(a, &c);
     if (flags && flags->buffer_kb)
         c.buffer_bytes = (size_t)flags->buffer_kb << 10;
+    if (c.buffer_cap_bytes < c.buffer_bytes) { /* as the library does for the environment */
+        if (a->rank == 0)
+            fprintf(stderr, "%s: warning: the buffer cap (%zu bytes, COURIER_BUFFER_CAP) is "
+                    "below --buffer-kb's %zu bytes, which would send every record alone: "
+                    "raised to %zu\n", a->name, c.buffer_cap_bytes, c.buffer_bytes,
+                    c.buffer_bytes);
+        c.buffer_cap_bytes = c.buffer_bytes;
+    }
     if (flags && flags->route)
         app_parse_route(a, flags->route, &c);
     if (flags && flags->node_size)

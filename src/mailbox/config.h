@@ -17,5 +17,8 @@ const char *cr_config_nearest_variable(const char *name);
 /* One warning line on `out` for every COURIER_* variable in the environment that the
  * library does not read, naming the nearest known one. Local. */
 void cr_config_warn_unknown(FILE *out);
+/* One warning line on `out` if cr_config_from_env raised a COURIER_BUFFER_CAP below
+ * the buffer size to it, and `cfg` (the configuration in use) still has it so. Local. */
+void cr_config_warn_raised(FILE *out, const cr_config *cfg);
 
 #endif
