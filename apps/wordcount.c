@@ -189,6 +189,13 @@ static void parse(const app *a, int argc, char **argv, wc_opts *o)
                         "replace it)", o->save);
 }
 
+/* Whether every word is recounted: asked for, or by default when the work (words
+ * drawn, bytes read) is at most `limit`. Counts added by --load are not recounted. */
+static bool recounts(const wc_opts *o, double work, double limit)
+{
+    return !o->load && (o->validate == 1 || (o->validate == 2 && work <= limit));
+}
+
 /* ---------------------------------------------------------------- generated corpus */
 
 /* Draws the corpus, counts it (timed), and checks it; returns the seconds. */
@@ -198,8 +205,7 @@ static double count_generated(const app *a, const wc_opts *o, cr_counting_set *c
     /* Per rank: the corpus (16 bytes a word), the Zipf table (8 bytes a word of the
      * vocabulary), the recount (8 more), and the set's share of the vocabulary (up to
      * 4 slots of 32 bytes a word) on this machine's ranks. */
-    bool recount = !o->load && (o->validate == 1 ||
-                                (o->validate == 2 && (double)o->n * a->size <= 64e6));
+    bool recount = recounts(o, (double)o->n * a->size, 64e6);
     double need = a->size * ((double)o->n * WORD_LEN +
                              (double)o->vocabulary * (recount ? 16 : 8)) +
                   (double)o->vocabulary * 128;
@@ -456,16 +462,14 @@ int main(int argc, char **argv)
                            : count_generated(&a, &o, cs, &wrong);
     if (!files)
         words_bytes[0] = o.n;
-    bool recount = files && !o.load && o.validate != 0;
     MPI_Allreduce((uint64_t[3]){words_bytes[0], words_bytes[1], too_long}, seen, 3,
                   MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    recount = recount && (o.validate == 1 || seen[1] <= (64u << 20));
-    if (recount)
+    bool recount = files ? recounts(&o, (double)seen[1], 64 << 20)
+                         : recounts(&o, (double)o.n * a.size, 64e6);
+    if (files && recount)
         wrong = recount_files(&a, &o, cs);
     uint64_t wrong_all, total = counted_words(&a, cs, &distinct);
     MPI_Allreduce(&wrong, &wrong_all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    bool generated_recount = !files && !o.load &&
-                             (o.validate == 1 || (o.validate == 2 && (double)o.n * a.size <= 64e6));
     bool ok = total == loaded + seen[0] && wrong_all == 0;
     char route[128];
     cr_route_format(&cfg.route, route, sizeof route);
@@ -491,7 +495,7 @@ int main(int argc, char **argv)
     print_top(&a, &o, cs, key_len);
     if (a.rank == 0) {
         printf("  %s\n", !ok ? "WRONG: the counts do not match"
-                         : recount || generated_recount
+                         : recount
                              ? "verified: every word's count equals a recount"
                              : o.load ? "verified: the counts add up to the words loaded and read"
                                       : "verified: the counts add up to every word read");

@@ -13,9 +13,12 @@
 
 #define STAGE_BYTES ((size_t)64 << 10)
 
-/* Records gathered into a block before they go to the writer. */
+/* A save in progress: the container's walk puts its records into a block that goes to
+ * the writer when full. */
 typedef struct stage {
     cr_save_writer *w;
+    void *container;
+    void (*walk)(struct stage *s); /* the container's for_all, with a put_* below */
     size_t key_len, record_bytes, held, cap;
     char buf[STAGE_BYTES + CR_MAX_KEY + CR_CONTAINER_MAX_VALUE + 16];
 } stage;
@@ -33,55 +36,28 @@ static char *stage_next(stage *s)
     return s->buf + s->held++ * s->record_bytes;
 }
 
-static stage *stage_new(size_t key_len, size_t record_bytes)
-{
-    stage *s = cr_xmalloc(sizeof *s);
-    s->w = NULL;
-    s->key_len = key_len;
-    s->record_bytes = record_bytes;
-    s->held = 0;
-    s->cap = STAGE_BYTES / record_bytes ? STAGE_BYTES / record_bytes : 1;
-    return s;
-}
-
-/* ---------------------------------------------------------------- maps and sets */
-
-typedef struct map_job {
-    cr_map *map;
-    stage *stage;
-} map_job;
-
-static void put_pair(const void *key, void *value, void *user)
+static void fill_stage(cr_save_writer *w, void *user)
 {
     stage *s = user;
-    char *rec = stage_next(s);
-    memcpy(rec, key, s->key_len);
-    memcpy(rec + s->key_len, value, s->record_bytes - s->key_len);
+    s->w = w;
+    s->walk(s);
+    stage_flush(s);
 }
 
-static void fill_map(cr_save_writer *w, void *user)
+/* Every container's save: a barrier (every insert sent before is in it), then each
+ * rank walks what it holds. */
+static int save_container(cr_comm *comm, void *container, void (*walk)(stage *),
+                          const cr_save_kind *k, size_t key_len, const char *dir,
+                          unsigned flags, char *err, size_t errlen)
 {
-    map_job *j = user;
-    j->stage->w = w;
-    cr_map_for_all(j->map, put_pair, j->stage);
-    stage_flush(j->stage);
-}
-
-static cr_save_kind map_kind(cr_map *map, const char *kind)
-{
-    return (cr_save_kind){.kind = kind, .meta = ct_map_key_len(map), .meta_name = "key bytes",
-                          .record_bytes = ct_map_key_len(map) + ct_map_value_len(map)};
-}
-
-static int save_map(cr_map *map, const char *kind, const char *dir, unsigned flags, char *err,
-                    size_t errlen)
-{
-    cr_comm *comm = cr_map_comm(map);
-    cr_barrier(comm); /* every insert sent before the save is in it */
-    cr_save_kind k = map_kind(map, kind);
-    map_job j = {.map = map, .stage = stage_new(ct_map_key_len(map), k.record_bytes)};
-    int rc = cr_io_save(comm, dir, &k, flags, fill_map, &j, err, errlen);
-    free(j.stage);
+    cr_barrier(comm);
+    stage *s = cr_xmalloc(sizeof *s);
+    *s = (stage){.container = container, .walk = walk, .key_len = key_len,
+                 .record_bytes = k->record_bytes, .cap = STAGE_BYTES / k->record_bytes};
+    if (s->cap == 0)
+        s->cap = 1;
+    int rc = cr_io_save(comm, dir, k, flags, fill_stage, s, err, errlen);
+    free(s);
     return rc;
 }
 
@@ -96,10 +72,8 @@ static void load_each(const void *records, size_t count, uint64_t first, void *u
 {
     (void)first;
     load_job *j = user;
-    /* A table that grows while records come in the order of a table of the same hash
-     * (a save's part) clusters badly under linear probing: 10M keys took minutes.
-     * Sized first, it never grows. Every rank reads about as many records as it
-     * will own. */
+    /* Sized first, the table does not grow while the records arrive: every rank
+     * reads about as many records as it will own. */
     if (j->map)
         cr_map_reserve(j->map, (uint64_t)count * (uint64_t)cr_comm_size(cr_map_comm(j->map)));
     const char *rec = records;
@@ -107,12 +81,43 @@ static void load_each(const void *records, size_t count, uint64_t first, void *u
         j->put(j->container, rec, j->key_len);
 }
 
-static int load_into(cr_comm *comm, const char *dir, const cr_save_kind *k, load_job *j,
-                     char *err, size_t errlen)
+/* Every container's load: the records inserted again, then a barrier (every one
+ * applied on its owner). */
+static int load_container(cr_comm *comm, const char *dir, const cr_save_kind *k, load_job *j,
+                          char *err, size_t errlen)
 {
     int rc = cr_io_load(comm, dir, k, NULL, load_each, j, err, errlen);
-    cr_barrier(comm); /* every loaded record applied on its owner */
+    cr_barrier(comm);
     return rc;
+}
+
+/* ---------------------------------------------------------------- maps and sets */
+
+static void put_pair(const void *key, void *value, void *user)
+{
+    stage *s = user;
+    char *rec = stage_next(s);
+    memcpy(rec, key, s->key_len);
+    memcpy(rec + s->key_len, value, s->record_bytes - s->key_len);
+}
+
+static void walk_map(stage *s)
+{
+    cr_map_for_all(s->container, put_pair, s);
+}
+
+static cr_save_kind map_kind(cr_map *map, const char *kind)
+{
+    return (cr_save_kind){.kind = kind, .meta = ct_map_key_len(map), .meta_name = "key bytes",
+                          .record_bytes = ct_map_key_len(map) + ct_map_value_len(map)};
+}
+
+static int save_map(cr_map *map, const char *kind, const char *dir, unsigned flags, char *err,
+                    size_t errlen)
+{
+    cr_save_kind k = map_kind(map, kind);
+    return save_container(cr_map_comm(map), map, walk_map, &k, ct_map_key_len(map), dir, flags,
+                          err, errlen);
 }
 
 static void put_map(void *map, const char *rec, size_t key_len)
@@ -140,7 +145,7 @@ static int load_map(cr_map *map, void *container, const char *kind,
     cr_save_kind k = map_kind(map, kind);
     load_job j = {.container = container, .map = map, .key_len = ct_map_key_len(map),
                   .record_bytes = k.record_bytes, .put = put};
-    return load_into(cr_map_comm(map), dir, &k, &j, err, errlen);
+    return load_container(cr_map_comm(map), dir, &k, &j, err, errlen);
 }
 
 int cr_map_save(cr_map *map, const char *dir, unsigned flags, char *err, size_t errlen)
@@ -182,17 +187,9 @@ static void put_item(void *item, void *user)
     memcpy(stage_next(s), item, s->record_bytes);
 }
 
-typedef struct bag_job {
-    cr_bag *bag;
-    stage *stage;
-} bag_job;
-
-static void fill_bag_items(cr_save_writer *w, void *user)
+static void walk_bag(stage *s)
 {
-    bag_job *j = user;
-    j->stage->w = w;
-    cr_bag_for_all(j->bag, put_item, j->stage);
-    stage_flush(j->stage);
+    cr_bag_for_all(s->container, put_item, s);
 }
 
 static cr_save_kind bag_kind(const cr_bag *bag)
@@ -203,13 +200,8 @@ static cr_save_kind bag_kind(const cr_bag *bag)
 
 int cr_bag_save(cr_bag *bag, const char *dir, unsigned flags, char *err, size_t errlen)
 {
-    cr_comm *comm = ct_bag_comm(bag);
-    cr_barrier(comm);
     cr_save_kind k = bag_kind(bag);
-    bag_job j = {.bag = bag, .stage = stage_new(0, k.record_bytes)};
-    int rc = cr_io_save(comm, dir, &k, flags, fill_bag_items, &j, err, errlen);
-    free(j.stage);
-    return rc;
+    return save_container(ct_bag_comm(bag), bag, walk_bag, &k, 0, dir, flags, err, errlen);
 }
 
 static void put_bag(void *bag, const char *rec, size_t key_len)
@@ -222,15 +214,10 @@ int cr_bag_load(cr_bag *bag, const char *dir, char *err, size_t errlen)
 {
     cr_save_kind k = bag_kind(bag);
     load_job j = {.container = bag, .record_bytes = k.record_bytes, .put = put_bag};
-    return load_into(ct_bag_comm(bag), dir, &k, &j, err, errlen);
+    return load_container(ct_bag_comm(bag), dir, &k, &j, err, errlen);
 }
 
 /* ---------------------------------------------------------------- disjoint set */
-
-typedef struct dset_job {
-    cr_disjoint_set *ds;
-    stage *stage;
-} dset_job;
 
 static void put_link(uint64_t item, uint64_t parent, void *user)
 {
@@ -238,12 +225,9 @@ static void put_link(uint64_t item, uint64_t parent, void *user)
     memcpy(stage_next(user), rec, sizeof rec);
 }
 
-static void fill_dset(cr_save_writer *w, void *user)
+static void walk_dset(stage *s)
 {
-    dset_job *j = user;
-    j->stage->w = w;
-    cr_disjoint_set_for_all(j->ds, put_link, j->stage);
-    stage_flush(j->stage);
+    cr_disjoint_set_for_all(s->container, put_link, s);
 }
 
 static const cr_save_kind dset_kind = {.kind = "disjoint_set", .record_bytes = 16};
@@ -251,12 +235,8 @@ static const cr_save_kind dset_kind = {.kind = "disjoint_set", .record_bytes = 1
 int cr_disjoint_set_save(cr_disjoint_set *ds, const char *dir, unsigned flags, char *err,
                          size_t errlen)
 {
-    cr_comm *comm = ct_disjoint_set_comm(ds);
-    cr_barrier(comm);
-    dset_job j = {.ds = ds, .stage = stage_new(0, 16)};
-    int rc = cr_io_save(comm, dir, &dset_kind, flags, fill_dset, &j, err, errlen);
-    free(j.stage);
-    return rc;
+    return save_container(ct_disjoint_set_comm(ds), ds, walk_dset, &dset_kind, 0, dir, flags,
+                          err, errlen);
 }
 
 /* An item and its parent: the same partition comes back from a union of the two
@@ -272,34 +252,8 @@ static void put_link_back(void *ds, const char *rec, size_t key_len)
         cr_disjoint_set_union(ds, link[0], link[1]);
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* The links in a scrambled order (a stride prime to the count): the set's table has
- * no reserve, and records in another table's slot order cluster a growing one (see
- * load_each). */
-static void load_links(const void *records, size_t count, uint64_t first, void *user)
-{
-    (void)first;
-    uint64_t step = (uint64_t)count * 5 / 8 + 1;
-    while (gcd(step, count) != 1)
-        step++;
-    const char *rec = records;
-    for (uint64_t i = 0, k = 0; i < count; i++, k = (k + step) % count)
-        put_link_back(user, rec + k * 16, 0);
-}
-
 int cr_disjoint_set_load(cr_disjoint_set *ds, const char *dir, char *err, size_t errlen)
 {
-    cr_comm *comm = ct_disjoint_set_comm(ds);
-    int rc = cr_io_load(comm, dir, &dset_kind, NULL, load_links, ds, err, errlen);
-    cr_barrier(comm);
-    return rc;
+    load_job j = {.container = ds, .record_bytes = 16, .put = put_link_back};
+    return load_container(ct_disjoint_set_comm(ds), dir, &dset_kind, &j, err, errlen);
 }

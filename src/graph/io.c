@@ -79,7 +79,6 @@ static void quote_line(const char *line, char *out, size_t outlen)
  * whether edges carry weights (the first edge decides), and for a Matrix Market
  * file its size line. */
 typedef struct text_form {
-    const char *path;
     bool market;       /* Matrix Market coordinate: 1-based ids, '%' comments */
     uint64_t data_at;  /* Matrix Market: lines before this byte are the header */
     uint64_t rows, cols;
@@ -127,8 +126,8 @@ static void line_error(char *err, size_t errlen, const cr_line *l, const char *f
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    cr_set_error(err, errlen, "%s:%" PRIu64 ": %s", l->path, cr_io_line_number(l->path, l->offset),
-                 what);
+    cr_set_error(err, errlen, "%s:%" PRIu64 ": %s", l->path,
+                 cr_io_line_number(l->path, l->offset), what);
 }
 
 /* A NUL byte at or after `from`: text has none, and a NUL would otherwise end the
@@ -261,7 +260,7 @@ static int probe_line(const cr_line *l, void *user, char *err, size_t errlen)
 static int read_text(const char *path, int rank, int size, cr_edge_list *out, char *err,
                      size_t errlen)
 {
-    text_form t = {.path = path, .weighted = -1, .out = out};
+    text_form t = {.weighted = -1, .out = out};
     cr_io_opts o;
     cr_io_opts_init(&o);
     o.max_line = LINE_MAX_BYTES;

@@ -29,6 +29,14 @@ void io_list_free(io_list *list);
 
 typedef struct cr_comm cr_comm;
 
+/* Rank `rank`'s part [*lo, *hi) of n items (bytes, records) cut into `size` parts that
+ * differ by at most one. Pure. */
+static inline void io_share(uint64_t n, int rank, int size, uint64_t *lo, uint64_t *hi)
+{
+    *lo = (uint64_t)((unsigned __int128)n * (unsigned)rank / (unsigned)size);
+    *hi = (uint64_t)((unsigned __int128)n * (unsigned)(rank + 1) / (unsigned)size);
+}
+
 /* Every rank returns the same: 0 if rc was 0 everywhere, else -1 with the message
  * (in err) of the lowest rank whose rc was not 0. Collective; runs handlers. */
 int io_agree(cr_comm *comm, int rc, char *err, size_t errlen);

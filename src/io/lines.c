@@ -76,9 +76,8 @@ static int reader_fill(reader *r, char *err, size_t errlen)
         memmove(r->buf, r->buf + r->start, r->end - r->start);
         r->base += r->start;
         r->end -= r->start;
-        /* the bits below start are delivered lines' newlines: gone already */
-        size_t shift = r->start - (r->block < r->start ? r->block : r->start);
-        if (r->block < r->start) {
+        if (r->block < r->start) { /* the bits below start: delivered lines' newlines */
+            size_t shift = r->start - r->block;
             r->bits = shift >= 64 ? 0 : r->bits >> shift;
             r->block = r->start;
         }
@@ -213,10 +212,9 @@ static inline __attribute__((always_inline)) int deliver_one(const reader *r, co
     if (len > 0 && text[len - 1] == '\r')
         len--;
     text[len] = '\0';
-    if ((d->opts->skip_blank || d->comment_len) &&
-        ((d->opts->skip_blank && len == 0) ||
-         (d->comment_len && len >= d->comment_len &&
-          !memcmp(text, d->opts->comment, d->comment_len))))
+    if ((d->opts->skip_blank && len == 0) ||
+        (d->comment_len && len >= d->comment_len &&
+         !memcmp(text, d->opts->comment, d->comment_len)))
         return 0;
     (*lines)++;
     cr_line line = {.text = text, .len = len, .path = r->path,
@@ -348,9 +346,8 @@ typedef int (*part_fn)(const io_file *f, uint64_t from, uint64_t to, const deliv
 static int each_part(const io_list *l, int rank, int size, part_fn visit, const delivery *d,
                      char *err, size_t errlen)
 {
-    uint64_t total = l->plain_bytes;
-    uint64_t lo = (uint64_t)((unsigned __int128)total * (unsigned)rank / (unsigned)size);
-    uint64_t hi = (uint64_t)((unsigned __int128)total * (unsigned)(rank + 1) / (unsigned)size);
+    uint64_t lo, hi;
+    io_share(l->plain_bytes, rank, size, &lo, &hi);
     uint64_t at = 0; /* where the next plain file starts in the concatenation */
     size_t gz_index = 0;
     for (size_t i = 0; i < l->count; i++) {
@@ -433,11 +430,8 @@ int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
         cr_fatal("cr_io_read_lines: no line callback");
     io_list l;
     int rc = io_list_build(paths, npaths, &l, err, errlen);
-    if (rc == 0 && each_part(&l, cr_comm_rank(comm), cr_comm_size(comm), check_part, NULL, err,
-                             errlen)) {
-        io_list_free(&l);
-        rc = -1;
-    }
+    if (rc == 0)
+        rc = each_part(&l, cr_comm_rank(comm), cr_comm_size(comm), check_part, NULL, err, errlen);
     /* the ranks must split the same bytes: a file that grows while they list it
      * would give two ranks one line or none */
     uint64_t sizes[2] = {rc ? 0 : l.plain_bytes, rc ? 0 : UINT64_MAX - l.plain_bytes}, low[2];
@@ -449,8 +443,7 @@ int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
         rc = -1;
     }
     if (io_agree(comm, rc, err, errlen)) {
-        if (rc == 0)
-            io_list_free(&l);
+        io_list_free(&l);
         return -1;
     }
     rc = read_share(&l, opts, cr_comm_rank(comm), cr_comm_size(comm), fn, user, stats, err,

@@ -406,9 +406,9 @@ int cr_io_load(cr_comm *comm, const char *dir, const cr_save_kind *kind, const u
         return -1;
     }
     int rank = cr_comm_rank(comm), size = cr_comm_size(comm);
-    uint64_t first = (uint64_t)((unsigned __int128)m.total * (unsigned)rank / (unsigned)size);
-    uint64_t count = (uint64_t)((unsigned __int128)m.total * (unsigned)(rank + 1) /
-                                (unsigned)size) - first;
+    uint64_t first, end;
+    io_share(m.total, rank, size, &first, &end);
+    uint64_t count = end - first;
     if (range) {
         first = range[0], count = range[1];
         if (first > m.total || count > m.total - first) {
