@@ -73,6 +73,12 @@ static void parse(const app *a, int argc, char **argv, bench_opts *o)
         app_usage_error(a, "--mode edges reads one graph file");
     if (o->mode == MODE_SAVE && o->npaths)
         app_usage_error(a, "unexpected argument '%s'", o->paths[0]);
+    /* save: two sets' tables (about 43 bytes a key each at their fullest) and the
+     * loading ranks' records (16 bytes a key), on this machine's ranks */
+    double need = (double)o->keys * (2 * 43 + 16), phys = app_physical_memory();
+    if (o->mode == MODE_SAVE && phys > 0 && need > phys)
+        app_usage_error(a, "--keys %llu needs about %.1f GiB, more than this machine's %.1f GiB",
+                        (unsigned long long)o->keys, need / (1 << 30), phys / (1 << 30));
 }
 
 /* Bytes this process has read through read() and pread() (rchar of /proc/self/io). */
