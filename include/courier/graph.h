@@ -48,7 +48,10 @@ typedef struct cr_gen_params {
     uint64_t seed;
     double a, b, c;     /* R-MAT quadrant probabilities (d = 1 - a - b - c) */
     bool permute;       /* R-MAT: relabel vertices by a seeded bijection */
-    bool weights;       /* uniform weights in [0, 1), one per edge, from the seed */
+    bool weights;       /* one weight per edge, from the seed: uniform in [0, 1) */
+    uint32_t weight_max; /* with weights: 0 (the default) as above, or k > 0 for integers
+                            uniform in [1, k], exact in a float (GAP draws 1 .. 255;
+                            at most 2^24) */
     bool spatial_ids;   /* RGG: number the points cell by cell (strips of the square),
                            so that a rank's block of ids is a region of it, as a
                            distributed generator numbers them; the same graph
@@ -113,6 +116,12 @@ int cr_graph_owner(const cr_graph *g, uint64_t v);
 /* Neighbours of my local vertex i (global ids), and how many. */
 const uint64_t *cr_graph_neighbours(const cr_graph *g, uint64_t i, uint64_t *degree);
 cr_comm *cr_graph_comm(const cr_graph *g);
+/* Whether the graph has weights: some rank's edge list had them, and every rank's
+ * that had edges. Local. */
+bool cr_graph_weighted(const cr_graph *g);
+/* The weights of my local vertex i's neighbours, in cr_graph_neighbours' order, or
+ * NULL when the graph has none. Owned by the graph. Local. */
+const float *cr_graph_weights(const cr_graph *g, uint64_t i);
 
 /* ---------------------------------------------------------------- BFS */
 
@@ -226,6 +235,117 @@ void cr_graph_cc_opts_init(cr_cc_opts *o);
  * graph's comm at its first call (may run handlers). */
 void cr_graph_cc_with(cr_graph *g, const cr_cc_opts *o, uint64_t *label,
                       cr_graph_cc_stats *stats);
+
+/* ---------------------------------------------------------------- shortest paths */
+
+/* The GAP kernels beside BFS and components (docs/graph.md, "The GAP kernels"). Each
+ * keeps its state in a run of its own for the length of the call, so their results
+ * outlive each other and the graph holds only the graph. Each registers its handlers
+ * on the graph's comm at its first call there (collective, may run handlers, as
+ * cr_register). A graph is the multigraph its edges make: a repeated edge is that
+ * many edges, and a self-loop is an edge from a vertex to itself. */
+
+typedef struct cr_sssp_opts {
+    double delta; /* the bucket width; 0 (the default): the largest weight divided by the
+                     average degree, as Meyer and Sanders suggest for random weights */
+} cr_sssp_opts;
+
+typedef struct cr_sssp_stats {
+    double delta;         /* the bucket width used */
+    uint64_t buckets;     /* buckets processed (each ends with a barrier), over all ranks */
+    uint64_t relaxations; /* distances lowered, over all ranks */
+    uint64_t messages;    /* relaxations sent to other ranks, over all ranks */
+} cr_sssp_stats;
+
+/* Defaults: delta 0 (automatic). Local. */
+void cr_graph_sssp_opts_init(cr_sssp_opts *o);
+
+/* Single-source shortest paths from `root` by delta-stepping (Meyer and Sanders,
+ * 2003): the buckets of width delta are settled in order, each by one asynchronous
+ * wave ended by a barrier; a lowered distance in the current bucket relaxes its
+ * vertex's edges at once (in place for my vertices, by a message to the owner for
+ * the others), one in a later bucket waits there. Relaxations of one vertex that meet
+ * in a buffer are merged by a combining handler (min) at every hop. An unweighted
+ * graph has weight 1 on every edge. dist[i] is my local vertex i's distance (INFINITY
+ * when unreachable); `dist` has cr_graph_local_count(g) entries, owned by the caller.
+ * Memory per rank: 16 bytes per local vertex and the buckets' lists (8 bytes per
+ * lowered distance waiting). Returns 0, or -1 on every rank with one line in err
+ * when root is not a vertex, delta is negative or not a number, or a weight is
+ * negative or not a number. `o` and `stats` may be NULL. Collective. */
+int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dist,
+                  cr_sssp_stats *stats, char *err, size_t errlen);
+
+/* ---------------------------------------------------------------- PageRank */
+
+typedef struct cr_pagerank_opts {
+    double damping;     /* 0.85 */
+    int max_iterations; /* 20 */
+    double tolerance;   /* stop when the L1 change of an iteration is below it: 1e-4 */
+} cr_pagerank_opts;
+
+typedef struct cr_pagerank_stats {
+    int iterations;   /* done */
+    double change;    /* the L1 change of the last iteration, over all ranks */
+    uint64_t ghosts;  /* other ranks' vertices my vertices are adjacent to */
+    uint64_t records; /* contributions sent per iteration, over all ranks */
+} cr_pagerank_stats;
+
+/* Defaults as GAP's: damping 0.85, 20 iterations, tolerance 1e-4. Local. */
+void cr_graph_pagerank_opts_init(cr_pagerank_opts *o);
+
+/* PageRank as the GAP benchmark defines it: every score starts at 1/n; an iteration
+ * gives vertex v (1 - damping)/n + damping * (sum over v's edges {u, v} of
+ * score(u)/degree(u)), all vertices at once; it stops after max_iterations or when
+ * the L1 change is below the tolerance. A vertex without edges gives nothing away (as
+ * in GAP, the scores then sum to less than 1). Pulled with ghosts: each rank holds a
+ * copy of the contribution of every other rank's vertex its vertices are adjacent to,
+ * refreshed each iteration by one record per such vertex and rank (not one per
+ * edge), then sums over its adjacency in place. score[i] is my local vertex i's
+ * (cr_graph_local_count(g) entries, owned by the caller). Memory per rank: 8 bytes
+ * per adjacency entry (the adjacency in local slots), 16 per local vertex, 16 per
+ * ghost and per subscriber. `o` and `stats` may be NULL. Collective. */
+void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
+                       cr_pagerank_stats *stats);
+
+/* ---------------------------------------------------------------- triangles */
+
+typedef struct cr_tc_stats {
+    uint64_t oriented_edges; /* edges kept after orienting by degree, over all ranks */
+    uint64_t fetched_ids;    /* other ranks' oriented lists fetched, ids over all ranks */
+    uint64_t intersections;  /* list intersections done, over all ranks */
+} cr_tc_stats;
+
+/* The number of triangles of the simple graph under g (repeated edges and
+ * self-loops left out), exactly. Each edge is oriented from the endpoint of lower
+ * degree to the higher (ties by id), as GAP orders by degree, so each triangle is
+ * found once, from its lowest corner u and middle corner v, in the intersection of
+ * their oriented lists; a hub's list is short. Every rank fetches, once, the
+ * oriented list of each other rank's vertex its own lists name: the requests of one
+ * rank are merged before they leave. Memory per rank: 8 bytes per adjacency entry,
+ * 24 per local vertex and ghost, plus the fetched lists. Returns the count on every
+ * rank; `stats` may be NULL. Collective. */
+uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats);
+
+/* ---------------------------------------------------------------- betweenness */
+
+typedef struct cr_bc_stats {
+    uint64_t levels;  /* BFS levels over all sources */
+    uint64_t records; /* path counts and dependencies sent to other ranks, all ranks */
+} cr_bc_stats;
+
+/* Betweenness centrality from `nsources` sources (Brandes, 2001), as GAP computes it
+ * from a sample: score[i] of my local vertex i is the sum, over the sources s, of
+ * the dependency of s on it (the fraction of shortest paths from s to every other
+ * vertex that pass through it), unnormalised. Per source, a level-synchronous BFS
+ * counts shortest paths (a vertex's count is the sum of its parents', sent by
+ * message and summed on their way), then the levels are walked back, each vertex
+ * sending (1 + its dependency) / its count to its neighbours one level up, who
+ * multiply by their own count. Every source must be a vertex (the same list on
+ * every rank). Memory per rank: 20 bytes per local vertex, and the levels' lists (8
+ * bytes per local vertex). Returns 0, or -1 on every rank with one line in err.
+ * `stats` may be NULL. Collective. */
+int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *score,
+                cr_bc_stats *stats, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- spanning forest */
 

@@ -9,18 +9,19 @@
 #include "courier/route.h"
 #include "mailbox/module.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Directed halves of edges as they arrive, before the CSR is built (the sparse
  * exchange's path). */
 typedef struct arrivals {
-    uint64_t (*pairs)[2]; /* local source index, global target */
+    uint64_t (*pairs)[3]; /* local source index, global target, weight's bits */
     size_t count, cap;
     const cr_graph *g;
 } arrivals;
 
-static void add_arrival(arrivals *a, uint64_t u, uint64_t v)
+static void add_arrival(arrivals *a, uint64_t u, uint64_t v, uint64_t wbits)
 {
     if (a->count == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 4096;
@@ -28,7 +29,29 @@ static void add_arrival(arrivals *a, uint64_t u, uint64_t v)
     }
     a->pairs[a->count][0] = u - a->g->first;
     a->pairs[a->count][1] = v;
+    a->pairs[a->count][2] = wbits;
     a->count++;
+}
+
+/* A weight travels as the bits of its float in a 64-bit word. */
+static uint64_t bits_of(float w)
+{
+    uint32_t b;
+    memcpy(&b, &w, sizeof b);
+    return b;
+}
+
+static float weight_of(uint64_t bits)
+{
+    uint32_t b = (uint32_t)bits;
+    float w;
+    memcpy(&w, &b, sizeof w);
+    return w;
+}
+
+static uint64_t edge_weight_bits(const cr_edge_list *l, size_t i)
+{
+    return l->weights ? bits_of(l->weights[i]) : 0;
 }
 
 /* Counting sort of the arrivals by local source: the CSR. */
@@ -41,10 +64,16 @@ static void build_csr(cr_graph *g, const arrivals *a)
         g->offsets[i + 1] += g->offsets[i];
     g->nadj = a->count;
     g->adj = cr_xmalloc((a->count ? a->count : 1) * sizeof *g->adj);
+    if (g->weighted)
+        g->wadj = cr_xmalloc((a->count ? a->count : 1) * sizeof *g->wadj);
     uint64_t *fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *fill);
     memcpy(fill, g->offsets, g->count * sizeof *fill);
-    for (size_t i = 0; i < a->count; i++)
-        g->adj[fill[a->pairs[i][0]]++] = a->pairs[i][1];
+    for (size_t i = 0; i < a->count; i++) {
+        uint64_t k = fill[a->pairs[i][0]]++;
+        g->adj[k] = a->pairs[i][1];
+        if (g->wadj)
+            g->wadj[k] = weight_of(a->pairs[i][2]);
+    }
     free(fill);
 }
 
@@ -74,10 +103,14 @@ static void on_halves(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
     placing *p = user;
+    cr_graph *g = p->g;
     for (size_t k = 0; k < b->count; k++) {
-        uint64_t e[2];
-        memcpy(e, b->payloads + k * b->stride, sizeof e);
-        p->g->adj[p->fill[e[0] - p->g->first]++] = e[1];
+        uint64_t e[3] = {0, 0, 0};
+        memcpy(e, b->payloads + k * b->stride, b->len);
+        uint64_t slot = p->fill[e[0] - g->first]++;
+        g->adj[slot] = e[1];
+        if (g->wadj)
+            g->wadj[slot] = weight_of(e[2]);
     }
 }
 
@@ -98,15 +131,18 @@ static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local)
         g->offsets[i + 1] += g->offsets[i];
     g->nadj = g->offsets[g->count];
     g->adj = cr_xmalloc((g->nadj ? g->nadj : 1) * sizeof *g->adj);
+    if (g->weighted)
+        g->wadj = cr_xmalloc((g->nadj ? g->nadj : 1) * sizeof *g->wadj);
     p.fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *p.fill);
     memcpy(p.fill, g->offsets, g->count * sizeof *p.fill);
     /* A faster rank's halves belong to the transport's next phase: this rank
      * receives none before its own barrier has returned, so its adjacency exists. */
+    size_t half = g->weighted ? 24 : 16; /* u, v and, weighted, the weight's bits */
     for (size_t i = 0; i < local->count; i++) {
-        uint64_t u = local->edges[i].u, v = local->edges[i].v;
-        uint64_t e[2] = {u, v}, r[2] = {v, u};
-        cr_async(g->comm, cr_block_owner(g->n, g->size, u), h_half, e, sizeof e);
-        cr_async(g->comm, cr_block_owner(g->n, g->size, v), h_half, r, sizeof r);
+        uint64_t u = local->edges[i].u, v = local->edges[i].v, w = edge_weight_bits(local, i);
+        uint64_t e[3] = {u, v, w}, r[3] = {v, u, w};
+        cr_async(g->comm, cr_block_owner(g->n, g->size, u), h_half, e, half);
+        cr_async(g->comm, cr_block_owner(g->n, g->size, v), h_half, r, half);
     }
     cr_barrier(g->comm);
     for (uint64_t i = 0; i < g->count; i++)
@@ -129,15 +165,15 @@ static void shuffle_by_exchange(cr_graph *g, const cr_edge_list *local, arrivals
     }
     for (size_t r = 0; r < p; r++)
         count[r + 1] += count[r]; /* count[r]: where rank r's pairs start */
-    uint64_t (*out)[2] = cr_xmalloc((count[p] ? count[p] : 1) * sizeof *out);
+    uint64_t (*out)[3] = cr_xmalloc((count[p] ? count[p] : 1) * sizeof *out);
     size_t *fill = cr_xmalloc(p * sizeof *fill);
     memcpy(fill, count, p * sizeof *fill);
     for (size_t i = 0; i < local->count; i++) {
-        uint64_t u = local->edges[i].u, v = local->edges[i].v;
+        uint64_t u = local->edges[i].u, v = local->edges[i].v, w = edge_weight_bits(local, i);
         size_t k = fill[cr_block_owner(g->n, g->size, u)]++;
-        out[k][0] = u, out[k][1] = v;
+        out[k][0] = u, out[k][1] = v, out[k][2] = w;
         k = fill[cr_block_owner(g->n, g->size, v)]++;
-        out[k][0] = v, out[k][1] = u;
+        out[k][0] = v, out[k][1] = u, out[k][2] = w;
     }
     int *dests = cr_xmalloc(p * sizeof *dests);
     const void **bufs = cr_xmalloc(p * sizeof *bufs);
@@ -153,9 +189,9 @@ static void shuffle_by_exchange(cr_graph *g, const cr_edge_list *local, arrivals
     for (size_t m = 0; m < in.count; m++) {
         const char *d = in.data[m];
         for (size_t b = 0; b + sizeof *out <= in.sizes[m]; b += sizeof *out) {
-            uint64_t e[2];
+            uint64_t e[3];
             memcpy(e, d + b, sizeof e);
-            add_arrival(a, e[0], e[1]);
+            add_arrival(a, e[0], e[1], e[2]);
         }
     }
     cr_nbx_result_free(&in);
@@ -211,6 +247,10 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
     g->rank = cr_comm_rank(comm);
     g->size = cr_comm_size(comm);
     g->n = vertices_over_ranks(comm, local->nvertices);
+    /* weighted when some rank has weights and every rank with edges has them */
+    uint64_t has[2] = {local->weights != NULL, local->weights != NULL || local->count == 0}, all[2];
+    cr_module_allreduce_u64(comm, has, all, 2, CR_MODULE_SUM);
+    g->weighted = all[0] > 0 && all[1] == (uint64_t)g->size;
     g->first = cr_block_first(g->n, g->size, g->rank);
     g->count = cr_block_first(g->n, g->size, g->rank + 1) - g->first;
 
@@ -232,6 +272,7 @@ void cr_graph_destroy(cr_graph *g)
         return;
     free(g->offsets);
     free(g->adj);
+    free(g->wadj);
     free(g->loops);
     free(g->bfs_next);
     free(g->stack);
@@ -252,4 +293,42 @@ const uint64_t *cr_graph_neighbours(const cr_graph *g, uint64_t i, uint64_t *deg
 {
     *degree = g->offsets[i + 1] - g->offsets[i];
     return g->adj + g->offsets[i];
+}
+
+bool cr_graph_weighted(const cr_graph *g)
+{
+    return g->weighted;
+}
+
+const float *cr_graph_weights(const cr_graph *g, uint64_t i)
+{
+    return g->wadj ? g->wadj + g->offsets[i] : NULL;
+}
+
+uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k)
+{
+    uint64_t lo = 0, hi = g->count; /* offsets[lo] <= k < offsets[hi] */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (g->offsets[mid] <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int graph_agree(cr_comm *comm, const char *mine, const char *who, char *err, size_t errlen)
+{
+    uint64_t me = mine ? (uint64_t)cr_comm_rank(comm) : UINT64_MAX, first;
+    cr_module_allreduce_u64(comm, &me, &first, 1, CR_MODULE_MIN);
+    if (first == UINT64_MAX)
+        return 0;
+    if (err && errlen) {
+        if (mine)
+            snprintf(err, errlen, "%s", mine);
+        else
+            snprintf(err, errlen, "%s: failed on rank %llu", who, (unsigned long long)first);
+    }
+    return -1;
 }

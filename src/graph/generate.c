@@ -51,9 +51,14 @@ static uint64_t edge_seed(uint64_t seed, uint64_t i, uint64_t salt)
     return cr_rng_hash64(cr_rng_hash64(seed ^ salt) + i * 0x9e3779b97f4a7c15ULL);
 }
 
-static float edge_weight(uint64_t seed, uint64_t i)
+/* Uniform in [0, 1), or with weight_max > 0 an integer in [1, weight_max] (GAP draws
+ * 1 .. 255). */
+static float edge_weight(const cr_gen_params *p, uint64_t i)
 {
-    return (float)unit(edge_seed(seed, i, 0x77656967687473ULL));
+    double u = unit(edge_seed(p->seed, i, 0x77656967687473ULL));
+    if (p->weight_max)
+        return (float)(1 + (uint32_t)(u * p->weight_max));
+    return (float)u;
 }
 
 /* A seeded bijection of [0, 2^scale): odd multiplications and xor-shifts are each
@@ -171,7 +176,7 @@ static void generate_rgg(const cr_gen_params *p, int rank, int size, cr_edge_lis
                         /* the weight is a function of the edge's points, not of its
                          * position in a list or of the numbering */
                         uint64_t a = j < k ? j : k, b = j < k ? k : j;
-                        float w = edge_weight(p->seed, a * n + b);
+                        float w = edge_weight(p, a * n + b);
                         cr_edge_list_push(out, t, tk, p->weights ? &w : NULL);
                     }
                 }
@@ -204,6 +209,11 @@ int cr_graph_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *
                                         "and sum to at most 1", p->a, p->b, p->c);
         return -1;
     }
+    if (p->weight_max > (1u << 24)) {
+        cr_set_error(err, errlen, "weight_max %u is out of range: expected 0 to 2^24 (integer "
+                     "weights must be exact in a float)", p->weight_max);
+        return -1;
+    }
     if (rank < 0 || size < 1 || rank >= size) {
         cr_set_error(err, errlen, "rank %d of %d is not valid", rank, size);
         return -1;
@@ -224,7 +234,7 @@ int cr_graph_generate(const cr_gen_params *p, int rank, int size, cr_edge_list *
         out->weights = cr_xmalloc(out->cap * sizeof *out->weights);
     for (uint64_t i = lo; i < hi; i++) {
         cr_edge e = p->kind == CR_GEN_RMAT ? rmat_edge(p, i) : gnm_edge(p, i, n);
-        float w = edge_weight(p->seed, i);
+        float w = edge_weight(p, i);
         cr_edge_list_push(out, e.u, e.v, p->weights ? &w : NULL);
     }
     return 0;

@@ -22,6 +22,8 @@ struct cr_graph {
     uint64_t *offsets; /* CSR: neighbours of local i are adj[offsets[i] .. offsets[i+1]) */
     uint64_t *adj;
     uint64_t nadj;
+    bool weighted;   /* every rank's edge list had weights */
+    float *wadj;     /* weighted: the weight of adj[k] is wadj[k]; else NULL */
     cr_graph_loops *loops; /* my vertices with self-loops, by local index */
     size_t nloops;
 
@@ -62,6 +64,14 @@ static inline uint64_t graph_sum(cr_comm *comm, uint64_t mine)
     cr_module_allreduce_u64(comm, &mine, &all, 1, CR_MODULE_SUM);
     return all;
 }
+
+/* The local vertex whose adjacency holds slot k (0 <= k < nadj). Local. */
+uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k);
+
+/* Collective: each rank passes its own one-line error, or NULL. Returns 0 when no
+ * rank has one; else -1 on every rank, with err holding this rank's message, or, on
+ * a rank without one, "<who>: failed on rank R" naming the lowest failing rank. */
+int graph_agree(cr_comm *comm, const char *mine, const char *who, char *err, size_t errlen);
 
 void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
 

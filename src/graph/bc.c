@@ -1,0 +1,237 @@
+/* Betweenness centrality from a sample of sources (Brandes, "A faster algorithm for
+ * betweenness centrality", J. Math. Sociology 2001; GAP's kernel, Beamer, Asanovic
+ * and Patterson, 2015, sums it over its sources the same way).
+ *
+ * Per source, level by level: a level-synchronous BFS counts the shortest paths,
+ * sigma(v) = the sum of sigma(u) over v's neighbours u one level nearer the source.
+ * Each frontier vertex sends its count to every neighbour (in place for mine, by a
+ * record to the owner for the others; records for one vertex are summed on their
+ * way), and a vertex first reached at this level takes the sum, one reached earlier
+ * ignores it. Then the levels are walked back from the deepest: delta(v) = the sum
+ * over v's neighbours w one level farther of sigma(v)/sigma(w) * (1 + delta(w)), each
+ * w sending (1 + delta(w))/sigma(w) to every neighbour, which multiplies by its own
+ * count if it lies one level nearer. A level's dependencies are complete before the
+ * level above starts (a barrier between levels), which is the order Brandes' stack
+ * gives. */
+#include "graph/graph_internal.h"
+
+#include "common/fatal.h"
+#include "courier/dedup.h"
+#include "courier/mailbox.h"
+#include "mailbox/module.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bc_run {
+    cr_graph *g;
+    int32_t *level;  /* per local vertex, -1: not reached */
+    double *sigma;   /* shortest paths from the source */
+    double *delta;   /* dependency of the source */
+    int32_t cur;     /* forward: the frontier's level; backward: the level sending */
+    uint64_t *order; /* my reached vertices by level */
+    uint64_t norder, ocap;
+    uint64_t *starts; /* level d's vertices: order[starts[d] .. starts[d + 1]) */
+    uint64_t nstarts, scap;
+    uint64_t records;
+} bc_run;
+
+typedef struct bc_state {
+    int h_paths, h_deps;
+    bc_run *run;
+} bc_state;
+
+typedef struct word_pair {
+    uint64_t v;
+    double x;
+} word_pair;
+
+/* ---------------------------------------------------------------- forward */
+
+/* u's count `paths` reaches my vertex i from level cur. */
+static void add_paths(bc_run *r, uint64_t i, double paths)
+{
+    if (r->level[i] < 0) {
+        r->level[i] = r->cur + 1;
+        r->sigma[i] = 0;
+        if (r->norder == r->ocap) {
+            r->ocap = r->ocap ? 2 * r->ocap : 1024;
+            r->order = cr_xrealloc(r->order, r->ocap * sizeof *r->order);
+        }
+        r->order[r->norder++] = i;
+    }
+    if (r->level[i] == r->cur + 1)
+        r->sigma[i] += paths;
+}
+
+static void on_paths(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    bc_run *r = ((bc_state *)user)->run;
+    for (size_t k = 0; k < b->count; k++) {
+        word_pair m;
+        memcpy(&m, cr_batch_payload(b, k), sizeof m);
+        add_paths(r, m.v - r->g->first, m.x);
+    }
+}
+
+/* Send each of my level-d vertices' counts to its neighbours. */
+static void spread_paths(bc_run *r, int h, uint64_t from, uint64_t to)
+{
+    cr_graph *g = r->g;
+    for (uint64_t j = from; j < to; j++) {
+        uint64_t u = r->order[j];
+        for (uint64_t k = g->offsets[u]; k < g->offsets[u + 1]; k++) {
+            uint64_t v = g->adj[k];
+            if (v - g->first < g->count) {
+                add_paths(r, v - g->first, r->sigma[u]);
+            } else {
+                word_pair m = {v, r->sigma[u]};
+                cr_async(g->comm, cr_block_owner(g->n, g->size, v), h, &m, sizeof m);
+                r->records++;
+            }
+        }
+    }
+}
+
+static void note_level_start(bc_run *r)
+{
+    if (r->nstarts == r->scap) {
+        r->scap = r->scap ? 2 * r->scap : 64;
+        r->starts = cr_xrealloc(r->starts, r->scap * sizeof *r->starts);
+    }
+    r->starts[r->nstarts++] = r->norder;
+}
+
+/* The BFS from the source counting paths; returns the number of levels. A rank
+ * handles a level's records only inside its own calls that follow the barrier
+ * ending the level before (the barrier's rule), so cur moves on before any. */
+static int32_t count_paths(bc_run *r, const bc_state *s, uint64_t source)
+{
+    cr_graph *g = r->g;
+    for (uint64_t i = 0; i < g->count; i++)
+        r->level[i] = -1, r->delta[i] = 0;
+    r->norder = r->nstarts = 0;
+    r->cur = -1;
+    note_level_start(r);
+    if (source - g->first < g->count)
+        add_paths(r, source - g->first, 1);
+    r->cur = 0;
+    note_level_start(r); /* level d is order[starts[d] .. starts[d + 1]) */
+    for (;;) {
+        spread_paths(r, s->h_paths, r->starts[r->cur], r->starts[r->cur + 1]);
+        cr_barrier(g->comm);
+        uint64_t next = r->norder - r->starts[r->cur + 1];
+        r->cur++;
+        note_level_start(r);
+        if (!graph_sum(g->comm, next))
+            return r->cur;
+    }
+}
+
+/* ---------------------------------------------------------------- backward */
+
+/* (1 + delta(w))/sigma(w), summed over w, reaches my vertex i from level cur. */
+static void add_dependency(bc_run *r, uint64_t i, double share)
+{
+    if (r->level[i] == r->cur - 1)
+        r->delta[i] += r->sigma[i] * share;
+}
+
+static void on_deps(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    bc_run *r = ((bc_state *)user)->run;
+    for (size_t k = 0; k < b->count; k++) {
+        word_pair m;
+        memcpy(&m, cr_batch_payload(b, k), sizeof m);
+        add_dependency(r, m.v - r->g->first, m.x);
+    }
+}
+
+static void sum_dependencies(bc_run *r, const bc_state *s, int32_t levels)
+{
+    cr_graph *g = r->g;
+    for (r->cur = levels - 1; r->cur > 0; r->cur--) {
+        for (uint64_t j = r->starts[r->cur]; j < r->starts[r->cur + 1]; j++) {
+            uint64_t w = r->order[j];
+            double share = (1 + r->delta[w]) / r->sigma[w];
+            for (uint64_t k = g->offsets[w]; k < g->offsets[w + 1]; k++) {
+                uint64_t v = g->adj[k];
+                if (v - g->first < g->count) {
+                    add_dependency(r, v - g->first, share);
+                } else {
+                    word_pair m = {v, share};
+                    cr_async(g->comm, cr_block_owner(g->n, g->size, v), s->h_deps, &m,
+                             sizeof m);
+                    r->records++;
+                }
+            }
+        }
+        cr_barrier(g->comm); /* the level's records are handled; cur moves on */
+    }
+}
+
+/* ---------------------------------------------------------------- the call */
+
+static void destroy_state(cr_comm *comm, void *state)
+{
+    (void)comm;
+    free(state);
+}
+
+static const cr_module_type bc_module = {.name = "graph bc", .destroy = destroy_state};
+
+static bc_state *state_of(cr_comm *comm, bc_run *run)
+{
+    bc_state *s = cr_module_state(comm, &bc_module);
+    if (s) {
+        s->run = run;
+        return s;
+    }
+    s = cr_xcalloc(1, sizeof *s);
+    s->run = run;
+    cr_module_attach(comm, &bc_module, s);
+    cr_dedup_rule sum = {.key_len = 8, .op = CR_DEDUP_SUM, .type = CR_DEDUP_DOUBLE};
+    s->h_paths = cr_dedup_register(comm, &(cr_handler_type){.batch = on_paths,
+                                                             .name = "bc paths"}, &sum, s);
+    s->h_deps = cr_dedup_register(comm, &(cr_handler_type){.batch = on_deps,
+                                                            .name = "bc dependencies"}, &sum, s);
+    return s;
+}
+
+int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *score,
+                cr_bc_stats *stats, char *err, size_t errlen)
+{
+    char why[256];
+    const char *bad = NULL;
+    for (size_t j = 0; j < nsources && !bad; j++)
+        if (sources[j] >= g->n)
+            snprintf(why, sizeof why, "cr_graph_bc: source %llu is not a vertex (the graph "
+                     "has %llu)", (unsigned long long)sources[j], (unsigned long long)g->n),
+                bad = why;
+    if (graph_agree(g->comm, bad, "cr_graph_bc", err, errlen))
+        return -1;
+    uint64_t n = g->count ? g->count : 1;
+    bc_run r = {.g = g, .level = cr_xmalloc(n * sizeof *r.level),
+                .sigma = cr_xmalloc(n * sizeof *r.sigma), .delta = cr_xmalloc(n * sizeof *r.delta)};
+    bc_state *s = state_of(g->comm, &r);
+    graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
+    for (uint64_t i = 0; i < g->count; i++)
+        score[i] = 0;
+    uint64_t levels = 0;
+    for (size_t j = 0; j < nsources; j++) {
+        int32_t depth = count_paths(&r, s, sources[j]);
+        levels += (uint64_t)depth;
+        sum_dependencies(&r, s, depth);
+        for (uint64_t i = 0; i < g->count; i++)
+            if (g->first + i != sources[j])
+                score[i] += r.delta[i];
+    }
+    s->run = NULL;
+    if (stats)
+        *stats = (cr_bc_stats){.levels = levels, .records = graph_sum(g->comm, r.records)};
+    free(r.level), free(r.sigma), free(r.delta), free(r.order), free(r.starts);
+    return 0;
+}

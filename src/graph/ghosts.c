@@ -1,0 +1,257 @@
+/* Ghosts: a rank's copies of the other ranks' vertices its adjacency names, for the
+ * kernels that read a value of every neighbour each round (PageRank's contributions,
+ * triangle counting's degrees and oriented lists). Each rank numbers the distinct
+ * remote ids of an adjacency as slots and tells each owner which of its vertices it
+ * copies and into which slot; from then on an owner refreshes the copies with one
+ * record per (vertex, subscribing rank), not one per edge, and the adjacency is read
+ * through `col`, local indices and slots in one numbering. */
+#include "graph/ghosts.h"
+
+#include "common/fatal.h"
+#include "courier/mailbox.h"
+#include "mailbox/module.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The list records' ids per record: small enough for the smallest buffers. */
+#define LIST_CHUNK 48
+
+typedef struct ghost_state {
+    int h_subscribe, h_value, h_list;
+    graph_ghosts *gh; /* the call in progress, for the handlers */
+    uint64_t *values; /* graph_ghosts_push: where the copies go */
+} ghost_state;
+
+/* ---------------------------------------------------------------- handlers */
+
+/* {my vertex, the subscriber's slot}: remember who copies it. */
+static void on_subscribe(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    graph_ghosts *gh = ((ghost_state *)user)->gh;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t m[2];
+        memcpy(m, cr_batch_payload(b, k), sizeof m);
+        if (gh->nsub == gh->sub_cap) {
+            gh->sub_cap = gh->sub_cap ? 2 * gh->sub_cap : 1024;
+            gh->sub = cr_xrealloc(gh->sub, gh->sub_cap * sizeof *gh->sub);
+        }
+        gh->sub[gh->nsub++] = (graph_subscriber){.local = m[0] - gh->g->first,
+                                                 .rank = (uint64_t)cr_batch_src(b, k),
+                                                 .slot = m[1]};
+    }
+}
+
+/* {slot, value}: a copy refreshed. */
+static void on_value(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    ghost_state *s = user;
+    uint64_t base = s->gh->g->count;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t m[2];
+        memcpy(m, cr_batch_payload(b, k), sizeof m);
+        s->values[base + m[0]] = m[1];
+    }
+}
+
+/* {slot, position, ids...}: part of a copied list. */
+static void on_list(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src;
+    graph_ghosts *gh = ((ghost_state *)user)->gh;
+    uint64_t head[2];
+    memcpy(head, payload, sizeof head);
+    memcpy(gh->list + gh->list_off[head[0]] + head[1], (const char *)payload + sizeof head,
+           len - sizeof head);
+}
+
+static void destroy_state(cr_comm *comm, void *state)
+{
+    (void)comm;
+    free(state);
+}
+
+static const cr_module_type ghost_module = {.name = "graph ghosts", .destroy = destroy_state};
+
+static ghost_state *state_of(cr_comm *comm, graph_ghosts *gh)
+{
+    ghost_state *s = cr_module_state(comm, &ghost_module);
+    if (s) {
+        s->gh = gh;
+        return s;
+    }
+    s = cr_xcalloc(1, sizeof *s);
+    s->gh = gh;
+    cr_module_attach(comm, &ghost_module, s);
+    s->h_subscribe = cr_register_type(comm, &(cr_handler_type){.batch = on_subscribe,
+                                                                .name = "ghost subscribe"}, s);
+    s->h_value = cr_register_type(comm, &(cr_handler_type){.batch = on_value,
+                                                            .name = "ghost value"}, s);
+    s->h_list = cr_register_type(comm, &(cr_handler_type){.fn = on_list, .name = "ghost list"},
+                                 s);
+    return s;
+}
+
+/* ---------------------------------------------------------------- slots */
+
+/* Open addressing from a remote id to its slot. */
+typedef struct slot_table {
+    uint64_t *key, *slot;
+    uint64_t mask;
+} slot_table;
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    return x ^ (x >> 29);
+}
+
+static void table_init(slot_table *t, uint64_t most)
+{
+    uint64_t cap = 16;
+    while (cap < 2 * most)
+        cap *= 2;
+    t->mask = cap - 1;
+    t->key = cr_xmalloc(cap * sizeof *t->key);
+    t->slot = cr_xmalloc(cap * sizeof *t->slot);
+    memset(t->key, 0xff, cap * sizeof *t->key); /* UINT64_MAX: empty */
+}
+
+/* The slot of id, numbering it `fresh` if it is new (then *added). */
+static uint64_t table_slot(slot_table *t, uint64_t id, uint64_t fresh, bool *added)
+{
+    for (uint64_t h = mix(id) & t->mask;; h = (h + 1) & t->mask) {
+        if (t->key[h] == id)
+            return t->slot[h];
+        if (t->key[h] == UINT64_MAX) {
+            t->key[h] = id, t->slot[h] = fresh, *added = true;
+            return fresh;
+        }
+    }
+}
+
+/* Number the remote ids of the adjacency as slots; col[k] = local index, or count +
+ * slot. */
+static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj)
+{
+    const cr_graph *g = gh->g;
+    uint64_t nadj = offsets[g->count], remote = 0;
+    for (uint64_t k = 0; k < nadj; k++)
+        remote += adj[k] - g->first >= g->count;
+    uint64_t others = g->n - g->count;
+    slot_table t;
+    table_init(&t, remote < others ? remote : others);
+    gh->col = cr_xmalloc((nadj ? nadj : 1) * sizeof *gh->col);
+    gh->ids = cr_xmalloc((remote ? remote : 1) * sizeof *gh->ids);
+    for (uint64_t k = 0; k < nadj; k++) {
+        uint64_t v = adj[k];
+        if (v - g->first < g->count) {
+            gh->col[k] = v - g->first;
+            continue;
+        }
+        bool added = false;
+        uint64_t slot = table_slot(&t, v, gh->nghost, &added);
+        if (added)
+            gh->ids[gh->nghost++] = v;
+        gh->col[k] = g->count + slot;
+    }
+    free(t.key);
+    free(t.slot);
+}
+
+/* The subscribers sorted by their vertex: sub_off[i] .. sub_off[i + 1] are local i's. */
+static void index_subscribers(graph_ghosts *gh)
+{
+    uint64_t count = gh->g->count;
+    gh->sub_off = cr_xcalloc(count + 1, sizeof *gh->sub_off);
+    for (uint64_t j = 0; j < gh->nsub; j++)
+        gh->sub_off[gh->sub[j].local + 1]++;
+    for (uint64_t i = 0; i < count; i++)
+        gh->sub_off[i + 1] += gh->sub_off[i];
+    graph_subscriber *sorted = cr_xmalloc((gh->nsub ? gh->nsub : 1) * sizeof *sorted);
+    uint64_t *fill = cr_xmalloc((count ? count : 1) * sizeof *fill);
+    memcpy(fill, gh->sub_off, count * sizeof *fill);
+    for (uint64_t j = 0; j < gh->nsub; j++)
+        sorted[fill[gh->sub[j].local]++] = gh->sub[j];
+    free(fill);
+    free(gh->sub);
+    gh->sub = sorted;
+    gh->sub_cap = gh->nsub;
+}
+
+/* ---------------------------------------------------------------- the calls */
+
+void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+                        graph_ghosts *gh)
+{
+    *gh = (graph_ghosts){.g = g};
+    number_slots(gh, offsets, adj);
+    ghost_state *s = state_of(g->comm, gh);
+    graph_sum(g->comm, 0); /* every rank's table is set before a subscription arrives */
+    for (uint64_t slot = 0; slot < gh->nghost; slot++) {
+        uint64_t v = gh->ids[slot], m[2] = {v, slot};
+        cr_async(g->comm, cr_block_owner(g->n, g->size, v), s->h_subscribe, m, sizeof m);
+    }
+    cr_barrier(g->comm);
+    index_subscribers(gh);
+    s->gh = NULL;
+}
+
+void graph_ghosts_push(graph_ghosts *gh, uint64_t *values)
+{
+    cr_graph *g = gh->g;
+    ghost_state *s = state_of(g->comm, gh);
+    s->values = values;
+    graph_sum(g->comm, 0); /* every rank's target is set before a value arrives */
+    for (uint64_t i = 0; i < g->count; i++)
+        for (uint64_t j = gh->sub_off[i]; j < gh->sub_off[i + 1]; j++) {
+            uint64_t m[2] = {gh->sub[j].slot, values[i]};
+            cr_async(g->comm, (int)gh->sub[j].rank, s->h_value, m, sizeof m);
+        }
+    cr_barrier(g->comm);
+    s->gh = NULL;
+    s->values = NULL;
+}
+
+void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj)
+{
+    cr_graph *g = gh->g;
+    uint64_t count = g->count, *len = cr_xmalloc((count + gh->nghost + 1) * sizeof *len);
+    for (uint64_t i = 0; i < count; i++)
+        len[i] = offsets[i + 1] - offsets[i];
+    graph_ghosts_push(gh, len); /* the copies' lengths first, to place them */
+    gh->list_off = cr_xmalloc((gh->nghost + 1) * sizeof *gh->list_off);
+    gh->list_off[0] = 0;
+    for (uint64_t slot = 0; slot < gh->nghost; slot++)
+        gh->list_off[slot + 1] = gh->list_off[slot] + len[count + slot];
+    free(len);
+    gh->list = cr_xmalloc((gh->list_off[gh->nghost] ? gh->list_off[gh->nghost] : 1) *
+                          sizeof *gh->list);
+    ghost_state *s = state_of(g->comm, gh);
+    graph_sum(g->comm, 0); /* every rank's lists are placed before a part arrives */
+    uint64_t m[2 + LIST_CHUNK];
+    for (uint64_t i = 0; i < count; i++)
+        for (uint64_t j = gh->sub_off[i]; j < gh->sub_off[i + 1]; j++)
+            for (uint64_t at = offsets[i]; at < offsets[i + 1]; at += LIST_CHUNK) {
+                uint64_t n = offsets[i + 1] - at < LIST_CHUNK ? offsets[i + 1] - at : LIST_CHUNK;
+                m[0] = gh->sub[j].slot, m[1] = at - offsets[i];
+                memcpy(m + 2, adj + at, n * sizeof *m);
+                cr_async(g->comm, (int)gh->sub[j].rank, s->h_list, m, (2 + n) * sizeof *m);
+            }
+    cr_barrier(g->comm);
+    s->gh = NULL;
+}
+
+void graph_ghosts_free(graph_ghosts *gh)
+{
+    free(gh->ids);
+    free(gh->col);
+    free(gh->sub);
+    free(gh->sub_off);
+    free(gh->list);
+    free(gh->list_off);
+    *gh = (graph_ghosts){0};
+}

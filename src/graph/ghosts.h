@@ -1,0 +1,41 @@
+/* Ghosts: copies of other ranks' vertices for the kernels that read a value of every
+ * neighbour (ghosts.c). Internal to the graph module. */
+#ifndef COURIER_GRAPH_GHOSTS_H
+#define COURIER_GRAPH_GHOSTS_H
+
+#include "graph/graph_internal.h"
+
+#include <stdint.h>
+
+/* A rank that copies one of my vertices, into its slot. */
+typedef struct graph_subscriber {
+    uint64_t local, rank, slot;
+} graph_subscriber;
+
+typedef struct graph_ghosts {
+    cr_graph *g;
+    uint64_t nghost; /* slots: the distinct remote ids of the adjacency */
+    uint64_t *ids;   /* slot -> global id */
+    uint64_t *col;   /* per adjacency entry: the local index, or count + its slot */
+    graph_subscriber *sub; /* who copies my vertices, by local vertex */
+    uint64_t nsub, sub_cap;
+    uint64_t *sub_off;     /* local i's subscribers: sub[sub_off[i] .. sub_off[i + 1]) */
+    uint64_t *list;        /* graph_ghosts_fetch_lists: slot s's copy is */
+    uint64_t *list_off;    /* list[list_off[s] .. list_off[s + 1]) */
+} graph_ghosts;
+
+/* Number the remote ids of the adjacency (offsets, adj: a CSR over my vertices, of
+ * global ids; the graph's own or one derived from it) and subscribe to them at their
+ * owners. Collective (registers three handlers on the graph's comm at the first call
+ * there). */
+void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+                        graph_ghosts *gh);
+/* values[0 .. count) are my vertices' words; fill values[count + slot] with the
+ * owners' words for every slot. Collective. */
+void graph_ghosts_push(graph_ghosts *gh, uint64_t *values);
+/* Copy the lists of a CSR over the owners' vertices (offsets, adj, on every rank)
+ * into gh->list by slot. Collective. */
+void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj);
+void graph_ghosts_free(graph_ghosts *gh);
+
+#endif

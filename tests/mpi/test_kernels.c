@@ -1,0 +1,365 @@
+/* The GAP kernels beside BFS and components (shortest paths, PageRank, triangles,
+ * betweenness) under mpirun, against the sequential references of apps/common
+ * (reference.c): on R-MAT, GNM and RGG graphs under every route, and on small graphs
+ * whose answers are known (zero and tied weights, an unreachable part, self-loops,
+ * repeated edges, no triangles). Two kernels' results outlive each other on one
+ * graph. */
+#include "harness.h"
+
+#include "reference.h"
+
+#include <courier.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const routes[] = {"direct", "nlnr", "hypercube", "grid"};
+#define NROUTES 4
+
+static cr_comm *open_comm(const char *route)
+{
+    cr_config cfg;
+    cr_config_init(&cfg);
+    char err[256];
+    if (cr_route_parse(route, &cfg.route, err, sizeof err))
+        fail_msg("%s", err);
+    cfg.node_size = 2;
+    return cr_comm_create(MPI_COMM_WORLD, &cfg);
+}
+
+/* A whole graph (every rank holds all of it) and this rank's share of it. */
+typedef struct case_graph {
+    cr_edge_list all, mine;
+    ref_graph ref;
+} case_graph;
+
+static void share(case_graph *c)
+{
+    c->mine = (cr_edge_list){.nvertices = c->all.nvertices};
+    size_t m = c->all.count;
+    c->mine.cap = m + 1;
+    c->mine.edges = malloc(c->mine.cap * sizeof *c->mine.edges);
+    if (c->all.weights)
+        c->mine.weights = malloc(c->mine.cap * sizeof *c->mine.weights);
+    for (size_t k = (size_t)test_rank; k < m; k += (size_t)test_size) {
+        c->mine.edges[c->mine.count] = c->all.edges[k];
+        if (c->all.weights)
+            c->mine.weights[c->mine.count] = c->all.weights[k];
+        c->mine.count++;
+    }
+    if (ref_graph_build(&c->ref, c->all.nvertices, c->all.edges, c->all.weights, m))
+        fail_msg("out of memory");
+}
+
+static case_graph generated(cr_gen_kind kind, int scale, double ef, uint32_t weight_max)
+{
+    cr_gen_params p;
+    cr_graph_gen_params_init(&p);
+    p.kind = kind, p.scale = scale, p.edgefactor = ef, p.seed = 7;
+    p.weights = true, p.weight_max = weight_max;
+    case_graph c = {0};
+    char err[256];
+    if (cr_graph_generate(&p, 0, 1, &c.all, err, sizeof err))
+        fail_msg("%s", err);
+    share(&c);
+    return c;
+}
+
+/* A small graph from a list of {u, v, w} (w < 0: unweighted graph). */
+static case_graph listed(uint64_t n, const double (*e)[3], size_t m)
+{
+    case_graph c = {0};
+    c.all.nvertices = n;
+    c.all.cap = m + 1;
+    c.all.edges = malloc(c.all.cap * sizeof *c.all.edges);
+    if (m && e[0][2] >= 0)
+        c.all.weights = malloc(c.all.cap * sizeof *c.all.weights);
+    for (size_t k = 0; k < m; k++) {
+        c.all.edges[k] = (cr_edge){(uint64_t)e[k][0], (uint64_t)e[k][1]};
+        if (c.all.weights)
+            c.all.weights[k] = (float)e[k][2];
+    }
+    c.all.count = m;
+    share(&c);
+    return c;
+}
+
+static void case_free(case_graph *c)
+{
+    cr_graph_edges_free(&c->all);
+    cr_graph_edges_free(&c->mine);
+    ref_graph_free(&c->ref);
+}
+
+static bool close_to(double a, double b, double rel)
+{
+    if (isinf(a) || isinf(b))
+        return a == b;
+    return fabs(a - b) <= rel * (fabs(b) > 1 ? fabs(b) : 1);
+}
+
+/* ---------------------------------------------------------------- the checks */
+
+static void check_sssp(cr_graph *g, const case_graph *c, uint64_t root, double delta)
+{
+    uint64_t n = c->ref.n, first = cr_graph_first(g), nl = cr_graph_local_count(g);
+    double *want = malloc((n + 1) * sizeof *want), *dist = malloc((nl + 1) * sizeof *dist);
+    ref_sssp(&c->ref, root, want);
+    cr_sssp_opts o;
+    cr_graph_sssp_opts_init(&o);
+    o.delta = delta;
+    cr_sssp_stats st;
+    char err[256];
+    CHECK(cr_graph_sssp(g, &o, root, dist, &st, err, sizeof err) == 0, "sssp: %s", err);
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < nl; i++)
+        if (!close_to(dist[i], want[first + i], 1e-9) && wrong++ < 3)
+            CHECK(0, "root %llu delta %g: vertex %llu at %.17g, Dijkstra %.17g",
+                  (unsigned long long)root, delta, (unsigned long long)(first + i), dist[i],
+                  want[first + i]);
+    CHECK(st.buckets >= 1, "%llu buckets", (unsigned long long)st.buckets);
+    free(want), free(dist);
+}
+
+static void check_pagerank(cr_graph *g, const case_graph *c)
+{
+    uint64_t n = c->ref.n, first = cr_graph_first(g), nl = cr_graph_local_count(g);
+    double *want = malloc((n + 1) * sizeof *want), *score = malloc((nl + 1) * sizeof *score);
+    int iterations = ref_pagerank(&c->ref, 0.85, 20, 1e-4, want);
+    cr_pagerank_stats st;
+    cr_graph_pagerank(g, NULL, score, &st);
+    CHECK(st.iterations == iterations, "%d iterations, the reference %d", st.iterations,
+          iterations);
+    for (uint64_t i = 0; i < nl; i++)
+        CHECK(fabs(score[i] - want[first + i]) < 1e-12, "vertex %llu: %.17g, reference %.17g",
+              (unsigned long long)(first + i), score[i], want[first + i]);
+    free(want), free(score);
+}
+
+static void check_tc(cr_graph *g, const case_graph *c)
+{
+    uint64_t want = ref_triangles(&c->ref);
+    cr_tc_stats st;
+    uint64_t got = cr_graph_tc(g, &st);
+    CHECK(got == want, "%llu triangles, the reference %llu", (unsigned long long)got,
+          (unsigned long long)want);
+}
+
+static void check_bc(cr_graph *g, const case_graph *c, const uint64_t *sources, size_t k)
+{
+    uint64_t n = c->ref.n, first = cr_graph_first(g), nl = cr_graph_local_count(g);
+    double *want = malloc((n + 1) * sizeof *want), *score = malloc((nl + 1) * sizeof *score);
+    ref_betweenness(&c->ref, sources, k, want);
+    char err[256];
+    CHECK(cr_graph_bc(g, sources, k, score, NULL, err, sizeof err) == 0, "bc: %s", err);
+    for (uint64_t i = 0; i < nl; i++)
+        CHECK(close_to(score[i], want[first + i], 1e-9), "vertex %llu: %.17g, Brandes %.17g",
+              (unsigned long long)(first + i), score[i], want[first + i]);
+    free(want), free(score);
+}
+
+/* ---------------------------------------------------------------- generated graphs */
+
+static void all_kernels(case_graph *c, const char *route)
+{
+    cr_comm *comm = open_comm(route);
+    cr_graph *g = cr_graph_build(comm, &c->mine);
+    uint64_t n = c->ref.n;
+    uint64_t roots[3] = {0, n / 3, n - 1};
+    for (int k = 0; k < 3; k++)
+        check_sssp(g, c, roots[k], k == 1 ? 0.25 : 0);
+    check_pagerank(g, c);
+    check_tc(g, c);
+    check_bc(g, c, roots, 3);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+}
+
+static void test_rmat(void **state)
+{
+    (void)state;
+    for (int r = 0; r < NROUTES; r++) {
+        case_graph c = generated(CR_GEN_RMAT, 8, 8, 255);
+        all_kernels(&c, routes[r]);
+        case_free(&c);
+    }
+    verdict();
+}
+
+static void test_gnm(void **state)
+{
+    (void)state;
+    for (int r = 0; r < NROUTES; r++) {
+        case_graph c = generated(CR_GEN_GNM, 8, 4, 0); /* weights in [0, 1) */
+        all_kernels(&c, routes[r]);
+        case_free(&c);
+    }
+    verdict();
+}
+
+static void test_rgg(void **state)
+{
+    (void)state;
+    for (int r = 0; r < NROUTES; r++) {
+        case_graph c = generated(CR_GEN_RGG, 8, 8, 16); /* many tied weights */
+        all_kernels(&c, routes[r]);
+        case_free(&c);
+    }
+    verdict();
+}
+
+/* ---------------------------------------------------------------- known answers */
+
+/* 0 -0- 1 -2- 2, 0 -2- 2 (a tie), 2 -0- 3, 3 -5- 4 and 3 -1- 4 (a repeated edge), a
+ * self-loop at 1, and 5 - 6 apart: distances from 0 are 0 0 2 2 3 inf inf. */
+static void test_sssp_known(void **state)
+{
+    (void)state;
+    static const double e[][3] = {{0, 1, 0}, {1, 2, 2}, {0, 2, 2}, {2, 3, 0}, {3, 4, 5},
+                                  {3, 4, 1}, {1, 1, 3}, {5, 6, 1}};
+    case_graph c = listed(7, e, sizeof e / sizeof e[0]);
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    static const double want[] = {0, 0, 2, 2, 3, INFINITY, INFINITY};
+    double dist[8];
+    char err[256];
+    for (int k = 0; k < 3; k++) {
+        cr_sssp_opts o = {.delta = k == 0 ? 0 : k == 1 ? 0.5 : 100};
+        CHECK(cr_graph_sssp(g, &o, 0, dist, NULL, err, sizeof err) == 0, "%s", err);
+        for (uint64_t i = 0; i < cr_graph_local_count(g); i++)
+            CHECK(dist[i] == want[cr_graph_first(g) + i], "delta %g: vertex %llu at %g",
+                  o.delta, (unsigned long long)(cr_graph_first(g) + i), dist[i]);
+    }
+    /* bad input: every rank refuses with one line */
+    CHECK(cr_graph_sssp(g, NULL, 7, dist, NULL, err, sizeof err) == -1 &&
+              strstr(err, "root 7 is not a vertex"), "root 7: %s", err);
+    cr_sssp_opts bad = {.delta = -1};
+    CHECK(cr_graph_sssp(g, &bad, 0, dist, NULL, err, sizeof err) == -1 &&
+              strstr(err, "delta -1 is not valid"), "delta -1: %s", err);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
+static void test_negative_weight(void **state)
+{
+    (void)state;
+    static const double e[][3] = {{0, 1, 1}, {1, 2, -1}, {2, 3, 1}};
+    case_graph c = listed(4, e, 3);
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    double dist[5];
+    char err[256] = "";
+    CHECK(cr_graph_sssp(g, NULL, 0, dist, NULL, err, sizeof err) == -1, "a negative weight "
+          "passes");
+    CHECK(strstr(err, "weight -1") || strstr(err, "failed on rank"), "%s", err);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
+/* K4 on 0..3 (4 triangles), with every edge twice and self-loops; 4..9 a cycle of six
+ * and a star: no triangle. */
+static void test_tc_known(void **state)
+{
+    (void)state;
+    static const double e[][3] = {{0, 1, -1}, {0, 2, -1}, {0, 3, -1}, {1, 2, -1}, {1, 3, -1},
+                                  {2, 3, -1}, {1, 0, -1}, {3, 2, -1}, {0, 0, -1}, {2, 2, -1},
+                                  {3, 1, -1}, {4, 5, -1}, {5, 6, -1}, {6, 7, -1}, {7, 8, -1},
+                                  {8, 9, -1}, {9, 4, -1}, {4, 10, -1}, {4, 11, -1}};
+    case_graph c = listed(12, e, sizeof e / sizeof e[0]);
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    CHECK(cr_graph_tc(g, NULL) == 4, "K4 with repeats: %llu", (unsigned long long)cr_graph_tc(g, NULL));
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    static const double bip[][3] = {{0, 3, -1}, {0, 4, -1}, {0, 5, -1}, {1, 3, -1}, {1, 4, -1},
+                                    {1, 5, -1}, {2, 3, -1}, {2, 4, -1}, {2, 5, -1}};
+    c = listed(6, bip, 9);
+    comm = open_comm("direct");
+    g = cr_graph_build(comm, &c.mine);
+    CHECK(cr_graph_tc(g, NULL) == 0, "K3,3 has triangles");
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
+/* A path 0 - 1 - 2 - 3 - 4 and a diamond 5 - {6, 7} - 8: from 0, dependencies 3 2 1 0
+ * on 1 .. 4; from 5, half of the one path to 8 through each of 6 and 7. */
+static void test_bc_known(void **state)
+{
+    (void)state;
+    static const double e[][3] = {{0, 1, -1}, {1, 2, -1}, {2, 3, -1}, {3, 4, -1},
+                                  {5, 6, -1}, {5, 7, -1}, {6, 8, -1}, {7, 8, -1}};
+    case_graph c = listed(9, e, 8);
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    uint64_t sources[2] = {0, 5};
+    static const double want[] = {0, 3, 2, 1, 0, 0, 0.5, 0.5, 0};
+    double score[10];
+    char err[256];
+    CHECK(cr_graph_bc(g, sources, 2, score, NULL, err, sizeof err) == 0, "%s", err);
+    for (uint64_t i = 0; i < cr_graph_local_count(g); i++)
+        CHECK(score[i] == want[cr_graph_first(g) + i], "vertex %llu: %g",
+              (unsigned long long)(cr_graph_first(g) + i), score[i]);
+    uint64_t bad = 9;
+    CHECK(cr_graph_bc(g, &bad, 1, score, NULL, err, sizeof err) == -1 &&
+              strstr(err, "source 9 is not a vertex"), "%s", err);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
+/* Results belong to their caller, not to the graph: a PageRank run between two
+ * shortest-path runs and a BFS leaves both distance arrays as they were. */
+static void test_two_kernels_one_graph(void **state)
+{
+    (void)state;
+    case_graph c = generated(CR_GEN_RMAT, 7, 8, 255);
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    uint64_t nl = cr_graph_local_count(g), first = cr_graph_first(g), n = c.ref.n;
+    double *d0 = malloc((nl + 1) * 8), *d1 = malloc((nl + 1) * 8), *pr = malloc((nl + 1) * 8);
+    double *w0 = malloc((n + 1) * 8), *w1 = malloc((n + 1) * 8);
+    char err[256];
+    cr_graph_sssp(g, NULL, 0, d0, NULL, err, sizeof err);
+    cr_bfs_result b;
+    cr_graph_bfs(g, 1, &b);
+    cr_graph_pagerank(g, NULL, pr, NULL);
+    cr_graph_sssp(g, NULL, 1, d1, NULL, err, sizeof err);
+    ref_sssp(&c.ref, 0, w0);
+    ref_sssp(&c.ref, 1, w1);
+    for (uint64_t i = 0; i < nl; i++) {
+        CHECK(d0[i] == w0[first + i] && d1[i] == w1[first + i], "vertex %llu",
+              (unsigned long long)(first + i));
+        CHECK((b.level[i] < 0) == isinf(d1[i]), "vertex %llu: level %d, distance %g",
+              (unsigned long long)(first + i), b.level[i], d1[i]);
+    }
+    cr_graph_bfs_result_free(&b);
+    free(d0), free(d1), free(pr), free(w0), free(w1);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sssp_known),
+        cmocka_unit_test(test_negative_weight),
+        cmocka_unit_test(test_tc_known),
+        cmocka_unit_test(test_bc_known),
+        cmocka_unit_test(test_two_kernels_one_graph),
+        cmocka_unit_test(test_rmat),
+        cmocka_unit_test(test_gnm),
+        cmocka_unit_test(test_rgg),
+    };
+    return RUN_MPI_TESTS(argc, argv, tests);
+}
