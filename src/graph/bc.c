@@ -13,10 +13,9 @@
  * count if it lies one level nearer. A level's dependencies are complete before the
  * level above starts (a barrier between levels), which is the order Brandes' stack
  * gives. */
-#include "graph/graph_internal.h"
+#include "graph/ghosts.h"
 
 #include "common/fatal.h"
-#include "courier/dedup.h"
 #include "courier/mailbox.h"
 #include "mailbox/module.h"
 
@@ -24,11 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct bc_vertex {
+    double sigma;  /* shortest paths from the source */
+    double delta;  /* dependency of the source */
+    int32_t level; /* -1: not reached */
+} bc_vertex;
+
 typedef struct bc_run {
     cr_graph *g;
-    int32_t *level;  /* per local vertex, -1: not reached */
-    double *sigma;   /* shortest paths from the source */
-    double *delta;   /* dependency of the source */
+    const graph_ghosts *gh; /* my vertices' copies elsewhere, the ghosts' edges to mine */
+    bc_vertex *v;    /* per local vertex: its level, paths and dependency, together
+                        because an edge's visit reads two of them */
     int32_t cur;     /* forward: the frontier's level; backward: the level sending */
     uint64_t *order; /* my reached vertices by level */
     uint64_t norder, ocap;
@@ -42,27 +47,28 @@ typedef struct bc_state {
     bc_run *run;
 } bc_state;
 
-typedef struct word_pair {
-    uint64_t v;
+/* {a ghost's slot at the receiver, a value}: one record per (vertex, rank). */
+typedef struct slot_value {
+    uint64_t slot;
     double x;
-} word_pair;
+} slot_value;
 
 /* ---------------------------------------------------------------- forward */
 
 /* u's count `paths` reaches my vertex i from level cur. */
 static void add_paths(bc_run *r, uint64_t i, double paths)
 {
-    if (r->level[i] < 0) {
-        r->level[i] = r->cur + 1;
-        r->sigma[i] = 0;
+    if (r->v[i].level < 0) {
+        r->v[i].level = r->cur + 1;
+        r->v[i].sigma = 0;
         if (r->norder == r->ocap) {
             r->ocap = r->ocap ? 2 * r->ocap : 1024;
             r->order = cr_xrealloc(r->order, r->ocap * sizeof *r->order);
         }
         r->order[r->norder++] = i;
     }
-    if (r->level[i] == r->cur + 1)
-        r->sigma[i] += paths;
+    if (r->v[i].level == r->cur + 1)
+        r->v[i].sigma += paths;
 }
 
 static void on_paths(cr_comm *comm, const cr_batch *b, void *user)
@@ -70,28 +76,35 @@ static void on_paths(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     bc_run *r = ((bc_state *)user)->run;
     for (size_t k = 0; k < b->count; k++) {
-        word_pair m;
+        slot_value m;
         memcpy(&m, cr_batch_payload(b, k), sizeof m);
-        add_paths(r, m.v - r->g->first, m.x);
+        for (uint64_t e = r->gh->rev_off[m.slot]; e < r->gh->rev_off[m.slot + 1]; e++)
+            add_paths(r, r->gh->rev_local[e], m.x);
     }
 }
 
-/* Send each of my level-d vertices' counts to its neighbours. */
+/* Send my vertex u's value to every rank that copies it. */
+static void send_to_copies(bc_run *r, int h, uint64_t u, double x)
+{
+    const graph_ghosts *gh = r->gh;
+    for (uint64_t j = gh->sub_off[u]; j < gh->sub_off[u + 1]; j++) {
+        slot_value m = {gh->sub[j].slot, x};
+        cr_async(r->g->comm, (int)gh->sub[j].rank, h, &m, sizeof m);
+        r->records++;
+    }
+}
+
+/* Each of my level-d vertices' counts to its neighbours: mine in place, the others'
+ * through their ranks' copies. */
 static void spread_paths(bc_run *r, int h, uint64_t from, uint64_t to)
 {
     cr_graph *g = r->g;
     for (uint64_t j = from; j < to; j++) {
         uint64_t u = r->order[j];
-        for (uint64_t k = g->offsets[u]; k < g->offsets[u + 1]; k++) {
-            uint64_t v = g->adj[k];
-            if (v - g->first < g->count) {
-                add_paths(r, v - g->first, r->sigma[u]);
-            } else {
-                word_pair m = {v, r->sigma[u]};
-                cr_async(g->comm, cr_block_owner(g->n, g->size, v), h, &m, sizeof m);
-                r->records++;
-            }
-        }
+        for (uint64_t k = g->offsets[u]; k < g->offsets[u + 1]; k++)
+            if (r->gh->col[k] < g->count)
+                add_paths(r, r->gh->col[k], r->v[u].sigma);
+        send_to_copies(r, h, u, r->v[u].sigma);
     }
 }
 
@@ -111,7 +124,7 @@ static int32_t count_paths(bc_run *r, const bc_state *s, uint64_t source)
 {
     cr_graph *g = r->g;
     for (uint64_t i = 0; i < g->count; i++)
-        r->level[i] = -1, r->delta[i] = 0;
+        r->v[i].level = -1, r->v[i].delta = 0;
     r->norder = r->nstarts = 0;
     r->cur = -1;
     note_level_start(r);
@@ -135,8 +148,8 @@ static int32_t count_paths(bc_run *r, const bc_state *s, uint64_t source)
 /* (1 + delta(w))/sigma(w), summed over w, reaches my vertex i from level cur. */
 static void add_dependency(bc_run *r, uint64_t i, double share)
 {
-    if (r->level[i] == r->cur - 1)
-        r->delta[i] += r->sigma[i] * share;
+    if (r->v[i].level == r->cur - 1)
+        r->v[i].delta += r->v[i].sigma * share;
 }
 
 static void on_deps(cr_comm *comm, const cr_batch *b, void *user)
@@ -144,9 +157,10 @@ static void on_deps(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     bc_run *r = ((bc_state *)user)->run;
     for (size_t k = 0; k < b->count; k++) {
-        word_pair m;
+        slot_value m;
         memcpy(&m, cr_batch_payload(b, k), sizeof m);
-        add_dependency(r, m.v - r->g->first, m.x);
+        for (uint64_t e = r->gh->rev_off[m.slot]; e < r->gh->rev_off[m.slot + 1]; e++)
+            add_dependency(r, r->gh->rev_local[e], m.x);
     }
 }
 
@@ -156,18 +170,11 @@ static void sum_dependencies(bc_run *r, const bc_state *s, int32_t levels)
     for (r->cur = levels - 1; r->cur > 0; r->cur--) {
         for (uint64_t j = r->starts[r->cur]; j < r->starts[r->cur + 1]; j++) {
             uint64_t w = r->order[j];
-            double share = (1 + r->delta[w]) / r->sigma[w];
-            for (uint64_t k = g->offsets[w]; k < g->offsets[w + 1]; k++) {
-                uint64_t v = g->adj[k];
-                if (v - g->first < g->count) {
-                    add_dependency(r, v - g->first, share);
-                } else {
-                    word_pair m = {v, share};
-                    cr_async(g->comm, cr_block_owner(g->n, g->size, v), s->h_deps, &m,
-                             sizeof m);
-                    r->records++;
-                }
-            }
+            double share = (1 + r->v[w].delta) / r->v[w].sigma;
+            for (uint64_t k = g->offsets[w]; k < g->offsets[w + 1]; k++)
+                if (r->gh->col[k] < g->count)
+                    add_dependency(r, r->gh->col[k], share);
+            send_to_copies(r, s->h_deps, w, share);
         }
         cr_barrier(g->comm); /* the level's records are handled; cur moves on */
     }
@@ -193,11 +200,10 @@ static bc_state *state_of(cr_comm *comm, bc_run *run)
     s = cr_xcalloc(1, sizeof *s);
     s->run = run;
     cr_module_attach(comm, &bc_module, s);
-    cr_dedup_rule sum = {.key_len = 8, .op = CR_DEDUP_SUM, .type = CR_DEDUP_DOUBLE};
-    s->h_paths = cr_dedup_register(comm, &(cr_handler_type){.batch = on_paths,
-                                                             .name = "bc paths"}, &sum, s);
-    s->h_deps = cr_dedup_register(comm, &(cr_handler_type){.batch = on_deps,
-                                                            .name = "bc dependencies"}, &sum, s);
+    s->h_paths = cr_register_type(comm, &(cr_handler_type){.batch = on_paths,
+                                                            .name = "bc paths"}, s);
+    s->h_deps = cr_register_type(comm, &(cr_handler_type){.batch = on_deps,
+                                                           .name = "bc dependencies"}, s);
     return s;
 }
 
@@ -214,8 +220,8 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
     if (graph_agree(g->comm, bad, "cr_graph_bc", err, errlen))
         return -1;
     uint64_t n = g->count ? g->count : 1;
-    bc_run r = {.g = g, .level = cr_xmalloc(n * sizeof *r.level),
-                .sigma = cr_xmalloc(n * sizeof *r.sigma), .delta = cr_xmalloc(n * sizeof *r.delta)};
+    bc_run r = {.g = g, .v = cr_xmalloc(n * sizeof *r.v)};
+    r.gh = graph_ghosts_of(g);
     bc_state *s = state_of(g->comm, &r);
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
     for (uint64_t i = 0; i < g->count; i++)
@@ -227,11 +233,11 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
         sum_dependencies(&r, s, depth);
         for (uint64_t i = 0; i < g->count; i++)
             if (g->first + i != sources[j])
-                score[i] += r.delta[i];
+                score[i] += r.v[i].delta;
     }
     s->run = NULL;
     if (stats)
         *stats = (cr_bc_stats){.levels = levels, .records = graph_sum(g->comm, r.records)};
-    free(r.level), free(r.sigma), free(r.delta), free(r.order), free(r.starts);
+    free(r.v), free(r.order), free(r.starts);
     return 0;
 }

@@ -2,7 +2,7 @@
  * shuffling every edge to the owners of its two ends, through the mailbox or with
  * one sparse exchange. */
 #include "courier/nbx.h"
-#include "graph/graph_internal.h"
+#include "graph/ghosts.h"
 
 #include "common/fatal.h"
 #include "courier/mailbox.h"
@@ -224,6 +224,40 @@ static void find_self_loops(cr_graph *g)
     }
 }
 
+/* A weighted graph keeps each vertex's edges lightest first (ties by neighbour), so a
+ * kernel that wants only the edges up to some weight (delta-stepping's light edges)
+ * reads a prefix. */
+typedef struct weighted_end {
+    float w;
+    uint64_t v;
+} weighted_end;
+
+static int by_weight(const void *a, const void *b)
+{
+    const weighted_end *x = a, *y = b;
+    if (x->w != y->w)
+        return x->w < y->w ? -1 : 1;
+    return x->v < y->v ? -1 : x->v > y->v;
+}
+
+static void sort_by_weight(cr_graph *g)
+{
+    uint64_t most = 0;
+    for (uint64_t i = 0; i < g->count; i++)
+        if (g->offsets[i + 1] - g->offsets[i] > most)
+            most = g->offsets[i + 1] - g->offsets[i];
+    weighted_end *tmp = cr_xmalloc((most ? most : 1) * sizeof *tmp);
+    for (uint64_t i = 0; i < g->count; i++) {
+        uint64_t at = g->offsets[i], n = g->offsets[i + 1] - at;
+        for (uint64_t k = 0; k < n; k++)
+            tmp[k] = (weighted_end){g->wadj[at + k], g->adj[at + k]};
+        qsort(tmp, n, sizeof *tmp, by_weight);
+        for (uint64_t k = 0; k < n; k++)
+            g->wadj[at + k] = tmp[k].w, g->adj[at + k] = tmp[k].v;
+    }
+    free(tmp);
+}
+
 /* The graph's vertex count: the largest of the ranks' lists (the transport's
  * reduction, on either transport). */
 static uint64_t vertices_over_ranks(cr_comm *comm, uint64_t mine)
@@ -262,6 +296,8 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
     } else {
         shuffle_by_mailbox(g, local);
     }
+    if (g->wadj)
+        sort_by_weight(g);
     find_self_loops(g);
     return g;
 }
@@ -273,6 +309,9 @@ void cr_graph_destroy(cr_graph *g)
     free(g->offsets);
     free(g->adj);
     free(g->wadj);
+    if (g->ghosts)
+        graph_ghosts_free(g->ghosts);
+    free(g->ghosts);
     free(g->loops);
     free(g->bfs_next);
     free(g->stack);

@@ -20,7 +20,8 @@
 typedef struct ghost_state {
     int h_subscribe, h_value, h_list;
     graph_ghosts *gh; /* the call in progress, for the handlers */
-    uint64_t *values; /* graph_ghosts_push: where the copies go */
+    uint64_t *values; /* graph_ghosts_push: where the copies go, from values[base] */
+    uint64_t base;
 } ghost_state;
 
 /* ---------------------------------------------------------------- handlers */
@@ -48,7 +49,7 @@ static void on_value(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
     ghost_state *s = user;
-    uint64_t base = s->gh->g->count;
+    uint64_t base = s->base;
     for (size_t k = 0; k < b->count; k++) {
         uint64_t m[2];
         memcpy(m, cr_batch_payload(b, k), sizeof m);
@@ -142,6 +143,10 @@ static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64
     for (uint64_t k = 0; k < nadj; k++)
         remote += adj[k] - g->first >= g->count;
     uint64_t others = g->n - g->count;
+    if (g->count + (remote < others ? remote : others) >= UINT32_MAX)
+        cr_fatal("graph ghosts: rank %d has %llu vertices and up to %llu ghosts, more than "
+                 "2^32 - 1 together: use more ranks", g->rank, (unsigned long long)g->count,
+                 (unsigned long long)(remote < others ? remote : others));
     slot_table t;
     table_init(&t, remote < others ? remote : others);
     gh->col = cr_xmalloc((nadj ? nadj : 1) * sizeof *gh->col);
@@ -149,14 +154,14 @@ static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64
     for (uint64_t k = 0; k < nadj; k++) {
         uint64_t v = adj[k];
         if (v - g->first < g->count) {
-            gh->col[k] = v - g->first;
+            gh->col[k] = (uint32_t)(v - g->first);
             continue;
         }
         bool added = false;
         uint64_t slot = table_slot(&t, v, gh->nghost, &added);
         if (added)
             gh->ids[gh->nghost++] = v;
-        gh->col[k] = g->count + slot;
+        gh->col[k] = (uint32_t)(g->count + slot);
     }
     free(t.key);
     free(t.slot);
@@ -200,11 +205,12 @@ void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *ad
     s->gh = NULL;
 }
 
-void graph_ghosts_push(graph_ghosts *gh, uint64_t *values)
+void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values)
 {
     cr_graph *g = gh->g;
-    ghost_state *s = state_of(g->comm, gh);
+    ghost_state *s = state_of(g->comm, NULL);
     s->values = values;
+    s->base = g->count;
     graph_sum(g->comm, 0); /* every rank's target is set before a value arrives */
     for (uint64_t i = 0; i < g->count; i++)
         for (uint64_t j = gh->sub_off[i]; j < gh->sub_off[i + 1]; j++) {
@@ -212,7 +218,6 @@ void graph_ghosts_push(graph_ghosts *gh, uint64_t *values)
             cr_async(g->comm, (int)gh->sub[j].rank, s->h_value, m, sizeof m);
         }
     cr_barrier(g->comm);
-    s->gh = NULL;
     s->values = NULL;
 }
 
@@ -245,8 +250,71 @@ void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const u
     s->gh = NULL;
 }
 
+/* A weighted graph's ghost edges lightest first, as its own lists are. */
+typedef struct rev_end {
+    float w;
+    uint32_t local;
+    uint64_t edge;
+} rev_end;
+
+static int by_rev_weight(const void *a, const void *b)
+{
+    const rev_end *x = a, *y = b;
+    if (x->w != y->w)
+        return x->w < y->w ? -1 : 1;
+    return x->edge < y->edge ? -1 : x->edge > y->edge;
+}
+
+static void sort_reverse_by_weight(graph_ghosts *gh)
+{
+    uint64_t most = 0;
+    for (uint64_t s = 0; s < gh->nghost; s++)
+        if (gh->rev_off[s + 1] - gh->rev_off[s] > most)
+            most = gh->rev_off[s + 1] - gh->rev_off[s];
+    rev_end *tmp = cr_xmalloc((most ? most : 1) * sizeof *tmp);
+    for (uint64_t s = 0; s < gh->nghost; s++) {
+        uint64_t at = gh->rev_off[s], n = gh->rev_off[s + 1] - at;
+        for (uint64_t k = 0; k < n; k++)
+            tmp[k] = (rev_end){gh->g->wadj[gh->rev_edge[at + k]], gh->rev_local[at + k],
+                               gh->rev_edge[at + k]};
+        qsort(tmp, n, sizeof *tmp, by_rev_weight);
+        for (uint64_t k = 0; k < n; k++)
+            gh->rev_local[at + k] = tmp[k].local, gh->rev_edge[at + k] = tmp[k].edge;
+    }
+    free(tmp);
+}
+
+void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
+{
+    uint64_t count = gh->g->count, nadj = offsets[count];
+    gh->rev_off = cr_xcalloc(gh->nghost + 2, sizeof *gh->rev_off);
+    for (uint64_t k = 0; k < nadj; k++)
+        if (gh->col[k] >= count)
+            gh->rev_off[gh->col[k] - count + 1]++;
+    for (uint64_t s = 0; s < gh->nghost; s++)
+        gh->rev_off[s + 1] += gh->rev_off[s];
+    uint64_t total = gh->rev_off[gh->nghost];
+    gh->rev_local = cr_xmalloc((total ? total : 1) * sizeof *gh->rev_local);
+    gh->rev_edge = cr_xmalloc((total ? total : 1) * sizeof *gh->rev_edge);
+    uint64_t *fill = cr_xmalloc((gh->nghost + 1) * sizeof *fill);
+    memcpy(fill, gh->rev_off, gh->nghost * sizeof *fill);
+    for (uint64_t i = 0; i < count; i++)
+        for (uint64_t k = offsets[i]; k < offsets[i + 1]; k++)
+            if (gh->col[k] >= count) {
+                uint64_t at = fill[gh->col[k] - count]++;
+                gh->rev_local[at] = (uint32_t)i;
+                gh->rev_edge[at] = k;
+            }
+    free(fill);
+    if (gh->g->wadj && offsets == gh->g->offsets)
+        sort_reverse_by_weight(gh);
+}
+
 void graph_ghosts_free(graph_ghosts *gh)
 {
+    free(gh->rev_off);
+    free(gh->rev_local);
+    free(gh->rev_edge);
     free(gh->ids);
     free(gh->col);
     free(gh->sub);
@@ -254,4 +322,15 @@ void graph_ghosts_free(graph_ghosts *gh)
     free(gh->list);
     free(gh->list_off);
     *gh = (graph_ghosts){0};
+}
+
+const graph_ghosts *graph_ghosts_of(cr_graph *g)
+{
+    if (!g->ghosts) {
+        graph_ghosts *gh = cr_xmalloc(sizeof *gh);
+        graph_ghosts_build(g, g->offsets, g->adj, gh);
+        graph_ghosts_reverse(gh, g->offsets);
+        g->ghosts = gh;
+    }
+    return g->ghosts;
 }

@@ -16,10 +16,14 @@ typedef struct graph_ghosts {
     cr_graph *g;
     uint64_t nghost; /* slots: the distinct remote ids of the adjacency */
     uint64_t *ids;   /* slot -> global id */
-    uint64_t *col;   /* per adjacency entry: the local index, or count + its slot */
+    uint32_t *col;   /* per adjacency entry: the local index, or count + its slot (4
+                        bytes: half the bytes a kernel's inner loop streams) */
     graph_subscriber *sub; /* who copies my vertices, by local vertex */
     uint64_t nsub, sub_cap;
     uint64_t *sub_off;     /* local i's subscribers: sub[sub_off[i] .. sub_off[i + 1]) */
+    uint64_t *rev_off;     /* graph_ghosts_reverse: slot s's edges to my vertices are */
+    uint32_t *rev_local;   /* rev_local[rev_off[s] .. rev_off[s + 1]) (the local ends) */
+    uint64_t *rev_edge;    /* and, at the same places, their adjacency entries */
     uint64_t *list;        /* graph_ghosts_fetch_lists: slot s's copy is */
     uint64_t *list_off;    /* list[list_off[s] .. list_off[s + 1]) */
 } graph_ghosts;
@@ -30,12 +34,20 @@ typedef struct graph_ghosts {
  * there). */
 void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
                         graph_ghosts *gh);
+/* Index the adjacency (the one gh was built on) by ghost: for each slot, the entries
+ * k of my vertices' lists that name it, and their vertices (on a weighted graph's own
+ * adjacency, lightest first). A value a ghost's owner
+ * sends once per rank then reaches every edge it has to this rank. Local. */
+void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets);
 /* values[0 .. count) are my vertices' words; fill values[count + slot] with the
  * owners' words for every slot. Collective. */
-void graph_ghosts_push(graph_ghosts *gh, uint64_t *values);
+void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values);
 /* Copy the lists of a CSR over the owners' vertices (offsets, adj, on every rank)
  * into gh->list by slot. Collective. */
 void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj);
 void graph_ghosts_free(graph_ghosts *gh);
+/* The ghosts of g's own adjacency, reversed: built at the first call (collective, as
+ * graph_ghosts_build), then kept with the graph and freed by cr_graph_destroy. */
+const graph_ghosts *graph_ghosts_of(cr_graph *g);
 
 #endif

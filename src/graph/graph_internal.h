@@ -24,6 +24,8 @@ struct cr_graph {
     uint64_t nadj;
     bool weighted;   /* every rank's edge list had weights */
     float *wadj;     /* weighted: the weight of adj[k] is wadj[k]; else NULL */
+    struct graph_ghosts *ghosts; /* graph_ghosts_of: built by the first kernel that
+                                    needs them, kept with the graph */
     cr_graph_loops *loops; /* my vertices with self-loops, by local index */
     size_t nloops;
 

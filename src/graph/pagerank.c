@@ -61,9 +61,8 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
         cr_graph_pagerank_opts_init(&defaults);
         o = &defaults;
     }
-    graph_ghosts gh;
-    graph_ghosts_build(g, g->offsets, g->adj, &gh);
-    uint64_t *contrib = cr_xmalloc((g->count + gh.nghost + 1) * sizeof *contrib);
+    const graph_ghosts *gh = graph_ghosts_of(g);
+    uint64_t *contrib = cr_xmalloc((g->count + gh->nghost + 1) * sizeof *contrib);
     double n = (double)g->n, base = (1 - o->damping) / n;
     for (uint64_t i = 0; i < g->count; i++)
         score[i] = 1 / n;
@@ -74,19 +73,18 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
             uint64_t degree = g->offsets[i + 1] - g->offsets[i];
             contrib[i] = bits_of(degree ? score[i] / (double)degree : 0);
         }
-        graph_ghosts_push(&gh, contrib);
-        double mine = iterate(g, &gh, contrib, base, o->damping, score);
+        graph_ghosts_push(gh, contrib);
+        double mine = iterate(g, gh, contrib, base, o->damping, score);
         cr_module_allreduce_double(g->comm, &mine, &change, 1, CR_MODULE_SUM);
         it++;
         if (change < o->tolerance)
             break;
     }
     if (stats) {
-        uint64_t mine[2] = {gh.nghost, gh.nsub}, all[2];
+        uint64_t mine[2] = {gh->nghost, gh->nsub}, all[2];
         cr_module_allreduce_u64(g->comm, mine, all, 2, CR_MODULE_SUM);
         *stats = (cr_pagerank_stats){.iterations = it, .change = change, .ghosts = all[0],
                                      .records = all[1]};
     }
     free(contrib);
-    graph_ghosts_free(&gh);
 }

@@ -9,14 +9,13 @@
  * wave: a vertex taken relaxes its edges, in place for my own vertices and by a record
  * {vertex, distance} to the owner for the others; a distance lowered into the current
  * bucket is taken at once (the handler drains), one lowered into a later bucket waits
- * in a heap of (bucket, vertex). The barrier that ends the wave finds every rank idle
+ * in its bin. The barrier that ends the wave finds every rank idle
  * and no record in flight: the bucket is settled, since every distance below
  * (k+1) delta is then final (weights are not negative). Records for one vertex that
  * meet in a buffer are merged by min (the combining handler's rule, at every hop). */
-#include "graph/graph_internal.h"
+#include "graph/ghosts.h"
 
 #include "common/fatal.h"
-#include "courier/dedup.h"
 #include "courier/mailbox.h"
 #include "mailbox/module.h"
 
@@ -31,22 +30,41 @@ typedef struct waiting {
     uint64_t bucket, local;
 } waiting;
 
+/* {a ghost's slot at the receiver, its distance}. */
+typedef struct slot_distance {
+    uint64_t slot;
+    double d;
+} slot_distance;
+
+typedef struct waiting_list {
+    waiting *items;
+    size_t n, cap;
+} waiting_list;
+
+/* Bins held at once: buckets further than this from the first wait in a list. */
+#define MAX_BINS ((uint64_t)1 << 16)
+
 typedef struct sssp_run {
     cr_graph *g;
-    int h_relax;
+    const graph_ghosts *gh;
+    int h_light, h_heavy;
     double *dist;
     double *relaxed_at; /* the distance at which the vertex's edges were last relaxed */
     double delta;
     uint64_t bucket; /* the one being settled */
+    bool heavy;      /* relaxing the settled vertices' heavy edges */
     uint64_t *queue; /* my vertices to take in this bucket, first in first out */
     size_t head, nqueue, qcap;
-    waiting *heap; /* the later buckets, a binary min-heap on bucket */
-    size_t nheap, hcap;
+    uint64_t *settled; /* my vertices taken in this bucket, for their heavy edges */
+    size_t nsettled, scap;
+    waiting_list *bins; /* the later buckets: bins[k] holds bucket base + k */
+    uint64_t nbins, base;
+    waiting_list far;   /* buckets beyond the bins' reach */
     uint64_t relaxations, messages;
 } sssp_run;
 
 typedef struct sssp_state {
-    int h_relax;
+    int h_light, h_heavy;
     sssp_run *run; /* the call in progress, for the handler */
 } sssp_state;
 
@@ -58,38 +76,33 @@ static uint64_t bucket_of(const sssp_run *r, double d)
     return b < 1.8e19 ? (uint64_t)b : UINT64_MAX - 1;
 }
 
-static void heap_push(sssp_run *r, uint64_t bucket, uint64_t local)
+static void push_to(waiting_list *l, waiting w)
 {
-    if (r->nheap == r->hcap) {
-        r->hcap = r->hcap ? 2 * r->hcap : 1024;
-        r->heap = cr_xrealloc(r->heap, r->hcap * sizeof *r->heap);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->items = cr_xrealloc(l->items, l->cap * sizeof *l->items);
     }
-    size_t k = r->nheap++;
-    while (k > 0 && r->heap[(k - 1) / 2].bucket > bucket) {
-        r->heap[k] = r->heap[(k - 1) / 2];
-        k = (k - 1) / 2;
-    }
-    r->heap[k] = (waiting){bucket, local};
+    l->items[l->n++] = w;
 }
 
-static waiting heap_pop(sssp_run *r)
+/* Wait in bucket b: in its bin when b is within MAX_BINS of the bins' base, else in
+ * the far list. */
+static void wait_in(sssp_run *r, uint64_t b, uint64_t local)
 {
-    waiting top = r->heap[0], last = r->heap[--r->nheap];
-    size_t k = 0;
-    for (;;) {
-        size_t c = 2 * k + 1;
-        if (c >= r->nheap)
-            break;
-        if (c + 1 < r->nheap && r->heap[c + 1].bucket < r->heap[c].bucket)
-            c++;
-        if (r->heap[c].bucket >= last.bucket)
-            break;
-        r->heap[k] = r->heap[c];
-        k = c;
+    if (b < r->base || b - r->base >= MAX_BINS) {
+        push_to(&r->far, (waiting){b, local});
+        return;
     }
-    if (r->nheap)
-        r->heap[k] = last;
-    return top;
+    uint64_t at = b - r->base;
+    if (at >= r->nbins) {
+        uint64_t n = r->nbins ? r->nbins : 16;
+        while (n <= at)
+            n *= 2;
+        r->bins = cr_xrealloc(r->bins, n * sizeof *r->bins);
+        memset(r->bins + r->nbins, 0, (n - r->nbins) * sizeof *r->bins);
+        r->nbins = n;
+    }
+    push_to(&r->bins[at], (waiting){b, local});
 }
 
 /* A waiting entry still stands for work: its vertex's distance is in that bucket and
@@ -100,12 +113,56 @@ static bool live(const sssp_run *r, waiting w)
     return bucket_of(r, d) == w.bucket && r->relaxed_at[w.local] != d;
 }
 
+/* Start the bins at bucket `base`: every waiting entry re-placed (rare: only when the
+ * far list holds the smallest bucket). */
+static void rebase(sssp_run *r, uint64_t base)
+{
+    for (uint64_t at = 0; at < r->nbins; at++) {
+        for (size_t j = 0; j < r->bins[at].n; j++)
+            push_to(&r->far, r->bins[at].items[j]);
+        r->bins[at].n = 0;
+    }
+    waiting_list far = r->far;
+    r->far = (waiting_list){0};
+    r->base = base;
+    for (size_t j = 0; j < far.n; j++)
+        if (live(r, far.items[j]))
+            wait_in(r, far.items[j].bucket, far.items[j].local);
+    free(far.items);
+}
+
 /* The smallest bucket with live work on this rank, UINT64_MAX for none. */
 static uint64_t next_bucket(sssp_run *r)
 {
-    while (r->nheap && !live(r, r->heap[0]))
-        heap_pop(r);
-    return r->nheap ? r->heap[0].bucket : UINT64_MAX;
+    uint64_t best = UINT64_MAX, far = UINT64_MAX;
+    uint64_t at = r->bucket > r->base ? r->bucket - r->base : 0;
+    for (; at < r->nbins && best == UINT64_MAX; at++) {
+        waiting_list *l = &r->bins[at];
+        size_t j = 0;
+        while (j < l->n && !live(r, l->items[j]))
+            j++;
+        if (j < l->n)
+            best = r->base + at;
+        else
+            l->n = 0; /* nothing live: empty it */
+    }
+    for (size_t j = 0; j < r->far.n; j++)
+        if (r->far.items[j].bucket < far && live(r, r->far.items[j]))
+            far = r->far.items[j].bucket;
+    if (far < best) {
+        rebase(r, far);
+        best = far;
+    }
+    return best;
+}
+
+static void note_settled(sssp_run *r, uint64_t local)
+{
+    if (r->nsettled == r->scap) {
+        r->scap = r->scap ? 2 * r->scap : 1024;
+        r->settled = cr_xrealloc(r->settled, r->scap * sizeof *r->settled);
+    }
+    r->settled[r->nsettled++] = local;
 }
 
 static void enqueue(sssp_run *r, uint64_t local)
@@ -127,16 +184,56 @@ static void relax(sssp_run *r, uint64_t local, double d)
     r->dist[local] = d;
     r->relaxations++;
     uint64_t b = bucket_of(r, d);
-    if (b <= r->bucket)
+    if (b <= r->bucket && !r->heavy) /* (a heavy edge leads past the bucket, unless
+                                        rounding says otherwise: then it waits) */
         enqueue(r, local);
     else
-        heap_push(r, b, local);
+        wait_in(r, b, local);
 }
 
-/* Take every queued vertex of the current bucket: relax its edges. */
-static void drain(sssp_run *r)
+/* The first of entries [from, to) heavier than delta (unweighted: every edge weighs
+ * 1); a weighted graph's lists are lightest first. */
+static uint64_t first_heavy(const sssp_run *r, const float *w, uint64_t from, uint64_t to)
+{
+    if (!w)
+        return 1.0 <= r->delta ? to : from;
+    while (from < to) {
+        uint64_t mid = from + (to - from) / 2;
+        if ((double)w[mid] <= r->delta)
+            from = mid + 1;
+        else
+            to = mid;
+    }
+    return from;
+}
+
+/* Relax my vertex i's edges of one class (light: weight at most delta) at distance d:
+ * to my vertices in place, to the others by one record {slot, d} per rank that
+ * copies i, which relaxes its own edges from i. */
+static void relax_edges(sssp_run *r, uint64_t i, double d, bool light)
 {
     cr_graph *g = r->g;
+    uint64_t from = g->offsets[i], to = g->offsets[i + 1];
+    uint64_t cut = first_heavy(r, g->wadj, from, to); /* lists are lightest first */
+    if (light)
+        to = cut;
+    else
+        from = cut;
+    for (uint64_t k = from; k < to; k++)
+        if (r->gh->col[k] < g->count)
+            relax(r, r->gh->col[k], d + (g->wadj ? (double)g->wadj[k] : 1.0));
+    const graph_ghosts *gh = r->gh;
+    for (uint64_t j = gh->sub_off[i]; j < gh->sub_off[i + 1]; j++) {
+        slot_distance m = {gh->sub[j].slot, d};
+        cr_async(g->comm, (int)gh->sub[j].rank, light ? r->h_light : r->h_heavy, &m, sizeof m);
+        r->messages++;
+    }
+}
+
+/* Take every queued vertex of the current bucket: relax its light edges (again, if
+ * its distance has dropped since), and note it for the heavy ones. */
+static void drain(sssp_run *r)
+{
     while (r->head < r->nqueue) {
         uint64_t i = r->queue[r->head++];
         if (r->head == r->nqueue)
@@ -144,38 +241,53 @@ static void drain(sssp_run *r)
         double d = r->dist[i];
         if (r->relaxed_at[i] == d)
             continue; /* queued twice at one distance */
+        if (isinf(r->relaxed_at[i]))
+            note_settled(r, i);
         r->relaxed_at[i] = d;
-        const float *w = g->wadj ? g->wadj + g->offsets[i] : NULL;
-        for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-            uint64_t v = g->adj[e];
-            double nd = d + (w ? (double)w[e - g->offsets[i]] : 1.0);
-            if (v - g->first < g->count) {
-                relax(r, v - g->first, nd);
-            } else {
-                struct {
-                    uint64_t v;
-                    double d;
-                } m = {v, nd};
-                cr_async(g->comm, cr_block_owner(g->n, g->size, v), r->h_relax, &m, sizeof m);
-                r->messages++;
-            }
+        relax_edges(r, i, d, true);
+    }
+}
+
+/* {slot, d}: the ghost in that slot is at distance d; relax its edges to my vertices
+ * of one class. */
+static void relax_from_ghost(sssp_run *r, const cr_batch *b, bool light)
+{
+    const graph_ghosts *gh = r->gh;
+    const float *weights = r->g->wadj;
+    for (size_t k = 0; k < b->count; k++) {
+        slot_distance m;
+        memcpy(&m, cr_batch_payload(b, k), sizeof m);
+        uint64_t e = gh->rev_off[m.slot], end = gh->rev_off[m.slot + 1];
+        if (!weights) { /* every edge weighs 1 */
+            if (light != (1.0 <= r->delta))
+                continue;
+            for (; e < end; e++)
+                relax(r, gh->rev_local[e], m.d + 1);
+            continue;
+        }
+        for (; e < end && !light && weights[gh->rev_edge[e]] <= r->delta; e++)
+            ; /* skip the light prefix */
+        for (; e < end; e++) {
+            double w = (double)weights[gh->rev_edge[e]];
+            if (light && w > r->delta)
+                break; /* lightest first: the rest are heavy */
+            relax(r, gh->rev_local[e], m.d + w);
         }
     }
 }
 
-static void on_relax(cr_comm *comm, const cr_batch *b, void *user)
+static void on_light(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
     sssp_run *r = ((sssp_state *)user)->run;
-    for (size_t k = 0; k < b->count; k++) {
-        struct {
-            uint64_t v;
-            double d;
-        } m;
-        memcpy(&m, cr_batch_payload(b, k), sizeof m);
-        relax(r, m.v - r->g->first, m.d);
-    }
+    relax_from_ghost(r, b, true);
     drain(r);
+}
+
+static void on_heavy(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    relax_from_ghost(((sssp_state *)user)->run, b, false);
 }
 
 /* ---------------------------------------------------------------- the call */
@@ -200,10 +312,10 @@ static sssp_state *state_of(cr_comm *comm, sssp_run *run)
     s = cr_xcalloc(1, sizeof *s);
     s->run = run;
     cr_module_attach(comm, &sssp_module, s);
-    cr_dedup_rule min = {.key_len = 8, .op = CR_DEDUP_MIN, .type = CR_DEDUP_DOUBLE};
-    s->h_relax = cr_dedup_register(comm, &(cr_handler_type){.batch = on_relax,
-                                                             .name = "sssp relax"},
-                                   &min, s);
+    s->h_light = cr_register_type(comm, &(cr_handler_type){.batch = on_light,
+                                                            .name = "sssp light"}, s);
+    s->h_heavy = cr_register_type(comm, &(cr_handler_type){.batch = on_heavy,
+                                                            .name = "sssp heavy"}, s);
     return s;
 }
 
@@ -241,16 +353,27 @@ void cr_graph_sssp_opts_init(cr_sssp_opts *o)
     *o = (cr_sssp_opts){.delta = 0};
 }
 
-/* Settle bucket r->bucket: its waiting vertices taken, the wave ended by a barrier. */
+/* Settle bucket r->bucket (Meyer and Sanders, section 2): its waiting vertices taken
+ * and their light edges relaxed until no distance in the bucket drops (one wave, ended
+ * by a barrier); then the heavy edges of every vertex settled in it, once, at their
+ * final distances: they lead only to later buckets. */
 static void settle(sssp_run *r)
 {
-    while (r->nheap && r->heap[0].bucket == r->bucket) {
-        waiting w = heap_pop(r);
-        if (live(r, w))
-            enqueue(r, w.local);
+    if (r->bucket >= r->base && r->bucket - r->base < r->nbins) {
+        waiting_list *l = &r->bins[r->bucket - r->base];
+        for (size_t j = 0; j < l->n; j++)
+            if (live(r, l->items[j]))
+                enqueue(r, l->items[j].local);
+        l->n = 0;
     }
     drain(r);
     cr_barrier(r->g->comm);
+    r->heavy = true;
+    for (size_t j = 0; j < r->nsettled; j++)
+        relax_edges(r, r->settled[j], r->dist[r->settled[j]], false);
+    r->nsettled = 0;
+    cr_barrier(r->g->comm);
+    r->heavy = false;
 }
 
 int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dist,
@@ -279,14 +402,15 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     r.relaxed_at = cr_xmalloc((g->count ? g->count : 1) * sizeof *r.relaxed_at);
     for (uint64_t i = 0; i < g->count; i++)
         dist[i] = r.relaxed_at[i] = INFINITY;
+    r.gh = graph_ghosts_of(g);
     sssp_state *s = state_of(g->comm, &r);
-    r.h_relax = s->h_relax;
+    r.h_light = s->h_light, r.h_heavy = s->h_heavy;
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
 
     if (root - g->first < g->count) { /* the root waits in bucket 0 */
         dist[root - g->first] = 0;
         r.relaxations++;
-        heap_push(&r, 0, root - g->first);
+        wait_in(&r, 0, root - g->first);
     }
     uint64_t buckets = 0;
     for (;;) {
@@ -307,6 +431,10 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     }
     free(r.relaxed_at);
     free(r.queue);
-    free(r.heap);
+    free(r.settled);
+    for (uint64_t at = 0; at < r.nbins; at++)
+        free(r.bins[at].items);
+    free(r.bins);
+    free(r.far.items);
     return 0;
 }
