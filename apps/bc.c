@@ -55,6 +55,7 @@ int main(int argc, char **argv)
         double t0 = MPI_Wtime();
         int rc = cr_graph_bc(k.g, mine, (size_t)per, score, &st, err, sizeof err);
         seconds[t] = app_max_time(MPI_Wtime() - t0);
+        kernel_trial_done(&k);
         if (rc)
             app_error(&k.a, "%s", err);
         double top = 0, most;

@@ -48,6 +48,8 @@ typedef struct kernel_app {
     cr_comm *comm;
     cr_graph *g;
     ref_graph ref;        /* --validate: the whole graph, on rank 0 */
+    bool gathered;        /* ref holds it */
+    double peak;          /* the largest resident set after the first trial, MiB */
 } kernel_app;
 
 /* The defaults; then the app's getopt loop hands each option it does not know to
@@ -58,9 +60,12 @@ void kernel_option(kernel_app *k, int ch, const char *value, char **argv);
 /* After the loop: leftover words, and a generated graph that must fit. */
 void kernel_parsed(kernel_app *k, int argc, char **argv);
 /* Generate or read the edges (weighted asks the generator for weights), write them
- * with --write-graph, create the comm and build the graph; --validate gathers the
- * whole graph on rank 0. Collective. */
+ * with --write-graph, create the comm and build the graph. Collective. */
 void kernel_load(kernel_app *k, bool weighted);
+/* After each trial's kernel, before its check: the first notes the peak memory, and
+ * with --validate gathers the whole graph on rank 0 into ref (from the graph's own
+ * lists: the multigraph the kernels saw). Collective. */
+void kernel_trial_done(kernel_app *k);
 /* Sources for sssp and bc: vertices drawn from the seed, each with an edge, the same
  * on every rank; how many (fewer when the graph has few vertices with edges). */
 int kernel_sources(kernel_app *k, uint64_t salt, int want, uint64_t *sources);

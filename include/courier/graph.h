@@ -246,8 +246,9 @@ void cr_graph_cc_with(cr_graph *g, const cr_cc_opts *o, uint64_t *label,
  * many edges, and a self-loop is an edge from a vertex to itself. */
 
 typedef struct cr_sssp_opts {
-    double delta; /* the bucket width; 0 (the default): the largest weight divided by the
-                     average degree, as Meyer and Sanders suggest for random weights */
+    double delta; /* the bucket width; 0 (the default): the largest weight over 4 times
+                     the average degree (Meyer and Sanders: Theta(1 / degree) for random
+                     weights up to 1) */
 } cr_sssp_opts;
 
 typedef struct cr_sssp_stats {

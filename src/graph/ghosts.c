@@ -254,7 +254,7 @@ void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const u
 typedef struct rev_end {
     float w;
     uint32_t local;
-    uint64_t edge;
+    uint64_t at;
 } rev_end;
 
 static int by_rev_weight(const void *a, const void *b)
@@ -262,7 +262,7 @@ static int by_rev_weight(const void *a, const void *b)
     const rev_end *x = a, *y = b;
     if (x->w != y->w)
         return x->w < y->w ? -1 : 1;
-    return x->edge < y->edge ? -1 : x->edge > y->edge;
+    return x->at < y->at ? -1 : x->at > y->at; /* ties keep their order */
 }
 
 static void sort_reverse_by_weight(graph_ghosts *gh)
@@ -275,11 +275,10 @@ static void sort_reverse_by_weight(graph_ghosts *gh)
     for (uint64_t s = 0; s < gh->nghost; s++) {
         uint64_t at = gh->rev_off[s], n = gh->rev_off[s + 1] - at;
         for (uint64_t k = 0; k < n; k++)
-            tmp[k] = (rev_end){gh->g->wadj[gh->rev_edge[at + k]], gh->rev_local[at + k],
-                               gh->rev_edge[at + k]};
+            tmp[k] = (rev_end){gh->rev_w[at + k], gh->rev_local[at + k], at + k};
         qsort(tmp, n, sizeof *tmp, by_rev_weight);
         for (uint64_t k = 0; k < n; k++)
-            gh->rev_local[at + k] = tmp[k].local, gh->rev_edge[at + k] = tmp[k].edge;
+            gh->rev_local[at + k] = tmp[k].local, gh->rev_w[at + k] = tmp[k].w;
     }
     free(tmp);
 }
@@ -295,7 +294,9 @@ void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
         gh->rev_off[s + 1] += gh->rev_off[s];
     uint64_t total = gh->rev_off[gh->nghost];
     gh->rev_local = cr_xmalloc((total ? total : 1) * sizeof *gh->rev_local);
-    gh->rev_edge = cr_xmalloc((total ? total : 1) * sizeof *gh->rev_edge);
+    const float *weights = offsets == gh->g->offsets ? gh->g->wadj : NULL;
+    if (weights)
+        gh->rev_w = cr_xmalloc((total ? total : 1) * sizeof *gh->rev_w);
     uint64_t *fill = cr_xmalloc((gh->nghost + 1) * sizeof *fill);
     memcpy(fill, gh->rev_off, gh->nghost * sizeof *fill);
     for (uint64_t i = 0; i < count; i++)
@@ -303,10 +304,11 @@ void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
             if (gh->col[k] >= count) {
                 uint64_t at = fill[gh->col[k] - count]++;
                 gh->rev_local[at] = (uint32_t)i;
-                gh->rev_edge[at] = k;
+                if (weights)
+                    gh->rev_w[at] = weights[k];
             }
     free(fill);
-    if (gh->g->wadj && offsets == gh->g->offsets)
+    if (weights)
         sort_reverse_by_weight(gh);
 }
 
@@ -314,7 +316,7 @@ void graph_ghosts_free(graph_ghosts *gh)
 {
     free(gh->rev_off);
     free(gh->rev_local);
-    free(gh->rev_edge);
+    free(gh->rev_w);
     free(gh->ids);
     free(gh->col);
     free(gh->sub);

@@ -23,7 +23,7 @@ typedef struct graph_ghosts {
     uint64_t *sub_off;     /* local i's subscribers: sub[sub_off[i] .. sub_off[i + 1]) */
     uint64_t *rev_off;     /* graph_ghosts_reverse: slot s's edges to my vertices are */
     uint32_t *rev_local;   /* rev_local[rev_off[s] .. rev_off[s + 1]) (the local ends) */
-    uint64_t *rev_edge;    /* and, at the same places, their adjacency entries */
+    float *rev_w;          /* and, on a weighted graph's own adjacency, their weights */
     uint64_t *list;        /* graph_ghosts_fetch_lists: slot s's copy is */
     uint64_t *list_off;    /* list[list_off[s] .. list_off[s + 1]) */
 } graph_ghosts;
@@ -34,9 +34,9 @@ typedef struct graph_ghosts {
  * there). */
 void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
                         graph_ghosts *gh);
-/* Index the adjacency (the one gh was built on) by ghost: for each slot, the entries
- * k of my vertices' lists that name it, and their vertices (on a weighted graph's own
- * adjacency, lightest first). A value a ghost's owner
+/* Index the adjacency (the one gh was built on) by ghost: for each slot, my vertices
+ * whose lists name it (on a weighted graph's own adjacency, with the edges' weights,
+ * lightest first). A value a ghost's owner
  * sends once per rank then reaches every edge it has to this rank. Local. */
 void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets);
 /* values[0 .. count) are my vertices' words; fill values[count + slot] with the

@@ -43,10 +43,18 @@ static double iterate(const cr_graph *g, const graph_ghosts *gh, const uint64_t 
 {
     double change = 0;
     for (uint64_t i = 0; i < g->count; i++) {
-        double sum = 0;
-        for (uint64_t k = g->offsets[i]; k < g->offsets[i + 1]; k++)
-            sum += value_of(contrib[gh->col[k]]);
-        double next = base + damping * sum;
+        /* four sums, so the additions do not wait for one another */
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        uint64_t k = g->offsets[i], end = g->offsets[i + 1];
+        for (; k + 4 <= end; k += 4) {
+            s0 += value_of(contrib[gh->col[k]]);
+            s1 += value_of(contrib[gh->col[k + 1]]);
+            s2 += value_of(contrib[gh->col[k + 2]]);
+            s3 += value_of(contrib[gh->col[k + 3]]);
+        }
+        for (; k < end; k++)
+            s0 += value_of(contrib[gh->col[k]]);
+        double next = base + damping * ((s0 + s1) + (s2 + s3));
         change += fabs(next - score[i]);
         score[i] = next;
     }
