@@ -75,11 +75,12 @@ int main(int argc, char **argv)
         if (k.a.rank == 0) {
             ref_pagerank(&k.ref, po.damping, po.max_iterations, po.tolerance, want);
             double change = ref_pagerank_change(&k.ref, po.damping, all), worst = 0;
-            for (uint64_t v = 0; v < n; v++)
-                worst = fabs(all[v] - want[v]) > worst ? fabs(all[v] - want[v]) : worst;
-            if (worst > 1e-9 || (st.change < po.tolerance && change >= po.tolerance)) {
-                fprintf(stderr, "pagerank: VALIDATION FAILED: largest difference from the "
-                        "sequential scores %.3g, one more iteration changes them by %.3g\n",
+            for (uint64_t v = 0; v < n; v++) /* relative: the sums are of floats, as GAP's */
+                if (fabs(all[v] - want[v]) > worst * want[v])
+                    worst = fabs(all[v] - want[v]) / want[v];
+            if (worst > 1e-6 || (st.change < po.tolerance && change >= po.tolerance)) {
+                fprintf(stderr, "pagerank: VALIDATION FAILED: largest relative difference from "
+                        "the sequential scores %.3g, one more iteration changes them by %.3g\n",
                         worst, change);
                 bad = 1;
             }

@@ -127,8 +127,10 @@ void kernel_load(kernel_app *k, bool weighted)
     app_write_graph(a, write_to, k->write_graph, &k->edges);
     app_comm_flags flags = app_shared_comm_flags(&k->sh);
     k->comm = app_comm_create(a, &flags, NULL);
-    app_progress(a, "building the distributed graph");
+    app_progress(a, "building the distributed graph (simple: no self-loops or repeated "
+                 "edges, as GAP builds it)");
     k->g = cr_graph_build(k->comm, &k->edges);
+    cr_graph_simplify(k->g); /* GAP's kernels run on the simple graph */
     uint64_t n = k->edges.nvertices;
     cr_graph_edges_free(&k->edges); /* the graph holds them now */
     k->edges.nvertices = n;

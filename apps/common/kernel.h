@@ -60,7 +60,8 @@ void kernel_option(kernel_app *k, int ch, const char *value, char **argv);
 /* After the loop: leftover words, and a generated graph that must fit. */
 void kernel_parsed(kernel_app *k, int argc, char **argv);
 /* Generate or read the edges (weighted asks the generator for weights), write them
- * with --write-graph, create the comm and build the graph. Collective. */
+ * with --write-graph, create the comm and build the simple graph (cr_graph_simplify,
+ * as GAP's builder). Collective. */
 void kernel_load(kernel_app *k, bool weighted);
 /* After each trial's kernel, before its check: the first notes the peak memory, and
  * with --validate gathers the whole graph on rank 0 into ref (from the graph's own

@@ -109,6 +109,13 @@ typedef enum cr_graph_shuffle { CR_SHUFFLE_MAILBOX, CR_SHUFFLE_EXCHANGE } cr_gra
 cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle);
 void cr_graph_destroy(cr_graph *g);
 
+/* Make g the simple graph under it, as GAP's builder does: self-loops and repeated
+ * edges removed (of a repeated weighted edge, the lightest copy stays), each list
+ * sorted by neighbour (weighted: lightest first, ties by neighbour). Local: both ends
+ * of an edge hold the same copies, so the ranks drop them alike without a message.
+ * The kernels then run on the simple graph; without it, on the multigraph. */
+void cr_graph_simplify(cr_graph *g);
+
 uint64_t cr_graph_vertices(const cr_graph *g);
 uint64_t cr_graph_first(const cr_graph *g);       /* global id of my first vertex */
 uint64_t cr_graph_local_count(const cr_graph *g); /* vertices I own */

@@ -258,6 +258,54 @@ static void sort_by_weight(cr_graph *g)
     free(tmp);
 }
 
+/* Each list sorted by neighbour (weighted: the lightest copy of a repeated edge
+ * first), then each neighbour kept once, self-loops dropped. */
+static int by_neighbour(const void *a, const void *b)
+{
+    const weighted_end *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v < y->v ? -1 : 1;
+    return x->w < y->w ? -1 : x->w > y->w;
+}
+
+void cr_graph_simplify(cr_graph *g)
+{
+    if (g->ghosts) { /* built on the lists about to change */
+        graph_ghosts_free(g->ghosts);
+        free(g->ghosts);
+        g->ghosts = NULL;
+    }
+    uint64_t most = 0, at = 0;
+    for (uint64_t i = 0; i < g->count; i++)
+        if (g->offsets[i + 1] - g->offsets[i] > most)
+            most = g->offsets[i + 1] - g->offsets[i];
+    weighted_end *tmp = g->wadj ? cr_xmalloc((most ? most : 1) * sizeof *tmp) : NULL;
+    for (uint64_t i = 0; i < g->count; i++) {
+        uint64_t from = g->offsets[i], n = g->offsets[i + 1] - from, self = g->first + i;
+        g->offsets[i] = at;
+        if (tmp) {
+            for (uint64_t k = 0; k < n; k++)
+                tmp[k] = (weighted_end){g->wadj[from + k], g->adj[from + k]};
+            qsort(tmp, n, sizeof *tmp, by_neighbour);
+            for (uint64_t k = 0; k < n; k++)
+                if (tmp[k].v != self && (k == 0 || tmp[k].v != tmp[k - 1].v))
+                    g->adj[at] = tmp[k].v, g->wadj[at++] = tmp[k].w;
+        } else {
+            graph_sort_ids(g->adj + from, n);
+            for (uint64_t k = 0; k < n; k++)
+                if (g->adj[from + k] != self && (k == 0 || g->adj[from + k] != g->adj[from + k - 1]))
+                    g->adj[at++] = g->adj[from + k];
+        }
+    }
+    g->offsets[g->count] = g->nadj = at;
+    free(tmp);
+    free(g->loops);
+    g->loops = NULL;
+    g->nloops = 0;
+    if (g->wadj)
+        sort_by_weight(g);
+}
+
 /* The graph's vertex count: the largest of the ranks' lists (the transport's
  * reduction, on either transport). */
 static uint64_t vertices_over_ranks(cr_comm *comm, uint64_t mine)
@@ -371,3 +419,36 @@ int graph_agree(cr_comm *comm, const char *mine, const char *who, char *err, siz
     }
     return -1;
 }
+
+/* Quicksort with insertion sort below 24 items: lists are mostly short. */
+void graph_sort_ids(uint64_t *a, uint64_t n)
+{
+    while (n > 24) {
+        uint64_t p = a[n / 2], i = 0, j = n - 1;
+        for (;;) {
+            while (a[i] < p)
+                i++;
+            while (a[j] > p)
+                j--;
+            if (i >= j)
+                break;
+            uint64_t t = a[i];
+            a[i++] = a[j], a[j--] = t;
+        }
+        /* [0, j] <= p <= [j + 1, n): recurse on the smaller part */
+        if (j + 1 < n - j - 1) {
+            graph_sort_ids(a, j + 1);
+            a += j + 1, n -= j + 1;
+        } else {
+            graph_sort_ids(a + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (uint64_t i = 1; i < n; i++) {
+        uint64_t x = a[i], k = i;
+        for (; k > 0 && a[k - 1] > x; k--)
+            a[k] = a[k - 1];
+        a[k] = x;
+    }
+}
+

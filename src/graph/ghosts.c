@@ -9,6 +9,7 @@
 
 #include "common/fatal.h"
 #include "courier/mailbox.h"
+#include "courier/nbx.h"
 #include "mailbox/module.h"
 
 #include <stdlib.h>
@@ -18,10 +19,8 @@
 #define LIST_CHUNK 48
 
 typedef struct ghost_state {
-    int h_subscribe, h_value, h_list;
+    int h_subscribe, h_list;
     graph_ghosts *gh; /* the call in progress, for the handlers */
-    uint64_t *values; /* graph_ghosts_push: where the copies go, from values[base] */
-    uint64_t base;
 } ghost_state;
 
 /* ---------------------------------------------------------------- handlers */
@@ -41,19 +40,6 @@ static void on_subscribe(cr_comm *comm, const cr_batch *b, void *user)
         gh->sub[gh->nsub++] = (graph_subscriber){.local = m[0] - gh->g->first,
                                                  .rank = (uint64_t)cr_batch_src(b, k),
                                                  .slot = m[1]};
-    }
-}
-
-/* {slot, value}: a copy refreshed. */
-static void on_value(cr_comm *comm, const cr_batch *b, void *user)
-{
-    (void)comm;
-    ghost_state *s = user;
-    uint64_t base = s->base;
-    for (size_t k = 0; k < b->count; k++) {
-        uint64_t m[2];
-        memcpy(m, cr_batch_payload(b, k), sizeof m);
-        s->values[base + m[0]] = m[1];
     }
 }
 
@@ -88,8 +74,6 @@ static ghost_state *state_of(cr_comm *comm, graph_ghosts *gh)
     cr_module_attach(comm, &ghost_module, s);
     s->h_subscribe = cr_register_type(comm, &(cr_handler_type){.batch = on_subscribe,
                                                                 .name = "ghost subscribe"}, s);
-    s->h_value = cr_register_type(comm, &(cr_handler_type){.batch = on_value,
-                                                            .name = "ghost value"}, s);
     s->h_list = cr_register_type(comm, &(cr_handler_type){.fn = on_list, .name = "ghost list"},
                                  s);
     return s;
@@ -134,6 +118,33 @@ static uint64_t table_slot(slot_table *t, uint64_t id, uint64_t fresh, bool *add
     }
 }
 
+static int by_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Renumber the slots in order of id, so that each owner's ghosts are one run of
+ * slots in the order the owner holds them (graph_ghosts_push copies a run whole). */
+static void order_slots_by_id(graph_ghosts *gh, uint64_t nadj)
+{
+    uint64_t count = gh->g->count, n = gh->nghost;
+    uint64_t (*pair)[2] = cr_xmalloc((n ? n : 1) * sizeof *pair);
+    for (uint64_t s = 0; s < n; s++)
+        pair[s][0] = gh->ids[s], pair[s][1] = s;
+    qsort(pair, n, sizeof *pair, by_u64); /* ids are distinct: the first word decides */
+    uint32_t *renumber = cr_xmalloc((n ? n : 1) * sizeof *renumber);
+    for (uint64_t s = 0; s < n; s++) {
+        gh->ids[s] = pair[s][0];
+        renumber[pair[s][1]] = (uint32_t)s;
+    }
+    for (uint64_t k = 0; k < nadj; k++)
+        if (gh->col[k] >= count)
+            gh->col[k] = (uint32_t)(count + renumber[gh->col[k] - count]);
+    free(renumber);
+    free(pair);
+}
+
 /* Number the remote ids of the adjacency as slots; col[k] = local index, or count +
  * slot. */
 static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj)
@@ -165,6 +176,38 @@ static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64
     }
     free(t.key);
     free(t.slot);
+    order_slots_by_id(gh, nadj);
+}
+
+/* The subscribers by rank, each rank's in order of vertex (a stable pass over the
+ * list in vertex order): what graph_ghosts_push sends each rank, in its slot order. */
+static void index_by_rank(graph_ghosts *gh)
+{
+    int size = gh->g->size;
+    uint64_t *count = cr_xcalloc((size_t)size + 1, sizeof *count);
+    for (uint64_t j = 0; j < gh->nsub; j++)
+        count[gh->sub[j].rank + 1]++;
+    gh->ndests = 0;
+    for (int r = 0; r < size; r++)
+        gh->ndests += count[r + 1] > 0;
+    gh->dests = cr_xmalloc((gh->ndests ? gh->ndests : 1) * sizeof *gh->dests);
+    gh->dest_off = cr_xmalloc((gh->ndests + 1) * sizeof *gh->dest_off);
+    gh->dest_local = cr_xmalloc((gh->nsub ? gh->nsub : 1) * sizeof *gh->dest_local);
+    uint64_t *at = cr_xmalloc(((size_t)size + 1) * sizeof *at), d = 0;
+    for (int r = 0; r < size; r++)
+        count[r + 1] += count[r];
+    for (int r = 0; r < size; r++) {
+        at[r] = count[r];
+        if (count[r + 1] > count[r]) {
+            gh->dests[d] = r;
+            gh->dest_off[d++] = count[r];
+        }
+    }
+    gh->dest_off[d] = gh->nsub;
+    for (uint64_t j = 0; j < gh->nsub; j++)
+        gh->dest_local[at[gh->sub[j].rank]++] = (uint32_t)gh->sub[j].local;
+    free(at);
+    free(count);
 }
 
 /* The subscribers sorted by their vertex: sub_off[i] .. sub_off[i + 1] are local i's. */
@@ -185,6 +228,7 @@ static void index_subscribers(graph_ghosts *gh)
     free(gh->sub);
     gh->sub = sorted;
     gh->sub_cap = gh->nsub;
+    index_by_rank(gh);
 }
 
 /* ---------------------------------------------------------------- the calls */
@@ -208,17 +252,37 @@ void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *ad
 void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values)
 {
     cr_graph *g = gh->g;
-    ghost_state *s = state_of(g->comm, NULL);
-    s->values = values;
-    s->base = g->count;
-    graph_sum(g->comm, 0); /* every rank's target is set before a value arrives */
-    for (uint64_t i = 0; i < g->count; i++)
-        for (uint64_t j = gh->sub_off[i]; j < gh->sub_off[i + 1]; j++) {
-            uint64_t m[2] = {gh->sub[j].slot, values[i]};
-            cr_async(g->comm, (int)gh->sub[j].rank, s->h_value, m, sizeof m);
+    uint64_t *packed = cr_xmalloc((gh->nsub ? gh->nsub : 1) * sizeof *packed);
+    const void **bufs = cr_xmalloc((gh->ndests ? gh->ndests : 1) * sizeof *bufs);
+    size_t *sizes = cr_xmalloc((gh->ndests ? gh->ndests : 1) * sizeof *sizes);
+    for (uint64_t d = 0; d < gh->ndests; d++) {
+        for (uint64_t j = gh->dest_off[d]; j < gh->dest_off[d + 1]; j++)
+            packed[j] = values[gh->dest_local[j]];
+        bufs[d] = packed + gh->dest_off[d];
+        sizes[d] = (gh->dest_off[d + 1] - gh->dest_off[d]) * sizeof *packed;
+    }
+    cr_nbx_result in;
+    cr_nbx_exchange(g->comm, gh->ndests, gh->dests, bufs, sizes, &in);
+    for (size_t m = 0; m < in.count; m++) {
+        /* the sender's vertices I copy are one run of slots, in the same order */
+        uint64_t first = cr_block_first(g->n, g->size, in.sources[m]);
+        uint64_t lo = 0, hi = gh->nghost;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (gh->ids[mid] < first)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
-    cr_barrier(g->comm);
-    s->values = NULL;
+        if (lo + in.sizes[m] / sizeof *packed > gh->nghost)
+            cr_fatal("graph ghosts: rank %d sent %zu values, more than this rank copies",
+                     in.sources[m], in.sizes[m] / sizeof *packed);
+        memcpy(values + g->count + lo, in.data[m], in.sizes[m]);
+    }
+    cr_nbx_result_free(&in);
+    free(packed);
+    free(bufs);
+    free(sizes);
 }
 
 void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj)
@@ -317,6 +381,9 @@ void graph_ghosts_free(graph_ghosts *gh)
     free(gh->rev_off);
     free(gh->rev_local);
     free(gh->rev_w);
+    free(gh->dests);
+    free(gh->dest_off);
+    free(gh->dest_local);
     free(gh->ids);
     free(gh->col);
     free(gh->sub);

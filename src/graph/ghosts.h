@@ -15,12 +15,16 @@ typedef struct graph_subscriber {
 typedef struct graph_ghosts {
     cr_graph *g;
     uint64_t nghost; /* slots: the distinct remote ids of the adjacency */
-    uint64_t *ids;   /* slot -> global id */
+    uint64_t *ids;   /* slot -> global id, in increasing order */
     uint32_t *col;   /* per adjacency entry: the local index, or count + its slot (4
                         bytes: half the bytes a kernel's inner loop streams) */
     graph_subscriber *sub; /* who copies my vertices, by local vertex */
     uint64_t nsub, sub_cap;
     uint64_t *sub_off;     /* local i's subscribers: sub[sub_off[i] .. sub_off[i + 1]) */
+    int *dests;            /* the ranks that copy some of my vertices, */
+    uint64_t ndests;
+    uint64_t *dest_off;    /* and which: dest_local[dest_off[d] .. dest_off[d + 1]), */
+    uint32_t *dest_local;  /* in order of vertex (the copier's slot order) */
     uint64_t *rev_off;     /* graph_ghosts_reverse: slot s's edges to my vertices are */
     uint32_t *rev_local;   /* rev_local[rev_off[s] .. rev_off[s + 1]) (the local ends) */
     float *rev_w;          /* and, on a weighted graph's own adjacency, their weights */
@@ -40,7 +44,8 @@ void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *ad
  * sends once per rank then reaches every edge it has to this rank. Local. */
 void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets);
 /* values[0 .. count) are my vertices' words; fill values[count + slot] with the
- * owners' words for every slot. Collective. */
+ * owners' words for every slot: one message per pair of ranks (cr_nbx_exchange), the
+ * words alone, in the slots' order. Collective. */
 void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values);
 /* Copy the lists of a CSR over the owners' vertices (offsets, adj, on every rank)
  * into gh->list by slot. Collective. */

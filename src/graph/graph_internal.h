@@ -67,6 +67,9 @@ static inline uint64_t graph_sum(cr_comm *comm, uint64_t mine)
     return all;
 }
 
+/* Sort n ids in place (lists are mostly short). Local. */
+void graph_sort_ids(uint64_t *a, uint64_t n);
+
 /* The local vertex whose adjacency holds slot k (0 <= k < nadj). Local. */
 uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k);
 

@@ -20,40 +20,6 @@ typedef struct csr {
     uint64_t *off, *adj;
 } csr;
 
-static void sort_ids(uint64_t *a, uint64_t n);
-
-/* Quicksort with insertion sort below 24 items: lists are mostly short. */
-static void sort_ids(uint64_t *a, uint64_t n)
-{
-    while (n > 24) {
-        uint64_t p = a[n / 2], i = 0, j = n - 1;
-        for (;;) {
-            while (a[i] < p)
-                i++;
-            while (a[j] > p)
-                j--;
-            if (i >= j)
-                break;
-            uint64_t t = a[i];
-            a[i++] = a[j], a[j--] = t;
-        }
-        /* [0, j] <= p <= [j + 1, n): recurse on the smaller part */
-        if (j + 1 < n - j - 1) {
-            sort_ids(a, j + 1);
-            a += j + 1, n -= j + 1;
-        } else {
-            sort_ids(a + j + 1, n - j - 1);
-            n = j + 1;
-        }
-    }
-    for (uint64_t i = 1; i < n; i++) {
-        uint64_t x = a[i], k = i;
-        for (; k > 0 && a[k - 1] > x; k--)
-            a[k] = a[k - 1];
-        a[k] = x;
-    }
-}
-
 /* Each vertex's distinct neighbours other than itself, sorted by id. */
 static csr simple_lists(const cr_graph *g)
 {
@@ -66,7 +32,7 @@ static csr simple_lists(const cr_graph *g)
         for (uint64_t k = g->offsets[i]; k < g->offsets[i + 1]; k++)
             if (g->adj[k] != self)
                 s.adj[at++] = g->adj[k];
-        sort_ids(s.adj + start, at - start);
+        graph_sort_ids(s.adj + start, at - start);
         uint64_t kept = start;
         for (uint64_t k = start; k < at; k++)
             if (k == start || s.adj[k] != s.adj[kept - 1])
