@@ -149,11 +149,6 @@ static int by_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static bool has(const uint64_t *list, uint64_t n, uint64_t x)
-{
-    return bsearch(&x, list, n, sizeof x, by_id) != NULL;
-}
-
 uint64_t ref_triangles(const ref_graph *r)
 {
     /* each vertex's distinct neighbours other than itself, sorted */
@@ -173,15 +168,19 @@ uint64_t ref_triangles(const ref_graph *r)
         at = kept;
     }
     off[r->n] = at;
-    for (uint64_t u = 0; u < r->n; u++)
+    uint64_t *mark = calloc(r->n + 1, sizeof *mark); /* mark[w] == u + 1: w is u's */
+    for (uint64_t u = 0; u < r->n; u++) {
+        for (uint64_t k = off[u]; k < off[u + 1]; k++)
+            mark[adj[k]] = u + 1;
         for (uint64_t k = off[u]; k < off[u + 1]; k++) {
             uint64_t v = adj[k];
             if (v <= u)
                 continue;
             for (uint64_t j = off[v]; j < off[v + 1]; j++)
-                if (adj[j] > v && has(adj + off[u], off[u + 1] - off[u], adj[j]))
-                    count++;
+                count += adj[j] > v && mark[adj[j]] == u + 1;
         }
+    }
+    free(mark);
     free(off), free(adj);
     return count;
 }

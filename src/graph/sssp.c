@@ -177,10 +177,8 @@ static void enqueue(sssp_run *r, uint64_t local)
 /* ---------------------------------------------------------------- relaxing */
 
 /* Offer my vertex `local` the distance d. */
-static void relax(sssp_run *r, uint64_t local, double d)
+static void lowered(sssp_run *r, uint64_t local, double d)
 {
-    if (!(d < r->dist[local]))
-        return;
     r->dist[local] = d;
     r->relaxations++;
     uint64_t b = bucket_of(r, d);
@@ -189,6 +187,12 @@ static void relax(sssp_run *r, uint64_t local, double d)
         enqueue(r, local);
     else
         wait_in(r, b, local);
+}
+
+static void relax(sssp_run *r, uint64_t local, double d)
+{
+    if (d < r->dist[local])
+        lowered(r, local, d);
 }
 
 /* The first of entries [from, to) heavier than delta (unweighted: every edge weighs
@@ -219,9 +223,17 @@ static void relax_edges(sssp_run *r, uint64_t i, double d, bool light)
         to = cut;
     else
         from = cut;
-    for (uint64_t k = from; k < to; k++)
-        if (r->gh->col[k] < g->count)
-            relax(r, r->gh->col[k], d + (g->wadj ? (double)g->wadj[k] : 1.0));
+    /* in locals: the stores of lowered() could otherwise alias them */
+    const uint32_t *col = r->gh->col;
+    const float *w = g->wadj;
+    const double *dist = r->dist;
+    uint32_t count = (uint32_t)g->count;
+    for (uint64_t k = from; k < to; k++) {
+        uint32_t c = col[k];
+        double nd = d + (w ? (double)w[k] : 1.0);
+        if (c < count && nd < dist[c])
+            lowered(r, c, nd);
+    }
     const graph_ghosts *gh = r->gh;
     for (uint64_t j = gh->sub_off[i]; j < gh->sub_off[i + 1]; j++) {
         slot_distance m = {gh->sub[j].slot, d};
@@ -267,11 +279,15 @@ static void relax_from_ghost(sssp_run *r, const cr_batch *b, bool light)
         }
         for (; e < end && !light && weights[e] <= r->delta; e++)
             ; /* skip the light prefix */
+        const uint32_t *to = gh->rev_local;
+        const double *dist = r->dist;
+        double delta = r->delta;
         for (; e < end; e++) {
             double w = (double)weights[e];
-            if (light && w > r->delta)
+            if (light && w > delta)
                 break; /* lightest first: the rest are heavy */
-            relax(r, gh->rev_local[e], m.d + w);
+            if (m.d + w < dist[to[e]])
+                lowered(r, to[e], m.d + w);
         }
     }
 }

@@ -66,17 +66,16 @@ static csr oriented_lists(const cr_graph *g, const csr *s, const graph_ghosts *g
     return o;
 }
 
-/* Common elements of two sorted lists. */
+/* Common elements of two sorted lists of distinct ids, by a merge without branches
+ * on the data (the comparisons' outcomes are unpredictable). */
 static uint64_t common(const uint64_t *a, uint64_t na, const uint64_t *b, uint64_t nb)
 {
     uint64_t i = 0, j = 0, n = 0;
     while (i < na && j < nb) {
-        if (a[i] < b[j])
-            i++;
-        else if (a[i] > b[j])
-            j++;
-        else
-            n++, i++, j++;
+        uint64_t x = a[i], y = b[j];
+        n += x == y;
+        i += x <= y;
+        j += y <= x;
     }
     return n;
 }
