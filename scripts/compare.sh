@@ -11,7 +11,7 @@
 #   --smoke  every block at tiny sizes, one round: checks that the script, the apps'
 #            output and the peers' output still fit together (part of the test suite)
 #   --blocks LIST  only these blocks, comma-separated: histogram, gather, graph,
-#            containers, coll, merging (default all)
+#            kernels, containers, coll, merging (default all)
 #
 # Environment: PEERS (default ../shared/peers: GAP, bale_classic, kruskal.c); YGM_SRC
 # (a checkout of YGM, github.com/LLNL/ygm; default BUILD/peers/ygm-src when present:
@@ -35,6 +35,11 @@
 #               and bfs at 1 and 2 threads; boruvka on its generated weighted graph
 #               against kruskal on its own R-MAT graph of the same scale; peak memory
 #               per rank against GAP's and kruskal's process
+#   kernels     GAP's other four kernels (sssp, pagerank, tc, bc) on the same R-MAT
+#               file (sssp: its weighted form, weights 1 to 255, GAP's delta 2), Courier
+#               (the simple graph, as GAP builds it; 3 trials, every one validated)
+#               against GAP at 1 and 2 threads; peak memory per rank against GAP's
+#               process
 #   containers  counting set and summing map, 8M inserts per rank at 4 ranks over 1,000
 #               and 10M keys, against YGM's counting_set and map
 #   coll        allreduce and allgather of 4 B, 2 KiB and 64 KiB (Courier's default
@@ -51,7 +56,7 @@ usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
 build=
 mode=quick
-blocks=histogram,gather,graph,containers,coll,merging
+blocks=histogram,gather,graph,kernels,containers,coll,merging
 while [ $# -gt 0 ]; do
     case $1 in
     --quick | --full | --smoke) mode=${1#--} ;;
@@ -66,8 +71,8 @@ done
 [ -n "$build" ] || { usage >&2; exit 2; }
 [ -f "$build/build.ninja" ] || { echo "compare.sh: $build is not a Meson build folder" >&2; exit 2; }
 for b in ${blocks//,/ }; do
-    case $b in histogram | gather | graph | containers | coll | merging) ;;
-    *) echo "compare.sh: unknown block '$b' (histogram, gather, graph, containers, coll, merging)" >&2; exit 2 ;;
+    case $b in histogram | gather | graph | kernels | containers | coll | merging) ;;
+    *) echo "compare.sh: unknown block '$b' (histogram, gather, graph, kernels, containers, coll, merging)" >&2; exit 2 ;;
     esac
 done
 wants() { [[ ",$blocks," == *",$1,"* ]]; }
@@ -116,11 +121,13 @@ record() {
 have_gap=0 have_kruskal=0 have_bale=0 have_ygm=0
 build_peers() {
     mkdir -p "$work"
-    if wants graph; then
+    if wants graph || wants kernels; then
         if [ -d "$peers/gapbs" ]; then
-            if [ ! -x "$work/gapbs/bfs" ] || [ ! -x "$work/gapbs/cc" ]; then
+            local k missing=0
+            for k in bfs cc sssp pr tc bc; do [ -x "$work/gapbs/$k" ] || missing=1; done
+            if [ $missing = 1 ]; then
                 rm -rf "$work/gapbs" && cp -r "$peers/gapbs" "$work/gapbs"
-                make -s -C "$work/gapbs" -j"$(nproc)" bfs cc >"$tmp/gap.log" 2>&1 ||
+                make -s -C "$work/gapbs" -j"$(nproc)" bfs cc sssp pr tc bc >"$tmp/gap.log" 2>&1 ||
                     { cat "$tmp/gap.log" >&2; fail "GAP did not build (make -C $work/gapbs)"; }
             fi
             have_gap=1
@@ -247,6 +254,9 @@ courier_graph() {
     bfs) ok="validation: $roots of $roots searches valid"
          t=$(sed -n 's/.*time per search: mean \([0-9.]*\) s$/\1/p' "$tmp/out") ;;
     boruvka) ok="validated against Kruskal"; t=$(sed -n 's/^  time \([0-9.]*\) s.*/\1/p' "$tmp/out") ;;
+    sssp | pagerank | tc | bc)
+        ok="validated against the sequential reference: every trial"
+        t=$(sed -n 's/.* trials: median \([0-9.]*\) s.*/\1/p' "$tmp/out") ;;
     esac
     grep -q "$ok" "$tmp/out" || { cat "$tmp/out" >&2; fail "$app at $np ranks: not validated"; }
     echo "$t $(sed -n 's/.*peak memory per rank \([0-9.]*\) MiB.*/\1/p' "$tmp/out" | head -1)"
@@ -258,10 +268,11 @@ one_core() {
     awk '{printf "%.1f", $1 / 1024}' "$tmp/rss" >"$tmp/rss_mib"
 }
 
-gap() { # APP THREADS FILE -> "seconds MiB"
-    local t trials=3
-    [ "$1" = bfs ] && trials=$roots
-    t=$(OMP_NUM_THREADS=$2 one_core "$work/gapbs/$1" -f "$3" -s -n "$trials" |
+gap() { # APP THREADS FILE [ARGS...] -> "seconds MiB"
+    local t trials=3 app=$1 threads=$2 file=$3
+    shift 3
+    [ "$app" = bfs ] && trials=$roots
+    t=$(OMP_NUM_THREADS=$threads one_core "$work/gapbs/$app" -f "$file" -s -n "$trials" "$@" |
         sed -n 's/^Average Time: *\([0-9.]*\)$/\1/p')
     echo "$t $(cat "$tmp/rss_mib")"
 }
@@ -272,12 +283,52 @@ kruskal() { # SCALE -> "seconds MiB"
     echo "$t $(cat "$tmp/rss_mib")"
 }
 
-block_graph() {
-    local s=$1 graph=$tmp/rmat$1.el np t m ranks_here=$graph_ranks
+# rmat_file SCALE [w] -> the R-MAT file of that scale (edge factor 16), written once:
+# "u v" per line, or with w "u v w" with GAP's weights (integers 1 to 255)
+rmat_file() {
+    local s=$1 graph
+    if [ "${2:-}" = w ]; then
+        graph=$tmp/rmat$s.wel
+        [ -f "$graph" ] || "$mpirun" -np 1 "$build/apps/sssp" --scale "$s" --write-graph "$graph" \
+            --trials 1 >/dev/null
+    else
+        graph=$tmp/rmat$s.el
+        [ -f "$graph" ] || "$mpirun" -np 1 "$build/apps/cc" --scale "$s" --write-graph "$graph" \
+            --validate no >/dev/null
+    fi
+    [ -s "$graph" ] || fail "could not write the scale-$s graph $graph"
+    echo "$graph"
+}
+
+block_kernels() {
+    local s=$1 np t m th app gapname file ranks_here=$graph_ranks
     [ "$s" = "${scales%% *}" ] || ranks_here=$big_graph_ranks
-    [ -f "$graph" ] || "$mpirun" -np 1 "$build/apps/cc" --scale "$s" --write-graph "$graph" \
-        --validate no >/dev/null
-    [ -s "$graph" ] || fail "could not write the scale-$s graph"
+    for app in sssp pagerank tc bc; do
+        local extra=()
+        gapname=$app
+        file=$(rmat_file "$s")
+        case $app in
+        sssp) file=$(rmat_file "$s" w); extra=(-d 2) ;;
+        pagerank) gapname=pr ;;
+        esac
+        for np in $ranks_here; do
+            read -r t m < <(courier_graph "$app" "$np" --graph "$file" --validate --trials 3)
+            record kernels "$app, scale $s" "courier $np ranks" s "$t"
+            record kernels "$app memory, scale $s" "courier $np ranks" MiB "$m"
+        done
+        [ $have_gap = 1 ] || continue
+        for th in 1 2; do
+            read -r t m < <(gap "$gapname" "$th" "$file" "${extra[@]}")
+            record kernels "$app, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" s "$t"
+            [ "$th" = 2 ] || record kernels "$app memory, scale $s" "GAP (process)" MiB "$m"
+        done
+    done
+}
+
+block_graph() {
+    local s=$1 graph np t m ranks_here=$graph_ranks
+    [ "$s" = "${scales%% *}" ] || ranks_here=$big_graph_ranks
+    graph=$(rmat_file "$s")
     local app args
     for app in cc bfs; do
         args=(--validate yes)
@@ -391,6 +442,10 @@ for ((r = 1; r <= rounds; r++)); do
     if wants graph; then
         marker graph
         for s in $scales; do timed "graph, scale $s" block_graph "$s"; done
+    fi
+    if wants kernels; then
+        marker kernels
+        for s in $scales; do timed "kernels, scale $s" block_kernels "$s"; done
     fi
     if wants containers; then
         marker containers
