@@ -217,7 +217,7 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
             snprintf(why, sizeof why, "cr_graph_bc: source %llu is not a vertex (the graph "
                      "has %llu)", (unsigned long long)sources[j], (unsigned long long)g->n),
                 bad = why;
-    if (graph_agree(g->comm, bad, "cr_graph_bc", err, errlen))
+    if (graph_agree(g->comm, bad, err, errlen))
         return -1;
     uint64_t n = g->count ? g->count : 1;
     bc_run r = {.g = g, .v = cr_xmalloc(n * sizeof *r.v)};

@@ -405,18 +405,21 @@ uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k)
     return lo;
 }
 
-int graph_agree(cr_comm *comm, const char *mine, const char *who, char *err, size_t errlen)
+int graph_agree(cr_comm *comm, const char *mine, char *err, size_t errlen)
 {
     uint64_t me = mine ? (uint64_t)cr_comm_rank(comm) : UINT64_MAX, first;
     cr_module_allreduce_u64(comm, &me, &first, 1, CR_MODULE_MIN);
     if (first == UINT64_MAX)
         return 0;
-    if (err && errlen) {
-        if (mine)
-            snprintf(err, errlen, "%s", mine);
-        else
-            snprintf(err, errlen, "%s: failed on rank %llu", who, (unsigned long long)first);
-    }
+    /* the lowest failing rank's message, to every rank: its bytes as words, the
+     * others' zero, combined by MAX */
+    uint64_t words[32] = {0}, all[32];
+    if (me == first)
+        strncpy((char *)words, mine, sizeof words - 1);
+    cr_module_allreduce_u64(comm, words, all, 32, CR_MODULE_MAX);
+    ((char *)all)[sizeof all - 1] = 0;
+    if (err && errlen)
+        snprintf(err, errlen, "%s", (const char *)all);
     return -1;
 }
 

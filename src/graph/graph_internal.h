@@ -74,9 +74,9 @@ void graph_sort_ids(uint64_t *a, uint64_t n);
 uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k);
 
 /* Collective: each rank passes its own one-line error, or NULL. Returns 0 when no
- * rank has one; else -1 on every rank, with err holding this rank's message, or, on
- * a rank without one, "<who>: failed on rank R" naming the lowest failing rank. */
-int graph_agree(cr_comm *comm, const char *mine, const char *who, char *err, size_t errlen);
+ * rank has one; else -1 on every rank, with err holding the lowest failing rank's
+ * message (at most 255 bytes of it) on every rank. */
+int graph_agree(cr_comm *comm, const char *mine, char *err, size_t errlen);
 
 void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
 

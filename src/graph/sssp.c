@@ -411,7 +411,7 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
                  "number of at least 0 (0: automatic)", o->delta), bad = why;
     else
         bad = check_weights(g, why, sizeof why);
-    if (graph_agree(g->comm, bad, "cr_graph_sssp", err, errlen))
+    if (graph_agree(g->comm, bad, err, errlen))
         return -1;
 
     sssp_run r = {.g = g, .dist = dist};
