@@ -98,12 +98,10 @@ static void send_to_copies(bc_run *r, int h, uint64_t u, double x)
  * through their ranks' copies. */
 static void spread_paths(bc_run *r, int h, uint64_t from, uint64_t to)
 {
-    cr_graph *g = r->g;
     for (uint64_t j = from; j < to; j++) {
         uint64_t u = r->order[j];
-        for (uint64_t k = g->offsets[u]; k < g->offsets[u + 1]; k++)
-            if (r->gh->col[k] < g->count)
-                add_paths(r, r->gh->col[k], r->v[u].sigma);
+        for (uint64_t k = r->gh->local_off[u]; k < r->gh->local_off[u + 1]; k++)
+            add_paths(r, r->gh->local_col[k], r->v[u].sigma);
         send_to_copies(r, h, u, r->v[u].sigma);
     }
 }
@@ -171,9 +169,8 @@ static void sum_dependencies(bc_run *r, const bc_state *s, int32_t levels)
         for (uint64_t j = r->starts[r->cur]; j < r->starts[r->cur + 1]; j++) {
             uint64_t w = r->order[j];
             double share = (1 + r->v[w].delta) / r->v[w].sigma;
-            for (uint64_t k = g->offsets[w]; k < g->offsets[w + 1]; k++)
-                if (r->gh->col[k] < g->count)
-                    add_dependency(r, r->gh->col[k], share);
+            for (uint64_t k = r->gh->local_off[w]; k < r->gh->local_off[w + 1]; k++)
+                add_dependency(r, r->gh->local_col[k], share);
             send_to_copies(r, s->h_deps, w, share);
         }
         cr_barrier(g->comm); /* the level's records are handled; cur moves on */

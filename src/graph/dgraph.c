@@ -298,6 +298,7 @@ void cr_graph_simplify(cr_graph *g)
         }
     }
     g->offsets[g->count] = g->nadj = at;
+    g->weights_scanned = false; /* a dropped copy may have been the largest */
     free(tmp);
     free(g->loops);
     g->loops = NULL;
@@ -390,6 +391,21 @@ bool cr_graph_weighted(const cr_graph *g)
 const float *cr_graph_weights(const cr_graph *g, uint64_t i)
 {
     return g->wadj ? g->wadj + g->offsets[i] : NULL;
+}
+
+void graph_weights_scan(cr_graph *g)
+{
+    if (g->weights_scanned)
+        return;
+    g->weight_most = 0;
+    g->weight_bad = UINT64_MAX;
+    for (uint64_t k = 0; g->wadj && k < g->nadj; k++) {
+        if (!(g->wadj[k] >= 0) && g->weight_bad == UINT64_MAX)
+            g->weight_bad = k;
+        if (g->wadj[k] > g->weight_most)
+            g->weight_most = g->wadj[k];
+    }
+    g->weights_scanned = true;
 }
 
 uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k)

@@ -347,6 +347,28 @@ static void sort_reverse_by_weight(graph_ghosts *gh)
     free(tmp);
 }
 
+/* Each vertex's edges to my own vertices, in list order (lightest first, weighted). */
+static void split_local(graph_ghosts *gh, const uint64_t *offsets, const float *weights)
+{
+    uint64_t count = gh->g->count, n = 0;
+    for (uint64_t k = 0; k < offsets[count]; k++)
+        n += gh->col[k] < count;
+    gh->local_off = cr_xmalloc((count + 1) * sizeof *gh->local_off);
+    gh->local_col = cr_xmalloc((n ? n : 1) * sizeof *gh->local_col);
+    gh->local_w = weights ? cr_xmalloc((n ? n : 1) * sizeof *gh->local_w) : NULL;
+    uint64_t at = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        gh->local_off[i] = at;
+        for (uint64_t k = offsets[i]; k < offsets[i + 1]; k++)
+            if (gh->col[k] < count) {
+                if (weights)
+                    gh->local_w[at] = weights[k];
+                gh->local_col[at++] = gh->col[k];
+            }
+    }
+    gh->local_off[count] = at;
+}
+
 void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
 {
     uint64_t count = gh->g->count, nadj = offsets[count];
@@ -374,10 +396,14 @@ void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
     free(fill);
     if (weights)
         sort_reverse_by_weight(gh);
+    split_local(gh, offsets, weights);
 }
 
 void graph_ghosts_free(graph_ghosts *gh)
 {
+    free(gh->local_off);
+    free(gh->local_col);
+    free(gh->local_w);
     free(gh->rev_off);
     free(gh->rev_local);
     free(gh->rev_w);

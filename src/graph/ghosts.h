@@ -25,6 +25,9 @@ typedef struct graph_ghosts {
     uint64_t ndests;
     uint64_t *dest_off;    /* and which: dest_local[dest_off[d] .. dest_off[d + 1]), */
     uint32_t *dest_local;  /* in order of vertex (the copier's slot order) */
+    uint64_t *local_off;   /* graph_ghosts_reverse: local i's edges to my own vertices */
+    uint32_t *local_col;   /* are local_col[local_off[i] .. local_off[i + 1]) (local */
+    float *local_w;        /* indices), with their weights (weighted), in list order */
     uint64_t *rev_off;     /* graph_ghosts_reverse: slot s's edges to my vertices are */
     uint32_t *rev_local;   /* rev_local[rev_off[s] .. rev_off[s + 1]) (the local ends) */
     float *rev_w;          /* and, on a weighted graph's own adjacency, their weights */
@@ -40,7 +43,8 @@ void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *ad
                         graph_ghosts *gh);
 /* Index the adjacency (the one gh was built on) by ghost: for each slot, my vertices
  * whose lists name it (on a weighted graph's own adjacency, with the edges' weights,
- * lightest first). A value a ghost's owner
+ * lightest first); and each vertex's edges to my own vertices apart, so that a kernel
+ * that handles the edges to ghosts through their owners' records walks only these. A value a ghost's owner
  * sends once per rank then reaches every edge it has to this rank. Local. */
 void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets);
 /* values[0 .. count) are my vertices' words; fill values[count + slot] with the

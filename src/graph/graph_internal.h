@@ -24,6 +24,9 @@ struct cr_graph {
     uint64_t nadj;
     bool weighted;   /* every rank's edge list had weights */
     float *wadj;     /* weighted: the weight of adj[k] is wadj[k]; else NULL */
+    bool weights_scanned; /* graph_weights_scan has filled the two below */
+    float weight_most;    /* my largest weight (0 unweighted or none) */
+    uint64_t weight_bad;  /* the slot of my first negative or NaN weight, or UINT64_MAX */
     struct graph_ghosts *ghosts; /* graph_ghosts_of: built by the first kernel that
                                     needs them, kept with the graph */
     cr_graph_loops *loops; /* my vertices with self-loops, by local index */
@@ -69,6 +72,10 @@ static inline uint64_t graph_sum(cr_comm *comm, uint64_t mine)
 
 /* Sort n ids in place (lists are mostly short). Local. */
 void graph_sort_ids(uint64_t *a, uint64_t n);
+
+/* This rank's largest weight and first bad (negative or NaN) one, scanned at the
+ * first call and kept with the graph (its weights do not change). Local. */
+void graph_weights_scan(cr_graph *g);
 
 /* The local vertex whose adjacency holds slot k (0 <= k < nadj). Local. */
 uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k);

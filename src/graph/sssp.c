@@ -217,21 +217,20 @@ static uint64_t first_heavy(const sssp_run *r, const float *w, uint64_t from, ui
 static void relax_edges(sssp_run *r, uint64_t i, double d, bool light)
 {
     cr_graph *g = r->g;
-    uint64_t from = g->offsets[i], to = g->offsets[i + 1];
-    uint64_t cut = first_heavy(r, g->wadj, from, to); /* lists are lightest first */
+    /* in locals: the stores of lowered() could otherwise alias them */
+    const uint32_t *col = r->gh->local_col;
+    const float *w = r->gh->local_w;
+    const double *dist = r->dist;
+    uint64_t from = r->gh->local_off[i], to = r->gh->local_off[i + 1];
+    uint64_t cut = first_heavy(r, w, from, to); /* lists are lightest first */
     if (light)
         to = cut;
     else
         from = cut;
-    /* in locals: the stores of lowered() could otherwise alias them */
-    const uint32_t *col = r->gh->col;
-    const float *w = g->wadj;
-    const double *dist = r->dist;
-    uint32_t count = (uint32_t)g->count;
     for (uint64_t k = from; k < to; k++) {
         uint32_t c = col[k];
         double nd = d + (w ? (double)w[k] : 1.0);
-        if (c < count && nd < dist[c])
+        if (nd < dist[c])
             lowered(r, c, nd);
     }
     const graph_ghosts *gh = r->gh;
@@ -336,28 +335,25 @@ static sssp_state *state_of(cr_comm *comm, sssp_run *run)
 }
 
 /* A negative or NaN weight on this rank, as one line in why, or NULL. */
-static const char *check_weights(const cr_graph *g, char *why, size_t whylen)
+static const char *check_weights(cr_graph *g, char *why, size_t whylen)
 {
-    for (uint64_t k = 0; g->wadj && k < g->nadj; k++)
-        if (!(g->wadj[k] >= 0)) {
-            snprintf(why, whylen, "cr_graph_sssp: an edge of vertex %llu has weight %g: "
-                     "weights must be numbers of at least 0",
-                     (unsigned long long)(g->first + graph_local_of_slot(g, k)),
-                     (double)g->wadj[k]);
-            return why;
-        }
-    return NULL;
+    graph_weights_scan(g);
+    uint64_t k = g->weight_bad;
+    if (k == UINT64_MAX)
+        return NULL;
+    snprintf(why, whylen, "cr_graph_sssp: an edge of vertex %llu has weight %g: weights "
+             "must be numbers of at least 0",
+             (unsigned long long)(g->first + graph_local_of_slot(g, k)), (double)g->wadj[k]);
+    return why;
 }
 
 /* Meyer and Sanders' width for random weights, Theta(largest weight / average degree):
  * the constant, 1/4, measured on R-MAT graphs of weights 1 .. 255 (docs/graph.md);
  * wider buckets relax more light edges twice, narrower ones cost more barriers. */
-static double automatic_delta(const cr_graph *g)
+static double automatic_delta(cr_graph *g)
 {
-    double most = g->wadj ? 0 : 1;
-    for (uint64_t k = 0; g->wadj && k < g->nadj; k++)
-        most = g->wadj[k] > most ? g->wadj[k] : most;
-    double all;
+    graph_weights_scan(g);
+    double most = g->wadj ? g->weight_most : 1, all;
     cr_module_allreduce_double(g->comm, &most, &all, 1, CR_MODULE_MAX);
     uint64_t ends = graph_sum(g->comm, g->nadj);
     double degree = g->n ? (double)ends / (double)g->n : 0;
