@@ -18,30 +18,58 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---------------------------------------------------------------- the run */
+
+/* The handlers, registered on the comm by the first search or validation there
+ * (collective), and the call in progress, for them. */
+typedef struct bfs_state {
+    int h_visit, h_visit_merged, h_relax, h_check_parent, h_check_edge;
+    struct bfs_run *run;
+} bfs_state;
+
+/* One search or validation: its state lives here, not in the graph, so that the
+ * graph holds only the graph. */
+typedef struct bfs_run {
+    cr_graph *g;
+    const bfs_state *st;
+    int64_t *parent; /* the caller's result arrays */
+    int32_t *level;
+    int32_t cur_level;
+    uint64_t *next; /* local indices reached in the current level */
+    size_t nnext, next_cap;
+    uint64_t *stack; /* async: queue of local vertices whose level just dropped */
+    size_t stack_head, nstack, stack_cap; /* entries [stack_head, nstack) are queued */
+    uint64_t relaxations; /* async: level improvements, re-visits included */
+    uint64_t errors;      /* validation: violations found on this rank */
+    char why[256];        /* the first of them */
+} bfs_run;
+
 /* ---------------------------------------------------------------- search */
 
-static void visit(cr_graph *g, uint64_t v, uint64_t from)
+static void visit(bfs_run *r, uint64_t v, uint64_t from)
 {
+    cr_graph *g = r->g;
     uint64_t i = v - g->first;
-    if (g->level[i] >= 0)
+    if (r->level[i] >= 0)
         return;
-    g->level[i] = g->cur_level + 1;
-    g->parent[i] = (int64_t)from;
-    if (g->nnext == g->next_cap) {
-        g->next_cap = g->next_cap ? 2 * g->next_cap : 1024;
-        g->bfs_next = cr_xrealloc(g->bfs_next, g->next_cap * sizeof *g->bfs_next);
+    r->level[i] = r->cur_level + 1;
+    r->parent[i] = (int64_t)from;
+    if (r->nnext == r->next_cap) {
+        r->next_cap = r->next_cap ? 2 * r->next_cap : 1024;
+        r->next = cr_xrealloc(r->next, r->next_cap * sizeof *r->next);
     }
-    g->bfs_next[g->nnext++] = i;
+    r->next[r->nnext++] = i;
 }
 
 /* A batch handler: one call per run of visits in a received buffer. */
 static void on_visits(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
+    bfs_run *r = ((bfs_state *)user)->run;
     for (size_t k = 0; k < b->count; k++) {
         uint64_t m[2];
         memcpy(m, cr_batch_payload(b, k), sizeof m);
-        visit(user, m[0], m[1]);
+        visit(r, m[0], m[1]);
     }
 }
 
@@ -81,40 +109,42 @@ static double slowest(cr_graph *g, double mine)
 /* A visit offers v the level `level` through `from`; an improvement is applied and
  * v's neighbours are offered level + 1: in place for my own vertices (through a
  * stack, not recursion), by message for the others. */
-static void relax(cr_graph *g, uint64_t v, uint64_t from, int32_t level)
+static void relax(bfs_run *r, uint64_t v, uint64_t from, int32_t level)
 {
+    cr_graph *g = r->g;
     uint64_t i = v - g->first;
-    if (g->level[i] >= 0 && g->level[i] <= level)
+    if (r->level[i] >= 0 && r->level[i] <= level)
         return;
-    g->level[i] = level;
-    g->parent[i] = (int64_t)from;
-    g->relaxations++;
-    if (g->nstack == g->stack_cap) {
-        g->stack_cap = g->stack_cap ? 2 * g->stack_cap : 1024;
-        g->stack = cr_xrealloc(g->stack, g->stack_cap * sizeof *g->stack);
+    r->level[i] = level;
+    r->parent[i] = (int64_t)from;
+    r->relaxations++;
+    if (r->nstack == r->stack_cap) {
+        r->stack_cap = r->stack_cap ? 2 * r->stack_cap : 1024;
+        r->stack = cr_xrealloc(r->stack, r->stack_cap * sizeof *r->stack);
     }
-    g->stack[g->nstack++] = i;
+    r->stack[r->nstack++] = i;
 }
 
 /* First in, first out: improvements spread breadth-first on each rank, which
  * keeps re-visits rare (a stack would walk depth-first and correct most levels
  * many times). */
 
-static void relax_drain(cr_graph *g)
+static void relax_drain(bfs_run *r)
 {
-    while (g->stack_head < g->nstack) {
-        uint64_t i = g->stack[g->stack_head++], u = g->first + i;
-        if (g->stack_head == g->nstack)
-            g->stack_head = g->nstack = 0; /* empty: start over at the front */
-        int32_t next = g->level[i] + 1;
+    cr_graph *g = r->g;
+    while (r->stack_head < r->nstack) {
+        uint64_t i = r->stack[r->stack_head++], u = g->first + i;
+        if (r->stack_head == r->nstack)
+            r->stack_head = r->nstack = 0; /* empty: start over at the front */
+        int32_t next = r->level[i] + 1;
         for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
             uint64_t w = g->adj[e];
             int owner = cr_graph_owner(g, w);
             if (owner == g->rank) {
-                relax(g, w, u, next);
+                relax(r, w, u, next);
             } else {
                 int64_t m[3] = {(int64_t)w, (int64_t)u, next};
-                cr_async(g->comm, owner, g->h_relax, m, sizeof m);
+                cr_async(g->comm, owner, r->st->h_relax, m, sizeof m);
             }
         }
     }
@@ -125,22 +155,23 @@ static void relax_drain(cr_graph *g)
 static void on_relaxes(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
-    cr_graph *g = user;
+    bfs_run *r = ((bfs_state *)user)->run;
     for (size_t k = 0; k < b->count; k++) {
         int64_t m[3];
         memcpy(m, cr_batch_payload(b, k), sizeof m);
-        relax(g, (uint64_t)m[0], (uint64_t)m[1], (int32_t)m[2]);
+        relax(r, (uint64_t)m[0], (uint64_t)m[1], (int32_t)m[2]);
     }
-    relax_drain(g);
+    relax_drain(r);
 }
 
-static void search_async(cr_graph *g, uint64_t root)
+static void search_async(bfs_run *r, uint64_t root)
 {
-    g->relaxations = 0;
-    g->nstack = g->stack_head = 0;
+    cr_graph *g = r->g;
+    r->relaxations = 0;
+    r->nstack = r->stack_head = 0;
     if (root < g->n && cr_graph_owner(g, root) == g->rank) {
-        relax(g, root, root, 0);
-        relax_drain(g);
+        relax(r, root, root, 0);
+        relax_drain(r);
     }
     cr_barrier(g->comm);
 }
@@ -167,61 +198,64 @@ static void keep_first(void *dst, const void *src, size_t len, void *user)
 
 /* One top-down level: every frontier vertex visits its neighbours, in place or by
  * message; the barrier ends the level. */
-static void top_down_step(cr_graph *g, const uint64_t *frontier, size_t nfrontier,
+static void top_down_step(bfs_run *r, const uint64_t *frontier, size_t nfrontier,
                           uint8_t *sent, bool merged)
 {
+    cr_graph *g = r->g;
     for (size_t f = 0; f < nfrontier; f++) {
         uint64_t i = frontier[f], u = g->first + i;
         for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
             uint64_t v = g->adj[e];
             if (v - g->first < g->count) { /* mine: no owner to compute (a division) */
-                visit(g, v, u);
+                visit(r, v, u);
                 continue;
             }
             uint64_t m[2] = {v, u};
             if (merged)
-                cr_async(g->comm, cr_block_owner(g->n, g->size, v), g->h_visit_merged, m, sizeof m);
+                cr_async(g->comm, cr_block_owner(g->n, g->size, v), r->st->h_visit_merged, m, sizeof m);
             else if (first_visit_to(sent, v)) /* the bitmap first: most visits were sent */
-                cr_async(g->comm, cr_block_owner(g->n, g->size, v), g->h_visit, m, sizeof m);
+                cr_async(g->comm, cr_block_owner(g->n, g->size, v), r->st->h_visit, m, sizeof m);
         }
     }
     cr_barrier(g->comm);
 }
 
 /* Start a search: the root is visited, and the first frontier is the root alone. */
-static void start_search(cr_graph *g, uint64_t root)
+static void start_search(bfs_run *r, uint64_t root)
 {
-    g->nnext = 0;
+    cr_graph *g = r->g;
+    r->nnext = 0;
     if (root < g->n && cr_graph_owner(g, root) == g->rank) {
-        g->cur_level = -1;
-        visit(g, root, root);
+        r->cur_level = -1;
+        visit(r, root, root);
     }
 }
 
 /* The next frontier: what the last level reached. The caller frees the old one. */
-static uint64_t *take_next(cr_graph *g, size_t *n)
+static uint64_t *take_next(bfs_run *r, size_t *n)
 {
-    uint64_t *frontier = g->bfs_next;
-    *n = g->nnext;
-    g->bfs_next = NULL;
-    g->nnext = g->next_cap = 0;
+    uint64_t *frontier = r->next;
+    *n = r->nnext;
+    r->next = NULL;
+    r->nnext = r->next_cap = 0;
     return frontier;
 }
 
-static int search_levels(cr_graph *g, uint64_t root, bool merged)
+static int search_levels(bfs_run *r, uint64_t root, bool merged)
 {
+    cr_graph *g = r->g;
     uint8_t *sent = merged ? NULL : cr_xcalloc(g->n / 8 + 1, 1);
     uint64_t *frontier = NULL;
     size_t nfrontier = 0;
-    start_search(g, root);
+    start_search(r, root);
     int levels = 0;
-    for (g->cur_level = 0;; g->cur_level++) {
+    for (r->cur_level = 0;; r->cur_level++) {
         free(frontier);
-        frontier = take_next(g, &nfrontier);
+        frontier = take_next(r, &nfrontier);
         if (sum_over_ranks(g, nfrontier) == 0)
             break;
         levels++;
-        top_down_step(g, frontier, nfrontier, sent, merged);
+        top_down_step(r, frontier, nfrontier, sent, merged);
     }
     free(frontier);
     free(sent);
@@ -318,9 +352,10 @@ static void gather_frontier(cr_graph *g, hybrid *h, const uint64_t *frontier, si
 
 /* One bottom-up level: each unvisited vertex of mine takes the first neighbour in the
  * frontier as its parent. No messages. */
-static void bottom_up_step(cr_graph *g, hybrid *h, const uint64_t *frontier, size_t nfrontier,
+static void bottom_up_step(bfs_run *r, hybrid *h, const uint64_t *frontier, size_t nfrontier,
                            cr_bfs_result *out)
 {
+    cr_graph *g = r->g;
     double t0 = cr_module_now(g->comm);
     gather_frontier(g, h, frontier, nfrontier);
     double t1 = cr_module_now(g->comm);
@@ -330,11 +365,11 @@ static void bottom_up_step(cr_graph *g, hybrid *h, const uint64_t *frontier, siz
          * hardware does not foresee: ask for them a few vertices ahead */
         if (i + PREFETCH_AHEAD < g->count)
             __builtin_prefetch(&g->adj[g->offsets[i + PREFETCH_AHEAD]]);
-        if (g->level[i] >= 0)
+        if (r->level[i] >= 0)
             continue;
         for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
             if (in_frontier(h, g->adj[e])) {
-                visit(g, g->first + i, g->adj[e]);
+                visit(r, g->first + i, g->adj[e]);
                 break;
             }
         }
@@ -365,22 +400,23 @@ static bool choose_bottom_up(const cr_bfs_opts *o, bool bottom_up, int level,
     return !(nf < (double)n / o->beta);
 }
 
-static int search_hybrid(cr_graph *g, const cr_bfs_opts *o, uint64_t root, cr_bfs_result *out)
+static int search_hybrid(bfs_run *r, const cr_bfs_opts *o, uint64_t root, cr_bfs_result *out)
 {
+    cr_graph *g = r->g;
     hybrid h;
     hybrid_init(g, &h);
     uint8_t *sent = cr_xcalloc(g->n / 8 + 1, 1);
     uint64_t *frontier = NULL;
     size_t nfrontier = 0;
     uint64_t unvisited_edges = g->offsets[g->count];
-    start_search(g, root);
+    start_search(r, root);
     int levels = 0;
     bool bottom_up = false;
     out->bottom_up_levels = 0;
     out->scan_seconds = out->frontier_seconds = out->top_down_seconds = 0;
-    for (g->cur_level = 0;; g->cur_level++) {
+    for (r->cur_level = 0;; r->cur_level++) {
         free(frontier);
-        frontier = take_next(g, &nfrontier);
+        frontier = take_next(r, &nfrontier);
         uint64_t mf = degree_sum(g, frontier, nfrontier);
         unvisited_edges -= mf; /* the frontier was reached by the last level */
         uint64_t mine[3] = {nfrontier, mf, unvisited_edges}, sums[3];
@@ -388,13 +424,13 @@ static int search_hybrid(cr_graph *g, const cr_bfs_opts *o, uint64_t root, cr_bf
         if (sums[0] == 0)
             break;
         levels++;
-        bottom_up = choose_bottom_up(o, bottom_up, g->cur_level, sums, g->n);
+        bottom_up = choose_bottom_up(o, bottom_up, r->cur_level, sums, g->n);
         if (bottom_up) {
-            bottom_up_step(g, &h, frontier, nfrontier, out);
+            bottom_up_step(r, &h, frontier, nfrontier, out);
             out->bottom_up_levels++;
         } else {
             double t0 = cr_module_now(g->comm);
-            top_down_step(g, frontier, nfrontier, sent, false);
+            top_down_step(r, frontier, nfrontier, sent, false);
             out->top_down_seconds += cr_module_now(g->comm) - t0;
         }
     }
@@ -409,7 +445,9 @@ void cr_graph_bfs(cr_graph *g, uint64_t root, cr_bfs_result *out)
     cr_graph_bfs_with(g, CR_BFS_LEVELS, root, out);
 }
 
-static void register_bfs(cr_graph *g); /* with the validation's handlers, below */
+struct bfs_run;
+static const bfs_state *start_run(bfs_run *r, cr_graph *g);
+static void end_run(bfs_run *r);
 
 void cr_graph_bfs_opts_init(cr_bfs_opts *o)
 {
@@ -438,54 +476,52 @@ void cr_graph_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bf
                                        (unsigned)o->direction > CR_BFS_ALTERNATE))
         cr_fatal("cr_graph_bfs_run: hybrid needs alpha > 0, beta > 0 and a valid direction "
                  "(alpha %g, beta %g, direction %d)", o->alpha, o->beta, (int)o->direction);
-    register_bfs(g);
     memset(out, 0, sizeof *out);
     size_t n = g->count ? g->count : 1;
     out->parent = cr_xmalloc(n * sizeof *out->parent);
     out->level = cr_xmalloc(n * sizeof *out->level);
-    g->parent = out->parent;
-    g->level = out->level;
+    bfs_run run = {.parent = out->parent, .level = out->level}, *r = &run;
+    start_run(r, g);
     align_ranks(g);
     double t0 = cr_module_now(g->comm);
     for (uint64_t i = 0; i < g->count; i++) {
-        g->parent[i] = -1;
-        g->level[i] = -1;
+        r->parent[i] = -1;
+        r->level[i] = -1;
     }
     int levels = 0;
     uint64_t visits;
     if (algorithm == CR_BFS_HYBRID) {
-        levels = search_hybrid(g, o, root, out);
+        levels = search_hybrid(r, o, root, out);
     } else if (algorithm != CR_BFS_ASYNC) {
-        levels = search_levels(g, root, algorithm == CR_BFS_LEVELS_DEDUP);
+        levels = search_levels(r, root, algorithm == CR_BFS_LEVELS_DEDUP);
     } else {
-        search_async(g, root);
+        search_async(r, root);
     }
     double mine = cr_module_now(g->comm) - t0;
     out->seconds = slowest(g, mine);
     uint64_t reached = 0, ends = 0;
     for (uint64_t i = 0; i < g->count; i++)
-        if (g->level[i] >= 0) {
+        if (r->level[i] >= 0) {
             reached++;
             ends += g->offsets[i + 1] - g->offsets[i];
         }
     uint64_t loops = 0; /* Graph500 counts the component's edges without self-loops */
     for (size_t k = 0; k < g->nloops; k++)
-        loops += g->level[g->loops[k].local] >= 0 ? g->loops[k].count : 0;
+        loops += r->level[g->loops[k].local] >= 0 ? g->loops[k].count : 0;
     out->reached = sum_over_ranks(g, reached);
     /* both halves of every edge are stored, both ends of a loop at its vertex */
     out->edges = sum_over_ranks(g, ends) / 2 - sum_over_ranks(g, loops);
-    visits = algorithm == CR_BFS_ASYNC ? sum_over_ranks(g, g->relaxations) : out->reached;
+    visits = algorithm == CR_BFS_ASYNC ? sum_over_ranks(g, r->relaxations) : out->reached;
     out->visits = visits;
     if (algorithm == CR_BFS_ASYNC) {
         int32_t deepest = -1;
         for (uint64_t i = 0; i < g->count; i++)
-            deepest = g->level[i] > deepest ? g->level[i] : deepest;
+            deepest = r->level[i] > deepest ? r->level[i] : deepest;
         /* levels = deepest + 1, carried as an unsigned maximum */
         levels = (int)max_over_ranks(g, (uint64_t)(deepest + 1));
     }
     out->levels = levels;
-    g->parent = NULL;
-    g->level = NULL;
+    end_run(r);
 }
 
 void cr_graph_bfs_result_free(cr_bfs_result *r)
@@ -497,12 +533,12 @@ void cr_graph_bfs_result_free(cr_bfs_result *r)
 
 /* ---------------------------------------------------------------- validation */
 
-__attribute__((format(printf, 2, 3))) static void violation(cr_graph *g, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void violation(bfs_run *r, const char *fmt, ...)
 {
-    if (g->errors++ == 0) {
+    if (r->errors++ == 0) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(g->why, sizeof g->why, fmt, ap);
+        vsnprintf(r->why, sizeof r->why, fmt, ap);
         va_end(ap);
     }
 }
@@ -511,12 +547,12 @@ __attribute__((format(printf, 2, 3))) static void violation(cr_graph *g, const c
 static void on_check_parent(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
     (void)comm, (void)src, (void)len;
-    cr_graph *g = user;
+    bfs_run *r = ((bfs_state *)user)->run;
     int64_t m[3];
     memcpy(m, payload, sizeof m);
-    int32_t lp = g->level[(uint64_t)m[0] - g->first];
+    int32_t lp = r->level[(uint64_t)m[0] - r->g->first];
     if (lp != m[2] - 1)
-        violation(g, "vertex %" PRId64 " has level %" PRId64 " but its parent %" PRId64
+        violation(r, "vertex %" PRId64 " has level %" PRId64 " but its parent %" PRId64
                      " has level %d", m[1], m[2], m[0], lp);
 }
 
@@ -524,30 +560,55 @@ static void on_check_parent(cr_comm *comm, int src, const void *payload, size_t 
 static void on_check_edge(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
     (void)comm, (void)src, (void)len;
-    cr_graph *g = user;
+    bfs_run *r = ((bfs_state *)user)->run;
     int64_t m[3];
     memcpy(m, payload, sizeof m);
-    int32_t lv = g->level[(uint64_t)m[0] - g->first], lu = (int32_t)m[2];
+    int32_t lv = r->level[(uint64_t)m[0] - r->g->first], lu = (int32_t)m[2];
     if ((lv < 0) != (lu < 0))
-        violation(g, "edge (%" PRId64 ", %" PRId64 ") joins a reached and an unreached vertex "
+        violation(r, "edge (%" PRId64 ", %" PRId64 ") joins a reached and an unreached vertex "
                      "(levels %d and %d): the tree does not span the component", m[1], m[0], lu, lv);
     else if (lv >= 0 && (lv - lu > 1 || lu - lv > 1))
-        violation(g, "edge (%" PRId64 ", %" PRId64 ") joins levels %d and %d", m[1], m[0], lu, lv);
+        violation(r, "edge (%" PRId64 ", %" PRId64 ") joins levels %d and %d", m[1], m[0], lu, lv);
 }
 
-/* Collective, by the first search or validation of the graph. */
-static void register_bfs(cr_graph *g)
+static void destroy_state(cr_comm *comm, void *state)
 {
-    if (g->bfs_registered)
-        return;
-    g->bfs_registered = true;
-    g->h_visit = cr_register_type(g->comm, &(cr_handler_type){.batch = on_visits}, g);
+    (void)comm;
+    free(state);
+}
+
+static const cr_module_type bfs_module = {.name = "graph bfs", .destroy = destroy_state};
+
+/* The comm's handlers, registered by the first search or validation on it
+ * (collective); the run is set first, for a faster rank's record. */
+static const bfs_state *start_run(bfs_run *r, cr_graph *g)
+{
+    r->g = g;
+    bfs_state *s = cr_module_state(g->comm, &bfs_module);
+    if (s) {
+        s->run = r;
+        return r->st = s;
+    }
+    s = cr_xcalloc(1, sizeof *s);
+    s->run = r;
+    r->st = s;
+    cr_module_attach(g->comm, &bfs_module, s);
+    s->h_visit = cr_register_type(g->comm, &(cr_handler_type){.batch = on_visits}, s);
     /* Visits {v, parent} keyed on v: any parent of the level is a right one. */
-    g->h_visit_merged = cr_register_type(
-        g->comm, &(cr_handler_type){.batch = on_visits, .key_len = 8, .combine = keep_first}, g);
-    g->h_relax = cr_register_type(g->comm, &(cr_handler_type){.batch = on_relaxes}, g);
-    g->h_check_parent = cr_register(g->comm, on_check_parent, g);
-    g->h_check_edge = cr_register(g->comm, on_check_edge, g);
+    s->h_visit_merged = cr_register_type(
+        g->comm, &(cr_handler_type){.batch = on_visits, .key_len = 8, .combine = keep_first}, s);
+    s->h_relax = cr_register_type(g->comm, &(cr_handler_type){.batch = on_relaxes}, s);
+    s->h_check_parent = cr_register(g->comm, on_check_parent, s);
+    s->h_check_edge = cr_register(g->comm, on_check_edge, s);
+    return s;
+}
+
+/* The run is over: no handler of it runs any more (its last barrier has returned). */
+static void end_run(bfs_run *r)
+{
+    ((bfs_state *)r->st)->run = NULL;
+    free(r->next);
+    free(r->stack);
 }
 
 static bool is_neighbour(const cr_graph *g, uint64_t i, uint64_t v)
@@ -559,25 +620,26 @@ static bool is_neighbour(const cr_graph *g, uint64_t i, uint64_t v)
 }
 
 /* The checks one vertex can make alone, then the messages for the others. */
-static void check_vertex(cr_graph *g, uint64_t root, uint64_t i)
+static void check_vertex(bfs_run *r, uint64_t root, uint64_t i)
 {
+    cr_graph *g = r->g;
     uint64_t v = g->first + i;
-    int64_t p = g->parent[i];
-    int32_t l = g->level[i];
+    int64_t p = r->parent[i];
+    int32_t l = r->level[i];
     if (v == root) {
         if (p != (int64_t)root || l != 0)
-            violation(g, "the root %" PRIu64 " has parent %" PRId64 " and level %d, expected "
+            violation(r, "the root %" PRIu64 " has parent %" PRId64 " and level %d, expected "
                          "itself and 0", root, p, l);
     } else if ((p < 0) != (l < 0)) {
-        violation(g, "vertex %" PRIu64 " has parent %" PRId64 " but level %d", v, p, l);
+        violation(r, "vertex %" PRIu64 " has parent %" PRId64 " but level %d", v, p, l);
     } else if (p >= 0) {
         if ((uint64_t)p >= g->n || (uint64_t)p == v || l < 1)
-            violation(g, "vertex %" PRIu64 " has parent %" PRId64 " and level %d", v, p, l);
+            violation(r, "vertex %" PRIu64 " has parent %" PRId64 " and level %d", v, p, l);
         else if (!is_neighbour(g, i, (uint64_t)p))
-            violation(g, "tree edge (%" PRId64 ", %" PRIu64 ") is not an input edge", p, v);
+            violation(r, "tree edge (%" PRId64 ", %" PRIu64 ") is not an input edge", p, v);
         else {
             int64_t m[3] = {p, (int64_t)v, l};
-            cr_async(g->comm, cr_graph_owner(g, (uint64_t)p), g->h_check_parent, m, sizeof m);
+            cr_async(g->comm, cr_graph_owner(g, (uint64_t)p), r->st->h_check_parent, m, sizeof m);
         }
     }
     for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
@@ -585,28 +647,24 @@ static void check_vertex(cr_graph *g, uint64_t root, uint64_t i)
         if (u <= v) /* each undirected edge once; self-loops need no check */
             continue;
         int64_t m[3] = {(int64_t)u, (int64_t)v, l};
-        cr_async(g->comm, cr_graph_owner(g, u), g->h_check_edge, m, sizeof m);
+        cr_async(g->comm, cr_graph_owner(g, u), r->st->h_check_edge, m, sizeof m);
     }
 }
 
 uint64_t cr_graph_bfs_validate(cr_graph *g, uint64_t root, const int64_t *parent, const int32_t *level,
                                char *why, size_t whylen)
 {
-    register_bfs(g);
-    g->parent = (int64_t *)parent;
-    g->level = (int32_t *)level;
-    g->errors = 0;
-    g->why[0] = '\0';
+    bfs_run run = {.parent = (int64_t *)parent, .level = (int32_t *)level}, *r = &run;
+    start_run(r, g);
     for (uint64_t i = 0; i < g->count; i++)
-        check_vertex(g, root, i);
+        check_vertex(r, root, i);
     cr_barrier(g->comm);
     /* Levels fall by one along every parent pointer down to the root, the only
      * vertex at level 0: so there are no cycles, and every reached vertex is joined
      * to the root. With no edge leaving the reached set, it is the component. */
-    uint64_t total = sum_over_ranks(g, g->errors);
+    uint64_t total = sum_over_ranks(g, r->errors);
     if (why && whylen)
-        snprintf(why, whylen, "%s", g->why);
-    g->parent = NULL;
-    g->level = NULL;
+        snprintf(why, whylen, "%s", r->why);
+    end_run(r);
     return total;
 }

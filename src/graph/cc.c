@@ -66,8 +66,11 @@ typedef struct pair {
     uint64_t a, b;
 } pair;
 
+typedef struct cc_state cc_state;
+
 typedef struct cc_run {
     cr_graph *g;
+    const cc_state *st; /* the comm's handlers */
     uint32_t *parent;  /* local union-find over local indices; after the local phase
                           every entry is its vertex's root */
     uint32_t giant;    /* the root of my giant, NO_ROOT if I have no vertices */
@@ -90,6 +93,13 @@ typedef struct cc_run {
     size_t nall, all_cap;
     uint64_t records;     /* cut-edge records this rank sent */
 } cc_run;
+
+/* The handlers, registered on the comm by the first call there (collective), and the
+ * call in progress, for them. */
+struct cc_state {
+    int h_cc_giant, h_cc_cut, h_cc_super, h_cc_minima;
+    cc_run *run;
+};
 
 static void push_pair(pair **v, size_t *n, size_t *cap, uint64_t a, uint64_t b)
 {
@@ -122,7 +132,7 @@ static uint64_t node_of(cc_run *r, uint64_t local)
 static void on_giant(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
     (void)comm;
-    cc_run *r = ((cr_graph *)user)->cc_run;
+    cc_run *r = ((cc_state *)user)->run;
     const uint64_t *m = payload;
     r->giant_id[src] = m[0];
     uint64_t w0 = m[1], nwords = len / sizeof *m - 2;
@@ -142,8 +152,8 @@ static void involve(cc_run *r, uint32_t root)
 static void on_cut_edges(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
-    cr_graph *g = user;
-    cc_run *r = g->cc_run;
+    cc_run *r = ((cc_state *)user)->run;
+    cr_graph *g = r->g;
     for (size_t k = 0; k < b->count; k++) {
         uint64_t m[2];
         memcpy(m, cr_batch_payload(b, k), sizeof m);
@@ -158,7 +168,7 @@ static void on_cut_edges(cr_comm *comm, const cr_batch *b, void *user)
 static void on_minima(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
     (void)comm, (void)src;
-    cc_run *r = ((cr_graph *)user)->cc_run;
+    cc_run *r = ((cc_state *)user)->run;
     for (size_t s = 0; s < len / sizeof(uint64_t); s++) {
         uint64_t m;
         memcpy(&m, (const char *)payload + s * sizeof m, sizeof m);
@@ -171,7 +181,7 @@ static void on_minima(cr_comm *comm, int src, const void *payload, size_t len, v
 static void on_super_edges(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
     (void)comm, (void)src;
-    cc_run *r = ((cr_graph *)user)->cc_run;
+    cc_run *r = ((cc_state *)user)->run;
     size_t n = len / sizeof(pair);
     for (size_t k = 0; k < n; k++) {
         pair p;
@@ -180,19 +190,36 @@ static void on_super_edges(cr_comm *comm, int src, const void *payload, size_t l
     }
 }
 
-static void register_cc(cr_graph *g)
+static void destroy_state(cr_comm *comm, void *state)
 {
-    if (g->cc_registered)
-        return;
-    g->cc_registered = true;
-    g->h_cc_giant = cr_register_type(g->comm, &(cr_handler_type){.fn = on_giant,
-                                                                 .name = "cc giant"}, g);
-    g->h_cc_cut = cr_register_type(g->comm, &(cr_handler_type){.batch = on_cut_edges,
-                                                               .name = "cc cut edge"}, g);
-    g->h_cc_super = cr_register_type(g->comm, &(cr_handler_type){.fn = on_super_edges,
-                                                                 .name = "cc super-edges"}, g);
-    g->h_cc_minima = cr_register_type(g->comm, &(cr_handler_type){.fn = on_minima,
-                                                                  .name = "cc attached minima"}, g);
+    (void)comm;
+    free(state);
+}
+
+static const cr_module_type cc_module = {.name = "graph cc", .destroy = destroy_state};
+
+/* The comm's handlers, registered at the first call (the run is set first, for a
+ * faster rank's record). */
+static const cc_state *start_run(cc_run *r)
+{
+    cr_comm *comm = r->g->comm;
+    cc_state *s = cr_module_state(comm, &cc_module);
+    if (s) {
+        s->run = r;
+        return s;
+    }
+    s = cr_xcalloc(1, sizeof *s);
+    s->run = r;
+    cr_module_attach(comm, &cc_module, s);
+    s->h_cc_giant = cr_register_type(comm, &(cr_handler_type){.fn = on_giant,
+                                                               .name = "cc giant"}, s);
+    s->h_cc_cut = cr_register_type(comm, &(cr_handler_type){.batch = on_cut_edges,
+                                                             .name = "cc cut edge"}, s);
+    s->h_cc_super = cr_register_type(comm, &(cr_handler_type){.fn = on_super_edges,
+                                                               .name = "cc super-edges"}, s);
+    s->h_cc_minima = cr_register_type(comm, &(cr_handler_type){.fn = on_minima,
+                                                                .name = "cc attached minima"}, s);
+    return s;
 }
 
 /* ---------------------------------------------------------------- phase 1: local */
@@ -291,7 +318,7 @@ static void share_giant(cc_run *r)
     m[0] = r->giant == NO_ROOT ? NONE : r->min_id[r->giant];
     m[1] = w0;
     memcpy(m + 2, r->giant_bits + w0, nwords * sizeof *m);
-    cr_async_bcast(g->comm, g->h_cc_giant, m, (2 + nwords) * sizeof *m);
+    cr_async_bcast(g->comm, r->st->h_cc_giant, m, (2 + nwords) * sizeof *m);
     free(m);
     cr_barrier(g->comm);
 }
@@ -313,7 +340,7 @@ static void cut_edges_outside(cc_run *r, uint64_t i)
         int s = cr_block_owner(g->n, g->size, v);
         if (!is_giant(r, v)) {
             uint64_t m[2] = {v, r->min_id[root]};
-            cr_async(g->comm, s, g->h_cc_cut, m, sizeof m);
+            cr_async(g->comm, s, r->st->h_cc_cut, m, sizeof m);
             involve(r, root);
             r->records++;
         } else if (r->attach[root] < 0) {
@@ -408,11 +435,11 @@ static void share_super_edges(cc_run *r)
     memcpy(minima, r->attached_min, P * sizeof *minima);
     for (size_t s = 0; s < P; s++) /* the broadcast brings mine back too */
         r->attached_min[s] = NONE;
-    cr_async_bcast(g->comm, g->h_cc_minima, minima, P * sizeof *minima);
+    cr_async_bcast(g->comm, r->st->h_cc_minima, minima, P * sizeof *minima);
     free(minima);
     for (size_t k = 0; k < r->nsuper; k += PAIRS_PER_RECORD) {
         size_t n = r->nsuper - k < PAIRS_PER_RECORD ? r->nsuper - k : PAIRS_PER_RECORD;
-        cr_async_bcast(g->comm, g->h_cc_super, r->super + k, n * sizeof(pair));
+        cr_async_bcast(g->comm, r->st->h_cc_super, r->super + k, n * sizeof(pair));
     }
     cr_barrier(g->comm);
 }
@@ -493,7 +520,6 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
     if (nl >= NO_ROOT)
         cr_fatal("cr_graph_cc: this rank holds %llu vertices, more than 2^32 - 1",
                  (unsigned long long)nl);
-    register_cc(g);
     cc_run r = {.g = g};
     r.parent = cr_xmalloc((nl + 1) * sizeof *r.parent);
     r.min_id = cr_xmalloc((nl + 1) * sizeof *r.min_id);
@@ -508,7 +534,7 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
         r.giant_id[s] = r.attached_min[s] = NONE;
     for (uint64_t i = 0; i < nl; i++)
         r.attach[i] = -1;
-    g->cc_run = &r;
+    r.st = start_run(&r);
 
     local_phase(&r, 0x243f6a8885a308d3ULL ^ g->first);
     share_giant(&r);
@@ -523,7 +549,7 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
         *stats = (cr_graph_cc_stats){.cut_records = r.records, .super_edges = r.nall, .rounds = 1,
                                      .giant_vertices = in_giant};
     }
-    g->cc_run = NULL;
+    ((cc_state *)r.st)->run = NULL;
     free(r.parent);
     free(r.min_id);
     free(r.giant_bits);

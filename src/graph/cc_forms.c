@@ -27,33 +27,71 @@
 
 /* ---------------------------------------------------------------- label propagation */
 
+/* One label propagation: its labels and counter, and the comm's handler. */
+typedef struct offer_run {
+    cr_graph *g;
+    int h_offer;
+    uint64_t *label;  /* my labels */
+    uint64_t updates; /* labels this rank lowered */
+} offer_run;
+
+typedef struct offer_state {
+    int h_offer;
+    offer_run *run; /* the call in progress, for the handler */
+} offer_state;
+
 /* Offer `label` to every neighbour of my vertex i that could take it. */
-static void offer(cr_graph *g, uint64_t i, uint64_t label)
+static void offer(offer_run *r, uint64_t i, uint64_t label)
 {
+    cr_graph *g = r->g;
     uint64_t deg;
     const uint64_t *nb = cr_graph_neighbours(g, i, &deg);
     for (uint64_t j = 0; j < deg; j++) {
         if (nb[j] <= label)
             continue; /* its own id is already at most this label */
         uint64_t rec[2] = {nb[j], label};
-        cr_async(g->comm, cr_block_owner(g->n, g->size, nb[j]), g->h_cc_offer, rec, sizeof rec);
+        cr_async(g->comm, cr_block_owner(g->n, g->size, nb[j]), r->h_offer, rec, sizeof rec);
     }
 }
 
 static void on_offers(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
-    cr_graph *g = user;
+    offer_run *r = ((offer_state *)user)->run;
     for (size_t k = 0; k < b->count; k++) {
         uint64_t rec[2];
         memcpy(rec, cr_batch_payload(b, k), sizeof rec);
-        uint64_t i = rec[0] - g->first;
-        if (rec[1] >= g->cc_label[i])
+        uint64_t i = rec[0] - r->g->first;
+        if (rec[1] >= r->label[i])
             continue;
-        g->cc_label[i] = rec[1];
-        g->cc_updates++;
-        offer(g, i, rec[1]);
+        r->label[i] = rec[1];
+        r->updates++;
+        offer(r, i, rec[1]);
     }
+}
+
+static void destroy_state(cr_comm *comm, void *state)
+{
+    (void)comm;
+    free(state);
+}
+
+static const cr_module_type offer_module = {.name = "graph cc offers", .destroy = destroy_state};
+
+static offer_state *offer_state_of(cr_comm *comm, offer_run *run)
+{
+    offer_state *s = cr_module_state(comm, &offer_module);
+    if (s) {
+        s->run = run;
+        return s;
+    }
+    s = cr_xcalloc(1, sizeof *s);
+    s->run = run;
+    cr_module_attach(comm, &offer_module, s);
+    cr_dedup_rule min = {.key_len = 8, .op = CR_DEDUP_MIN, .type = CR_DEDUP_UINT64};
+    s->h_offer = cr_dedup_register(comm, &(cr_handler_type){.batch = on_offers,
+                                                             .name = "cc offer"}, &min, s);
+    return s;
 }
 
 /* A handler may run inside its own registration, before cr_register has returned
@@ -61,23 +99,17 @@ static void on_offers(cr_comm *comm, const cr_batch *b, void *user)
  * its labels (the first barrier). */
 static uint64_t label_propagation(cr_graph *g, uint64_t *label)
 {
-    if (!g->cc_offer_registered) {
-        g->cc_offer_registered = true;
-        cr_dedup_rule min = {.key_len = 8, .op = CR_DEDUP_MIN, .type = CR_DEDUP_UINT64};
-        g->h_cc_offer = cr_dedup_register(g->comm, &(cr_handler_type){.batch = on_offers,
-                                                                       .name = "cc offer"},
-                                          &min, g);
-    }
-    g->cc_label = label;
-    g->cc_updates = 0;
+    offer_run r = {.g = g, .label = label};
     for (uint64_t i = 0; i < g->count; i++)
         label[i] = g->first + i;
+    offer_state *s = offer_state_of(g->comm, &r);
+    r.h_offer = s->h_offer;
     cr_barrier(g->comm); /* every rank's labels are set before the first offer */
     for (uint64_t i = 0; i < g->count; i++)
-        offer(g, i, label[i]);
+        offer(&r, i, label[i]);
     cr_barrier(g->comm);
-    g->cc_label = NULL;
-    return g->cc_updates;
+    s->run = NULL;
+    return r.updates;
 }
 
 /* ---------------------------------------------------------------- SV */

@@ -362,8 +362,6 @@ void cr_graph_destroy(cr_graph *g)
         graph_ghosts_free(g->ghosts);
     free(g->ghosts);
     free(g->loops);
-    free(g->bfs_next);
-    free(g->stack);
     free(g);
 }
 

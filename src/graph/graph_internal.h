@@ -31,32 +31,8 @@ struct cr_graph {
                                     needs them, kept with the graph */
     cr_graph_loops *loops; /* my vertices with self-loops, by local index */
     size_t nloops;
-
-    /* BFS and validation (bfs.c); handlers are registered once per graph, by the
-     * first search or validation (both collective) */
-    bool bfs_registered;
-    int h_visit, h_relax, h_check_parent, h_check_edge;
-    int h_visit_merged; /* on_visits as a combining handler (CR_BFS_LEVELS_DEDUP) */
-    int64_t *parent;
-    int32_t *level;
-    int32_t cur_level;
-    uint64_t *bfs_next; /* local indices reached in the current level */
-    size_t nnext, next_cap;
-    uint64_t *stack;    /* async BFS: queue of local vertices whose level just dropped */
-    size_t stack_head, nstack, stack_cap; /* entries [stack_head, nstack) are queued */
-    uint64_t relaxations; /* async BFS: level improvements, re-visits included */
-    uint64_t errors;
-    char why[256];
-
-    /* Connected components (cc.c): handlers registered by the first call */
-    bool cc_registered;
-    int h_cc_giant, h_cc_cut, h_cc_super, h_cc_minima;
-    struct cc_run *cc_run; /* the call in progress, for the handlers */
-    /* Label propagation (cc_forms.c): its handler, registered by the first call */
-    bool cc_offer_registered;
-    int h_cc_offer;
-    uint64_t *cc_label;  /* the call in progress: my labels */
-    uint64_t cc_updates; /* labels this rank lowered */
+    /* Nothing else: each kernel keeps its run and its handlers to itself (a module
+     * state on the comm). */
 };
 
 
