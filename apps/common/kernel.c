@@ -32,42 +32,12 @@ void kernel_parsed(kernel_app *k, int argc, char **argv)
     app_shared_graph_check(&k->a, &k->sh);
 }
 
-/* This rank's edges as the graph holds them: each edge {u, v} once, from its smaller
- * end's list (a self-loop's two ends in its vertex's list give one edge). */
-static void edges_of_graph(kernel_app *k, cr_edge_list *out)
-{
-    cr_graph *g = k->g;
-    uint64_t first = cr_graph_first(g), nl = cr_graph_local_count(g), count = 0;
-    for (uint64_t i = 0; i < nl; i++) {
-        uint64_t degree;
-        cr_graph_neighbours(g, i, &degree);
-        count += degree;
-    }
-    *out = (cr_edge_list){0};
-    out->edges = app_calloc(&k->a, count + 1, sizeof *out->edges, "the edges to check");
-    if (cr_graph_weighted(g))
-        out->weights = app_calloc(&k->a, count + 1, sizeof *out->weights, "the weights");
-    for (uint64_t i = 0; i < nl; i++) {
-        uint64_t degree, u = first + i, loops = 0;
-        const uint64_t *nb = cr_graph_neighbours(g, i, &degree);
-        const float *w = cr_graph_weights(g, i);
-        for (uint64_t j = 0; j < degree; j++) {
-            if (nb[j] < u || (nb[j] == u && loops++ % 2))
-                continue;
-            out->edges[out->count] = (cr_edge){u, nb[j]};
-            if (w)
-                out->weights[out->count] = w[j];
-            out->count++;
-        }
-    }
-}
-
 /* --validate: the whole graph on rank 0, gathered from the ranks' lists. */
 static void gather_graph(kernel_app *k)
 {
     const app *a = &k->a;
     cr_edge_list mine;
-    edges_of_graph(k, &mine);
+    cr_graph_edges(k->g, &mine);
     int c = (int)mine.count, *cnt = NULL, *dsp = NULL;
     if (a->rank == 0) {
         cnt = app_calloc(a, (size_t)a->size, sizeof *cnt, "the counts");

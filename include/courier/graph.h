@@ -123,6 +123,11 @@ int cr_graph_owner(const cr_graph *g, uint64_t v);
 /* Neighbours of my local vertex i (global ids), and how many. */
 const uint64_t *cr_graph_neighbours(const cr_graph *g, uint64_t i, uint64_t *degree);
 cr_comm *cr_graph_comm(const cr_graph *g);
+/* This rank's edges as the graph holds them, each once (from its smaller end's list;
+ * a self-loop's two ends make one edge), with their weights when the graph has them;
+ * nvertices is the graph's. `out` is overwritten; free it with cr_graph_edges_free.
+ * Local. */
+void cr_graph_edges(const cr_graph *g, cr_edge_list *out);
 /* Whether the graph has weights: some rank's edge list had them, and every rank's
  * that had edges. Local. */
 bool cr_graph_weighted(const cr_graph *g);
@@ -418,6 +423,10 @@ typedef struct cr_msf_result {
  * on the comm at its first call (may run handlers, as cr_register). */
 int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
                  const cr_msf_opts *o, cr_msf_result *out, char *err, size_t errlen);
+/* The same on a weighted graph's edges (cr_graph_edges: edge ids are positions in
+ * the ranks' lists put one after the other in rank order). Collective. */
+int cr_graph_msf_of(cr_graph *g, const cr_msf_opts *o, cr_msf_result *out, char *err,
+                    size_t errlen);
 /* Free what the result owns. Local. */
 void cr_graph_msf_result_free(cr_msf_result *r);
 

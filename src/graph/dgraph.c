@@ -469,3 +469,26 @@ void graph_sort_ids(uint64_t *a, uint64_t n)
     }
 }
 
+
+void cr_graph_edges(const cr_graph *g, cr_edge_list *out)
+{
+    *out = (cr_edge_list){.nvertices = g->n};
+    out->cap = g->nadj + 1; /* at most one edge per end (a rank of small ids keeps
+                               nearly all its ends) */
+    out->edges = cr_xmalloc(out->cap * sizeof *out->edges);
+    if (g->wadj)
+        out->weights = cr_xmalloc(out->cap * sizeof *out->weights);
+    for (uint64_t i = 0; i < g->count; i++) {
+        uint64_t u = g->first + i, loops = 0;
+        for (uint64_t k = g->offsets[i]; k < g->offsets[i + 1]; k++) {
+            uint64_t v = g->adj[k];
+            /* each edge from its smaller end; a loop's two ends make one edge */
+            if (v < u || (v == u && loops++ % 2))
+                continue;
+            out->edges[out->count] = (cr_edge){u, v};
+            if (g->wadj)
+                out->weights[out->count] = g->wadj[k];
+            out->count++;
+        }
+    }
+}

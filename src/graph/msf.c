@@ -568,3 +568,13 @@ void cr_graph_msf_result_free(cr_msf_result *r)
     free(r->label);
     r->forest = r->label = NULL;
 }
+
+int cr_graph_msf_of(cr_graph *g, const cr_msf_opts *o, cr_msf_result *out, char *err,
+                    size_t errlen)
+{
+    cr_edge_list mine;
+    cr_graph_edges(g, &mine);
+    int rc = cr_graph_msf(cr_graph_comm(g), &mine, NULL, o, out, err, errlen);
+    cr_graph_edges_free(&mine);
+    return rc;
+}

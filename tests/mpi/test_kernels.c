@@ -378,6 +378,34 @@ static void test_simplify(void **state)
     verdict();
 }
 
+/* cr_graph_msf_of: the forest of the graph's own edges weighs what the forest of the
+ * edge list it was built from weighs (the multigraph's edges, each once). */
+static void test_msf_of_graph(void **state)
+{
+    (void)state;
+    case_graph c = generated(CR_GEN_RMAT, 8, 8, 255);
+    cr_comm *comm = open_comm("hypercube");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    cr_msf_result a, b;
+    char err[256];
+    CHECK(cr_graph_msf(comm, &c.mine, NULL, NULL, &a, err, sizeof err) == 0, "%s", err);
+    CHECK(cr_graph_msf_of(g, NULL, &b, err, sizeof err) == 0, "%s", err);
+    CHECK(a.weight == b.weight && a.forest_edges == b.forest_edges,
+          "forest of the list %.9g (%llu edges), of the graph %.9g (%llu edges)", a.weight,
+          (unsigned long long)a.forest_edges, b.weight, (unsigned long long)b.forest_edges);
+    cr_edge_list back;
+    cr_graph_edges(g, &back);
+    CHECK(sum_all(back.count) == c.all.count, "%llu edges back, %zu in",
+          (unsigned long long)sum_all(back.count), c.all.count);
+    cr_graph_edges_free(&back);
+    cr_graph_msf_result_free(&a);
+    cr_graph_msf_result_free(&b);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
 /* Results belong to their caller, not to the graph: a PageRank run between two
  * shortest-path runs and a BFS leaves both distance arrays as they were. */
 static void test_two_kernels_one_graph(void **state)
@@ -420,6 +448,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bc_known),
         cmocka_unit_test(test_two_kernels_one_graph),
         cmocka_unit_test(test_simplify),
+        cmocka_unit_test(test_msf_of_graph),
         cmocka_unit_test(test_rmat),
         cmocka_unit_test(test_gnm),
         cmocka_unit_test(test_rgg),
