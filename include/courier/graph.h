@@ -186,7 +186,9 @@ typedef struct cr_bfs_opts {
 
 /* Defaults: CR_BFS_LEVELS, CR_BFS_AUTO, alpha 14, beta 24. Local. */
 void cr_graph_bfs_opts_init(cr_bfs_opts *o);
-/* BFS from `root` as `o` says; NULL: the defaults. Collective. */
+/* BFS from `root` as `o` says; NULL: the defaults. Its state is a run of its own
+ * (the result arrays belong to `out`); the first search or validation on the graph's
+ * comm registers five handlers there (may run handlers, as cr_register). Collective. */
 void cr_graph_bfs_run(cr_graph *g, const cr_bfs_opts *o, uint64_t root, cr_bfs_result *out);
 
 /* BFS from `root` with asynchronous visits; level-synchronous. Collective. */

@@ -179,24 +179,15 @@ static void sum_dependencies(bc_run *r, const bc_state *s, int32_t levels)
 
 /* ---------------------------------------------------------------- the call */
 
-static void destroy_state(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
-static const cr_module_type bc_module = {.name = "graph bc", .destroy = destroy_state};
+static const cr_module_type bc_module = {.name = "graph bc", .destroy = graph_state_free};
 
 static bc_state *state_of(cr_comm *comm, bc_run *run)
 {
-    bc_state *s = cr_module_state(comm, &bc_module);
-    if (s) {
-        s->run = run;
-        return s;
-    }
-    s = cr_xcalloc(1, sizeof *s);
+    bool fresh;
+    bc_state *s = graph_state(comm, &bc_module, sizeof *s, &fresh);
     s->run = run;
-    cr_module_attach(comm, &bc_module, s);
+    if (!fresh)
+        return s;
     s->h_paths = cr_register_type(comm, &(cr_handler_type){.batch = on_paths,
                                                             .name = "bc paths"}, s);
     s->h_deps = cr_register_type(comm, &(cr_handler_type){.batch = on_deps,

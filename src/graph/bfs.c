@@ -571,28 +571,19 @@ static void on_check_edge(cr_comm *comm, int src, const void *payload, size_t le
         violation(r, "edge (%" PRId64 ", %" PRId64 ") joins levels %d and %d", m[1], m[0], lu, lv);
 }
 
-static void destroy_state(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
-static const cr_module_type bfs_module = {.name = "graph bfs", .destroy = destroy_state};
+static const cr_module_type bfs_module = {.name = "graph bfs", .destroy = graph_state_free};
 
 /* The comm's handlers, registered by the first search or validation on it
  * (collective); the run is set first, for a faster rank's record. */
 static const bfs_state *start_run(bfs_run *r, cr_graph *g)
 {
     r->g = g;
-    bfs_state *s = cr_module_state(g->comm, &bfs_module);
-    if (s) {
-        s->run = r;
-        return r->st = s;
-    }
-    s = cr_xcalloc(1, sizeof *s);
+    bool fresh;
+    bfs_state *s = graph_state(g->comm, &bfs_module, sizeof *s, &fresh);
     s->run = r;
     r->st = s;
-    cr_module_attach(g->comm, &bfs_module, s);
+    if (!fresh)
+        return s;
     s->h_visit = cr_register_type(g->comm, &(cr_handler_type){.batch = on_visits}, s);
     /* Visits {v, parent} keyed on v: any parent of the level is a right one. */
     s->h_visit_merged = cr_register_type(

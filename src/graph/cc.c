@@ -190,27 +190,18 @@ static void on_super_edges(cr_comm *comm, int src, const void *payload, size_t l
     }
 }
 
-static void destroy_state(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
-static const cr_module_type cc_module = {.name = "graph cc", .destroy = destroy_state};
+static const cr_module_type cc_module = {.name = "graph cc", .destroy = graph_state_free};
 
 /* The comm's handlers, registered at the first call (the run is set first, for a
  * faster rank's record). */
 static const cc_state *start_run(cc_run *r)
 {
     cr_comm *comm = r->g->comm;
-    cc_state *s = cr_module_state(comm, &cc_module);
-    if (s) {
-        s->run = r;
-        return s;
-    }
-    s = cr_xcalloc(1, sizeof *s);
+    bool fresh;
+    cc_state *s = graph_state(comm, &cc_module, sizeof *s, &fresh);
     s->run = r;
-    cr_module_attach(comm, &cc_module, s);
+    if (!fresh)
+        return s;
     s->h_cc_giant = cr_register_type(comm, &(cr_handler_type){.fn = on_giant,
                                                                .name = "cc giant"}, s);
     s->h_cc_cut = cr_register_type(comm, &(cr_handler_type){.batch = on_cut_edges,

@@ -70,24 +70,15 @@ static void on_offers(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
-static void destroy_state(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
-static const cr_module_type offer_module = {.name = "graph cc offers", .destroy = destroy_state};
+static const cr_module_type offer_module = {.name = "graph cc offers", .destroy = graph_state_free};
 
 static offer_state *offer_state_of(cr_comm *comm, offer_run *run)
 {
-    offer_state *s = cr_module_state(comm, &offer_module);
-    if (s) {
-        s->run = run;
-        return s;
-    }
-    s = cr_xcalloc(1, sizeof *s);
+    bool fresh;
+    offer_state *s = graph_state(comm, &offer_module, sizeof *s, &fresh);
     s->run = run;
-    cr_module_attach(comm, &offer_module, s);
+    if (!fresh)
+        return s;
     cr_dedup_rule min = {.key_len = 8, .op = CR_DEDUP_MIN, .type = CR_DEDUP_UINT64};
     s->h_offer = cr_dedup_register(comm, &(cr_handler_type){.batch = on_offers,
                                                              .name = "cc offer"}, &min, s);

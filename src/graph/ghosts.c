@@ -54,24 +54,15 @@ static void on_list(cr_comm *comm, int src, const void *payload, size_t len, voi
            len - sizeof head);
 }
 
-static void destroy_state(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
-static const cr_module_type ghost_module = {.name = "graph ghosts", .destroy = destroy_state};
+static const cr_module_type ghost_module = {.name = "graph ghosts", .destroy = graph_state_free};
 
 static ghost_state *state_of(cr_comm *comm, graph_ghosts *gh)
 {
-    ghost_state *s = cr_module_state(comm, &ghost_module);
-    if (s) {
-        s->gh = gh;
-        return s;
-    }
-    s = cr_xcalloc(1, sizeof *s);
+    bool fresh;
+    ghost_state *s = graph_state(comm, &ghost_module, sizeof *s, &fresh);
     s->gh = gh;
-    cr_module_attach(comm, &ghost_module, s);
+    if (!fresh)
+        return s;
     s->h_subscribe = cr_register_type(comm, &(cr_handler_type){.batch = on_subscribe,
                                                                 .name = "ghost subscribe"}, s);
     s->h_list = cr_register_type(comm, &(cr_handler_type){.fn = on_list, .name = "ghost list"},

@@ -307,26 +307,17 @@ static void on_heavy(cr_comm *comm, const cr_batch *b, void *user)
 
 /* ---------------------------------------------------------------- the call */
 
-static void destroy_state(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
-static const cr_module_type sssp_module = {.name = "graph sssp", .destroy = destroy_state};
+static const cr_module_type sssp_module = {.name = "graph sssp", .destroy = graph_state_free};
 
 /* The handler, registered at the first call on this comm. Every rank has set its run
  * before it registers, so a faster rank's record finds it. */
 static sssp_state *state_of(cr_comm *comm, sssp_run *run)
 {
-    sssp_state *s = cr_module_state(comm, &sssp_module);
-    if (s) {
-        s->run = run;
-        return s;
-    }
-    s = cr_xcalloc(1, sizeof *s);
+    bool fresh;
+    sssp_state *s = graph_state(comm, &sssp_module, sizeof *s, &fresh);
     s->run = run;
-    cr_module_attach(comm, &sssp_module, s);
+    if (!fresh)
+        return s;
     s->h_light = cr_register_type(comm, &(cr_handler_type){.batch = on_light,
                                                             .name = "sssp light"}, s);
     s->h_heavy = cr_register_type(comm, &(cr_handler_type){.batch = on_heavy,

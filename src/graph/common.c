@@ -1,0 +1,90 @@
+/* Helpers every graph kernel shares: its state on a comm, one agreed error, the
+ * vertex of an adjacency slot, a sort of ids. */
+#include "graph/graph_internal.h"
+
+#include "common/fatal.h"
+#include "mailbox/module.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void graph_state_free(cr_comm *comm, void *state)
+{
+    (void)comm;
+    free(state);
+}
+
+void *graph_state(cr_comm *comm, const cr_module_type *type, size_t size, bool *fresh)
+{
+    void *s = cr_module_state(comm, type);
+    *fresh = s == NULL;
+    if (!s) {
+        s = cr_xcalloc(1, size);
+        cr_module_attach(comm, type, s);
+    }
+    return s;
+}
+
+int graph_agree(cr_comm *comm, const char *mine, char *err, size_t errlen)
+{
+    uint64_t me = mine ? (uint64_t)cr_comm_rank(comm) : UINT64_MAX, first;
+    cr_module_allreduce_u64(comm, &me, &first, 1, CR_MODULE_MIN);
+    if (first == UINT64_MAX)
+        return 0;
+    /* the lowest failing rank's message, to every rank: its bytes as words, the
+     * others' zero, combined by MAX */
+    uint64_t words[32] = {0}, all[32];
+    if (me == first)
+        strncpy((char *)words, mine, sizeof words - 1);
+    cr_module_allreduce_u64(comm, words, all, 32, CR_MODULE_MAX);
+    ((char *)all)[sizeof all - 1] = 0;
+    if (err && errlen)
+        snprintf(err, errlen, "%s", (const char *)all);
+    return -1;
+}
+
+uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k)
+{
+    uint64_t lo = 0, hi = g->count; /* offsets[lo] <= k < offsets[hi] */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (g->offsets[mid] <= k)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Quicksort with insertion sort below 24 items: lists are mostly short. */
+void graph_sort_ids(uint64_t *a, uint64_t n)
+{
+    while (n > 24) {
+        uint64_t p = a[n / 2], i = 0, j = n - 1;
+        for (;;) {
+            while (a[i] < p)
+                i++;
+            while (a[j] > p)
+                j--;
+            if (i >= j)
+                break;
+            uint64_t t = a[i];
+            a[i++] = a[j], a[j--] = t;
+        }
+        /* [0, j] <= p <= [j + 1, n): recurse on the smaller part */
+        if (j + 1 < n - j - 1) {
+            graph_sort_ids(a, j + 1);
+            a += j + 1, n -= j + 1;
+        } else {
+            graph_sort_ids(a + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (uint64_t i = 1; i < n; i++) {
+        uint64_t x = a[i], k = i;
+        for (; k > 0 && a[k - 1] > x; k--)
+            a[k] = a[k - 1];
+        a[k] = x;
+    }
+}
