@@ -1,6 +1,7 @@
 /* The GAP kernels beside BFS and components (shortest paths, PageRank, triangles,
  * betweenness) under mpirun, against the sequential references of apps/common
- * (reference.c): on R-MAT, GNM and RGG graphs under every route, and on small graphs
+ * (reference.c): on R-MAT, GNM and RGG graphs under every route (direct, NR, NLNR,
+ * hypercube, grid), and on small graphs
  * whose answers are known (zero and tied weights, an unreachable part, self-loops,
  * repeated edges, no triangles). Two kernels' results outlive each other on one
  * graph. */
@@ -14,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const routes[] = {"direct", "nlnr", "hypercube", "grid"};
-#define NROUTES 4
+static const char *const routes[] = {"direct", "nr", "nlnr", "hypercube", "grid"};
+#define NROUTES 5
 
 static cr_comm *open_comm(const char *route)
 {
