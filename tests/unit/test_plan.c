@@ -1,5 +1,5 @@
 /* The exchange planner: the thesis's small examples exactly, and the invariants of
- * every plan on random matrices (../shared/papers/message-sharing.txt). */
+ * every plan on random matrices (Duymuş 2021, docs/references.md). */
 #include "courier/plan.h"
 
 #include <setjmp.h>
