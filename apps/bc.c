@@ -2,7 +2,6 @@
  * include/courier/graph.h), GAP's kernel; --validate runs Brandes on rank 0. */
 #include "kernel.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -72,15 +71,12 @@ int main(int argc, char **argv)
         int bad = 0;
         if (k.a.rank == 0) {
             ref_betweenness(&k.ref, mine, (size_t)per, want);
-            for (uint64_t v = 0; v < n && !bad; v++)
-                if (fabs(all[v] - want[v]) > 1e-6 * (fabs(want[v]) > 1 ? fabs(want[v]) : 1)) {
-                    fprintf(stderr, "bc: VALIDATION FAILED: vertex %llu has %.17g, Brandes "
-                            "%.17g\n", (unsigned long long)v, all[v], want[v]);
-                    bad = 1;
-                }
+            uint64_t v = kernel_first_difference(all, want, n, 1e-6, 1);
+            if ((bad = v != UINT64_MAX))
+                fprintf(stderr, "bc: VALIDATION FAILED: vertex %llu has %.17g, Brandes %.17g\n",
+                        (unsigned long long)v, all[v], want[v]);
         }
-        MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
-        failures += bad;
+        failures += kernel_verdict(&k, bad);
     }
     free(sources), free(score), free(all), free(want);
     int rc = kernel_finish(&k, seconds, failures);

@@ -81,16 +81,13 @@ int main(int argc, char **argv)
         int bad = 0;
         if (k.a.rank == 0) {
             ref_sssp(&k.ref, sources[t], want);
-            for (uint64_t v = 0; v < n && !bad; v++)
-                if (!(all[v] == want[v] || fabs(all[v] - want[v]) <= 1e-9 * fabs(want[v]))) {
-                    fprintf(stderr, "sssp: VALIDATION FAILED: source %llu, vertex %llu at "
-                            "%.17g, Dijkstra %.17g\n", (unsigned long long)sources[t],
-                            (unsigned long long)v, all[v], want[v]);
-                    bad = 1;
-                }
+            uint64_t v = kernel_first_difference(all, want, n, 1e-9, 0);
+            if ((bad = v != UINT64_MAX))
+                fprintf(stderr, "sssp: VALIDATION FAILED: source %llu, vertex %llu at %.17g, "
+                        "Dijkstra %.17g\n", (unsigned long long)sources[t],
+                        (unsigned long long)v, all[v], want[v]);
         }
-        MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
-        failures += bad;
+        failures += kernel_verdict(&k, bad);
     }
     free(sources), free(dist), free(all), free(want);
     int rc = kernel_finish(&k, seconds, failures);

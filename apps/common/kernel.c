@@ -3,6 +3,7 @@
 
 #include <courier/rng.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,24 @@ void kernel_gather(kernel_app *k, const double *mine, double *all)
         dsp[r] = at, at += cnt[r];
     MPI_Gatherv(mine, c, MPI_DOUBLE, all, cnt, dsp, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     free(cnt), free(dsp);
+}
+
+int kernel_verdict(const kernel_app *k, int bad)
+{
+    (void)k;
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return bad;
+}
+
+uint64_t kernel_first_difference(const double *got, const double *want, uint64_t n, double rel,
+                                 double floor)
+{
+    for (uint64_t v = 0; v < n; v++) {
+        double scale = fabs(want[v]) > floor ? fabs(want[v]) : floor;
+        if (!(got[v] == want[v] || fabs(got[v] - want[v]) <= rel * scale))
+            return v;
+    }
+    return UINT64_MAX;
 }
 
 int kernel_finish(kernel_app *k, const double *seconds, int failures)

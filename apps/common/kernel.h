@@ -73,6 +73,12 @@ int kernel_sources(kernel_app *k, uint64_t salt, int want, uint64_t *sources);
 /* Gather every rank's per-vertex doubles on rank 0 (all: n entries there, NULL
  * elsewhere). Collective. */
 void kernel_gather(kernel_app *k, const double *mine, double *all);
+/* Rank 0's verdict on a check (1: it failed), on every rank. Collective. */
+int kernel_verdict(const kernel_app *k, int bad);
+/* The first v with got[v] != want[v] beyond rel * max(|want[v]|, floor), or
+ * UINT64_MAX when there is none (equal infinities agree). Local. */
+uint64_t kernel_first_difference(const double *got, const double *want, uint64_t n, double rel,
+                                 double floor);
 /* Print the trials' times (median, min, max), the peak memory and, when asked, the
  * validation's verdict; free everything; returns the exit status. Collective. */
 int kernel_finish(kernel_app *k, const double *seconds, int failures);

@@ -88,3 +88,12 @@ void graph_sort_ids(uint64_t *a, uint64_t n)
         a[k] = x;
     }
 }
+
+uint64_t graph_longest_list(const uint64_t *off, uint64_t n)
+{
+    uint64_t most = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (off[i + 1] - off[i] > most)
+            most = off[i + 1] - off[i];
+    return most;
+}

@@ -242,10 +242,7 @@ static int by_weight(const void *a, const void *b)
 
 static void sort_by_weight(cr_graph *g)
 {
-    uint64_t most = 0;
-    for (uint64_t i = 0; i < g->count; i++)
-        if (g->offsets[i + 1] - g->offsets[i] > most)
-            most = g->offsets[i + 1] - g->offsets[i];
+    uint64_t most = graph_longest_list(g->offsets, g->count);
     weighted_end *tmp = cr_xmalloc((most ? most : 1) * sizeof *tmp);
     for (uint64_t i = 0; i < g->count; i++) {
         uint64_t at = g->offsets[i], n = g->offsets[i + 1] - at;
@@ -275,10 +272,7 @@ void cr_graph_simplify(cr_graph *g)
         free(g->ghosts);
         g->ghosts = NULL;
     }
-    uint64_t most = 0, at = 0;
-    for (uint64_t i = 0; i < g->count; i++)
-        if (g->offsets[i + 1] - g->offsets[i] > most)
-            most = g->offsets[i + 1] - g->offsets[i];
+    uint64_t most = graph_longest_list(g->offsets, g->count), at = 0;
     weighted_end *tmp = g->wadj ? cr_xmalloc((most ? most : 1) * sizeof *tmp) : NULL;
     for (uint64_t i = 0; i < g->count; i++) {
         uint64_t from = g->offsets[i], n = g->offsets[i + 1] - from, self = g->first + i;

@@ -322,10 +322,7 @@ static int by_rev_weight(const void *a, const void *b)
 
 static void sort_reverse_by_weight(graph_ghosts *gh)
 {
-    uint64_t most = 0;
-    for (uint64_t s = 0; s < gh->nghost; s++)
-        if (gh->rev_off[s + 1] - gh->rev_off[s] > most)
-            most = gh->rev_off[s + 1] - gh->rev_off[s];
+    uint64_t most = graph_longest_list(gh->rev_off, gh->nghost);
     rev_end *tmp = cr_xmalloc((most ? most : 1) * sizeof *tmp);
     for (uint64_t s = 0; s < gh->nghost; s++) {
         uint64_t at = gh->rev_off[s], n = gh->rev_off[s + 1] - at;

@@ -53,6 +53,9 @@ static inline uint64_t graph_sum(cr_comm *comm, uint64_t mine)
 void *graph_state(cr_comm *comm, const cr_module_type *type, size_t size, bool *fresh);
 void graph_state_free(cr_comm *comm, void *state);
 
+/* The longest of the n lists of a CSR's offsets (off[i] .. off[i + 1]). Local. */
+uint64_t graph_longest_list(const uint64_t *off, uint64_t n);
+
 /* Sort n ids in place (lists are mostly short). Local. */
 void graph_sort_ids(uint64_t *a, uint64_t n);
 
