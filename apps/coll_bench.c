@@ -38,14 +38,15 @@ static const algo reduce_algos[] = {
     {"mpi", -1, 0},      {"binomial", CR_ALLREDUCE_BINOMIAL, 0},
     {"butterfly", CR_ALLREDUCE_BUTTERFLY, 0}, {"dissem", CR_ALLREDUCE_DISSEMINATION, 0},
     {"bruck1", CR_ALLREDUCE_BRUCK, 1},         {"bruck2", CR_ALLREDUCE_BRUCK, 2},
-    {"auto", CR_ALLREDUCE_AUTO, 0},
+    {"shared", CR_ALLREDUCE_SHARED, 0},        {"auto", CR_ALLREDUCE_AUTO, 0},
 };
 static const algo gather_algos[] = {
     {"mpi", -1, 0},  {"ring", CR_ALLGATHER_RING, 0},   {"neighbor", CR_ALLGATHER_NEIGHBOR, 0},
     {"recdbl", CR_ALLGATHER_RECDOUBLING, 0}, {"bruck", CR_ALLGATHER_BRUCK, 0},
-    {"sparbit", CR_ALLGATHER_SPARBIT, 0},     {"auto", CR_ALLGATHER_AUTO, 0},
+    {"sparbit", CR_ALLGATHER_SPARBIT, 0},     {"shared", CR_ALLGATHER_SHARED, 0},
+    {"auto", CR_ALLGATHER_AUTO, 0},
 };
-#define NALGO 7
+#define NALGO 8
 
 typedef struct bench {
     app *a;
@@ -85,7 +86,7 @@ static void row(bench *b, const char *what, size_t bytes, const double *us,
     if (b->a->rank == 0) {
         printf("| %zu |", bytes);
         for (int i = 0; i < NALGO; i++)
-            printf(" %.1f |", us[i]);
+            printf(" %.2f |", us[i]);
         printf(" %s | %.2f |\n", actual[best], us[best] / us[0]);
         fflush(stdout);
     }

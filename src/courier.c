@@ -85,7 +85,9 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
         cr_config_init(&use);
     cr_transport_mpi_opts opts = {.buffer_bytes = use.buffer_bytes,
                                   .max_inflight = use.max_inflight,
-                                  .prepost = use.recv_mode == CR_RECV_PREPOST};
+                                  .prepost = use.recv_mode == CR_RECV_PREPOST,
+                                  .shm_bytes = use.shm ? use.shm_bytes : 0,
+                                  .node_size = use.node_size};
     cr_transport *tp = cr_transport_mpi_create(comm, &opts);
     if (tp->rank == 0) { /* once per job: the environment is the same on every rank */
         cr_config_warn_unknown(stderr);

@@ -202,6 +202,12 @@ typedef struct cr_config {
                                 one entry per rank (one load per record); above it, in a
                                 map holding only the destinations it has used (memory
                                 follows the partners, not P); 0 = always the map */
+    bool shm;                /* COURIER_SHM: on (true, the default) = blocks between ranks
+                                of one node go through rings in shared memory
+                                (docs/shared_memory.md); off = through MPI */
+    size_t shm_bytes;        /* COURIER_SHM_BYTES: shared memory a rank offers the other
+                                ranks of its node for their rings (default 16 MiB); too
+                                little for 2 slots per sender turns the path off */
     bool print_stats;        /* COURIER_STATS: 1 = print the counters over all ranks
                                 (cr_stats_print) at cr_comm_destroy; 0 = no */
     char trace_path[256];    /* COURIER_TRACE: write a timeline of the runtime's events
@@ -354,6 +360,8 @@ typedef struct cr_stats {
                                   parked and not yet handled at once */
     uint64_t reliefs;          /* ... buffers taken over the park cap to break a cycle of
                                   paused ranks (docs/flow_control.md) */
+    uint64_t shm_sends;        /* of mpi_sends, the blocks copied into a ring in memory
+                                  shared with the receiver's node (COURIER_SHM) */
     uint64_t deepest_generation; /* ... the deepest generation of the records handled here
                                   (handlers between them and user code; at most 15, which
                                   deeper chains share) */

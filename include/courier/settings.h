@@ -16,6 +16,8 @@ typedef enum cr_allreduce_algorithm {
     CR_ALLREDUCE_BUTTERFLY,     /* pairwise exchange */
     CR_ALLREDUCE_DISSEMINATION, /* n-way, adapted for non-idempotent operations */
     CR_ALLREDUCE_BRUCK,
+    CR_ALLREDUCE_SHARED, /* through the node's shared memory: a comm on one node,
+                            at most 8 KiB (else the automatic choice) */
 } cr_allreduce_algorithm;
 
 typedef enum cr_allgather_algorithm {
@@ -25,6 +27,8 @@ typedef enum cr_allgather_algorithm {
     CR_ALLGATHER_RECDOUBLING, /* recursive doubling: power-of-two rank counts */
     CR_ALLGATHER_BRUCK,
     CR_ALLGATHER_SPARBIT,
+    CR_ALLGATHER_SHARED, /* through the node's shared memory: a comm on one node, at
+                            most 8 KiB per rank (else the automatic choice) */
 } cr_allgather_algorithm;
 
 typedef enum cr_nbx_protocol {

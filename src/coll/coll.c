@@ -4,6 +4,7 @@
  * event loop (cr_coll_progress, called after every poll). */
 #include "coll/coll_internal.h"
 #include "coll/plan.h"
+#include "coll/shared.h"
 
 #include "common/fatal.h"
 #include "mailbox/module.h"
@@ -27,6 +28,8 @@ typedef struct coll_state {
     struct cr_coll_cache *cache; /* plans built so far */
     struct cr_request *spare;  /* the last finished request, its buffers kept for the
                                   next: a short collective allocates nothing */
+    uint64_t shared_seq;     /* shared-memory collectives started (src/coll/shared.h) */
+    uint64_t shared_seen;    /* the fewest of them any rank was seen to have finished */
 } coll_state;
 
 struct cr_request {
@@ -35,6 +38,8 @@ struct cr_request {
     cr_request *prev, *next; /* the comm's active list */
     int tag;
     bool is_reduce, done, posted, in_fixup;
+    const cr_node_area *area; /* set: a shared-memory collective, number shared_seq */
+    uint64_t shared_seq;
     char name[32];
     size_t slots_cap, stage_cap; /* bytes allocated at slots and stage */
     int round;
@@ -62,22 +67,24 @@ struct cr_request {
 
 /* ---------------------------------------------------------------- names */
 
-static const char *const ar_names[] = {"auto", "binomial", "butterfly", "dissemination", "bruck"};
-static const char *const ag_names[] = {"auto", "ring", "neighbor", "recdoubling", "bruck", "sparbit"};
+static const char *const ar_names[] = {"auto", "binomial", "butterfly", "dissemination", "bruck",
+                                       "shared"};
+static const char *const ag_names[] = {"auto", "ring", "neighbor", "recdoubling", "bruck", "sparbit",
+                                       "shared"};
 
 const char *cr_allreduce_name(cr_allreduce_algorithm a)
 {
-    return (unsigned)a <= CR_ALLREDUCE_BRUCK ? ar_names[a] : "invalid";
+    return (unsigned)a <= CR_ALLREDUCE_SHARED ? ar_names[a] : "invalid";
 }
 
 const char *cr_allgather_name(cr_allgather_algorithm a)
 {
-    return (unsigned)a <= CR_ALLGATHER_SPARBIT ? ag_names[a] : "invalid";
+    return (unsigned)a <= CR_ALLGATHER_SHARED ? ag_names[a] : "invalid";
 }
 
 int cr_allreduce_parse(const char *name, cr_allreduce_algorithm *out)
 {
-    for (int i = 0; name && i <= CR_ALLREDUCE_BRUCK; i++)
+    for (int i = 0; name && i <= CR_ALLREDUCE_SHARED; i++)
         if (!strcmp(name, ar_names[i])) {
             *out = (cr_allreduce_algorithm)i;
             return 0;
@@ -87,7 +94,7 @@ int cr_allreduce_parse(const char *name, cr_allreduce_algorithm *out)
 
 int cr_allgather_parse(const char *name, cr_allgather_algorithm *out)
 {
-    for (int i = 0; name && i <= CR_ALLGATHER_SPARBIT; i++)
+    for (int i = 0; name && i <= CR_ALLGATHER_SHARED; i++)
         if (!strcmp(name, ag_names[i])) {
             *out = (cr_allgather_algorithm)i;
             return 0;
@@ -400,9 +407,75 @@ static void unlink_active(cr_request *q)
     q->prev = q->next = NULL;
 }
 
+/* ---------------------------------------------------------------- shared memory */
+
+/* This rank's block of a shared-memory collective: its reduce vector (copied at the
+ * start), or its allgather block. */
+static const void *own_block(const cr_request *q, size_t *len)
+{
+    if (q->is_reduce) {
+        *len = q->vec_bytes;
+        return q->slots;
+    }
+    int me = cr_comm_rank(q->c);
+    *len = q->sizes[me];
+    return q->own ? q->own : q->recv + q->offsets[me];
+}
+
+/* Every rank's block where it lies: reduced in rank order (the same result, to the
+ * bit, on every rank) or copied to its place. */
+static void use_blocks(cr_request *q)
+{
+    const cr_node_area *a = q->area;
+    if (q->is_reduce) {
+        copy_bytes(q->recv, cr_shared_block(a, q->shared_seq, 0), q->vec_bytes);
+        for (int r = 1; r < a->size; r++)
+            combine(q, q->recv, q->recv, cr_shared_block(a, q->shared_seq, r));
+        return;
+    }
+    for (int r = 0; r < a->size; r++)
+        if (r != a->rank || q->own)
+            copy_bytes(q->recv + q->offsets[r], cr_shared_block(a, q->shared_seq, r), q->sizes[r]);
+}
+
+/* Returns true if anything moved (the block posted, or the collective done). */
+static bool shared_step(cr_request *q)
+{
+    bool moved = false;
+    if (!q->posted) {
+        size_t len;
+        const void *mine = own_block(q, &len);
+        if (!cr_shared_post(q->area, &q->st->shared_seen, q->shared_seq, mine, len))
+            return false;
+        q->posted = moved = true;
+    }
+    if (!cr_shared_ready(q->area, q->shared_seq))
+        return moved;
+    use_blocks(q);
+    cr_shared_finish(q->area, q->shared_seq);
+    q->done = true;
+    unlink_active(q);
+    return true;
+}
+
+/* A collective on a comm that is one node, of blocks that fit, goes through shared
+ * memory when asked for or chosen; every rank decides alike (same size, same area). */
+static bool start_shared(cr_request *q, bool asked, size_t largest)
+{
+    const cr_node_area *a = cr_module_node_area(q->c);
+    if (!asked || !cr_shared_fits(a, cr_comm_size(q->c), largest))
+        return false;
+    q->area = a;
+    q->shared_seq = ++q->st->shared_seq;
+    memcpy(q->name, "shared", sizeof "shared"); /* no snprintf on a sub-microsecond path */
+    return true;
+}
+
 /* Advance as far as completed messages allow. Returns true if anything moved. */
 static bool step(cr_request *q)
 {
+    if (q->area)
+        return !q->done && shared_step(q);
     bool moved = false;
     while (!q->done) {
         if (q->round >= nrounds(q)) {
@@ -715,9 +788,18 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
 
     int algo = opts && opts->algorithm ? opts->algorithm : (int)cr_comm_config(c)->allreduce;
     int ports = opts && opts->ports ? opts->ports : (int)cr_comm_config(c)->allreduce_ports;
-    if (algo < CR_ALLREDUCE_AUTO || algo > CR_ALLREDUCE_BRUCK)
+    if (algo < CR_ALLREDUCE_AUTO || algo > CR_ALLREDUCE_SHARED)
         cr_fatal("cr_iallreduce: algorithm %d is not valid", algo);
     bool exact = op != CR_OP_USER && !(is_float(type) && op == CR_OP_SUM);
+    bool shared_asked = algo == CR_ALLREDUCE_SHARED || algo == CR_ALLREDUCE_AUTO;
+    if (algo == CR_ALLREDUCE_SHARED)
+        algo = CR_ALLREDUCE_AUTO;
+    if (start_shared(q, shared_asked, q->vec_bytes)) {
+        grow_bytes(&q->slots, &q->slots_cap, q->vec_bytes + 1);
+        copy_bytes(q->slots, send, q->vec_bytes);
+        step(q);
+        return q;
+    }
     if (algo == CR_ALLREDUCE_AUTO)
         algo = cr_allreduce_auto(cr_comm_size(c), q->vec_bytes, exact, &ports);
     plan_reduce(q, (cr_allreduce_algorithm)algo, ports);
@@ -783,8 +865,18 @@ static cr_request *start_gather(cr_request *q, const void *send, const cr_coll_o
         largest = sizes[r] > largest ? sizes[r] : largest;
 
     int algo = opts && opts->algorithm ? opts->algorithm : (int)cr_comm_config(c)->allgather;
-    if (algo < CR_ALLGATHER_AUTO || algo > CR_ALLGATHER_SPARBIT)
+    if (algo < CR_ALLGATHER_AUTO || algo > CR_ALLGATHER_SHARED)
         cr_fatal("%s: algorithm %d is not valid", what, algo);
+    bool shared_asked = algo == CR_ALLGATHER_SHARED || algo == CR_ALLGATHER_AUTO;
+    if (algo == CR_ALLGATHER_SHARED)
+        algo = CR_ALLGATHER_AUTO;
+    char *mine_at = q->recv + offsets[cr_comm_rank(c)];
+    if (start_shared(q, shared_asked, largest)) {
+        if (sizes[cr_comm_rank(c)] && send != mine_at)
+            q->own = send;
+        step(q);
+        return q;
+    }
     if (algo == CR_ALLGATHER_AUTO)
         algo = cr_allgather_auto(p, largest);
     if (!(q->ag = cached_gather_plan(c, plan_of[algo]))) {
@@ -881,7 +973,8 @@ int cr_coll_config_from_env(cr_config *cfg, char *err, size_t errlen)
         }
         if (!ok) {
             cr_set_error(err, errlen, "COURIER_ALLREDUCE='%s' is not valid: expected auto, binomial, "
-                      "butterfly, dissemination[:n] or bruck[:n] with n from 1 to 64", allreduce);
+                      "butterfly, dissemination[:n], bruck[:n] with n from 1 to 64, or shared",
+                      allreduce);
             return -1;
         }
         c.allreduce_ports = ports;
@@ -889,7 +982,7 @@ int cr_coll_config_from_env(cr_config *cfg, char *err, size_t errlen)
     const char *allgather = getenv("COURIER_ALLGATHER");
     if (allgather && cr_allgather_parse(allgather, &c.allgather)) {
         cr_set_error(err, errlen, "COURIER_ALLGATHER='%s' is not valid: expected auto, ring, neighbor, "
-                  "recdoubling, bruck or sparbit", allgather);
+                  "recdoubling, bruck, sparbit or shared", allgather);
         return -1;
     }
     *cfg = c;
@@ -898,13 +991,13 @@ int cr_coll_config_from_env(cr_config *cfg, char *err, size_t errlen)
 
 int cr_coll_config_validate(const cr_config *cfg, char *err, size_t errlen)
 {
-    if (cfg->allreduce < CR_ALLREDUCE_AUTO || cfg->allreduce > CR_ALLREDUCE_BRUCK ||
+    if (cfg->allreduce < CR_ALLREDUCE_AUTO || cfg->allreduce > CR_ALLREDUCE_SHARED ||
         cfg->allreduce_ports > 64) {
         cr_set_error(err, errlen, "allreduce=%d (ports %u) is not valid: expected a "
                   "cr_allreduce_algorithm and at most 64 ports", (int)cfg->allreduce, cfg->allreduce_ports);
         return -1;
     }
-    if (cfg->allgather < CR_ALLGATHER_AUTO || cfg->allgather > CR_ALLGATHER_SPARBIT) {
+    if (cfg->allgather < CR_ALLGATHER_AUTO || cfg->allgather > CR_ALLGATHER_SHARED) {
         cr_set_error(err, errlen, "allgather=%d is not valid: expected a cr_allgather_algorithm",
                   (int)cfg->allgather);
         return -1;

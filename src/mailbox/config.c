@@ -71,6 +71,9 @@ static const setting settings[] = {
      "the destinations used; 0: always only those)"},
     {"COURIER_NODE_SIZE", AT(node_size), SET_UINT, 0, 1 << 30, 0, false,
      "ranks per virtual node (0: the nodes MPI reports)"},
+    {"COURIER_SHM_BYTES", AT(shm_bytes), SET_SIZE, 0, 64.0 * (double)GiB, 16 * MiB, false,
+     "shared memory a rank offers the other ranks of its node for their rings (too little "
+     "for two slots per sender: the node's blocks go through MPI)"},
 };
 #undef AT
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -121,6 +124,7 @@ void cr_config_init(cr_config *cfg)
     for (size_t i = 0; i < NSETTINGS; i++)
         store(cfg, &settings[i], settings[i].dflt);
     cfg->recv_mode = CR_RECV_PROBE;
+    cfg->shm = true;
     cfg->flow = CR_FLOW_DEEP_HELD;
     cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
     cfg->exchange = CR_NBX_PROTOCOL_NBX;
@@ -265,6 +269,18 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
         }
     }
 
+    const char *shm = getenv("COURIER_SHM");
+    if (shm) {
+        if (!strcmp(shm, "on"))
+            c.shm = true;
+        else if (!strcmp(shm, "off"))
+            c.shm = false;
+        else {
+            cr_set_error(err, errlen, "COURIER_SHM='%s' is not valid: expected on or off", shm);
+            return -1;
+        }
+    }
+
     const char *flow = getenv("COURIER_FLOW");
     if (flow) {
         if (!strcmp(flow, "waits"))
@@ -357,7 +373,7 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
 /* The COURIER_* variables the library reads besides the settings table's (the
  * modules' included). */
 static const char *const other_variables[] = {
-    "COURIER_RECV", "COURIER_ROUTE", "COURIER_TRACE", "COURIER_FLOW",
+    "COURIER_RECV", "COURIER_ROUTE", "COURIER_TRACE", "COURIER_FLOW", "COURIER_SHM",
     "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
 };
 #define NOTHER (sizeof other_variables / sizeof other_variables[0])

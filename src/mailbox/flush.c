@@ -211,8 +211,13 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     if (b->deferred)
         c->flow.ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, dest);
-    c->tp->ops->send(c->tp, dest, blk.data, blk.len, blk.cap);
-    c->flow.inflight_bytes += blk.cap;
+    if (c->tp->ops->send(c->tp, dest, blk.data, blk.len, blk.cap)) {
+        /* Copied on its way (a ring in shared memory): the block is free again, and
+         * the next buffer filled is this one, still in the core's cache. */
+        cr_outbufs_recycle(&c->out, blk.data, blk.cap);
+    } else {
+        c->flow.inflight_bytes += blk.cap;
+    }
     cr_update_room(c);
     cr_note_memory(c);
 

@@ -150,6 +150,7 @@ struct cr_comm {
     bool relay_pending;   /* some buffer holds forwarded records (see cr_flush_relays) */
 
     uint64_t mpi_sent_total;    /* data messages issued, ever (termination counter) */
+    uint64_t shm_sends_base;    /* the transport's ring sends at the last cr_stats_reset */
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
     int handler_depth;    /* > 0 while a received buffer is being handled */

@@ -95,6 +95,11 @@ void cr_module_note_work(cr_comm *c)
 
 /* ---- channels: the comm's transport's, passed through */
 
+const cr_node_area *cr_module_node_area(cr_comm *c)
+{
+    return c->tp->ops->node_area ? c->tp->ops->node_area(c->tp) : NULL;
+}
+
 cr_chan *cr_module_chan_open(cr_comm *c)
 {
     return c->tp->ops->chan_open(c->tp);

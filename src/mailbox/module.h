@@ -58,6 +58,9 @@ void cr_module_wait(cr_comm *comm, bool (*done)(cr_comm *, void *), void *arg,
                     const char *reason);
 /* The wait's done() found work of its own: the loop must not back off. */
 void cr_module_note_work(cr_comm *comm);
+/* The memory this rank shares with the other ranks of its node (transport.h), or
+ * NULL. Local. */
+const cr_node_area *cr_module_node_area(cr_comm *comm);
 /* Channels: a module's own tagged point-to-point messages and non-blocking
  * collectives, apart from the mailbox's records and from other modules' channels,
  * on whichever transport the comm runs (MPI, or the simulation, where a seed picks

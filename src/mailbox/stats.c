@@ -24,7 +24,7 @@ static const struct {
     F(send_states),
     F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
     F(batches),         F(merged_at_source), F(merged_at_hops), F(merged_bytes),
-    F(peak_parked_bytes), F(reliefs), F(deepest_generation),
+    F(peak_parked_bytes), F(reliefs), F(shm_sends), F(deepest_generation),
 #undef F
 };
 
@@ -72,11 +72,15 @@ void cr_stats_get(const cr_comm *c, cr_stats *out)
     out->peak_buffered_bytes = cr_outbufs_peak(&c->out);
     out->send_states = (uint64_t)c->out.nentries;
     out->peak_memory_bytes = cr_peak_memory(c);
+    if (c->tp->ops->shm_sends)
+        out->shm_sends = c->tp->ops->shm_sends(c->tp) - c->shm_sends_base;
 }
 
 void cr_stats_reset(cr_comm *c)
 {
     memset(&c->stats, 0, sizeof c->stats);
+    if (c->tp->ops->shm_sends)
+        c->shm_sends_base = c->tp->ops->shm_sends(c->tp);
     cr_note_memory(c); /* the peaks start from what is held now */
     cr_outbufs_clear_sent(&c->out);
     c->out.peak = c->out.total;

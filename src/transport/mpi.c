@@ -11,6 +11,7 @@
 #include "transport/mpi.h"
 
 #include "common/fatal.h"
+#include "transport/mpi_shm.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@ enum { TAG_SMALL = 2, TAG_LARGE = 4, TAG_REPORT = 7 };
 #define PREPOST_DEPTH 8
 /* Largest pre-posted receive; bigger blocks use TAG_LARGE and a probe. */
 #define PREPOST_MAX ((size_t)1 << 20)
+/* Smallest slot of a shared-memory ring. */
+#define SHM_MIN_SLOT ((size_t)4096)
 
 typedef struct mpi_transport {
     cr_transport base;
@@ -40,7 +43,12 @@ typedef struct mpi_transport {
     MPI_Request *sreqs;         /* MPI_REQUEST_NULL when free */
     char **sdata;
     size_t *scap;
+    int *sdest;
     int *completed;
+
+    /* the rings to and from the other ranks of the node; NULL when off */
+    shm_node *shm;
+    bool shm_first;
 
     /* probe mode: one buffer, grown to the largest message seen */
     char *rbuf;
@@ -81,19 +89,20 @@ static int tag(const mpi_transport *m, int base)
 
 /* ---------------------------------------------------------------- sends */
 
+/* A block waiting for a ring slot holds a send slot too, so that the bound on sends
+ * in flight covers both paths. */
 static int slots_free(cr_transport *t)
 {
-    return mt(t)->nfree;
+    return mt(t)->nfree - shm_held(mt(t)->shm);
 }
 
 static int inflight(cr_transport *t)
 {
-    return mt(t)->nslots - mt(t)->nfree;
+    return mt(t)->nslots - mt(t)->nfree + shm_held(mt(t)->shm);
 }
 
-static void send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
+static void send_mpi(mpi_transport *m, int dest, char *data, size_t len, size_t cap)
 {
-    mpi_transport *m = mt(t);
     if (m->nfree == 0)
         cr_fatal("internal error: a send without a free slot");
     if (len > INT_MAX)
@@ -105,29 +114,52 @@ static void send_block(cr_transport *t, int dest, char *data, size_t len, size_t
         m->hiwater = s + 1;
     m->sdata[s] = data;
     m->scap[s] = cap;
+    m->sdest[s] = dest;
+    if (shm_reaches(m->shm, dest))
+        shm_mpi_inflight(m->shm, dest, 1);
     bool large = m->prepost && len > m->small_max;
     MPI_Issend(data, (int)len, MPI_BYTE, dest, tag(m, large ? TAG_LARGE : TAG_SMALL), m->data,
                &m->sreqs[s]);
 }
 
+static void send_mpi_cb(void *tp, int dest, char *data, size_t len, size_t cap)
+{
+    send_mpi(tp, dest, data, len, cap);
+}
+
+static bool send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
+{
+    mpi_transport *m = mt(t);
+    if (shm_reaches(m->shm, dest)) {
+        shm_verdict v = shm_send(m->shm, dest, data, len, cap, m->parity & 1);
+        if (v != SHM_VIA_MPI)
+            return v == SHM_COPIED;
+    }
+    send_mpi(m, dest, data, len, cap);
+    return false;
+}
+
 static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
 {
     mpi_transport *m = mt(t);
+    int moved = shm_complete(m->shm, give_back, arg, send_mpi_cb, m);
     if (m->nfree == m->nslots)
-        return 0;
+        return moved;
     int ndone = 0;
     MPI_Testsome(m->hiwater, m->sreqs, &ndone, m->completed, MPI_STATUSES_IGNORE);
     if (ndone == MPI_UNDEFINED)
-        return 0;
+        return moved;
     for (int i = 0; i < ndone; i++) {
         int s = m->completed[i];
+        if (shm_reaches(m->shm, m->sdest[s]))
+            shm_mpi_inflight(m->shm, m->sdest[s], -1);
         give_back(arg, m->sdata[s], m->scap[s]);
         m->sdata[s] = NULL;
         m->free_slots[m->nfree++] = s;
     }
     while (m->hiwater > 0 && m->sreqs[m->hiwater - 1] == MPI_REQUEST_NULL)
         m->hiwater--;
-    return ndone;
+    return moved + ndone;
 }
 
 /* ---------------------------------------------------------------- receives */
@@ -255,12 +287,30 @@ static size_t poll_prepost(mpi_transport *m, int budget, cr_deliver_fn deliver, 
     return got + poll_probe(m, TAG_LARGE, left > 1 ? left : 1, deliver, arg);
 }
 
-static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg)
+static size_t poll_mpi(mpi_transport *m, int budget, cr_deliver_fn deliver, void *arg)
 {
-    mpi_transport *m = mt(t);
+    if (budget <= 0)
+        return 0;
     if (m->prepost)
         return poll_prepost(m, budget, deliver, arg);
     return poll_probe(m, TAG_SMALL, budget, deliver, arg);
+}
+
+/* The rings and MPI take turns at going first, so neither path starves the other
+ * when the budget is small. */
+static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg)
+{
+    mpi_transport *m = mt(t);
+    if (!m->shm)
+        return poll_mpi(m, budget, deliver, arg);
+    size_t got;
+    m->shm_first = !m->shm_first;
+    if (m->shm_first) {
+        got = shm_poll(m->shm, budget, m->parity & 1, deliver, arg);
+        return got + poll_mpi(m, budget - (int)got, deliver, arg);
+    }
+    got = poll_mpi(m, budget, deliver, arg);
+    return got + shm_poll(m->shm, budget - (int)got, m->parity & 1, deliver, arg);
 }
 
 /* ---------------------------------------------------------------- collectives */
@@ -368,6 +418,16 @@ static bool report_take(cr_transport *t, void *buf, size_t len)
 static uint64_t reports_sent(cr_transport *t)
 {
     return mt(t)->reports;
+}
+
+static uint64_t ring_sends(cr_transport *t)
+{
+    return shm_sends(mt(t)->shm);
+}
+
+static const cr_node_area *node_area(cr_transport *t)
+{
+    return shm_area(mt(t)->shm);
 }
 
 /* ---------------------------------------------------------------- module channels */
@@ -546,6 +606,7 @@ static void destroy(cr_transport *t)
 {
     mpi_transport *m = mt(t);
     unwatch_finalize(m);
+    shm_node_destroy(m->shm);
     if (m->report != MPI_REQUEST_NULL)
         MPI_Wait(&m->report, MPI_STATUS_IGNORE);
     if (m->npost)
@@ -562,6 +623,7 @@ static void destroy(cr_transport *t)
     free(m->sreqs);
     free(m->sdata);
     free(m->scap);
+    free(m->sdest);
     free(m->completed);
     MPI_Comm_free(&m->data);
     MPI_Comm_free(&m->term);
@@ -599,6 +661,8 @@ static const cr_transport_ops mpi_ops = {
     .report_send = report_send,
     .report_take = report_take,
     .reports_sent = reports_sent,
+    .shm_sends = ring_sends,
+    .node_area = node_area,
     .destroy = destroy,
 };
 
@@ -609,6 +673,7 @@ static void init_slots(mpi_transport *m, int nslots)
     m->sreqs = cr_xmalloc((size_t)nslots * sizeof *m->sreqs);
     m->sdata = cr_xcalloc((size_t)nslots, sizeof *m->sdata);
     m->scap = cr_xcalloc((size_t)nslots, sizeof *m->scap);
+    m->sdest = cr_xcalloc((size_t)nslots, sizeof *m->sdest);
     m->completed = cr_xmalloc((size_t)nslots * sizeof *m->completed);
     /* Lowest indices on top, so busy slots stay packed below hiwater. */
     for (int i = 0; i < nslots; i++) {
@@ -727,5 +792,12 @@ cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts
     init_slots(m, (int)opts->max_inflight);
     if (m->prepost)
         init_prepost(m);
+    /* A slot holds one buffer; with tiny buffers, a few records (a record larger than
+     * the buffer travels alone). */
+    shm_opts so = {.slot_bytes = m->small_max > SHM_MIN_SLOT ? m->small_max : SHM_MIN_SLOT,
+                   .budget_bytes = opts->shm_bytes,
+                   .node_size = opts->node_size,
+                   .max_slots = 16};
+    m->shm = shm_node_create(m->ctrl, &so);
     return &m->base;
 }

@@ -10,6 +10,8 @@ typedef struct cr_transport_mpi_opts {
     size_t buffer_bytes;   /* the flush threshold: sets the size of pre-posted receives */
     unsigned max_inflight; /* sends in flight at most */
     bool prepost;          /* pre-posted receives instead of probe (docs/receive.md) */
+    size_t shm_bytes;      /* shared memory offered to the node's senders (0: no rings) */
+    unsigned node_size;    /* virtual nodes of this many ranks (0: MPI's nodes) */
 } cr_transport_mpi_opts;
 
 /* Collective over `comm`, which it duplicates (the caller keeps `comm`). Ranks that

@@ -190,7 +190,7 @@ static int inflight(cr_transport *t)
     return st(t)->inflight;
 }
 
-static void send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
+static bool send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
 {
     sim_transport *s = st(t);
     if (s->inflight == s->nslots)
@@ -213,6 +213,7 @@ static void send_block(cr_transport *t, int dest, char *data, size_t len, size_t
     sc->inbox_tail[dest] = b;
     sc->inbox_len[dest]++;
     s->w->progress++;
+    return false;
 }
 
 static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)

@@ -4,7 +4,8 @@
  * porters: one table of functions, one file per implementation.
  *
  *   mpi.c  real runs: synchronous sends with a cap on those in flight, probe or
- *          pre-posted receives, phase-parity tags, non-blocking reductions;
+ *          pre-posted receives, phase-parity tags, non-blocking reductions; between
+ *          the ranks of one node, rings in shared memory (mpi_shm.c, ring.c);
  *   sim.c  P virtual ranks in one process, scheduled deterministically from a seed
  *          (docs/simulation.md).
  *
@@ -25,6 +26,16 @@ typedef void (*cr_deliver_fn)(void *arg, int src, const char *data, size_t len);
 typedef void (*cr_give_back_fn)(void *arg, char *data, size_t cap);
 
 typedef enum cr_reduce_op { CR_REDUCE_SUM, CR_REDUCE_MIN, CR_REDUCE_MAX } cr_reduce_op;
+
+/* Memory every rank of a node maps: CR_NODE_AREA_BYTES per rank, 64-byte aligned and
+ * zeroed at creation, base[i] being the area of the node's i-th rank (in the comm's
+ * rank order); `rank` is this rank's i. The collectives synchronise in it with
+ * atomics (src/coll/shared.c). */
+#define CR_NODE_AREA_BYTES ((size_t)20 << 10)
+typedef struct cr_node_area {
+    int rank, size;
+    char *const *base;
+} cr_node_area;
 
 /* A module channel: tagged point-to-point messages and non-blocking collectives in a
  * space of their own, apart from the mailbox's blocks and from every other channel
@@ -50,10 +61,12 @@ typedef struct cr_transport_ops {
     /* Sends that may start now without exceeding the cap on sends in flight. */
     int (*slots_free)(cr_transport *t);
     int (*inflight)(cr_transport *t);
-    /* Start sending data[0, len) to `dest` (slots_free() > 0). The transport owns the
-     * block (of capacity cap) until complete() gives it back. A block is sent in the
-     * rank's current barrier phase and received only in that phase. */
-    void (*send)(cr_transport *t, int dest, char *data, size_t len, size_t cap);
+    /* Start sending data[0, len) to `dest` (slots_free() > 0). A block is sent in the
+     * rank's current barrier phase and received only in that phase, and one pair's
+     * blocks arrive in the order sent. Returns true if the block was copied on its way
+     * (the caller has it back at once); else the transport owns the block (of
+     * capacity cap) until complete() gives it back. */
+    bool (*send)(cr_transport *t, int dest, char *data, size_t len, size_t cap);
     /* Give back the blocks whose sends completed; returns how many. A send completes
      * when the receiver has taken the block (synchronous mode). */
     int (*complete)(cr_transport *t, cr_give_back_fn give_back, void *arg);
@@ -128,6 +141,13 @@ typedef struct cr_transport_ops {
     bool (*report_take)(cr_transport *t, void *buf, size_t len);
     /* Collective, at the end: how many reports went out, so rank 0 can take the rest. */
     uint64_t (*reports_sent)(cr_transport *t);
+
+    /* Blocks sent through memory shared with the receiver's node since creation
+     * (local); NULL when the transport has no such path. */
+    uint64_t (*shm_sends)(cr_transport *t);
+    /* The node's shared area (local), or NULL if this rank has none; NULL when the
+     * transport has no shared memory. */
+    const cr_node_area *(*node_area)(cr_transport *t);
 
     /* Collective: finish (every send complete) and free. */
     void (*destroy)(cr_transport *t);

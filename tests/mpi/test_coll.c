@@ -18,7 +18,7 @@ static const variant reduce_variants[] = {
     {CR_ALLREDUCE_AUTO, 0},          {CR_ALLREDUCE_BINOMIAL, 0},      {CR_ALLREDUCE_BUTTERFLY, 0},
     {CR_ALLREDUCE_DISSEMINATION, 0}, {CR_ALLREDUCE_DISSEMINATION, 1}, {CR_ALLREDUCE_DISSEMINATION, 2},
     {CR_ALLREDUCE_DISSEMINATION, 3}, {CR_ALLREDUCE_BRUCK, 1},         {CR_ALLREDUCE_BRUCK, 2},
-    {CR_ALLREDUCE_BRUCK, 3},
+    {CR_ALLREDUCE_BRUCK, 3},         {CR_ALLREDUCE_SHARED, 0},
 };
 #define NRV (sizeof reduce_variants / sizeof reduce_variants[0])
 
@@ -118,6 +118,15 @@ static void reference_allreduce(const void *in, void *want, size_t count, cr_dty
     free(flipped);
 }
 
+/* A shared-memory collective runs where the comm is one node with the path on, on
+ * more than one rank, and each rank's block fits (docs/shared_memory.md). */
+static bool shared_expected(cr_comm *comm, size_t bytes)
+{
+    const cr_config *cfg = cr_comm_config(comm);
+    return cfg->shm && cfg->shm_bytes >= ((size_t)16 << 20) && test_size > 1 &&
+           cr_layout_nodes(cr_comm_layout(comm)) == 1 && bytes <= 8192;
+}
+
 static void check_allreduce(cr_comm *comm, const variant *v, cr_dtype t, cr_op op, size_t count)
 {
     size_t bytes = count * type_size(t);
@@ -127,6 +136,9 @@ static void check_allreduce(cr_comm *comm, const variant *v, cr_dtype t, cr_op o
     cr_request *q = cr_iallreduce(comm, in, out, count, t, op, &o);
     char name[32];
     snprintf(name, sizeof name, "%s", cr_request_algorithm(q));
+    if (v->algorithm == CR_ALLREDUCE_SHARED)
+        CHECK(!strcmp(name, "shared") == shared_expected(comm, bytes),
+              "asked for shared memory, %zu bytes on %d ranks: ran %s", bytes, test_size, name);
     cr_request_wait(&q);
     reference_allreduce(in, want, count, t, op);
     bool ok = t == CR_FLOAT || t == CR_DOUBLE ? close_to(out, want, count, t)
@@ -258,11 +270,50 @@ static void test_split_phase_with_traffic(void **state)
     verdict();
 }
 
+/* Shared-memory collectives in flight at once, finished in the reverse order of
+ * their start: a rank may not reuse a post before every rank has read it, so this
+ * hangs or fails if a post is overwritten early (src/coll/shared.h). */
+static void test_shared_in_flight(void **state)
+{
+    (void)state;
+    cr_comm *comm = open_comm();
+    enum { N = 7 };
+    int64_t in[N][3], out[N][3];
+    int64_t *gathered = malloc((size_t)test_size * 2 * sizeof(int64_t) * N);
+    int64_t mine[N][2];
+    cr_request *q[2 * N];
+    cr_coll_opts ar = {.algorithm = CR_ALLREDUCE_SHARED}, ag = {.algorithm = CR_ALLGATHER_SHARED};
+    for (int k = 0; k < N; k++) {
+        for (int i = 0; i < 3; i++)
+            in[k][i] = (int64_t)(test_rank + 1) * (k + 1) + i;
+        mine[k][0] = test_rank * 1000 + k, mine[k][1] = -k;
+        q[2 * k] = cr_iallreduce(comm, in[k], out[k], 3, CR_INT64, CR_OP_SUM, &ar);
+        q[2 * k + 1] = cr_iallgather(comm, mine[k], sizeof mine[k],
+                                     gathered + (size_t)k * 2 * (size_t)test_size, &ag);
+    }
+    for (int k = 2 * N - 1; k >= 0; k--)
+        cr_request_wait(&q[k]);
+    int64_t p = test_size;
+    for (int k = 0; k < N; k++) {
+        for (int i = 0; i < 3; i++)
+            CHECK(out[k][i] == (k + 1) * p * (p + 1) / 2 + p * i, "reduce %d [%d] = %lld", k, i,
+                  (long long)out[k][i]);
+        for (int r = 0; r < test_size; r++) {
+            const int64_t *g = gathered + (size_t)k * 2 * (size_t)test_size + 2 * r;
+            CHECK(g[0] == r * 1000 + k && g[1] == -k, "gather %d, rank %d: %lld %lld", k, r,
+                  (long long)g[0], (long long)g[1]);
+        }
+    }
+    free(gathered);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
 /* ---------------------------------------------------------------- allgather(v) */
 
 static const int gather_algos[] = {CR_ALLGATHER_AUTO, CR_ALLGATHER_RING, CR_ALLGATHER_NEIGHBOR,
                                    CR_ALLGATHER_RECDOUBLING, CR_ALLGATHER_BRUCK,
-                                   CR_ALLGATHER_SPARBIT};
+                                   CR_ALLGATHER_SPARBIT, CR_ALLGATHER_SHARED};
 #define NGA (sizeof gather_algos / sizeof gather_algos[0])
 
 static void fill_bytes(char *buf, size_t len, uint64_t seed)
@@ -354,6 +405,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_every_algorithm),
+        cmocka_unit_test(test_shared_in_flight),
         cmocka_unit_test(test_allreduce_user_operation),
         cmocka_unit_test(test_deprecated_names),
         cmocka_unit_test(test_split_phase_with_traffic),

@@ -19,7 +19,7 @@ static const char *vars[] = {"COURIER_BUFFER_SIZE", "COURIER_BUFFER_CAP", "COURI
                              "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
                              "COURIER_TRACE", "COURIER_WATCHDOG_ABORT", "COURIER_STATS",
                              "COURIER_FLOW", "COURIER_PARK_CAP", "COURIER_PARK_RELIEF",
-                             "COURIER_NEST_LIMIT"};
+                             "COURIER_NEST_LIMIT", "COURIER_SHM", "COURIER_SHM_BYTES"};
 
 static int clear_env(void **state)
 {
@@ -60,6 +60,8 @@ static void test_good_values(void **state)
     setenv("COURIER_FLOW", "waits", 1);
     setenv("COURIER_PARK_CAP", "96K", 1);
     setenv("COURIER_PARK_RELIEF", "0", 1);
+    setenv("COURIER_SHM", "off", 1);
+    setenv("COURIER_SHM_BYTES", "3M", 1);
     cr_config c;
     cr_config_init(&c);
     char err[256] = "";
@@ -83,9 +85,13 @@ static void test_good_values(void **state)
     assert_int_equal(c.flow, CR_FLOW_WAITS);
     assert_int_equal(c.park_cap_bytes, 96 << 10);
     assert_int_equal(c.park_relief_polls, 0);
+    assert_false(c.shm);
+    assert_int_equal(c.shm_bytes, 3 << 20);
+    setenv("COURIER_SHM", "on", 1);
     setenv("COURIER_FLOW", "deep-held", 1);
     assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
     assert_int_equal(c.flow, CR_FLOW_DEEP_HELD);
+    assert_true(c.shm);
 
     setenv("COURIER_BUFFER_SIZE", "1", 1);
     setenv("COURIER_FLUSH_INTERVAL", "0.5", 1);
@@ -140,11 +146,14 @@ static void test_bad_values(void **state)
     expect_bad("COURIER_NODE_SIZE", "-1", "from 0 to 1073741824");
     expect_bad("COURIER_EXCHANGE", "default", "expected nbx, pex or pcx");
     expect_bad("COURIER_EXCHANGE", "NBX", "expected nbx, pex or pcx");
-    expect_bad("COURIER_ALLREDUCE", "fast", "expected auto, binomial, butterfly, dissemination[:n] or bruck[:n]");
+    expect_bad("COURIER_ALLREDUCE", "fast", "expected auto, binomial, butterfly, dissemination[:n], bruck[:n] with n from 1 to 64, or shared");
     expect_bad("COURIER_ALLREDUCE", "butterfly:2", "expected auto, binomial");
     expect_bad("COURIER_ALLREDUCE", "bruck:0", "with n from 1 to 64");
     expect_bad("COURIER_ALLREDUCE", "bruck:", "with n from 1 to 64");
-    expect_bad("COURIER_ALLGATHER", "tree", "expected auto, ring, neighbor, recdoubling, bruck or sparbit");
+    expect_bad("COURIER_ALLGATHER", "tree", "expected auto, ring, neighbor, recdoubling, bruck, sparbit or shared");
+    expect_bad("COURIER_SHM", "1", "expected on or off");
+    expect_bad("COURIER_SHM", "yes", "expected on or off");
+    expect_bad("COURIER_SHM_BYTES", "lots", "size in bytes");
 }
 
 static void test_validate_rejects_out_of_range(void **state)
@@ -239,15 +248,15 @@ static void test_validate_checks_both_bounds(void **state)
     EXPECT_INVALID(exchange, (cr_nbx_protocol)(CR_NBX_PROTOCOL_NBX - 1), "exchange=");
     EXPECT_INVALID(exchange, (cr_nbx_protocol)(CR_NBX_PROTOCOL_PCX + 1), "exchange=");
     EXPECT_VALID(allreduce, CR_ALLREDUCE_AUTO);
-    EXPECT_VALID(allreduce, CR_ALLREDUCE_BRUCK);
+    EXPECT_VALID(allreduce, CR_ALLREDUCE_SHARED);
     EXPECT_INVALID(allreduce, (cr_allreduce_algorithm)(CR_ALLREDUCE_AUTO - 1), "allreduce=");
-    EXPECT_INVALID(allreduce, (cr_allreduce_algorithm)(CR_ALLREDUCE_BRUCK + 1), "allreduce=");
+    EXPECT_INVALID(allreduce, (cr_allreduce_algorithm)(CR_ALLREDUCE_SHARED + 1), "allreduce=");
     EXPECT_VALID(allreduce_ports, 64);
     EXPECT_INVALID(allreduce_ports, 65, "allreduce=");
     EXPECT_VALID(allgather, CR_ALLGATHER_AUTO);
-    EXPECT_VALID(allgather, CR_ALLGATHER_SPARBIT);
+    EXPECT_VALID(allgather, CR_ALLGATHER_SHARED);
     EXPECT_INVALID(allgather, (cr_allgather_algorithm)(CR_ALLGATHER_AUTO - 1), "allgather=");
-    EXPECT_INVALID(allgather, (cr_allgather_algorithm)(CR_ALLGATHER_SPARBIT + 1), "allgather=");
+    EXPECT_INVALID(allgather, (cr_allgather_algorithm)(CR_ALLGATHER_SHARED + 1), "allgather=");
     EXPECT_VALID(route.kind, CR_ROUTE_HYPERCUBE);
     EXPECT_INVALID(route.kind, (cr_route_kind)(CR_ROUTE_HYPERCUBE + 1), "route.kind=");
     cr_config_init(&c);

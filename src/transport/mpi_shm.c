@@ -1,0 +1,387 @@
+/* The path between the ranks of one node (mpi_shm.h, docs/shared_memory.md).
+ *
+ * Each rank allocates, in one MPI_Win_allocate_shared segment, a ring for every other
+ * rank of its node to send to it, and attaches as the sender to its place in each
+ * peer's segment. Copying a whole block into a slot, rather than appending records
+ * straight into shared memory, keeps the append buffers private to the sender's core
+ * (the lines it writes records into are never read by another core), and hands the
+ * block back at once: the next buffer the sender fills is the one still in its cache.
+ *
+ * The order of one pair's blocks is kept: a block waits in the queue while an earlier
+ * block of its pair waits there too or travels through MPI (a block too large for a
+ * slot), and a large block goes through MPI only once its pair's ring is empty. */
+#include "transport/mpi_shm.h"
+
+#include "common/fatal.h"
+#include "transport/ring.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ALIGN = 64 };
+
+typedef struct queued {
+    char *data;
+    size_t len, cap;
+    int peer;
+    unsigned tag;
+} queued;
+
+struct shm_node {
+    MPI_Comm node;
+    MPI_Win win;
+    int npeers;         /* the other ranks of the node */
+    int *peer_of;       /* comm rank -> peer index, or -1 */
+    int *rank_of;       /* peer index -> comm rank */
+    cr_ring *out, *in;  /* per peer: its ring for this rank's blocks, and this rank's for its */
+    int *mpi_busy;      /* per peer: large blocks to it in flight through MPI */
+    int *nqueued;       /* per peer: blocks of it in the queue */
+    unsigned *blocked;  /* per peer: the stamp of the queue walk that found it blocked */
+    unsigned stamp;
+    queued *queue;      /* blocks waiting for a slot, in send order */
+    int nqueue, queue_cap;
+    int next_peer;      /* where the next poll starts */
+    int depth;          /* deliveries in progress, one inside the other */
+    char **copies;      /* per level of nesting below the first: a copy of its block */
+    int ncopies;
+    unsigned nslots;
+    size_t slot_bytes;
+    uint64_t sends;
+    cr_node_area area;  /* after the rings in every rank's segment */
+    char **area_base;
+};
+
+static size_t ring_stride(unsigned nslots, size_t slot_bytes)
+{
+    size_t b = cr_ring_bytes(nslots, slot_bytes);
+    return (b + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* The rank's node: MPI's shared-memory node, cut into virtual nodes when asked (the
+ * same cut as cr_layout_create_blocks), so a one-machine job has ranks on both paths. */
+static MPI_Comm split_node(MPI_Comm comm, unsigned node_size)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm shared, node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared);
+    if (node_size == 0)
+        return shared;
+    MPI_Comm_split(shared, rank / (int)node_size, rank, &node);
+    MPI_Comm_free(&shared);
+    return node;
+}
+
+/* Slots per pair the budget allows: every one of the npeers senders gets as many. */
+static unsigned slots_for(const shm_opts *o, int npeers)
+{
+    size_t per_pair = o->budget_bytes / (size_t)npeers;
+    unsigned n = 0;
+    while (n < o->max_slots && n < CR_RING_MAX_SLOTS &&
+           ring_stride(n + 1, o->slot_bytes) + ALIGN <= per_pair)
+        n++;
+    return n;
+}
+
+static char *aligned(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    return (char *)p + ((ALIGN - a % ALIGN) % ALIGN);
+}
+
+static void map_peers(shm_node *s, MPI_Comm comm, int me)
+{
+    int size;
+    MPI_Comm_size(comm, &size);
+    MPI_Group gnode, gcomm;
+    MPI_Comm_group(s->node, &gnode);
+    MPI_Comm_group(comm, &gcomm);
+    int g = s->npeers + 1;
+    int *local = cr_xmalloc((size_t)g * sizeof *local);
+    int *global = cr_xmalloc((size_t)g * sizeof *global);
+    for (int i = 0; i < g; i++)
+        local[i] = i;
+    MPI_Group_translate_ranks(gnode, g, local, gcomm, global);
+    s->peer_of = cr_xmalloc((size_t)size * sizeof *s->peer_of);
+    for (int r = 0; r < size; r++)
+        s->peer_of[r] = -1;
+    s->rank_of = cr_xmalloc((size_t)s->npeers * sizeof *s->rank_of);
+    for (int i = 0; i < g; i++) {
+        if (i == me)
+            continue;
+        int p = i < me ? i : i - 1;
+        s->rank_of[p] = global[i];
+        s->peer_of[global[i]] = p;
+    }
+    free(local);
+    free(global);
+    MPI_Group_free(&gnode);
+    MPI_Group_free(&gcomm);
+}
+
+/* This rank's rings (one per sender) are set up before any sender attaches: the
+ * barrier between them orders the two. */
+static void attach_rings(shm_node *s, char *mine, int me)
+{
+    size_t stride = ring_stride(s->nslots, s->slot_bytes);
+    for (int p = 0; p < s->npeers; p++)
+        cr_ring_init(&s->in[p], mine + (size_t)p * stride, s->nslots, s->slot_bytes);
+    MPI_Win_sync(s->win);
+    MPI_Barrier(s->node);
+    MPI_Win_sync(s->win);
+    for (int q = 0; q < s->npeers + 1; q++) {
+        if (q == me)
+            continue;
+        MPI_Aint bytes;
+        int unit;
+        void *base;
+        MPI_Win_shared_query(s->win, q, &bytes, &unit, &base);
+        int slot = me < q ? me : me - 1; /* this rank's place among q's senders */
+        int p = q < me ? q : q - 1;
+        cr_ring_attach(&s->out[p], aligned(base) + (size_t)slot * stride, s->nslots,
+                       s->slot_bytes);
+    }
+}
+
+shm_node *shm_node_create(MPI_Comm comm, const shm_opts *opts)
+{
+    MPI_Comm node = split_node(comm, opts->node_size);
+    int g, me;
+    MPI_Comm_size(node, &g);
+    MPI_Comm_rank(node, &me);
+    /* The budget and slot size agreed over the node, so every pair has the same rings. */
+    unsigned long long mine[2] = {opts->budget_bytes, opts->slot_bytes}, agreed[2];
+    MPI_Allreduce(mine, agreed, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, node);
+    shm_opts o = *opts;
+    o.budget_bytes = (size_t)agreed[0];
+    o.slot_bytes = (size_t)agreed[1];
+    unsigned nslots = g > 1 && o.slot_bytes > 0 ? slots_for(&o, g - 1) : 0;
+    if (nslots < 2) {
+        MPI_Comm_free(&node);
+        return NULL;
+    }
+    shm_node *s = cr_xcalloc(1, sizeof *s);
+    s->node = node;
+    s->npeers = g - 1;
+    s->nslots = nslots;
+    s->slot_bytes = o.slot_bytes;
+    size_t rings = (size_t)s->npeers * ring_stride(nslots, o.slot_bytes);
+    size_t bytes = rings + CR_NODE_AREA_BYTES + ALIGN;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    void *base;
+    MPI_Win_allocate_shared((MPI_Aint)bytes, 1, info, node, &base, &s->win);
+    MPI_Info_free(&info);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win);
+    s->out = cr_xcalloc((size_t)s->npeers, sizeof *s->out);
+    s->in = cr_xcalloc((size_t)s->npeers, sizeof *s->in);
+    s->mpi_busy = cr_xcalloc((size_t)s->npeers, sizeof *s->mpi_busy);
+    s->nqueued = cr_xcalloc((size_t)s->npeers, sizeof *s->nqueued);
+    s->blocked = cr_xcalloc((size_t)s->npeers, sizeof *s->blocked);
+    map_peers(s, comm, me);
+    s->area_base = cr_xcalloc((size_t)g, sizeof *s->area_base);
+    memset(aligned(base) + rings, 0, CR_NODE_AREA_BYTES);
+    attach_rings(s, aligned(base), me);
+    for (int q = 0; q < g; q++) {
+        MPI_Aint qbytes;
+        int unit;
+        void *qbase;
+        MPI_Win_shared_query(s->win, q, &qbytes, &unit, &qbase);
+        s->area_base[q] = aligned(qbase) + rings;
+    }
+    s->area = (cr_node_area){.rank = me, .size = g, .base = s->area_base};
+    return s;
+}
+
+void shm_node_destroy(shm_node *s)
+{
+    if (!s)
+        return;
+    if (s->nqueue > 0)
+        cr_fatal("internal error: %d blocks still wait for a shared-memory slot at the end",
+                 s->nqueue);
+    MPI_Win_unlock_all(s->win);
+    MPI_Win_free(&s->win);
+    MPI_Comm_free(&s->node);
+    free(s->peer_of);
+    free(s->rank_of);
+    free(s->area_base);
+    free(s->out);
+    free(s->in);
+    free(s->mpi_busy);
+    free(s->nqueued);
+    free(s->blocked);
+    free(s->queue);
+    for (int k = 0; k < s->ncopies; k++)
+        free(s->copies[k]);
+    free(s->copies);
+    free(s);
+}
+
+bool shm_reaches(const shm_node *s, int dest)
+{
+    return s && s->peer_of[dest] >= 0;
+}
+
+/* ---------------------------------------------------------------- sending */
+
+static bool pair_idle(const shm_node *s, int p)
+{
+    return s->mpi_busy[p] == 0 && cr_ring_used(&s->out[p]) == 0;
+}
+
+/* One attempt for a block whose pair has nothing queued before it. */
+static shm_verdict try_send(shm_node *s, int p, const char *data, size_t len, unsigned tag)
+{
+    if (s->mpi_busy[p] > 0)
+        return SHM_QUEUED;
+    if (len <= s->slot_bytes) {
+        if (!cr_ring_put(&s->out[p], data, len, tag))
+            return SHM_QUEUED;
+        s->sends++;
+        return SHM_COPIED;
+    }
+    return pair_idle(s, p) ? SHM_VIA_MPI : SHM_QUEUED;
+}
+
+static void enqueue(shm_node *s, int p, char *data, size_t len, size_t cap, unsigned tag)
+{
+    if (s->nqueue == s->queue_cap) {
+        s->queue_cap = s->queue_cap ? 2 * s->queue_cap : 8;
+        s->queue = cr_xrealloc(s->queue, (size_t)s->queue_cap * sizeof *s->queue);
+    }
+    s->queue[s->nqueue++] = (queued){.data = data, .len = len, .cap = cap, .peer = p, .tag = tag};
+    s->nqueued[p]++;
+}
+
+shm_verdict shm_send(shm_node *s, int dest, char *data, size_t len, size_t cap, unsigned tag)
+{
+    int p = s->peer_of[dest];
+    shm_verdict v = s->nqueued[p] > 0 ? SHM_QUEUED : try_send(s, p, data, len, tag);
+    if (v == SHM_QUEUED)
+        enqueue(s, p, data, len, cap, tag);
+    return v;
+}
+
+void shm_mpi_inflight(shm_node *s, int dest, int delta)
+{
+    s->mpi_busy[s->peer_of[dest]] += delta;
+}
+
+int shm_held(const shm_node *s)
+{
+    return s ? s->nqueue : 0;
+}
+
+/* Walk the queue in send order; a pair found blocked stays blocked for the rest of the
+ * walk, so its later blocks cannot pass its earlier ones. */
+int shm_complete(shm_node *s, cr_give_back_fn give_back, void *arg,
+                 void (*send_mpi)(void *tp, int dest, char *data, size_t len, size_t cap),
+                 void *tp)
+{
+    if (!s || s->nqueue == 0)
+        return 0;
+    unsigned stamp = ++s->stamp;
+    int kept = 0, done = 0;
+    for (int i = 0; i < s->nqueue; i++) {
+        queued e = s->queue[i];
+        shm_verdict v = s->blocked[e.peer] == stamp ? SHM_QUEUED
+                                                      : try_send(s, e.peer, e.data, e.len, e.tag);
+        if (v == SHM_QUEUED) {
+            s->blocked[e.peer] = stamp;
+            s->queue[kept++] = e;
+            continue;
+        }
+        s->nqueued[e.peer]--;
+        done++;
+        if (v == SHM_COPIED) {
+            give_back(arg, e.data, e.cap);
+        } else {
+            s->blocked[e.peer] = stamp; /* its next blocks wait for this one */
+            send_mpi(tp, s->rank_of[e.peer], e.data, e.len, e.cap);
+        }
+    }
+    s->nqueue = kept;
+    return done;
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+/* A delivery inside another (a handler that waits and polls again) gets a copy, and
+ * its slot goes back at once: so a rank holds at most one slot of a ring however deep
+ * its handlers wait, and a sender always finds a slot once the outermost delivery
+ * returns. Copies: one buffer per level of nesting, kept. */
+static const char *copy_for_level(shm_node *s, const char *data, size_t len)
+{
+    int level = s->depth - 1;
+    if (level >= s->ncopies) {
+        s->copies = cr_xrealloc(s->copies, (size_t)(level + 1) * sizeof *s->copies);
+        while (s->ncopies <= level)
+            s->copies[s->ncopies++] = cr_xmalloc(s->slot_bytes);
+    }
+    memcpy(s->copies[level], data, len);
+    return s->copies[level];
+}
+
+/* One peer's blocks of this phase, in order, each handed over where it lies (or
+ * copied, when nested) and its slot released once its delivery returns. */
+static size_t drain(shm_node *s, int p, size_t budget, unsigned tag, cr_deliver_fn deliver,
+                    void *arg)
+{
+    size_t got = 0;
+    while (got < budget) {
+        size_t len;
+        unsigned slot_tag;
+        const char *data = cr_ring_peek(&s->in[p], &len, &slot_tag);
+        if (!data || slot_tag != tag)
+            break; /* empty, or the sender is already in the next phase */
+        unsigned slot = cr_ring_take(&s->in[p]);
+        bool nested = s->depth++ > 0;
+        if (nested) {
+            data = copy_for_level(s, data, len);
+            cr_ring_release(&s->in[p], slot);
+        }
+        deliver(arg, s->rank_of[p], data, len);
+        if (!nested)
+            cr_ring_release(&s->in[p], slot);
+        s->depth--;
+        got++;
+    }
+    return got;
+}
+
+size_t shm_poll(shm_node *s, int budget, unsigned tag, cr_deliver_fn deliver, void *arg)
+{
+    if (!s || budget <= 0)
+        return 0;
+    size_t got = 0;
+    int start = s->next_peer;
+    s->next_peer = (start + 1) % s->npeers;
+    for (int k = 0; k < s->npeers && got < (size_t)budget; k++) {
+        int p = (start + k) % s->npeers;
+        got += drain(s, p, (size_t)budget - got, tag, deliver, arg);
+    }
+    return got;
+}
+
+const cr_node_area *shm_area(const shm_node *s)
+{
+    return s ? &s->area : NULL;
+}
+
+uint64_t shm_sends(const shm_node *s)
+{
+    return s ? s->sends : 0;
+}
+
+unsigned shm_slots(const shm_node *s)
+{
+    return s ? s->nslots : 0;
+}
+
+int shm_peers(const shm_node *s)
+{
+    return s ? s->npeers : 0;
+}
