@@ -43,7 +43,6 @@ typedef struct mpi_transport {
     MPI_Request *sreqs;         /* MPI_REQUEST_NULL when free */
     char **sdata;
     size_t *scap;
-    int *sdest;
     int *completed;
 
     /* the rings to and from the other ranks of the node; NULL when off */
@@ -114,27 +113,16 @@ static void send_mpi(mpi_transport *m, int dest, char *data, size_t len, size_t 
         m->hiwater = s + 1;
     m->sdata[s] = data;
     m->scap[s] = cap;
-    m->sdest[s] = dest;
-    if (shm_reaches(m->shm, dest))
-        shm_mpi_inflight(m->shm, dest, 1);
     bool large = m->prepost && len > m->small_max;
     MPI_Issend(data, (int)len, MPI_BYTE, dest, tag(m, large ? TAG_LARGE : TAG_SMALL), m->data,
                &m->sreqs[s]);
 }
 
-static void send_mpi_cb(void *tp, int dest, char *data, size_t len, size_t cap)
-{
-    send_mpi(tp, dest, data, len, cap);
-}
-
 static bool send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
 {
     mpi_transport *m = mt(t);
-    if (shm_reaches(m->shm, dest)) {
-        shm_verdict v = shm_send(m->shm, dest, data, len, cap, m->parity & 1);
-        if (v != SHM_VIA_MPI)
-            return v == SHM_COPIED;
-    }
+    if (shm_reaches(m->shm, dest))
+        return shm_send(m->shm, dest, data, len, cap, m->parity & 1);
     send_mpi(m, dest, data, len, cap);
     return false;
 }
@@ -142,7 +130,7 @@ static bool send_block(cr_transport *t, int dest, char *data, size_t len, size_t
 static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
 {
     mpi_transport *m = mt(t);
-    int moved = shm_complete(m->shm, give_back, arg, send_mpi_cb, m);
+    int moved = shm_complete(m->shm, give_back, arg);
     if (m->nfree == m->nslots)
         return moved;
     int ndone = 0;
@@ -151,8 +139,6 @@ static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
         return moved;
     for (int i = 0; i < ndone; i++) {
         int s = m->completed[i];
-        if (shm_reaches(m->shm, m->sdest[s]))
-            shm_mpi_inflight(m->shm, m->sdest[s], -1);
         give_back(arg, m->sdata[s], m->scap[s]);
         m->sdata[s] = NULL;
         m->free_slots[m->nfree++] = s;
@@ -623,7 +609,6 @@ static void destroy(cr_transport *t)
     free(m->sreqs);
     free(m->sdata);
     free(m->scap);
-    free(m->sdest);
     free(m->completed);
     MPI_Comm_free(&m->data);
     MPI_Comm_free(&m->term);
@@ -673,7 +658,6 @@ static void init_slots(mpi_transport *m, int nslots)
     m->sreqs = cr_xmalloc((size_t)nslots * sizeof *m->sreqs);
     m->sdata = cr_xcalloc((size_t)nslots, sizeof *m->sdata);
     m->scap = cr_xcalloc((size_t)nslots, sizeof *m->scap);
-    m->sdest = cr_xcalloc((size_t)nslots, sizeof *m->sdest);
     m->completed = cr_xmalloc((size_t)nslots * sizeof *m->completed);
     /* Lowest indices on top, so busy slots stay packed below hiwater. */
     for (int i = 0; i < nslots; i++) {

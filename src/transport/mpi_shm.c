@@ -8,8 +8,12 @@
  * block back at once: the next buffer the sender fills is the one still in its cache.
  *
  * The order of one pair's blocks is kept: a block waits in the queue while an earlier
- * block of its pair waits there too or travels through MPI (a block too large for a
- * slot), and a large block goes through MPI only once its pair's ring is empty. */
+ * block of its pair waits there. A block larger than a slot (a record above the buffer
+ * size, or a buffer that grew while its flush was deferred) travels in pieces, one
+ * slot each, and the receiver assembles it before it hands it over; every slot of it
+ * is released as soon as it is copied, so a large block never waits for its ring to
+ * empty (a rank whose handlers wait holds one slot of a ring at most, and a block that
+ * waited for that slot would wait for ever). */
 #include "transport/mpi_shm.h"
 
 #include "common/fatal.h"
@@ -21,12 +25,22 @@
 
 enum { ALIGN = 64 };
 
+/* A slot's tag: the sender's phase parity, and whether more pieces of its block follow. */
+enum { TAG_PARITY = 1, TAG_MORE = 2 };
+
 typedef struct queued {
     char *data;
     size_t len, cap;
+    size_t put; /* bytes of it already in the ring (the pieces of a large block) */
     int peer;
     unsigned tag;
 } queued;
+
+/* A large block being assembled from its pieces. */
+typedef struct assembly {
+    char *data;
+    size_t len, cap;
+} assembly;
 
 struct shm_node {
     MPI_Comm node;
@@ -35,7 +49,7 @@ struct shm_node {
     int *peer_of;       /* comm rank -> peer index, or -1 */
     int *rank_of;       /* peer index -> comm rank */
     cr_ring *out, *in;  /* per peer: its ring for this rank's blocks, and this rank's for its */
-    int *mpi_busy;      /* per peer: large blocks to it in flight through MPI */
+    assembly *asm_of;   /* per peer: its large block being assembled */
     int *nqueued;       /* per peer: blocks of it in the queue */
     unsigned *blocked;  /* per peer: the stamp of the queue walk that found it blocked */
     unsigned stamp;
@@ -177,7 +191,7 @@ shm_node *shm_node_create(MPI_Comm comm, const shm_opts *opts)
     MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win);
     s->out = cr_xcalloc((size_t)s->npeers, sizeof *s->out);
     s->in = cr_xcalloc((size_t)s->npeers, sizeof *s->in);
-    s->mpi_busy = cr_xcalloc((size_t)s->npeers, sizeof *s->mpi_busy);
+    s->asm_of = cr_xcalloc((size_t)s->npeers, sizeof *s->asm_of);
     s->nqueued = cr_xcalloc((size_t)s->npeers, sizeof *s->nqueued);
     s->blocked = cr_xcalloc((size_t)s->npeers, sizeof *s->blocked);
     map_peers(s, comm, me);
@@ -210,7 +224,13 @@ void shm_node_destroy(shm_node *s)
     free(s->area_base);
     free(s->out);
     free(s->in);
-    free(s->mpi_busy);
+    for (int p = 0; p < s->npeers; p++) {
+        if (s->asm_of[p].len > 0)
+            cr_fatal("internal error: a large block from rank %d was not complete at the end",
+                     s->rank_of[p]);
+        free(s->asm_of[p].data);
+    }
+    free(s->asm_of);
     free(s->nqueued);
     free(s->blocked);
     free(s->queue);
@@ -227,47 +247,39 @@ bool shm_reaches(const shm_node *s, int dest)
 
 /* ---------------------------------------------------------------- sending */
 
-static bool pair_idle(const shm_node *s, int p)
+/* Put what fits of block e into its pair's ring, piece by piece; true once all of it
+ * is there. */
+static bool put_pieces(shm_node *s, queued *e)
 {
-    return s->mpi_busy[p] == 0 && cr_ring_used(&s->out[p]) == 0;
+    do {
+        size_t piece = e->len - e->put < s->slot_bytes ? e->len - e->put : s->slot_bytes;
+        bool more = e->put + piece < e->len;
+        if (!cr_ring_put(&s->out[e->peer], e->data + e->put, piece, e->tag | (more ? TAG_MORE : 0)))
+            return false;
+        e->put += piece;
+    } while (e->put < e->len);
+    s->sends++;
+    return true;
 }
 
-/* One attempt for a block whose pair has nothing queued before it. */
-static shm_verdict try_send(shm_node *s, int p, const char *data, size_t len, unsigned tag)
-{
-    if (s->mpi_busy[p] > 0)
-        return SHM_QUEUED;
-    if (len <= s->slot_bytes) {
-        if (!cr_ring_put(&s->out[p], data, len, tag))
-            return SHM_QUEUED;
-        s->sends++;
-        return SHM_COPIED;
-    }
-    return pair_idle(s, p) ? SHM_VIA_MPI : SHM_QUEUED;
-}
-
-static void enqueue(shm_node *s, int p, char *data, size_t len, size_t cap, unsigned tag)
+static void enqueue(shm_node *s, const queued *e)
 {
     if (s->nqueue == s->queue_cap) {
         s->queue_cap = s->queue_cap ? 2 * s->queue_cap : 8;
         s->queue = cr_xrealloc(s->queue, (size_t)s->queue_cap * sizeof *s->queue);
     }
-    s->queue[s->nqueue++] = (queued){.data = data, .len = len, .cap = cap, .peer = p, .tag = tag};
-    s->nqueued[p]++;
+    s->queue[s->nqueue++] = *e;
+    s->nqueued[e->peer]++;
 }
 
-shm_verdict shm_send(shm_node *s, int dest, char *data, size_t len, size_t cap, unsigned tag)
+bool shm_send(shm_node *s, int dest, char *data, size_t len, size_t cap, unsigned parity)
 {
-    int p = s->peer_of[dest];
-    shm_verdict v = s->nqueued[p] > 0 ? SHM_QUEUED : try_send(s, p, data, len, tag);
-    if (v == SHM_QUEUED)
-        enqueue(s, p, data, len, cap, tag);
-    return v;
-}
-
-void shm_mpi_inflight(shm_node *s, int dest, int delta)
-{
-    s->mpi_busy[s->peer_of[dest]] += delta;
+    queued e = {.data = data, .len = len, .cap = cap, .peer = s->peer_of[dest],
+                .tag = parity & TAG_PARITY};
+    if (s->nqueued[e.peer] == 0 && put_pieces(s, &e))
+        return true;
+    enqueue(s, &e);
+    return false;
 }
 
 int shm_held(const shm_node *s)
@@ -277,9 +289,7 @@ int shm_held(const shm_node *s)
 
 /* Walk the queue in send order; a pair found blocked stays blocked for the rest of the
  * walk, so its later blocks cannot pass its earlier ones. */
-int shm_complete(shm_node *s, cr_give_back_fn give_back, void *arg,
-                 void (*send_mpi)(void *tp, int dest, char *data, size_t len, size_t cap),
-                 void *tp)
+int shm_complete(shm_node *s, cr_give_back_fn give_back, void *arg)
 {
     if (!s || s->nqueue == 0)
         return 0;
@@ -287,21 +297,14 @@ int shm_complete(shm_node *s, cr_give_back_fn give_back, void *arg,
     int kept = 0, done = 0;
     for (int i = 0; i < s->nqueue; i++) {
         queued e = s->queue[i];
-        shm_verdict v = s->blocked[e.peer] == stamp ? SHM_QUEUED
-                                                      : try_send(s, e.peer, e.data, e.len, e.tag);
-        if (v == SHM_QUEUED) {
+        if (s->blocked[e.peer] == stamp || !put_pieces(s, &e)) {
             s->blocked[e.peer] = stamp;
             s->queue[kept++] = e;
             continue;
         }
         s->nqueued[e.peer]--;
         done++;
-        if (v == SHM_COPIED) {
-            give_back(arg, e.data, e.cap);
-        } else {
-            s->blocked[e.peer] = stamp; /* its next blocks wait for this one */
-            send_mpi(tp, s->rank_of[e.peer], e.data, e.len, e.cap);
-        }
+        give_back(arg, e.data, e.cap);
     }
     s->nqueue = kept;
     return done;
@@ -325,9 +328,37 @@ static const char *copy_for_level(shm_node *s, const char *data, size_t len)
     return s->copies[level];
 }
 
+/* A piece of peer p's large block, copied into its assembly (the slot is released
+ * right after, before the block is handed over). */
+static void add_piece(shm_node *s, int p, const char *piece, size_t len)
+{
+    assembly *a = &s->asm_of[p];
+    if (a->len + len > a->cap) {
+        a->cap = a->cap * 2 > a->len + len ? a->cap * 2 : a->len + len;
+        a->data = cr_xrealloc(a->data, a->cap);
+    }
+    memcpy(a->data + a->len, piece, len);
+    a->len += len;
+}
+
+/* Hand over peer p's assembled block. The assembly is detached meanwhile, so a
+ * delivery that polls again assembles the next large block in a buffer of its own;
+ * one buffer up to 1 MiB is kept for the next. */
+static void deliver_assembled(shm_node *s, int p, cr_deliver_fn deliver, void *arg)
+{
+    assembly whole = s->asm_of[p];
+    s->asm_of[p] = (assembly){0};
+    deliver(arg, s->rank_of[p], whole.data, whole.len);
+    if (!s->asm_of[p].data && whole.cap <= ((size_t)1 << 20))
+        s->asm_of[p] = (assembly){.data = whole.data, .cap = whole.cap};
+    else
+        free(whole.data);
+}
+
 /* One peer's blocks of this phase, in order, each handed over where it lies (or
- * copied, when nested) and its slot released once its delivery returns. */
-static size_t drain(shm_node *s, int p, size_t budget, unsigned tag, cr_deliver_fn deliver,
+ * copied, when nested) and its slot released once its delivery returns; a large
+ * block's pieces are assembled first. */
+static size_t drain(shm_node *s, int p, size_t budget, unsigned parity, cr_deliver_fn deliver,
                     void *arg)
 {
     size_t got = 0;
@@ -335,9 +366,18 @@ static size_t drain(shm_node *s, int p, size_t budget, unsigned tag, cr_deliver_
         size_t len;
         unsigned slot_tag;
         const char *data = cr_ring_peek(&s->in[p], &len, &slot_tag);
-        if (!data || slot_tag != tag)
+        if (!data || (slot_tag & TAG_PARITY) != parity)
             break; /* empty, or the sender is already in the next phase */
         unsigned slot = cr_ring_take(&s->in[p]);
+        if ((slot_tag & TAG_MORE) || s->asm_of[p].len > 0) {
+            add_piece(s, p, data, len);
+            cr_ring_release(&s->in[p], slot);
+            if (!(slot_tag & TAG_MORE)) {
+                deliver_assembled(s, p, deliver, arg);
+                got++;
+            }
+            continue;
+        }
         bool nested = s->depth++ > 0;
         if (nested) {
             data = copy_for_level(s, data, len);
@@ -352,7 +392,7 @@ static size_t drain(shm_node *s, int p, size_t budget, unsigned tag, cr_deliver_
     return got;
 }
 
-size_t shm_poll(shm_node *s, int budget, unsigned tag, cr_deliver_fn deliver, void *arg)
+size_t shm_poll(shm_node *s, int budget, unsigned parity, cr_deliver_fn deliver, void *arg)
 {
     if (!s || budget <= 0)
         return 0;
@@ -361,7 +401,7 @@ size_t shm_poll(shm_node *s, int budget, unsigned tag, cr_deliver_fn deliver, vo
     s->next_peer = (start + 1) % s->npeers;
     for (int k = 0; k < s->npeers && got < (size_t)budget; k++) {
         int p = (start + k) % s->npeers;
-        got += drain(s, p, (size_t)budget - got, tag, deliver, arg);
+        got += drain(s, p, (size_t)budget - got, parity & TAG_PARITY, deliver, arg);
     }
     return got;
 }

@@ -31,31 +31,20 @@ void shm_node_destroy(shm_node *s);
 /* Local. True if blocks to comm rank `dest` go through a ring. */
 bool shm_reaches(const shm_node *s, int dest);
 
-/* The order of one pair's blocks: a block that does not fit a slot goes through MPI,
- * and only when the pair has nothing in its ring or waiting for it. */
-typedef enum shm_verdict {
-    SHM_COPIED,  /* in the ring: the caller has the block back */
-    SHM_QUEUED,  /* waiting for a slot: the node holds it until shm_complete */
-    SHM_VIA_MPI, /* too large for a slot and the pair is idle: the caller sends it */
-} shm_verdict;
-
 /* Local: send data[0, len) (a block of capacity cap) to dest, tagged with the
- * sender's phase parity. */
-shm_verdict shm_send(shm_node *s, int dest, char *data, size_t len, size_t cap, unsigned tag);
-/* Local: a block to dest that went through MPI completed (or started: +1 / -1), so
- * that the pair's next blocks wait for it. */
-void shm_mpi_inflight(shm_node *s, int dest, int delta);
+ * sender's phase parity. True if it was copied into the ring (the caller has the block
+ * back); false if it waits in the queue, in its pair's order, for slots: the node holds
+ * it until shm_complete gives it back. A block larger than a slot travels in pieces. */
+bool shm_send(shm_node *s, int dest, char *data, size_t len, size_t cap, unsigned parity);
 /* Local: blocks the node holds (queued for a slot). */
 int shm_held(const shm_node *s);
 /* Local: copy the queued blocks that fit now, in each pair's order, and give each
- * back; a queued large block whose pair became idle is handed to send_mpi. Returns
- * how many blocks left the queue. */
-int shm_complete(shm_node *s, cr_give_back_fn give_back, void *arg,
-                 void (*send_mpi)(void *tp, int dest, char *data, size_t len, size_t cap),
-                 void *tp);
-/* Local: deliver up to budget slots of phase parity `tag` from the rings, each where
- * it lies; deliver may poll again. Returns how many. */
-size_t shm_poll(shm_node *s, int budget, unsigned tag, cr_deliver_fn deliver, void *arg);
+ * back. Returns how many left the queue. */
+int shm_complete(shm_node *s, cr_give_back_fn give_back, void *arg);
+/* Local: deliver up to budget blocks of phase parity `parity` from the rings, each
+ * where it lies (a large one assembled first); deliver may poll again. Returns how
+ * many. */
+size_t shm_poll(shm_node *s, int budget, unsigned parity, cr_deliver_fn deliver, void *arg);
 
 /* Local: the node's area for the collectives (transport.h). */
 const cr_node_area *shm_area(const shm_node *s);

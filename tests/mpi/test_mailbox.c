@@ -70,21 +70,19 @@ static void check_conservation(cr_comm *comm)
           "partner and byte counters do not add up");
     CHECK(s.peak_inflight <= cfg->max_inflight, "peak in flight %llu above the cap %u",
           (unsigned long long)s.peak_inflight, cfg->max_inflight);
-    /* The path within the node (docs/shared_memory.md): never used when off; when on,
-     * a rank whose blocks to its node were on average no larger than a slot (a buffer,
-     * at most 1 MiB, at least 4 KiB) sent some of them through the rings. */
+    /* The path within the node (docs/shared_memory.md): never used when off; when on
+     * with room for its rings (the default 16 MiB is room for 2 slots of the largest
+     * buffer, 1 MiB, at 8 ranks), every send within the node goes through a ring. */
     uint64_t on_node = s.mpi_sends - s.mpi_sends_off_node;
-    CHECK(s.shm_sends <= on_node, "%llu ring sends of %llu sends within the node",
-          (unsigned long long)s.shm_sends, (unsigned long long)on_node);
-    size_t slot = cfg->buffer_bytes < ((size_t)1 << 20) ? cfg->buffer_bytes : (size_t)1 << 20;
-    slot = slot > 4096 ? slot : 4096;
     if (!cfg->shm || cfg->shm_bytes == 0)
         CHECK(s.shm_sends == 0, "%llu ring sends with COURIER_SHM off",
               (unsigned long long)s.shm_sends);
-    else if (on_node > 0 && s.mpi_bytes_on_node / on_node <= slot &&
-             cfg->shm_bytes >= ((size_t)16 << 20))
-        CHECK(s.shm_sends > 0, "%llu sends within the node (%llu bytes), none through a ring",
-              (unsigned long long)on_node, (unsigned long long)s.mpi_bytes_on_node);
+    else if (cfg->shm_bytes >= ((size_t)16 << 20))
+        CHECK(s.shm_sends == on_node, "%llu ring sends of %llu sends within the node",
+              (unsigned long long)s.shm_sends, (unsigned long long)on_node);
+    else
+        CHECK(s.shm_sends <= on_node, "%llu ring sends of %llu sends within the node",
+              (unsigned long long)s.shm_sends, (unsigned long long)on_node);
 }
 
 /* seen[src * per_rank + seq] counts deliveries: each must have arrived exactly once. */
