@@ -2,12 +2,15 @@
 # Compare the two receive designs (COURIER_RECV=probe|prepost) in one run:
 # histogram throughput (8-byte updates, default buffers) and ring latency
 # (one message per hop). The modes alternate, so machine noise hits both alike.
+# Every buffer goes through MPI (COURIER_SHM=off): on one node the rings in shared
+# memory would otherwise carry them, and no receive mode would be measured.
 #
 #   scripts/bench_recv_modes.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
 mpirun="$(dirname "$0")/mpirun.sh"  # Open MPI settings for root and oversubscription
+export COURIER_SHM=off
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

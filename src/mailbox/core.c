@@ -276,7 +276,7 @@ static inline void after_forward(cr_comm *c)
 static void async_checked(cr_comm *c, int dest, int handler, const void *payload, size_t len);
 
 /* cr_async's common case: a record of 8 or 16 bytes to a valid destination reached
- * directly, no combining handler registered, appended to the open run of a buffer
+ * directly, for a handler that does not combine, appended to the open run of a buffer
  * with room, no poll due and no reentrant handler running. It keeps to a few loads
  * and stores and calls nothing, so it needs no stack frame (the profile of the
  * histogram put a fifth of cr_async's samples on saving and restoring registers);
@@ -285,8 +285,9 @@ static void async_checked(cr_comm *c, int dest, int handler, const void *payload
 void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len)
 {
     bool plain = (unsigned)dest < (unsigned)c->size && (unsigned)handler < c->handlers.count &&
-                 (len == 8 || len == 16) && payload && !c->routed && c->ncombining == 0 &&
-                 c->poll_countdown > 1 && !c->flow.in_reentrant;
+                 (len == 8 || len == 16) && payload && !c->routed &&
+                 c->handlers.entries[handler].key_len == 0 && c->poll_countdown > 1 &&
+                 !c->flow.in_reentrant;
     if (plain) {
         cr_outbuf *b = cr_outbufs_find(&c->out, dest);
         uint64_t key = cr_run_key((uint16_t)handler, cr_run_bits(0, c->send_gen), (uint32_t)len);
