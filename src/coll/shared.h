@@ -11,7 +11,7 @@
 #ifndef COURIER_COLL_SHARED_H
 #define COURIER_COLL_SHARED_H
 
-#include "transport/transport.h"
+#include "mailbox/module.h" /* cr_node_area */
 
 #include <stdbool.h>
 #include <stddef.h>
