@@ -70,17 +70,6 @@ bool cr_request_test(cr_request **req);
  * the request and set *req to NULL. Not from a handler. */
 void cr_request_wait(cr_request **req);
 
-/* The names of cr_request_test and cr_request_wait before they had their module's
- * prefix: deprecated, kept for one release. */
-__attribute__((deprecated("use cr_request_test"))) static inline bool cr_test(cr_request **req)
-{
-    return cr_request_test(req);
-}
-__attribute__((deprecated("use cr_request_wait"))) static inline void cr_wait(cr_request **req)
-{
-    cr_request_wait(req);
-}
-
 /* Blocking forms: start and wait. */
 void cr_allreduce(cr_comm *comm, const void *send, void *recv, size_t count, cr_dtype type,
                   cr_op op, const cr_coll_opts *opts);

@@ -67,41 +67,6 @@ const char *cr_nbx_protocol_name(cr_nbx_protocol protocol);
 /* Parse a protocol name; returns 0, or -1 if the name is unknown. */
 int cr_nbx_protocol_parse(const char *name, cr_nbx_protocol *out);
 
-/* ---------------------------------------------------------------- deprecated names */
-
-/* The names these had before they took the module's prefix: deprecated, kept for one
- * release. The protocol's old type and constants are in courier/settings.h. */
-#define CR_NBX_OLD_NAME(new_name) __attribute__((deprecated("use " #new_name)))
-typedef cr_nbx_result cr_sx_result CR_NBX_OLD_NAME(cr_nbx_result);
-CR_NBX_OLD_NAME(cr_nbx_exchange)
-static inline void cr_sparse_exchange(cr_comm *comm, size_t n_out, const int *dests,
-                                      const void *const *bufs, const size_t *sizes,
-                                      cr_nbx_result *result)
-{
-    cr_nbx_exchange(comm, n_out, dests, bufs, sizes, result);
-}
-CR_NBX_OLD_NAME(cr_nbx_exchange_with)
-static inline void cr_sparse_exchange_with(cr_comm *comm, cr_nbx_protocol protocol, size_t n_out,
-                                           const int *dests, const void *const *bufs,
-                                           const size_t *sizes, cr_nbx_result *result)
-{
-    cr_nbx_exchange_with(comm, protocol, n_out, dests, bufs, sizes, result);
-}
-CR_NBX_OLD_NAME(cr_nbx_result_free) static inline void cr_sx_result_free(cr_nbx_result *result)
-{
-    cr_nbx_result_free(result);
-}
-CR_NBX_OLD_NAME(cr_nbx_protocol_name)
-static inline const char *cr_sx_protocol_name(cr_nbx_protocol protocol)
-{
-    return cr_nbx_protocol_name(protocol);
-}
-CR_NBX_OLD_NAME(cr_nbx_protocol_parse)
-static inline int cr_sx_protocol_parse(const char *name, cr_nbx_protocol *out)
-{
-    return cr_nbx_protocol_parse(name, out);
-}
-
 #ifdef __cplusplus
 }
 #endif

@@ -38,14 +38,6 @@ typedef enum cr_nbx_protocol {
     CR_NBX_PROTOCOL_PCX,
 } cr_nbx_protocol;
 
-/* The protocol's names before the nbx module's prefix: deprecated, kept for one
- * release (the calls' old names are in courier/nbx.h). */
-typedef cr_nbx_protocol cr_sx_protocol __attribute__((deprecated("use cr_nbx_protocol")));
-#define CR_SX_DEFAULT CR_NBX_PROTOCOL_DEFAULT
-#define CR_SX_NBX CR_NBX_PROTOCOL_NBX
-#define CR_SX_PEX CR_NBX_PROTOCOL_PEX
-#define CR_SX_PCX CR_NBX_PROTOCOL_PCX
-
 #ifdef __cplusplus
 }
 #endif

@@ -168,29 +168,6 @@ static void test_allreduce_every_algorithm(void **state)
     verdict();
 }
 
-/* The deprecated names still work (they call the new ones). */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static void test_deprecated_names(void **state)
-{
-    (void)state;
-    cr_comm *comm = open_comm();
-    int64_t one = 1, sum = 0;
-    cr_request *q = cr_iallreduce(comm, &one, &sum, 1, CR_INT64, CR_OP_SUM, NULL);
-    while (!cr_test(&q))
-        ;
-    CHECK(q == NULL && sum == test_size, "cr_test: sum %lld over %d ranks", (long long)sum,
-          test_size);
-    sum = 0;
-    q = cr_iallreduce(comm, &one, &sum, 1, CR_INT64, CR_OP_SUM, NULL);
-    cr_wait(&q);
-    CHECK(q == NULL && sum == test_size, "cr_wait: sum %lld over %d ranks", (long long)sum,
-          test_size);
-    cr_comm_destroy(comm);
-    verdict();
-}
-#pragma GCC diagnostic pop
-
 /* A user operation: wrapping sum of uint64 (associative and commutative). */
 static void add_u64(void *acc, const void *in, size_t count, void *user)
 {
@@ -407,7 +384,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_allreduce_every_algorithm),
         cmocka_unit_test(test_shared_in_flight),
         cmocka_unit_test(test_allreduce_user_operation),
-        cmocka_unit_test(test_deprecated_names),
         cmocka_unit_test(test_split_phase_with_traffic),
         cmocka_unit_test(test_allgather_every_algorithm),
         cmocka_unit_test(test_allgatherv_distributions),

@@ -94,38 +94,6 @@ static void test_with_async_traffic(void **state)
     verdict();
 }
 
-/* The names before the module's prefix still work (deprecated for one release): every
- * rank sends its rank to its right neighbour through the old calls and constants. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static void test_deprecated_names(void **state)
-{
-    (void)state;
-    cr_comm *comm = open_comm();
-    cr_sx_protocol protocol;
-    CHECK(cr_sx_protocol_parse("pcx", &protocol) == 0 && protocol == CR_SX_PCX, "parse pcx");
-    CHECK(strcmp(cr_sx_protocol_name(CR_SX_PEX), "pex") == 0, "name of pex");
-    int dest = (test_rank + 1) % test_size;
-    uint64_t mine = (uint64_t)test_rank;
-    const void *bufs[1] = {&mine};
-    size_t sizes[1] = {sizeof mine};
-    cr_sx_result r;
-    cr_sparse_exchange(comm, 1, &dest, bufs, sizes, &r);
-    int left = (test_rank + test_size - 1) % test_size;
-    uint64_t got = UINT64_MAX;
-    if (r.count == 1)
-        memcpy(&got, r.data[0], sizeof got);
-    CHECK(r.count == 1 && r.sources[0] == left && got == (uint64_t)left, "old call: %zu from %d",
-          r.count, r.count ? r.sources[0] : -1);
-    cr_sx_result_free(&r);
-    cr_sparse_exchange_with(comm, CR_SX_NBX, 1, &dest, bufs, sizes, &r);
-    CHECK(r.count == 1 && r.sources[0] == left, "old call with a protocol");
-    cr_sx_result_free(&r);
-    cr_comm_destroy(comm);
-    verdict();
-}
-#pragma GCC diagnostic pop
-
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -138,7 +106,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_repeated_destinations),
         cmocka_unit_test(test_back_to_back),
         cmocka_unit_test(test_with_async_traffic),
-        cmocka_unit_test(test_deprecated_names),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }

@@ -47,46 +47,6 @@ static uint64_t *generate_all(const cr_gen_params *p, int size, size_t *count)
     return all;
 }
 
-/* The deprecated names still work: they call the new ones. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static void test_deprecated_names(void **state)
-{
-    (void)state;
-    cr_gen_params p, q;
-    cr_gen_params_init(&p);
-    cr_graph_gen_params_init(&q);
-    /* field by field: the padding between them is not set */
-    assert_true(p.kind == q.kind && p.scale == q.scale && p.edgefactor == q.edgefactor &&
-                p.seed == q.seed && p.a == q.a && p.b == q.b && p.c == q.c &&
-                p.permute == q.permute && p.weights == q.weights);
-    p.scale = 6;
-    cr_edge_list a = {0}, b = {0};
-    char err[256];
-    assert_int_equal(cr_generate(&p, 0, 1, &a, err, sizeof err), 0);
-    assert_int_equal(cr_graph_generate(&p, 0, 1, &b, err, sizeof err), 0);
-    assert_int_equal(a.count, b.count);
-    assert_memory_equal(a.edges, b.edges, a.count * sizeof *a.edges);
-    cr_edge_list_free(&a);
-    cr_graph_edges_free(&b);
-    cr_bfs_opts bo, bn;
-    cr_bfs_opts_init(&bo);
-    cr_graph_bfs_opts_init(&bn);
-    assert_true(bo.algorithm == bn.algorithm && bo.direction == bn.direction &&
-                bo.alpha == bn.alpha && bo.beta == bn.beta);
-    cr_cc_opts co, cn;
-    cr_cc_opts_init(&co);
-    cr_graph_cc_opts_init(&cn);
-    assert_true(co.algorithm == cn.algorithm && co.route.kind == cn.route.kind &&
-                co.aggregation == cn.aggregation);
-    cr_msf_opts mo, mn;
-    cr_msf_opts_init(&mo);
-    cr_graph_msf_opts_init(&mn);
-    assert_true(mo.algorithm == mn.algorithm && mo.gather_limit == mn.gather_limit &&
-                mo.route.kind == mn.route.kind && mo.aggregation == mn.aggregation);
-}
-#pragma GCC diagnostic pop
-
 /* Generating on 2, 3 and 4 ranks gives `one`, the n1 edges generated on one. */
 static void assert_same_on_more_ranks(const cr_gen_params *p, const uint64_t *one, size_t n1)
 {
@@ -508,7 +468,6 @@ static void test_graph500_dump(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_deprecated_names),
         cmocka_unit_test(test_same_graph_for_any_rank_count),
         cmocka_unit_test(test_degree_distributions),
         cmocka_unit_test(test_rgg_average_degree),
