@@ -21,7 +21,7 @@ PACKAGES=(build-essential meson ninja-build pkg-config openmpi-bin libopenmpi-de
 # METIS (optional) lets the planner's apps partition with it (--partitioner metis).
 # scripts/compare.sh (its --smoke run is a test) builds bale's libraries with the
 # autotools and reads the peers' peak memory with /usr/bin/time.
-TEST_PACKAGES=(mpich libmpich-dev libmetis-dev autoconf automake libtool time)
+TEST_PACKAGES=(mpich libmpich-dev libmetis-dev autoconf automake libtool time cmake)
 DEMO_RANKS=${DEMO_RANKS:-4}
 
 usage() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install Courier to a fresh prefix, compile the README's first program against it
 # with mpicc and pkg-config exactly as the README says, run it at 3 ranks with the
-# installed courier-run and check the counts. Then, where MPICH is installed beside
+# installed courier-run and check the counts; the same program built by CMake with
+# find_package(Courier). Then, where MPICH is installed beside
 # Open MPI, the same with Courier built against MPICH (-Dmpi=mpich), plus the MPI
 # test programs at 2 and 3 ranks under MPICH's launcher.
 #   scripts/check_install.sh        (quickstart.sh test runs it; about 2 minutes)
@@ -43,7 +44,37 @@ install_and_run() {
     echo "check_install: $name: installed to a prefix, README program built with $mpicc and pkg-config, ran at 3 ranks: counts right"
 }
 
+# with_cmake NAME: the README's program built by CMake with find_package(Courier) from
+# the prefix install_and_run NAME made, run at 3 ranks with courier-run.
+with_cmake() {
+    local name=$1 dir=$tmp/cmake-$1 prefix=$tmp/prefix-$1
+    command -v cmake >/dev/null || { echo "check_install: cmake is not installed: find_package(Courier) not checked"; return; }
+    mkdir -p "$dir"
+    cp "$tmp/app.c" "$dir/app.c"
+    cat >"$dir/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(courier_app C)
+find_package(Courier 0.1 REQUIRED)
+add_executable(app app.c)
+set_property(TARGET app PROPERTY C_STANDARD 11)
+target_link_libraries(app PRIVATE Courier::courier)
+CMAKE
+    cmake -S "$dir" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" >"$dir/log" 2>&1 &&
+        cmake --build "$dir/build" >>"$dir/log" 2>&1 ||
+        { cat "$dir/log" >&2; echo "check_install ($name): the CMake build with find_package(Courier) failed" >&2; exit 1; }
+    local out
+    out=$("$prefix/bin/courier-run" -np 3 "$dir/build/app")
+    for r in 0 1 2; do
+        grep -qx "rank $r: 3 greetings" <<<"$out" || {
+            printf 'check_install (%s, CMake): expected "rank %d: 3 greetings", got:\n%s\n' "$name" "$r" "$out" >&2
+            exit 1
+        }
+    done
+    echo "check_install: $name: README program built by CMake with find_package(Courier), ran at 3 ranks: counts right"
+}
+
 install_and_run openmpi mpicc courier-run -Dtests=false -Dapps=false
+with_cmake openmpi
 
 if pkg-config --exists mpich && command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
     install_and_run mpich mpicc.mpich mpiexec.mpich -Dmpi=mpich -Dtests=true -Dapps=false
