@@ -74,12 +74,13 @@ static void print_settings(const cr_comm *c)
     fprintf(stderr,
             "courier: %d ranks on %d node(s)%s, route %s (at most %d hops), buffer %zu B, cap "
             "%zu B, %u sends in flight, flow %s, handlers wait %u deep over the cap, flush interval %g s, "
-            "watchdog %g s, receive by %s, transport %s\n",
+            "watchdog %g s, receive by %s, transport %s, shared memory within a node %s "
+            "(%zu B per rank)\n",
             c->size, c->layout->nnodes, c->cfg.node_size ? " (virtual)" : "", route,
             cr_router_max_hops(c->router), c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
             c->cfg.max_inflight, c->fops->name, c->cfg.nest_limit, c->cfg.flush_interval, c->cfg.watchdog_seconds,
             c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe",
-            c->tp->ops->name);
+            c->tp->ops->name, c->cfg.shm && c->cfg.shm_bytes ? "on" : "off", c->cfg.shm_bytes);
 }
 
 cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config *cfg,

@@ -415,13 +415,3 @@ uint64_t shm_sends(const shm_node *s)
 {
     return s ? s->sends : 0;
 }
-
-unsigned shm_slots(const shm_node *s)
-{
-    return s ? s->nslots : 0;
-}
-
-int shm_peers(const shm_node *s)
-{
-    return s ? s->npeers : 0;
-}

@@ -49,9 +49,7 @@ size_t shm_poll(shm_node *s, int budget, unsigned parity, cr_deliver_fn deliver,
 /* Local: the node's area for the collectives (transport.h). */
 const cr_node_area *shm_area(const shm_node *s);
 
-/* Local: blocks copied into rings since creation; slots per pair. */
+/* Local: blocks copied into rings since creation. */
 uint64_t shm_sends(const shm_node *s);
-unsigned shm_slots(const shm_node *s);
-int shm_peers(const shm_node *s);
 
 #endif
