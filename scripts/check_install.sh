@@ -13,6 +13,16 @@ trap 'rm -rf "$tmp"' EXIT
 awk '/^## A first program/ {f = 1} f && /^```c/ {p = 1; next} p && /^```/ {exit} p' README.md > "$tmp/app.c"
 [ -s "$tmp/app.c" ] || { echo "check_install: no C program under 'A first program' in README.md" >&2; exit 1; }
 
+# check_greetings WHAT OUTPUT: the README program's output at 3 ranks, every count right.
+check_greetings() {
+    for r in 0 1 2; do
+        grep -qx "rank $r: 3 greetings" <<<"$2" || {
+            printf 'check_install (%s): expected "rank %d: 3 greetings", got:\n%s\n' "$1" "$r" "$2" >&2
+            exit 1
+        }
+    done
+}
+
 # install_and_run NAME MPICC LAUNCHER [MESON OPTIONS...]
 install_and_run() {
     local name=$1 mpicc=$2 launcher=$3
@@ -35,12 +45,7 @@ install_and_run() {
     else
         out=$("$launcher" -np 3 "$tmp/app-$name")
     fi
-    for r in 0 1 2; do
-        grep -qx "rank $r: 3 greetings" <<<"$out" || {
-            printf 'check_install (%s): expected "rank %d: 3 greetings", got:\n%s\n' "$name" "$r" "$out" >&2
-            exit 1
-        }
-    done
+    check_greetings "$name" "$out"
     echo "check_install: $name: installed to a prefix, README program built with $mpicc and pkg-config, ran at 3 ranks: counts right"
 }
 
@@ -62,14 +67,7 @@ CMAKE
     cmake -S "$dir" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" >"$dir/log" 2>&1 &&
         cmake --build "$dir/build" >>"$dir/log" 2>&1 ||
         { cat "$dir/log" >&2; echo "check_install ($name): the CMake build with find_package(Courier) failed" >&2; exit 1; }
-    local out
-    out=$("$prefix/bin/courier-run" -np 3 "$dir/build/app")
-    for r in 0 1 2; do
-        grep -qx "rank $r: 3 greetings" <<<"$out" || {
-            printf 'check_install (%s, CMake): expected "rank %d: 3 greetings", got:\n%s\n' "$name" "$r" "$out" >&2
-            exit 1
-        }
-    done
+    check_greetings "$name, CMake" "$("$prefix/bin/courier-run" -np 3 "$dir/build/app")"
     echo "check_install: $name: README program built by CMake with find_package(Courier), ran at 3 ranks: counts right"
 }
 
