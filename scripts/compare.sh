@@ -506,7 +506,9 @@ for (block, bench), whos in groups.items():
     for c in ours:
         for p in theirs or [None]:
             pv = whos[p] if p else None
-            ratio = statistics.median(whos[c]) / statistics.median(pv) if pv else None
+            # A smoke run's times can round to 0: no ratio then, not a crash.
+            ratio = (statistics.median(whos[c]) / statistics.median(pv)
+                     if pv and statistics.median(pv) else None)
             print(f"| {block} | {bench} | {unit} | {p or '-'} | {spread(pv) if pv else '-'} | "
                   f"{c} | {spread(whos[c])} | {f'{ratio:.2f}' if ratio else '-'} | {better} | {loop} |")
 
