@@ -2,7 +2,8 @@
 # Install Courier to a fresh prefix, compile the README's first program against it
 # with mpicc and pkg-config exactly as the README says, run it at 3 ranks with the
 # installed courier-run and check the counts; the same program built by CMake with
-# find_package(Courier). Then, where MPICH is installed beside
+# find_package(Courier); courier.pc must name the MPI, and the program compiled with
+# another MPI's mpicc must stop with one line. Then, where MPICH is installed beside
 # Open MPI, the same with Courier built against MPICH (-Dmpi=mpich), plus the MPI
 # test programs at 2 and 3 ranks under MPICH's launcher.
 #   scripts/check_install.sh        (quickstart.sh test runs it; about 2 minutes)
@@ -49,10 +50,11 @@ install_and_run() {
     echo "check_install: $name: installed to a prefix, README program built with $mpicc and pkg-config, ran at 3 ranks: counts right"
 }
 
-# with_cmake NAME: the README's program built by CMake with find_package(Courier) from
-# the prefix install_and_run NAME made, run at 3 ranks with courier-run.
+# with_cmake NAME LAUNCHER [CMAKE OPTIONS...]: the README's program built by CMake with
+# find_package(Courier) from the prefix install_and_run NAME made, run at 3 ranks.
 with_cmake() {
-    local name=$1 dir=$tmp/cmake-$1 prefix=$tmp/prefix-$1
+    local name=$1 launcher=$2 dir=$tmp/cmake-$1 prefix=$tmp/prefix-$1
+    shift 2
     command -v cmake >/dev/null || { echo "check_install: cmake is not installed: find_package(Courier) not checked"; return; }
     mkdir -p "$dir"
     cp "$tmp/app.c" "$dir/app.c"
@@ -64,18 +66,39 @@ add_executable(app app.c)
 set_property(TARGET app PROPERTY C_STANDARD 11)
 target_link_libraries(app PRIVATE Courier::courier)
 CMAKE
-    cmake -S "$dir" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" >"$dir/log" 2>&1 &&
+    cmake -S "$dir" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" "$@" >"$dir/log" 2>&1 &&
         cmake --build "$dir/build" >>"$dir/log" 2>&1 ||
         { cat "$dir/log" >&2; echo "check_install ($name): the CMake build with find_package(Courier) failed" >&2; exit 1; }
-    check_greetings "$name, CMake" "$("$prefix/bin/courier-run" -np 3 "$dir/build/app")"
+    [ "$launcher" = courier-run ] && launcher=$prefix/bin/courier-run
+    check_greetings "$name, CMake" "$("$launcher" -np 3 "$dir/build/app")"
     echo "check_install: $name: README program built by CMake with find_package(Courier), ran at 3 ranks: counts right"
 }
 
 install_and_run openmpi mpicc courier-run -Dtests=false -Dapps=false
-with_cmake openmpi
+with_cmake openmpi courier-run
+
+# The install records its MPI: courier.pc names it, and a program compiled with
+# another MPI's mpicc stops at compile time with one line.
+pc_openmpi=$(find "$tmp/prefix-openmpi" -name courier.pc -printf '%h')
+[ "$(PKG_CONFIG_PATH=$pc_openmpi pkg-config --variable=mpi courier)" = openmpi ] ||
+    { echo "check_install: courier.pc does not record mpi=openmpi" >&2; exit 1; }
+if command -v mpicc.mpich >/dev/null; then
+    if out=$(mpicc.mpich -std=c11 -c "$tmp/app.c" -o "$tmp/app-wrong.o" \
+        $(PKG_CONFIG_PATH=$pc_openmpi pkg-config --cflags courier) 2>&1); then
+        echo "check_install: a program compiled with MPICH against an Open MPI Courier built" >&2
+        exit 1
+    fi
+    grep -q "Courier was built with Open MPI" <<<"$out" ||
+        { printf 'check_install: the wrong MPI gave no clear error:\n%s\n' "$out" >&2; exit 1; }
+    echo "check_install: courier.pc records mpi=openmpi; mpicc.mpich against it stops: $(grep -o 'Courier was built with Open MPI[^"]*' <<<"$out" | head -n 1)"
+fi
 
 if pkg-config --exists mpich && command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
     install_and_run mpich mpicc.mpich mpiexec.mpich -Dmpi=mpich -Dtests=true -Dapps=false
+    [ "$(PKG_CONFIG_PATH=$(find "$tmp/prefix-mpich" -name courier.pc -printf '%h') \
+        pkg-config --variable=mpi courier)" = mpich ] ||
+        { echo "check_install: courier.pc does not record mpi=mpich" >&2; exit 1; }
+    with_cmake mpich mpiexec.mpich -DMPI_C_COMPILER=mpicc.mpich
     ninja -C "$tmp/build-mpich" >/dev/null
     tests=()
     for program in mailbox exchange bfs coll dedup requests darray; do
