@@ -61,7 +61,7 @@ int main(int argc, char **argv)
         for (uint64_t i = 0; i < nl; i++)
             top = score[i] > top ? score[i] : top;
         MPI_Allreduce(&top, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (k.a.rank == 0)
+        if (kernel_trial_lines(&k))
             printf("  source %llu%s: largest score %.6g; %.4f s, %llu levels, %llu records\n",
                    (unsigned long long)mine[0], per > 1 ? " and more" : "", most, seconds[t],
                    (unsigned long long)st.levels, (unsigned long long)st.records);

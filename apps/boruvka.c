@@ -45,16 +45,12 @@ static const char usage[] =
     "                    filter and async: the comm's route, any of COURIER_ROUTE's\n"
     "  --node-size K     filter and async: virtual nodes of K ranks\n"
     "  --aggregation A   lock-step: none, hash (default) or sort\n"
-    "  --validate V      auto (default): check the invariants distributedly (every\n"
-    "                    edge within one tree, forest edges = vertices - trees) and,\n"
-    "                    when the graph has at most 2^22 edges, against Kruskal on\n"
-    "                    rank 0; yes: always against Kruskal too; no: neither\n"
     "  --seed S          graph seed (default 1)\n"
-    "  --progress        a line per phase on standard error (default when it is a\n"
-    "                    terminal)\n"
-    "  --stats           print the runtime's counters over all ranks at the end\n"
-    "                    (the same as COURIER_STATS=1)\n"
-    "  --help            this text\n";
+    "\n"
+    "--validate: auto (the default) checks the invariants distributedly (every edge\n"
+    "within one tree, forest edges = vertices - trees) and, when the graph has at most\n"
+    "2^22 edges, against Kruskal on rank 0; yes: always against Kruskal too; no:\n"
+    "neither.\n";
 
 enum { MODE_FILTER, MODE_ASYNC, MODE_LOCKSTEP };
 
@@ -73,7 +69,9 @@ typedef struct opts {
     uint64_t gather_limit;
     int aggregation;
     unsigned node_size;
-    int validate; /* 0 no, 1 yes, 2 auto */
+    int validate; /* APP_VALIDATE_*: no, yes, auto */
+    bool stats;   /* --stats */
+    const char *csv;
 } opts;
 
 static uint64_t sum_u64(uint64_t x)
@@ -183,7 +181,6 @@ static void parse(app *a, int argc, char **argv, opts *o)
 {
     static const char *const modes[] = {"filter", "async", "lockstep", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
-    static const char *const validations[] = {"no", "yes", "auto", NULL};
     app_shared sh;
     app_shared_init(&sh);
     o->aggregation = CR_DARRAY_AGG_HASH;
@@ -192,12 +189,11 @@ static void parse(app *a, int argc, char **argv, opts *o)
     o->gather_limit = UINT64_C(1) << 24;
     static const struct option lopts[] = {
         APP_LONG_SCALE, APP_LONG_EDGEFACTOR, APP_LONG_GENERATOR, APP_LONG_GRAPH, APP_LONG_SEED,
-        APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_STATS,
+        APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
         {"weights", required_argument, 0, 'W'},   {"mode", required_argument, 0, 'm'},
-        {"aggregation", required_argument, 0, 'A'}, {"validate", required_argument, 0, 'V'},
-        {"help", no_argument, 0, 'h'},            {"progress", no_argument, 0, 'p'},
+        {"aggregation", required_argument, 0, 'A'},
         {"gather-limit", required_argument, 0, 'L'}, {"write-graph", required_argument, 0, 'w'},
-        {0, 0, 0, 0}};
+        APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
@@ -207,9 +203,6 @@ static void parse(app *a, int argc, char **argv, opts *o)
         case 'm': o->mode = app_parse_choice(a, "--mode", optarg, modes); break;
         case 'L': o->gather_limit = app_parse_u64(a, "--gather-limit", optarg, 0, UINT64_MAX); break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
-        case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
-        case 'p': a->progress = 1; break;
-        case 'h': app_help(a);
         default: app_other_option(a, ch, optarg, &sh, argv);
         }
     }
@@ -221,8 +214,9 @@ static void parse(app *a, int argc, char **argv, opts *o)
     o->node_size = (unsigned)sh.node_size;
     if (sh.route)
         o->route = sh.route, o->route_given = 1;
-    if (sh.stats)
-        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
+    o->stats = sh.stats;
+    o->csv = sh.csv;
+    o->validate = app_validate_or(&sh, APP_VALIDATE_AUTO);
     if (o->mode == MODE_LOCKSTEP)
         app_lockstep_route(a, o->route, "lock-step");
     else
@@ -291,7 +285,9 @@ int main(int argc, char **argv)
     /* lock-step: --route is the darray's, and the comm keeps COURIER_ROUTE */
     bool lockstep = o.mode == MODE_LOCKSTEP;
     app_comm_flags flags = {.route = !lockstep && o.route_given ? o.route : NULL,
-                            .node_size = lockstep ? 0 : o.node_size};
+                            .node_size = lockstep ? 0 : o.node_size, .stats = o.stats};
+    FILE *csv = app_open_csv(&a, o.csv, "ranks,vertices,edges,mode,route,weight,forest_edges,"
+                                        "rounds,seconds,msgs_max,peak_mib,ok");
     cr_comm *comm = app_comm_create(&a, &flags, NULL);
     cr_msf_opts mo;
     cr_graph_msf_opts_init(&mo);
@@ -367,10 +363,17 @@ int main(int argc, char **argv)
         if (o.validate)
             printf("  invariants %s: every edge within one tree, every label a root, forest "
                    "edges = vertices - trees\n", inv.ok ? "hold" : "FAILED");
-        printf("  %s\n", !validated ? "not checked against Kruskal (--validate no, or larger "
-                                       "than --validate auto gathers)"
+        printf("  %s\n", !validated ? "not checked against Kruskal (--validate=no, or larger "
+                                       "than --validate=auto gathers)"
                          : ok       ? "validated against Kruskal: the same forest and components"
                                     : "VALIDATION FAILED");
+        if (csv) {
+            fprintf(csv, "%d,%llu,%llu,%s,%s,%.6f,%llu,%llu,%.6f,%.0f,%.1f,%d\n", a.size,
+                    (unsigned long long)n, (unsigned long long)total_edges, mode_names[o.mode],
+                    o.route, f.weight, (unsigned long long)f.forest_edges,
+                    (unsigned long long)f.rounds, seconds, mx[0], peak, ok && inv.ok);
+            fclose(csv);
+        }
     }
     cr_graph_msf_result_free(&f);
     app_comm_destroy(comm);

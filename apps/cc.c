@@ -42,22 +42,19 @@ static const char usage[] =
     "                    local, label: the comm's route, any of COURIER_ROUTE's\n"
     "  --node-size K     local, label: virtual nodes of K ranks\n"
     "  --aggregation A   sv: none, hash (default) or sort\n"
-    "  --validate V      auto (default): check the invariants distributedly (every\n"
-    "                    edge within one component, every label a root and at most\n"
-    "                    its vertex's id) and, up to 2^22 edges, against a union-find\n"
-    "                    on rank 0; yes: always against the union-find too; no: neither\n"
     "  --seed S          graph seed (default 1)\n"
     "  --write-graph F   write the graph's edges to F, 'u v' per line (GAP's .el)\n"
-    "  --stats           print the runtime's counters for the algorithm\n"
-    "  --progress        a line per phase on standard error (default when it is a\n"
-    "                    terminal)\n"
-    "  --help            this text\n";
+    "\n"
+    "--validate: auto (the default) checks the invariants distributedly (every edge\n"
+    "within one component, every label a root and at most its vertex's id) and, up to\n"
+    "2^22 edges, against a union-find on rank 0; yes: always against the union-find\n"
+    "too; no: neither.\n";
 
 enum { ALG_SV, ALG_LABEL, ALG_LOCAL, ALG_DSET };
 
 typedef struct ccopts {
     cr_gen_params gen;
-    const char *graph, *route, *write_graph;
+    const char *graph, *route, *write_graph, *csv;
     int route_given; /* --route was given: it overrides COURIER_ROUTE */
     int algorithm;  /* ALG_LOCAL (cr_graph_cc), ALG_LABEL or ALG_SV */
     int stats;      /* --stats: the runtime's counters at the end */
@@ -115,8 +112,8 @@ static void sizes(cr_comm *comm, uint64_t n, uint64_t first, const uint64_t *lab
 {
     cr_darray_opts o;
     cr_darray_opts_init(&o);
-    o.merge = CR_DARRAY_ADD;
-    o.type = CR_DEDUP_UINT64;
+    o.merge = CR_OP_SUM;
+    o.type = CR_UINT64;
     cr_darray *count = cr_darray_create(comm, n, 8, &o);
     uint64_t one = 1, cnt, *c = cr_darray_local(count, NULL, &cnt), mine[2] = {0, 0}, all[2];
     for (uint64_t i = 0; i < nl; i++)
@@ -138,18 +135,16 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
 {
     static const char *const algos[] = {"sv", "label", "local", "disjoint-set", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
-    static const char *const validations[] = {"no", "yes", "auto", NULL};
     o->algorithm = ALG_LOCAL;
     o->aggregation = CR_DARRAY_AGG_HASH;
     o->validate = 2;
     o->route = "direct";
     static const struct option lopts[] = {
         APP_LONG_SCALE, APP_LONG_EDGEFACTOR, APP_LONG_GENERATOR, APP_LONG_GRAPH, APP_LONG_SEED,
-        APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_STATS,
+        APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
         {"algorithm", required_argument, 0, 'a'}, {"aggregation", required_argument, 0, 'A'},
-        {"validate", required_argument, 0, 'V'},  {"write-graph", required_argument, 0, 'W'},
-        {"help", no_argument, 0, 'h'},            {"progress", no_argument, 0, 'p'},
-        {0, 0, 0, 0}};
+        {"write-graph", required_argument, 0, 'W'},
+        APP_LONG_COMMON, {0, 0, 0, 0}};
     app_shared sh;
     app_shared_init(&sh);
     opterr = 0;
@@ -159,9 +154,6 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
         case 'a': o->algorithm = app_parse_choice(a, "--algorithm", optarg, algos); break;
         case 'W': o->write_graph = optarg; break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
-        case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
-        case 'p': a->progress = 1; break;
-        case 'h': app_help(a);
         default: app_other_option(a, ch, optarg, &sh, argv);
         }
     }
@@ -170,6 +162,8 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
     o->gen = sh.gen;
     o->graph = sh.graph;
     o->stats = sh.stats;
+    o->validate = app_validate_or(&sh, APP_VALIDATE_AUTO);
+    o->csv = sh.csv;
     o->node_size = (unsigned)sh.node_size;
     if (sh.route)
         o->route = sh.route, o->route_given = 1;
@@ -211,6 +205,8 @@ int main(int argc, char **argv)
     ccopts o = {0};
     parse(&a, argc, argv, &o);
     FILE *write_to = app_open_graph_file(&a, o.write_graph);
+    FILE *csv = app_open_csv(&a, o.csv, "ranks,vertices,edges,algorithm,route,components,"
+                                        "largest,rounds,seconds,build_seconds,peak_mib,ok");
     cr_edge_list edges = {0};
     char err[512];
     app_progress(&a, o.graph ? "reading the graph" : "generating the graph");
@@ -302,11 +298,19 @@ int main(int argc, char **argv)
         if (o.validate)
             printf("  invariants %s: every edge within one component, every label a root "
                    "and at most its vertex's id\n", inv.ok ? "hold" : "FAILED");
-        printf("  %s\n", !validated ? "not checked against union-find (--validate no, or "
-                                       "larger than --validate auto gathers)"
+        printf("  %s\n", !validated ? "not checked against union-find (--validate=no, or "
+                                       "larger than --validate=auto gathers)"
                          : ok       ? "validated against union-find: every label is its "
                                       "component's smallest id"
                                     : "VALIDATION FAILED");
+        if (csv) {
+            fprintf(csv, "%d,%llu,%llu,%s,%s,%llu,%llu,%llu,%.6f,%.6f,%.1f,%d\n", a.size,
+                    (unsigned long long)n, (unsigned long long)total_edges,
+                    algorithm_names[o.algorithm], route_name, (unsigned long long)components,
+                    (unsigned long long)largest, (unsigned long long)rounds, seconds, t_build,
+                    peak, ok && inv.ok);
+            fclose(csv);
+        }
     }
     free(label);
     cr_graph_destroy(g);

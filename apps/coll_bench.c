@@ -20,11 +20,7 @@ static const char usage[] =
     "  --counts LIST     allreduce sizes in doubles; 0 stands for one int32\n"
     "                    (default 0,255: the paper's 1 int and 255 doubles)\n"
     "  --sizes LIST      allgather bytes per rank (default 8,64,512,4K,32K,256K,1M)\n"
-    "  --reps R          timed calls per point after 3 warm-ups (default 100)\n"
-    "  --csv FILE        append one line per point and algorithm\n"
-    "  --stats           print the runtime's counters over all ranks at the end\n"
-    "                    (the same as COURIER_STATS=1)\n"
-    "  --help            show this text\n";
+    "  --reps R          timed calls per point after 3 warm-ups (default 100)\n";
 
 enum { BOTH, ALLREDUCE, ALLGATHER };
 static const char *const collectives[] = {"both", "allreduce", "allgather", NULL};
@@ -209,13 +205,12 @@ int main(int argc, char **argv)
     uint64_t reps = 100, counts[32] = {0, 255}, sizes[32] = {8, 64, 512, 4096, 32768, 262144, 1 << 20};
     int ncounts = 2, nsizes = 7;
     const char *csv = NULL;
-    app_shared sh; /* --csv, --stats */
+    app_shared sh; /* the common flags */
     app_shared_init(&sh);
     static const struct option opts[] = {
         {"collective", required_argument, 0, 'C'}, {"counts", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 'b'},      {"reps", required_argument, 0, 'r'},
-        APP_LONG_CSV,        {"help", no_argument, 0, 'h'}, APP_LONG_STATS,
-        {0, 0, 0, 0}};
+        APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -224,18 +219,15 @@ int main(int argc, char **argv)
         case 'n': ncounts = app_parse_list(&a, "--counts", optarg, 0, 1u << 24, counts, 32); break;
         case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 26, sizes, 32); break;
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
-        case 'h': app_help(&a);
         default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&a, argc, argv);
     csv = sh.csv;
-    if (sh.stats)
-        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
 
     bench b = {.a = &a, .reps = (int)reps, .times = app_calloc(&a, reps, sizeof(double), "the timings")};
     b.csv = app_open_csv(&a, csv, "ranks,collective,bytes,algorithm,median_us");
-    b.comm = cr_comm_create(MPI_COMM_WORLD, NULL);
+    b.comm = app_comm_create(&a, &(app_comm_flags){.stats = sh.stats}, NULL);
     if (which != ALLGATHER) {
         header(&b, "allreduce (sum)", reduce_algos);
         for (int i = 0; i < ncounts; i++)
@@ -249,7 +241,7 @@ int main(int argc, char **argv)
     if (b.csv)
         fclose(b.csv);
     free(b.times);
-    cr_comm_destroy(b.comm);
+    app_comm_destroy(b.comm);
     MPI_Finalize();
     return 0;
 }

@@ -33,15 +33,14 @@ static const char usage[] =
     "  --reserve        size each rank's table for its share of K keys first\n"
     "                   (cr_map_reserve), so that it does not grow while timed\n"
     "  --reps R         repetitions per structure; the median is reported (default 3)\n"
-    "  --validate V     yes, no, auto: auto recounts when N * P * K is small (default)\n"
     "  --seed S         random seed (default 1)\n"
     "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
     "  --route R        direct, nr, nlnr, grid, grid:AxB..., hypercube (default:\n"
     "                   COURIER_ROUTE or direct)\n"
     "  --node-size K    treat ranks [i*K, (i+1)*K) as node i\n"
-    "  --csv FILE       append one line per structure to FILE (header written if new)\n"
-    "  --stats          print Courier's counters at the end\n"
-    "  --help           show this text\n";
+    "\n"
+    "--validate: yes recounts every key; auto (the default) recounts when N * P * K\n"
+    "is small.\n";
 
 enum { S_COUNTING, S_MAP, S_LOCAL, NSTRUCTURES };
 static const char *const structure_names[] = {"counting-set", "map", "local-array", NULL};
@@ -177,18 +176,15 @@ int main(int argc, char **argv)
 {
     bench b = {.n = 8u << 20, .keys = 1000, .reps = 3, .combining = 1};
     app_init(&b.a, "container_bench", usage, &argc, &argv);
-    int want[NSTRUCTURES] = {1, 1, 0}, validate = 2;
-    static const char *const validations[] = {"no", "yes", "auto", NULL};
+    int want[NSTRUCTURES] = {1, 1, 0}, validate;
     app_shared sh;
     app_shared_init(&sh);
     static const struct option opts[] = {
-        APP_LONG_SEED, APP_LONG_BUFFER_KB, APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_CSV,
-        APP_LONG_STATS,
+        APP_LONG_SEED, APP_LONG_BUFFER_KB, APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
         {"inserts", required_argument, 0, 'n'},    {"keys", required_argument, 0, 'k'},
         {"structure", required_argument, 0, 's'},  {"no-combining", no_argument, 0, 'C'},
-        {"reps", required_argument, 0, 'r'},       {"validate", required_argument, 0, 'V'},
-        {"scramble", no_argument, 0, 'X'},       {"reserve", no_argument, 0, 'R'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+        {"reps", required_argument, 0, 'r'},       {"scramble", no_argument, 0, 'X'},
+        {"reserve", no_argument, 0, 'R'},          APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -214,13 +210,12 @@ int main(int argc, char **argv)
         case 'X': b.scramble = 1; break;
         case 'R': b.reserve = 1; break;
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 1000); break;
-        case 'V': validate = app_parse_choice(&b.a, "--validate", optarg, validations); break;
-        case 'h': app_help(&b.a);
         default: app_other_option(&b.a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&b.a, argc, argv);
     b.seed = sh.seed;
+    validate = app_validate_or(&sh, APP_VALIDATE_AUTO);
     /* A slot of 8-byte keys is 16 bytes; a table doubles at three quarters full,
      * holding the old and the new one meanwhile: at most 64 bytes per key (96 leaves
      * room for the hash's unevenness between ranks); the recount holds 8 bytes per
@@ -256,8 +251,8 @@ int main(int argc, char **argv)
         cr_counting_set *cs = NULL;
         cr_map *m = NULL;
         uint64_t *local = NULL;
-        cr_map_opts mo = {.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
-                          .type = CR_DEDUP_UINT64, .no_combining = !b.combining};
+        cr_map_opts mo = {.key_len = 8, .value_len = 8, .merge = CR_OP_SUM,
+                          .type = CR_UINT64, .no_combining = !b.combining};
         if (st == S_LOCAL) {
             local = app_calloc(&b.a, b.keys, sizeof *local, "the local array");
         } else if (st == S_COUNTING) {

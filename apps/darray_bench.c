@@ -38,23 +38,19 @@ static const char usage[] =
     "  --edgefactor E    edges per vertex (default 16: 2^17 edges per rank)\n"
     "  --entries E       overload: entries per rank (default 256; the thesis also\n"
     "                    uses 8192)\n"
-    "  --routes L        lock-step routes: comma list of direct, grid, hypercube\n"
+    "  --route L         lock-step routes: comma list of direct, grid, hypercube\n"
     "                    (default those three), and the thesis's six-dimension grids\n"
     "                    increase, decrease, hourglass, inverse-hourglass (P a power\n"
     "                    of two >= 64; 2x2x2x4x8x16 ... at 4096, scaled for other P),\n"
     "                    and locality (a hypercube between groups of 16 ranks, then\n"
     "                    one exchange within the group; P a power of two >= 32)\n"
-    "  --aggregations L  comma list of none, hash, sort (default all three)\n"
-    "  --modes L         lockstep, async or both (default both); async runs on the\n"
-    "                    mailbox under each route of --routes (grid and hypercube as\n"
+    "  --aggregation L   comma list of none, hash, sort (default all three)\n"
+    "  --mode M          lockstep, async or both (default both); async runs on the\n"
+    "                    mailbox under each route of --route (grid and hypercube as\n"
     "                    mailbox routes, with virtual nodes of --node-size)\n"
     "  --node-size K     async: virtual nodes of K ranks (default 2)\n"
     "  --reps R          repetitions; the median time is reported (default 3)\n"
-    "  --seed S          graph seed (default 1)\n"
-    "  --csv FILE        append one line per run to FILE (header written if new)\n"
-    "  --stats           print the runtime's counters over all ranks at the end\n"
-    "                    (the same as COURIER_STATS=1)\n"
-    "  --help            this text\n";
+    "  --seed S          graph seed (default 1)\n";
 
 enum { PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_OVERLOAD, NPATTERNS };
 static const char *const pattern_names[] = {"neighborhood", "doubling", "overload", NULL};
@@ -82,6 +78,7 @@ typedef struct bench {
     uint64_t entries;   /* overload: per rank */
     int reps;
     unsigned node_size;
+    bool stats; /* --stats: the comms print their counters */
 } bench;
 
 /* What one run measured, reduced over the ranks. */
@@ -245,6 +242,7 @@ static cr_comm *comm_for(bench *b, int lockstep, int route)
         app_parse_route(&b->a, spec, &cfg);
         cfg.node_size = route ? b->node_size : 0;
     }
+    cfg.print_stats |= b->stats;
     return cr_comm_create(MPI_COMM_WORLD, &cfg);
 }
 
@@ -262,7 +260,7 @@ static result measure(bench *b, int pattern, int lockstep, int route, int agg)
     }
     o.aggregation = (cr_darray_aggregation)agg;
     if (pattern == PAT_OVERLOAD)
-        o.merge = CR_DARRAY_ADD, o.type = CR_DEDUP_UINT64;
+        o.merge = CR_OP_SUM, o.type = CR_UINT64;
     uint64_t n = pattern == PAT_OVERLOAD ? b->entries * (uint64_t)b->a.size : b->n;
     run r = {.b = b, .comm = comm, .lockstep = lockstep};
     r.arr = cr_darray_create(comm, n, 8, &o);
@@ -333,17 +331,16 @@ int main(int argc, char **argv)
     uint64_t vpr = 1u << 13, seed = 1;
     double edgefactor = 16;
     const char *csv = NULL;
-    app_shared sh; /* --csv, --stats, --seed */
+    app_shared sh; /* --seed and the common flags */
     app_shared_init(&sh);
     static const struct option opts[] = {
         {"patterns", required_argument, 0, 'p'},  {"generator", required_argument, 0, 'g'},
         {"vertices-per-rank", required_argument, 0, 'v'},
         {"edgefactor", required_argument, 0, 'e'}, {"entries", required_argument, 0, 'E'},
-        {"routes", required_argument, 0, 'R'},    {"aggregations", required_argument, 0, 'A'},
-        {"modes", required_argument, 0, 'm'},     {"node-size", required_argument, 0, 'N'},
+        {"route", required_argument, 0, 'R'},     {"aggregation", required_argument, 0, 'A'},
+        {"mode", required_argument, 0, 'm'},      {"node-size", required_argument, 0, 'N'},
         {"reps", required_argument, 0, 'r'},      APP_LONG_SEED,
-        APP_LONG_CSV,       {"help", no_argument, 0, 'h'}, APP_LONG_STATS,
-        {0, 0, 0, 0}};
+        APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -353,12 +350,11 @@ int main(int argc, char **argv)
         case 'v': vpr = app_parse_u64(&b.a, "--vertices-per-rank", optarg, 1, 1u << 30); break;
         case 'e': edgefactor = app_parse_double(&b.a, "--edgefactor", optarg, 1, 1024); break;
         case 'E': b.entries = app_parse_u64(&b.a, "--entries", optarg, 1, 1u << 24); break;
-        case 'R': parse_list(&b.a, "--routes", optarg, route_names, want_route, NROUTES); break;
-        case 'A': parse_list(&b.a, "--aggregations", optarg, agg_names, want_agg, 3); break;
-        case 'm': modes = app_parse_choice(&b.a, "--modes", optarg, mode_names); break;
+        case 'R': parse_list(&b.a, "--route", optarg, route_names, want_route, NROUTES); break;
+        case 'A': parse_list(&b.a, "--aggregation", optarg, agg_names, want_agg, 3); break;
+        case 'm': modes = app_parse_choice(&b.a, "--mode", optarg, mode_names); break;
         case 'N': b.node_size = (unsigned)app_parse_u64(&b.a, "--node-size", optarg, 1, 65536); break;
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 100); break;
-        case 'h': app_help(&b.a);
         default: app_other_option(&b.a, ch, optarg, &sh, argv);
         }
     }
@@ -366,12 +362,11 @@ int main(int argc, char **argv)
     for (int rt = ROUTE_SHAPES; rt < NROUTES; rt++) {
         char why[160];
         if (want_route[rt] && app_shape_spec(route_names[rt], b.a.size, why, sizeof why))
-            app_usage_error(&b.a, "--routes: %s", why);
+            app_usage_error(&b.a, "--route: %s", why);
     }
     csv = sh.csv;
     seed = sh.seed;
-    if (sh.stats)
-        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
+    b.stats = sh.stats;
 
     FILE *out = app_open_csv(&b.a, csv, "pattern,mode,route,aggregation,ranks,vertices,seconds,"
                                          "speedup,msgs_max,msgs_mean,mib_max,mib_mean,merged,"

@@ -40,9 +40,7 @@ static const char usage[] =
     "  --workload W     updates, reads or both (default both)\n"
     "  --alpha US       microseconds per buffer sent (default 2)\n"
     "  --beta NS        nanoseconds per byte sent (default 0.1)\n"
-    "  --gamma NS       nanoseconds per record handled (default 10)\n"
-    "  --csv FILE       append one line per run to FILE\n"
-    "  --help           this text\n";
+    "  --gamma NS       nanoseconds per record handled (default 10)\n";
 
 typedef struct model {
     uint64_t n, total;
@@ -92,7 +90,7 @@ static void run_updates(cr_comm *comm, void *user)
     cr_handler_type type = {.batch = on_updates};
     int h;
     if (M.merge) {
-        cr_dedup_rule sum = {.key_len = 8, .op = CR_DEDUP_SUM, .type = CR_DEDUP_UINT64};
+        cr_dedup_rule sum = {.key_len = 8, .op = CR_OP_SUM, .type = CR_UINT64};
         h = cr_dedup_register(comm, &type, &sum, NULL);
     } else {
         h = cr_register_type(comm, &type, NULL);
@@ -275,7 +273,9 @@ int main(int argc, char **argv)
     uint64_t ranks_list[8] = {1024}, n = 2048, total = 0, seed = 1, node_size = 2, buffer_kb = 4;
     int nranks = 1;
     double skew = 4;
-    const char *routes = "hypercube", *csv_path = NULL;
+    const char *routes = "hypercube";
+    app_shared sh; /* the common flags */
+    app_shared_init(&sh);
     static const char *const workloads[] = {"updates", "reads", "both", NULL};
     int workload = 2;
     static const struct option opts[] = {
@@ -285,8 +285,7 @@ int main(int argc, char **argv)
         {"buffer-kb", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'},
         {"workload", required_argument, 0, 'w'},  {"alpha", required_argument, 0, 'A'},
         {"beta", required_argument, 0, 'B'},      {"gamma", required_argument, 0, 'G'},
-        {"csv", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -303,9 +302,7 @@ int main(int argc, char **argv)
         case 'A': alpha_us = app_parse_double(&a, "--alpha", optarg, 0, 1e6); break;
         case 'B': beta_ns = app_parse_double(&a, "--beta", optarg, 0, 1e6); break;
         case 'G': gamma_ns = app_parse_double(&a, "--gamma", optarg, 0, 1e6); break;
-        case 'c': csv_path = optarg; break;
-        case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&a, argc, argv);
@@ -323,7 +320,7 @@ int main(int argc, char **argv)
     for (char *save = NULL, *r = strtok_r(list, ",", &save); r; r = strtok_r(NULL, ",", &save))
         app_parse_route(&a, r, &cfg);
     free(list);
-    FILE *csv = app_open_csv(&a, csv_path, "ranks,route,skew,workload,merged,reach_owners,"
+    FILE *csv = app_open_csv(&a, sh.csv, "ranks,route,skew,workload,merged,reach_owners,"
                              "reach_max,merged_source,merged_hops,coalesced,buffers,bytes,"
                              "buffers_max,partners_max,partners_mean,bytes_max,busiest_us");
     for (int i = 0; i < nranks; i++) {

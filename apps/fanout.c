@@ -33,9 +33,7 @@ static const char usage[] =
     "  --payload B   bytes per record, at least 16 (default 16)\n"
     "  --route R     direct, nr, nlnr, grid, hypercube (default: COURIER_ROUTE)\n"
     "  --no-wait     register the handler as not reentrant: it never waits over the\n"
-    "                cap, so the bound does not hold (for comparison)\n"
-    "  --stats       print Courier's counters\n"
-    "  --help        this text\n";
+    "                cap, so the bound does not hold (for comparison)\n";
 
 typedef struct tree {
     int h;
@@ -88,15 +86,14 @@ int main(int argc, char **argv)
     app a;
     app_init(&a, "fanout", usage, &argc, &argv);
     uint64_t depth = 7, fanout = 4, seeds = 1000, payload = 16;
-    app_shared sh; /* --route, --stats */
+    app_shared sh; /* --route and the common flags */
     int no_wait = 0;
     app_shared_init(&sh);
     static const struct option opts[] = {
         {"depth", required_argument, 0, 'd'}, {"fanout", required_argument, 0, 'f'},
         {"seeds", required_argument, 0, 's'}, {"payload", required_argument, 0, 'p'},
-        APP_LONG_ROUTE, APP_LONG_STATS,
-        {"no-wait", no_argument, 0, 'W'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+        APP_LONG_ROUTE,
+        {"no-wait", no_argument, 0, 'W'},        APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -106,7 +103,6 @@ int main(int argc, char **argv)
         case 's': seeds = app_parse_u64(&a, "--seeds", optarg, 0, 1ull << 30); break;
         case 'p': payload = app_parse_u64(&a, "--payload", optarg, 16, 1u << 20); break;
         case 'W': no_wait = 1; break;
-        case 'h': app_help(&a);
         default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
@@ -126,6 +122,8 @@ int main(int argc, char **argv)
         app_parse_route(&a, route, &cfg);
     tree t = {.depth = depth, .fanout = fanout, .payload = payload};
     t.out = app_calloc(&a, 1, payload, "the record buffer");
+    FILE *csv = app_open_csv(&a, sh.csv, "ranks,depth,fanout,seeds,payload,flow,records,"
+                                         "seconds,peak_memory_kib,bound_kib,ok");
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, route ? &cfg : NULL);
     cfg = *cr_comm_config(comm);
     t.h = cr_register_type(comm, &(cr_handler_type){.fn = on_record, .reentrant = !no_wait}, &t);
@@ -205,6 +203,14 @@ int main(int argc, char **argv)
                        "times): %s\n",
                        bound / 1024, peak[5] / 1024, peak[5] / bound,
                        peak[5] <= bound ? "within" : "ABOVE");
+        }
+        if (csv) {
+            fprintf(csv, "%d,%llu,%llu,%llu,%llu,%s,%llu,%.6f,%.1f,%.1f,%d\n", a.size,
+                    (unsigned long long)depth, (unsigned long long)fanout,
+                    (unsigned long long)seeds, (unsigned long long)payload,
+                    deep ? "deep-held" : "waits", (unsigned long long)handled, seconds,
+                    peak[5] / 1024, peak[12] >= 1e300 ? -1 : peak[12] / 1024, handled == expect);
+            fclose(csv);
         }
     }
     if (stats)

@@ -19,8 +19,6 @@ static const char usage[] =
     "  --bcast      greet with cr_async_bcast instead of one cr_async per rank\n"
     "  --stall S    rank 0 computes S seconds before the first barrier while the others\n"
     "               wait in it (shows the idle back-off: time the run's CPU use)\n"
-    "  --stats      print the runtime's counters (min/mean/max over ranks)\n"
-    "  --help       show this text\n"
     "\n"
     "The runtime reads COURIER_* environment variables (see docs/configuration.md).\n";
 
@@ -56,30 +54,30 @@ int main(int argc, char **argv)
     app a;
     app_init(&a, "hello", usage, &argc, &argv);
 
-    int rounds = 1, use_bcast = 0, show_stats = 0, stall = 0;
+    int rounds = 1, use_bcast = 0, stall = 0;
+    app_shared sh; /* the common flags */
+    app_shared_init(&sh);
     static const struct option opts[] = {{"rounds", required_argument, 0, 'r'},
                                          {"bcast", no_argument, 0, 'b'},
-                                         {"stats", no_argument, 0, 's'},
                                          {"stall", required_argument, 0, 'w'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+                                         APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'r': rounds = (int)app_parse_u64(&a, "--rounds", optarg, 1, 1000); break;
         case 'b': use_bcast = 1; break;
-        case 's': show_stats = 1; break;
         case 'w': stall = (int)app_parse_u64(&a, "--stall", optarg, 0, 3600); break;
-        case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&a, argc, argv);
 
     tally t = {.heard = app_calloc(&a, (size_t)rounds * (size_t)a.size, sizeof(uint64_t), "the tally"),
                .size = a.size};
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, NULL);
+    FILE *csv = app_open_csv(&a, sh.csv, "ranks,rounds,bcast,greetings,expected,seconds,ok");
+    cr_comm *comm = app_comm_create(&a, NULL, NULL);
+    double t0 = MPI_Wtime();
     int h = cr_register(comm, on_greeting, &t);
 
     for (int r = 0; r < rounds; r++) {
@@ -106,9 +104,10 @@ int main(int argc, char **argv)
     MPI_Allreduce(&wrong, &wrong_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&heard, &heard_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
 
-    if (show_stats)
+    double seconds = app_max_time(MPI_Wtime() - t0);
+    if (sh.stats)
         cr_stats_print(comm, stdout);
-    cr_comm_destroy(comm);
+    app_comm_destroy(comm);
     free(t.heard);
 
     uint64_t expected = (uint64_t)rounds * (uint64_t)a.size * (uint64_t)a.size;
@@ -118,6 +117,11 @@ int main(int argc, char **argv)
                a.size, rounds, (unsigned long long)heard_total, (unsigned long long)expected,
                ok ? "verified, every rank heard from every rank exactly once per round"
                   : "FAILED");
+    if (csv) {
+        fprintf(csv, "%d,%d,%d,%llu,%llu,%.6f,%d\n", a.size, rounds, use_bcast,
+                (unsigned long long)heard_total, (unsigned long long)expected, seconds, ok);
+        fclose(csv);
+    }
     MPI_Finalize();
     return ok ? 0 : 1;
 }

@@ -59,10 +59,7 @@ static const char usage[] =
     "  --hotspot        send every update to counters of rank 0 (all-to-one)\n"
     "  --prepared       draw every update's owner and offset before the timed section,\n"
     "                   as bale's histogram does (courier and local modes): the timed\n"
-    "                   loop only sends, or only adds; without --combine\n"
-    "  --csv FILE       append one line per mode to FILE (header written if new)\n"
-    "  --stats          print Courier's counters after the last courier repetition\n"
-    "  --help           show this text\n";
+    "                   loop only sends, or only adds; without --combine\n";
 
 enum { MODE_COURIER, MODE_ALLTOALLV, MODE_LOCAL, MODE_GATHER, NMODES };
 static const char *const mode_names[] = {"courier", "alltoallv", "local", "gather", NULL};
@@ -395,8 +392,9 @@ static void on_replies(cr_comm *comm, const cr_batch *b, void *user)
 
 static uint64_t block_start(const table *t, int r)
 {
-    uint64_t base = t->total / (uint64_t)t->size, extra = t->total % (uint64_t)t->size;
-    return (uint64_t)r * base + ((uint64_t)r < extra ? (uint64_t)r : extra);
+    uint64_t first, count;
+    cr_darray_block(t->total, t->size, r, &first, &count);
+    return first;
 }
 
 static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint64_t seed,
@@ -520,271 +518,344 @@ static int verify(const table *t, uint64_t n, uint64_t seed, int rank, int size)
 
 static const char *const units[] = {"updates", "updates", "updates", "requests"};
 
-int main(int argc, char **argv)
-{
-    app a;
-    app_init(&a, "histogram", usage, &argc, &argv);
+/* What the command line asked for. */
+typedef struct hist_opts {
+    uint64_t n, total, seed;
+    int want[NMODES], reps, hotspot, per_record, combine, prepared;
+    double skew;
+    app_shared sh; /* --buffer-kb, --seed, --route, --node-size and the common flags */
+} hist_opts;
 
-    uint64_t n = 2u << 20, total = 1u << 20;
-    int want[NMODES] = {1, 1, 0, 0}, reps = 3, hotspot = 0, per_record = 0;
-    app_shared sh; /* --buffer-kb, --seed, --csv, --stats, --route, --node-size */
-    app_shared_init(&sh);
-    int combine = 0, prepared = 0;
-    double skew = 1.0;
+static void parse_options(app *a, int argc, char **argv, hist_opts *o)
+{
+    *o = (hist_opts){.n = 2u << 20, .total = 1u << 20, .want = {1, 1, 0, 0}, .reps = 3,
+                     .skew = 1.0};
+    app_shared_init(&o->sh);
     static const struct option opts[] = {
         {"updates", required_argument, 0, 'n'}, {"table", required_argument, 0, 't'},
-        APP_LONG_BUFFER_KB, APP_LONG_SEED, APP_LONG_CSV, APP_LONG_STATS, APP_LONG_ROUTE,
+        APP_LONG_BUFFER_KB, APP_LONG_SEED, APP_LONG_ROUTE,
         APP_LONG_NODE_SIZE,
         {"mode", required_argument, 0, 'm'},    {"reps", required_argument, 0, 'r'},
-        {"hotspot", no_argument, 0, 'H'},       {"help", no_argument, 0, 'h'},
+        {"hotspot", no_argument, 0, 'H'},
         {"handler", required_argument, 0, 'D'}, {"combine", no_argument, 0, 'C'},
         {"skew", required_argument, 0, 'k'},    {"prepared", no_argument, 0, 'P'},
-        {0, 0, 0, 0}};
+        APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'n': n = app_parse_u64(&a, "--updates", optarg, 1, 1ULL << 31); break;
-        case 't': total = app_parse_u64(&a, "--table", optarg, 1, 1ULL << 62); break;
-        case 'm': parse_modes(&a, optarg, want); break;
-        case 'r': reps = (int)app_parse_u64(&a, "--reps", optarg, 1, 1000); break;
-        case 'H': hotspot = 1; break;
-        case 'D': per_record = app_parse_choice(&a, "--handler", optarg, handler_names); break;
-        case 'C': combine = 1; break;
-        case 'P': prepared = 1; break;
-        case 'k': skew = app_parse_double(&a, "--skew", optarg, 1.0, 100.0); break;
-        case 'h': app_help(&a);
-        default: app_other_option(&a, ch, optarg, &sh, argv);
+        case 'n': o->n = app_parse_u64(a, "--updates", optarg, 1, 1ULL << 31); break;
+        case 't': o->total = app_parse_u64(a, "--table", optarg, 1, 1ULL << 62); break;
+        case 'm': parse_modes(a, optarg, o->want); break;
+        case 'r': o->reps = (int)app_parse_u64(a, "--reps", optarg, 1, 1000); break;
+        case 'H': o->hotspot = 1; break;
+        case 'D': o->per_record = app_parse_choice(a, "--handler", optarg, handler_names); break;
+        case 'C': o->combine = 1; break;
+        case 'P': o->prepared = 1; break;
+        case 'k': o->skew = app_parse_double(a, "--skew", optarg, 1.0, 100.0); break;
+        default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
-    app_no_operands(&a, argc, argv);
-    uint64_t seed = sh.seed;
-    int show_stats = sh.stats;
+    app_no_operands(a, argc, argv);
+    o->seed = o->sh.seed;
+}
+
+/* Every combination the options cannot run, and a table or update arrays larger than
+ * the machine, refused before anything is allocated or printed. */
+static void check_options(const app *a, const hist_opts *o)
+{
+    const int *want = o->want;
+    uint64_t n = o->n, total = o->total;
     if (!want[0] && !want[1] && !want[2] && !want[3])
-        app_usage_error(&a, "--mode names no mode");
-    if (total < (uint64_t)a.size)
-        app_usage_error(&a, "--table %llu is smaller than the number of ranks (%d)",
-                        (unsigned long long)total, a.size);
-    if (prepared && combine)
-        app_usage_error(&a, "--prepared and --combine do not go together (prepared updates "
+        app_usage_error(a, "--mode names no mode");
+    if (total < (uint64_t)a->size)
+        app_usage_error(a, "--table %llu is smaller than the number of ranks (%d)",
+                        (unsigned long long)total, a->size);
+    if (o->prepared && o->combine)
+        app_usage_error(a, "--prepared and --combine do not go together (prepared updates "
                         "are plain offsets)");
-    if (prepared && (a.size > (1 << PREP_OWNER_BITS) ||
-                     total / (uint64_t)a.size >= (1ULL << (64 - PREP_OWNER_BITS))))
-        app_usage_error(&a, "--prepared packs an update in 64 bits: at most 2^%d ranks and "
+    if (o->prepared && (a->size > (1 << PREP_OWNER_BITS) ||
+                        total / (uint64_t)a->size >= (1ULL << (64 - PREP_OWNER_BITS))))
+        app_usage_error(a, "--prepared packs an update in 64 bits: at most 2^%d ranks and "
                         "2^%d counters per rank", PREP_OWNER_BITS, 64 - PREP_OWNER_BITS);
-    if (want[MODE_ALLTOALLV] && n * (uint64_t)a.size > (1ULL << 31) - 1)
-        app_usage_error(&a, "alltoallv mode needs updates * ranks below 2^31 (MPI int counts)");
-    if (want[MODE_GATHER] && total / (uint64_t)a.size >= (1ULL << 32))
-        app_usage_error(&a, "gather mode needs fewer than 2^32 counters per rank (--table %llu "
-                        "over %d ranks)", (unsigned long long)total, a.size);
+    if (want[MODE_ALLTOALLV] && n * (uint64_t)a->size > (1ULL << 31) - 1)
+        app_usage_error(a, "alltoallv mode needs updates * ranks below 2^31 (MPI int counts)");
+    if (want[MODE_GATHER] && total / (uint64_t)a->size >= (1ULL << 32))
+        app_usage_error(a, "gather mode needs fewer than 2^32 counters per rank (--table %llu "
+                        "over %d ranks)", (unsigned long long)total, a->size);
     /* The kernel overcommits: a calloc that succeeds is no proof the memory exists,
      * so the table (blocks, plus the whole table again for local mode) and the
      * per-rank update arrays (three of them in alltoallv mode, the answers in gather
      * mode) are held against the machine's memory before anything is allocated. */
     double need = (double)total * 8 * (want[MODE_LOCAL] ? 2 : 1) +
-                  (double)n * a.size * 8 * (want[MODE_ALLTOALLV] ? 3 : 0) +
-                  (double)n * a.size * 8 * (want[MODE_GATHER] ? 1 : 0) +
-                  (double)n * a.size * 8 * (prepared ? 1 + want[MODE_LOCAL] : 0);
+                  (double)n * a->size * 8 * (want[MODE_ALLTOALLV] ? 3 : 0) +
+                  (double)n * a->size * 8 * (want[MODE_GATHER] ? 1 : 0) +
+                  (double)n * a->size * 8 * (o->prepared ? 1 + want[MODE_LOCAL] : 0);
     double phys = app_physical_memory();
     if (phys > 0 && need > phys)
-        app_usage_error(&a, "--table %llu and --updates %llu need about %.1f GiB on this "
+        app_usage_error(a, "--table %llu and --updates %llu need about %.1f GiB on this "
                         "machine's %d ranks, more than its %.1f GiB: cannot allocate this "
                         "rank's block of %llu counters and its updates",
-                        (unsigned long long)total, (unsigned long long)n, need / (1 << 30), a.size,
-                        phys / (1 << 30), (unsigned long long)(total / (uint64_t)a.size));
+                        (unsigned long long)total, (unsigned long long)n, need / (1 << 30),
+                        a->size, phys / (1 << 30), (unsigned long long)(total / (uint64_t)a->size));
+}
 
-    FILE *out = app_open_csv(&a, sh.csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,nodes,"
-                                      "seconds,updates_per_s,verified,mpi_sends_max,mpi_sends_mean,"
-                                      "partners_max,partners_mean,off_node_partners_max,"
-                                      "bytes_on_node,bytes_off_node,forwarded,peak_rss_mib,"
-                                      "records_handled,records_handled_max,merged_at_source,"
-                                      "merged_at_hops");
+/* A run's comm, table, handlers and buffers (set_up makes them, tear_down frees them),
+ * and what the repetitions measured. */
+typedef struct hist_run {
+    cr_comm *comm;
     cr_config cfg;
-    app_comm_flags flags = app_shared_comm_flags(&sh);
-    cr_comm *comm = app_comm_create(&a, &flags, &cfg);
-    table t;
-    table_init(&a, &t, total, a.rank, a.size);
-    if (hotspot)
-        t.range = total / (uint64_t)a.size; /* rank 0 owns at least this many */
-    t.skew = skew;
-    cr_handler_type inc = per_record ? (cr_handler_type){.fn = on_increment}
-                                     : (cr_handler_type){.batch = on_increments};
-    int h;
-    if (combine) {
-        cr_dedup_rule sum = {.key_len = 8, .op = CR_DEDUP_SUM, .type = CR_DEDUP_UINT64};
-        h = cr_dedup_register(comm, &(cr_handler_type){.batch = on_sums}, &sum, &t);
-    } else {
-        h = cr_register_type(comm, &inc, &t);
-    }
-    int h_prepared = -1;
-    uint64_t *prep = NULL, *local_indices = NULL;
-    if (prepared) {
-        cr_handler_type off = per_record ? (cr_handler_type){.fn = on_offset}
-                                         : (cr_handler_type){.batch = on_offsets};
-        h_prepared = cr_register_type(comm, &off, &t);
-        prep = app_calloc(&a, n, sizeof *prep, "the prepared updates");
-    }
-    gather g = {.t = &t};
-    int h_request = -1;
-    if (want[MODE_GATHER]) {
-        g.got = app_calloc(&a, n, sizeof *g.got, "the answers of gather mode");
-        g.merged = combine;
-        merged_gather = &g;
-        if (combine)
-            h_request = cr_dedup_register_request(
-                comm, &(cr_dedup_request_type){.serve = serve_read, .prefetch = prefetch_read, .key_len = 8, .coalesce = 1},
-                &g);
-        else
-            h_request = cr_register_type(comm, &(cr_handler_type){.batch = on_requests}, &g);
-        g.h_reply = cr_register_type(comm, &(cr_handler_type){.batch = on_replies}, &g);
-    }
-    uint64_t *full = NULL;
-    if (want[MODE_LOCAL] && a.rank == 0)
-        full = total <= SIZE_MAX / sizeof *full ? calloc(total, sizeof *full) : NULL;
-    if (want[MODE_LOCAL]) {
-        char err[160];
-        snprintf(err, sizeof err, "--mode local: cannot allocate the whole table of %llu "
-                 "counters on rank 0", (unsigned long long)total);
-        app_agree(&a, a.rank == 0 && !full ? err : NULL);
-        if (prepared && a.rank == 0)
-            local_indices = n <= SIZE_MAX / sizeof *local_indices / (uint64_t)a.size
-                                ? malloc(n * (uint64_t)a.size * sizeof *local_indices)
-                                : NULL;
-        snprintf(err, sizeof err, "--mode local --prepared: cannot allocate every rank's %llu "
-                 "indices on rank 0", (unsigned long long)n);
-        app_agree(&a, prepared && a.rank == 0 && !local_indices ? err : NULL);
-    }
-
-    if (a.rank == 0)
-        printf("histogram: %d ranks, %llu updates per rank (%llu in total), %llu counters, "
-               "buffer %zu bytes, %d repetition(s), %s handlers%s%s\n",
-               a.size, (unsigned long long)n, (unsigned long long)n * (unsigned long long)a.size,
-               (unsigned long long)total, cfg.buffer_bytes, reps,
-               combine ? "combining" : handler_names[per_record],
-               hotspot ? ", every update to rank 0" : "", skew != 1.0 ? ", skewed" : "");
-
     char route_name[128];
-    cr_route_format(&cfg.route, route_name, sizeof route_name);
-    if (a.rank == 0)
-        printf("  route %s over %d node(s)%s\n", route_name,
-               cr_layout_nodes(cr_comm_layout(comm)), cfg.node_size ? " (virtual)" : "");
-    traffic tr[NMODES] = {{0}};
-    static double times[NMODES][1000];
-    int verified[NMODES] = {1, 1, 1, 1};
-    for (int rep = 0; rep < reps; rep++) {
-        for (int m = 0; m < NMODES; m++) {
-            if (!want[m])
-                continue;
-            uint64_t rseed = seed + (uint64_t)rep;
-            memset(t.count, 0, t.len * sizeof *t.count);
-            if (m == MODE_GATHER)
-                for (uint64_t i = 0; i < t.len; i++)
-                    t.count[i] = cr_rng_hash64(t.first + i);
-            bool courier = m == MODE_COURIER || m == MODE_GATHER;
-            if (courier && rep == reps - 1)
-                cr_stats_reset(comm);
-            if (prep && m == MODE_COURIER)
-                prepare(&t, prep, n, rseed, a.rank);
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            switch (m) {
-            case MODE_COURIER:
-                if (prep)
-                    run_prepared(comm, h_prepared, prep, n);
-                else
-                    (combine ? run_combining : run_courier)(comm, h, &t, n, rseed, a.rank);
-                break;
-            case MODE_ALLTOALLV: run_alltoallv(&a, &t, n, rseed, a.rank, a.size); break;
-            case MODE_GATHER: run_gather(comm, h_request, &g, n, rseed, a.rank); break;
-            default: break;
-            }
-            if (m == MODE_LOCAL) {
-                int ok = 0;
-                times[m][rep] = run_local(&t, full, local_indices, n, rseed, a.rank, a.size, &ok);
-                verified[m] &= ok;
-                continue;
-            }
-            times[m][rep] = app_max_time(MPI_Wtime() - t0);
-            if (m == MODE_GATHER)
-                verified[m] &= verify_gather(&g, n, rseed, a.rank);
-            else
-                verified[m] &= verify(&t, n, rseed, a.rank, a.size);
-            if (courier && rep == reps - 1)
-                tr[m] = reduce_traffic(comm, a.size, m == MODE_GATHER ? g.served : 0);
-        }
-    }
+    FILE *out; /* --csv, on rank 0 */
+    table t;
+    gather g;
+    int h, h_prepared, h_request;
+    uint64_t *prep, *local_indices, *full;
+    traffic tr[NMODES];
+    double times[NMODES][1000];
+    int verified[NMODES];
+} hist_run;
 
+static void register_handlers(app *a, const hist_opts *o, hist_run *r)
+{
+    cr_comm *comm = r->comm;
+    if (o->combine) {
+        cr_dedup_rule sum = {.key_len = 8, .op = CR_OP_SUM, .type = CR_UINT64};
+        r->h = cr_dedup_register(comm, &(cr_handler_type){.batch = on_sums}, &sum, &r->t);
+    } else {
+        cr_handler_type inc = o->per_record ? (cr_handler_type){.fn = on_increment}
+                                            : (cr_handler_type){.batch = on_increments};
+        r->h = cr_register_type(comm, &inc, &r->t);
+    }
+    r->h_prepared = r->h_request = -1;
+    if (o->prepared) {
+        cr_handler_type off = o->per_record ? (cr_handler_type){.fn = on_offset}
+                                            : (cr_handler_type){.batch = on_offsets};
+        r->h_prepared = cr_register_type(comm, &off, &r->t);
+        r->prep = app_calloc(a, o->n, sizeof *r->prep, "the prepared updates");
+    }
+    r->g = (gather){.t = &r->t};
+    if (o->want[MODE_GATHER]) {
+        gather *g = &r->g;
+        g->got = app_calloc(a, o->n, sizeof *g->got, "the answers of gather mode");
+        g->merged = o->combine;
+        merged_gather = g;
+        if (o->combine)
+            r->h_request = cr_dedup_register_request(
+                comm,
+                &(cr_dedup_request_type){.serve = serve_read, .prefetch = prefetch_read,
+                                         .key_len = 8, .coalesce = 1},
+                g);
+        else
+            r->h_request = cr_register_type(comm, &(cr_handler_type){.batch = on_requests}, g);
+        g->h_reply = cr_register_type(comm, &(cr_handler_type){.batch = on_replies}, g);
+    }
+}
+
+/* Local mode keeps the whole table on rank 0 (and, prepared, every rank's indices):
+ * refused on every rank when it cannot be allocated. */
+static void allocate_local(app *a, const hist_opts *o, hist_run *r)
+{
+    if (!o->want[MODE_LOCAL])
+        return;
+    uint64_t total = o->total, n = o->n;
+    if (a->rank == 0)
+        r->full = total <= SIZE_MAX / sizeof *r->full ? calloc(total, sizeof *r->full) : NULL;
+    char err[160];
+    snprintf(err, sizeof err, "--mode local: cannot allocate the whole table of %llu "
+             "counters on rank 0", (unsigned long long)total);
+    app_agree(a, a->rank == 0 && !r->full ? err : NULL);
+    if (o->prepared && a->rank == 0)
+        r->local_indices = n <= SIZE_MAX / sizeof *r->local_indices / (uint64_t)a->size
+                               ? malloc(n * (uint64_t)a->size * sizeof *r->local_indices)
+                               : NULL;
+    snprintf(err, sizeof err, "--mode local --prepared: cannot allocate every rank's %llu "
+             "indices on rank 0", (unsigned long long)n);
+    app_agree(a, o->prepared && a->rank == 0 && !r->local_indices ? err : NULL);
+}
+
+static void set_up(app *a, const hist_opts *o, hist_run *r)
+{
+    r->out = app_open_csv(a, o->sh.csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,"
+                                        "nodes,seconds,updates_per_s,verified,mpi_sends_max,"
+                                        "mpi_sends_mean,partners_max,partners_mean,"
+                                        "off_node_partners_max,bytes_on_node,bytes_off_node,"
+                                        "forwarded,peak_rss_mib,records_handled,"
+                                        "records_handled_max,merged_at_source,merged_at_hops");
+    app_comm_flags flags = app_shared_comm_flags(&o->sh);
+    r->comm = app_comm_create(a, &flags, &r->cfg);
+    table_init(a, &r->t, o->total, a->rank, a->size);
+    if (o->hotspot)
+        r->t.range = o->total / (uint64_t)a->size; /* rank 0 owns at least this many */
+    r->t.skew = o->skew;
+    register_handlers(a, o, r);
+    allocate_local(a, o, r);
+    cr_route_format(&r->cfg.route, r->route_name, sizeof r->route_name);
+    for (int m = 0; m < NMODES; m++)
+        r->verified[m] = 1;
+    if (a->rank != 0)
+        return;
+    printf("histogram: %d ranks, %llu updates per rank (%llu in total), %llu counters, "
+           "buffer %zu bytes, %d repetition(s), %s handlers%s%s\n",
+           a->size, (unsigned long long)o->n, (unsigned long long)o->n * (unsigned long long)a->size,
+           (unsigned long long)o->total, r->cfg.buffer_bytes, o->reps,
+           o->combine ? "combining" : handler_names[o->per_record],
+           o->hotspot ? ", every update to rank 0" : "", o->skew != 1.0 ? ", skewed" : "");
+    printf("  route %s over %d node(s)%s\n", r->route_name,
+           cr_layout_nodes(cr_comm_layout(r->comm)), r->cfg.node_size ? " (virtual)" : "");
+}
+
+/* One repetition of mode m, timed and verified. */
+static void run_mode(const app *a, const hist_opts *o, hist_run *r, int m, int rep)
+{
+    table *t = &r->t;
+    uint64_t rseed = o->seed + (uint64_t)rep, n = o->n;
+    memset(t->count, 0, t->len * sizeof *t->count);
+    if (m == MODE_GATHER)
+        for (uint64_t i = 0; i < t->len; i++)
+            t->count[i] = cr_rng_hash64(t->first + i);
+    bool courier = m == MODE_COURIER || m == MODE_GATHER, last = rep == o->reps - 1;
+    if (courier && last)
+        cr_stats_reset(r->comm);
+    if (r->prep && m == MODE_COURIER)
+        prepare(t, r->prep, n, rseed, a->rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    switch (m) {
+    case MODE_COURIER:
+        if (r->prep)
+            run_prepared(r->comm, r->h_prepared, r->prep, n);
+        else
+            (o->combine ? run_combining : run_courier)(r->comm, r->h, t, n, rseed, a->rank);
+        break;
+    case MODE_ALLTOALLV: run_alltoallv(a, t, n, rseed, a->rank, a->size); break;
+    case MODE_GATHER: run_gather(r->comm, r->h_request, &r->g, n, rseed, a->rank); break;
+    default: {
+        int ok = 0;
+        r->times[m][rep] = run_local(t, r->full, r->local_indices, n, rseed, a->rank, a->size, &ok);
+        r->verified[m] &= ok;
+        return;
+    }
+    }
+    r->times[m][rep] = app_max_time(MPI_Wtime() - t0);
+    if (m == MODE_GATHER)
+        r->verified[m] &= verify_gather(&r->g, n, rseed, a->rank);
+    else
+        r->verified[m] &= verify(t, n, rseed, a->rank, a->size);
+    if (courier && last)
+        r->tr[m] = reduce_traffic(r->comm, a->size, m == MODE_GATHER ? r->g.served : 0);
+}
+
+/* The line (and CSV line) of each mode: the median time and the rate. */
+static void report_modes(const app *a, const hist_opts *o, hist_run *r, double *rate,
+                         long rss_max)
+{
+    for (int m = 0; m < NMODES; m++) {
+        if (!o->want[m])
+            continue;
+        double sec = app_median(r->times[m], o->reps);
+        rate[m] = (double)o->n * a->size / sec;
+        if (a->rank != 0)
+            continue;
+        printf("  %-10s %9.4f s  %8.2f M %s/s in total  %7.2f M/s per rank  %s\n",
+               mode_names[m], sec, rate[m] / 1e6, units[m], rate[m] / 1e6 / a->size,
+               r->verified[m] ? "verified" : "VERIFICATION FAILED");
+        const traffic *tr = &r->tr[m];
+        if (r->out)
+            fprintf(r->out, "%s,%d,%llu,%llu,%zu,%s,%d,%.6f,%.1f,%d,%.0f,%.1f,%.0f,%.2f,%.0f,"
+                            "%.0f,%.0f,%.0f,%.1f,%.0f,%.0f,%.0f,%.0f\n",
+                    mode_names[m], a->size, (unsigned long long)o->n, (unsigned long long)o->total,
+                    r->cfg.buffer_bytes,
+                    m == MODE_COURIER || m == MODE_GATHER ? r->route_name : "-",
+                    cr_layout_nodes(cr_comm_layout(r->comm)), sec, rate[m], r->verified[m],
+                    tr->sends_max, tr->sends_mean, tr->partners_max, tr->partners_mean,
+                    tr->off_node_partners_max, tr->bytes_on_node, tr->bytes_off_node,
+                    tr->forwarded, rss_max / 1024.0, tr->handled, tr->handled_max,
+                    tr->merged_at_source, tr->merged_at_hops);
+    }
+}
+
+/* Rank 0's lines on the traffic of the modes on the mailbox, and the ratios. */
+static void report_traffic(const hist_opts *o, const hist_run *r, const double *rate)
+{
+    const int *want = o->want;
+    static const int courier_modes[] = {MODE_COURIER, MODE_GATHER};
+    for (int k = 0; k < 2; k++) {
+        int m = courier_modes[k];
+        const traffic *tr = &r->tr[m];
+        if (want[m])
+            printf("  %s traffic: MPI sends per rank max %.0f mean %.1f; partners per rank max "
+                   "%.0f mean %.2f (off node max %.0f); bytes on node %.1f MiB, off node %.1f "
+                   "MiB; %.0f records forwarded; %.0f records handled (most on one rank "
+                   "%.0f), %.0f merged at their source, %.0f at hops\n",
+                   mode_names[m], tr->sends_max, tr->sends_mean, tr->partners_max,
+                   tr->partners_mean, tr->off_node_partners_max, tr->bytes_on_node / 1048576.0,
+                   tr->bytes_off_node / 1048576.0, tr->forwarded, tr->handled, tr->handled_max,
+                   tr->merged_at_source, tr->merged_at_hops);
+    }
+    const traffic *g = &r->tr[MODE_GATHER];
+    if (want[MODE_GATHER])
+        printf("  gather requests: %.0f reached their owners (most on one rank %.0f); %.0f "
+               "merged at their source, %.0f at hops, %.0f coalesced in flight\n",
+               g->served, g->served_max, g->req_merged_at_source, g->req_merged_at_hops,
+               g->req_coalesced);
+    if (want[MODE_COURIER] && want[MODE_ALLTOALLV])
+        printf("  ratio courier / alltoallv throughput: %.2f\n",
+               rate[MODE_COURIER] / rate[MODE_ALLTOALLV]);
+    if (want[MODE_LOCAL])
+        for (int m = 0; m < NMODES; m++)
+            if (want[m] && m != MODE_LOCAL)
+                printf("  ratio %s / local: %.3f\n", mode_names[m], rate[m] / rate[MODE_LOCAL]);
+}
+
+static void report(const app *a, const hist_opts *o, hist_run *r)
+{
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     long rss = ru.ru_maxrss, rss_max = 0, rss_min = 0;
     MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&rss, &rss_min, 1, MPI_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
     double rate[NMODES] = {0};
-    for (int m = 0; m < NMODES; m++) {
-        if (!want[m])
-            continue;
-        double sec = app_median(times[m], reps);
-        rate[m] = (double)n * a.size / sec;
-        if (a.rank == 0) {
-            printf("  %-10s %9.4f s  %8.2f M %s/s in total  %7.2f M/s per rank  %s\n",
-                   mode_names[m], sec, rate[m] / 1e6, units[m], rate[m] / 1e6 / a.size,
-                   verified[m] ? "verified" : "VERIFICATION FAILED");
-            if (out)
-                fprintf(out, "%s,%d,%llu,%llu,%zu,%s,%d,%.6f,%.1f,%d,%.0f,%.1f,%.0f,%.2f,%.0f,"
-                             "%.0f,%.0f,%.0f,%.1f,%.0f,%.0f,%.0f,%.0f\n",
-                        mode_names[m], a.size, (unsigned long long)n, (unsigned long long)total,
-                        cfg.buffer_bytes, m == MODE_COURIER || m == MODE_GATHER ? route_name : "-",
-                        cr_layout_nodes(cr_comm_layout(comm)), sec, rate[m], verified[m],
-                        tr[m].sends_max, tr[m].sends_mean, tr[m].partners_max,
-                        tr[m].partners_mean, tr[m].off_node_partners_max, tr[m].bytes_on_node,
-                        tr[m].bytes_off_node, tr[m].forwarded, rss_max / 1024.0, tr[m].handled,
-                        tr[m].handled_max, tr[m].merged_at_source, tr[m].merged_at_hops);
-        }
-    }
-    if (out)
-        fclose(out);
-    static const int courier_modes[] = {MODE_COURIER, MODE_GATHER};
-    for (int k = 0; k < 2; k++) {
-        int m = courier_modes[k];
-        if (want[m] && a.rank == 0)
-            printf("  %s traffic: MPI sends per rank max %.0f mean %.1f; partners per rank max "
-                   "%.0f mean %.2f (off node max %.0f); bytes on node %.1f MiB, off node %.1f "
-                   "MiB; %.0f records forwarded; %.0f records handled (most on one rank "
-                   "%.0f), %.0f merged at their source, %.0f at hops\n",
-                   mode_names[m], tr[m].sends_max, tr[m].sends_mean, tr[m].partners_max,
-                   tr[m].partners_mean, tr[m].off_node_partners_max,
-                   tr[m].bytes_on_node / 1048576.0, tr[m].bytes_off_node / 1048576.0,
-                   tr[m].forwarded, tr[m].handled, tr[m].handled_max, tr[m].merged_at_source,
-                   tr[m].merged_at_hops);
-    }
-    if (want[MODE_GATHER] && a.rank == 0)
-        printf("  gather requests: %.0f reached their owners (most on one rank %.0f); %.0f "
-               "merged at their source, %.0f at hops, %.0f coalesced in flight\n",
-               tr[MODE_GATHER].served, tr[MODE_GATHER].served_max,
-               tr[MODE_GATHER].req_merged_at_source, tr[MODE_GATHER].req_merged_at_hops,
-               tr[MODE_GATHER].req_coalesced);
-    if (want[MODE_COURIER] && want[MODE_ALLTOALLV] && a.rank == 0)
-        printf("  ratio courier / alltoallv throughput: %.2f\n",
-               rate[MODE_COURIER] / rate[MODE_ALLTOALLV]);
-    if (want[MODE_LOCAL] && a.rank == 0)
-        for (int m = 0; m < NMODES; m++)
-            if (want[m] && m != MODE_LOCAL)
-                printf("  ratio %s / local: %.3f\n", mode_names[m], rate[m] / rate[MODE_LOCAL]);
-    if (a.rank == 0)
+    report_modes(a, o, r, rate, rss_max);
+    if (r->out)
+        fclose(r->out);
+    if (a->rank == 0) {
+        report_traffic(o, r, rate);
         printf("  peak resident memory per rank: %.1f to %.1f MiB\n", rss_min / 1024.0,
                rss_max / 1024.0);
-    if (show_stats && (want[MODE_COURIER] || want[MODE_GATHER]))
-        cr_stats_print(comm, stdout);
+    }
+    if (o->sh.stats && (o->want[MODE_COURIER] || o->want[MODE_GATHER]))
+        cr_stats_print(r->comm, stdout);
+}
 
-    app_comm_destroy(comm);
-    free(t.count);
-    free(full);
-    free(local_indices);
-    free(prep);
-    free(g.got);
+static void tear_down(hist_run *r)
+{
+    app_comm_destroy(r->comm);
+    free(r->t.count);
+    free(r->full);
+    free(r->local_indices);
+    free(r->prep);
+    free(r->g.got);
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "histogram", usage, &argc, &argv);
+    hist_opts o;
+    parse_options(&a, argc, argv, &o);
+    check_options(&a, &o);
+    static hist_run r; /* the timings are large */
+    set_up(&a, &o, &r);
+    for (int rep = 0; rep < o.reps; rep++)
+        for (int m = 0; m < NMODES; m++)
+            if (o.want[m])
+                run_mode(&a, &o, &r, m, rep);
+    report(&a, &o, &r);
+    tear_down(&r);
     int ok = 1;
     for (int m = 0; m < NMODES; m++)
-        ok &= verified[m];
+        ok &= r.verified[m];
     MPI_Finalize();
     return ok ? 0 : 1;
 }

@@ -30,8 +30,7 @@ static const char usage[] =
     "  --keys N         save: distinct keys, 8 bytes each, over all ranks (default 10M)\n"
     "  --dir DIR        save: the directory (replaced if it holds a save; default\n"
     "                   io_bench.save)\n"
-    "  --reps R         repetitions (default 3)\n"
-    "  --help           show this text\n";
+    "  --reps R         repetitions (default 3)\n";
 
 enum { MODE_EDGES, MODE_LINES, MODE_SAVE };
 
@@ -41,16 +40,29 @@ typedef struct bench_opts {
     const char *dir;
     const char **paths;
     size_t npaths;
+    app_shared sh; /* the common flags */
+    FILE *csv;     /* --csv, on rank 0 */
 } bench_opts;
 
-static void parse(const app *a, int argc, char **argv, bench_opts *o)
+/* One CSV line of a measurement (the columns of CSV_HEADER). */
+#define CSV_HEADER "mode,ranks,items,mib,seconds,load_seconds,most_read,ok"
+static void csv_line(const app *a, const bench_opts *o, const char *mode, uint64_t items,
+                     double mib, double seconds, double load_seconds, double most_read, int ok)
+{
+    if (a->rank == 0 && o->csv)
+        fprintf(o->csv, "%s,%d,%" PRIu64 ",%.3f,%.6f,%.6f,%.4f,%d\n", mode, a->size, items, mib,
+                seconds, load_seconds, most_read, ok);
+}
+
+static void parse(app *a, int argc, char **argv, bench_opts *o)
 {
     static const char *const modes[] = {"edges", "lines", "save", NULL};
     *o = (bench_opts){.mode = -1, .keys = 10000000, .reps = 3, .dir = "io_bench.save"};
+    app_shared_init(&o->sh);
     static const struct option opts[] = {
         {"mode", required_argument, 0, 'm'}, {"keys", required_argument, 0, 'k'},
         {"dir", required_argument, 0, 'd'},  {"reps", required_argument, 0, 'r'},
-        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+        APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -59,8 +71,7 @@ static void parse(const app *a, int argc, char **argv, bench_opts *o)
         case 'k': o->keys = app_parse_u64(a, "--keys", optarg, 1, 1ULL << 34); break;
         case 'd': o->dir = optarg; break;
         case 'r': o->reps = app_parse_u64(a, "--reps", optarg, 1, 1000); break;
-        case 'h': app_help(a);
-        default: app_usage_error(a, "unknown option '%s'", argv[optind - 1]);
+        default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
     if (o->mode < 0)
@@ -79,6 +90,7 @@ static void parse(const app *a, int argc, char **argv, bench_opts *o)
     if (o->mode == MODE_SAVE && phys > 0 && need > phys)
         app_usage_error(a, "--keys %llu needs about %.1f GiB, more than this machine's %.1f GiB",
                         (unsigned long long)o->keys, need / (1 << 30), phys / (1 << 30));
+    o->csv = app_open_csv(a, o->sh.csv, CSV_HEADER);
 }
 
 /* Bytes this process has read through read() and pread() (rchar of /proc/self/io). */
@@ -147,6 +159,8 @@ static void bench_edges(const app *a, const bench_opts *o)
                PRIu64 "); the most any rank read: %.3f of the file\n", a->size, o->paths[0],
                (double)st.st_size / (1 << 20), edges, median(t, o->reps), o->reps,
                (double)most_read / (double)st.st_size);
+    csv_line(a, o, "edges", edges, (double)st.st_size / (1 << 20), median(t, o->reps), 0,
+             (double)most_read / (double)st.st_size, 1);
     free(t);
 }
 
@@ -161,7 +175,9 @@ static int count_line(const cr_line *line, void *user, char *err, size_t errlen)
 
 static void bench_lines(const app *a, const bench_opts *o)
 {
-    cr_comm *comm = app_comm_create(a, NULL, NULL);
+    app_comm_flags flags = app_shared_comm_flags(&o->sh);
+    flags.stats = o->sh.stats;
+    cr_comm *comm = app_comm_create(a, &flags, NULL);
     double *t = app_calloc(a, o->reps, sizeof *t, "the times");
     uint64_t lines = 0, bytes = 0, slowest_bytes = 0;
     for (uint64_t r = 0; r < o->reps; r++) {
@@ -185,6 +201,8 @@ static void bench_lines(const app *a, const bench_opts *o)
                a->size, o->npaths, o->npaths == 1 ? "" : "s", (double)bytes / (1 << 20), lines,
                s, o->reps, (double)bytes / a->size / s / (1 << 20),
                (double)slowest_bytes / (1 << 20));
+    csv_line(a, o, "lines", lines, (double)bytes / (1 << 20), s, 0,
+             bytes ? (double)slowest_bytes / (double)bytes : 0, 1);
     free(t);
     app_comm_destroy(comm);
 }
@@ -200,7 +218,9 @@ static void sum_counts(const void *key, uint64_t count, void *user)
 
 static void bench_save(const app *a, const bench_opts *o)
 {
-    cr_comm *comm = app_comm_create(a, NULL, NULL);
+    app_comm_flags flags = app_shared_comm_flags(&o->sh);
+    flags.stats = o->sh.stats;
+    cr_comm *comm = app_comm_create(a, &flags, NULL);
     char err[512];
     cr_counting_set *cs = cr_counting_set_create(comm, 8, err, sizeof err);
     cr_counting_set_reserve(cs, o->keys);
@@ -237,11 +257,14 @@ static void bench_save(const app *a, const bench_opts *o)
                o->keys, bytes / (1 << 20), save, bytes / save / (1 << 20), load,
                bytes / load / (1 << 20), o->reps,
                ok ? "loaded: every key with its count" : "WRONG: the load differs");
+    csv_line(a, o, "save", o->keys, bytes / (1 << 20), save, load, 0, ok);
     free(ts);
     free(tl);
     cr_counting_set_destroy(cs);
     app_comm_destroy(comm);
     if (!ok) {
+        if (o->csv)
+            fclose(o->csv);
         MPI_Finalize();
         exit(1);
     }
@@ -259,6 +282,8 @@ int main(int argc, char **argv)
         bench_lines(&a, &o);
     else
         bench_save(&a, &o);
+    if (o.csv)
+        fclose(o.csv);
     MPI_Finalize();
     return 0;
 }

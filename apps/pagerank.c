@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         for (uint64_t i = 0; i < nl; i++)
             top = score[i] > top ? score[i] : top;
         MPI_Allreduce(&top, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (k.a.rank == 0)
+        if (kernel_trial_lines(&k))
             printf("  %d iterations, last change %.3g, largest score %.6g; %.4f s, %llu ghosts, "
                    "%llu records per iteration\n", st.iterations, st.change, most, seconds[t],
                    (unsigned long long)st.ghosts, (unsigned long long)st.records);

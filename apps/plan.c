@@ -46,10 +46,7 @@ static const char usage[] =
     "                    (METIS's k-way partition minimizing the edge cut; the\n"
     "                    thesis used a hypergraph partitioner; needs a build with\n"
     "                    libmetis-dev)\n"
-    "  --seed S          generator seed (default 1)\n"
-    "  --csv FILE        append one line per input to FILE (with the thesis's\n"
-    "                    Table 6.2 figures for a like: input, else empty)\n"
-    "  --help            this text\n";
+    "  --seed S          generator seed (default 1)\n";
 
 /* The thesis's Table 6.2 (512 processors, its partitions): average and bottleneck
  * messages initially, after phase I and after phase II, for the matrices like:NAME
@@ -262,6 +259,18 @@ static void print_beside_thesis(char **specs, const row *rows, int n)
            exp((lo[5] - lo[7]) / k));
 }
 
+/* End with the usage error of the first input of the comma list that cannot load. */
+static void check_inputs(app *a, const char *list)
+{
+    char *copy = strdup(list), err[512];
+    if (!copy)
+        app_fail(a, "out of memory");
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (sparse_check(t, err, sizeof err) != 0)
+            app_usage_error(a, "--inputs: %s", err);
+    free(copy);
+}
+
 int main(int argc, char **argv)
 {
     app a;
@@ -269,13 +278,14 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"ranks", required_argument, 0, 'P'},  {"inputs", required_argument, 0, 'i'},
         {"partition", required_argument, 0, 'p'}, {"seed", required_argument, 0, 'S'},
-        {"csv", required_argument, 0, 'c'},    {"help", no_argument, 0, 'h'},
-        {"partitioner", required_argument, 0, 'x'}, {0, 0, 0, 0}};
+        {"partitioner", required_argument, 0, 'x'}, APP_LONG_COMMON, {0, 0, 0, 0}};
+    app_shared sh; /* the common flags */
+    app_shared_init(&sh);
     int ranks = 512, partitioner = SPARSE_BLOCK;
     const char *inputs = "rmat:16,gnm:16:8,stencil2d:512+rmat:18:0.01,stencil3d:64+rmat:18:0.02,"
                          "stencil2d:512+rmat:18:0.05,stencil3d:64+rmat:18:0.1,"
                          "stencil2d:256+rmat:16:1,stencil2d:512+gnm:18:0.0625";
-    const char *partition = NULL, *csv = NULL;
+    const char *partition = NULL;
     uint64_t seed = 1;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -284,12 +294,10 @@ int main(int argc, char **argv)
         case 'i': inputs = optarg; break;
         case 'p': partition = optarg; break;
         case 'S': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
-        case 'c': csv = optarg; break;
         case 'x':
             partitioner = app_parse_choice(&a, "--partitioner", optarg, sparse_partitioners);
             break;
-        case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&a, argc, argv);
@@ -301,12 +309,14 @@ int main(int argc, char **argv)
     const char *misuse = sparse_partition_misuse(partition, partitioner);
     if (misuse)
         app_usage_error(&a, "%s", misuse);
-    FILE *out = app_open_csv(&a, csv, "input,ranks,avg_initial,avg_phase1,avg_phase2,"
+    FILE *out = app_open_csv(&a, sh.csv, "input,ranks,avg_initial,avg_phase1,avg_phase2,"
                              "avg_capped,avg_stfw2d,avg_stfw3d,avg_hypercube,max_initial,"
                              "max_phase1,max_phase2,max_capped,max_stfw2d,max_stfw3d,"
                              "max_hypercube,overhead,plan_seconds,partitioner,"
                              "thesis_avg_initial,thesis_avg_phase1,thesis_avg_phase2,"
                              "thesis_max_initial,thesis_max_phase1,thesis_max_phase2");
+    char *list = expand_inputs(&a, inputs);
+    check_inputs(&a, list); /* every input before the table's first line */
     char g3[64];
     grid3_spec(ranks, g3, sizeof g3);
     printf("column-parallel SpMV on %d ranks; STFW 3D grid %s; messages per rank:\n\n", ranks,
@@ -316,7 +326,6 @@ int main(int argc, char **argv)
            "max phase II | max capped | max STFW 2D | max STFW 3D | max hypercube | "
            "overhead | plan s |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    char *list = expand_inputs(&a, inputs);
     double logs[2][NCOL] = {{0}};
     int n = 0, ninputs = 1;
     for (const char *c = list; *c; c++)

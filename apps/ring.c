@@ -20,10 +20,8 @@ static const char usage[] =
     "  --laps L      laps around the ring (default 2000)\n"
     "  --tokens T    tokens in flight at once, started by rank 0 (default 1)\n"
     "  --payload B   payload bytes per hop, at least 4 (default 8)\n"
-    "  --csv FILE    append a line to FILE\n"
-    "  --stats           print the runtime's counters over all ranks at the end\n"
-    "                    (the same as COURIER_STATS=1)\n"
-    "  --help        show this text\n";
+    "\n"
+    "The hop count is always checked: every token must make L laps.\n";
 
 typedef struct ring {
     int h;
@@ -52,13 +50,12 @@ int main(int argc, char **argv)
     app_init(&a, "ring", usage, &argc, &argv);
     uint64_t laps = 2000, tokens = 1, payload = 8;
     const char *csv = NULL;
-    app_shared sh; /* --csv, --stats */
+    app_shared sh; /* the common flags */
     app_shared_init(&sh);
     static const struct option opts[] = {{"laps", required_argument, 0, 'l'},
                                          {"tokens", required_argument, 0, 't'},
                                          {"payload", required_argument, 0, 'p'},
-                                         APP_LONG_CSV,
-                                         {"help", no_argument, 0, 'h'}, APP_LONG_STATS,
+                                         APP_LONG_COMMON,
                                          {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -67,14 +64,11 @@ int main(int argc, char **argv)
         case 'l': laps = app_parse_u64(&a, "--laps", optarg, 1, 1u << 24); break;
         case 't': tokens = app_parse_u64(&a, "--tokens", optarg, 1, 1u << 16); break;
         case 'p': payload = app_parse_u64(&a, "--payload", optarg, 4, 1u << 24); break;
-        case 'h': app_help(&a);
         default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&a, argc, argv);
     csv = sh.csv;
-    if (sh.stats)
-        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
     uint64_t hops_per_token = laps * (uint64_t)a.size;
     if (hops_per_token > INT32_MAX)
         app_usage_error(&a, "--laps %llu times %d ranks is too many hops",
@@ -82,11 +76,11 @@ int main(int argc, char **argv)
 
     cr_config cfg;
     cr_config_init(&cfg);
-    if (!getenv("COURIER_BUFFER_SIZE"))
-        setenv("COURIER_BUFFER_SIZE", "1", 1);
+    cfg.buffer_bytes = 1; /* every hop its own message, unless COURIER_BUFFER_SIZE says */
     char err[512];
     if (cr_config_from_env(&cfg, err, sizeof err))
         app_usage_error(&a, "%s", err);
+    cfg.print_stats |= sh.stats;
     FILE *f = app_open_csv(&a, csv, "ranks,tokens,hops,payload,buffer_bytes,recv,us_per_hop,ok");
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
     ring r = {.buf = app_calloc(&a, 1, payload, "the payload"), .payload = payload};

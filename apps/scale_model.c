@@ -56,7 +56,7 @@ static const char usage[] =
     "                    distributed generator gives them; at most 2^26 vertices)\n"
     "  --entries E       indices of rank 0, each read and written by every rank\n"
     "                    (default 256; the thesis also uses 8192)\n"
-    "  --routes L        direct, grid (2D), grid3 (3D), hypercube, nlnr (the BFS\n"
+    "  --route L         direct, grid (2D), grid3 (3D), hypercube, nlnr (the BFS\n"
     "                    only: the mailbox's node-aware route, nodes of 48 ranks; the\n"
     "                    lock-step darray has no node-aware stage) (default those);\n"
     "                    and the thesis's six-dimension grids increase (2x2x2x4x8x16\n"
@@ -66,7 +66,7 @@ static const char usage[] =
     "                    within the group; P a power of two >= 32). direct with sort is\n"
     "                    the thesis's plain all-to-all (sorted by recipient and index,\n"
     "                    merged locally, one exchange)\n"
-    "  --aggregations L  none, hash, sort (default all)\n"
+    "  --aggregation L   none, hash, sort (default all)\n"
     "  --alpha US        microseconds per message (default 2: an off-node start-up)\n"
     "  --beta NS         nanoseconds per byte (default 0.1: 10 GB/s)\n"
     "  --gamma NS        nanoseconds per request merged at the owner (default 10)\n"
@@ -75,8 +75,6 @@ static const char usage[] =
     "                    in a dimension of n, empty or not, as MPI_Alltoallv's\n"
     "                    pairwise algorithm starts them: the thesis's all-to-all); the\n"
     "                    messages columns show what is charged (bfs: always sparse)\n"
-    "  --csv FILE        append one line per run to FILE\n"
-    "  --help            this text\n"
     "\n"
     "The COURIER_* variables configure the virtual ranks' mailboxes (not\n"
     "COURIER_ROUTE: the routes are the runs'). All ranks live in this one process, so\n"
@@ -157,12 +155,12 @@ static void route_spec(int route, int p, char *spec, size_t len)
 
 /* The array's options for this run: the merge rule, the route (3D grid dimensions
  * for P), the aggregation. */
-static cr_darray_opts array_opts(int p, cr_darray_merge merge)
+static cr_darray_opts array_opts(int p, cr_op merge)
 {
     cr_darray_opts o;
     cr_darray_opts_init(&o);
     o.merge = merge;
-    o.type = CR_DEDUP_UINT64;
+    o.type = CR_UINT64;
     o.aggregation = (cr_darray_aggregation)W.agg;
     char spec[128];
     route_spec(W.route, p, spec, sizeof spec);
@@ -178,7 +176,7 @@ static void run_overload(cr_comm *comm, void *user)
 {
     (void)user;
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
-    cr_darray_opts o = array_opts(p, CR_DARRAY_ADD);
+    cr_darray_opts o = array_opts(p, CR_OP_SUM);
     uint64_t n = W.entries * (uint64_t)p; /* rank 0 holds `entries` of them */
     cr_darray *a = cr_darray_create(comm, n, 8, &o);
     uint64_t first0, count0, one = 1;
@@ -354,7 +352,7 @@ static void run_boruvka(cr_comm *comm, void *user)
     (void)user;
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
     uint64_t n = W.vertices_per_rank * (uint64_t)p;
-    cr_darray_opts o = array_opts(p, CR_DARRAY_OVERWRITE);
+    cr_darray_opts o = array_opts(p, CR_OP_LAST);
     cr_darray *a = cr_darray_create(comm, n, 8, &o);
     uint64_t first, count, *ptr = cr_darray_local(a, &first, &count);
     memcpy(ptr, W.lightest + first, count * 8);
@@ -402,7 +400,7 @@ static void run_graph_pattern(cr_comm *comm, void *user)
     cr_graph *g = build_graph(comm, &gp);
     if (!g)
         return;
-    cr_darray_opts o = array_opts(p, CR_DARRAY_OVERWRITE);
+    cr_darray_opts o = array_opts(p, CR_OP_LAST);
     cr_darray *a = cr_darray_create(comm, cr_graph_vertices(g), 8, &o);
     W.bad[me] = W.pattern == 1 ? neighborhood(g, a) : doubling(comm, g, a);
     cr_darray_stats_get(a, &W.stats[me]);
@@ -569,18 +567,18 @@ int main(int argc, char **argv)
     int use_route[NROUTES] = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0, 0};
     uint64_t vpr = 1024;
     double edgefactor = 16;
-    const char *csv = NULL;
+    app_shared sh; /* the common flags */
+    app_shared_init(&sh);
     static const char *const exchange_names[] = {"sparse", "dense", NULL};
     bool dense = false;
     static const struct option opts[] = {
         {"ranks", required_argument, 0, 'P'},   {"entries", required_argument, 0, 'e'},
-        {"routes", required_argument, 0, 'R'},  {"aggregations", required_argument, 0, 'A'},
+        {"route", required_argument, 0, 'R'},   {"aggregation", required_argument, 0, 'A'},
         {"alpha", required_argument, 0, 'a'},   {"beta", required_argument, 0, 'b'},
-        {"gamma", required_argument, 0, 'g'},   {"csv", required_argument, 0, 'c'},
+        {"gamma", required_argument, 0, 'g'},
         {"patterns", required_argument, 0, 'T'}, {"vertices-per-rank", required_argument, 0, 'v'},
         {"edgefactor", required_argument, 0, 'E'}, {"generator", required_argument, 0, 'G'},
-        {"exchanges", required_argument, 0, 'X'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+        {"exchanges", required_argument, 0, 'X'},          APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -598,7 +596,7 @@ int main(int argc, char **argv)
         case 'T': {
             const char *const *names = ch == 'R' ? route_names : ch == 'A' ? agg_names : pattern_names;
             int *use = ch == 'R' ? use_route : ch == 'A' ? use_agg : use_pattern;
-            const char *flag = ch == 'R' ? "--routes" : ch == 'A' ? "--aggregations" : "--patterns";
+            const char *flag = ch == 'R' ? "--route" : ch == 'A' ? "--aggregation" : "--patterns";
             memset(use, 0, (size_t)(ch == 'R' ? NROUTES : ch == 'A' ? 3 : NPAT) * sizeof *use);
             char *list = xcalloc(strlen(optarg) + 1, 1), *save = NULL;
             strcpy(list, optarg);
@@ -614,9 +612,7 @@ int main(int argc, char **argv)
         case 'b': beta = app_parse_double(&a, "--beta", optarg, 0, 1e6); break;
         case 'g': gamma = app_parse_double(&a, "--gamma", optarg, 0, 1e6); break;
         case 'X': dense = app_parse_choice(&a, "--exchanges", optarg, exchange_names) == 1; break;
-        case 'c': csv = optarg; break;
-        case 'h': app_help(&a);
-        default: app_bad_option(&a, argv);
+        default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&a, argc, argv);
@@ -634,14 +630,14 @@ int main(int argc, char **argv)
         for (int k = 0; k < nranks && use_route[route]; k++) {
             char why[160];
             if (app_shape_spec(route_names[route], (int)ranks[k], why, sizeof why))
-                app_usage_error(&a, "--routes: %s", why);
+                app_usage_error(&a, "--route: %s", why);
         }
     app_require_one_process(&a, "runs its virtual ranks");
     char cfg_err[256];
     cr_config_init(&base_config);
     if (cr_config_from_env(&base_config, cfg_err, sizeof cfg_err))
         app_usage_error(&a, "%s", cfg_err);
-    FILE *out = app_open_csv(&a, csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
+    FILE *out = app_open_csv(&a, sh.csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
                              "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
                              "verified,write_s,exchange_s,read_s,with_local_s,write_ns_per_request,"
                              "hop_ns_per_record,read_ns_per_reply,graph,exchanges");

@@ -22,11 +22,7 @@ static const char usage[] =
     "  --neighbours LIST  values of k (default 1,2,4,6,P-1, those below P)\n"
     "  --sizes LIST       message sizes in bytes (default 8,64,512,4K,64K)\n"
     "  --reps R           timed exchanges per point, after one warm-up (default 50)\n"
-    "  --seed S           random seed for the neighbours (default 1)\n"
-    "  --csv FILE         append one line per point and protocol to FILE\n"
-    "  --stats           print the runtime's counters over all ranks at the end\n"
-    "                    (the same as COURIER_STATS=1)\n"
-    "  --help             show this text\n";
+    "  --seed S           random seed for the neighbours (default 1)\n";
 
 static const cr_nbx_protocol protocols[] = {CR_NBX_PROTOCOL_NBX, CR_NBX_PROTOCOL_PEX, CR_NBX_PROTOCOL_PCX};
 #define NPROT 3
@@ -82,12 +78,11 @@ int main(int argc, char **argv)
     uint64_t ks[MAX_LIST], sizes[MAX_LIST] = {8, 64, 512, 4096, 65536}, seed = 1, reps = 50;
     int nk = 0, nsizes = 5;
     const char *csv = NULL;
-    app_shared sh; /* --csv, --stats, --seed */
+    app_shared sh; /* --seed and the common flags */
     app_shared_init(&sh);
     static const struct option opts[] = {
         {"neighbours", required_argument, 0, 'k'}, {"sizes", required_argument, 0, 'b'},
-        {"reps", required_argument, 0, 'r'},       APP_LONG_SEED,
-        APP_LONG_CSV,        {"help", no_argument, 0, 'h'}, APP_LONG_STATS,
+        {"reps", required_argument, 0, 'r'},       APP_LONG_SEED, APP_LONG_COMMON,
         {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -96,15 +91,12 @@ int main(int argc, char **argv)
         case 'k': nk = app_parse_list(&a, "--neighbours", optarg, 0, 1u << 20, ks, MAX_LIST); break;
         case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 30, sizes, MAX_LIST); break;
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
-        case 'h': app_help(&a);
         default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&a, argc, argv);
     csv = sh.csv;
     seed = sh.seed;
-    if (sh.stats)
-        setenv("COURIER_STATS", "1", 1); /* read at cr_comm_create */
     if (nk == 0) {
         const uint64_t wanted[] = {1, 2, 4, 6, (uint64_t)a.size - 1};
         for (int i = 0; i < 5; i++)
@@ -119,7 +111,7 @@ int main(int argc, char **argv)
                             (unsigned long long)ks[i], a.size - 1);
 
     FILE *out = app_open_csv(&a, csv, "ranks,neighbours,bytes,protocol,median_us,min_us,reps,verified");
-    cr_comm *comm = app_comm_create(&a, NULL, NULL);
+    cr_comm *comm = app_comm_create(&a, &(app_comm_flags){.stats = sh.stats}, NULL);
     if (a.rank == 0)
         printf("sparse_exchange_bench: %d ranks, %llu timed exchanges per point; median time per "
                "exchange in microseconds (slowest rank)\n\n"

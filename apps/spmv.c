@@ -30,7 +30,7 @@ static const char usage[] =
     "time per iteration of the slowest rank. Plans and senders alternate within each\n"
     "repetition.\n"
     "\n"
-    "  --input SPEC      a Matrix Market file or a generator (see plan --help;\n"
+    "  --graph SPEC      a Matrix Market file or a generator (see plan --help;\n"
     "                    default rmat:14)\n"
     "  --partition FILE  one part in 0..P-1 per row\n"
     "  --partitioner X   block (the default) or metis (METIS's k-way partition\n"
@@ -43,9 +43,7 @@ static const char usage[] =
     "                    (MPI_Send_init/MPI_Recv_init once, MPI_Start each iteration)\n"
     "                    (default both)\n"
     "  --iterations N    products per timing (default 200)\n"
-    "  --reps R          timings per plan and sender (default 5)\n"
-    "  --csv FILE        append one line per plan and sender to FILE\n"
-    "  --help            this text\n";
+    "  --reps R          timings per plan and sender (default 5)\n";
 
 static const char *const plan_names[] = {"direct", "stfw", "sharing", NULL};
 static const char *const sender_names[] = {"p2p", "persistent", NULL};
@@ -341,7 +339,8 @@ static uint64_t check(const problem *p, int me)
 /* ---------------------------------------------------------------- main */
 
 typedef struct options {
-    const char *input, *partition, *topology, *csv;
+    const char *input, *partition, *topology;
+    app_shared sh; /* the common flags (--csv in sh.csv) */
     uint64_t seed, iterations, reps;
     int use_plan[3], use_sender[2], partitioner;
 } options;
@@ -360,14 +359,14 @@ static void parse_list(const app *a, const char *flag, const char *value,
 static void parse(app *a, int argc, char **argv, options *o)
 {
     static const struct option opts[] = {
-        {"input", required_argument, 0, 'i'},     {"partition", required_argument, 0, 'p'},
+        {"graph", required_argument, 0, 'i'},     {"partition", required_argument, 0, 'p'},
         {"seed", required_argument, 0, 'S'},      {"plans", required_argument, 0, 'P'},
         {"topology", required_argument, 0, 't'},  {"senders", required_argument, 0, 's'},
         {"iterations", required_argument, 0, 'n'}, {"reps", required_argument, 0, 'r'},
-        {"csv", required_argument, 0, 'c'},       {"help", no_argument, 0, 'h'},
-        {"partitioner", required_argument, 0, 'x'}, {0, 0, 0, 0}};
+        {"partitioner", required_argument, 0, 'x'}, APP_LONG_COMMON, {0, 0, 0, 0}};
     *o = (options){.input = "rmat:14", .topology = "hypercube", .seed = 1, .iterations = 200,
                    .reps = 5};
+    app_shared_init(&o->sh);
     bool plans = false, senders = false;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -382,12 +381,10 @@ static void parse(app *a, int argc, char **argv, options *o)
             break;
         case 'n': o->iterations = app_parse_u64(a, "--iterations", optarg, 1, 1u << 30); break;
         case 'r': o->reps = app_parse_u64(a, "--reps", optarg, 1, 1000); break;
-        case 'c': o->csv = optarg; break;
         case 'x':
             o->partitioner = app_parse_choice(a, "--partitioner", optarg, sparse_partitioners);
             break;
-        case 'h': app_help(a);
-        default: app_bad_option(a, argv);
+        default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
     app_no_operands(a, argc, argv);
@@ -438,7 +435,7 @@ int main(int argc, char **argv)
         app_error(&a, "%s", err);
     spmv_comm comm;
     spmv_comm_build(&mat, part, a.size, &comm);
-    FILE *csv = app_open_csv(&a, o.csv, "input,ranks,plan,sender,msgs_max,msgs_mean,"
+    FILE *csv = app_open_csv(&a, o.sh.csv, "input,ranks,plan,sender,msgs_max,msgs_mean,"
                              "doubles_max,units_split,seconds_per_iteration_median,"
                              "seconds_per_iteration_min,verified");
 

@@ -69,7 +69,7 @@ int main(int argc, char **argv)
         uint64_t total;
         MPI_Allreduce(&reached, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
         MPI_Allreduce(&far, &both[0], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (k.a.rank == 0)
+        if (kernel_trial_lines(&k))
             printf("  source %llu: %llu reached, farthest at %g; %.4f s, delta %g, %llu "
                    "buckets, %llu relaxations (%llu sent)\n",
                    (unsigned long long)sources[t], (unsigned long long)total, both[0],

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
         uint64_t triangles = cr_graph_tc(k.g, &st);
         seconds[t] = app_max_time(MPI_Wtime() - t0);
         kernel_trial_done(&k);
-        if (k.a.rank == 0)
+        if (kernel_trial_lines(&k))
             printf("  %llu triangles; %.4f s, %llu oriented edges, %llu ids fetched\n",
                    (unsigned long long)triangles, seconds[t],
                    (unsigned long long)st.oriented_edges, (unsigned long long)st.fetched_ids);

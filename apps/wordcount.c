@@ -45,17 +45,15 @@ static const char usage[] =
     "  --words N        generated: words per rank (default 4M; suffixes K, M, G)\n"
     "  --vocabulary V   generated: distinct words the corpus draws from (default 100K)\n"
     "  --skew S         generated: the Zipf exponent s, 0 (uniform) to 4 (default 1)\n"
-    "  --validate V     yes, no, auto: recount every word when N * P is at most 64M or\n"
-    "                   the input at most 64 MiB (default auto); the total is checked\n"
-    "                   in any case (a recount is not made after --load)\n"
     "  --seed S         random seed (default 1)\n"
     "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
     "  --route R        direct, nr, nlnr, grid, grid:AxB..., hypercube (default:\n"
     "                   COURIER_ROUTE or direct)\n"
     "  --node-size K    treat ranks [i*K, (i+1)*K) as node i\n"
-    "  --csv FILE       append one line to FILE (header written if new)\n"
-    "  --stats          print Courier's counters at the end\n"
-    "  --help           show this text\n";
+    "\n"
+    "--validate: yes recounts every word; auto (the default) recounts when N * P is at\n"
+    "most 64M or the input at most 64 MiB; the total is checked in any case (a recount\n"
+    "is not made after --load).\n";
 
 #define WORD_LEN 16 /* the key: up to 15 letters, zero-padded */
 #define TOP_DEFAULT 10
@@ -141,22 +139,19 @@ typedef struct wc_opts {
     app_shared sh;
 } wc_opts;
 
-static void parse(const app *a, int argc, char **argv, wc_opts *o)
+static void parse(app *a, int argc, char **argv, wc_opts *o)
 {
-    *o = (wc_opts){.n = 4u << 20, .vocabulary = 100000, .skew = 1.0, .validate = 2,
-                   .top = TOP_DEFAULT};
-    static const char *const validations[] = {"no", "yes", "auto", NULL};
+    *o = (wc_opts){.n = 4u << 20, .vocabulary = 100000, .skew = 1.0, .top = TOP_DEFAULT};
     app_shared_init(&o->sh);
     o->inputs = app_calloc(a, (size_t)argc + 1, sizeof *o->inputs, "the input list");
     static const struct option opts[] = {
-        APP_LONG_SEED, APP_LONG_BUFFER_KB, APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_CSV,
-        APP_LONG_STATS,
+        APP_LONG_SEED, APP_LONG_BUFFER_KB, APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
         {"words", required_argument, 0, 'n'},    {"vocabulary", required_argument, 0, 'v'},
-        {"skew", required_argument, 0, 's'},     {"validate", required_argument, 0, 'V'},
-        {"input", required_argument, 0, 'i'},    {"save", required_argument, 0, 'S'},
+        {"skew", required_argument, 0, 's'},     {"input", required_argument, 0, 'i'},
+        {"save", required_argument, 0, 'S'},
         {"load", required_argument, 0, 'L'},     {"overwrite", no_argument, 0, 'O'},
-        {"top", required_argument, 0, 't'},      {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"top", required_argument, 0, 't'},
+        APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -164,13 +159,11 @@ static void parse(const app *a, int argc, char **argv, wc_opts *o)
         case 'n': o->n = app_parse_u64(a, "--words", optarg, 1, 1ULL << 32); break;
         case 'v': o->vocabulary = app_parse_u64(a, "--vocabulary", optarg, 1, 1ULL << 28); break;
         case 's': o->skew = app_parse_double(a, "--skew", optarg, 0, 4); break;
-        case 'V': o->validate = app_parse_choice(a, "--validate", optarg, validations); break;
         case 'i': o->inputs[o->ninputs++] = optarg; break;
         case 'S': o->save = optarg; break;
         case 'L': o->load = optarg; break;
         case 'O': o->overwrite = true; break;
         case 't': o->top = (size_t)app_parse_u64(a, "--top", optarg, 1, TOP_MAX); break;
-        case 'h': app_help(a);
         default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
@@ -178,6 +171,7 @@ static void parse(const app *a, int argc, char **argv, wc_opts *o)
         app_no_operands(a, argc, argv);
     while (optind < argc)
         o->inputs[o->ninputs++] = argv[optind++];
+    o->validate = app_validate_or(&o->sh, APP_VALIDATE_AUTO);
     if (o->overwrite && !o->save)
         app_usage_error(a, "--overwrite goes with --save");
     /* refused now rather than after the count: a save that is there stays */

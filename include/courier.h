@@ -13,6 +13,7 @@
 #include "courier/nbx.h"
 #include "courier/plan.h"
 #include "courier/rng.h"
+#include "courier/types.h"
 #include "courier/route.h"
 #include "courier/sim.h"
 

@@ -47,13 +47,13 @@ if [ ! -s "$hist" ]; then
 fi
 if [ ! -s "$graph" ]; then
     "$build/apps/scale_model" --ranks "$graph_ranks" --patterns neighborhood,doubling,bfs \
-        --routes direct,grid,grid3,hypercube --aggregations none,hash --csv "$graph" >/dev/null
+        --route direct,grid,grid3,hypercube --aggregation none,hash --csv "$graph" >/dev/null
     echo "scale_plot: wrote $graph"
 fi
 if [ ! -s "$boruvka" ]; then
     "$build/apps/scale_model" --ranks "$boruvka_ranks" --patterns boruvka \
-        --vertices-per-rank 8192 --edgefactor 16 --routes direct,grid,grid3,hypercube \
-        --aggregations none,sort --csv "$boruvka" >/dev/null
+        --vertices-per-rank 8192 --edgefactor 16 --route direct,grid,grid3,hypercube \
+        --aggregation none,sort --csv "$boruvka" >/dev/null
     echo "scale_plot: wrote $boruvka"
 fi
 if ! command -v gnuplot >/dev/null; then

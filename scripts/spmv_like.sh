@@ -26,7 +26,7 @@ echo
 echo "| matrix | direct us | stfw us | sharing us | sharing / direct | direct msgs | stfw msgs | sharing msgs |"
 echo "|---|---|---|---|---|---|---|---|"
 for name in $names; do
-    out=$("$here/mpirun.sh" -np "$np" "$build/apps/spmv" --input "like:$name/$div" \
+    out=$("$here/mpirun.sh" -np "$np" "$build/apps/spmv" --graph "like:$name/$div" \
           --partitioner "$partitioner" --senders persistent --iterations "$iterations" \
           --reps "$reps") || { echo "spmv failed on like:$name/$div" >&2; exit 1; }
     grep -q "every plan verified" <<< "$out" || { echo "spmv did not verify like:$name/$div" >&2; exit 1; }

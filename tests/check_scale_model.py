@@ -27,10 +27,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         mcsv, bcsv = os.path.join(tmp, "model.csv"), os.path.join(tmp, "bench.csv")
         patterns = "overload,neighborhood,doubling"
-        subprocess.run([model, "--ranks", p, "--routes", "direct,grid,hypercube",
+        subprocess.run([model, "--ranks", p, "--route", "direct,grid,hypercube",
                         "--patterns", patterns + ",boruvka", "--vertices-per-rank", "1024",
                         "--csv", mcsv], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([mpirun, "-np", p, bench, "--patterns", patterns, "--modes",
+        subprocess.run([mpirun, "-np", p, bench, "--patterns", patterns, "--mode",
                         "lockstep", "--vertices-per-rank", "1024", "--reps", "1",
                         "--csv", bcsv], check=True, stdout=subprocess.DEVNULL)
         m = rows(mcsv, lambda r: (r["pattern"], r["route"], r["aggregation"]))

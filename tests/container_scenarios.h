@@ -166,7 +166,7 @@ typedef struct ct_map_check {
     cr_comm *comm;
     int p;
     uint64_t nkeys, seen, sum;
-    cr_dedup_op op;
+    cr_op op;
 } ct_map_check;
 
 /* Every rank inserts (k, {rank, k}) for every key: what each rule must leave. */
@@ -180,16 +180,16 @@ static void ct_check_rule(const void *key, void *value, void *user)
     c->seen++;
     uint64_t p = (uint64_t)c->p;
     switch (c->op) {
-    case CR_DEDUP_SUM:
+    case CR_OP_SUM:
         CT_CHECK(c->comm, v.a == p * (p - 1) / 2 + 3 * p && v.b == p * k,
                  "sum of key %llu: {%llu, %llu}", (unsigned long long)k,
                  (unsigned long long)v.a, (unsigned long long)v.b);
         break;
-    case CR_DEDUP_MIN:
+    case CR_OP_MIN:
         CT_CHECK(c->comm, v.a == 0 && v.b == k, "min of key %llu: {%llu, %llu}",
                  (unsigned long long)k, (unsigned long long)v.a, (unsigned long long)v.b);
         break;
-    case CR_DEDUP_MAX:
+    case CR_OP_MAX:
         CT_CHECK(c->comm, v.a == p + 2 && v.b == k, "max of key %llu: {%llu, %llu}",
                  (unsigned long long)k, (unsigned long long)v.a, (unsigned long long)v.b);
         break;
@@ -204,12 +204,12 @@ static long ct_map_rules(cr_comm *comm, uint64_t nkeys)
 {
     long before = ct_fails;
     int me = cr_comm_rank(comm), p = cr_comm_size(comm);
-    static const cr_dedup_op ops[] = {CR_DEDUP_SUM, CR_DEDUP_MIN, CR_DEDUP_MAX, CR_DEDUP_FIRST,
-                                      CR_DEDUP_LAST};
+    static const cr_op ops[] = {CR_OP_SUM, CR_OP_MIN, CR_OP_MAX, CR_OP_FIRST,
+                                      CR_OP_LAST};
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
         for (int combining = 0; combining < 2; combining++) {
             cr_map_opts opts = {.key_len = 8, .value_len = sizeof(ct_value), .merge = ops[o],
-                                .type = CR_DEDUP_UINT64, .no_combining = !combining};
+                                .type = CR_UINT64, .no_combining = !combining};
             char err[200];
             cr_map *m = cr_map_create(comm, &opts, err, sizeof err);
             CT_CHECK(comm, m != NULL, "%s", err);
@@ -218,7 +218,7 @@ static long ct_map_rules(cr_comm *comm, uint64_t nkeys)
                 cr_map_insert(m, &k, &v);
                 if (me == 0) { /* rank 0 adds a second insert of its own */
                     ct_value w = {(uint64_t)p + 2, 0};
-                    if (ops[o] == CR_DEDUP_SUM)
+                    if (ops[o] == CR_OP_SUM)
                         w.a = 3 * (uint64_t)p, w.b = 0;
                     else
                         w.b = k;
@@ -633,8 +633,8 @@ static long ct_double_sums(cr_comm *comm, uint64_t nkeys)
     int p = cr_comm_size(comm);
     char err[200];
     cr_map *m = cr_map_create(comm,
-                              &(cr_map_opts){.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
-                                             .type = CR_DEDUP_DOUBLE},
+                              &(cr_map_opts){.key_len = 8, .value_len = 8, .merge = CR_OP_SUM,
+                                             .type = CR_DOUBLE},
                               err, sizeof err);
     CT_CHECK(comm, m != NULL, "%s", err);
     double quarter = 0.25;
@@ -705,8 +705,8 @@ static cr_map *ct_sum_map8(cr_comm *comm)
 {
     char err[200];
     cr_map *m = cr_map_create(comm,
-                              &(cr_map_opts){.key_len = 8, .value_len = 8, .merge = CR_DEDUP_SUM,
-                                             .type = CR_DEDUP_UINT64},
+                              &(cr_map_opts){.key_len = 8, .value_len = 8, .merge = CR_OP_SUM,
+                                             .type = CR_UINT64},
                               err, sizeof err);
     CT_CHECK(comm, m != NULL, "%s", err);
     return m;

@@ -52,9 +52,9 @@ static cr_darray_opts opts_for(int rule, int route, int agg, cr_darray_exchange 
     cr_route_parse(darray_routes[route], &o.route, NULL, 0);
     o.aggregation = darray_aggs[agg];
     switch (rule) {
-    case RULE_ADD: o.merge = CR_DARRAY_ADD, o.type = CR_DEDUP_UINT64; break;
-    case RULE_MIN: o.merge = CR_DARRAY_MIN, o.type = CR_DEDUP_INT64; break;
-    case RULE_USER: o.merge = CR_DARRAY_USER, o.combine = combine_pairs; break;
+    case RULE_ADD: o.merge = CR_OP_SUM, o.type = CR_UINT64; break;
+    case RULE_MIN: o.merge = CR_OP_MIN, o.type = CR_INT64; break;
+    case RULE_USER: o.merge = CR_OP_USER, o.combine = combine_pairs; break;
     default: break;
     }
     return o;

@@ -160,8 +160,10 @@ void app_require_one_process(const app *a, const char *what)
 
 noreturn void app_help(const app *a)
 {
-    if (a->rank == 0)
+    if (a->rank == 0) {
         fputs(a->usage, stdout);
+        fputs(APP_USAGE_COMMON, stdout);
+    }
     MPI_Finalize();
     exit(0);
 }
@@ -285,6 +287,8 @@ cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, cr_config *c
         app_parse_route(a, flags->route, &c);
     if (flags && flags->node_size)
         c.node_size = (unsigned)flags->node_size;
+    if (flags && flags->stats)
+        c.print_stats = true;
     if (cfg)
         *cfg = c;
     open_comm = cr_comm_create(MPI_COMM_WORLD, &c);
@@ -350,7 +354,7 @@ FILE *app_open_csv(const app *a, const char *path, const char *header)
 
 void app_shared_init(app_shared *s)
 {
-    *s = (app_shared){0};
+    *s = (app_shared){.validate = APP_VALIDATE_UNSET};
     cr_graph_gen_params_init(&s->gen);
     s->seed = s->gen.seed;
 }
@@ -384,12 +388,30 @@ int app_shared_option(const app *a, int ch, const char *value, app_shared *s)
     case APP_OPT_BUFFER_KB: s->buffer_kb = app_parse_u64(a, "--buffer-kb", value, 1, 1u << 20); return 1;
     case APP_OPT_CSV: s->csv = value; return 1;
     case APP_OPT_STATS: s->stats = true; return 1;
+    case APP_OPT_QUIET: s->quiet = true; return 1;
+    case APP_OPT_VALIDATE: {
+        static const char *const whens[] = {"no", "yes", "auto", NULL};
+        s->validate = value ? app_parse_choice(a, "--validate", value, whens) : APP_VALIDATE_YES;
+        return 1;
+    }
     default: return 0;
     }
 }
 
-void app_other_option(const app *a, int ch, const char *value, app_shared *s, char **argv)
+void app_other_option(app *a, int ch, const char *value, app_shared *s, char **argv)
 {
+    if (ch == APP_OPT_HELP)
+        app_help(a);
+    if (ch == APP_OPT_PROGRESS) {
+        a->progress = 1;
+        return;
+    }
+    /* --validate takes its value as --validate=W, or as the next word when that is
+     * one of its values ("--validate no"), so that the flag alone means yes. */
+    if (ch == APP_OPT_VALIDATE && !value && argv[optind] &&
+        (!strcmp(argv[optind], "no") || !strcmp(argv[optind], "yes") ||
+         !strcmp(argv[optind], "auto")))
+        value = argv[optind++];
     if (!app_shared_option(a, ch, value, s))
         app_bad_option(a, argv);
 }

@@ -116,6 +116,10 @@ enum {
     APP_OPT_BUFFER_KB,     /* --buffer-kb K (as COURIER_BUFFER_SIZE, in KiB) */
     APP_OPT_CSV,           /* --csv FILE */
     APP_OPT_STATS,         /* --stats */
+    APP_OPT_PROGRESS,      /* --progress */
+    APP_OPT_QUIET,         /* --quiet */
+    APP_OPT_VALIDATE,      /* --validate[=no|yes|auto] (or --validate no|yes|auto) */
+    APP_OPT_HELP,          /* --help */
 };
 #define APP_LONG_SCALE {"scale", required_argument, 0, APP_OPT_SCALE}
 #define APP_LONG_EDGEFACTOR {"edgefactor", required_argument, 0, APP_OPT_EDGEFACTOR}
@@ -127,6 +131,30 @@ enum {
 #define APP_LONG_BUFFER_KB {"buffer-kb", required_argument, 0, APP_OPT_BUFFER_KB}
 #define APP_LONG_CSV {"csv", required_argument, 0, APP_OPT_CSV}
 #define APP_LONG_STATS {"stats", no_argument, 0, APP_OPT_STATS}
+/* The output and check flags every app takes, parsed here, shown by app_help after
+ * the app's own text (APP_USAGE_COMMON), in this order. */
+#define APP_LONG_COMMON                                                                  \
+    APP_LONG_CSV, APP_LONG_STATS, {"progress", no_argument, 0, APP_OPT_PROGRESS},        \
+        {"quiet", no_argument, 0, APP_OPT_QUIET},                                        \
+        {"validate", optional_argument, 0, APP_OPT_VALIDATE},                            \
+        {"help", no_argument, 0, APP_OPT_HELP}
+#define APP_USAGE_COMMON                                                                 \
+    "\n"                                                                                 \
+    "Output and checks (the same flags in every app):\n"                                 \
+    "  --csv FILE        append the results to FILE as CSV lines (a header line first\n" \
+    "                    when the file is new)\n"                                        \
+    "  --stats           print the runtime's counters over all ranks at the end (as\n"   \
+    "                    COURIER_STATS=1; the simulated models print theirs in their\n"  \
+    "                    tables, the planner runs no comm)\n"                            \
+    "  --progress        a line per phase on standard error (the default when it is a\n" \
+    "                    terminal)\n"                                                    \
+    "  --quiet           the summary only: no line per run, trial or search\n"           \
+    "  --validate[=W]    check the results: yes (the flag alone), no, or auto (when it\n" \
+    "                    is cheap); where a check costs nothing it is always made\n"     \
+    "  --help            this text\n"
+
+/* --validate's values (app_shared.validate). */
+enum { APP_VALIDATE_UNSET = -1, APP_VALIDATE_NO = 0, APP_VALIDATE_YES = 1, APP_VALIDATE_AUTO = 2 };
 
 /* The shared flags' values; app_shared_init sets the defaults. */
 typedef struct app_shared {
@@ -140,16 +168,25 @@ typedef struct app_shared {
     uint64_t buffer_kb;         /* --buffer-kb, or 0 */
     const char *csv;            /* --csv, or NULL */
     bool stats;                 /* --stats */
+    bool quiet;                 /* --quiet */
+    int validate;               /* --validate: APP_VALIDATE_*, UNSET when not given */
 } app_shared;
+
+/* --validate as given, or the app's default when it was not. */
+static inline int app_validate_or(const app_shared *s, int fallback)
+{
+    return s->validate == APP_VALIDATE_UNSET ? fallback : s->validate;
+}
 
 /* The defaults: the library's generator parameters (seed included), nothing else set. */
 void app_shared_init(app_shared *s);
 /* If `ch` is one of the APP_OPT_* values, parse `value` into s (a bad value is a usage
  * error naming the flag) and return 1; else return 0. */
 int app_shared_option(const app *a, int ch, const char *value, app_shared *s);
-/* The default of an app's option switch: a shared flag is parsed into s, anything
- * else is a usage error naming the option. */
-void app_other_option(const app *a, int ch, const char *value, app_shared *s, char **argv);
+/* The default of an app's option switch: a shared flag is parsed into s (--progress
+ * into a->progress, --help prints the usage and ends), anything else is a usage error
+ * naming the option. */
+void app_other_option(app *a, int ch, const char *value, app_shared *s, char **argv);
 /* After the options: a word left over is a usage error. */
 void app_no_operands(const app *a, int argc, char **argv);
 /* After parsing, for apps that generate or read a graph: --graph and a generator
@@ -171,9 +208,11 @@ typedef struct app_comm_flags {
     uint64_t buffer_kb; /* --buffer-kb */
     const char *route;  /* --route */
     uint64_t node_size; /* --node-size */
+    bool stats;         /* cr_config.print_stats: the counters at cr_comm_destroy (an
+                           app that prints them itself for --stats leaves it false) */
 } app_comm_flags;
 
-/* The runtime flags among the shared ones. */
+/* The runtime flags among the shared ones (stats left false). */
 static inline app_comm_flags app_shared_comm_flags(const app_shared *s)
 {
     return (app_comm_flags){.buffer_kb = s->buffer_kb, .route = s->route,

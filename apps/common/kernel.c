@@ -19,10 +19,7 @@ void kernel_option(kernel_app *k, int ch, const char *value, char **argv)
 {
     switch (ch) {
     case 'T': k->trials = (int)app_parse_u64(&k->a, "--trials", value, 1, 1000); break;
-    case 'V': k->validate = true; break;
     case 'W': k->write_graph = value; break;
-    case 'p': k->a.progress = 1; break;
-    case 'h': app_help(&k->a);
     default: app_other_option(&k->a, ch, value, &k->sh, argv);
     }
 }
@@ -31,6 +28,10 @@ void kernel_parsed(kernel_app *k, int argc, char **argv)
 {
     app_no_operands(&k->a, argc, argv);
     app_shared_graph_check(&k->a, &k->sh);
+    k->validate_when = app_validate_or(&k->sh, APP_VALIDATE_NO);
+    k->validate = k->validate_when == APP_VALIDATE_YES;
+    k->csv = app_open_csv(&k->a, k->sh.csv, "kernel,ranks,vertices,edges,trials,median_s,"
+                                            "min_s,max_s,peak_mib,validated,ok");
 }
 
 /* --validate: the whole graph on rank 0, gathered from the ranks' lists. */
@@ -92,6 +93,8 @@ void kernel_load(kernel_app *k, bool weighted)
     app_agree(a, rc ? err : NULL);
     uint64_t mine = k->edges.count;
     MPI_Allreduce(&mine, &k->total_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (k->validate_when == APP_VALIDATE_AUTO)
+        k->validate = k->total_edges <= (UINT64_C(1) << 22);
     if (k->sh.graph) /* ids used as they are: refuse what cannot fit before allocating */
         k->edges.nvertices = app_file_vertices(a, k->sh.graph, k->edges.nvertices, k->total_edges,
                                                0, 64, 0);
@@ -173,7 +176,14 @@ int kernel_finish(kernel_app *k, const double *seconds, int failures)
         if (k->validate)
             printf("  %s\n", failures ? "VALIDATION FAILED" : "validated against the "
                    "sequential reference: every trial");
+        if (k->csv)
+            fprintf(k->csv, "%s,%d,%llu,%llu,%d,%.6f,%.6f,%.6f,%.1f,%d,%d\n", k->a.name,
+                    k->a.size, (unsigned long long)cr_graph_vertices(k->g),
+                    (unsigned long long)k->total_edges, k->trials, median, lo, hi, peak,
+                    k->validate, !failures);
     }
+    if (k->csv)
+        fclose(k->csv);
     free(sorted);
     cr_graph_destroy(k->g);
     app_comm_destroy(k->comm);

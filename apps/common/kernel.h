@@ -12,10 +12,9 @@
 /* The flags every kernel app takes besides its own. */
 #define KERNEL_LONG_OPTIONS                                                              \
     APP_LONG_SCALE, APP_LONG_EDGEFACTOR, APP_LONG_GENERATOR, APP_LONG_GRAPH, APP_LONG_SEED, \
-        APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_BUFFER_KB, APP_LONG_STATS,          \
-        {"trials", required_argument, 0, 'T'}, {"validate", no_argument, 0, 'V'},       \
-        {"write-graph", required_argument, 0, 'W'}, {"help", no_argument, 0, 'h'},      \
-        {"progress", no_argument, 0, 'p'}
+        APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_BUFFER_KB,                          \
+        {"trials", required_argument, 0, 'T'}, {"write-graph", required_argument, 0, 'W'}, \
+        APP_LONG_COMMON
 
 /* The usage lines of those flags. */
 #define KERNEL_USAGE                                                                     \
@@ -27,21 +26,23 @@
     "                    binary, or a Graph500 dump FILE.g500\n"                        \
     "  --seed S          seed of the graph and of the sources (default 1)\n"            \
     "  --trials N        runs of the kernel, timed each (default 3)\n"                  \
-    "  --validate        check every trial against a sequential run on rank 0 (it\n"    \
-    "                    gathers the whole graph there)\n"                              \
     "  --route R         the comm's route, as COURIER_ROUTE\n"                          \
     "  --node-size K     virtual nodes of K ranks, as COURIER_NODE_SIZE\n"              \
     "  --buffer-kb K     send buffers of K KiB, as COURIER_BUFFER_SIZE\n"               \
     "  --write-graph F   write the graph's edges to F, 'u v' or 'u v w' per line\n"     \
-    "  --stats           print the runtime's counters for the trials\n"                 \
-    "  --progress        a line per phase on standard error\n"                          \
-    "  --help            this text\n"
+    "\n"                                                                                 \
+    "--validate checks every trial against a sequential run on rank 0, which gathers\n"  \
+    "the whole graph (yes; auto: up to 2^22 edges; no, the default: none). --stats\n"    \
+    "prints the runtime's counters for the trials; --quiet leaves out the line per\n"    \
+    "trial; --csv appends one line for the run.\n"
 
 typedef struct kernel_app {
     app a;
     app_shared sh;
     int trials;
-    bool validate;
+    bool validate;        /* --validate, decided once the graph's size is known */
+    int validate_when;    /* APP_VALIDATE_* as given (default no) */
+    FILE *csv;            /* --csv, on rank 0 */
     const char *write_graph;
     cr_edge_list edges;   /* this rank's edges, until the graph is built */
     uint64_t total_edges; /* over all ranks */
@@ -73,6 +74,11 @@ int kernel_sources(kernel_app *k, uint64_t salt, int want, uint64_t *sources);
 /* Gather every rank's per-vertex doubles on rank 0 (all: n entries there, NULL
  * elsewhere). Collective. */
 void kernel_gather(kernel_app *k, const double *mine, double *all);
+/* Whether the line of each trial is printed: on rank 0, without --quiet. Local. */
+static inline bool kernel_trial_lines(const kernel_app *k)
+{
+    return k->a.rank == 0 && !k->sh.quiet;
+}
 /* Rank 0's verdict on a check (1: it failed), on every rank. Collective. */
 int kernel_verdict(const kernel_app *k, int bad);
 /* The first v with got[v] != want[v] beyond rel * max(|want[v]|, floor), or

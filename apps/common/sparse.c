@@ -152,6 +152,8 @@ static int load_graph(cr_gen_kind kind, bool permute, const char *args, uint64_t
         set_err(err, errlen, "generator scale %ld is out of range 1..30", scale);
         return -1;
     }
+    if (!m)
+        return 0; /* checked only */
     cr_edge_list list = {0};
     if (cr_graph_generate(&p, 0, 1, &list, err, errlen) != 0)
         return -1;
@@ -178,6 +180,8 @@ static int load_stencil(int dims, const char *args, sparse_matrix *m, char *err,
         set_err(err, errlen, "stencil size '%s' must be an integer in 1..%ld", args, max);
         return -1;
     }
+    if (!m)
+        return 0;
     uint64_t kk = (uint64_t)k, n = dims == 2 ? kk * kk : kk * kk * kk;
     entries e = {0};
     for (uint64_t i = 0; i < n; i++) {
@@ -401,6 +405,8 @@ static int load_like(const char *args, uint64_t seed, sparse_matrix *m, char *er
         set_err(err, errlen, "like:%s: cannot read '%s' (like:NAME[/D][:F[:K[:B]]])", name, args);
         return -1;
     }
+    if (!m)
+        return 0;
     uint64_t n = sh->rows / div, nnz = sh->nnz / div, rng = seed * 0x9e3779b97f4a7c15ULL + 7;
     uint64_t nodes = (n + (uint64_t)dofs - 1) / (uint64_t)dofs;
     /* Node degrees, in nodes: a row couples with the dofs rows of each neighbour. */
@@ -552,6 +558,10 @@ static int load_mm(const char *path, sparse_matrix *m, char *err, size_t errlen)
     }
     if (mm_header(line, &field, &sym, err, errlen, path) != 0)
         goto out;
+    if (!m) { /* checked only: the file opens and says what it is */
+        rc = 0;
+        goto out;
+    }
     bool have_size = false;
     for (;;) {
         int r = read_line(f, line, sizeof line);
@@ -632,6 +642,11 @@ static int load_sum(const char *spec, const char *plus, uint64_t seed, sparse_ma
         set_err(err, errlen, "out of memory");
         return -1;
     }
+    if (!m) {
+        int rc = load_one(left, seed, NULL, err, errlen);
+        free(left);
+        return rc != 0 ? -1 : sparse_load(plus + 1, seed + 1, NULL, err, errlen);
+    }
     sparse_matrix a, b;
     int rc = load_one(left, seed, &a, err, errlen);
     free(left);
@@ -669,9 +684,16 @@ int sparse_load(const char *spec, uint64_t seed, sparse_matrix *m, char *err, si
     return load_one(spec, seed, m, err, errlen);
 }
 
+int sparse_check(const char *spec, char *err, size_t errlen)
+{
+    return sparse_load(spec, 0, NULL, err, errlen);
+}
+
+/* m NULL: only check the spec (its arguments; a file opens and has a header). */
 static int load_one(const char *spec, uint64_t seed, sparse_matrix *m, char *err, size_t errlen)
 {
-    memset(m, 0, sizeof *m);
+    if (m)
+        memset(m, 0, sizeof *m);
     static const struct {
         const char *prefix;
         int what; /* 0..3 graphs, 4 stencil2d, 5 stencil3d, 6 like */

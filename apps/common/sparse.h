@@ -37,6 +37,9 @@ void sparse_free(sparse_matrix *m);
  *                   general, symmetric or skew-symmetric; square)
  * Returns 0, or -1 with one line in err (for a file: the line number). */
 int sparse_load(const char *spec, uint64_t seed, sparse_matrix *m, char *err, size_t errlen);
+/* Check a spec as sparse_load would, without building the matrix (a file must open
+ * and begin with a Matrix Market header). Returns 0, or -1 with one line in err. */
+int sparse_check(const char *spec, char *err, size_t errlen);
 
 /* The matrices like:NAME knows, in the order of the thesis's Table 6.1. */
 size_t sparse_like_count(void);

@@ -6,11 +6,15 @@
  * advance it too. Every rank of the comm must start the same collectives in the
  * same order, with the same count and algorithm (as with MPI). The algorithms are
  * the schedules of docs/collectives.md; `auto` picks one by rank count and size
- * from a table measured on the development machine (docs/collectives.md). */
+ * from a table measured on the development machine (docs/collectives.md).
+ *
+ * Errors (docs/architecture.md): every call here ends the job with one line on
+ * misuse (a bad type, operator or algorithm, a NULL buffer); none returns one. */
 #ifndef COURIER_COLL_H
 #define COURIER_COLL_H
 
 #include "courier/settings.h"
+#include "courier/types.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,17 +25,6 @@ extern "C" {
 
 typedef struct cr_comm cr_comm;
 typedef struct cr_request cr_request;
-
-typedef enum cr_dtype { CR_INT32, CR_INT64, CR_UINT64, CR_FLOAT, CR_DOUBLE } cr_dtype;
-
-typedef enum cr_op {
-    CR_OP_SUM,
-    CR_OP_MIN,
-    CR_OP_MAX,
-    CR_OP_BAND, /* integers only */
-    CR_OP_BOR,  /* integers only */
-    CR_OP_USER, /* cr_coll_opts.combine */
-} cr_op;
 
 /* acc[i] = acc[i] combined with in[i], for i < count. Must be associative and
  * commutative (like an MPI_Op created with commute = 1). */
@@ -45,7 +38,8 @@ typedef struct cr_coll_opts {
 } cr_coll_opts;
 
 /* Allreduce of `count` elements of `type`: recv = send[rank 0] op ... op send[rank P-1]
- * on every rank, bit-identical on all ranks. send and recv may be the same buffer;
+ * on every rank, bit-identical on all ranks. op: CR_OP_SUM, MIN, MAX, BAND and BOR
+ * (integers) or USER (courier/types.h); FIRST and LAST end the job with one line. send and recv may be the same buffer;
  * both must stay valid until the request completes. opts may be NULL. An
  * algorithm that does not apply to this rank count (for example dissemination for
  * P where no adaption exists) falls back to the butterfly. */

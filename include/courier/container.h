@@ -29,7 +29,9 @@
  * from visitors and from reply callbacks. Create, destroy and the calls marked
  * collective must be made by every rank of the comm, from the main program. A bad
  * argument (a key length out of range, an unknown visitor) ends the job with one
- * line naming it.
+ * line naming it. Errors (docs/architecture.md): the constructors return NULL with
+ * one line in `err` for options a user chose (sizes, kinds), the same on every rank;
+ * save and load return -1 the same way; everything else ends the job on misuse.
  *
  * Storage. Each rank keeps its elements in one open-addressing table (linear
  * probing), which doubles when it is three quarters full: no allocation per
@@ -85,13 +87,13 @@ typedef struct cr_map_opts {
     size_t key_len;      /* bytes, 1 .. CR_MAX_KEY */
     size_t value_len;    /* bytes, 0 .. CR_CONTAINER_MAX_VALUE (0: a set) */
     /* What an insert of a key already present does (dedup.h's rules, applied to the
-     * value): CR_DEDUP_LAST (0 here: the default) overwrites, FIRST keeps the value
+     * value): CR_OP_LAST (0 here: the default) overwrites, FIRST keeps the value
      * there, SUM, MIN, MAX, BOR and BAND combine the value's 8-byte words of `type`
      * (value_len a multiple of 8), USER calls merge_fn. The same rule merges two
      * inserts that meet on the way, so it must be associative; LAST and FIRST then
      * keep the later or the earlier of the two in the order they meet. */
-    cr_dedup_op merge;
-    cr_dedup_type type;
+    cr_op merge;
+    cr_dtype type;
     void (*merge_fn)(void *value, const void *incoming, size_t value_len, void *user);
     void *merge_user;
     bool no_combining;     /* merge inserts only on the owner, never on the way */

@@ -22,6 +22,10 @@
  *
  * Writes combine by the merge rule chosen at creation: overwrite, add, min, max or
  * a user function; the element's old value takes part (add adds to it).
+ *
+ * Errors (docs/architecture.md): misuse (bad options, an index out of range, a
+ * collective from a handler) ends the job with one line; save and load return -1
+ * with one line in `err`, the same on every rank.
  */
 #ifndef COURIER_DARRAY_H
 #define COURIER_DARRAY_H
@@ -30,6 +34,7 @@
 #include "courier/io.h"
 #include "courier/mailbox.h"
 #include "courier/route.h"
+#include "courier/types.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -39,16 +44,6 @@ extern "C" {
 #endif
 
 typedef struct cr_darray cr_darray;
-
-typedef enum cr_darray_merge {
-    CR_DARRAY_OVERWRITE = 0, /* lock-step: the write of the highest rank wins, of its
-                                writes to one index its last; async: one of the
-                                writes wins (which one depends on arrival order) */
-    CR_DARRAY_ADD,           /* element += value (8-byte elements of `type`) */
-    CR_DARRAY_MIN,           /* element = min(element, value) */
-    CR_DARRAY_MAX,
-    CR_DARRAY_USER,          /* combine(element, value, elem_size, combine_user) */
-} cr_darray_merge;
 
 typedef enum cr_darray_aggregation {
     CR_DARRAY_AGG_NONE = 0, /* every request travels on its own */
@@ -70,8 +65,15 @@ typedef enum cr_darray_exchange {
 } cr_darray_exchange;
 
 typedef struct cr_darray_opts {
-    cr_darray_merge merge;
-    cr_dedup_type type; /* ADD, MIN, MAX: the element is one 8-byte value of this type */
+    /* How a write meets the element (operators of courier/types.h):
+     * 0 or CR_OP_LAST  overwrite. Lock-step: the write of the highest rank wins, of
+     *                  its writes to one index its last. Async: one of the writes wins
+     *                  (which one depends on arrival order).
+     * CR_OP_SUM, MIN, MAX  element = element op value (one 8-byte value of `type`)
+     * CR_OP_USER       combine(element, value, elem_size, combine_user)
+     * Other operators are refused at creation. */
+    cr_op merge;
+    cr_dtype type; /* SUM, MIN, MAX: CR_INT64, CR_UINT64 or CR_DOUBLE */
     /* USER: merge `src` into `dst` (both elem_size bytes); must be commutative and
      * associative, since requests merge in any order. */
     void (*combine)(void *dst, const void *src, size_t elem_size, void *user);

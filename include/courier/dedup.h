@@ -14,34 +14,23 @@
  * that reaches it (issued there or passing through) until the reply comes, then fans
  * the reply out to all of them. Replies travel back along the reverse of the path
  * their request took, so every rank that merged splits the reply again.
+ *
+ * Errors (docs/architecture.md): cr_dedup_rule_apply returns -1 with one line in
+ * `err` (a rule can come from a user's choice); the other calls end the job with one
+ * line on misuse.
  */
 #ifndef COURIER_DEDUP_H
 #define COURIER_DEDUP_H
 
 #include "courier/mailbox.h"
+#include "courier/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum cr_dedup_op {
-    CR_DEDUP_SUM = 1, /* values added */
-    CR_DEDUP_MIN,     /* the smaller value of each pair */
-    CR_DEDUP_MAX,
-    CR_DEDUP_BOR,     /* bitwise or (integer types) */
-    CR_DEDUP_BAND,    /* bitwise and (integer types) */
-    CR_DEDUP_FIRST,   /* the first record's payload stays, later ones are dropped */
-    CR_DEDUP_LAST,    /* the later record's payload replaces the earlier one */
-    CR_DEDUP_USER,    /* rule.combine */
-} cr_dedup_op;
-
-typedef enum cr_dedup_type {
-    CR_DEDUP_INT64 = 1,
-    CR_DEDUP_UINT64,
-    CR_DEDUP_DOUBLE,
-} cr_dedup_type;
-
-/* How records of one handler merge. For SUM, MIN, MAX, BOR and BAND the values are
+/* How records of one handler merge (the operators of courier/types.h). For
+ * CR_OP_SUM, MIN, MAX, BOR and BAND the values are
  * the 8-byte words of `type` after the key, from offset pad8(key_len) (the key
  * rounded up to 8 bytes) to the end of the payload; each word is combined with the
  * word at the same place. FIRST and LAST keep one payload whole, "first" and "last"
@@ -51,8 +40,9 @@ typedef enum cr_dedup_type {
  * dst's key. */
 typedef struct cr_dedup_rule {
     size_t key_len;     /* 1 .. CR_MAX_KEY */
-    cr_dedup_op op;
-    cr_dedup_type type; /* for SUM .. BAND */
+    cr_op op;           /* any operator of courier/types.h */
+    cr_dtype type;      /* SUM, MIN, MAX: CR_INT64, CR_UINT64 or CR_DOUBLE;
+                           BAND, BOR: CR_INT64 or CR_UINT64 */
     void (*combine)(void *dst, const void *src, size_t len, void *user); /* for USER */
     void *combine_user;
 } cr_dedup_rule;

@@ -3,7 +3,11 @@
  *
  * Generators are communication-free: edge i of a graph is a pure function of the
  * seed and i, and rank r of P generates edges [i*r/P ...), so the same edge multiset
- * comes out for any number of ranks (docs/graph.md). */
+ * comes out for any number of ranks (docs/graph.md).
+ *
+ * Errors (docs/architecture.md): what depends on input (parameters, files, weights,
+ * a root or source that is not a vertex) returns -1 with one line in `err`, the same
+ * on every rank for collective calls; misuse ends the job with one line. */
 #ifndef COURIER_GRAPH_H
 #define COURIER_GRAPH_H
 

@@ -2,7 +2,10 @@
  * sorted order) is split among the ranks by bytes, so each rank reads about 1/P of
  * the data, and every line is handed exactly once to a callback on the rank that
  * holds its first byte. Gzip-compressed files (".gz") cannot be entered in the
- * middle: each goes whole to one rank. docs/io.md has the details and the costs. */
+ * middle: each goes whole to one rank. docs/io.md has the details and the costs.
+ *
+ * Errors (docs/architecture.md): files, disks and their contents give -1 with one
+ * line in `err`, the same on every rank; misuse ends the job with one line. */
 #ifndef COURIER_IO_H
 #define COURIER_IO_H
 

@@ -14,14 +14,17 @@
  * different generations may not be. Each rank's memory stays within
  * cr_memory_bound.
  *
- * Threading: a cr_comm is used by one thread. Errors in the use of the API (a bad
- * rank, an unknown handler, a barrier called from a handler) print one line naming
- * the problem to stderr and call MPI_Abort.
+ * Threading: a cr_comm is used by one thread. Errors (docs/architecture.md): misuse
+ * of the API (a bad rank, an unknown handler, a barrier called from a handler)
+ * prints one line naming the problem to stderr and calls MPI_Abort; a bad setting
+ * in the environment does the same at cr_comm_create. Nothing here returns an
+ * error except the parsers (cr_config_validate, the name parsers).
  *
  * Which calls may run handlers. Handlers run only inside Courier calls that run the
  * event loop, never asynchronously. Called from the main program, these may run
  * handlers of incoming messages before they return:
- *   cr_register, cr_register_type, cr_async, cr_async_bcast, cr_progress, cr_barrier,
+ *   cr_register, cr_register_type, cr_async, cr_async_bcast, cr_async_mcast,
+ *   cr_progress, cr_barrier,
  *   cr_nbx_exchange[_with], cr_request_wait, cr_request_test, cr_comm_destroy.
  * So a handler may already run for a message that a faster rank sent right after
  * it returned from cr_register: set up the state handlers use (counters, tables)
@@ -39,6 +42,15 @@
 #include "courier/settings.h"
 
 #include <mpi.h>
+
+/* The MPI this Courier was built with, as its pkg-config file and CMake package
+ * record it: a program compiled against another MPI's <mpi.h> stops here. */
+#if defined(COURIER_BUILT_WITH_OPEN_MPI) && !defined(OPEN_MPI)
+#error "Courier was built with Open MPI, but this <mpi.h> is another MPI's: compile with Open MPI's mpicc"
+#endif
+#if defined(COURIER_BUILT_WITH_MPICH) && !defined(MPICH_VERSION)
+#error "Courier was built with MPICH, but this <mpi.h> is another MPI's: compile with MPICH's mpicc"
+#endif
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -281,6 +293,17 @@ void cr_async(cr_comm *comm, int dest, int handler, const void *payload, size_t 
  * one copy per node crosses between nodes and is fanned out on the node it
  * reaches. */
 void cr_async_bcast(cr_comm *comm, int handler, const void *payload, size_t len);
+
+/* Send the same message to each of the n ranks in `ranks` (each at most once; the
+ * caller may be one of them): the handler runs once on each, with the caller as
+ * `src`. Local; may run handlers as cr_async does (after the payload and the list are
+ * copied). Under a route, one copy travels per next hop, not per destination: where
+ * the routes to several listed ranks share a hop, one record carries the payload and
+ * the list of ranks beyond it, and is split again where the routes part. A rank out
+ * of range or listed twice ends the job with one line. The record holds the payload
+ * and 4 bytes per listed rank, at most CR_MAX_PAYLOAD in all. */
+void cr_async_mcast(cr_comm *comm, const int *ranks, size_t n, int handler, const void *payload,
+                    size_t len);
 
 /* Send every buffered message now, without waiting for delivery. Local. */
 void cr_flush(cr_comm *comm);

@@ -16,6 +16,9 @@
  * All three return the same result. While the call waits, the comm's event loop
  * keeps running, so asynchronous handlers of earlier cr_async calls still run.
  * See docs/sparse_exchange.md.
+ *
+ * Errors (docs/architecture.md): misuse (a bad rank, a message of 2 GiB or more)
+ * ends the job with one line; the name parser returns -1 for an unknown name.
  */
 #ifndef COURIER_NBX_H
 #define COURIER_NBX_H

@@ -19,6 +19,9 @@
  * gives the same plan on every rank that calls it with the same input. A plan says,
  * for every original message, the ranks it passes through; everything one rank sends
  * to another in one iteration is one combined message (a "link").
+ *
+ * Errors (docs/architecture.md): a matrix or topology that cannot be planned gives
+ * NULL with one line in `err` (they come from data); misuse ends the job.
  */
 #ifndef COURIER_PLAN_H
 #define COURIER_PLAN_H

@@ -11,6 +11,10 @@
  * A cr_comm builds its layout and router at creation from cr_config.route and
  * cr_config.node_size (COURIER_ROUTE, COURIER_NODE_SIZE) and forwards records by
  * itself; handlers always see the rank that called cr_async() as `src`.
+ *
+ * Errors (docs/architecture.md): routes and layouts come from text and data, so the
+ * parser and the constructors return -1 or NULL (with one line where they take
+ * `err`); nothing here ends the job.
  */
 #ifndef COURIER_ROUTE_H
 #define COURIER_ROUTE_H

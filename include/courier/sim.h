@@ -5,7 +5,11 @@
  * only the transport differs. A seeded scheduler decides which rank runs next and
  * in which order arrived buffers are received, so a run replays exactly from its
  * seed. No MPI is needed (MPI_Init is not called). The collectives (coll.h) and
- * cr_nbx_exchange run here too, on the transport's module channels. */
+ * cr_nbx_exchange run here too, on the transport's module channels.
+ *
+ * Errors (docs/architecture.md): cr_sim_run returns -1 with one line in `err` for
+ * a bad configuration or a deadlock; misuse inside a virtual rank ends the run
+ * (the process) with one line, as it ends an MPI job. */
 #ifndef COURIER_SIM_H
 #define COURIER_SIM_H
 

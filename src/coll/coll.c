@@ -766,10 +766,11 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
                           cr_op op, const cr_coll_opts *opts)
 {
     check_caller(c, "cr_iallreduce");
-    if ((unsigned)type > CR_DOUBLE)
+    if (type < CR_INT32 || type > CR_DOUBLE)
         cr_fatal("cr_iallreduce: datatype %d is not valid", (int)type);
-    if ((unsigned)op > CR_OP_USER)
-        cr_fatal("cr_iallreduce: operation %d is not valid", (int)op);
+    if (op < CR_OP_SUM || op > CR_OP_USER || op == CR_OP_FIRST || op == CR_OP_LAST)
+        cr_fatal("cr_iallreduce: operation %d is not valid (sum, min, max, band, bor or user)",
+                 (int)op);
     if ((op == CR_OP_BAND || op == CR_OP_BOR) && is_float(type))
         cr_fatal("cr_iallreduce: %s is not defined for floating-point data",
                  op == CR_OP_BAND ? "band" : "bor");

@@ -3,6 +3,7 @@
  * (nbx.h): each rank sends its items' runs to the ranks that take them. */
 #include "container/container_internal.h"
 
+#include "common/block.h"
 #include "common/fatal.h"
 #include "courier/coll.h"
 #include "courier/nbx.h"
@@ -141,13 +142,6 @@ uint64_t cr_bag_size(cr_bag *bag)
     return total;
 }
 
-/* The first global position rank r holds after rebalancing n items (blocks). */
-static uint64_t block_start(uint64_t n, int p, int r)
-{
-    uint64_t q = n / (uint64_t)p, rem = n % (uint64_t)p;
-    return (uint64_t)r * q + ((uint64_t)r < rem ? (uint64_t)r : rem);
-}
-
 /* Send this rank's items, which hold global positions [first, first + count), to the
  * ranks whose targets [start(r), start(r + 1)) they fall in; take what arrives, in
  * rank order. start(r) must be monotone with start(0) = 0 and start(P) = total. */
@@ -198,7 +192,7 @@ static void redistribute(cr_bag *bag, uint64_t first, uint64_t (*start)(uint64_t
 static uint64_t balanced_start(uint64_t total, int p, int r, int unused)
 {
     (void)unused;
-    return block_start(total, p, r);
+    return cr_block_first(total, p, r); /* blocks after rebalancing */
 }
 
 static uint64_t all_to_root(uint64_t total, int p, int r, int root)

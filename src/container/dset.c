@@ -185,7 +185,7 @@ cr_disjoint_set *cr_disjoint_set_create(cr_comm *comm, cr_union_fn on_union_fn, 
                             .on_union = on_union_fn, .user = user};
     ct_init(&ds->table, 8, 8);
     ds->h_union = cr_register_type(comm, &(cr_handler_type){.fn = on_union, .name = "disjoint-set union"}, ds);
-    cr_dedup_rule first = {.key_len = 8, .op = CR_DEDUP_FIRST};
+    cr_dedup_rule first = {.key_len = 8, .op = CR_OP_FIRST};
     ds->h_touch = cr_dedup_register(comm, &(cr_handler_type){.batch = on_touch, .name = "disjoint-set add"}, &first, ds);
     ds->h_find = cr_register_type(comm, &(cr_handler_type){.fn = on_find, .name = "disjoint-set find"}, ds);
     ds->h_found = cr_register_type(comm, &(cr_handler_type){.fn = on_found, .name = "disjoint-set found"}, ds);

@@ -466,12 +466,12 @@ static void cache_unregister(cr_map *m)
 }
 
 /* A cache for maps whose result does not depend on the order of inserts. */
-static void cache_init(cr_map *m, cr_dedup_op op, cr_dedup_type type, bool no_combining)
+static void cache_init(cr_map *m, cr_op op, cr_dtype type, bool no_combining)
 {
-    bool orderless = m->value_len == 0 || (op >= CR_DEDUP_SUM && op <= CR_DEDUP_BAND);
+    bool orderless = m->value_len == 0 || (op >= CR_OP_SUM && op <= CR_OP_BAND);
     if (!orderless || no_combining)
         return;
-    m->add_u64 = op == CR_DEDUP_SUM && m->value_len == 8 && type != CR_DEDUP_DOUBLE;
+    m->add_u64 = op == CR_OP_SUM && m->value_len == 8 && type != CR_DOUBLE;
     m->handler_depth = cr_module_handler_depth(m->comm);
     if (m->add_u64 && m->key_len == 8) {
         m->counts = calloc(COUNT_SLOTS, sizeof *m->counts);
@@ -679,13 +679,13 @@ static int check_opts(const cr_map_opts *o, char *err, size_t errlen)
                  CR_CONTAINER_MAX_VALUE);
         return -1;
     }
-    bool numeric = o->merge >= CR_DEDUP_SUM && o->merge <= CR_DEDUP_BAND;
+    bool numeric = o->merge >= CR_OP_SUM && o->merge <= CR_OP_BAND;
     if (numeric && (o->value_len == 0 || o->value_len % 8)) {
         snprintf(err, errlen, "merge rule %d needs a value of 8-byte words, not %zu bytes",
                  (int)o->merge, o->value_len);
         return -1;
     }
-    if (o->merge == CR_DEDUP_USER && !o->merge_fn) {
+    if (o->merge == CR_OP_USER && !o->merge_fn) {
         snprintf(err, errlen, "merge rule user needs merge_fn");
         return -1;
     }
@@ -717,14 +717,14 @@ static cr_map *map_create(cr_comm *comm, const cr_map_opts *o, const char *name,
     ct_init(&m->table, o->key_len, o->value_len);
 
     /* The rule, from dedup, over the record; a set (no value) keeps the first. */
-    cr_dedup_rule rule = {.key_len = o->key_len, .op = o->merge ? o->merge : CR_DEDUP_LAST,
+    cr_dedup_rule rule = {.key_len = o->key_len, .op = o->merge ? o->merge : CR_OP_LAST,
                           .type = o->type, .combine = user_merge, .combine_user = m};
     if (o->value_len == 0)
-        rule.op = CR_DEDUP_FIRST;
+        rule.op = CR_OP_FIRST;
     cr_handler_type ins = {.batch = on_inserts, .name = "container insert"};
     if (cr_dedup_rule_apply(&rule, &ins, err, errlen))
         cr_fatal("%s: %s", name, err); /* check_opts let a bad rule through */
-    m->merge = rule.op == CR_DEDUP_FIRST ? NULL : ins.combine;
+    m->merge = rule.op == CR_OP_FIRST ? NULL : ins.combine;
     m->merge_user = ins.combine_user;
     if (o->no_combining)
         ins.key_len = 0, ins.combine = NULL, ins.combine_user = NULL;
@@ -1003,8 +1003,8 @@ cr_counting_set *cr_counting_set_create(cr_comm *comm, size_t key_len, char *err
     cr_counting_set *cs = malloc(sizeof *cs);
     if (!cs)
         cr_fatal("cr_counting_set: out of memory creating the set");
-    cr_map_opts o = {.key_len = key_len, .value_len = 8, .merge = CR_DEDUP_SUM,
-                     .type = CR_DEDUP_UINT64};
+    cr_map_opts o = {.key_len = key_len, .value_len = 8, .merge = CR_OP_SUM,
+                     .type = CR_UINT64};
     cs->map = map_create(comm, &o, "cr_counting_set", why, sizeof why);
     if (!cs->map) {
         snprintf(err, errlen, "cr_counting_set_create: %s", why);

@@ -1,8 +1,8 @@
-/* The distributed array's base: the block distribution, the merge rules and the
- * byte vectors the lock-step mode builds its buffers in. darray.c (creation, the
- * asynchronous mode) and lockstep.c both build on it. */
+/* The distributed array's base: the public names of the block distribution
+ * (common/block.h), the merge rules and the byte vectors the lock-step mode builds
+ * its buffers in. darray.c (creation, the asynchronous mode) and lockstep.c both
+ * build on it. */
 #include "darray/darray_internal.h"
-#include "darray/layout.h"
 
 #include "common/fatal.h"
 
@@ -11,30 +11,15 @@
 
 /* ---- the block distribution ---------------------------------------------------- */
 
-/* The first n % p ranks hold one element more: blocks differ by at most one. */
 void cr_darray_block(uint64_t n, int p, int r, uint64_t *first, uint64_t *count)
 {
-    uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p, ur = (uint64_t)r;
-    *count = base + (ur < extra);
-    *first = ur * base + (ur < extra ? ur : extra);
-}
-
-static int log2_exact(uint64_t x)
-{
-    return x && !(x & (x - 1)) ? __builtin_ctzll(x) : -1;
-}
-
-darray_layout darray_layout_of(uint64_t n, int p)
-{
-    uint64_t base = n / (uint64_t)p, extra = n % (uint64_t)p;
-    return (darray_layout){.cut = extra * (base + 1), .big = base + 1, .base = base,
-                           .extra = extra, .shift = extra == 0 ? log2_exact(base) : -1};
+    *first = cr_block_first(n, p, r);
+    *count = cr_block_count(n, p, r);
 }
 
 int cr_darray_owner(uint64_t n, int p, uint64_t i)
 {
-    darray_layout l = darray_layout_of(n, p);
-    return darray_layout_owner(&l, i);
+    return cr_block_owner(n, p, i);
 }
 
 /* ---- bytes ------------------------------------------------------------------- */
@@ -64,11 +49,11 @@ void darray_bytes_free(darray_bytes *b)
 void cr_darray_apply(const cr_darray *a, void *dst, const void *src)
 {
     const cr_darray_opts *o = &a->opts;
-    if (o->merge == CR_DARRAY_OVERWRITE) {
+    if (o->merge == CR_OP_LAST) {
         memcpy(dst, src, a->elem);
         return;
     }
-    if (o->merge == CR_DARRAY_USER) {
+    if (o->merge == CR_OP_USER) {
         o->combine(dst, src, a->elem, o->combine_user);
         return;
     }
@@ -79,13 +64,13 @@ void cr_darray_apply(const cr_darray *a, void *dst, const void *src)
     } x, y;
     memcpy(&x, dst, 8);
     memcpy(&y, src, 8);
-    bool add = o->merge == CR_DARRAY_ADD, min = o->merge == CR_DARRAY_MIN;
+    bool add = o->merge == CR_OP_SUM, min = o->merge == CR_OP_MIN;
     switch (o->type) {
-    case CR_DEDUP_INT64:
+    case CR_INT64:
         x.i = add ? (int64_t)((uint64_t)x.i + (uint64_t)y.i)
                   : (min ? (y.i < x.i ? y.i : x.i) : (y.i > x.i ? y.i : x.i));
         break;
-    case CR_DEDUP_UINT64:
+    case CR_UINT64:
         x.u = add ? x.u + y.u : (min ? (y.u < x.u ? y.u : x.u) : (y.u > x.u ? y.u : x.u));
         break;
     default:

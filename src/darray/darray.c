@@ -60,15 +60,15 @@ static cr_dedup_rule write_rule(const cr_darray *a)
 {
     cr_dedup_rule r = {.key_len = 8, .type = a->opts.type};
     switch (a->opts.merge) {
-    case CR_DARRAY_ADD: r.op = CR_DEDUP_SUM; break;
-    case CR_DARRAY_MIN: r.op = CR_DEDUP_MIN; break;
-    case CR_DARRAY_MAX: r.op = CR_DEDUP_MAX; break;
-    case CR_DARRAY_USER:
-        r.op = CR_DEDUP_USER;
+    case CR_OP_SUM: r.op = CR_OP_SUM; break;
+    case CR_OP_MIN: r.op = CR_OP_MIN; break;
+    case CR_OP_MAX: r.op = CR_OP_MAX; break;
+    case CR_OP_USER:
+        r.op = CR_OP_USER;
         r.combine = combine_user_writes;
         r.combine_user = (void *)a;
         break;
-    default: r.op = CR_DEDUP_LAST; break;
+    default: r.op = CR_OP_LAST; break;
     }
     return r;
 }
@@ -117,13 +117,13 @@ void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value)
 {
     check_index(a, "cr_darray_async_write", i);
     char *rec = async_record(a, i, value, a->elem);
-    cr_async(a->comm, darray_layout_owner(&a->layout, i), a->h_write, rec, 8 + a->elem);
+    cr_async(a->comm, cr_block_layout_owner(&a->layout, i), a->h_write, rec, 8 + a->elem);
 }
 
 void cr_darray_async_read(cr_darray *a, uint64_t i, cr_dedup_reply_fn fn, void *ctx)
 {
     check_index(a, "cr_darray_async_read", i);
-    cr_dedup_request(a->comm, darray_layout_owner(&a->layout, i), a->h_read, &i, sizeof i, fn,
+    cr_dedup_request(a->comm, cr_block_layout_owner(&a->layout, i), a->h_read, &i, sizeof i, fn,
                      ctx);
 }
 
@@ -150,7 +150,7 @@ void cr_darray_async_visit(cr_darray *a, uint64_t i, int visit, const void *args
     if (len && !args)
         cr_fatal("cr_darray_async_visit: args is NULL but its length is %zu", len);
     char *rec = async_record(a, i, args, len);
-    cr_async(a->comm, darray_layout_owner(&a->layout, i), a->visits[visit]->handler_id, rec,
+    cr_async(a->comm, cr_block_layout_owner(&a->layout, i), a->visits[visit]->handler_id, rec,
              8 + len);
 }
 
@@ -158,7 +158,7 @@ void cr_darray_async_visit(cr_darray *a, uint64_t i, int visit, const void *args
 
 void cr_darray_opts_init(cr_darray_opts *o)
 {
-    *o = (cr_darray_opts){.merge = CR_DARRAY_OVERWRITE, .type = CR_DEDUP_INT64,
+    *o = (cr_darray_opts){.merge = CR_OP_LAST, .type = CR_INT64,
                           .route = {.kind = CR_ROUTE_DIRECT},
                           .aggregation = CR_DARRAY_AGG_HASH, .coalesce_reads = 1};
 }
@@ -180,18 +180,20 @@ static void check_opts(const cr_darray_opts *o, size_t elem_size)
         cr_fatal("cr_darray_create: element size %zu is out of range: expected 1 to 4096",
                  elem_size);
     switch (o->merge) {
-    case CR_DARRAY_OVERWRITE: break;
-    case CR_DARRAY_ADD:
-    case CR_DARRAY_MIN:
-    case CR_DARRAY_MAX:
+    case CR_OP_LAST: break;
+    case CR_OP_SUM:
+    case CR_OP_MIN:
+    case CR_OP_MAX:
         if (elem_size != 8)
             cr_fatal("cr_darray_create: merge add, min and max need 8-byte elements, not %zu "
-                     "bytes (use CR_DARRAY_USER)",
+                     "bytes (use CR_OP_USER)",
                      elem_size);
-        if (o->type < CR_DEDUP_INT64 || o->type > CR_DEDUP_DOUBLE)
-            cr_fatal("cr_darray_create: unknown element type %d", (int)o->type);
+        if (o->type != CR_INT64 && o->type != CR_UINT64 && o->type != CR_DOUBLE)
+            cr_fatal("cr_darray_create: element type %d is not one of CR_INT64, CR_UINT64 "
+                     "and CR_DOUBLE",
+                     (int)o->type);
         break;
-    case CR_DARRAY_USER:
+    case CR_OP_USER:
         if (!o->combine)
             cr_fatal("cr_darray_create: merge user needs a combine function");
         break;
@@ -216,6 +218,8 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
         o = *opts;
     else
         cr_darray_opts_init(&o);
+    if ((int)o.merge == 0)
+        o.merge = CR_OP_LAST; /* zero asks for the default, an overwrite */
     check_opts(&o, elem_size);
     cr_darray *a = cr_xcalloc(1, sizeof *a);
     a->comm = comm;
@@ -225,7 +229,7 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
     a->rank = cr_comm_rank(comm);
     a->size = cr_comm_size(comm);
     cr_darray_block(n, a->size, a->rank, &a->first, &a->count);
-    a->layout = darray_layout_of(n, a->size);
+    a->layout = cr_block_layout_of(n, a->size);
     a->data = cr_xcalloc(a->count ? a->count : 1, elem_size);
     cr_darray_grid_init(a);
     darray_bytes_grow(&a->writes, 0); /* never NULL: the steps copy from them */

@@ -5,7 +5,7 @@
 #define COURIER_DARRAY_INTERNAL_H
 
 #include "courier/darray.h"
-#include "darray/layout.h"
+#include "common/block.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,6 +28,9 @@ typedef struct lockstep_grid {
                          coordinate is then a shift and a mask), else -1 */
 } lockstep_grid;
 
+/* An aggregation's operations (lockstep.c), chosen once at creation. */
+typedef struct darray_aggregation darray_aggregation;
+
 struct cr_darray {
     cr_comm *comm;
     cr_darray_opts opts;
@@ -35,7 +38,7 @@ struct cr_darray {
     size_t elem;      /* element darray_bytes */
     int rank, size;
     uint64_t first, count;
-    darray_layout layout; /* the owners of indices */
+    cr_block_layout layout; /* the owners of indices */
     char *data;       /* count * elem */
 
     int h_write;      /* asynchronous mode: handler of writes */
@@ -46,6 +49,7 @@ struct cr_darray {
     size_t scratch_cap;
 
     lockstep_grid grid;
+    const darray_aggregation *agg; /* opts.aggregation's operations */
     bool by_mailbox;         /* lock-step stages move as mailbox records */
     int h_segment;           /* their handler */
     darray_bytes *staging;   /* [largest dimension] what each partner sent, this stage */

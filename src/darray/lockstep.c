@@ -51,8 +51,11 @@ static void lap(uint64_t *phase, uint64_t *since)
 /* ---- the grid ----------------------------------------------------------------- */
 
 /* Dimensions for P, most significant first; dimensions of 1 are left out. */
+static const darray_aggregation *aggregation_of(cr_darray_aggregation kind);
+
 void cr_darray_grid_init(cr_darray *a)
 {
+    a->agg = aggregation_of(a->opts.aggregation);
     lockstep_grid *g = &a->grid;
     const cr_route *r = &a->opts.route;
     int p = a->size, dims[64], nd = 0;
@@ -368,7 +371,7 @@ static inline void copy_rec(char *dst, const char *src, size_t rec)
  * (shifts in place of divisions where n and P are powers of two, the usual case). */
 static inline int hop_of(const cr_darray *a, int d, uint64_t index)
 {
-    return coord(&a->grid, darray_layout_owner(&a->layout, index), d);
+    return coord(&a->grid, cr_block_layout_owner(&a->layout, index), d);
 }
 
 /* How two write records for one index become one (dst keeps the result). Overwrite
@@ -376,7 +379,7 @@ static inline int hop_of(const cr_darray *a, int d, uint64_t index)
  * the records meet in, so every aggregation gives the same result. */
 static void merge_write(const cr_darray *a, char *dst, const char *src)
 {
-    if (a->opts.merge == CR_DARRAY_OVERWRITE) {
+    if (a->opts.merge == CR_OP_LAST) {
         uint64_t sd, ss;
         memcpy(&sd, dst + 8, 8);
         memcpy(&ss, src + 8, 8);
@@ -560,36 +563,61 @@ static void counts_of_sorted(const cr_darray *a, int d, const char *in, size_t m
     }
 }
 
-/* One hop's aggregation: the m records of `in` (as received: nseg sorted segments
- * of seg[k] records under sort aggregation) become the records to send in dimension
- * d, in `out`, ordered by next hop with counts[] per hop. pos[j] (reads under none
- * and hash aggregation) is where in[j]'s request went. Returns the records to send. */
-static size_t aggregate(cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
-                        int nseg, size_t rec, darray_bytes *out, size_t *counts, uint32_t *pos,
-                        merge_fn merge)
+/* How one aggregation merges identical requests (thesis 4.4, 4.5): a table of
+ * operations chosen once, when the array is created (cr_darray_grid_init), so that
+ * the steps below are written once for all three. */
+typedef struct frame frame;
+struct darray_aggregation {
+    bool sorted; /* requests sorted once at their source and kept in sorted segments;
+                    replies split by search (sort), or by position (none, hash) */
+    bool merges; /* requests merged at the owner count in merged_hops */
+    /* One hop: the m records of `in` (as received: nseg sorted segments of seg[k]
+     * records when sorted) become the records to send in dimension d, in `out`,
+     * ordered by next hop with counts[] per hop; pos[j] (when not sorted, reads
+     * only) is where in[j]'s request went. Returns the records to send. */
+    size_t (*hop)(const cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
+                  int nseg, size_t rec, darray_bytes *out, size_t *counts, uint32_t *pos,
+                  merge_fn merge);
+    /* The owner's reads: the requests that reached it (f->R) become the indices it
+     * reads, each once; f->pos or f->U hold what split_replies needs. Returns them,
+     * with their number in *served. */
+    const uint64_t *(*serve)(const cr_darray *a, frame *f, size_t *served);
+};
+
+static size_t hop_none(const cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
+                       int nseg, size_t rec, darray_bytes *out, size_t *counts, uint32_t *pos,
+                       merge_fn merge)
 {
-    switch (a->opts.aggregation) {
-    case CR_DARRAY_AGG_NONE:
-        bucket_by_hop(a, d, in, m, rec, out, counts, pos);
-        return m;
-    case CR_DARRAY_AGG_HASH: {
-        darray_bytes unique = {0};
-        size_t u = hash_unique(a, in, m, rec, &unique, pos, merge);
-        uint32_t *where = cr_xmalloc((u ? u : 1) * sizeof *where);
-        bucket_by_hop(a, d, unique.data, u, rec, out, counts, where);
-        if (pos)
-            for (size_t j = 0; j < m; j++)
-                pos[j] = where[pos[j]];
-        free(where);
-        darray_bytes_free(&unique);
-        return u;
-    }
-    default: {
-        size_t u = merge_presorted(a, in, seg, nseg, rec, out, merge);
-        counts_of_sorted(a, d, out->data, u, rec, counts);
-        return u;
-    }
-    }
+    (void)seg, (void)nseg, (void)merge;
+    bucket_by_hop(a, d, in, m, rec, out, counts, pos);
+    return m;
+}
+
+static size_t hop_hash(const cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
+                       int nseg, size_t rec, darray_bytes *out, size_t *counts, uint32_t *pos,
+                       merge_fn merge)
+{
+    (void)seg, (void)nseg;
+    darray_bytes unique = {0};
+    size_t u = hash_unique(a, in, m, rec, &unique, pos, merge);
+    uint32_t *where = cr_xmalloc((u ? u : 1) * sizeof *where);
+    bucket_by_hop(a, d, unique.data, u, rec, out, counts, where);
+    if (pos)
+        for (size_t j = 0; j < m; j++)
+            pos[j] = where[pos[j]];
+    free(where);
+    darray_bytes_free(&unique);
+    return u;
+}
+
+static size_t hop_sort(const cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
+                       int nseg, size_t rec, darray_bytes *out, size_t *counts, uint32_t *pos,
+                       merge_fn merge)
+{
+    (void)m, (void)pos;
+    size_t u = merge_presorted(a, in, seg, nseg, rec, out, merge);
+    counts_of_sorted(a, d, out->data, u, rec, counts);
+    return u;
 }
 
 static void count_merged(cr_darray *a, int d, size_t before, size_t after)
@@ -608,7 +636,7 @@ static void count_at_owner(cr_darray *a, size_t m, const size_t *seg, size_t mer
     const lockstep_grid *g = &a->grid;
     if (g->ndims > 0)
         a->stats.reached_owner += m - seg[coord(g, a->rank, g->ndims - 1)];
-    if (a->opts.aggregation != CR_DARRAY_AGG_NONE)
+    if (a->agg->merges)
         a->stats.merged_hops += merged;
 }
 
@@ -629,7 +657,7 @@ static size_t pad8(size_t n)
 /* A write record: {index, stamp (overwrite only), value padded to 8}. */
 static size_t write_rec(const cr_darray *a)
 {
-    return 8 + (a->opts.merge == CR_DARRAY_OVERWRITE ? 8 : 0) + pad8(a->elem);
+    return 8 + (a->opts.merge == CR_OP_LAST ? 8 : 0) + pad8(a->elem);
 }
 
 /* ---- writes -------------------------------------------------------------------- */
@@ -641,7 +669,7 @@ static void step_writes(cr_darray *a)
     a->stats.requests += m;
     darray_bytes out = {0}, recv = {0}, final = {0};
     uint64_t clock = now_ns();
-    if (a->opts.aggregation == CR_DARRAY_AGG_SORT) /* sorted once, at the source */
+    if (a->agg->sorted) /* sorted once, at the source */
         sort_by_index(a->writes.data, m, rec, a->n);
     const char *in = a->writes.data;
     size_t *seg = cr_xmalloc(sizeof *seg), *counts = NULL; /* the input's sorted segments */
@@ -649,7 +677,7 @@ static void step_writes(cr_darray *a)
     int nseg = 1;
     for (int d = 0; d < g->ndims; d++) {
         counts = cr_xrealloc(counts, (size_t)g->dims[d] * sizeof *counts);
-        size_t u = aggregate(a, d, in, m, seg, nseg, rec, &out, counts, NULL, merge_write);
+        size_t u = a->agg->hop(a, d, in, m, seg, nseg, rec, &out, counts, NULL, merge_write);
         count_merged(a, d, m, u);
         seg = cr_xrealloc(seg, (size_t)g->dims[d] * sizeof *seg);
         nseg = g->dims[d];
@@ -663,7 +691,7 @@ static void step_writes(cr_darray *a)
      * merged first, so that overwrite stamps decide, then applied. */
     size_t u = hash_unique(a, in, m, rec, &final, NULL, merge_write);
     count_at_owner(a, m, seg, m - u);
-    size_t voff = a->opts.merge == CR_DARRAY_OVERWRITE ? 16 : 8;
+    size_t voff = a->opts.merge == CR_OP_LAST ? 16 : 8;
     for (size_t j = 0; j < u; j++) {
         const char *r = final.data + j * rec;
         cr_darray_apply(a, elem_at(a, index_of(r)), r + voff);
@@ -686,7 +714,7 @@ typedef struct read_entry {
 } read_entry;
 
 /* What one hop keeps of a read's way out, to split its replies on the way back. */
-typedef struct frame {
+struct frame {
     darray_bytes R;          /* the requests that reached this hop (indices), as received */
     size_t *rseg;     /* ... in segments of rseg[k] (sorted under sort aggregation) */
     int nrseg;
@@ -694,7 +722,7 @@ typedef struct frame {
     darray_bytes U;          /* the requests sent on in this dimension, merged */
     size_t *scounts;  /* ... per next hop */
     uint32_t *pos;    /* none / hash: R[j]'s request is U[pos[j]] */
-} frame;
+};
 
 /* Algorithm 6: the first position in u[start, end) whose index is >= target. */
 static size_t exponential_lower_bound(const uint64_t *u, size_t start, size_t end,
@@ -725,7 +753,7 @@ static void split_replies(const cr_darray *a, const frame *f, const char *vu, ch
 {
     size_t e = a->elem;
     const uint64_t *r = (const uint64_t *)f->R.data;
-    if (a->opts.aggregation != CR_DARRAY_AGG_SORT) {
+    if (!a->agg->sorted) {
         for (size_t j = 0; j < f->nR; j++)
             memcpy(v + j * e, vu + (size_t)f->pos[j] * e, e);
         return;
@@ -754,6 +782,41 @@ static void frame_free(frame *f)
 }
 
 
+/* The owner's side of each aggregation (darray_aggregation.serve). */
+static const uint64_t *serve_none(const cr_darray *a, frame *f, size_t *served)
+{
+    (void)a;
+    f->pos = cr_xmalloc((f->nR ? f->nR : 1) * sizeof *f->pos);
+    for (size_t j = 0; j < f->nR; j++)
+        f->pos[j] = (uint32_t)j; /* every request served where it stands */
+    *served = f->nR;
+    return (const uint64_t *)f->R.data;
+}
+
+static const uint64_t *serve_hash(const cr_darray *a, frame *f, size_t *served)
+{
+    f->pos = cr_xmalloc((f->nR ? f->nR : 1) * sizeof *f->pos);
+    *served = hash_unique(a, f->R.data, f->nR, 8, &f->U, f->pos, NULL);
+    return (const uint64_t *)f->U.data;
+}
+
+static const uint64_t *serve_sort(const cr_darray *a, frame *f, size_t *served)
+{
+    *served = merge_presorted(a, f->R.data, f->rseg, f->nrseg, 8, &f->U, NULL);
+    return (const uint64_t *)f->U.data;
+}
+
+static const darray_aggregation aggregation_none = {false, false, hop_none, serve_none};
+static const darray_aggregation aggregation_hash = {false, true, hop_hash, serve_hash};
+static const darray_aggregation aggregation_sort = {true, true, hop_sort, serve_sort};
+
+static const darray_aggregation *aggregation_of(cr_darray_aggregation kind)
+{
+    return kind == CR_DARRAY_AGG_SORT   ? &aggregation_sort
+           : kind == CR_DARRAY_AGG_HASH ? &aggregation_hash
+                                        : &aggregation_none;
+}
+
 static void step_reads(cr_darray *a)
 {
     lockstep_grid *g = &a->grid;
@@ -761,7 +824,7 @@ static void step_reads(cr_darray *a)
     read_entry *q = (read_entry *)a->reads.data;
     a->stats.requests += nq;
     uint64_t clock = now_ns();
-    if (a->opts.aggregation == CR_DARRAY_AGG_SORT)
+    if (a->agg->sorted)
         sort_by_index((char *)q, nq, sizeof *q, a->n);
     frame *fr = cr_xcalloc((size_t)g->ndims + 1, sizeof *fr);
     /* frame 0's requests: this rank's own, one segment */
@@ -777,10 +840,10 @@ static void step_reads(cr_darray *a)
         frame *f = &fr[d], *next = &fr[d + 1];
         int n = g->dims[d];
         f->scounts = cr_xmalloc((size_t)n * sizeof *f->scounts);
-        if (a->opts.aggregation != CR_DARRAY_AGG_SORT)
+        if (!a->agg->sorted)
             f->pos = cr_xmalloc((f->nR ? f->nR : 1) * sizeof *f->pos);
-        size_t u = aggregate(a, d, f->R.data, f->nR, f->rseg, f->nrseg, 8, &f->U, f->scounts,
-                             f->pos, NULL);
+        size_t u = a->agg->hop(a, d, f->R.data, f->nR, f->rseg, f->nrseg, 8, &f->U, f->scounts,
+                               f->pos, NULL);
         count_merged(a, d, f->nR, u);
         next->rseg = cr_xmalloc((size_t)n * sizeof *next->rseg);
         next->nrseg = n;
@@ -794,25 +857,14 @@ static void step_reads(cr_darray *a)
     frame *last = &fr[g->ndims];
     darray_bytes v = {0}, vu = {0};
     darray_bytes_grow(&v, last->nR * e);
-    size_t served = last->nR;
-    if (a->opts.aggregation == CR_DARRAY_AGG_HASH) {
-        last->pos = cr_xmalloc((last->nR ? last->nR : 1) * sizeof *last->pos);
-        served = hash_unique(a, last->R.data, last->nR, 8, &last->U, last->pos, NULL);
-    } else if (a->opts.aggregation == CR_DARRAY_AGG_SORT) {
-        served = merge_presorted(a, last->R.data, last->rseg, last->nrseg, 8, &last->U, NULL);
-    }
+    size_t served;
+    const uint64_t *rk = a->agg->serve(a, last, &served);
     count_at_owner(a, last->nR, last->rseg, last->nR - served);
-    const uint64_t *rk = (const uint64_t *)(a->opts.aggregation == CR_DARRAY_AGG_NONE
-                                                ? last->R.data
-                                                : last->U.data);
     char *vals = darray_bytes_grow(&vu, served * e);
     for (size_t j = 0; j < served; j++)
         memcpy(vals + j * e, elem_at(a, rk[j]), e);
     lap(g->ndims == 0 ? &a->stats.write_ns : &a->stats.hop_ns, &clock);
-    if (a->opts.aggregation == CR_DARRAY_AGG_NONE)
-        memcpy(v.data, vu.data, served * e);
-    else
-        split_replies(a, last, vu.data, v.data);
+    split_replies(a, last, vu.data, v.data);
     /* and the replies go back the way the requests came, split at every hop */
     for (int d = g->ndims - 1; d >= 0; d--) {
         frame *f = &fr[d];
@@ -846,7 +898,7 @@ void cr_darray_write(cr_darray *a, uint64_t i, const void *value)
     char *r = darray_bytes_grow(&a->writes, rec);
     memset(r, 0, rec);
     memcpy(r, &i, 8);
-    if (a->opts.merge == CR_DARRAY_OVERWRITE) {
+    if (a->opts.merge == CR_OP_LAST) {
         uint64_t stamp = (uint64_t)a->rank << 40 | a->write_seq++;
         memcpy(r + 8, &stamp, 8);
         memcpy(r + 16, value, a->elem);

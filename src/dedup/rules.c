@@ -56,20 +56,20 @@ static void keep_last(void *dst, const void *src, size_t len, void *user)
 
 typedef void (*combine_fn)(void *, const void *, size_t, void *);
 
-static combine_fn numeric(cr_dedup_op op, cr_dedup_type t)
+static combine_fn numeric(cr_op op, cr_dtype t)
 {
-    int k = t == CR_DEDUP_INT64 ? 0 : t == CR_DEDUP_UINT64 ? 1 : t == CR_DEDUP_DOUBLE ? 2 : -1;
+    int k = t == CR_INT64 ? 0 : t == CR_UINT64 ? 1 : t == CR_DOUBLE ? 2 : -1;
     if (k < 0)
         return NULL;
     static const combine_fn sum[] = {sum_i64, sum_u64, sum_f64};
     static const combine_fn min[] = {min_i64, min_u64, min_f64};
     static const combine_fn max[] = {max_i64, max_u64, max_f64};
     switch (op) {
-    case CR_DEDUP_SUM: return sum[k];
-    case CR_DEDUP_MIN: return min[k];
-    case CR_DEDUP_MAX: return max[k];
-    case CR_DEDUP_BOR: return k == 2 ? NULL : bor_u64;   /* same bits for both integers */
-    case CR_DEDUP_BAND: return k == 2 ? NULL : band_u64;
+    case CR_OP_SUM: return sum[k];
+    case CR_OP_MIN: return min[k];
+    case CR_OP_MAX: return max[k];
+    case CR_OP_BOR: return k == 2 ? NULL : bor_u64;   /* same bits for both integers */
+    case CR_OP_BAND: return k == 2 ? NULL : band_u64;
     default: return NULL;
     }
 }
@@ -86,20 +86,20 @@ int cr_dedup_rule_apply(const cr_dedup_rule *rule, cr_handler_type *type, char *
     combine_fn fn = NULL;
     void *user = (void *)(uintptr_t)values;
     switch (rule->op) {
-    case CR_DEDUP_FIRST: fn = keep_first; break;
-    case CR_DEDUP_LAST: fn = keep_last, user = (void *)(uintptr_t)rule->key_len; break;
-    case CR_DEDUP_USER:
+    case CR_OP_FIRST: fn = keep_first; break;
+    case CR_OP_LAST: fn = keep_last, user = (void *)(uintptr_t)rule->key_len; break;
+    case CR_OP_USER:
         fn = rule->combine, user = rule->combine_user;
         if (!fn) {
             snprintf(err, errlen, "dedup rule: op user needs a combine function");
             return -1;
         }
         break;
-    case CR_DEDUP_SUM:
-    case CR_DEDUP_MIN:
-    case CR_DEDUP_MAX:
-    case CR_DEDUP_BOR:
-    case CR_DEDUP_BAND:
+    case CR_OP_SUM:
+    case CR_OP_MIN:
+    case CR_OP_MAX:
+    case CR_OP_BOR:
+    case CR_OP_BAND:
         fn = numeric(rule->op, rule->type);
         if (!fn) {
             snprintf(err, errlen, "dedup rule: op %d does not apply to value type %d (sum, "

@@ -80,7 +80,7 @@ static void on_visits(cr_comm *comm, const cr_batch *b, void *user)
 static uint64_t max_over_ranks(cr_graph *g, uint64_t v)
 {
     uint64_t out;
-    cr_module_allreduce_u64(g->comm, &v, &out, 1, CR_MODULE_MAX);
+    cr_module_allreduce_u64(g->comm, &v, &out, 1, CR_OP_MAX);
     return out;
 }
 
@@ -100,7 +100,7 @@ static void align_ranks(cr_graph *g)
 static double slowest(cr_graph *g, double mine)
 {
     double out;
-    cr_module_allreduce_double(g->comm, &mine, &out, 1, CR_MODULE_MAX);
+    cr_module_allreduce_double(g->comm, &mine, &out, 1, CR_OP_MAX);
     return out;
 }
 

@@ -79,7 +79,7 @@ static offer_state *offer_state_of(cr_comm *comm, offer_run *run)
     s->run = run;
     if (!fresh)
         return s;
-    cr_dedup_rule min = {.key_len = 8, .op = CR_DEDUP_MIN, .type = CR_DEDUP_UINT64};
+    cr_dedup_rule min = {.key_len = 8, .op = CR_OP_MIN, .type = CR_UINT64};
     s->h_offer = cr_dedup_register(comm, &(cr_handler_type){.batch = on_offers,
                                                              .name = "cc offer"}, &min, s);
     return s;
@@ -113,8 +113,8 @@ static uint64_t sv(cr_graph *g, const cr_cc_opts *opts, uint64_t *label)
     base.route = opts->route;
     base.aggregation = opts->aggregation;
     cr_darray_opts o = base;
-    o.merge = CR_DARRAY_MIN;
-    o.type = CR_DEDUP_UINT64;
+    o.merge = CR_OP_MIN;
+    o.type = CR_UINT64;
     cr_darray *f = cr_darray_create(g->comm, g->n, 8, &o);     /* parents; min writes hook */
     cr_darray *gf = cr_darray_create(g->comm, g->n, 8, &base); /* grandparents */
     uint64_t first, *fl = cr_darray_local(f, &first, NULL), *gl = cr_darray_local(gf, NULL, NULL);

@@ -29,7 +29,7 @@ void *graph_state(cr_comm *comm, const cr_module_type *type, size_t size, bool *
 int graph_agree(cr_comm *comm, const char *mine, char *err, size_t errlen)
 {
     uint64_t me = mine ? (uint64_t)cr_comm_rank(comm) : UINT64_MAX, first;
-    cr_module_allreduce_u64(comm, &me, &first, 1, CR_MODULE_MIN);
+    cr_module_allreduce_u64(comm, &me, &first, 1, CR_OP_MIN);
     if (first == UINT64_MAX)
         return 0;
     /* the lowest failing rank's message, to every rank: its bytes as words, the
@@ -37,7 +37,7 @@ int graph_agree(cr_comm *comm, const char *mine, char *err, size_t errlen)
     uint64_t words[32] = {0}, all[32];
     if (me == first)
         strncpy((char *)words, mine, sizeof words - 1);
-    cr_module_allreduce_u64(comm, words, all, 32, CR_MODULE_MAX);
+    cr_module_allreduce_u64(comm, words, all, 32, CR_OP_MAX);
     ((char *)all)[sizeof all - 1] = 0;
     if (err && errlen)
         snprintf(err, errlen, "%s", (const char *)all);

@@ -306,7 +306,7 @@ void cr_graph_simplify(cr_graph *g)
 static uint64_t vertices_over_ranks(cr_comm *comm, uint64_t mine)
 {
     uint64_t most;
-    cr_module_allreduce_u64(comm, &mine, &most, 1, CR_MODULE_MAX);
+    cr_module_allreduce_u64(comm, &mine, &most, 1, CR_OP_MAX);
     return most;
 }
 
@@ -326,7 +326,7 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
     g->n = vertices_over_ranks(comm, local->nvertices);
     /* weighted when some rank has weights and every rank with edges has them */
     uint64_t has[2] = {local->weights != NULL, local->weights != NULL || local->count == 0}, all[2];
-    cr_module_allreduce_u64(comm, has, all, 2, CR_MODULE_SUM);
+    cr_module_allreduce_u64(comm, has, all, 2, CR_OP_SUM);
     g->weighted = all[0] > 0 && all[1] == (uint64_t)g->size;
     g->first = cr_block_first(g->n, g->size, g->rank);
     g->count = cr_block_first(g->n, g->size, g->rank + 1) - g->first;

@@ -3,6 +3,7 @@
 #define COURIER_GRAPH_INTERNAL_H
 
 #include "courier/graph.h"
+#include "common/block.h"
 #include "mailbox/module.h"
 
 #include <stddef.h>
@@ -42,7 +43,7 @@ struct cr_graph {
 static inline uint64_t graph_sum(cr_comm *comm, uint64_t mine)
 {
     uint64_t all;
-    cr_module_allreduce_u64(comm, &mine, &all, 1, CR_MODULE_SUM);
+    cr_module_allreduce_u64(comm, &mine, &all, 1, CR_OP_SUM);
     return all;
 }
 
@@ -73,18 +74,5 @@ int graph_agree(cr_comm *comm, const char *mine, char *err, size_t errlen);
 
 void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
 
-/* Balanced blocks: the first n % P ranks own one vertex more. */
-static inline int cr_block_owner(uint64_t n, int size, uint64_t v)
-{
-    uint64_t base = n / (uint64_t)size, extra = n % (uint64_t)size;
-    uint64_t cut = extra * (base + 1);
-    return v < cut ? (int)(v / (base + 1)) : (int)(extra + (v - cut) / base);
-}
-
-static inline uint64_t cr_block_first(uint64_t n, int size, int rank)
-{
-    uint64_t base = n / (uint64_t)size, extra = n % (uint64_t)size;
-    return (uint64_t)rank * base + ((uint64_t)rank < extra ? (uint64_t)rank : extra);
-}
 
 #endif

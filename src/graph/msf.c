@@ -344,7 +344,7 @@ static bool ids_ascend(const uint64_t *ids, size_t count)
 static bool merge_level(run *r, uint64_t step, uint64_t limit)
 {
     uint64_t mine = r->m, most;
-    cr_module_allreduce_u64(r->comm, &mine, &most, 1, CR_MODULE_MAX);
+    cr_module_allreduce_u64(r->comm, &mine, &most, 1, CR_OP_MAX);
     if (limit == 0 || 2 * most > limit)
         return false;
     uint64_t rel = (uint64_t)r->rank & (2 * step - 1);
@@ -416,7 +416,7 @@ static uint64_t ids_before(run *r, uint64_t count)
 static int agree_error(cr_comm *comm, const char *mine, char *err, size_t errlen)
 {
     uint64_t me = mine ? (uint64_t)cr_comm_rank(comm) : UINT64_MAX, first;
-    cr_module_allreduce_u64(comm, &me, &first, 1, CR_MODULE_MIN);
+    cr_module_allreduce_u64(comm, &me, &first, 1, CR_OP_MIN);
     if (first == UINT64_MAX)
         return 0;
     if (err && errlen) {
@@ -505,7 +505,7 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
         st->call = NULL;
         return -1;
     }
-    cr_module_allreduce_u64(comm, &edges->nvertices, &r.n, 1, CR_MODULE_MAX);
+    cr_module_allreduce_u64(comm, &edges->nvertices, &r.n, 1, CR_OP_MAX);
     uint64_t before = ids ? 0 : ids_before(&r, edges->count);
     bool filter = o->algorithm == CR_MSF_FILTER && r.n <= UINT32_MAX;
     bool from_list = filter && ids_ascend(ids, edges->count);
@@ -552,7 +552,7 @@ int cr_graph_msf(cr_comm *comm, const cr_edge_list *edges, const uint64_t *ids,
     out->rounds = f.rounds;
     out->t_choose = f.t_choose, out->t_double = f.t_double, out->t_relabel = f.t_relabel;
     out->forest_edges = graph_sum(comm, f.n);
-    cr_module_allreduce_double(comm, &f.weight, &out->weight, 1, CR_MODULE_SUM);
+    cr_module_allreduce_double(comm, &f.weight, &out->weight, 1, CR_OP_SUM);
     st->call = NULL;
     free(call.recv);
     free(r.e);

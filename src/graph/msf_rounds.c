@@ -250,7 +250,7 @@ msf_rounds *msf_rounds_create(cr_comm *comm, uint64_t n, bool lockstep, const cr
     msf_rounds *s = cr_xcalloc(1, sizeof *s);
     *s = (msf_rounds){.comm = comm, .async = !lockstep};
     cr_darray_opts bd = *d;
-    bd.merge = CR_DARRAY_USER;
+    bd.merge = CR_OP_USER;
     bd.combine = keep_lighter;
     s->best = cr_darray_create(comm, n, sizeof(choice), &bd);
     s->parent = cr_darray_create(comm, n, 8, d);

@@ -87,14 +87,14 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
         for (uint64_t i = 0; i < g->count + gh->nghost; i++)
             fc[i] = (float)value_of(contrib[i]);
         double mine = iterate(g, gh, fc, base, o->damping, score);
-        cr_module_allreduce_double(g->comm, &mine, &change, 1, CR_MODULE_SUM);
+        cr_module_allreduce_double(g->comm, &mine, &change, 1, CR_OP_SUM);
         it++;
         if (change < o->tolerance)
             break;
     }
     if (stats) {
         uint64_t mine[2] = {gh->nghost, gh->nsub}, all[2];
-        cr_module_allreduce_u64(g->comm, mine, all, 2, CR_MODULE_SUM);
+        cr_module_allreduce_u64(g->comm, mine, all, 2, CR_OP_SUM);
         *stats = (cr_pagerank_stats){.iterations = it, .change = change, .ghosts = all[0],
                                      .records = all[1]};
     }

@@ -345,7 +345,7 @@ static double automatic_delta(cr_graph *g)
 {
     graph_weights_scan(g);
     double most = g->wadj ? g->weight_most : 1, all;
-    cr_module_allreduce_double(g->comm, &most, &all, 1, CR_MODULE_MAX);
+    cr_module_allreduce_double(g->comm, &most, &all, 1, CR_OP_MAX);
     uint64_t ends = graph_sum(g->comm, g->nadj);
     double degree = g->n ? (double)ends / (double)g->n : 0;
     double delta = degree > 1 ? all / (4 * degree) : all;
@@ -420,7 +420,7 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     uint64_t buckets = 0;
     for (;;) {
         uint64_t mine = next_bucket(&r), next;
-        cr_module_allreduce_u64(g->comm, &mine, &next, 1, CR_MODULE_MIN);
+        cr_module_allreduce_u64(g->comm, &mine, &next, 1, CR_OP_MIN);
         if (next == UINT64_MAX)
             break;
         r.bucket = next;
@@ -430,7 +430,7 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     s->run = NULL;
     if (stats) {
         uint64_t mine[2] = {r.relaxations, r.messages}, all[2];
-        cr_module_allreduce_u64(g->comm, mine, all, 2, CR_MODULE_SUM);
+        cr_module_allreduce_u64(g->comm, mine, all, 2, CR_OP_SUM);
         *stats = (cr_sssp_stats){.delta = r.delta, .buckets = buckets, .relaxations = all[0],
                                  .messages = all[1]};
     }

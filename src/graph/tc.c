@@ -112,7 +112,7 @@ uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats)
     }
     uint64_t mine[4] = {triangles, o.off[g->count], far.list_off[far.nghost], o.off[g->count]};
     uint64_t all[4];
-    cr_module_allreduce_u64(g->comm, mine, all, 4, CR_MODULE_SUM);
+    cr_module_allreduce_u64(g->comm, mine, all, 4, CR_OP_SUM);
     if (stats)
         *stats = (cr_tc_stats){.oriented_edges = all[1], .fetched_ids = all[2],
                                .intersections = all[3]};

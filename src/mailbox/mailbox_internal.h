@@ -1,6 +1,7 @@
 /* The cr_comm structure and the functions the mailbox files share with each other.
  * Not installed. No file of the mailbox calls MPI: bytes move through c->tp
- * (src/transport). Modules (src/coll, src/nbx's exchange) see only module.h. */
+ * (src/transport). The modules built on the mailbox (coll, nbx, dedup, darray,
+ * container, graph) see only module.h. */
 #ifndef COURIER_MAILBOX_INTERNAL_H
 #define COURIER_MAILBOX_INTERNAL_H
 
@@ -171,6 +172,7 @@ struct cr_comm {
     unsigned poll_every;  /* records between user code's polls: CR_POLL_EVERY .. CR_POLL_MAX */
     char *bcast_copy;     /* cr_async_bcast's private copy of the payload (see there) */
     size_t bcast_copy_cap;
+    struct cr_mcast_scratch *mcast_free; /* cr_async_mcast's working blocks, for reuse */
     cr_flow flow;         /* memory bounds and waits (docs/flow_control.md) */
     double now;           /* loop time at the last iteration: stamps buffers without a call */
     double last_activity; /* loop time of the last observable progress, for the watchdog */
@@ -188,6 +190,12 @@ static inline bool cr_can_wait(const cr_comm *c)
 }
 
 /* flush.c: sending buffers */
+/* The handler id of multicast records (core.c, cr_async_mcast): never registered
+ * (CR_MAX_HANDLERS keeps user ids below it). */
+#define CR_MCAST_HANDLER 0xFFFFu
+/* Free cr_async_mcast's working blocks (at cr_comm_destroy). */
+void cr_mcast_free_all(cr_comm *c);
+
 bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait);
 bool cr_flush_all_nowait(cr_comm *c, cr_flush_cause cause);
 void cr_flush_for_cap(cr_comm *c);

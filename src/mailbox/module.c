@@ -177,30 +177,26 @@ void cr_module_chan_ireduce_scatter_sum(cr_comm *c, cr_chan *ch, const uint64_t 
     c->tp->ops->chan_ireduce_scatter_sum(ch, in, out, r);
 }
 
-static cr_reduce_op transport_op(cr_module_op op)
-{
-    return op == CR_MODULE_SUM ? CR_REDUCE_SUM : op == CR_MODULE_MIN ? CR_REDUCE_MIN
-                                                                     : CR_REDUCE_MAX;
-}
-
-static void check_count(int n)
+static void check_reduction(int n, cr_op op)
 {
     if (n < 1 || n > 32)
         cr_fatal("internal error: a module reduction of %d values", n);
+    if (op != CR_OP_SUM && op != CR_OP_MIN && op != CR_OP_MAX)
+        cr_fatal("internal error: a module reduction by operator %d", (int)op);
 }
 
 void cr_module_allreduce_u64(cr_comm *c, const uint64_t *in, uint64_t *out, int n,
-                             cr_module_op op)
+                             cr_op op)
 {
-    check_count(n);
-    c->tp->ops->allreduce_u64(c->tp, in, out, n, transport_op(op));
+    check_reduction(n, op);
+    c->tp->ops->allreduce_u64(c->tp, in, out, n, op);
 }
 
 void cr_module_allreduce_double(cr_comm *c, const double *in, double *out, int n,
-                                cr_module_op op)
+                                cr_op op)
 {
-    check_count(n);
-    c->tp->ops->allreduce_double(c->tp, in, out, n, transport_op(op));
+    check_reduction(n, op);
+    c->tp->ops->allreduce_double(c->tp, in, out, n, op);
 }
 
 double cr_module_now(const cr_comm *c)

@@ -1,5 +1,6 @@
-/* How a module (src/coll, src/nbx's exchange, later dedup and darray) attaches to a
- * comm: the one interface between the mailbox core and what is built on it. The
+/* How a module (src/coll, src/nbx, src/dedup, src/darray, src/container, src/graph)
+ * attaches to a comm: the one interface between the mailbox core and what is built
+ * on it. The
  * core never names a module; a module never reaches into struct cr_comm.
  *
  * A module describes itself with a table of operations (like Redis's dictType),
@@ -89,14 +90,14 @@ void cr_module_chan_ireduce_scatter_sum(cr_comm *comm, cr_chan *ch, const uint64
                                         uint64_t *out, cr_chan_req *r); /* collective */
 
 /* Blocking reductions by the comm's transport (MPI_Allreduce, or the simulation's),
- * for a module's set-up and its decisions between phases: n (1 .. 32) values, every
- * rank calls in the same order, no handler runs inside. Records in flight stay in
+ * for a module's set-up and its decisions between phases: n (1 .. 32) values reduced
+ * by CR_OP_SUM, CR_OP_MIN or CR_OP_MAX, every rank calls in the same order, no
+ * handler runs inside. Records in flight stay in
  * flight. Collective. */
-typedef enum cr_module_op { CR_MODULE_SUM, CR_MODULE_MIN, CR_MODULE_MAX } cr_module_op;
 void cr_module_allreduce_u64(cr_comm *comm, const uint64_t *in, uint64_t *out, int n,
-                             cr_module_op op);
+                             cr_op op);
 void cr_module_allreduce_double(cr_comm *comm, const double *in, double *out, int n,
-                                cr_module_op op);
+                                cr_op op);
 
 /* Seconds on the transport's clock: wall time under MPI, virtual time in the
  * simulation. Local. */

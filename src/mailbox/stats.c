@@ -37,9 +37,9 @@ void cr_module_print_counters(cr_comm *c, FILE *out, const char *title,
     double *mn = v + n, *mx = v + 2 * n, *sum = v + 3 * n;
     for (size_t i = 0; i < n; i++)
         v[i] = (double)values[i];
-    c->tp->ops->allreduce_double(c->tp, v, mn, (int)n, CR_REDUCE_MIN);
-    c->tp->ops->allreduce_double(c->tp, v, mx, (int)n, CR_REDUCE_MAX);
-    c->tp->ops->allreduce_double(c->tp, v, sum, (int)n, CR_REDUCE_SUM);
+    c->tp->ops->allreduce_double(c->tp, v, mn, (int)n, CR_OP_MIN);
+    c->tp->ops->allreduce_double(c->tp, v, mx, (int)n, CR_OP_MAX);
+    c->tp->ops->allreduce_double(c->tp, v, sum, (int)n, CR_OP_SUM);
     if (c->rank == 0) {
         int width = 33 - (int)strlen(title); /* the columns of cr_stats_print */
         fprintf(out, "%s over %d ranks %*s %16s %16s\n", title, c->size, width < 4 ? 4 : width,

@@ -44,7 +44,7 @@ static void part_name(char *out, size_t len, const char *path, int rank)
 static void barrier(cr_transport *tp)
 {
     uint64_t x = 0, y;
-    tp->ops->allreduce_u64(tp, &x, &y, 1, CR_REDUCE_SUM);
+    tp->ops->allreduce_u64(tp, &x, &y, 1, CR_OP_SUM);
 }
 
 /* Append the buffered events to the part and close the JSON after them, so the file
@@ -90,7 +90,7 @@ static void flush_at_exit(void)
 cr_trace *cr_trace_open(const char *path, cr_transport *tp)
 {
     uint64_t mine = path && path[0] && !active, all;
-    tp->ops->allreduce_u64(tp, &mine, &all, 1, CR_REDUCE_MIN);
+    tp->ops->allreduce_u64(tp, &mine, &all, 1, CR_OP_MIN);
     if (!all)
         return NULL;
     cr_trace *t = cr_xcalloc(1, sizeof *t);
@@ -103,7 +103,7 @@ cr_trace *cr_trace_open(const char *path, cr_transport *tp)
     part_name(t->part, sizeof t->part, path, t->rank);
     t->out = fopen(t->part, "w");
     uint64_t ok = t->out != NULL, all_ok;
-    tp->ops->allreduce_u64(tp, &ok, &all_ok, 1, CR_REDUCE_MIN);
+    tp->ops->allreduce_u64(tp, &ok, &all_ok, 1, CR_OP_MIN);
     if (!ok)
         cr_fatal("COURIER_TRACE: cannot create '%s': %s", t->part, strerror(errno));
     if (!all_ok)

@@ -292,7 +292,7 @@ void cr_watchdog_free(cr_comm *c)
     if (!w)
         return;
     uint64_t sent = c->tp->ops->reports_sent(c->tp), total = 0;
-    c->tp->ops->allreduce_u64(c->tp, &sent, &total, 1, CR_REDUCE_SUM);
+    c->tp->ops->allreduce_u64(c->tp, &sent, &total, 1, CR_OP_SUM);
     cr_watch_report r;
     while (c->rank == 0 && w->received < total)
         if (c->tp->ops->report_take(c->tp, &r, sizeof r))

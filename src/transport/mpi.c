@@ -318,9 +318,9 @@ static bool wave_test(cr_transport *t, uint64_t out[3])
     return done;
 }
 
-static MPI_Op mpi_op(cr_reduce_op op)
+static MPI_Op mpi_op(cr_op op)
 {
-    return op == CR_REDUCE_MIN ? MPI_MIN : op == CR_REDUCE_MAX ? MPI_MAX : MPI_SUM;
+    return op == CR_OP_MIN ? MPI_MIN : op == CR_OP_MAX ? MPI_MAX : MPI_SUM;
 }
 
 /* Minimum and maximum of unsigned 64-bit values as signed ones with the sign bit
@@ -331,9 +331,9 @@ static MPI_Op mpi_op(cr_reduce_op op)
 enum { FLIP_BATCH = 16 };
 
 static void allreduce_u64(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
-                          cr_reduce_op op)
+                          cr_op op)
 {
-    if (op == CR_REDUCE_SUM) {
+    if (op == CR_OP_SUM) {
         MPI_Allreduce(in, out, n, MPI_UINT64_T, MPI_SUM, mt(t)->ctrl);
         return;
     }
@@ -349,7 +349,7 @@ static void allreduce_u64(cr_transport *t, const uint64_t *in, uint64_t *out, in
 }
 
 static void allreduce_double(cr_transport *t, const double *in, double *out, int n,
-                             cr_reduce_op op)
+                             cr_op op)
 {
     MPI_Allreduce(in, out, n, MPI_DOUBLE, mpi_op(op), mt(t)->ctrl);
 }

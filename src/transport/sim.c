@@ -55,7 +55,7 @@ typedef struct reduction {
     int joined;
     int n;
     bool is_double;
-    cr_reduce_op op;
+    cr_op op;
     uint64_t u[32];
     double d[32];
 } reduction;
@@ -345,7 +345,7 @@ static void next_phase(cr_transport *t)
 /* ---------------------------------------------------------------- collectives */
 
 static reduction *join(cr_sim_world *w, reduction pair[2], uint64_t gen, int n, bool is_double,
-                       cr_reduce_op op, const uint64_t *u, const double *d)
+                       cr_op op, const uint64_t *u, const double *d)
 {
     if (n > 32)
         cr_fatal("internal error: a simulated reduction of %d values", n);
@@ -353,8 +353,8 @@ static reduction *join(cr_sim_world *w, reduction pair[2], uint64_t gen, int n, 
     if (slot->gen != gen || slot->joined == 0) {
         *slot = (reduction){.gen = gen, .n = n, .is_double = is_double, .op = op};
         for (int i = 0; i < n; i++) {
-            slot->u[i] = op == CR_REDUCE_MIN ? UINT64_MAX : 0;
-            slot->d[i] = op == CR_REDUCE_MIN ? 1e308 : op == CR_REDUCE_MAX ? -1e308 : 0;
+            slot->u[i] = op == CR_OP_MIN ? UINT64_MAX : 0;
+            slot->d[i] = op == CR_OP_MIN ? 1e308 : op == CR_OP_MAX ? -1e308 : 0;
         }
     }
     if (slot->n != n || slot->is_double != is_double || slot->op != op)
@@ -363,11 +363,11 @@ static reduction *join(cr_sim_world *w, reduction pair[2], uint64_t gen, int n, 
     for (int i = 0; i < n; i++) {
         if (is_double) {
             double x = d[i], *y = &slot->d[i];
-            *y = op == CR_REDUCE_SUM ? *y + x : op == CR_REDUCE_MIN ? (x < *y ? x : *y)
+            *y = op == CR_OP_SUM ? *y + x : op == CR_OP_MIN ? (x < *y ? x : *y)
                                                                     : (x > *y ? x : *y);
         } else {
             uint64_t x = u[i], *y = &slot->u[i];
-            *y = op == CR_REDUCE_SUM ? *y + x : op == CR_REDUCE_MIN ? (x < *y ? x : *y)
+            *y = op == CR_OP_SUM ? *y + x : op == CR_OP_MIN ? (x < *y ? x : *y)
                                                                     : (x > *y ? x : *y);
         }
     }
@@ -379,7 +379,7 @@ static reduction *join(cr_sim_world *w, reduction pair[2], uint64_t gen, int n, 
 static void wave_join(cr_transport *t, const uint64_t in[3])
 {
     sim_transport *s = st(t);
-    join(s->w, s->sc->wave, ++s->wave_gen, 3, false, CR_REDUCE_SUM, in, NULL);
+    join(s->w, s->sc->wave, ++s->wave_gen, 3, false, CR_OP_SUM, in, NULL);
 }
 
 static bool wave_test(cr_transport *t, uint64_t out[3])
@@ -393,7 +393,7 @@ static bool wave_test(cr_transport *t, uint64_t out[3])
 }
 
 /* A blocking reduction of integers (u) or doubles (d): join, wait, the result. */
-static const reduction *reduce_blocking(cr_transport *t, int n, cr_reduce_op op,
+static const reduction *reduce_blocking(cr_transport *t, int n, cr_op op,
                                         const uint64_t *u, const double *d)
 {
     sim_transport *s = st(t);
@@ -404,13 +404,13 @@ static const reduction *reduce_blocking(cr_transport *t, int n, cr_reduce_op op,
 }
 
 static void allreduce_u64(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
-                          cr_reduce_op op)
+                          cr_op op)
 {
     memcpy(out, reduce_blocking(t, n, op, in, NULL)->u, (size_t)n * sizeof *out);
 }
 
 static void allreduce_double(cr_transport *t, const double *in, double *out, int n,
-                             cr_reduce_op op)
+                             cr_op op)
 {
     memcpy(out, reduce_blocking(t, n, op, NULL, in)->d, (size_t)n * sizeof *out);
 }

@@ -14,6 +14,8 @@
 #ifndef COURIER_TRANSPORT_H
 #define COURIER_TRANSPORT_H
 
+#include "courier/types.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,8 +26,6 @@ typedef struct cr_transport cr_transport;
 typedef void (*cr_deliver_fn)(void *arg, int src, const char *data, size_t len);
 /* A block whose send completed, handed back to its owner for reuse. */
 typedef void (*cr_give_back_fn)(void *arg, char *data, size_t cap);
-
-typedef enum cr_reduce_op { CR_REDUCE_SUM, CR_REDUCE_MIN, CR_REDUCE_MAX } cr_reduce_op;
 
 /* Memory every rank of a node maps: CR_NODE_AREA_BYTES per rank, 64-byte aligned and
  * zeroed at creation, base[i] being the area of the node's i-th rank (in the comm's
@@ -82,11 +82,12 @@ typedef struct cr_transport_ops {
     void (*wave_join)(cr_transport *t, const uint64_t in[3]);
     bool (*wave_test)(cr_transport *t, uint64_t out[3]);
     /* A blocking reduction for set-up and statistics: every rank calls it in the
-     * same order. Doubles reduce with the same operations. */
+     * same order; op is CR_OP_SUM, CR_OP_MIN or CR_OP_MAX. Doubles reduce with the
+     * same operations. */
     void (*allreduce_u64)(cr_transport *t, const uint64_t *in, uint64_t *out, int n,
-                          cr_reduce_op op);
+                          cr_op op);
     void (*allreduce_double)(cr_transport *t, const double *in, double *out, int n,
-                             cr_reduce_op op);
+                             cr_op op);
 
     /* Collective: node_of[r] for every rank r of the comm, the lowest rank on r's node
      * (the ranks that share memory under MPI; the simulation's ranks share one). */

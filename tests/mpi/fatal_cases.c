@@ -121,10 +121,10 @@ int main(int argc, char **argv)
         if (c->rank == 0)
             inject(c, rec, sizeof rec);
     } else if (!strcmp(what, "dedup-bad-key")) {
-        cr_dedup_rule rule = {.key_len = 0, .op = CR_DEDUP_SUM, .type = CR_DEDUP_INT64};
+        cr_dedup_rule rule = {.key_len = 0, .op = CR_OP_SUM, .type = CR_INT64};
         cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
     } else if (!strcmp(what, "dedup-short-payload")) {
-        cr_dedup_rule rule = {.key_len = 16, .op = CR_DEDUP_FIRST};
+        cr_dedup_rule rule = {.key_len = 16, .op = CR_OP_FIRST};
         int d = cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
         uint64_t x = 1;
         cr_async(c, 0, d, &x, sizeof x);
@@ -152,11 +152,11 @@ int main(int argc, char **argv)
                                  : &(cr_handler_type){.fn = nop}, NULL);
     } else if (!strcmp(what, "handler-key-len")) {
         size_t key = c->rank == c->size - 1 ? 16 : 8;
-        cr_dedup_rule rule = {.key_len = key, .op = CR_DEDUP_SUM, .type = CR_DEDUP_INT64};
+        cr_dedup_rule rule = {.key_len = key, .op = CR_OP_SUM, .type = CR_INT64};
         cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
     } else if (!strcmp(what, "handler-rule")) {
-        cr_dedup_op op = c->rank == c->size - 1 ? CR_DEDUP_MIN : CR_DEDUP_SUM;
-        cr_dedup_rule rule = {.key_len = 8, .op = op, .type = CR_DEDUP_INT64};
+        cr_op op = c->rank == c->size - 1 ? CR_OP_MIN : CR_OP_SUM;
+        cr_dedup_rule rule = {.key_len = 8, .op = op, .type = CR_INT64};
         cr_dedup_register(c, &(cr_handler_type){.fn = nop}, &rule, NULL);
     } else if (!strcmp(what, "request-key-len")) {
         size_t key = c->rank == c->size - 1 ? 16 : 8;
@@ -166,6 +166,12 @@ int main(int argc, char **argv)
         cr_register_type(c, &(cr_handler_type){.fn = nop, .batch = nop_batch}, NULL);
     } else if (!strcmp(what, "bad-dest")) {
         cr_async(c, c->size, h, NULL, 0);
+    } else if (!strcmp(what, "mcast-twice")) {
+        int ranks[3] = {0, c->size - 1, 0};
+        cr_async_mcast(c, ranks, 3, h, NULL, 0);
+    } else if (!strcmp(what, "mcast-bad-rank")) {
+        int ranks[2] = {0, c->size};
+        cr_async_mcast(c, ranks, 2, h, NULL, 0);
     } else if (!strcmp(what, "bad-handler")) {
         cr_async(c, 0, h + 5, NULL, 0);
     } else if (!strcmp(what, "barrier-in-handler")) {

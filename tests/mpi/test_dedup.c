@@ -59,9 +59,9 @@ static void apply(table *t, const update *u)
 {
     int64_t *v = &t->value[u->key];
     switch (t->op) {
-    case CR_DEDUP_SUM: *v += u->value; break;
-    case CR_DEDUP_MIN: *v = u->value < *v ? u->value : *v; break;
-    case CR_DEDUP_MAX: *v = u->value > *v ? u->value : *v; break;
+    case CR_OP_SUM: *v += u->value; break;
+    case CR_OP_MIN: *v = u->value < *v ? u->value : *v; break;
+    case CR_OP_MAX: *v = u->value > *v ? u->value : *v; break;
     default: *v = u->value; break; /* first / last: record what arrived */
     }
     t->records[u->key]++;
@@ -89,16 +89,16 @@ static void on_updates(cr_comm *comm, const cr_batch *b, void *user)
 
 /* Every rank sends ROUNDS updates to each of the NKEYS keys (owned by key % P);
  * the owners' results must equal the sequential fold of all contributions. */
-static void run_rule(const cr_config *cfg, cr_dedup_op op, int batch, const char *what)
+static void run_rule(const cr_config *cfg, cr_op op, int batch, const char *what)
 {
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
     table t = {.op = op};
-    t.init = op == CR_DEDUP_MIN ? INT64_MAX : op == CR_DEDUP_MAX ? INT64_MIN : 0;
+    t.init = op == CR_OP_MIN ? INT64_MAX : op == CR_OP_MAX ? INT64_MIN : 0;
     for (int k = 0; k < NKEYS; k++)
         t.value[k] = t.init;
     cr_handler_type type = batch ? (cr_handler_type){.batch = on_updates}
                                  : (cr_handler_type){.fn = on_update};
-    cr_dedup_rule rule = {.key_len = 8, .op = op, .type = CR_DEDUP_INT64};
+    cr_dedup_rule rule = {.key_len = 8, .op = op, .type = CR_INT64};
     int h = cr_dedup_register(comm, &type, &rule, &t);
     for (int i = 0; i < ROUNDS; i++)
         for (uint64_t k = 0; k < NKEYS; k++) {
@@ -114,16 +114,16 @@ static void run_rule(const cr_config *cfg, cr_dedup_op op, int batch, const char
         for (int r = 0; r < test_size; r++)
             for (int i = 0; i < ROUNDS; i++) {
                 int64_t c = contribution(r, k, i);
-                if (op == CR_DEDUP_SUM)
+                if (op == CR_OP_SUM)
                     want += c;
-                else if (op == CR_DEDUP_MIN)
+                else if (op == CR_OP_MIN)
                     want = c < want ? c : want;
-                else if (op == CR_DEDUP_MAX)
+                else if (op == CR_OP_MAX)
                     want = c > want ? c : want;
                 else
                     found |= c == t.value[k];
             }
-        if (op == CR_DEDUP_FIRST || op == CR_DEDUP_LAST)
+        if (op == CR_OP_FIRST || op == CR_OP_LAST)
             CHECK(found && t.records[k] >= 1, "%s: key %llu holds %lld, which nobody sent",
                   what, (unsigned long long)k, (long long)t.value[k]);
         else
@@ -156,9 +156,9 @@ static void run_rule(const cr_config *cfg, cr_dedup_op op, int batch, const char
 static void test_builtin_rules(void **state)
 {
     (void)state;
-    static const struct { cr_dedup_op op; const char *name; } ops[] = {
-        {CR_DEDUP_SUM, "sum"}, {CR_DEDUP_MIN, "min"}, {CR_DEDUP_MAX, "max"},
-        {CR_DEDUP_FIRST, "first"}, {CR_DEDUP_LAST, "last"}};
+    static const struct { cr_op op; const char *name; } ops[] = {
+        {CR_OP_SUM, "sum"}, {CR_OP_MIN, "min"}, {CR_OP_MAX, "max"},
+        {CR_OP_FIRST, "first"}, {CR_OP_LAST, "last"}};
     for (size_t r = 0; r < NROUTES; r++) {
         cr_config cfg = config_for(routes[r], 1024);
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
@@ -219,7 +219,7 @@ static void test_user_rule(void **state)
         cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
         stat_table t = {0};
         uint64_t calls = 0;
-        cr_dedup_rule rule = {.key_len = 8, .op = CR_DEDUP_USER, .combine = merge_stats,
+        cr_dedup_rule rule = {.key_len = 8, .op = CR_OP_USER, .combine = merge_stats,
                               .combine_user = &calls};
         int h = cr_dedup_register(comm, &(cr_handler_type){.fn = on_stat}, &rule, &t);
         for (int i = 0; i < ROUNDS; i++)
@@ -285,7 +285,7 @@ static void test_keys_are_per_destination(void **state)
         cr_config cfg = config_for(routes[rt], 65536);
         cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
         per_dest d = {0};
-        cr_dedup_rule rule = {.key_len = 8, .op = CR_DEDUP_SUM, .type = CR_DEDUP_UINT64};
+        cr_dedup_rule rule = {.key_len = 8, .op = CR_OP_SUM, .type = CR_UINT64};
         int h = cr_dedup_register(comm, &(cr_handler_type){.fn = on_keyed}, &rule, &d);
         for (int dst = 0; dst < test_size; dst++) {
             uint64_t shortrec[2] = {0, (uint64_t)dst + 1};

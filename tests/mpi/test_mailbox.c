@@ -430,6 +430,107 @@ static void bcast(const cr_config *cfg)
     free(st.seen);
 }
 
+/* ---------------------------------------------------------------- multicast */
+
+#define MCAST_B 30
+
+/* Whether rank d is on the list of multicast i from rank r: about half the ranks,
+ * sometimes none, sometimes all, the sender itself sometimes. */
+static bool mcast_member(int r, int i, int d)
+{
+    if (i % 7 == 0)
+        return false;
+    if (i % 7 == 1)
+        return true;
+    uint64_t x = ((uint64_t)r * 1000003u + (uint64_t)i * 7919u + (uint64_t)d * 104729u) * 0x9e3779b97f4a7c15ull;
+    return (x >> 61) & 1;
+}
+
+typedef struct mcast_state {
+    int h, h_echo;
+    uint8_t *seen; /* [src][i] */
+    uint64_t echoes, bad;
+} mcast_state;
+
+static void on_mcast(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    mcast_state *st = user;
+    int32_t v[3];
+    if (len != sizeof v) {
+        st->bad++;
+        return;
+    }
+    memcpy(v, p, sizeof v);
+    int me = cr_comm_rank(comm);
+    if (v[0] != src || v[1] < 0 || v[1] >= MCAST_B || !mcast_member(src, v[1], me) ||
+        v[2] != src * 31 + v[1]) {
+        st->bad++;
+        return;
+    }
+    st->seen[(size_t)src * MCAST_B + (size_t)v[1]]++;
+    /* every fifth one is answered by a multicast from the handler: to the sender and
+     * the rank after this one */
+    if (v[1] % 5 == 2) {
+        int to[2] = {src, (me + 1) % cr_comm_size(comm)};
+        int32_t w = me;
+        cr_async_mcast(comm, to, to[0] == to[1] ? 1 : 2, st->h_echo, &w, sizeof w);
+    }
+}
+
+static void on_mcast_echo(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm;
+    mcast_state *st = user;
+    int32_t w;
+    memcpy(&w, p, sizeof w);
+    if (len != sizeof w || w != src)
+        st->bad++;
+    st->echoes++;
+}
+
+static void mcast(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    mcast_state st = {.seen = calloc((size_t)test_size * MCAST_B, 1)};
+    st.h = cr_register(comm, on_mcast, &st);
+    st.h_echo = cr_register(comm, on_mcast_echo, &st);
+    int *list = malloc((size_t)test_size * sizeof *list);
+    for (int32_t i = 0; i < MCAST_B; i++) {
+        size_t n = 0;
+        for (int k = 0; k < test_size; k++) { /* listed in a rotated order */
+            int d = (k + test_rank + i) % test_size;
+            if (mcast_member(test_rank, i, d))
+                list[n++] = d;
+        }
+        int32_t v[3] = {test_rank, i, test_rank * 31 + i};
+        cr_async_mcast(comm, list, n, st.h, v, sizeof v);
+    }
+    cr_barrier(comm);
+    /* exactly once where listed, nowhere else; the echoes: one per (sender, listed
+     * receiver) of the multicasts i % 5 == 2, to one or two ranks */
+    uint64_t want_echoes = 0;
+    for (int r = 0; r < test_size; r++)
+        for (int i = 0; i < MCAST_B; i++) {
+            uint8_t want = mcast_member(r, i, test_rank);
+            uint8_t got = st.seen[(size_t)r * MCAST_B + (size_t)i];
+            CHECK(got == want, "multicast %d from rank %d arrived %u times, expected %u", i, r,
+                  got, want);
+            if (i % 5 != 2)
+                continue;
+            for (int d = 0; d < test_size; d++) /* d answered r's multicast i */
+                if (mcast_member(r, i, d))
+                    want_echoes += (r == test_rank) + ((d + 1) % test_size == test_rank &&
+                                                       (d + 1) % test_size != r);
+        }
+    CHECK(st.bad == 0, "%llu multicast records were wrong", (unsigned long long)st.bad);
+    CHECK(st.echoes == want_echoes, "%llu echoes, expected %llu", (unsigned long long)st.echoes,
+          (unsigned long long)want_echoes);
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(list);
+    free(st.seen);
+}
+
 /* ---------------------------------------------------------------- large payloads from handlers */
 
 #define BIG 100001
@@ -500,6 +601,7 @@ FOR_EACH_CONFIG(hot_spot)
 FOR_EACH_CONFIG(random_sizes)
 FOR_EACH_CONFIG(many_barriers)
 FOR_EACH_CONFIG(bcast)
+FOR_EACH_CONFIG(mcast)
 FOR_EACH_CONFIG(large_from_handlers)
 
 /* A comm with one handler that counts what each source sent: the fixture of the
@@ -897,6 +999,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_random_sizes),
         cmocka_unit_test(test_many_barriers),
         cmocka_unit_test(test_bcast),
+        cmocka_unit_test(test_mcast),
         cmocka_unit_test(test_large_from_handlers),
         cmocka_unit_test(test_timer_only_flushing),
         cmocka_unit_test(test_flush_then_progress),

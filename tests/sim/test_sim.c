@@ -255,7 +255,7 @@ static void run_combining(cr_comm *comm, void *user)
 {
     (void)user;
     int me = cr_comm_rank(comm), p = cr_comm_size(comm);
-    cr_dedup_rule rule = {.key_len = 8, .op = CR_DEDUP_SUM, .type = CR_DEDUP_INT64};
+    cr_dedup_rule rule = {.key_len = 8, .op = CR_OP_SUM, .type = CR_INT64};
     int h = cr_dedup_register(comm, &(cr_handler_type){.fn = on_combined}, &rule, NULL);
     for (int i = 0; i < W.param; i++)
         for (uint64_t k = 0; k < COMBINE_KEYS; k++) {
@@ -577,6 +577,65 @@ static void check_bcast(int p)
     }
 }
 
+/* Multicast: every rank (one in p/16 beyond 64 ranks) multicasts B messages, i to
+ * the ranks mcast_listed(me, i, d) picks (none, all, or about half, the sender
+ * sometimes among them); each listed rank gets each exactly once, with the sender
+ * as src. */
+static bool mcast_listed(int r, int i, int d)
+{
+    if (i % 5 == 0)
+        return i % 10 == 0; /* everybody, or (i = 5, 15 ...) nobody */
+    return cr_rng_hash64((uint64_t)r * 1000003u + (uint64_t)i * 7919u + (uint64_t)d) & 1;
+}
+
+static void on_mcast_count(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)user;
+    int me = cr_comm_rank(comm);
+    seen *s = &W.ranks[me];
+    uint64_t v[2];
+    memcpy(v, payload, sizeof v);
+    if (len != sizeof v || v[0] != (uint64_t)src || !mcast_listed(src, (int)v[1], me))
+        s->bad++;
+    s->count++;
+    s->sum += v[0] * 1000 + v[1];
+}
+
+static void run_mcast(cr_comm *comm, void *user)
+{
+    (void)user;
+    int me = cr_comm_rank(comm), p = cr_comm_size(comm);
+    seen *s = &W.ranks[me];
+    s->h = cr_register(comm, on_mcast_count, NULL);
+    int *list = malloc((size_t)p * sizeof *list);
+    for (int i = 0; i < W.param && broadcaster(me, p); i++) {
+        size_t n = 0;
+        for (int k = 0; k < p; k++) {
+            int d = (k + me + i) % p;
+            if (mcast_listed(me, i, d))
+                list[n++] = d;
+        }
+        uint64_t v[2] = {(uint64_t)me, (uint64_t)i};
+        cr_async_mcast(comm, list, n, s->h, v, sizeof v);
+    }
+    free(list);
+    cr_barrier(comm);
+}
+
+static void check_mcast(int p)
+{
+    for (int d = 0; d < p; d++) {
+        uint64_t count = 0, sum = 0;
+        for (int r = 0; r < p; r++)
+            for (int i = 0; i < W.param && broadcaster(r, p); i++)
+                if (mcast_listed(r, i, d))
+                    count++, sum += (uint64_t)r * 1000 + (uint64_t)i;
+        EXPECT_EQ(W.ranks[d].bad, 0);
+        EXPECT_EQ(W.ranks[d].count, count);
+        EXPECT_EQ(W.ranks[d].sum, sum);
+    }
+}
+
 /* ---------------------------------------------------------------- the runner */
 
 typedef struct scenario {
@@ -598,6 +657,7 @@ static const scenario scenarios[] = {
     {"random sizes", run_sizes, check_sizes, 12, -1},
     {"rounds", run_rounds, check_rounds, 0, -1},
     {"broadcast", run_bcast_counted, check_bcast, 3, -1},
+    {"multicast", run_mcast, check_mcast, 4, 0},
     {"trees", run_trees, check_trees, 5, 2 * (long)sizeof(token)},
     {"trees, then a reset", run_trees_then_reset, check_trees, 4, 0},
 };
@@ -1428,6 +1488,109 @@ static void test_send_state_follows_partners(void **state)
     check_send_states("default", 64, 256);
 }
 
+/* The records a multicast from `at` to dests[0, n) (this rank excluded) sends, by the
+ * rule of cr_async_mcast: one record per next hop, routed there, split again where it
+ * arrives. Returns the transmissions (a record's hops); *forwards counts the records
+ * passed on by a rank other than the sender (cr_stats.forwarded). */
+static uint64_t mcast_model(const cr_router *rt, int at, int origin, const int *dests, size_t n,
+                            uint64_t *forwards)
+{
+    uint64_t sends = 0;
+    bool *done = calloc(n, sizeof *done);
+    int *group = malloc(n * sizeof *group);
+    for (size_t i = 0; i < n; i++) {
+        if (done[i] || dests[i] == at)
+            continue;
+        int hop = cr_router_next_hop(rt, at, dests[i]);
+        size_t m = 0;
+        for (size_t j = i; j < n; j++)
+            if (!done[j] && dests[j] != at && cr_router_next_hop(rt, at, dests[j]) == hop)
+                group[m++] = dests[j], done[j] = true;
+        for (int x = at; x != hop; x = cr_router_next_hop(rt, x, hop)) {
+            *forwards += x != origin; /* the way to the hop: sent on by x */
+            sends++;
+        }
+        sends += mcast_model(rt, hop, origin, group, m, forwards);
+    }
+    free(group);
+    free(done);
+    return sends;
+}
+
+typedef struct mcast_all {
+    int h;
+    uint64_t got[64];
+} mcast_all;
+
+static void on_mcast_all(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)payload, (void)len, (void)src;
+    ((mcast_all *)user)->got[cr_comm_rank(comm)]++;
+}
+
+static void run_mcast_from_zero(cr_comm *comm, void *user)
+{
+    mcast_all *a = user;
+    a->h = cr_register(comm, on_mcast_all, a);
+    int p = cr_comm_size(comm), *all = malloc((size_t)p * sizeof *all);
+    for (int d = 0; d < p; d++)
+        all[d] = p - 1 - d;
+    if (cr_comm_rank(comm) == 0)
+        cr_async_mcast(comm, all, (size_t)p, a->h, all, sizeof(int));
+    free(all);
+    cr_barrier(comm);
+}
+
+/* A multicast from rank 0 to all 64 ranks shares the routes' hops: the records
+ * forwarded are exactly those of one record per next hop (the model above), whose
+ * transmissions are fewer than one record per destination would take (under the
+ * hypercube and NLNR, also the records forwarded), and every rank gets one copy. */
+static void test_mcast_shares_hops(void **state)
+{
+    (void)state;
+    const char *routes[] = {"hypercube", "nlnr", "grid"};
+    for (size_t k = 0; k < 3; k++) {
+        named_config nc = config(routes[k]);
+        int p = 64;
+        mcast_all a = {0};
+        cr_stats stats[64];
+        cr_sim_opts o = {.ranks = p, .seed = 5, .cfg = &nc.cfg};
+        char err[256];
+        snprintf(ctx, sizeof ctx, "multicast from rank 0, P=64, %s", routes[k]);
+        if (cr_sim_run(&o, run_mcast_from_zero, &a, stats, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        uint64_t forwarded = 0, per_dest = 0;
+        for (int r = 0; r < p; r++) {
+            EXPECT_EQ(a.got[r], 1);
+            forwarded += stats[r].forwarded;
+        }
+        cr_layout *l = cr_layout_create_blocks(p, nc.cfg.node_size);
+        cr_router *rt = cr_router_create(&nc.cfg.route, l, err, sizeof err);
+        assert_non_null(rt);
+        int dests[64];
+        for (int d = 0; d < p; d++)
+            dests[d] = d;
+        uint64_t model = 0, per_dest_forwards = 0;
+        uint64_t sends = mcast_model(rt, 0, 0, dests, (size_t)p, &model);
+        for (int d = 1; d < p; d++) /* one record per destination */
+            for (int x = 0; x != d; x = cr_router_next_hop(rt, x, d))
+                per_dest++, per_dest_forwards += x != 0;
+        EXPECT_EQ(forwarded, model);
+        if (getenv("SIM_TIMES"))
+            print_message("%s: %llu transmissions, %llu forwarded; one record per destination: "
+                          "%llu and %llu\n",
+                          ctx, (unsigned long long)sends, (unsigned long long)model,
+                          (unsigned long long)per_dest, (unsigned long long)per_dest_forwards);
+        if (!(sends < per_dest) || (k < 2 && !(model < per_dest_forwards)))
+            fail_msg("%s: %llu transmissions and %llu forwards, against %llu and %llu one per "
+                     "destination",
+                     ctx, (unsigned long long)sends, (unsigned long long)model,
+                     (unsigned long long)per_dest, (unsigned long long)per_dest_forwards);
+        cr_router_destroy(rt);
+        cr_layout_destroy(l);
+    }
+}
+
 /* Records of a summing handler from many sources meet at the ranks that forward
  * them and merge there: on 64 virtual ranks under the hypercube route (nodes of 2,
  * 512-byte buffers), over 8 seeds, some records merge at hops, and the owners' sums
@@ -1586,8 +1749,8 @@ static void run_darray_async(cr_comm *comm, void *user)
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
     cr_darray_opts o;
     cr_darray_opts_init(&o);
-    o.merge = CR_DARRAY_ADD;
-    o.type = CR_DEDUP_UINT64;
+    o.merge = CR_OP_SUM;
+    o.type = CR_UINT64;
     uint64_t n = p < 64 ? 3 * (uint64_t)p + 5 : 96; /* at large P, hot elements */
     cr_darray *a = cr_darray_create(comm, n, 8, &o);
     int visit = cr_darray_register_visit(a, darray_visit_add, NULL);
@@ -2138,6 +2301,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_p8),
         cmocka_unit_test(test_p64),
         cmocka_unit_test(test_merging_at_hops),
+        cmocka_unit_test(test_mcast_shares_hops),
         cmocka_unit_test(test_send_state_follows_partners),
         cmocka_unit_test(test_p1024),
     };

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-static cr_handler_type rule_type(cr_dedup_op op, cr_dedup_type t, size_t key_len)
+static cr_handler_type rule_type(cr_op op, cr_dtype t, size_t key_len)
 {
     cr_handler_type type = {0};
     cr_dedup_rule rule = {.key_len = key_len, .op = op, .type = t};
@@ -21,10 +21,10 @@ static cr_handler_type rule_type(cr_dedup_op op, cr_dedup_type t, size_t key_len
 }
 
 /* {key, v0, v1} merged with {key, w0, w1}: each value by the rule, the key kept. */
-static void merge_i64(cr_dedup_op op, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
+static void merge_i64(cr_op op, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
                       int64_t want0, int64_t want1)
 {
-    cr_handler_type t = rule_type(op, CR_DEDUP_INT64, 8);
+    cr_handler_type t = rule_type(op, CR_INT64, 8);
     int64_t dst[3] = {42, a0, a1}, src[3] = {42, b0, b1};
     t.combine(dst, src, sizeof dst, t.combine_user);
     assert_int_equal(dst[0], 42);
@@ -35,17 +35,17 @@ static void merge_i64(cr_dedup_op op, int64_t a0, int64_t a1, int64_t b0, int64_
 static void test_integer_rules(void **state)
 {
     (void)state;
-    merge_i64(CR_DEDUP_SUM, 5, -7, 10, 3, 15, -4);
-    merge_i64(CR_DEDUP_MIN, 5, -7, 10, -9, 5, -9);
-    merge_i64(CR_DEDUP_MAX, 5, -7, 10, -9, 10, -7);
-    merge_i64(CR_DEDUP_BOR, 0x0f, 0x100, 0xf0, 0x1, 0xff, 0x101);
-    merge_i64(CR_DEDUP_BAND, 0x0f, 0x101, 0xfc, 0x1, 0x0c, 0x1);
-    merge_i64(CR_DEDUP_FIRST, 1, 2, 3, 4, 1, 2);
-    merge_i64(CR_DEDUP_LAST, 1, 2, 3, 4, 3, 4);
+    merge_i64(CR_OP_SUM, 5, -7, 10, 3, 15, -4);
+    merge_i64(CR_OP_MIN, 5, -7, 10, -9, 5, -9);
+    merge_i64(CR_OP_MAX, 5, -7, 10, -9, 10, -7);
+    merge_i64(CR_OP_BOR, 0x0f, 0x100, 0xf0, 0x1, 0xff, 0x101);
+    merge_i64(CR_OP_BAND, 0x0f, 0x101, 0xfc, 0x1, 0x0c, 0x1);
+    merge_i64(CR_OP_FIRST, 1, 2, 3, 4, 1, 2);
+    merge_i64(CR_OP_LAST, 1, 2, 3, 4, 3, 4);
     /* signed sums wrap instead of trapping */
-    merge_i64(CR_DEDUP_SUM, INT64_MAX, 0, 1, 0, INT64_MIN, 0);
+    merge_i64(CR_OP_SUM, INT64_MAX, 0, 1, 0, INT64_MIN, 0);
     /* unsigned order differs from signed */
-    cr_handler_type t = rule_type(CR_DEDUP_MIN, CR_DEDUP_UINT64, 8);
+    cr_handler_type t = rule_type(CR_OP_MIN, CR_UINT64, 8);
     uint64_t dst[2] = {1, UINT64_MAX - 1}, src[2] = {1, 3};
     t.combine(dst, src, sizeof dst, t.combine_user);
     assert_int_equal(dst[1], 3);
@@ -54,14 +54,14 @@ static void test_integer_rules(void **state)
 static void test_double_rules(void **state)
 {
     (void)state;
-    cr_handler_type t = rule_type(CR_DEDUP_SUM, CR_DEDUP_DOUBLE, 8);
+    cr_handler_type t = rule_type(CR_OP_SUM, CR_DOUBLE, 8);
     double dst[2] = {0, 1.5}, src[2] = {0, 2.25};
     uint64_t key = 77;
     memcpy(dst, &key, 8);
     memcpy(src, &key, 8);
     t.combine(dst, src, sizeof dst, t.combine_user);
     assert_true(dst[1] == 3.75);
-    t = rule_type(CR_DEDUP_MAX, CR_DEDUP_DOUBLE, 8);
+    t = rule_type(CR_OP_MAX, CR_DOUBLE, 8);
     src[1] = -1;
     t.combine(dst, src, sizeof dst, t.combine_user);
     assert_true(dst[1] == 3.75);
@@ -71,12 +71,12 @@ static void test_double_rules(void **state)
 static void test_short_keys(void **state)
 {
     (void)state;
-    cr_handler_type t = rule_type(CR_DEDUP_SUM, CR_DEDUP_UINT64, 3);
+    cr_handler_type t = rule_type(CR_OP_SUM, CR_UINT64, 3);
     uint64_t dst[2] = {0x00aabbcc, 5}, src[2] = {0x11aabbcc, 6};
     t.combine(dst, src, sizeof dst, t.combine_user);
     assert_int_equal(dst[0], 0x00aabbcc); /* bytes 3-7 are neither key nor value */
     assert_int_equal(dst[1], 11);
-    t = rule_type(CR_DEDUP_LAST, CR_DEDUP_UINT64, 3);
+    t = rule_type(CR_OP_LAST, CR_UINT64, 3);
     unsigned char a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 2, 3, 7, 8, 9};
     t.combine(a, b, sizeof a, t.combine_user);
     unsigned char want[6] = {1, 2, 3, 7, 8, 9};
@@ -95,7 +95,7 @@ static void test_user_rule_and_errors(void **state)
     int calls = 0;
     cr_handler_type t = {0};
     char err[200];
-    cr_dedup_rule user = {.key_len = 8, .op = CR_DEDUP_USER, .combine = count_calls,
+    cr_dedup_rule user = {.key_len = 8, .op = CR_OP_USER, .combine = count_calls,
                           .combine_user = &calls};
     assert_int_equal(cr_dedup_rule_apply(&user, &t, err, sizeof err), 0);
     uint64_t a[2] = {0}, b[2] = {0};
@@ -104,11 +104,11 @@ static void test_user_rule_and_errors(void **state)
 
     cr_handler_type untouched = {0};
     cr_dedup_rule bad[] = {
-        {.key_len = 0, .op = CR_DEDUP_SUM, .type = CR_DEDUP_INT64},
-        {.key_len = CR_MAX_KEY + 1, .op = CR_DEDUP_SUM, .type = CR_DEDUP_INT64},
-        {.key_len = 8, .op = CR_DEDUP_BOR, .type = CR_DEDUP_DOUBLE},
-        {.key_len = 8, .op = CR_DEDUP_SUM, .type = 0},
-        {.key_len = 8, .op = CR_DEDUP_USER},
+        {.key_len = 0, .op = CR_OP_SUM, .type = CR_INT64},
+        {.key_len = CR_MAX_KEY + 1, .op = CR_OP_SUM, .type = CR_INT64},
+        {.key_len = 8, .op = CR_OP_BOR, .type = CR_DOUBLE},
+        {.key_len = 8, .op = CR_OP_SUM, .type = 0},
+        {.key_len = 8, .op = CR_OP_USER},
         {.key_len = 8, .op = 99},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
