@@ -344,195 +344,247 @@ static void g500_print(const g500_run *r)
     g500_block("bfs  ", "validate", r->validate, n);
 }
 
-int main(int argc, char **argv)
-{
-    app a;
-    app_init(&a, "bfs", usage, &argc, &argv);
-    options o = {0};
-    parse(&a, argc, argv, &o);
+/* A run: the comm and the graph (build_graph), the roots, and what each search
+ * measured (search_all). */
+typedef struct bfs_run {
+    cr_comm *comm;
+    cr_config cfg;
+    char route_name[128];
+    FILE *csv;
+    cr_graph *g;
+    double t_gen, t_build;
+    uint64_t input_edges;
+    uint64_t *roots;
+    int nroots, failures;
+    bool checked;      /* searches validated (not --validate=no) */
+    double *teps, *times, *nedges, *validate_times, inv_sum;
+    double parts[4];   /* --phase-times: scan, frontier, top-down, all */
+} bfs_run;
 
-    FILE *csv = app_open_csv(&a, o.sh.csv, "ranks,graph,scale,edgefactor,route,buffer_bytes,"
+/* The comm, the graph read or generated and built, and the header lines. */
+static void build_graph(app *a, const options *o, bfs_run *r)
+{
+    r->csv = app_open_csv(a, o->sh.csv, "ranks,graph,scale,edgefactor,route,buffer_bytes,"
                                         "roots,hmean_teps,min_teps,max_teps,mpi_sends_max,"
                                         "peak_rss_mib,valid,algorithm");
-    cr_config cfg;
-    app_comm_flags flags = app_shared_comm_flags(&o.sh);
-    cr_comm *comm = app_comm_create(&a, &flags, &cfg);
-
+    app_comm_flags flags = app_shared_comm_flags(&o->sh);
+    r->comm = app_comm_create(a, &flags, &r->cfg);
     double t0 = MPI_Wtime();
-    cr_edge_list edges;
-    if (o.roots_file) { /* noticed before the graph is generated or read, not after */
-        FILE *f = fopen(o.roots_file, "r");
+    if (o->roots_file) { /* noticed before the graph is generated or read, not after */
+        FILE *f = fopen(o->roots_file, "r");
         char err[300];
-        snprintf(err, sizeof err, "%s: cannot open the roots file", o.roots_file);
-        app_agree(&a, f ? NULL : err);
+        snprintf(err, sizeof err, "%s: cannot open the roots file", o->roots_file);
+        app_agree(a, f ? NULL : err);
         fclose(f);
     }
-    load_graph(&a, &o, &edges);
-    double t_gen = app_max_time(MPI_Wtime() - t0);
-    app_progress(&a, "%s in %.2f s; building the distributed graph", o.sh.graph ? "read" : "generated",
-                 t_gen);
+    cr_edge_list edges;
+    load_graph(a, o, &edges);
+    r->t_gen = app_max_time(MPI_Wtime() - t0);
+    app_progress(a, "%s in %.2f s; building the distributed graph",
+                 o->sh.graph ? "read" : "generated", r->t_gen);
     t0 = MPI_Wtime();
-    cr_graph *g = cr_graph_build_with(comm, &edges, o.shuffle);
-    double t_build = app_max_time(MPI_Wtime() - t0);
-    app_progress(&a, "built in %.2f s", t_build);
-    uint64_t local_edges = edges.count, input_edges;
-    MPI_Allreduce(&local_edges, &input_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    r->g = cr_graph_build_with(r->comm, &edges, o->shuffle);
+    r->t_build = app_max_time(MPI_Wtime() - t0);
+    app_progress(a, "built in %.2f s", r->t_build);
+    uint64_t local_edges = edges.count;
+    MPI_Allreduce(&local_edges, &r->input_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     cr_graph_edges_free(&edges);
+    cr_route_format(&r->cfg.route, r->route_name, sizeof r->route_name);
+    if (a->rank != 0)
+        return;
+    uint64_t nv = cr_graph_vertices(r->g);
+    if (o->sh.graph)
+        printf("bfs: %d ranks, graph %s: %llu vertices, %llu edges\n", a->size, o->sh.graph,
+               (unsigned long long)nv, (unsigned long long)r->input_edges);
+    else
+        printf("bfs: %d ranks, %s scale %d, edge factor %g: %llu vertices, %llu edges\n",
+               a->size, generators[o->sh.gen.kind], o->sh.gen.scale, o->sh.gen.edgefactor,
+               (unsigned long long)nv, (unsigned long long)r->input_edges);
+    printf("  %s BFS, route %s, buffer %zu bytes; generated in %.3f s, built (%s) in %.3f s\n",
+           algorithms[o->bfs.algorithm], r->route_name, r->cfg.buffer_bytes, r->t_gen,
+           shuffles[o->shuffle], r->t_build);
+}
 
-    char route_name[128];
-    cr_route_format(&cfg.route, route_name, sizeof route_name);
-    if (a.rank == 0) {
-        if (o.sh.graph)
-            printf("bfs: %d ranks, graph %s: %llu vertices, %llu edges\n", a.size, o.sh.graph,
-                   (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
-        else
-            printf("bfs: %d ranks, %s scale %d, edge factor %g: %llu vertices, %llu edges\n",
-                   a.size, generators[o.sh.gen.kind], o.sh.gen.scale, o.sh.gen.edgefactor,
-                   (unsigned long long)cr_graph_vertices(g), (unsigned long long)input_edges);
-        printf("  %s BFS, route %s, buffer %zu bytes; generated in %.3f s, built (%s) in %.3f s\n",
-               algorithms[o.bfs.algorithm], route_name, cfg.buffer_bytes, t_gen, shuffles[o.shuffle],
-               t_build);
-    }
-
-    uint64_t max_roots = o.roots_file && !o.roots_given ? 1u << 16 : o.roots;
-    uint64_t *roots = app_calloc(&a, max_roots, sizeof *roots, "the roots");
-    int nroots = o.roots_file ? read_roots(&a, g, o.roots_file, max_roots, roots)
-                              : pick_roots(g, o.sh.gen.seed, o.roots, roots);
-    if (nroots == 0) /* the same on every rank */
-        app_error(&a, "no vertex has an edge: nothing to search");
-    double *teps = app_calloc(&a, (size_t)nroots, sizeof *teps, "the timings"), inv_sum = 0;
-    double *times = app_calloc(&a, (size_t)nroots, sizeof *times, "the timings");
-    double *nedges = app_calloc(&a, (size_t)nroots, sizeof *nedges, "the timings");
-    double *validate_times = app_calloc(&a, (size_t)nroots, sizeof *validate_times, "the timings");
-    int failures = 0;
+/* The roots (from --roots-file or drawn from the seed) and the per-search arrays. */
+static void choose_roots(app *a, const options *o, bfs_run *r)
+{
+    uint64_t max_roots = o->roots_file && !o->roots_given ? 1u << 16 : o->roots;
+    r->roots = app_calloc(a, max_roots, sizeof *r->roots, "the roots");
+    r->nroots = o->roots_file ? read_roots(a, r->g, o->roots_file, max_roots, r->roots)
+                              : pick_roots(r->g, o->sh.gen.seed, o->roots, r->roots);
+    if (r->nroots == 0) /* the same on every rank */
+        app_error(a, "no vertex has an edge: nothing to search");
+    size_t n = (size_t)r->nroots;
+    r->teps = app_calloc(a, n, sizeof *r->teps, "the timings");
+    r->times = app_calloc(a, n, sizeof *r->times, "the timings");
+    r->nedges = app_calloc(a, n, sizeof *r->nedges, "the timings");
+    r->validate_times = app_calloc(a, n, sizeof *r->validate_times, "the timings");
     /* every search is validated unless --validate=no (auto: always, it is cheap) */
-    bool checked = app_validate_or(&o.sh, APP_VALIDATE_YES) != APP_VALIDATE_NO;
-    double parts[4] = {0, 0, 0, 0}; /* --phase-times: scan, frontier, top-down, all */
-    cr_stats_reset(comm);
-    for (int k = 0; k < nroots; k++) {
-        cr_bfs_result r;
-        app_progress(&a, "search %d of %d from %llu", k + 1, nroots, (unsigned long long)roots[k]);
-        cr_graph_bfs_run(g, &o.bfs, roots[k], &r);
-        char why[256] = "";
-        double tv = MPI_Wtime();
-        uint64_t bad = checked ? cr_graph_bfs_validate(g, roots[k], r.parent, r.level, why,
-                                                        sizeof why)
-                               : 0;
-        validate_times[k] = app_max_time(MPI_Wtime() - tv);
-        times[k] = r.seconds;
-        parts[0] += r.scan_seconds;
-        parts[1] += r.frontier_seconds;
-        parts[2] += r.top_down_seconds;
-        parts[3] += r.seconds;
-        nedges[k] = (double)r.edges;
-        teps[k] = r.edges / r.seconds;
-        inv_sum += 1 / teps[k];
-        if (bad) {
-            failures++;
-            if (why[0])
-                fprintf(stderr, "bfs: rank %d: root %llu: %s\n", a.rank,
-                        (unsigned long long)roots[k], why);
-        }
-        if (a.rank == 0 && !o.quiet) {
-            char visits[48] = ""; /* re-visits only happen in the label-correcting search */
-            if (o.bfs.algorithm == CR_BFS_ASYNC)
-                snprintf(visits, sizeof visits, ", %.2f visits per vertex",
-                         (double)r.visits / (double)r.reached);
-            if (o.bfs.algorithm == CR_BFS_HYBRID)
-                snprintf(visits, sizeof visits, ", %d bottom-up", r.bottom_up_levels);
-            printf("  search %2d from %llu: %llu vertices, %llu edges, %d levels, %.4f s, "
-                   "%.2f M TEPS%s, %s\n", k + 1, (unsigned long long)roots[k],
-                   (unsigned long long)r.reached, (unsigned long long)r.edges, r.levels,
-                   r.seconds, teps[k] / 1e6, visits,
-                   !checked ? "not validated" : bad ? "INVALID" : "valid");
-        }
-        cr_graph_bfs_result_free(&r);
+    r->checked = app_validate_or(&o->sh, APP_VALIDATE_YES) != APP_VALIDATE_NO;
+}
+
+/* Search k: run, validate, and (without --quiet) its line. */
+static void search(const app *a, const options *o, bfs_run *r, int k)
+{
+    uint64_t root = r->roots[k];
+    cr_bfs_result res;
+    app_progress(a, "search %d of %d from %llu", k + 1, r->nroots, (unsigned long long)root);
+    cr_graph_bfs_run(r->g, &o->bfs, root, &res);
+    char why[256] = "";
+    double tv = MPI_Wtime();
+    uint64_t bad = r->checked ? cr_graph_bfs_validate(r->g, root, res.parent, res.level, why,
+                                                       sizeof why)
+                              : 0;
+    r->validate_times[k] = app_max_time(MPI_Wtime() - tv);
+    r->times[k] = res.seconds;
+    r->parts[0] += res.scan_seconds;
+    r->parts[1] += res.frontier_seconds;
+    r->parts[2] += res.top_down_seconds;
+    r->parts[3] += res.seconds;
+    r->nedges[k] = (double)res.edges;
+    r->teps[k] = res.edges / res.seconds;
+    r->inv_sum += 1 / r->teps[k];
+    if (bad) {
+        r->failures++;
+        if (why[0])
+            fprintf(stderr, "bfs: rank %d: root %llu: %s\n", a->rank, (unsigned long long)root,
+                    why);
     }
-    double hmean = nroots / inv_sum;
-    double med = app_median(teps, nroots), lo = teps[0], hi = teps[nroots - 1];
+    if (a->rank == 0 && !o->quiet) {
+        char visits[48] = ""; /* re-visits only happen in the label-correcting search */
+        if (o->bfs.algorithm == CR_BFS_ASYNC)
+            snprintf(visits, sizeof visits, ", %.2f visits per vertex",
+                     (double)res.visits / (double)res.reached);
+        if (o->bfs.algorithm == CR_BFS_HYBRID)
+            snprintf(visits, sizeof visits, ", %d bottom-up", res.bottom_up_levels);
+        printf("  search %2d from %llu: %llu vertices, %llu edges, %d levels, %.4f s, "
+               "%.2f M TEPS%s, %s\n", k + 1, (unsigned long long)root,
+               (unsigned long long)res.reached, (unsigned long long)res.edges, res.levels,
+               res.seconds, r->teps[k] / 1e6, visits,
+               !r->checked ? "not validated" : bad ? "INVALID" : "valid");
+    }
+    cr_graph_bfs_result_free(&res);
+}
+
+/* The mailbox's peak against the bound of docs/flow_control.md for the deepest handler
+ * chain the searches made (each rank its own), the fullest rank's, on rank 0. */
+static void report_memory(const app *a, const bfs_run *r)
+{
     cr_stats s;
-    cr_stats_get(comm, &s);
+    cr_stats_get(r->comm, &s);
+    uint64_t bound = cr_memory_bound(r->comm, (unsigned)s.deepest_generation);
+    double mem[4] = {(double)s.peak_memory_bytes, bound == UINT64_MAX ? 1e300 : (double)bound,
+                     (double)s.deepest_generation,
+                     bound == UINT64_MAX ? 1e300 : (double)s.peak_memory_bytes / (double)bound},
+           mem_max[4];
+    MPI_Reduce(mem, mem_max, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (a->rank != 0)
+        return;
+    if (mem_max[1] >= 1e300)
+        printf("  mailbox memory per rank (max, searches and validations): peak %.1f KiB; no "
+               "bound (docs/flow_control.md): %s\n", mem_max[0] / 1024,
+               r->cfg.flow == CR_FLOW_WAITS
+                   ? "under COURIER_FLOW=waits a handler that is not reentrant sent"
+                   : "handler chains reached the 16 generations Courier tells apart");
+    else
+        printf("  mailbox memory per rank (max, searches and validations): peak %.1f KiB, "
+               "bound %.1f KiB for handler chains %.0f deep; the fullest rank at %.2f of "
+               "its own bound\n",
+               mem_max[0] / 1024, mem_max[1] / 1024, mem_max[2], mem_max[3]);
+}
+
+/* The summary lines and the CSV line, after every search. */
+static void report(const app *a, const options *o, bfs_run *r)
+{
+    int nroots = r->nroots;
+    double hmean = nroots / r->inv_sum;
+    double med = app_median(r->teps, nroots), lo = r->teps[0], hi = r->teps[nroots - 1];
+    cr_stats s;
+    cr_stats_get(r->comm, &s);
     uint64_t sends = s.mpi_sends, sends_max;
     MPI_Reduce(&sends, &sends_max, 1, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     long rss = ru.ru_maxrss, rss_max = 0;
     MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-    /* The mailbox's peak against the bound of docs/flow_control.md for the deepest
-     * handler chain these searches made (each rank its own; the fullest reported). */
-    uint64_t bound = cr_memory_bound(comm, (unsigned)s.deepest_generation);
-    double mem[4] = {(double)s.peak_memory_bytes, bound == UINT64_MAX ? 1e300 : (double)bound,
-                     (double)s.deepest_generation,
-                     bound == UINT64_MAX ? 1e300 : (double)s.peak_memory_bytes / (double)bound},
-           mem_max[4];
-    MPI_Reduce(mem, mem_max, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (a.rank == 0) {
-        if (checked)
-            printf("  validation: %d of %d searches valid\n", nroots - failures, nroots);
+    if (a->rank == 0) {
+        if (r->checked)
+            printf("  validation: %d of %d searches valid\n", nroots - r->failures, nroots);
         else
             printf("  validation: none (--validate=no)\n");
         printf("  TEPS: harmonic mean %.2f M, min %.2f M, median %.2f M, max %.2f M\n",
                hmean / 1e6, lo / 1e6, med / 1e6, hi / 1e6);
         double total_time = 0;
         for (int k = 0; k < nroots; k++)
-            total_time += times[k];
-        printf("  time per search: mean %.6f s\n", nroots ? total_time / nroots : 0.0);
+            total_time += r->times[k];
+        printf("  time per search: mean %.6f s\n", total_time / nroots);
     }
-    if (o.phase_times && o.bfs.algorithm == CR_BFS_HYBRID) {
+    if (o->phase_times && o->bfs.algorithm == CR_BFS_HYBRID) {
         double slowest[4];
-        MPI_Reduce(parts, slowest, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        if (a.rank == 0)
+        MPI_Reduce(r->parts, slowest, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (a->rank == 0)
             printf("  parts of a search (ms, mean over searches, the slowest rank's): bottom-up "
                    "scans %.3f, frontier bitmaps %.3f, top-down levels %.3f; whole search "
                    "%.3f\n", 1e3 * slowest[0] / nroots, 1e3 * slowest[1] / nroots,
                    1e3 * slowest[2] / nroots, 1e3 * slowest[3] / nroots);
     }
-    if (a.rank == 0) {
+    if (a->rank == 0)
         printf("  MPI sends per rank (max, all searches and validations): %llu; peak memory per "
                "rank %.1f MiB\n", (unsigned long long)sends_max, rss_max / 1024.0);
-        if (mem_max[1] >= 1e300)
-            printf("  mailbox memory per rank (max, searches and validations): peak %.1f KiB; no "
-                   "bound (docs/flow_control.md): %s\n", mem_max[0] / 1024,
-                   cfg.flow == CR_FLOW_WAITS
-                       ? "under COURIER_FLOW=waits a handler that is not reentrant sent"
-                       : "handler chains reached the 16 generations Courier tells apart");
-        else
-            printf("  mailbox memory per rank (max, searches and validations): peak %.1f KiB, "
-                   "bound %.1f KiB for handler chains %.0f deep; the fullest rank at %.2f of "
-                   "its own bound\n",
-                   mem_max[0] / 1024, mem_max[1] / 1024, mem_max[2], mem_max[3]);
-        if (csv) {
-            FILE *out = csv;
-            fprintf(out, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d,%s\n", a.size,
-                    o.sh.graph ? o.sh.graph : generators[o.sh.gen.kind], o.sh.gen.scale, o.sh.gen.edgefactor,
-                    route_name, cfg.buffer_bytes, nroots, hmean, lo, hi,
-                    (unsigned long long)sends_max, rss_max / 1024.0, failures == 0,
-                    algorithms[o.bfs.algorithm]);
-            fclose(out);
-        }
+    report_memory(a, r);
+    if (a->rank == 0 && r->csv) {
+        fprintf(r->csv, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d,%s\n", a->size,
+                o->sh.graph ? o->sh.graph : generators[o->sh.gen.kind], o->sh.gen.scale,
+                o->sh.gen.edgefactor, r->route_name, r->cfg.buffer_bytes, nroots, hmean, lo, hi,
+                (unsigned long long)sends_max, rss_max / 1024.0, r->failures == 0,
+                algorithms[o->bfs.algorithm]);
+        fclose(r->csv);
     }
-    if (o.graph500_output && a.rank == 0 && failures == 0) {
-        uint64_t nv = cr_graph_vertices(g);
-        int scale = 0;
-        while (scale < 63 && (1ull << scale) < nv)
-            scale++;
-        g500_run run = {.scale = o.sh.graph ? scale : o.sh.gen.scale,
-                        .edgefactor = o.sh.graph ? (int)((input_edges + nv / 2) / nv)
-                                              : (int)o.sh.gen.edgefactor,
-                        .nbfs = nroots, .ranks = a.size, .generation = t_gen,
-                        .construction = t_build, .time = times, .nedge = nedges,
-                        .validate = validate_times};
-        printf("\n");
-        g500_print(&run);
-    } else if (o.graph500_output && a.rank == 0) {
+}
+
+/* --graph500-output: the reference's result block, for a valid run. */
+static void report_graph500(const app *a, const options *o, const bfs_run *r)
+{
+    if (!o->graph500_output || a->rank != 0)
+        return;
+    if (r->failures) {
         printf("No results printed for invalid run.\n");
+        return;
     }
+    uint64_t nv = cr_graph_vertices(r->g);
+    int scale = 0;
+    while (scale < 63 && (1ull << scale) < nv)
+        scale++;
+    g500_run run = {.scale = o->sh.graph ? scale : o->sh.gen.scale,
+                    .edgefactor = o->sh.graph ? (int)((r->input_edges + nv / 2) / nv)
+                                              : (int)o->sh.gen.edgefactor,
+                    .nbfs = r->nroots, .ranks = a->size, .generation = r->t_gen,
+                    .construction = r->t_build, .time = r->times, .nedge = r->nedges,
+                    .validate = r->validate_times};
+    printf("\n");
+    g500_print(&run);
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "bfs", usage, &argc, &argv);
+    options o = {0};
+    parse(&a, argc, argv, &o);
+    bfs_run r = {0};
+    build_graph(&a, &o, &r);
+    choose_roots(&a, &o, &r);
+    cr_stats_reset(r.comm);
+    for (int k = 0; k < r.nroots; k++)
+        search(&a, &o, &r, k);
+    report(&a, &o, &r);
+    report_graph500(&a, &o, &r);
     if (o.sh.stats)
-        cr_stats_print(comm, stdout);
-    free(roots);
-    free(teps), free(times), free(nedges), free(validate_times);
-    cr_graph_destroy(g);
-    app_comm_destroy(comm);
+        cr_stats_print(r.comm, stdout);
+    free(r.roots);
+    free(r.teps), free(r.times), free(r.nedges), free(r.validate_times);
+    cr_graph_destroy(r.g);
+    app_comm_destroy(r.comm);
     MPI_Finalize();
-    return failures ? 1 : 0;
+    return r.failures ? 1 : 0;
 }

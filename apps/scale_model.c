@@ -545,7 +545,7 @@ static row model(int p, double alpha_us, double beta_ns, double gamma_ns, local_
 }
 
 /* The boruvka pattern's lightest edges for P ranks, once for all its runs. */
-static void lightest_edges(app *a, int p)
+static void lightest_edges(const app *a, int p)
 {
     uint64_t n = W.vertices_per_rank * (uint64_t)p;
     W.lightest = app_calloc(a, n, 8, "the lightest edges (8 bytes per vertex)");
@@ -557,20 +557,38 @@ static void lightest_edges(app *a, int p)
             p, (unsigned long long)n, wall_seconds() - started);
 }
 
-int main(int argc, char **argv)
-{
-    app a;
-    app_init(&a, "scale_model", usage, &argc, &argv);
-    uint64_t ranks[16] = {64, 256, 1024, 4096}, entries = 256;
-    int nranks = 4;
-    double alpha = 2, beta = 0.1, gamma = 10;
-    int use_route[NROUTES] = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0}, use_agg[3] = {1, 1, 1}, use_pattern[NPAT] = {1, 0, 0, 0, 0};
-    uint64_t vpr = 1024;
-    double edgefactor = 16;
+/* What the command line asked for. */
+typedef struct model_opts {
+    uint64_t ranks[16], entries, vpr;
+    int nranks;
+    double alpha, beta, gamma, edgefactor;
+    int use_route[NROUTES], use_agg[3], use_pattern[NPAT];
+    bool dense;
     app_shared sh; /* the common flags */
-    app_shared_init(&sh);
+} model_opts;
+
+/* --route, --aggregation, --patterns: a comma list of names into use[]. */
+static void parse_names(const app *a, int ch, const char *value, model_opts *o)
+{
+    const char *const *names = ch == 'R' ? route_names : ch == 'A' ? agg_names : pattern_names;
+    int *use = ch == 'R' ? o->use_route : ch == 'A' ? o->use_agg : o->use_pattern;
+    const char *flag = ch == 'R' ? "--route" : ch == 'A' ? "--aggregation" : "--patterns";
+    memset(use, 0, (size_t)(ch == 'R' ? NROUTES : ch == 'A' ? 3 : NPAT) * sizeof *use);
+    char *list = xcalloc(strlen(value) + 1, 1), *save = NULL;
+    strcpy(list, value);
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        use[app_parse_choice(a, flag, t, names)] = 1;
+    free(list);
+}
+
+static void parse_options(app *a, int argc, char **argv, model_opts *o)
+{
+    *o = (model_opts){.ranks = {64, 256, 1024, 4096}, .nranks = 4, .entries = 256,
+                      .vpr = 1024, .alpha = 2, .beta = 0.1, .gamma = 10, .edgefactor = 16,
+                      .use_route = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0}, .use_agg = {1, 1, 1},
+                      .use_pattern = {1, 0, 0, 0, 0}};
+    app_shared_init(&o->sh);
     static const char *const exchange_names[] = {"sparse", "dense", NULL};
-    bool dense = false;
     static const struct option opts[] = {
         {"ranks", required_argument, 0, 'P'},   {"entries", required_argument, 0, 'e'},
         {"route", required_argument, 0, 'R'},   {"aggregation", required_argument, 0, 'A'},
@@ -578,161 +596,189 @@ int main(int argc, char **argv)
         {"gamma", required_argument, 0, 'g'},
         {"patterns", required_argument, 0, 'T'}, {"vertices-per-rank", required_argument, 0, 'v'},
         {"edgefactor", required_argument, 0, 'E'}, {"generator", required_argument, 0, 'G'},
-        {"exchanges", required_argument, 0, 'X'},          APP_LONG_COMMON, {0, 0, 0, 0}};
+        {"exchanges", required_argument, 0, 'X'}, APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'P':
-            nranks = app_parse_list(&a, "--ranks", optarg, 1, 65536, ranks, 16);
-            for (int k = 0; k < nranks; k++)
-                if (ranks[k] & (ranks[k] - 1))
-                    app_usage_error(&a, "--ranks %llu is not a power of two (the 3D grid "
-                                    "and the hypercube need one)", (unsigned long long)ranks[k]);
+            o->nranks = app_parse_list(a, "--ranks", optarg, 1, 65536, o->ranks, 16);
+            for (int k = 0; k < o->nranks; k++)
+                if (o->ranks[k] & (o->ranks[k] - 1))
+                    app_usage_error(a, "--ranks %llu is not a power of two (the 3D grid "
+                                    "and the hypercube need one)", (unsigned long long)o->ranks[k]);
             break;
-        case 'e': entries = app_parse_u64(&a, "--entries", optarg, 1, 1u << 24); break;
+        case 'e': o->entries = app_parse_u64(a, "--entries", optarg, 1, 1u << 24); break;
         case 'R':
         case 'A':
-        case 'T': {
-            const char *const *names = ch == 'R' ? route_names : ch == 'A' ? agg_names : pattern_names;
-            int *use = ch == 'R' ? use_route : ch == 'A' ? use_agg : use_pattern;
-            const char *flag = ch == 'R' ? "--route" : ch == 'A' ? "--aggregation" : "--patterns";
-            memset(use, 0, (size_t)(ch == 'R' ? NROUTES : ch == 'A' ? 3 : NPAT) * sizeof *use);
-            char *list = xcalloc(strlen(optarg) + 1, 1), *save = NULL;
-            strcpy(list, optarg);
-            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-                use[app_parse_choice(&a, flag, t, names)] = 1;
-            free(list);
-            break;
-        }
-        case 'v': vpr = app_parse_u64(&a, "--vertices-per-rank", optarg, 1, 1u << 24); break;
-        case 'E': edgefactor = (double)app_parse_u64(&a, "--edgefactor", optarg, 1, 1024); break;
-        case 'G': W.graph = (cr_gen_kind)app_parse_choice(&a, "--generator", optarg, graph_names); break;
-        case 'a': alpha = app_parse_double(&a, "--alpha", optarg, 0, 1e6); break;
-        case 'b': beta = app_parse_double(&a, "--beta", optarg, 0, 1e6); break;
-        case 'g': gamma = app_parse_double(&a, "--gamma", optarg, 0, 1e6); break;
-        case 'X': dense = app_parse_choice(&a, "--exchanges", optarg, exchange_names) == 1; break;
-        default: app_other_option(&a, ch, optarg, &sh, argv);
+        case 'T': parse_names(a, ch, optarg, o); break;
+        case 'v': o->vpr = app_parse_u64(a, "--vertices-per-rank", optarg, 1, 1u << 24); break;
+        case 'E': o->edgefactor = (double)app_parse_u64(a, "--edgefactor", optarg, 1, 1024); break;
+        case 'G': W.graph = (cr_gen_kind)app_parse_choice(a, "--generator", optarg, graph_names); break;
+        case 'a': o->alpha = app_parse_double(a, "--alpha", optarg, 0, 1e6); break;
+        case 'b': o->beta = app_parse_double(a, "--beta", optarg, 0, 1e6); break;
+        case 'g': o->gamma = app_parse_double(a, "--gamma", optarg, 0, 1e6); break;
+        case 'X': o->dense = app_parse_choice(a, "--exchanges", optarg, exchange_names) == 1; break;
+        default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
-    app_no_operands(&a, argc, argv);
-    if (use_pattern[PAT_BORUVKA]) {
-        if (vpr & (vpr - 1))
-            app_usage_error(&a, "--vertices-per-rank %llu is not a power of two (boruvka "
-                            "generates 2^k vertices)", (unsigned long long)vpr);
-        for (int k = 0; k < nranks; k++)
-            if (vpr * ranks[k] > ((uint64_t)1 << 32))
-                app_usage_error(&a, "boruvka at %llu ranks: %llu vertices, more than the 2^32 "
-                                "its packed edges can name", (unsigned long long)ranks[k],
-                                (unsigned long long)(vpr * ranks[k]));
+    app_no_operands(a, argc, argv);
+}
+
+/* What the patterns cannot run, refused before anything runs; the base configuration
+ * from the environment. */
+static void check_options(const app *a, const model_opts *o)
+{
+    if (o->use_pattern[PAT_BORUVKA]) {
+        if (o->vpr & (o->vpr - 1))
+            app_usage_error(a, "--vertices-per-rank %llu is not a power of two (boruvka "
+                            "generates 2^k vertices)", (unsigned long long)o->vpr);
+        for (int k = 0; k < o->nranks; k++)
+            if (o->vpr * o->ranks[k] > ((uint64_t)1 << 32))
+                app_usage_error(a, "boruvka at %llu ranks: %llu vertices, more than the 2^32 "
+                                "its packed edges can name", (unsigned long long)o->ranks[k],
+                                (unsigned long long)(o->vpr * o->ranks[k]));
     }
     for (int route = ROUTE_SHAPES; route < NROUTES; route++)
-        for (int k = 0; k < nranks && use_route[route]; k++) {
+        for (int k = 0; k < o->nranks && o->use_route[route]; k++) {
             char why[160];
-            if (app_shape_spec(route_names[route], (int)ranks[k], why, sizeof why))
-                app_usage_error(&a, "--route: %s", why);
+            if (app_shape_spec(route_names[route], (int)o->ranks[k], why, sizeof why))
+                app_usage_error(a, "--route: %s", why);
         }
-    app_require_one_process(&a, "runs its virtual ranks");
+    app_require_one_process(a, "runs its virtual ranks");
     char cfg_err[256];
     cr_config_init(&base_config);
     if (cr_config_from_env(&base_config, cfg_err, sizeof cfg_err))
-        app_usage_error(&a, "%s", cfg_err);
-    FILE *out = app_open_csv(&a, sh.csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
-                             "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
-                             "verified,write_s,exchange_s,read_s,with_local_s,write_ns_per_request,"
-                             "hop_ns_per_record,read_ns_per_reply,graph,exchanges");
+        app_usage_error(a, "%s", cfg_err);
+}
+
+static void print_header(const model_opts *o)
+{
     static const char *const graph_titles[] = {"R-MAT", "GNM", "RGG"};
     printf("overload: every rank reads and adds to each of rank 0's %llu indices; "
            "neighborhood, doubling, bfs, boruvka: %s, %llu vertices per rank, edge factor %g;\n"
            "alpha %g us, beta %g ns/B, gamma %g ns; exchanges charged %s\n\n",
-           (unsigned long long)entries, graph_titles[W.graph], (unsigned long long)vpr,
-           edgefactor, alpha, beta, gamma, dense ? "as dense all-to-alls" : "sparse");
+           (unsigned long long)o->entries, graph_titles[W.graph], (unsigned long long)o->vpr,
+           o->edgefactor, o->alpha, o->beta, o->gamma, o->dense ? "as dense all-to-alls" : "sparse");
     printf("| pattern | P | route | aggregation | messages max | mean | KiB max | mean | "
            "requests reaching the busiest owner | predicted ms | vs direct none | "
            "with local work: write ms | exchange ms | read ms | total ms | vs direct none |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+}
+
+/* The baselines the rows are compared with: direct without aggregation. */
+typedef struct baseline {
+    double predicted, with_local;
+} baseline;
+
+/* One configuration (pattern, P, route, aggregation) simulated, checked and printed
+ * as a table row and a CSV line. Returns whether it read wrong values. */
+static int run_config(const app *a, const model_opts *o, FILE *out, int pat, int p, int route,
+                      int agg, baseline *base)
+{
+    W.route = route, W.agg = agg;
+    memset(W.stats, 0, (size_t)p * sizeof *W.stats);
+    memset(W.bad, 0, (size_t)p * sizeof *W.bad);
+    W.error[0] = 0;
+    cr_config cfg;
+    route_config(p, route, pat == PAT_BFS, &cfg);
+    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = &cfg};
+    char err[256];
+    cr_sim_rank_fn fn = pat == PAT_OVERLOAD ? run_overload
+                      : pat == PAT_BFS      ? run_bfs
+                      : pat == PAT_BORUVKA  ? run_boruvka
+                                            : run_graph_pattern;
+    double started = wall_seconds();
+    if (cr_sim_run(&so, fn, NULL, NULL, err, sizeof err))
+        app_error(a, "%s, P=%d, %s, %s: %s", pattern_names[pat], p, route_names[route],
+                  agg_names[agg], err);
+    if (W.error[0])
+        app_error(a, "%s, P=%d: %s", pattern_names[pat], p, W.error);
+    uint64_t bad = 0;
+    for (int r = 0; r < p; r++)
+        bad += W.bad[r];
+    if (pat == PAT_BORUVKA)
+        bad += check_roots(W.vertices_per_rank * (uint64_t)p);
+    local_costs lc = measure_costs(p);
+    bool charge_dense = o->dense && pat != PAT_BFS; /* the BFS's are the mailbox's */
+    row w = model(p, o->alpha, o->beta, o->gamma, lc, charge_dense);
+    if (route == 0 && agg == 0)
+        base->predicted = w.predicted, base->with_local = w.with_local;
+    char ratio[32] = "-", ratio_local[32] = "-";
+    if (base->predicted > 0)
+        snprintf(ratio, sizeof ratio, "%.2f", base->predicted / w.predicted);
+    if (base->with_local > 0 && pat != PAT_BFS)
+        snprintf(ratio_local, sizeof ratio_local, "%.2f", base->with_local / w.with_local);
+    if (pat == PAT_BFS) /* its counts are the mailbox's, not the array's */
+        w.write = w.exchange = w.read = w.with_local = 0;
+    printf("| %s | %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.0f | %.3f | %s | "
+           "%.3f | %.3f | %.3f | %.3f | %s |%s\n",
+           pattern_names[pat], p, route_names[route], agg_names[agg], w.msgs_max, w.msgs_mean,
+           w.bytes_max / 1024, w.bytes_mean / 1024, w.reached_max, w.predicted * 1e3, ratio,
+           w.write * 1e3, w.exchange * 1e3, w.read * 1e3, w.with_local * 1e3, ratio_local,
+           bad ? " WRONG" : "");
+    if (out)
+        fprintf(out, "%s,%d,%llu,%s,%s,%.0f,%.2f,%.0f,%.1f,%.0f,%.6f,%s,%.6f,%.6f,"
+                "%.6f,%.6f,%.2f,%.2f,%.2f,%s,%s\n",
+                pattern_names[pat], p, (unsigned long long)(pat ? o->vpr : o->entries),
+                route_names[route], agg_names[agg], w.msgs_max, w.msgs_mean, w.bytes_max,
+                w.bytes_mean, w.reached_max, w.predicted, bad ? "no" : "yes", w.write,
+                w.exchange, w.read, w.with_local, lc.write_ns, lc.hop_ns, lc.read_ns,
+                pat ? graph_names[W.graph] : "-", charge_dense ? "dense" : "sparse");
+    if (!o->sh.quiet)
+        fprintf(stderr, "scale_model: %s, P=%d, %s, %s: simulated in %.1f s\n",
+                pattern_names[pat], p, route_names[route], agg_names[agg],
+                wall_seconds() - started);
+    fflush(stdout);
+    return bad != 0;
+}
+
+/* Every route and aggregation asked for, for one pattern at P virtual ranks. Returns
+ * the runs that read wrong values. */
+static int run_pattern(const app *a, const model_opts *o, FILE *out, int pat, int p)
+{
+    W.pattern = pat;
+    W.stats = app_calloc(a, (size_t)p, sizeof *W.stats, "the ranks' statistics");
+    W.bad = app_calloc(a, (size_t)p, sizeof *W.bad, "the ranks' checks");
+    W.changed[0] = app_calloc(a, (size_t)p, 1, "the ranks' flags");
+    W.changed[1] = app_calloc(a, (size_t)p, 1, "the ranks' flags");
+    if (pat == PAT_BORUVKA)
+        lightest_edges(a, p);
+    baseline base = {0, 0};
     int failed = 0;
-    W.entries = entries, W.vertices_per_rank = vpr, W.edgefactor = edgefactor;
-    for (int pat = 0; pat < NPAT; pat++)
-        for (int k = 0; k < nranks && use_pattern[pat]; k++) {
-            int p = (int)ranks[k];
-            W.pattern = pat;
-            W.stats = app_calloc(&a, (size_t)p, sizeof *W.stats, "the ranks' statistics");
-            W.bad = app_calloc(&a, (size_t)p, sizeof *W.bad, "the ranks' checks");
-            W.changed[0] = app_calloc(&a, (size_t)p, 1, "the ranks' flags");
-            W.changed[1] = app_calloc(&a, (size_t)p, 1, "the ranks' flags");
-            if (pat == PAT_BORUVKA)
-                lightest_edges(&a, p);
-            double base = 0, base_local = 0;
-            for (int route = 0; route < NROUTES; route++)
-                for (int agg = 0; agg < 3; agg++) {
-                    if (!use_route[route] || !use_agg[agg])
-                        continue;
-                    if (pat == PAT_BFS && agg == 2)
-                        continue; /* the BFS merges by hashing only: "hash" */
-                    if (pat != PAT_BFS && route == ROUTE_NLNR)
-                        continue; /* the lock-step grid has no node-aware stage */
-                    W.route = route, W.agg = agg;
-                    memset(W.stats, 0, (size_t)p * sizeof *W.stats);
-                    memset(W.bad, 0, (size_t)p * sizeof *W.bad);
-                    W.error[0] = 0;
-                    cr_config cfg;
-                    route_config(p, route, pat == PAT_BFS, &cfg);
-                    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = &cfg};
-                    char err[256];
-                    cr_sim_rank_fn fn = pat == PAT_OVERLOAD ? run_overload
-                                      : pat == PAT_BFS    ? run_bfs
-                                      : pat == PAT_BORUVKA ? run_boruvka
-                                                          : run_graph_pattern;
-                    double started = wall_seconds();
-                    if (cr_sim_run(&so, fn, NULL, NULL, err, sizeof err))
-                        app_error(&a, "%s, P=%d, %s, %s: %s", pattern_names[pat], p,
-                                  route_names[route], agg_names[agg], err);
-                    if (W.error[0])
-                        app_error(&a, "%s, P=%d: %s", pattern_names[pat], p, W.error);
-                    uint64_t bad = 0;
-                    for (int r = 0; r < p; r++)
-                        bad += W.bad[r];
-                    if (pat == PAT_BORUVKA)
-                        bad += check_roots(W.vertices_per_rank * (uint64_t)p);
-                    failed += bad != 0;
-                    local_costs lc = measure_costs(p);
-                    bool charge_dense = dense && pat != PAT_BFS; /* the BFS's are the mailbox's */
-                    row w = model(p, alpha, beta, gamma, lc, charge_dense);
-                    if (route == 0 && agg == 0)
-                        base = w.predicted, base_local = w.with_local;
-                    char ratio[32] = "-", ratio_local[32] = "-";
-                    if (base > 0)
-                        snprintf(ratio, sizeof ratio, "%.2f", base / w.predicted);
-                    if (base_local > 0 && pat != PAT_BFS)
-                        snprintf(ratio_local, sizeof ratio_local, "%.2f", base_local / w.with_local);
-                    if (pat == PAT_BFS) /* its counts are the mailbox's, not the array's */
-                        w.write = w.exchange = w.read = w.with_local = 0;
-                    printf("| %s | %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.0f | %.3f | %s | "
-                           "%.3f | %.3f | %.3f | %.3f | %s |%s\n",
-                           pattern_names[pat], p, route_names[route], agg_names[agg], w.msgs_max,
-                           w.msgs_mean, w.bytes_max / 1024, w.bytes_mean / 1024, w.reached_max,
-                           w.predicted * 1e3, ratio, w.write * 1e3, w.exchange * 1e3,
-                           w.read * 1e3, w.with_local * 1e3, ratio_local, bad ? " WRONG" : "");
-                    if (out)
-                        fprintf(out, "%s,%d,%llu,%s,%s,%.0f,%.2f,%.0f,%.1f,%.0f,%.6f,%s,%.6f,%.6f,"
-                                "%.6f,%.6f,%.2f,%.2f,%.2f,%s,%s\n",
-                                pattern_names[pat], p,
-                                (unsigned long long)(pat ? vpr : entries), route_names[route],
-                                agg_names[agg], w.msgs_max, w.msgs_mean, w.bytes_max, w.bytes_mean,
-                                w.reached_max, w.predicted, bad ? "no" : "yes", w.write,
-                                w.exchange, w.read, w.with_local, lc.write_ns, lc.hop_ns,
-                                lc.read_ns, pat ? graph_names[W.graph] : "-",
-                                charge_dense ? "dense" : "sparse");
-                    fprintf(stderr, "scale_model: %s, P=%d, %s, %s: simulated in %.1f s\n",
-                            pattern_names[pat], p, route_names[route], agg_names[agg],
-                            wall_seconds() - started);
-                    fflush(stdout);
-                }
-            free(W.stats), free(W.bad), free(W.changed[0]), free(W.changed[1]);
-            free(W.lightest), free(W.root);
-            W.lightest = W.root = NULL;
+    for (int route = 0; route < NROUTES; route++)
+        for (int agg = 0; agg < 3; agg++) {
+            if (!o->use_route[route] || !o->use_agg[agg])
+                continue;
+            if (pat == PAT_BFS && agg == 2)
+                continue; /* the BFS merges by hashing only: "hash" */
+            if (pat != PAT_BFS && route == ROUTE_NLNR)
+                continue; /* the lock-step grid has no node-aware stage */
+            failed += run_config(a, o, out, pat, p, route, agg, &base);
         }
+    free(W.stats), free(W.bad), free(W.changed[0]), free(W.changed[1]);
+    free(W.lightest), free(W.root);
+    W.lightest = W.root = NULL;
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "scale_model", usage, &argc, &argv);
+    model_opts o;
+    parse_options(&a, argc, argv, &o);
+    check_options(&a, &o);
+    FILE *out = app_open_csv(&a, o.sh.csv, "pattern,ranks,entries,route,aggregation,msgs_max,"
+                             "msgs_mean,bytes_max,bytes_mean,reached_owner_max,predicted_s,"
+                             "verified,write_s,exchange_s,read_s,with_local_s,write_ns_per_request,"
+                             "hop_ns_per_record,read_ns_per_reply,graph,exchanges");
+    print_header(&o);
+    W.entries = o.entries, W.vertices_per_rank = o.vpr, W.edgefactor = o.edgefactor;
+    int failed = 0;
+    for (int pat = 0; pat < NPAT; pat++)
+        for (int k = 0; k < o.nranks && o.use_pattern[pat]; k++)
+            failed += run_pattern(&a, &o, out, pat, (int)o.ranks[k]);
     if (out)
         fclose(out);
     if (failed)
