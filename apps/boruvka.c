@@ -270,6 +270,55 @@ static wedge *numbered(const app *a, const cr_edge_list *list, uint64_t first_id
 
 static const char *const mode_names[] = {"filter", "async", "lock-step"};
 
+/* What main measured, for the report. */
+typedef struct msf_summary {
+    uint64_t n, total_edges;
+    double seconds, peak;
+    int validated, ok, invariants;
+} msf_summary;
+
+/* Rank 0's lines and CSV line: the forest, the phases' times (pmax, slowest rank's),
+ * the messages (mx: maxima, sum: sums over ranks of messages, reached owners, merged). */
+static void report(const app *a, const opts *o, const cr_msf_result *f, const msf_summary *s,
+                   const double *pmax, const double *mx, const double *sum, FILE *csv)
+{
+    printf("boruvka: %d ranks, %llu vertices, %llu edges, %s, %s\n", a->size,
+           (unsigned long long)s->n, (unsigned long long)s->total_edges, mode_names[o->mode],
+           o->route);
+    printf("  forest weight %.6f, %llu edges, %llu trees, %llu rounds\n", f->weight,
+           (unsigned long long)f->forest_edges, (unsigned long long)(s->n - f->forest_edges),
+           (unsigned long long)f->rounds);
+    if (o->mode == MODE_FILTER)
+        printf("  time %.4f s: local filter %.4f (%llu edges left), merging %.4f (%llu "
+               "levels), Boruvka's rounds %.4f, labels %.4f (slowest rank)\n",
+               s->seconds, pmax[0], (unsigned long long)f->filtered, pmax[1],
+               (unsigned long long)f->merge_levels, pmax[2], pmax[3]);
+    else
+        printf("  time %.4f s: lightest edges %.4f, pointer doubling %.4f, relabel and "
+               "contract %.4f (slowest rank)\n",
+               s->seconds, pmax[4], pmax[5], pmax[6]);
+    printf("  messages per rank max %.0f mean %.1f; requests merged %.0f; requests "
+           "reaching owners %.0f (most on one rank %.0f)\n",
+           mx[0], sum[0] / a->size, sum[2], sum[1], mx[1]);
+    printf("  peak memory per rank %.1f MiB (graph, edges and forest; before the checks)\n",
+           s->peak);
+    if (o->validate)
+        printf("  invariants %s: every edge within one tree, every label a root, forest "
+               "edges = vertices - trees\n", s->invariants ? "hold" : "FAILED");
+    printf("  %s\n", !s->validated ? "not checked against Kruskal (--validate=no, or larger "
+                                     "than --validate=auto gathers)"
+                     : s->ok      ? "validated against Kruskal: the same forest and components"
+                                  : "VALIDATION FAILED");
+    if (csv) {
+        fprintf(csv, "%d,%llu,%llu,%s,%s,%.6f,%llu,%llu,%.6f,%.0f,%.1f,%d\n", a->size,
+                (unsigned long long)s->n, (unsigned long long)s->total_edges,
+                mode_names[o->mode], o->route, f->weight, (unsigned long long)f->forest_edges,
+                (unsigned long long)f->rounds, s->seconds, mx[0], s->peak,
+                s->ok && s->invariants);
+        fclose(csv);
+    }
+}
+
 int main(int argc, char **argv)
 {
     app a;
@@ -339,42 +388,11 @@ int main(int argc, char **argv)
     if (o.validate) /* the ends of each edge: cr_edge's two ids */
         inv = app_check_components(&a, comm, n, f.first, f.label, f.count, list.edges, m,
                                    sizeof *list.edges, 0, f.forest_edges);
-    if (a.rank == 0) {
-        printf("boruvka: %d ranks, %llu vertices, %llu edges, %s, %s\n", a.size,
-               (unsigned long long)n, (unsigned long long)total_edges, mode_names[o.mode],
-               o.route);
-        printf("  forest weight %.6f, %llu edges, %llu trees, %llu rounds\n", f.weight,
-               (unsigned long long)f.forest_edges, (unsigned long long)(n - f.forest_edges),
-               (unsigned long long)f.rounds);
-        if (o.mode == MODE_FILTER)
-            printf("  time %.4f s: local filter %.4f (%llu edges left), merging %.4f (%llu "
-                   "levels), Boruvka's rounds %.4f, labels %.4f (slowest rank)\n",
-                   seconds, pmax[0], (unsigned long long)f.filtered, pmax[1],
-                   (unsigned long long)f.merge_levels, pmax[2], pmax[3]);
-        else
-            printf("  time %.4f s: lightest edges %.4f, pointer doubling %.4f, relabel and "
-                   "contract %.4f (slowest rank)\n",
-                   seconds, pmax[4], pmax[5], pmax[6]);
-        printf("  messages per rank max %.0f mean %.1f; requests merged %.0f; requests "
-               "reaching owners %.0f (most on one rank %.0f)\n",
-               mx[0], sum[0] / a.size, sum[2], sum[1], mx[1]);
-        printf("  peak memory per rank %.1f MiB (graph, edges and forest; before the checks)\n",
-               peak);
-        if (o.validate)
-            printf("  invariants %s: every edge within one tree, every label a root, forest "
-                   "edges = vertices - trees\n", inv.ok ? "hold" : "FAILED");
-        printf("  %s\n", !validated ? "not checked against Kruskal (--validate=no, or larger "
-                                       "than --validate=auto gathers)"
-                         : ok       ? "validated against Kruskal: the same forest and components"
-                                    : "VALIDATION FAILED");
-        if (csv) {
-            fprintf(csv, "%d,%llu,%llu,%s,%s,%.6f,%llu,%llu,%.6f,%.0f,%.1f,%d\n", a.size,
-                    (unsigned long long)n, (unsigned long long)total_edges, mode_names[o.mode],
-                    o.route, f.weight, (unsigned long long)f.forest_edges,
-                    (unsigned long long)f.rounds, seconds, mx[0], peak, ok && inv.ok);
-            fclose(csv);
-        }
-    }
+    if (a.rank == 0)
+        report(&a, &o, &f, &(msf_summary){.n = n, .total_edges = total_edges, .seconds = seconds,
+                                          .peak = peak, .validated = validated, .ok = ok,
+                                          .invariants = inv.ok},
+               pmax, mx, sum, csv);
     cr_graph_msf_result_free(&f);
     app_comm_destroy(comm);
     cr_graph_edges_free(&list);

@@ -51,6 +51,7 @@ static const char usage[] =
     "too; no: neither.\n";
 
 enum { ALG_SV, ALG_LABEL, ALG_LOCAL, ALG_DSET };
+static const char *const algos[] = {"sv", "label", "local", "disjoint-set", NULL};
 
 typedef struct ccopts {
     cr_gen_params gen;
@@ -133,7 +134,6 @@ static void sizes(cr_comm *comm, uint64_t n, uint64_t first, const uint64_t *lab
 
 static void parse(app *a, int argc, char **argv, ccopts *o)
 {
-    static const char *const algos[] = {"sv", "label", "local", "disjoint-set", NULL};
     static const char *const aggs[] = {"none", "hash", "sort", NULL};
     o->algorithm = ALG_LOCAL;
     o->aggregation = CR_DARRAY_AGG_HASH;
@@ -196,6 +196,49 @@ static void cc_disjoint_set(cr_comm *comm, const cr_edge_list *edges, uint64_t f
     for (uint64_t i = 0; i < nl; i++)
         cr_disjoint_set_find(ds, first + i, take_root, &label[i]);
     cr_disjoint_set_destroy(ds); /* its barrier delivers every answer */
+}
+
+/* What main measured, for the report. */
+typedef struct cc_summary {
+    uint64_t n, total_edges, components, largest, rounds, giant, cut, super_edges;
+    double seconds, t_gen, t_build, peak;
+    int validated, ok, invariants;
+} cc_summary;
+
+/* Rank 0's lines and CSV line. */
+static void report(const app *a, const ccopts *o, const char *route_name, const cc_summary *s,
+                   FILE *csv)
+{
+    printf("cc: %d ranks, %llu vertices, %llu edges, %s (%s)\n", a->size,
+           (unsigned long long)s->n, (unsigned long long)s->total_edges,
+           algorithm_names[o->algorithm], route_name);
+    printf("  %s in %.4f s, built in %.4f s\n", o->graph ? "read" : "generated", s->t_gen,
+           s->t_build);
+    printf("  %llu components, the largest %llu vertices; %llu rounds, %.4f s\n",
+           (unsigned long long)s->components, (unsigned long long)s->largest,
+           (unsigned long long)s->rounds, s->seconds);
+    printf("  peak memory per rank %.1f MiB (graph and labels; before the checks)\n", s->peak);
+    if (o->algorithm == ALG_LOCAL)
+        printf("  %llu vertices in the ranks' largest local components, %llu cut-edge "
+               "records, %llu edges between components\n",
+               (unsigned long long)s->giant, (unsigned long long)s->cut,
+               (unsigned long long)s->super_edges);
+    if (o->validate)
+        printf("  invariants %s: every edge within one component, every label a root "
+               "and at most its vertex's id\n", s->invariants ? "hold" : "FAILED");
+    printf("  %s\n", !s->validated ? "not checked against union-find (--validate=no, or "
+                                     "larger than --validate=auto gathers)"
+                     : s->ok      ? "validated against union-find: every label is its "
+                                    "component's smallest id"
+                                  : "VALIDATION FAILED");
+    if (csv) {
+        fprintf(csv, "%d,%llu,%llu,%s,%s,%llu,%llu,%llu,%.6f,%.6f,%.1f,%d\n", a->size,
+                (unsigned long long)s->n, (unsigned long long)s->total_edges,
+                algos[o->algorithm], route_name, (unsigned long long)s->components,
+                (unsigned long long)s->largest, (unsigned long long)s->rounds, s->seconds,
+                s->t_build, s->peak, s->ok && s->invariants);
+        fclose(csv);
+    }
 }
 
 int main(int argc, char **argv)
@@ -281,36 +324,12 @@ int main(int argc, char **argv)
     else
         cr_route_format(&cfg.route, route_name, sizeof route_name);
     if (a.rank == 0) {
-        printf("cc: %d ranks, %llu vertices, %llu edges, %s (%s)\n", a.size, (unsigned long long)n,
-               (unsigned long long)total_edges, algorithm_names[o.algorithm], route_name);
-        printf("  %s in %.4f s, built in %.4f s\n", o.graph ? "read" : "generated", t_gen,
-               t_build);
-        printf("  %llu components, the largest %llu vertices; %llu rounds, %.4f s\n",
-               (unsigned long long)components, (unsigned long long)largest,
-               (unsigned long long)rounds, seconds);
-        printf("  peak memory per rank %.1f MiB (graph and labels; before the checks)\n",
-               peak);
-        if (o.algorithm == ALG_LOCAL)
-            printf("  %llu vertices in the ranks' largest local components, %llu cut-edge "
-                   "records, %llu edges between components\n",
-                   (unsigned long long)sums[1], (unsigned long long)sums[0],
-                   (unsigned long long)st.super_edges);
-        if (o.validate)
-            printf("  invariants %s: every edge within one component, every label a root "
-                   "and at most its vertex's id\n", inv.ok ? "hold" : "FAILED");
-        printf("  %s\n", !validated ? "not checked against union-find (--validate=no, or "
-                                       "larger than --validate=auto gathers)"
-                         : ok       ? "validated against union-find: every label is its "
-                                      "component's smallest id"
-                                    : "VALIDATION FAILED");
-        if (csv) {
-            fprintf(csv, "%d,%llu,%llu,%s,%s,%llu,%llu,%llu,%.6f,%.6f,%.1f,%d\n", a.size,
-                    (unsigned long long)n, (unsigned long long)total_edges,
-                    algorithm_names[o.algorithm], route_name, (unsigned long long)components,
-                    (unsigned long long)largest, (unsigned long long)rounds, seconds, t_build,
-                    peak, ok && inv.ok);
-            fclose(csv);
-        }
+        cc_summary sum = {.n = n, .total_edges = total_edges, .components = components,
+                          .largest = largest, .rounds = rounds, .seconds = seconds,
+                          .t_gen = t_gen, .t_build = t_build, .peak = peak,
+                          .giant = sums[1], .cut = sums[0], .super_edges = st.super_edges,
+                          .validated = validated, .ok = ok, .invariants = inv.ok};
+        report(&a, &o, route_name, &sum, csv);
     }
     free(label);
     cr_graph_destroy(g);

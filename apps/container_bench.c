@@ -172,6 +172,54 @@ static int compare_doubles(const void *x, const void *y)
     return (a > c) - (a < c);
 }
 
+/* One structure: created, filled --reps times (the median time), checked, and its line
+ * and CSV line on rank 0. Returns whether it verified. */
+static bool run_structure(bench *b, int st, bool recount, FILE *csv, size_t buffer_bytes,
+                          const char *route)
+{
+    char err[200];
+    cr_counting_set *cs = NULL;
+    cr_map *m = NULL;
+    uint64_t *local = NULL;
+    cr_map_opts mo = {.key_len = 8, .value_len = 8, .merge = CR_OP_SUM,
+                      .type = CR_UINT64, .no_combining = !b->combining};
+    if (st == S_LOCAL) {
+        local = app_calloc(&b->a, b->keys, sizeof *local, "the local array");
+    } else if (st == S_COUNTING) {
+        cs = cr_counting_set_create(b->comm, 8, err, sizeof err);
+        m = cs ? cr_counting_set_map(cs) : NULL;
+    } else {
+        m = cr_map_create(b->comm, &mo, err, sizeof err);
+    }
+    if (!m && !local)
+        app_error(&b->a, "%s", err);
+    if (m && b->reserve && !cr_map_reserve(m, b->keys))
+        app_error(&b->a, "out of memory reserving room for %llu keys",
+                  (unsigned long long)b->keys);
+    /* The counting set has no switch of its own: --no-combining measures the map. */
+    double times[1000];
+    for (int r = 0; r < b->reps; r++)
+        times[r] = insert_all(b, cs, cs ? NULL : m, local);
+    qsort(times, (size_t)b->reps, sizeof times[0], compare_doubles);
+    double t = times[b->reps / 2];
+    bool ok = local ? verify_local(b, local, b->reps, recount) : verify(b, m, b->reps, recount);
+    double rate = (double)b->n * b->a.size / t;
+    if (b->a.rank == 0) {
+        printf("  %-13s %8.4f s  %8.2f M inserts/s  %s\n", structure_names[st], t, rate / 1e6,
+               ok ? (recount ? "verified" : "verified (sum)") : "WRONG");
+        if (csv)
+            fprintf(csv, "%s,%d,%llu,%llu,%d,%zu,%s,%.6f,%.1f,%d\n", structure_names[st],
+                    b->a.size, (unsigned long long)b->n, (unsigned long long)b->keys,
+                    b->combining, buffer_bytes, route, t, rate, ok);
+    }
+    free(local);
+    if (cs)
+        cr_counting_set_destroy(cs);
+    else if (m)
+        cr_map_destroy(m);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     bench b = {.n = 8u << 20, .keys = 1000, .reps = 3, .combining = 1};
@@ -247,47 +295,7 @@ int main(int argc, char **argv)
     for (int st = 0; st < NSTRUCTURES; st++) {
         if (!want[st])
             continue;
-        char err[200];
-        cr_counting_set *cs = NULL;
-        cr_map *m = NULL;
-        uint64_t *local = NULL;
-        cr_map_opts mo = {.key_len = 8, .value_len = 8, .merge = CR_OP_SUM,
-                          .type = CR_UINT64, .no_combining = !b.combining};
-        if (st == S_LOCAL) {
-            local = app_calloc(&b.a, b.keys, sizeof *local, "the local array");
-        } else if (st == S_COUNTING) {
-            cs = cr_counting_set_create(b.comm, 8, err, sizeof err);
-            m = cs ? cr_counting_set_map(cs) : NULL;
-        } else {
-            m = cr_map_create(b.comm, &mo, err, sizeof err);
-        }
-        if (!m && !local)
-            app_error(&b.a, "%s", err);
-        if (m && b.reserve && !cr_map_reserve(m, b.keys))
-            app_error(&b.a, "out of memory reserving room for %llu keys",
-                      (unsigned long long)b.keys);
-        /* The counting set has no switch of its own: --no-combining measures the map. */
-        double times[1000];
-        for (int r = 0; r < b.reps; r++)
-            times[r] = insert_all(&b, cs, cs ? NULL : m, local);
-        qsort(times, (size_t)b.reps, sizeof times[0], compare_doubles);
-        double t = times[b.reps / 2];
-        bool ok = local ? verify_local(&b, local, b.reps, recount) : verify(&b, m, b.reps, recount);
-        failed |= !ok;
-        double rate = (double)b.n * b.a.size / t;
-        if (b.a.rank == 0) {
-            printf("  %-13s %8.4f s  %8.2f M inserts/s  %s\n", structure_names[st], t, rate / 1e6,
-                   ok ? (recount ? "verified" : "verified (sum)") : "WRONG");
-            if (csv)
-                fprintf(csv, "%s,%d,%llu,%llu,%d,%zu,%s,%.6f,%.1f,%d\n", structure_names[st],
-                        b.a.size, (unsigned long long)b.n, (unsigned long long)b.keys,
-                        b.combining, cfg.buffer_bytes, route, t, rate, ok);
-        }
-        free(local);
-        if (cs)
-            cr_counting_set_destroy(cs);
-        else if (m)
-            cr_map_destroy(m);
+        failed |= !run_structure(&b, st, recount, csv, cfg.buffer_bytes, route);
     }
     if (sh.stats)
         cr_stats_print(b.comm, stdout);

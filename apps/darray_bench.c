@@ -322,6 +322,59 @@ static void parse_list(const app *a, const char *flag, const char *value,
     }
 }
 
+/* The graph of the neighborhood and doubling patterns: generated with about vpr
+ * vertices per rank, built on a comm of its own; the header line. */
+static void build_graph(bench *b, int generator, uint64_t vpr, double edgefactor,
+                        uint64_t seed)
+{
+    cr_gen_params gp;
+    cr_graph_gen_params_init(&gp);
+    gp.kind = (cr_gen_kind)generator;
+    gp.scale = (int)lround(log2((double)vpr * b->a.size));
+    gp.scale = gp.scale < 1 ? 1 : gp.scale;
+    gp.edgefactor = edgefactor;
+    gp.seed = seed;
+    if (gp.kind == CR_GEN_RGG && gp.scale > 26)
+        app_usage_error(&b->a, "the graph's scale %d is too large for rgg (at most 26)",
+                        gp.scale);
+    cr_edge_list edges = {0};
+    char err[256];
+    if (cr_graph_generate(&gp, b->a.rank, b->a.size, &edges, err, sizeof err))
+        app_error(&b->a, "%s", err);
+    cr_comm *gcomm = comm_for(b, 1, 0);
+    b->g = cr_graph_build(gcomm, &edges);
+    cr_graph_edges_free(&edges);
+    b->n = cr_graph_vertices(b->g);
+    if (b->a.rank == 0)
+        printf("darray_bench: %d ranks, %s graph of %llu vertices (scale %d), edge factor "
+               "%g; overload %llu entries per rank; %d repetition(s)\n",
+               b->a.size, gen_names[generator], (unsigned long long)b->n, gp.scale, edgefactor,
+               (unsigned long long)b->entries, b->reps);
+}
+
+/* Rank 0's table row and CSV line of one run, its speedup against base. */
+static void print_row(const bench *b, FILE *out, int pat, int mode, int rt, int agg,
+                      const result *res, const result *base)
+{
+    const char *aname = mode ? "dedup" : agg_names[agg];
+    printf("| %s | %s | %s | %s | %.4f | %.2f | %.0f | %.1f | %.2f | %.2f | %.0f "
+           "| %.0f | %.0f | %s |\n",
+           pattern_names[pat], mode ? "async" : "lockstep", route_names[rt], aname,
+           res->seconds, base->seconds / res->seconds, res->msgs_max, res->msgs_mean,
+           res->mib_max, res->mib_mean, res->merged, res->reached, res->reached_max,
+           res->verified ? "yes" : "FAILED");
+    fflush(stdout);
+    if (out)
+        fprintf(out, "%s,%s,%s,%s,%d,%llu,%.6f,%.3f,%.0f,%.1f,%.3f,%.3f,%.0f,%.0f,%.0f,%d\n",
+                pattern_names[pat], mode ? "async" : "lockstep", route_names[rt], aname,
+                b->a.size,
+                (unsigned long long)(pat == PAT_OVERLOAD ? b->entries * (uint64_t)b->a.size
+                                                         : b->n),
+                res->seconds, base->seconds / res->seconds, res->msgs_max, res->msgs_mean,
+                res->mib_max, res->mib_mean, res->merged, res->reached, res->reached_max,
+                res->verified);
+}
+
 int main(int argc, char **argv)
 {
     bench b = {.reps = 3, .entries = 256, .node_size = 2};
@@ -371,34 +424,11 @@ int main(int argc, char **argv)
     FILE *out = app_open_csv(&b.a, csv, "pattern,mode,route,aggregation,ranks,vertices,seconds,"
                                          "speedup,msgs_max,msgs_mean,mib_max,mib_mean,merged,"
                                          "reached_owner,reached_owner_max,verified");
-    if (want_pat[PAT_NEIGHBORHOOD] || want_pat[PAT_DOUBLING]) {
-        cr_gen_params gp;
-        cr_graph_gen_params_init(&gp);
-        gp.kind = (cr_gen_kind)generator;
-        gp.scale = (int)lround(log2((double)vpr * b.a.size));
-        gp.scale = gp.scale < 1 ? 1 : gp.scale;
-        gp.edgefactor = edgefactor;
-        gp.seed = seed;
-        if (gp.kind == CR_GEN_RGG && gp.scale > 26)
-            app_usage_error(&b.a, "the graph's scale %d is too large for rgg (at most 26)",
-                            gp.scale);
-        cr_edge_list edges = {0};
-        char err[256];
-        if (cr_graph_generate(&gp, b.a.rank, b.a.size, &edges, err, sizeof err))
-            app_error(&b.a, "%s", err);
-        cr_comm *gcomm = comm_for(&b, 1, 0);
-        b.g = cr_graph_build(gcomm, &edges);
-        cr_graph_edges_free(&edges);
-        b.n = cr_graph_vertices(b.g);
-        if (b.a.rank == 0)
-            printf("darray_bench: %d ranks, %s graph of %llu vertices (scale %d), edge factor "
-                   "%g; overload %llu entries per rank; %d repetition(s)\n",
-                   b.a.size, gen_names[generator], (unsigned long long)b.n, gp.scale, edgefactor,
-                   (unsigned long long)b.entries, b.reps);
-    } else if (b.a.rank == 0) {
+    if (want_pat[PAT_NEIGHBORHOOD] || want_pat[PAT_DOUBLING])
+        build_graph(&b, generator, vpr, edgefactor, seed);
+    else if (b.a.rank == 0)
         printf("darray_bench: %d ranks; overload %llu entries per rank; %d repetition(s)\n",
                b.a.size, (unsigned long long)b.entries, b.reps);
-    }
     if (b.a.rank == 0) {
         printf("\n| pattern | mode | route | aggregation | time s | speedup | msgs/rank max | "
                "mean | MiB/rank max | mean | requests merged | reach owners | most on a rank "
@@ -427,23 +457,7 @@ int main(int argc, char **argv)
                     all_ok &= res.verified;
                     if (b.a.rank != 0)
                         continue;
-                    const char *aname = mode ? "dedup" : agg_names[agg];
-                    printf("| %s | %s | %s | %s | %.4f | %.2f | %.0f | %.1f | %.2f | %.2f | %.0f "
-                           "| %.0f | %.0f | %s |\n",
-                           pattern_names[pat], mode ? "async" : "lockstep", route_names[rt], aname,
-                           res.seconds, base.seconds / res.seconds, res.msgs_max, res.msgs_mean,
-                           res.mib_max, res.mib_mean, res.merged, res.reached, res.reached_max,
-                           res.verified ? "yes" : "FAILED");
-                    fflush(stdout);
-                    if (out)
-                        fprintf(out, "%s,%s,%s,%s,%d,%llu,%.6f,%.3f,%.0f,%.1f,%.3f,%.3f,%.0f,%.0f,"
-                                     "%.0f,%d\n",
-                                pattern_names[pat], mode ? "async" : "lockstep", route_names[rt],
-                                aname, b.a.size,
-                                (unsigned long long)(pat == PAT_OVERLOAD ? b.entries * (uint64_t)b.a.size : b.n),
-                                res.seconds, base.seconds / res.seconds, res.msgs_max, res.msgs_mean,
-                                res.mib_max, res.mib_mean, res.merged, res.reached, res.reached_max,
-                                res.verified);
+                    print_row(&b, out, pat, mode, rt, agg, &res, &base);
                 }
             }
         }

@@ -266,6 +266,24 @@ static void run_config(const app *a, const cr_config *cfg, const char *route, in
     }
 }
 
+/* The line naming one configuration (M holds the run's sizes) and its table's head. */
+static void print_header(uint64_t ranks, const char *route, uint64_t node_size,
+                         uint64_t buffer_kb)
+{
+    printf("dedup_model: %llu virtual ranks, route %s, nodes of %llu, %llu KiB buffers; "
+           "%llu updates / reads per rank, %llu counters, skew %g, seed %llu; alpha %g "
+           "us, beta %g ns/B, gamma %g ns\n\n",
+           (unsigned long long)ranks, route, (unsigned long long)node_size,
+           (unsigned long long)buffer_kb, (unsigned long long)M.n, (unsigned long long)M.total,
+           M.skew, (unsigned long long)M.seed, alpha_us, beta_ns, gamma_ns);
+    printf("| workload | merging | reach owners | most on a rank | merged at source | "
+           "merged at hops | coalesced | buffers sent | MiB sent | most, vs plain | "
+           "buffers / rank, max | partners, max | mean | KiB / rank, max | "
+           "predicted us | vs plain |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     app a;
@@ -340,18 +358,7 @@ int main(int argc, char **argv)
             app_parse_route(&a, route, &cfg);
             cfg.node_size = (unsigned)node_size;
             cfg.buffer_bytes = (size_t)buffer_kb << 10;
-            printf("dedup_model: %llu virtual ranks, route %s, nodes of %llu, %llu KiB buffers; "
-                   "%llu updates / reads per rank, %llu counters, skew %g, seed %llu; alpha %g "
-                   "us, beta %g ns/B, gamma %g ns\n\n",
-                   (unsigned long long)ranks, route, (unsigned long long)node_size,
-                   (unsigned long long)buffer_kb, (unsigned long long)n, (unsigned long long)tot,
-                   skew, (unsigned long long)seed, alpha_us, beta_ns, gamma_ns);
-            printf("| workload | merging | reach owners | most on a rank | merged at source | "
-                   "merged at hops | coalesced | buffers sent | MiB sent | most, vs plain | "
-                   "buffers / rank, max | partners, max | mean | KiB / rank, max | "
-                   "predicted us | vs plain |\n");
-            printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-            fflush(stdout);
+            print_header(ranks, route, node_size, buffer_kb);
             run_config(&a, &cfg, route, workload, workloads, csv);
             printf("\n");
         }

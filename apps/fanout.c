@@ -81,14 +81,17 @@ static uint64_t expected_per_seed(uint64_t fanout, uint64_t depth)
     return total;
 }
 
-int main(int argc, char **argv)
-{
-    app a;
-    app_init(&a, "fanout", usage, &argc, &argv);
-    uint64_t depth = 7, fanout = 4, seeds = 1000, payload = 16;
+/* What the command line asked for. */
+typedef struct fan_opts {
+    uint64_t depth, fanout, seeds, payload;
+    int no_wait;
     app_shared sh; /* --route and the common flags */
-    int no_wait = 0;
-    app_shared_init(&sh);
+} fan_opts;
+
+static void parse_options(app *a, int argc, char **argv, fan_opts *o)
+{
+    *o = (fan_opts){.depth = 7, .fanout = 4, .seeds = 1000, .payload = 16};
+    app_shared_init(&o->sh);
     static const struct option opts[] = {
         {"depth", required_argument, 0, 'd'}, {"fanout", required_argument, 0, 'f'},
         {"seeds", required_argument, 0, 's'}, {"payload", required_argument, 0, 'p'},
@@ -98,15 +101,62 @@ int main(int argc, char **argv)
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'd': depth = app_parse_u64(&a, "--depth", optarg, 0, 30); break;
-        case 'f': fanout = app_parse_u64(&a, "--fanout", optarg, 1, 64); break;
-        case 's': seeds = app_parse_u64(&a, "--seeds", optarg, 0, 1ull << 30); break;
-        case 'p': payload = app_parse_u64(&a, "--payload", optarg, 16, 1u << 20); break;
-        case 'W': no_wait = 1; break;
-        default: app_other_option(&a, ch, optarg, &sh, argv);
+        case 'd': o->depth = app_parse_u64(a, "--depth", optarg, 0, 30); break;
+        case 'f': o->fanout = app_parse_u64(a, "--fanout", optarg, 1, 64); break;
+        case 's': o->seeds = app_parse_u64(a, "--seeds", optarg, 0, 1ull << 30); break;
+        case 'p': o->payload = app_parse_u64(a, "--payload", optarg, 16, 1u << 20); break;
+        case 'W': o->no_wait = 1; break;
+        default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
-    app_no_operands(&a, argc, argv);
+    app_no_operands(a, argc, argv);
+}
+
+/* Rank 0's line on the memory bound of docs/flow_control.md against the measured
+ * peak (peak[]: the maxima over ranks main gathers). */
+static void print_bound(const cr_config *cfg, bool deep, uint64_t depth, const double *peak,
+                        double overruns, double reliefs, double bound)
+{
+    if (deep) {
+        printf("  reliefs %.0f (total over ranks)\n", reliefs);
+        if (peak[12] >= 1e300)
+            printf("  bound (docs/flow_control.md, deep-held, depth %llu): none; measured "
+                   "%.1f KiB: the bound is void, the program is deeper than the "
+                   "generations Courier tells apart\n",
+                   (unsigned long long)depth, peak[5] / 1024);
+        else
+            printf("  bound (docs/flow_control.md, deep-held, depth %llu): %.1f KiB at most "
+                   "over ranks; measured %.1f KiB; the fullest rank at %.2f of its own "
+                   "bound: %s\n",
+                   (unsigned long long)depth, peak[12] / 1024, peak[5] / 1024, peak[11],
+                   peak[11] <= 1 ? "every rank within" : "a rank ABOVE it");
+        return;
+    }
+    printf("  waits nested %.0f deep at most (limit %u); cap overruns %.0f (total over "
+           "ranks)\n",
+           peak[9], cfg->nest_limit, overruns);
+    if (peak[12] >= 1e300)
+        printf("  bound (docs/flow_control.md): none; measured %.1f KiB: the bound is "
+               "void, %s\n",
+               peak[5] / 1024,
+               overruns > 0 ? "calls reached the nesting limit"
+                            : "a handler that is not reentrant sent records");
+    else
+        printf("  bound (docs/flow_control.md): %.1f KiB; measured %.1f KiB (%.2f "
+               "times): %s\n",
+               bound / 1024, peak[5] / 1024, peak[5] / bound,
+               peak[5] <= bound ? "within" : "ABOVE");
+}
+
+int main(int argc, char **argv)
+{
+    app a;
+    app_init(&a, "fanout", usage, &argc, &argv);
+    fan_opts o;
+    parse_options(&a, argc, argv, &o);
+    uint64_t depth = o.depth, fanout = o.fanout, seeds = o.seeds, payload = o.payload;
+    int no_wait = o.no_wait;
+    const app_shared sh = o.sh;
     const char *route = sh.route;
     int stats = sh.stats;
     uint64_t per_seed = expected_per_seed(fanout, depth);
@@ -175,35 +225,7 @@ int main(int argc, char **argv)
                "KiB, parked %.1f KiB, all at once %.1f KiB; most one handler sent %.0f B; "
                "throttled %.3f s\n",
                peak[3] / 1024, peak[4] / 1024, peak[10] / 1024, peak[5] / 1024, peak[6], peak[7]);
-        if (deep) {
-            printf("  reliefs %.0f (total over ranks)\n", reliefs);
-            if (peak[12] >= 1e300)
-                printf("  bound (docs/flow_control.md, deep-held, depth %llu): none; measured "
-                       "%.1f KiB: the bound is void, the program is deeper than the "
-                       "generations Courier tells apart\n",
-                       (unsigned long long)depth, peak[5] / 1024);
-            else
-                printf("  bound (docs/flow_control.md, deep-held, depth %llu): %.1f KiB at most "
-                       "over ranks; measured %.1f KiB; the fullest rank at %.2f of its own "
-                       "bound: %s\n",
-                       (unsigned long long)depth, peak[12] / 1024, peak[5] / 1024, peak[11],
-                       peak[11] <= 1 ? "every rank within" : "a rank ABOVE it");
-        } else {
-            printf("  waits nested %.0f deep at most (limit %u); cap overruns %.0f (total over "
-                   "ranks)\n",
-                   peak[9], cfg.nest_limit, overruns);
-            if (peak[12] >= 1e300)
-                printf("  bound (docs/flow_control.md): none; measured %.1f KiB: the bound is "
-                       "void, %s\n",
-                       peak[5] / 1024,
-                       overruns > 0 ? "calls reached the nesting limit"
-                                    : "a handler that is not reentrant sent records");
-            else
-                printf("  bound (docs/flow_control.md): %.1f KiB; measured %.1f KiB (%.2f "
-                       "times): %s\n",
-                       bound / 1024, peak[5] / 1024, peak[5] / bound,
-                       peak[5] <= bound ? "within" : "ABOVE");
-        }
+        print_bound(&cfg, deep, depth, peak, overruns, reliefs, bound);
         if (csv) {
             fprintf(csv, "%d,%llu,%llu,%llu,%llu,%s,%llu,%.6f,%.1f,%.1f,%d\n", a.size,
                     (unsigned long long)depth, (unsigned long long)fanout,

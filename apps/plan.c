@@ -259,6 +259,27 @@ static void print_beside_thesis(char **specs, const row *rows, int n)
            exp((lo[5] - lo[7]) / k));
 }
 
+/* The CSV line of one input: its averages and maxima, and the thesis's Table 6.2
+ * figures for a like: input (else empty fields). */
+static void csv_row(FILE *out, const char *spec, int ranks, const row *r, const char *partitioner)
+{
+    char name[256];
+    sparse_name(spec, name, sizeof name);
+    fprintf(out, "%s,%d", name, ranks);
+    for (int k = 0; k < NCOL; k++)
+        fprintf(out, ",%.4f", r->avg[k]);
+    for (int k = 0; k < NCOL; k++)
+        fprintf(out, ",%.0f", r->max[k]);
+    fprintf(out, ",%.4f,%.4f,%s", r->overhead, r->seconds, partitioner);
+    const struct thesis_row *th = thesis_row_of(spec);
+    for (int k = 0; k < 6; k++)
+        if (th)
+            fprintf(out, k < 3 ? ",%.2f" : ",%.0f", k < 3 ? th->avg[k] : th->max[k - 3]);
+        else
+            fprintf(out, ",");
+    fprintf(out, "\n");
+}
+
 /* End with the usage error of the first input of the comma list that cannot load. */
 static void check_inputs(app *a, const char *list)
 {
@@ -344,24 +365,8 @@ int main(int argc, char **argv)
             logs[1][k] += log(r.max[k] > 0 ? r.max[k] : 1);
         }
         n++;
-        if (out) {
-            char name[256];
-            sparse_name(t, name, sizeof name);
-            fprintf(out, "%s,%d", name, ranks);
-            for (int k = 0; k < NCOL; k++)
-                fprintf(out, ",%.4f", r.avg[k]);
-            for (int k = 0; k < NCOL; k++)
-                fprintf(out, ",%.0f", r.max[k]);
-            fprintf(out, ",%.4f,%.4f,%s", r.overhead, r.seconds,
-                    partition ? "file" : sparse_partitioners[partitioner]);
-            const struct thesis_row *th = thesis_row_of(t);
-            for (int k = 0; k < 6; k++)
-                if (th)
-                    fprintf(out, k < 3 ? ",%.2f" : ",%.0f", k < 3 ? th->avg[k] : th->max[k - 3]);
-                else
-                    fprintf(out, ",");
-            fprintf(out, "\n");
-        }
+        if (out)
+            csv_row(out, t, ranks, &r, partition ? "file" : sparse_partitioners[partitioner]);
     }
     printf("| geometric mean%s | | |", zero ? " (zeros as 1)" : "");
     for (int k = 0; k < NCOL; k++)

@@ -71,6 +71,44 @@ static int verify(const app *a, const cr_nbx_result *r, int k, size_t size, cons
     return global[0] == global[1] && global[2] == global[3];
 }
 
+/* One point of the table: k messages of `size` bytes to dests. */
+typedef struct point {
+    int k;
+    size_t size;
+    const int *dests;
+    const void **bufs;
+    const size_t *sizes;
+    uint64_t reps;
+    double *times; /* reps entries, scratch */
+} point;
+
+/* One protocol at one point: an exchange verified, then reps timed; the median in
+ * microseconds into *median, the CSV line. Returns whether it verified. */
+static int time_protocol(const app *a, cr_comm *comm, cr_nbx_protocol protocol,
+                         const point *pt, FILE *out, double *median)
+{
+    cr_nbx_result r;
+    cr_nbx_exchange_with(comm, protocol, (size_t)pt->k, pt->dests, pt->bufs, pt->sizes, &r);
+    int ok = verify(a, &r, pt->k, pt->size, pt->dests);
+    cr_nbx_result_free(&r);
+    for (uint64_t rep = 0; rep < pt->reps; rep++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        cr_nbx_exchange_with(comm, protocol, (size_t)pt->k, pt->dests, pt->bufs, pt->sizes, &r);
+        pt->times[rep] = app_max_time(MPI_Wtime() - t0);
+        cr_nbx_result_free(&r);
+    }
+    *median = app_median(pt->times, (int)pt->reps) * 1e6;
+    double min = pt->times[0] * 1e6; /* sorted by app_median */
+    if (out)
+        fprintf(out, "%d,%d,%zu,%s,%.2f,%.2f,%llu,%d\n", a->size, pt->k, pt->size,
+                cr_nbx_protocol_name(protocol), *median, min, (unsigned long long)pt->reps, ok);
+    if (!ok && a->rank == 0)
+        fprintf(stderr, "sparse_exchange_bench: %s, k=%d, %zu bytes: VERIFICATION FAILED\n",
+                cr_nbx_protocol_name(protocol), pt->k, pt->size);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     app a;
@@ -138,28 +176,9 @@ int main(int argc, char **argv)
             }
             double median[NPROT];
             for (int p = 0; p < NPROT; p++) {
-                cr_nbx_result r;
-                cr_nbx_exchange_with(comm, protocols[p], (size_t)k, dests, bufs, msg_sizes, &r);
-                int ok = verify(&a, &r, k, size, dests);
-                cr_nbx_result_free(&r);
-                for (uint64_t rep = 0; rep < reps; rep++) {
-                    MPI_Barrier(MPI_COMM_WORLD);
-                    double t0 = MPI_Wtime();
-                    cr_nbx_exchange_with(comm, protocols[p], (size_t)k, dests, bufs, msg_sizes,
-                                            &r);
-                    times[rep] = app_max_time(MPI_Wtime() - t0);
-                    cr_nbx_result_free(&r);
-                }
-                median[p] = app_median(times, (int)reps) * 1e6;
-                double min = times[0] * 1e6; /* sorted by app_median */
-                all_ok &= ok;
-                if (out)
-                    fprintf(out, "%d,%d,%zu,%s,%.2f,%.2f,%llu,%d\n", a.size, k, size,
-                            cr_nbx_protocol_name(protocols[p]), median[p], min,
-                            (unsigned long long)reps, ok);
-                if (!ok && a.rank == 0)
-                    fprintf(stderr, "sparse_exchange_bench: %s, k=%d, %zu bytes: VERIFICATION "
-                                    "FAILED\n", cr_nbx_protocol_name(protocols[p]), k, size);
+                point pt = {.k = k, .size = size, .dests = dests, .bufs = bufs,
+                            .sizes = msg_sizes, .reps = reps, .times = times};
+                all_ok &= time_protocol(&a, comm, protocols[p], &pt, out, &median[p]);
             }
             int best = 0;
             for (int p = 1; p < NPROT; p++)

@@ -417,6 +417,77 @@ static cr_plan *make_plan(const app *a, const spmv_comm *c, int which, const cha
     return p;
 }
 
+/* x, and this rank's columns and the rows its columns touch (the partial sums it
+ * computes), for p's matrix and partition. */
+static void local_problem(const app *a, problem *p)
+{
+    const sparse_matrix *mat = p->a;
+    const int *part = p->part;
+    p->x = app_calloc(a, mat->n, sizeof *p->x, "x");
+    p->partial = app_calloc(a, mat->n, sizeof *p->partial, "partial sums");
+    p->y = app_calloc(a, mat->n, sizeof *p->y, "y");
+    unsigned char *hit = app_calloc(a, mat->n, 1, "rows");
+    for (uint64_t j = 0; j < mat->n; j++) {
+        p->x[j] = 1.0 + (double)(j % 17) / 16.0;
+        if (part[j] == a->rank)
+            for (uint64_t k = mat->col_ptr[j]; k < mat->col_ptr[j + 1]; k++)
+                hit[mat->row[k]] = 1;
+        if (part[j] == a->rank)
+            hit[j] = 1;
+    }
+    for (uint64_t i = 0; i < mat->n; i++) {
+        p->ntouched += hit[i];
+        p->ncols += part[i] == a->rank;
+    }
+    p->cols = app_calloc(a, p->ncols + 1, sizeof *p->cols, "columns");
+    p->ncols = 0;
+    for (uint64_t j = 0; j < mat->n; j++)
+        if (part[j] == a->rank)
+            p->cols[p->ncols++] = j;
+    p->touched = app_calloc(a, p->ntouched + 1, sizeof *p->touched, "rows");
+    p->ntouched = 0;
+    for (uint64_t i = 0; i < mat->n; i++)
+        if (hit[i])
+            p->touched[p->ntouched++] = i;
+    free(hit);
+}
+
+/* Plan `plan`'s rows of the table (one per sender) and CSV lines: its messages as
+ * sent and the median and least time per iteration of times[sender][rep]. */
+static void report_plan(const app *a, const options *o, FILE *csv, const char *name, int plan,
+                        const schedule *sc, double *times)
+{
+    uint64_t maxd = 0;
+    for (uint64_t u = 0; u < sc->nunits; u++)
+        if (sc->doubles[u] > maxd)
+            maxd = sc->doubles[u];
+    /* Messages as sent: one per unit (a link, or a piece of a split link). */
+    uint64_t *per = app_calloc(a, (size_t)a->size, sizeof *per, "counts");
+    for (uint64_t u = 0; u < sc->nunits; u++)
+        per[sc->units[u].from]++;
+    uint64_t mx = 0;
+    for (int r = 0; r < a->size; r++)
+        mx = per[r] > mx ? per[r] : mx;
+    free(per);
+    uint64_t splits = cr_plan_schedule_splits(sc->ps);
+    for (int sn = 0; sn < 2; sn++) {
+        if (!o->use_sender[sn] || a->rank != 0)
+            continue;
+        double *t = times + (size_t)sn * o->reps, mn = t[0];
+        for (uint64_t r = 1; r < o->reps; r++)
+            mn = fmin(mn, t[r]);
+        double med = app_median(t, (int)o->reps);
+        printf("| %s | %s | %llu | %.2f | %llu | %llu | %.1f | %.1f |\n", plan_names[plan],
+               sender_names[sn], (unsigned long long)mx, (double)sc->nunits / a->size,
+               (unsigned long long)maxd, (unsigned long long)splits, med * 1e6, mn * 1e6);
+        if (csv)
+            fprintf(csv, "%s,%d,%s,%s,%llu,%.4f,%llu,%llu,%.9f,%.9f,1\n", name, a->size,
+                    plan_names[plan], sender_names[sn], (unsigned long long)mx,
+                    (double)sc->nunits / a->size, (unsigned long long)maxd,
+                    (unsigned long long)splits, med, mn);
+    }
+}
+
 int main(int argc, char **argv)
 {
     app a;
@@ -440,33 +511,7 @@ int main(int argc, char **argv)
                              "seconds_per_iteration_min,verified");
 
     problem p = {.a = &mat, .part = part, .comm = &comm};
-    p.x = app_calloc(&a, mat.n, sizeof *p.x, "x");
-    p.partial = app_calloc(&a, mat.n, sizeof *p.partial, "partial sums");
-    p.y = app_calloc(&a, mat.n, sizeof *p.y, "y");
-    unsigned char *hit = app_calloc(&a, mat.n, 1, "rows");
-    for (uint64_t j = 0; j < mat.n; j++) {
-        p.x[j] = 1.0 + (double)(j % 17) / 16.0;
-        if (part[j] == a.rank)
-            for (uint64_t k = mat.col_ptr[j]; k < mat.col_ptr[j + 1]; k++)
-                hit[mat.row[k]] = 1;
-        if (part[j] == a.rank)
-            hit[j] = 1;
-    }
-    for (uint64_t i = 0; i < mat.n; i++) {
-        p.ntouched += hit[i];
-        p.ncols += part[i] == a.rank;
-    }
-    p.cols = app_calloc(&a, p.ncols + 1, sizeof *p.cols, "columns");
-    p.ncols = 0;
-    for (uint64_t j = 0; j < mat.n; j++)
-        if (part[j] == a.rank)
-            p.cols[p.ncols++] = j;
-    p.touched = app_calloc(&a, p.ntouched + 1, sizeof *p.touched, "rows");
-    p.ntouched = 0;
-    for (uint64_t i = 0; i < mat.n; i++)
-        if (hit[i])
-            p.touched[p.ntouched++] = i;
-    free(hit);
+    local_problem(&a, &p);
 
     int which[3], nplans = 0;
     for (int k = 0; k < 3; k++)
@@ -516,37 +561,8 @@ int main(int argc, char **argv)
                "us/iteration median | min |\n|---|---|---|---|---|---|---|---|\n",
                name, (unsigned long long)mat.n, (unsigned long long)mat.nnz, a.size,
                (unsigned long long)o.iterations, (unsigned long long)o.reps);
-    for (int k = 0; k < nplans; k++) {
-        uint64_t maxd = 0;
-        for (uint64_t u = 0; u < sched[k].nunits; u++)
-            if (sched[k].doubles[u] > maxd)
-                maxd = sched[k].doubles[u];
-        /* Messages as sent: one per unit (a link, or a piece of a split link). */
-        uint64_t *per = app_calloc(&a, (size_t)a.size, sizeof *per, "counts");
-        for (uint64_t u = 0; u < sched[k].nunits; u++)
-            per[sched[k].units[u].from]++;
-        uint64_t mx = 0;
-        for (int r = 0; r < a.size; r++)
-            mx = per[r] > mx ? per[r] : mx;
-        free(per);
-        for (int sn = 0; sn < 2; sn++) {
-            if (!o.use_sender[sn] || a.rank != 0)
-                continue;
-            double *t = times + ((size_t)k * 2 + sn) * o.reps, mn = t[0];
-            for (uint64_t r = 1; r < o.reps; r++)
-                mn = fmin(mn, t[r]);
-            double med = app_median(t, (int)o.reps);
-            printf("| %s | %s | %llu | %.2f | %llu | %llu | %.1f | %.1f |\n", plan_names[which[k]],
-                   sender_names[sn], (unsigned long long)mx, (double)sched[k].nunits / a.size,
-                   (unsigned long long)maxd, (unsigned long long)cr_plan_schedule_splits(sched[k].ps), med * 1e6,
-                   mn * 1e6);
-            if (csv)
-                fprintf(csv, "%s,%d,%s,%s,%llu,%.4f,%llu,%llu,%.9f,%.9f,1\n", name, a.size,
-                        plan_names[which[k]], sender_names[sn], (unsigned long long)mx,
-                        (double)sched[k].nunits / a.size, (unsigned long long)maxd,
-                        (unsigned long long)cr_plan_schedule_splits(sched[k].ps), med, mn);
-        }
-    }
+    for (int k = 0; k < nplans; k++)
+        report_plan(&a, &o, csv, name, which[k], &sched[k], times + (size_t)k * 2 * o.reps);
     for (int k = 0; k < nplans; k++) {
         mine_free(&mine_of[k]);
         schedule_free(&sched[k]);
