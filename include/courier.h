@@ -16,5 +16,6 @@
 #include "courier/types.h"
 #include "courier/route.h"
 #include "courier/sim.h"
+#include "courier/tune.h"
 
 #endif

@@ -170,6 +170,9 @@ typedef enum cr_flow_policy {
 typedef struct cr_config {
     size_t buffer_bytes;     /* COURIER_BUFFER_SIZE: a destination's buffer is sent
                                 when it holds this many bytes (1 B .. 1 GiB) */
+    bool buffer_auto;        /* COURIER_BUFFER_SIZE=auto: the comm chooses buffer_bytes
+                                (1 to 64 KiB, at most buffer_bytes) when it is created,
+                                by the cost model of courier/tune.h */
     size_t buffer_cap_bytes; /* COURIER_BUFFER_CAP: when all buffers together hold
                                 this many bytes, the largest are sent first */
     unsigned max_inflight;   /* COURIER_MAX_INFLIGHT: sends in flight per rank before
@@ -180,7 +183,8 @@ typedef struct cr_config {
                                 for this long prints each stuck rank's state; 0 = off */
     int verbosity;           /* COURIER_VERBOSE: 0 quiet .. 3 trace */
     cr_recv_mode recv_mode;  /* COURIER_RECV: probe | prepost */
-    cr_route route;          /* COURIER_ROUTE: direct | nr | nlnr | grid[:AxB..] | hypercube */
+    cr_route route;          /* COURIER_ROUTE: direct | nr | nlnr | grid[:AxB..] | hypercube
+                                | auto (chosen at creation: courier/tune.h) */
     unsigned node_size;      /* COURIER_NODE_SIZE: 0 = nodes as MPI reports them; k > 0 =
                                 virtual nodes of k consecutive ranks */
     cr_nbx_protocol exchange; /* COURIER_EXCHANGE: nbx | pex | pcx, the protocol of

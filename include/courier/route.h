@@ -31,6 +31,8 @@ typedef enum cr_route_kind {
     CR_ROUTE_NLNR,       /* node-local, node-remote, node-local (YGM): one channel per node pair */
     CR_ROUTE_GRID,       /* k-dimensional grid, one coordinate fixed per hop (thesis 3.2, 4.2) */
     CR_ROUTE_HYPERCUBE,  /* grid of 2s; ranks past the largest power of two use a partner */
+    CR_ROUTE_AUTO,       /* the comm chooses one of the above when it is created, by the
+                            cost model of tune.h; no router takes it */
 } cr_route_kind;
 
 /* Most dimensions of a grid route. */
@@ -42,7 +44,7 @@ typedef struct cr_route {
     unsigned dims[CR_ROUTE_MAX_DIMS]; /* grid only; dims[0] is fixed first */
 } cr_route;
 
-/* Parse "direct", "nr", "nlnr", "grid", "grid:AxBxC" or "hypercube". Returns 0, or
+/* Parse "direct", "nr", "nlnr", "grid", "grid:AxBxC", "hypercube" or "auto". Returns 0, or
  * -1 with a one-line message in `err` (if not NULL); `out` is unchanged on error. */
 int cr_route_parse(const char *text, cr_route *out, char *err, size_t errlen);
 

@@ -210,6 +210,10 @@ static int env_setting(const setting *t, cr_config *cfg, char *err, size_t errle
     const char *s = getenv(t->env);
     if (!s)
         return 0;
+    if (t->offset == offsetof(cr_config, buffer_bytes) && !strcmp(s, "auto")) {
+        cfg->buffer_auto = true; /* chosen when the comm is created (courier/tune.h) */
+        return 0;
+    }
     double v = 0;
     bool parsed;
     if (t->kind == SET_SIZE) {
@@ -352,7 +356,7 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
         return -1;
     }
     const cr_route *rt = &cfg->route;
-    if ((unsigned)rt->kind > CR_ROUTE_HYPERCUBE) {
+    if ((unsigned)rt->kind > CR_ROUTE_AUTO) {
         cr_set_error(err, errlen, "route.kind=%d is not valid: expected a cr_route_kind", (int)rt->kind);
         return -1;
     }

@@ -17,9 +17,9 @@
 #define DIM_MAX 1048576u
 
 
-static const char *const kind_names[] = {"direct", "nr", "nlnr", "grid", "hypercube"};
+static const char *const kind_names[] = {"direct", "nr", "nlnr", "grid", "hypercube", "auto"};
 
-#define EXPECTED "expected direct, nr, nlnr, grid, grid:AxBx... or hypercube"
+#define EXPECTED "expected direct, nr, nlnr, grid, grid:AxBx..., hypercube or auto"
 
 /* "4x2x2" into dims; false on anything else. */
 static bool parse_dims(const char *s, cr_route *r)
@@ -73,7 +73,7 @@ int cr_route_parse(const char *text, cr_route *out, char *err, size_t errlen)
 
 int cr_route_format(const cr_route *r, char *buf, size_t len)
 {
-    if ((unsigned)r->kind > CR_ROUTE_HYPERCUBE)
+    if ((unsigned)r->kind > CR_ROUTE_AUTO)
         return snprintf(buf, len, "invalid(%d)", (int)r->kind);
     if (r->kind != CR_ROUTE_GRID || r->ndims == 0)
         return snprintf(buf, len, "%s", kind_names[r->kind]);
@@ -141,6 +141,11 @@ static int floor_log2(int v)
 cr_router *cr_router_create(const cr_route *route, const cr_layout *layout, char *err,
                             size_t errlen)
 {
+    if (route->kind == CR_ROUTE_AUTO) {
+        cr_set_error(err, errlen, "route auto is chosen by a comm (courier/tune.h): a router "
+                     "needs the route it chose");
+        return NULL;
+    }
     if ((unsigned)route->kind > CR_ROUTE_HYPERCUBE) {
         cr_set_error(err, errlen, "route kind %d is not valid: " EXPECTED, (int)route->kind);
         return NULL;
@@ -163,6 +168,7 @@ cr_router *cr_router_create(const cr_route *route, const cr_layout *layout, char
         rt->cube = 1 << floor_log2(rt->nranks);
         rt->max_hops = floor_log2(rt->nranks) + (rt->cube < rt->nranks ? 2 : 0);
         break;
+    case CR_ROUTE_AUTO: break; /* refused above */
     }
     return rt;
 }
@@ -253,7 +259,8 @@ int cr_router_next_hop(const cr_router *rt, int me, int dest)
     case CR_ROUTE_NLNR: return nlnr_next(rt->layout, me, dest);
     case CR_ROUTE_GRID: return grid_next(rt, me, dest);
     case CR_ROUTE_HYPERCUBE: return hypercube_next(rt, me, dest);
-    case CR_ROUTE_DIRECT: break;
+    case CR_ROUTE_DIRECT:
+    case CR_ROUTE_AUTO: break; /* no router has it */
     }
     return dest;
 }

@@ -6,6 +6,7 @@
  * assertion runs after cr_sim_run has returned. A failure names the scenario, P,
  * the configuration and the seed: rerun with that seed to replay it exactly. */
 #include <courier.h>
+#include <courier/tune.h>
 
 #include "courier/rng.h"
 
@@ -77,6 +78,10 @@ static named_config config(const char *name)
         cr_route_parse("hypercube", &c->route, NULL, 0);
         c->node_size = 2;
         c->buffer_bytes = 512;
+    } else if (!strcmp(name, "auto")) { /* route and buffer chosen by the cost model */
+        cr_route_parse("auto", &c->route, NULL, 0);
+        c->buffer_auto = true;
+        c->node_size = 2;
     }
     return n;
 }
@@ -726,7 +731,7 @@ static void run_one(const scenario *sc, int p, const named_config *nc, uint64_t 
     free(round_counts);
 }
 
-static const char *const config_names[] = {"default", "tiny", "inflight1", "huge", "nlnr",
+static const char *const config_names[] = {"default", "tiny", "inflight1", "huge", "nlnr", "auto",
                                            "nr3", "grid", "hypercube", "waits"};
 #define NCONFIGS (sizeof config_names / sizeof config_names[0])
 
@@ -1591,6 +1596,48 @@ static void test_mcast_shares_hops(void **state)
     }
 }
 
+/* What a comm created with route and buffer `auto` chose (rank 0's view). */
+static cr_config auto_seen;
+
+static void record_auto(cr_comm *comm, void *user)
+{
+    (void)user;
+    if (cr_comm_rank(comm) == 0)
+        auto_seen = *cr_comm_config(comm);
+    cr_barrier(comm);
+}
+
+/* COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto: a comm runs the choice the cost
+ * model makes for its layout and the traffic it assumes (courier/tune.h: 4096 records
+ * of 16 bytes per rank, spread evenly), at 8, 64 and 1024 virtual ranks in nodes of 2. */
+static void test_auto_applies_the_model(void **state)
+{
+    (void)state;
+    const int sizes[] = {8, 64, 1024};
+    for (int i = 0; i < 3; i++) {
+        int p = sizes[i];
+        named_config nc = config("auto");
+        cr_sim_opts o = {.ranks = p, .seed = 3, .cfg = &nc.cfg};
+        char err[256];
+        snprintf(ctx, sizeof ctx, "auto at P=%d", p);
+        if (cr_sim_run(&o, record_auto, NULL, NULL, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        cr_layout *l = cr_layout_create_blocks(p, 2);
+        cr_tune_costs c;
+        cr_tune_costs_default(&c);
+        cr_tune_traffic t = {.records_per_dest = 4096.0 / (p - 1), .record_bytes = 16};
+        cr_tune_prediction table[5 * CR_TUNE_NBUFFERS];
+        int n = 0, best = cr_tune_choose(l, NULL, 0, nc.cfg.buffer_cap_bytes, &t, &c, table, &n);
+        assert_true(best >= 0);
+        EXPECT_EQ(auto_seen.route.kind, table[best].route.kind);
+        EXPECT_EQ(auto_seen.buffer_bytes, table[best].buffer_bytes);
+        if (p == 1024 && auto_seen.route.kind == CR_ROUTE_DIRECT)
+            fail_msg("%s: direct chosen, but 4 records per destination at 1024 ranks are "
+                     "latency-bound", ctx);
+        cr_layout_destroy(l);
+    }
+}
+
 /* Records of a summing handler from many sources meet at the ranks that forward
  * them and merge there: on 64 virtual ranks under the hypercube route (nodes of 2,
  * 512-byte buffers), over 8 seeds, some records merge at hops, and the owners' sums
@@ -2302,6 +2349,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_p64),
         cmocka_unit_test(test_merging_at_hops),
         cmocka_unit_test(test_mcast_shares_hops),
+        cmocka_unit_test(test_auto_applies_the_model),
         cmocka_unit_test(test_send_state_follows_partners),
         cmocka_unit_test(test_p1024),
     };

@@ -92,6 +92,14 @@ static void test_good_values(void **state)
     assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
     assert_int_equal(c.flow, CR_FLOW_DEEP_HELD);
     assert_true(c.shm);
+    assert_false(c.buffer_auto);
+    setenv("COURIER_ROUTE", "auto", 1);
+    setenv("COURIER_BUFFER_SIZE", "auto", 1);
+    assert_int_equal(cr_config_from_env(&c, err, sizeof err), 0);
+    assert_int_equal(c.route.kind, CR_ROUTE_AUTO);
+    assert_true(c.buffer_auto);
+    assert_int_equal(c.buffer_bytes, 65536); /* what the choice may not exceed */
+    assert_int_equal(cr_config_validate(&c, err, sizeof err), 0);
 
     setenv("COURIER_BUFFER_SIZE", "1", 1);
     setenv("COURIER_FLUSH_INTERVAL", "0.5", 1);
@@ -141,7 +149,7 @@ static void test_bad_values(void **state)
     expect_bad("COURIER_FLOW", "deep", "expected waits or deep-held");
     expect_bad("COURIER_PARK_CAP", "1T", "size in bytes");
     expect_bad("COURIER_PARK_RELIEF", "-3", "from 0 to 1048576");
-    expect_bad("COURIER_ROUTE", "mesh", "expected direct, nr, nlnr, grid, grid:AxBx... or hypercube");
+    expect_bad("COURIER_ROUTE", "mesh", "expected direct, nr, nlnr, grid, grid:AxBx..., hypercube or auto");
     expect_bad("COURIER_ROUTE", "grid:4x0", "joined by 'x'");
     expect_bad("COURIER_NODE_SIZE", "-1", "from 0 to 1073741824");
     expect_bad("COURIER_EXCHANGE", "default", "expected nbx, pex or pcx");
@@ -258,7 +266,7 @@ static void test_validate_checks_both_bounds(void **state)
     EXPECT_INVALID(allgather, (cr_allgather_algorithm)(CR_ALLGATHER_AUTO - 1), "allgather=");
     EXPECT_INVALID(allgather, (cr_allgather_algorithm)(CR_ALLGATHER_SHARED + 1), "allgather=");
     EXPECT_VALID(route.kind, CR_ROUTE_HYPERCUBE);
-    EXPECT_INVALID(route.kind, (cr_route_kind)(CR_ROUTE_HYPERCUBE + 1), "route.kind=");
+    EXPECT_INVALID(route.kind, (cr_route_kind)(CR_ROUTE_AUTO + 1), "route.kind=");
     cr_config_init(&c);
     c.route.kind = CR_ROUTE_GRID;
     c.route.ndims = CR_ROUTE_MAX_DIMS;

@@ -1,0 +1,92 @@
+/* Courier tune: a cost model that predicts what one epoch (the records sent between
+ * two barriers) costs its busiest rank under a route and a buffer size, and picks the
+ * cheapest (docs/tuning.md). COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto ask a
+ * comm to choose this way when it is created.
+ *
+ * The model charges a rank for its messages (alpha per message, within a node or
+ * between nodes), its bytes (beta), and its records: appended at the source,
+ * appended again at every rank that forwards them, handled at the destination. It
+ * assumes every rank sends alike to every rank (uniform traffic), and it adds the
+ * terms: no overlap of sending and handling, so it is an upper bound where the
+ * traffic pipelines. The routes are the ones of route.h; the counts of hops and
+ * partners come from their routers, so a prediction knows exactly which partners a
+ * rank has and how far its records travel.
+ *
+ * Every function is local and pure: it depends on its arguments only, so every rank
+ * that calls it with the same arguments gets the same answer, and never runs
+ * handlers. Errors (docs/architecture.md): none ends the job; an argument out of
+ * range gives -1. */
+#ifndef COURIER_TUNE_H
+#define COURIER_TUNE_H
+
+#include "courier/route.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What things cost, in seconds. */
+typedef struct cr_tune_costs {
+    double alpha_on, alpha_off; /* per message within a node, between nodes */
+    double beta_on, beta_off;   /* per byte within a node, between nodes */
+    double append;              /* per record written into a send buffer (at its source
+                                   and again at every rank that forwards it) */
+    double handle;              /* per record handled at its destination */
+} cr_tune_costs;
+
+/* The defaults: alpha 2 us between nodes (InfiniBand-class, the scale model's
+ * default) and 1 us within one (apps/ring on the development machine), beta 0.1 and
+ * 0.2 ns per byte, 10 ns to append a record and 10 ns to handle one (docs/tuning.md). */
+void cr_tune_costs_default(cr_tune_costs *c);
+
+/* The traffic of an epoch: every rank sends `records_per_dest` records of
+ * `record_bytes` payload bytes to every other rank. */
+typedef struct cr_tune_traffic {
+    double records_per_dest;
+    size_t record_bytes;
+} cr_tune_traffic;
+
+/* What a rank does in an epoch under one configuration, and what it costs. */
+typedef struct cr_tune_prediction {
+    cr_route route;
+    size_t buffer_bytes;  /* the buffer asked for */
+    double partners;      /* ranks this rank sends to (off_node of them on other nodes) */
+    double off_node;
+    double mean_hops;     /* hops a record takes, on average */
+    double messages;      /* buffers this rank sends */
+    double records;       /* records it appends: its own and those it forwards */
+    double seconds;       /* the predicted time */
+} cr_tune_prediction;
+
+/* Predict an epoch of `t` on `layout` under `route` with send buffers of
+ * `buffer_bytes` and all of a rank's buffers held to `cap_bytes` (COURIER_BUFFER_CAP:
+ * a buffer goes out at min(buffer_bytes, cap_bytes / partners)). The rank predicted
+ * is the busiest of a sample (the first rank, the middle one and the last). Returns
+ * 0, or -1 when the route cannot serve the layout or an argument is out of range.
+ * Local. */
+int cr_tune_predict(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
+                    size_t cap_bytes, const cr_tune_traffic *t, const cr_tune_costs *c,
+                    cr_tune_prediction *out);
+
+/* The buffer sizes `auto` chooses among. */
+#define CR_TUNE_NBUFFERS 4
+extern const size_t cr_tune_buffer_sizes[CR_TUNE_NBUFFERS]; /* 1, 4, 16 and 64 KiB */
+
+/* Choose the cheapest configuration: over the routes direct, nr, nlnr, grid (two
+ * dimensions from P) and hypercube when `route` is NULL, else that route alone; over
+ * cr_tune_buffer_sizes when `buffer_bytes` is 0, else that size alone. A prediction
+ * within 1% of the best counts as a tie: the smaller buffer wins it, then the earlier
+ * route of that list. Every configuration tried is written to table[0 .. n) (at most
+ * 5 * CR_TUNE_NBUFFERS), in that order; *ntable says how many. Returns the index of
+ * the chosen one in the table, or -1 when nothing could be predicted. Local. */
+int cr_tune_choose(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
+                   size_t cap_bytes, const cr_tune_traffic *t, const cr_tune_costs *c,
+                   cr_tune_prediction *table, int *ntable);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

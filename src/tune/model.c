@@ -1,0 +1,197 @@
+/* The cost model of include/courier/tune.h: what an epoch of uniform traffic costs the
+ * busiest rank under a route and a buffer size, from the route's own next-hop
+ * function: alpha + beta * bytes per message, summed over a rank's messages as the
+ * scale model does (docs/scaling.md), plus a cost per record appended and handled
+ * (docs/tuning.md). */
+#include "courier/tune.h"
+
+#include "common/fatal.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+const size_t cr_tune_buffer_sizes[CR_TUNE_NBUFFERS] = {1 << 10, 4 << 10, 16 << 10, 64 << 10};
+
+void cr_tune_costs_default(cr_tune_costs *c)
+{
+    *c = (cr_tune_costs){.alpha_on = 1e-6, .alpha_off = 2e-6, .beta_on = 0.2e-9,
+                         .beta_off = 0.1e-9, .append = 10e-9, .handle = 10e-9};
+}
+
+/* One rank's view of a route: to whom its records go first (dests[p] of its
+ * destinations go through partner p) and how far they travel. */
+typedef struct rank_view {
+    int me;
+    int *partner;    /* the distinct first hops */
+    double *share;   /* the part of the rank's destinations behind each */
+    int npartners;
+    double mean_hops;
+} rank_view;
+
+/* Walk every destination's path from `me`. Returns false if the route loops (a
+ * broken router: more hops than ranks). */
+static bool view_of(const cr_router *rt, const cr_layout *l, int me, int *count, rank_view *v)
+{
+    int p = cr_layout_ranks(l);
+    double hops = 0;
+    v->me = me;
+    v->npartners = 0;
+    for (int d = 0; d < p; d++) {
+        if (d == me)
+            continue;
+        int first = cr_router_next_hop(rt, me, d), h = 1;
+        for (int x = first; x != d; x = cr_router_next_hop(rt, x, d))
+            if (++h > p)
+                return false;
+        hops += h;
+        if (count[first]++ == 0)
+            v->partner[v->npartners++] = first;
+    }
+    for (int k = 0; k < v->npartners; k++) {
+        v->share[k] = (double)count[v->partner[k]] / (double)(p - 1);
+        count[v->partner[k]] = 0;
+    }
+    v->mean_hops = p > 1 ? hops / (double)(p - 1) : 0;
+    return true;
+}
+
+static size_t pad8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+/* The epoch's cost to the rank `v` describes, with buffers of `buffer` bytes. */
+static cr_tune_prediction cost_of(const cr_layout *l, const rank_view *v, bool routed,
+                                  size_t buffer, size_t cap, const cr_tune_traffic *t,
+                                  const cr_tune_costs *c)
+{
+    int p = cr_layout_ranks(l);
+    cr_tune_prediction out = {.buffer_bytes = buffer, .partners = v->npartners,
+                              .mean_hops = v->mean_hops};
+    double own = t->records_per_dest * (double)(p - 1);
+    /* Uniform traffic over a route every rank uses alike: a rank forwards as many
+     * records as the others forward for it, so it appends its own once per hop. */
+    double records = own * v->mean_hops;
+    double record_bytes = (double)(pad8(t->record_bytes) + (routed ? 8 : 0));
+    double room = v->npartners ? (double)cap / v->npartners : (double)buffer;
+    double buffer_bytes = fmax(1, fmin((double)buffer, room));
+    double seconds = records * c->append + own * c->handle;
+    int my_node = cr_layout_node_of(l, v->me);
+    for (int k = 0; k < v->npartners; k++) {
+        bool off = cr_layout_node_of(l, v->partner[k]) != my_node;
+        double bytes = records * v->share[k] * record_bytes;
+        double messages = bytes > 0 ? fmax(1, ceil(bytes / buffer_bytes)) : 0;
+        out.messages += messages;
+        out.off_node += off;
+        seconds += messages * (off ? c->alpha_off : c->alpha_on) +
+                   bytes * (off ? c->beta_off : c->beta_on);
+    }
+    out.records = records;
+    out.seconds = seconds;
+    return out;
+}
+
+/* The sample of ranks predicted: the first, the middle and the last. */
+static int sample_of(int p, int *ranks)
+{
+    int n = 0;
+    int candidates[3] = {0, p / 2, p - 1};
+    for (int i = 0; i < 3; i++) {
+        bool seen = false;
+        for (int j = 0; j < n; j++)
+            seen |= ranks[j] == candidates[i];
+        if (!seen)
+            ranks[n++] = candidates[i];
+    }
+    return n;
+}
+
+static bool valid(const cr_layout *l, const cr_tune_traffic *t, const cr_tune_costs *c)
+{
+    return l && t && c && t->records_per_dest >= 0 && isfinite(t->records_per_dest) &&
+           c->alpha_on >= 0 && c->alpha_off >= 0 && c->beta_on >= 0 && c->beta_off >= 0 &&
+           c->append >= 0 && c->handle >= 0;
+}
+
+/* The predictions of `route` for each of the nbuffers buffer sizes: the busiest rank
+ * of the sample for each. Returns -1 if the route cannot serve the layout. */
+static int predict_route(const cr_layout *l, const cr_route *route, const size_t *buffers,
+                         int nbuffers, size_t cap, const cr_tune_traffic *t,
+                         const cr_tune_costs *c, cr_tune_prediction *out)
+{
+    cr_router *rt = cr_router_create(route, l, NULL, 0);
+    if (!rt)
+        return -1;
+    int p = cr_layout_ranks(l);
+    int *count = cr_xcalloc((size_t)p, sizeof *count);
+    rank_view v = {.partner = cr_xmalloc((size_t)p * sizeof *v.partner),
+                   .share = cr_xmalloc((size_t)p * sizeof *v.share)};
+    int sample[3], ns = sample_of(p, sample), rc = 0;
+    for (int b = 0; b < nbuffers; b++)
+        out[b] = (cr_tune_prediction){.seconds = -1};
+    for (int s = 0; s < ns && rc == 0; s++) {
+        if (!view_of(rt, l, sample[s], count, &v)) {
+            rc = -1;
+            break;
+        }
+        for (int b = 0; b < nbuffers; b++) {
+            cr_tune_prediction x = cost_of(l, &v, route->kind != CR_ROUTE_DIRECT, buffers[b],
+                                           cap, t, c);
+            if (x.seconds > out[b].seconds)
+                out[b] = x;
+        }
+    }
+    for (int b = 0; b < nbuffers; b++)
+        out[b].route = *cr_router_route(rt);
+    free(count), free(v.partner), free(v.share);
+    cr_router_destroy(rt);
+    return rc;
+}
+
+int cr_tune_predict(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
+                    size_t cap_bytes, const cr_tune_traffic *t, const cr_tune_costs *c,
+                    cr_tune_prediction *out)
+{
+    if (!valid(layout, t, c) || !route || !out || buffer_bytes == 0 || cap_bytes == 0)
+        return -1;
+    return predict_route(layout, route, &buffer_bytes, 1, cap_bytes, t, c, out);
+}
+
+int cr_tune_choose(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
+                   size_t cap_bytes, const cr_tune_traffic *t, const cr_tune_costs *c,
+                   cr_tune_prediction *table, int *ntable)
+{
+    *ntable = 0;
+    if (!valid(layout, t, c) || cap_bytes == 0)
+        return -1;
+    static const cr_route_kind kinds[] = {CR_ROUTE_DIRECT, CR_ROUTE_NR, CR_ROUTE_NLNR,
+                                          CR_ROUTE_GRID, CR_ROUTE_HYPERCUBE};
+    int nroutes = route ? 1 : 5;
+    const size_t *buffers = buffer_bytes ? &buffer_bytes : cr_tune_buffer_sizes;
+    int nbuffers = buffer_bytes ? 1 : CR_TUNE_NBUFFERS;
+    for (int r = 0; r < nroutes; r++) {
+        cr_route each = route ? *route : (cr_route){.kind = kinds[r]};
+        if (predict_route(layout, &each, buffers, nbuffers, cap_bytes, t, c,
+                          table + *ntable) == 0)
+            *ntable += nbuffers;
+    }
+    int best = -1;
+    for (int i = 0; i < *ntable; i++)
+        if (best < 0 || table[i].seconds < table[best].seconds)
+            best = i;
+    if (best < 0)
+        return -1;
+    /* Ties (within 1%): the smaller buffer, then the earlier route. */
+    int chosen = best;
+    double limit = table[best].seconds * 1.01;
+    for (int i = 0; i < *ntable; i++)
+        if (table[i].seconds <= limit && table[i].buffer_bytes < table[chosen].buffer_bytes)
+            chosen = i;
+    for (int i = 0; i < chosen; i++)
+        if (table[i].seconds <= limit && table[i].buffer_bytes == table[chosen].buffer_bytes) {
+            chosen = i;
+            break;
+        }
+    return chosen;
+}
