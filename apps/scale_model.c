@@ -59,6 +59,8 @@ static const char usage[] =
     "  --route L         direct, grid (2D), grid3 (3D), hypercube, nlnr (the BFS\n"
     "                    only: the mailbox's node-aware route, nodes of 48 ranks; the\n"
     "                    lock-step darray has no node-aware stage) (default those);\n"
+    "                    auto (the BFS only: the comm's choice by courier/tune.h, on\n"
+    "                    nodes of 48 ranks);\n"
     "                    and the thesis's six-dimension grids increase (2x2x2x4x8x16\n"
     "                    at 4096), decrease, hourglass (8x4x2x2x4x8), inverse-hourglass\n"
     "                    (2x4x8x8x4x2), scaled for other P >= 64; and locality (a\n"
@@ -83,11 +85,12 @@ static const char usage[] =
     "a hypercube comm); the BFS's do.\n";
 
 static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube", "nlnr",
-                                          "increase", "decrease", "hourglass",
+                                          "auto", "increase", "decrease", "hourglass",
                                           "inverse-hourglass", "locality", NULL};
-#define NROUTES 10
+#define NROUTES 11
 #define ROUTE_NLNR 4  /* the mailbox's node-aware route: the BFS only */
-#define ROUTE_SHAPES 5 /* from here: the thesis's grids (apps/common/shapes.h) */
+#define ROUTE_AUTO 5  /* the comm's choice (courier/tune.h), nodes as nlnr's: the BFS only */
+#define ROUTE_SHAPES 6 /* from here: the thesis's grids (apps/common/shapes.h) */
 #define NLNR_NODE 48  /* ranks per node under nlnr */
 static const char *const agg_names[] = {"none", "hash", "sort", NULL};
 static const char *const graph_names[] = {"rmat", "gnm", "rgg", NULL}; /* by cr_gen_kind */
@@ -471,8 +474,8 @@ static void route_config(int p, int route, bool comm_routes, cr_config *cfg)
     char spec[128];
     if (!comm_routes)
         snprintf(spec, sizeof spec, "hypercube");
-    else if (route == ROUTE_NLNR)
-        snprintf(spec, sizeof spec, "nlnr"), cfg->node_size = NLNR_NODE;
+    else if (route == ROUTE_NLNR || route == ROUTE_AUTO)
+        snprintf(spec, sizeof spec, "%s", route_names[route]), cfg->node_size = NLNR_NODE;
     else
         route_spec(route, p, spec, sizeof spec);
     char err[256];
@@ -585,7 +588,7 @@ static void parse_options(app *a, int argc, char **argv, model_opts *o)
 {
     *o = (model_opts){.ranks = {64, 256, 1024, 4096}, .nranks = 4, .entries = 256,
                       .vpr = 1024, .alpha = 2, .beta = 0.1, .gamma = 10, .edgefactor = 16,
-                      .use_route = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0}, .use_agg = {1, 1, 1},
+                      .use_route = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}, .use_agg = {1, 1, 1},
                       .use_pattern = {1, 0, 0, 0, 0}};
     app_shared_init(&o->sh);
     static const char *const exchange_names[] = {"sparse", "dense", NULL};
@@ -752,7 +755,7 @@ static int run_pattern(const app *a, const model_opts *o, FILE *out, int pat, in
                 continue;
             if (pat == PAT_BFS && agg == 2)
                 continue; /* the BFS merges by hashing only: "hash" */
-            if (pat != PAT_BFS && route == ROUTE_NLNR)
+            if (pat != PAT_BFS && (route == ROUTE_NLNR || route == ROUTE_AUTO))
                 continue; /* the lock-step grid has no node-aware stage */
             failed += run_config(a, o, out, pat, p, route, agg, &base);
         }
