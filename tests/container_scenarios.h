@@ -234,6 +234,18 @@ static long ct_map_rules(cr_comm *comm, uint64_t nkeys)
     CT_CHECK(comm, seen == nkeys, "for_all over all ranks saw %llu", (unsigned long long)seen);
             cr_map_destroy(m);
         }
+    /* every rule on 8-byte words refuses a value that is not made of them */
+    static const cr_op numeric[] = {CR_OP_SUM, CR_OP_MIN, CR_OP_MAX, CR_OP_BAND, CR_OP_BOR};
+    for (size_t o = 0; o < sizeof numeric / sizeof numeric[0]; o++) {
+        char err[200] = "";
+        cr_map_opts opts = {.key_len = 8, .value_len = 4, .merge = numeric[o],
+                            .type = CR_UINT64};
+        cr_map *m = cr_map_create(comm, &opts, err, sizeof err);
+        CT_CHECK(comm, m == NULL && strstr(err, "8-byte words"),
+                 "rule %d accepted a 4-byte value (%s)", (int)numeric[o], err);
+        if (m)
+            cr_map_destroy(m);
+    }
     return ct_fails - before;
 }
 

@@ -465,10 +465,18 @@ static void cache_unregister(cr_map *m)
         }
 }
 
+/* The rules that combine a value's 8-byte words: their result does not depend on the
+ * order of inserts. */
+static bool numeric_op(cr_op op)
+{
+    return op == CR_OP_SUM || op == CR_OP_MIN || op == CR_OP_MAX || op == CR_OP_BAND ||
+           op == CR_OP_BOR;
+}
+
 /* A cache for maps whose result does not depend on the order of inserts. */
 static void cache_init(cr_map *m, cr_op op, cr_dtype type, bool no_combining)
 {
-    bool orderless = m->value_len == 0 || (op >= CR_OP_SUM && op <= CR_OP_BAND);
+    bool orderless = m->value_len == 0 || numeric_op(op);
     if (!orderless || no_combining)
         return;
     m->add_u64 = op == CR_OP_SUM && m->value_len == 8 && type != CR_DOUBLE;
@@ -679,7 +687,7 @@ static int check_opts(const cr_map_opts *o, char *err, size_t errlen)
                  CR_CONTAINER_MAX_VALUE);
         return -1;
     }
-    bool numeric = o->merge >= CR_OP_SUM && o->merge <= CR_OP_BAND;
+    bool numeric = numeric_op(o->merge);
     if (numeric && (o->value_len == 0 || o->value_len % 8)) {
         snprintf(err, errlen, "merge rule %d needs a value of 8-byte words, not %zu bytes",
                  (int)o->merge, o->value_len);
