@@ -220,15 +220,25 @@ uint64_t app_parse_u64(const app *a, const char *flag, const char *value, uint64
     return (uint64_t)v;
 }
 
+/* The index of `value` among `choices` (NULL-terminated), or -1. */
+static int choice_index(const char *value, const char *const *choices)
+{
+    for (int i = 0; choices[i]; i++)
+        if (!strcmp(value, choices[i]))
+            return i;
+    return -1;
+}
+
 int app_parse_choice(const app *a, const char *flag, const char *value,
                      const char *const *choices)
 {
+    int i = choice_index(value, choices);
+    if (i >= 0)
+        return i;
     char list[256] = "";
-    for (int i = 0; choices[i]; i++) {
-        if (!strcmp(value, choices[i]))
-            return i;
-        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-        strncat(list, choices[i], sizeof list - strlen(list) - 1);
+    for (int k = 0; choices[k]; k++) {
+        strncat(list, k ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, choices[k], sizeof list - strlen(list) - 1);
     }
     app_usage_error(a, "bad value for %s: '%s' (expected one of: %s)", flag, value, list);
 }
@@ -359,7 +369,11 @@ void app_shared_init(app_shared *s)
     s->seed = s->gen.seed;
 }
 
-int app_shared_option(const app *a, int ch, const char *value, app_shared *s)
+/* If `ch` is one of the APP_OPT_* values, act on it (parse `value` into s, --progress
+ * into a->progress, --help) and return 1; else return 0. --validate takes its value
+ * as --validate=W, or as the next word when that is one of its values ("--validate
+ * no"), so that the flag alone means yes. */
+static int shared_option(app *a, int ch, const char *value, app_shared *s, char **argv)
 {
     static const char *const gens[] = {"rmat", "gnm", "rgg", NULL};
     switch (ch) {
@@ -389,8 +403,12 @@ int app_shared_option(const app *a, int ch, const char *value, app_shared *s)
     case APP_OPT_CSV: s->csv = value; return 1;
     case APP_OPT_STATS: s->stats = true; return 1;
     case APP_OPT_QUIET: s->quiet = true; return 1;
+    case APP_OPT_PROGRESS: a->progress = 1; return 1;
+    case APP_OPT_HELP: app_help(a);
     case APP_OPT_VALIDATE: {
         static const char *const whens[] = {"no", "yes", "auto", NULL};
+        if (!value && argv[optind] && choice_index(argv[optind], whens) >= 0)
+            value = argv[optind++];
         s->validate = value ? app_parse_choice(a, "--validate", value, whens) : APP_VALIDATE_YES;
         return 1;
     }
@@ -400,19 +418,7 @@ int app_shared_option(const app *a, int ch, const char *value, app_shared *s)
 
 void app_other_option(app *a, int ch, const char *value, app_shared *s, char **argv)
 {
-    if (ch == APP_OPT_HELP)
-        app_help(a);
-    if (ch == APP_OPT_PROGRESS) {
-        a->progress = 1;
-        return;
-    }
-    /* --validate takes its value as --validate=W, or as the next word when that is
-     * one of its values ("--validate no"), so that the flag alone means yes. */
-    if (ch == APP_OPT_VALIDATE && !value && argv[optind] &&
-        (!strcmp(argv[optind], "no") || !strcmp(argv[optind], "yes") ||
-         !strcmp(argv[optind], "auto")))
-        value = argv[optind++];
-    if (!app_shared_option(a, ch, value, s))
+    if (!shared_option(a, ch, value, s, argv))
         app_bad_option(a, argv);
 }
 

@@ -103,7 +103,7 @@ struct cr_gen_params;
 
 /* The flags several apps share, spelled, ranged and checked the same way in every
  * app. An app lists the ones it accepts in its getopt_long table with the APP_LONG_*
- * entries and hands every option its own switch does not know to app_shared_option.
+ * entries and hands every option its own switch does not know to app_other_option.
  * Their getopt values lie above every character, so they never meet an app's own. */
 enum {
     APP_OPT_SCALE = 0x100, /* --scale N: 2^N vertices */
@@ -180,9 +180,6 @@ static inline int app_validate_or(const app_shared *s, int fallback)
 
 /* The defaults: the library's generator parameters (seed included), nothing else set. */
 void app_shared_init(app_shared *s);
-/* If `ch` is one of the APP_OPT_* values, parse `value` into s (a bad value is a usage
- * error naming the flag) and return 1; else return 0. */
-int app_shared_option(const app *a, int ch, const char *value, app_shared *s);
 /* The default of an app's option switch: a shared flag is parsed into s (--progress
  * into a->progress, --help prints the usage and ends), anything else is a usage error
  * naming the option. */

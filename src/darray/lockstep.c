@@ -721,7 +721,7 @@ struct frame {
     size_t nR;
     darray_bytes U;          /* the requests sent on in this dimension, merged */
     size_t *scounts;  /* ... per next hop */
-    uint32_t *pos;    /* none / hash: R[j]'s request is U[pos[j]] */
+    uint32_t *pos;    /* none / hash: R[j]'s request is U[pos[j]]; NULL: U is R */
 };
 
 /* Algorithm 6: the first position in u[start, end) whose index is >= target. */
@@ -753,6 +753,10 @@ static void split_replies(const cr_darray *a, const frame *f, const char *vu, ch
 {
     size_t e = a->elem;
     const uint64_t *r = (const uint64_t *)f->R.data;
+    if (!a->agg->sorted && !f->pos) { /* served where they stand (none, at the owner) */
+        memcpy(v, vu, f->nR * e);
+        return;
+    }
     if (!a->agg->sorted) {
         for (size_t j = 0; j < f->nR; j++)
             memcpy(v + j * e, vu + (size_t)f->pos[j] * e, e);
@@ -785,10 +789,7 @@ static void frame_free(frame *f)
 /* The owner's side of each aggregation (darray_aggregation.serve). */
 static const uint64_t *serve_none(const cr_darray *a, frame *f, size_t *served)
 {
-    (void)a;
-    f->pos = cr_xmalloc((f->nR ? f->nR : 1) * sizeof *f->pos);
-    for (size_t j = 0; j < f->nR; j++)
-        f->pos[j] = (uint32_t)j; /* every request served where it stands */
+    (void)a; /* every request served where it stands: no positions (split_replies) */
     *served = f->nR;
     return (const uint64_t *)f->R.data;
 }
