@@ -70,6 +70,7 @@ typedef struct table {
     uint64_t first;  /* global index of count[0] */
     uint64_t len;
     uint64_t total;  /* T */
+    uint64_t base, extra, cut; /* T / P, T % P, and the first index in a block of base */
     uint64_t range;  /* updates draw indices from [0, range): T, or rank 0's block */
     double skew;     /* 1: uniform; s > 1: index floor(range * u^s) of a uniform u, hashed
                         over the table, so a few counters (anywhere) get most updates */
@@ -79,9 +80,14 @@ typedef struct table {
 /* Balanced blocks: the first T % P ranks own one counter more. */
 static inline int owner_of(const table *t, uint64_t idx)
 {
-    uint64_t base = t->total / (uint64_t)t->size, extra = t->total % (uint64_t)t->size;
-    uint64_t cut = extra * (base + 1);
-    return idx < cut ? (int)(idx / (base + 1)) : (int)(extra + (idx - cut) / base);
+    return idx < t->cut ? (int)(idx / (t->base + 1)) : (int)(t->extra + (idx - t->cut) / t->base);
+}
+
+/* The global index of rank r's first counter. */
+static inline uint64_t block_start(const table *t, int r)
+{
+    uint64_t ur = (uint64_t)r;
+    return ur * t->base + (ur < t->extra ? ur : t->extra);
 }
 
 /* The next index of a stream: uniform, or skewed (--skew). */
@@ -96,6 +102,9 @@ static void table_init(const app *a, table *t, uint64_t total, int rank, int siz
     uint64_t base = total / (uint64_t)size, extra = total % (uint64_t)size;
     t->total = total;
     t->size = size;
+    t->base = total / (uint64_t)size;
+    t->extra = total % (uint64_t)size;
+    t->cut = t->extra * (t->base + 1);
     t->len = base + ((uint64_t)rank < extra);
     t->first = (uint64_t)rank * base + ((uint64_t)rank < extra ? (uint64_t)rank : extra);
     t->count = t->len <= SIZE_MAX / sizeof *t->count ? calloc(t->len ? t->len : 1, sizeof *t->count)
@@ -172,8 +181,6 @@ static void run_courier(cr_comm *comm, int h, table *t, uint64_t n, uint64_t see
  * update is (offset in the owner's block) << PREP_OWNER_BITS | owner. */
 #define PREP_OWNER_BITS 20
 
-static uint64_t block_start(const table *t, int r);
-
 static void prepare(const table *t, uint64_t *prep, uint64_t n, uint64_t seed, int rank)
 {
     uint64_t s = stream_seed(seed, rank);
@@ -184,12 +191,23 @@ static void prepare(const table *t, uint64_t *prep, uint64_t n, uint64_t seed, i
     }
 }
 
+/* The updates go in chunks through cr_async_many: unpacking a chunk into owners and
+ * offsets is a tight loop, and the library then appends the chunk's records with its
+ * checks made once. */
+#define PREP_CHUNK 256
+
 static void run_prepared(cr_comm *comm, int h, const uint64_t *prep, uint64_t n)
 {
     const uint64_t mask = (1u << PREP_OWNER_BITS) - 1;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t off = prep[i] >> PREP_OWNER_BITS;
-        cr_async(comm, (int)(prep[i] & mask), h, &off, sizeof off);
+    int owner[PREP_CHUNK];
+    uint64_t off[PREP_CHUNK];
+    for (uint64_t i = 0; i < n; i += PREP_CHUNK) {
+        size_t k = n - i < PREP_CHUNK ? (size_t)(n - i) : PREP_CHUNK;
+        for (size_t j = 0; j < k; j++) {
+            owner[j] = (int)(prep[i + j] & mask);
+            off[j] = prep[i + j] >> PREP_OWNER_BITS;
+        }
+        cr_async_many(comm, h, owner, off, sizeof *off, k);
     }
     cr_barrier(comm);
 }
@@ -366,15 +384,25 @@ static void got_read(cr_comm *comm, const void *data, size_t len, void *slot)
     merged_gather->answers++;
 }
 
+/* Requests and replies go in chunks through cr_async_many (see run_prepared). */
+#define GATHER_CHUNK 256
+
 static void on_requests(cr_comm *comm, const cr_batch *b, void *user)
 {
     gather *g = user;
     g->served += b->count;
-    for (size_t k = 0; k < b->count; k++) {
-        uint64_t w;
-        memcpy(&w, cr_batch_payload(b, k), sizeof w);
-        uint64_t reply[2] = {w & 0xffffffffu, g->t->count[w >> 32]};
-        cr_async(comm, cr_batch_src(b, k), g->h_reply, reply, sizeof reply);
+    int src[GATHER_CHUNK];
+    uint64_t reply[GATHER_CHUNK][2];
+    for (size_t k = 0; k < b->count; k += GATHER_CHUNK) {
+        size_t m = b->count - k < GATHER_CHUNK ? b->count - k : GATHER_CHUNK;
+        for (size_t j = 0; j < m; j++) {
+            uint64_t w;
+            memcpy(&w, cr_batch_payload(b, k + j), sizeof w);
+            src[j] = cr_batch_src(b, k + j);
+            reply[j][0] = w & 0xffffffffu;
+            reply[j][1] = g->t->count[w >> 32];
+        }
+        cr_async_many(comm, g->h_reply, src, reply, sizeof reply[0], m);
     }
 }
 
@@ -390,13 +418,6 @@ static void on_replies(cr_comm *comm, const cr_batch *b, void *user)
     g->answers += b->count;
 }
 
-static uint64_t block_start(const table *t, int r)
-{
-    uint64_t first, count;
-    cr_darray_block(t->total, t->size, r, &first, &count);
-    return first;
-}
-
 static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint64_t seed,
                        int rank)
 {
@@ -404,15 +425,25 @@ static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint
     uint64_t s = stream_seed(seed, rank);
     g->answers = 0;
     g->served = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t idx = draw(t, &s);
-        int owner = owner_of(t, idx);
-        if (g->merged) {
-            cr_dedup_request(comm, owner, h_request, &idx, sizeof idx, got_read, &g->got[i]);
-            continue;
+    if (g->merged) {
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t idx = draw(t, &s);
+            cr_dedup_request(comm, owner_of(t, idx), h_request, &idx, sizeof idx, got_read,
+                             &g->got[i]);
         }
-        uint64_t w = (idx - block_start(t, owner)) << 32 | i;
-        cr_async(comm, owner, h_request, &w, sizeof w);
+        cr_barrier(comm);
+        return;
+    }
+    int owner[GATHER_CHUNK];
+    uint64_t w[GATHER_CHUNK];
+    for (uint64_t i = 0; i < n; i += GATHER_CHUNK) {
+        size_t m = n - i < GATHER_CHUNK ? (size_t)(n - i) : GATHER_CHUNK;
+        for (size_t j = 0; j < m; j++) {
+            uint64_t idx = draw(t, &s);
+            owner[j] = owner_of(t, idx);
+            w[j] = (idx - block_start(t, owner[j])) << 32 | (i + j);
+        }
+        cr_async_many(comm, h_request, owner, w, sizeof *w, m);
     }
     cr_barrier(comm);
 }

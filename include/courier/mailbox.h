@@ -292,6 +292,15 @@ int cr_register_type(cr_comm *comm, const cr_handler_type *type, void *user);
  * the rank is over the cap: then it handles received buffers before it returns. */
 void cr_async(cr_comm *comm, int dest, int handler, const void *payload, size_t len);
 
+/* Send n records of `len` bytes each for `handler`: record i is the len bytes at
+ * payloads + i * len, to rank dests[i]. The same as n calls of cr_async in order
+ * (the same checks, the same back-pressure and handling), at a lower cost per
+ * record: the checks that depend only on the handler and the size are made once,
+ * and records that join an open run of their destination's buffer are appended in a
+ * loop with nothing else to do. Local; may run handlers as cr_async does. */
+void cr_async_many(cr_comm *comm, int handler, const int *dests, const void *payloads,
+                   size_t len, size_t n);
+
 /* Send the same message to every rank, the caller included. Local; may run handlers
  * as cr_async does (after the payload is copied). Under a route other than direct,
  * one copy per node crosses between nodes and is fanned out on the node it

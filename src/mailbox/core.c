@@ -311,6 +311,86 @@ void cr_async(cr_comm *c, int dest, int handler, const void *payload, size_t len
     async_checked(c, dest, handler, payload, len);
 }
 
+/* How many of records[from, n) cr_async_many can append with no check left to do:
+ * each joins the open run of its destination's buffer, which has room, and neither
+ * the cap nor a poll is reached. The running totals and the table of buffers stay in
+ * locals (a store through a record's bytes could alias the comm's fields, so the
+ * compiler would reload them), and a constant `len` specialises the copy. Returns the
+ * index of the first record that needs cr_async's full path (n if none). */
+static inline size_t append_many_run(cr_comm *c, uint64_t key, const int *dests, const char *p,
+                                     size_t len, size_t from, size_t n)
+{
+    const size_t stride = cr_rec_pad(len);
+    cr_outbuf *const bufs = c->out.bufs;
+    const size_t room = c->flow.buffer_room;
+    const unsigned size = (unsigned)c->size;
+    size_t total = c->out.total;
+    size_t limit = from + (size_t)(c->poll_countdown - 1);
+    if (limit > n)
+        limit = n;
+    size_t i = from;
+    for (; i < limit; i++) {
+        unsigned d = (unsigned)dests[i];
+        if (d >= size)
+            break;
+        cr_outbuf *b = &bufs[d];
+        size_t at = b->len;
+        if (b->run_key != key || at + stride >= b->limit || total + stride >= room ||
+            (unsigned)b->run_count + 1 >= CR_RUN_MAX)
+            break;
+        cr_rec_write_payload(b->data + at, p + i * len, (uint32_t)len);
+        b->len = at + stride;
+        b->run_count++;
+        total += stride;
+    }
+    size_t k = i - from;
+    c->out.total = total;
+    c->poll_countdown -= (unsigned)k;
+    c->stats.msgs_sent += k;
+    c->stats.bytes_sent += k * len;
+    return i;
+}
+
+static size_t append_many_fast(cr_comm *c, uint64_t key, const int *dests, const char *p,
+                               size_t len, size_t from, size_t n)
+{
+    if (!c->out.bufs || c->poll_countdown <= 1)
+        return from; /* sparse table of buffers, or a poll due: the full path */
+    if (len == 8)
+        return append_many_run(c, key, dests, p, 8, from, n);
+    if (len == 16)
+        return append_many_run(c, key, dests, p, 16, from, n);
+    return append_many_run(c, key, dests, p, len, from, n);
+}
+
+void cr_async_many(cr_comm *c, int handler, const int *dests, const void *payloads, size_t len,
+                   size_t n)
+{
+    if (n == 0)
+        return;
+    if (!dests)
+        cr_fatal("cr_async_many: the destinations are NULL for %zu records", n);
+    check_message(c, "cr_async_many", handler, payloads, len);
+    const char *p = payloads;
+    /* What cannot change during the call; the rest is checked record by record. */
+    bool plain = !c->routed && c->handlers.entries[handler].key_len == 0 && !c->flow.in_reentrant &&
+                 len > 0;
+    size_t i = 0;
+    while (i < n) {
+        if (plain && len <= c->flow.largest_record) {
+            uint64_t key = cr_run_key((uint16_t)handler, cr_run_bits(0, c->send_gen), (uint32_t)len);
+            i = append_many_fast(c, key, dests, p, len, i, n);
+            if (i == n)
+                break;
+        }
+        if ((unsigned)dests[i] >= (unsigned)c->size)
+            cr_fatal("cr_async_many: destination rank %d (record %zu) is out of range [0, %d)",
+                     dests[i], i, c->size);
+        cr_async(c, dests[i], handler, p + i * len, len);
+        i++;
+    }
+}
+
 /* Every check and every case of cr_async. Not inlined into it, so that its stack
  * frame and its calls stay off the common path. */
 __attribute__((noinline)) static void async_checked(cr_comm *c, int dest, int handler,

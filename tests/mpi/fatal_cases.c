@@ -166,6 +166,10 @@ int main(int argc, char **argv)
         cr_register_type(c, &(cr_handler_type){.fn = nop, .batch = nop_batch}, NULL);
     } else if (!strcmp(what, "bad-dest")) {
         cr_async(c, c->size, h, NULL, 0);
+    } else if (!strcmp(what, "many-bad-dest")) {
+        int dests[3] = {0, c->size - 1, c->size};
+        uint64_t v[3] = {1, 2, 3};
+        cr_async_many(c, h, dests, v, sizeof *v, 3);
     } else if (!strcmp(what, "mcast-twice")) {
         int ranks[3] = {0, c->size - 1, 0};
         cr_async_mcast(c, ranks, 3, h, NULL, 0);

@@ -581,6 +581,112 @@ static void large_from_handlers(const cr_config *cfg)
     free(st.expect);
 }
 
+/* ---------------------------------------------------------------- cr_async_many */
+
+/* Each rank sends MANY_K 16-byte records through cr_async_many, in chunks of 1 to 97
+ * records to destinations drawn at random, and between chunks an 8-byte record of
+ * another handler through cr_async, which closes the open runs the chunks join. Every
+ * record must arrive exactly once with its checksum, whatever the buffers do (a
+ * 1-byte buffer makes every record its own send; a small cap makes the fast loop
+ * stop at the cap). */
+#define MANY_K 3000
+
+typedef struct many_state {
+    uint8_t *seen;  /* [src][seq] of the 16-byte records */
+    uint8_t *seen8; /* [src][chunk] of the 8-byte ones */
+} many_state;
+
+static void on_many(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    many_state *st = user;
+    a2a_msg m;
+    CHECK(len == sizeof m, "length %zu", len);
+    memcpy(&m, p, sizeof m);
+    CHECK(m.src == src && m.dst == cr_comm_rank(comm) && m.seq < MANY_K &&
+              m.check == a2a_check(m.src, m.dst, m.seq),
+          "record from %d: bad header or checksum", src);
+    if (m.src == src && m.seq < MANY_K)
+        st->seen[(size_t)src * MANY_K + m.seq]++;
+}
+
+static void on_many8(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm;
+    many_state *st = user;
+    uint64_t w;
+    CHECK(len == sizeof w, "length %zu", len);
+    memcpy(&w, p, sizeof w);
+    CHECK(w >> 32 == (uint64_t)src && (w & 0xffffffffu) < MANY_K, "8-byte record from %d: %llx",
+          src, (unsigned long long)w);
+    if (w >> 32 == (uint64_t)src && (w & 0xffffffffu) < MANY_K)
+        st->seen8[(size_t)src * MANY_K + (w & 0xffffffffu)]++;
+}
+
+/* The chunk sizes of rank r's cr_async_many calls, one after the other; the
+ * receivers replay them to know how many 8-byte records each source sent. */
+static uint32_t many_chunk(uint64_t *rng, uint32_t sent)
+{
+    uint32_t k = 1 + (uint32_t)(cr_rng_next(rng) % 97);
+    return k < MANY_K - sent ? k : MANY_K - sent;
+}
+
+static uint32_t many_chunks_of(int rank)
+{
+    uint64_t rng = cr_rng_hash64((uint64_t)rank + 1000);
+    uint32_t chunks = 0;
+    for (uint32_t sent = 0; sent < MANY_K; chunks++)
+        sent += many_chunk(&rng, sent);
+    return chunks;
+}
+
+static void many(const cr_config *cfg)
+{
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, cfg);
+    many_state st = {.seen = calloc((size_t)test_size * MANY_K, 1),
+                     .seen8 = calloc((size_t)test_size * MANY_K, 1)};
+    int h = cr_register(comm, on_many, &st), h8 = cr_register(comm, on_many8, &st);
+    int dests[97];
+    a2a_msg msgs[97];
+    uint64_t rng = cr_rng_hash64((uint64_t)test_rank + 1);
+    uint64_t rng_k = cr_rng_hash64((uint64_t)test_rank + 1000);
+    uint32_t seq = 0, chunks = 0;
+    while (seq < MANY_K) {
+        uint32_t k = many_chunk(&rng_k, seq);
+        for (uint32_t j = 0; j < k; j++, seq++) {
+            dests[j] = (int)(cr_rng_next(&rng) % (uint64_t)test_size);
+            msgs[j] = (a2a_msg){test_rank, dests[j], seq, a2a_check(test_rank, dests[j], seq)};
+        }
+        cr_async_many(comm, h, dests, msgs, sizeof *msgs, k);
+        uint64_t w = (uint64_t)test_rank << 32 | chunks;
+        cr_async(comm, (int)(chunks++ % (uint32_t)test_size), h8, &w, sizeof w);
+    }
+    cr_async_many(comm, h, dests, msgs, sizeof *msgs, 0); /* nothing, and no error */
+    cr_barrier(comm);
+    /* record seq of rank src went to the seq-th rank its generator drew */
+    for (int src = 0; src < test_size; src++) {
+        uint64_t rng_src = cr_rng_hash64((uint64_t)src + 1);
+        for (size_t q = 0; q < MANY_K; q++) {
+            uint8_t want = cr_rng_next(&rng_src) % (uint64_t)test_size == (uint64_t)test_rank;
+            CHECK(st.seen[(size_t)src * MANY_K + q] == want, "record %zu from %d seen %d times", q,
+                  src, st.seen[(size_t)src * MANY_K + q]);
+        }
+    }
+    /* rank r received the 8-byte records number r, r + P, ... of every source */
+    for (int src = 0; src < test_size; src++) {
+        size_t sent = many_chunks_of(src);
+        for (size_t c = 0; c < MANY_K; c++) {
+            uint8_t want = c < sent && c % (size_t)test_size == (size_t)test_rank;
+            CHECK(st.seen8[(size_t)src * MANY_K + c] == want,
+                  "8-byte record %zu from %d seen %d times", c, src,
+                  st.seen8[(size_t)src * MANY_K + c]);
+        }
+    }
+    check_conservation(comm);
+    cr_comm_destroy(comm);
+    free(st.seen);
+    free(st.seen8);
+}
+
 /* ---------------------------------------------------------------- cases */
 
 #define FOR_EACH_CONFIG(scenario)                                                        \
@@ -602,6 +708,7 @@ FOR_EACH_CONFIG(random_sizes)
 FOR_EACH_CONFIG(many_barriers)
 FOR_EACH_CONFIG(bcast)
 FOR_EACH_CONFIG(mcast)
+FOR_EACH_CONFIG(many)
 FOR_EACH_CONFIG(large_from_handlers)
 
 /* A comm with one handler that counts what each source sent: the fixture of the
@@ -1000,6 +1107,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_many_barriers),
         cmocka_unit_test(test_bcast),
         cmocka_unit_test(test_mcast),
+        cmocka_unit_test(test_many),
         cmocka_unit_test(test_large_from_handlers),
         cmocka_unit_test(test_timer_only_flushing),
         cmocka_unit_test(test_flush_then_progress),
