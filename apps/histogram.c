@@ -425,17 +425,22 @@ static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint
     uint64_t s = stream_seed(seed, rank);
     g->answers = 0;
     g->served = 0;
+    int owner[GATHER_CHUNK];
+    uint64_t w[GATHER_CHUNK];
     if (g->merged) {
-        for (uint64_t i = 0; i < n; i++) {
-            uint64_t idx = draw(t, &s);
-            cr_dedup_request(comm, owner_of(t, idx), h_request, &idx, sizeof idx, got_read,
-                             &g->got[i]);
+        void *slot[GATHER_CHUNK];
+        for (uint64_t i = 0; i < n; i += GATHER_CHUNK) {
+            size_t m = n - i < GATHER_CHUNK ? (size_t)(n - i) : GATHER_CHUNK;
+            for (size_t j = 0; j < m; j++) {
+                w[j] = draw(t, &s);
+                owner[j] = owner_of(t, w[j]);
+                slot[j] = &g->got[i + j];
+            }
+            cr_dedup_request_many(comm, h_request, owner, w, sizeof *w, m, got_read, slot);
         }
         cr_barrier(comm);
         return;
     }
-    int owner[GATHER_CHUNK];
-    uint64_t w[GATHER_CHUNK];
     for (uint64_t i = 0; i < n; i += GATHER_CHUNK) {
         size_t m = n - i < GATHER_CHUNK ? (size_t)(n - i) : GATHER_CHUNK;
         for (size_t j = 0; j < m; j++) {

@@ -556,6 +556,49 @@ static long req_rest(cr_comm *comm, int distinct, int repeated)
     return req_fails - before;
 }
 
+/* cr_dedup_request_many: `n` requests per rank in chunks of 1 to 61, the first half
+ * for keys nobody else asks (merging rests, so they travel direct, in bulk), the
+ * second for 8 keys every rank asks (they join in the table); every request gets one
+ * right reply, each counts once in the type's counters, nothing waits after the
+ * barrier. */
+static long req_many(cr_comm *comm, int n)
+{
+    long before = req_fails;
+    req_owner owner = {0};
+    int id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_value, .key_len = 8, .coalesce = 1},
+        &owner);
+    int size = cr_comm_size(comm), me = cr_comm_rank(comm);
+    req_slot *slots = calloc((size_t)n, sizeof *slots);
+    uint64_t keys[61];
+    int owners[61];
+    void *ctxs[61];
+    cr_dedup_stats s0 = req_stats(comm);
+    uint64_t rng = cr_rng_hash64((uint64_t)me + 77);
+    for (int k = 0; k < n;) {
+        int m = 1 + (int)(cr_rng_next(&rng) % 61);
+        if (m > n - k)
+            m = n - k;
+        for (int j = 0; j < m; j++, k++) {
+            keys[j] = k < n / 2 ? (uint64_t)me * 1000003u + (uint64_t)k : (uint64_t)(k % 8);
+            owners[j] = (int)(keys[j] % (uint64_t)size);
+            ctxs[j] = &slots[k];
+            slots[k].expect = req_value(keys[j], 0);
+        }
+        cr_dedup_request_many(comm, id, owners, keys, sizeof *keys, (size_t)m, req_got_value, ctxs);
+    }
+    cr_dedup_request_many(comm, id, owners, keys, sizeof *keys, 0, req_got_value, ctxs);
+    cr_barrier(comm);
+    req_check_slots(comm, slots, (size_t)n, "many");
+    cr_dedup_stats s1 = req_stats(comm);
+    REQ_CHECK(comm, s1.requests - s0.requests == (uint64_t)n, "%llu requests counted for %d",
+              (unsigned long long)(s1.requests - s0.requests), n);
+    REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
+              cr_dedup_pending(comm));
+    free(slots);
+    return req_fails - before;
+}
+
 /* Direct requests: an unkeyed type's requests from this rank to owners one hop away
  * travel with no waiting entry, but only those naming the type's first reply
  * function here; a second reply function takes the entry path. Every request gets

@@ -126,6 +126,15 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
 void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, size_t len,
                 cr_dedup_reply_fn reply_fn, void *ctx);
 
+/* Send n requests of type `id`, each of `len` bytes: request i is the len bytes at
+ * payloads + i * len, to rank owners[i], and its reply runs reply_fn with ctxs[i].
+ * The same as n calls of cr_dedup_request (the same checks, merging and replies), at
+ * a lower cost per request: the type's checks are made once, and the requests that
+ * travel straight to their owners go to the mailbox in chunks (cr_async_many). Local;
+ * may run handlers as cr_dedup_request does. */
+void cr_dedup_request_many(cr_comm *comm, int id, const int *owners, const void *payloads,
+                           size_t len, size_t n, cr_dedup_reply_fn reply_fn, void *const *ctxs);
+
 /* Answer the request being served with `len` bytes of `data` (copied; len may be 0
  * and may exceed the buffer size). Only from serve, exactly once. Local. */
 void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t len);

@@ -151,6 +151,7 @@ typedef struct dedup_state {
     int size;              /* the comm's ranks */
     bool every_owner_one_hop; /* the direct route: no request passes another rank */
     cr_dedup_req *serving;
+    struct tagged_stage *replies; /* the direct replies of the batch being served */
     cr_dedup_stats stats;
 } dedup_state;
 
@@ -536,6 +537,50 @@ static inline void send_tagged(cr_comm *comm, dedup_state *s, int dest, int hand
     cr_async(comm, dest, handler, rec, sizeof tag + len);
 }
 
+/* Tagged records of one handler and size gathered for one cr_async_many: the direct
+ * replies of a received batch, a chunk of cr_dedup_request_many's direct requests.
+ * Sending them together makes the mailbox's checks once per chunk (mailbox.h). On the
+ * stack of the call that flushes it, so a nested call has its own. */
+#define STAGE_RECORDS 32
+#define STAGE_RECORD_MAX 64 /* tag and data; larger records go one by one */
+
+typedef struct tagged_stage {
+    int dests[STAGE_RECORDS];
+    uint64_t words[STAGE_RECORDS * STAGE_RECORD_MAX / sizeof(uint64_t)];
+    size_t count, len; /* records held, and each one's size (tag included) */
+    int handler;
+} tagged_stage;
+
+static void stage_flush(cr_comm *comm, tagged_stage *st)
+{
+    if (st->count)
+        cr_async_many(comm, st->handler, st->dests, st->words, st->len, st->count);
+    st->count = 0;
+}
+
+/* Add {tag, data} for `handler` on `dest` to the stage, or send it at once if it does
+ * not fit a stage's record. */
+static void stage_tagged(cr_comm *comm, dedup_state *s, tagged_stage *st, int dest, int handler,
+                         uint64_t tag, const void *data, size_t len)
+{
+    size_t rec = sizeof tag + len;
+    if (rec > STAGE_RECORD_MAX || rec % sizeof(uint64_t)) {
+        send_tagged(comm, s, dest, handler, tag, data, len);
+        return;
+    }
+    if (st->count == STAGE_RECORDS || (st->count && (st->len != rec || st->handler != handler)))
+        stage_flush(comm, st);
+    st->len = rec;
+    st->handler = handler;
+    char *at = (char *)st->words + st->count * rec;
+    memcpy(at, &tag, sizeof tag);
+    if (len == sizeof(uint64_t)) /* a fixed-size copy the compiler inlines */
+        memcpy(at + sizeof tag, data, sizeof(uint64_t));
+    else if (len)
+        memcpy(at + sizeof tag, data, len);
+    st->dests[st->count++] = dest;
+}
+
 /* May this rank's request travel direct? Only when nothing could join it: one hop
  * to its owner, and a type without a key or resting; and only for the type's reply
  * function on this rank (the first its requests named here), which the reply finds
@@ -729,6 +774,8 @@ static void on_direct_requests(cr_comm *comm, const cr_batch *b, void *arg)
     if (b->len < sizeof(uint64_t))
         bad_record("direct request", cr_batch_src(b, 0), b->len);
     size_t plen = b->len - sizeof(uint64_t);
+    tagged_stage replies = {.count = 0};
+    s->replies = &replies;
     for (size_t k = 0; t->t.prefetch && k < PREFETCH_AHEAD && k < b->count; k++)
         t->t.prefetch((const char *)cr_batch_payload(b, k) + sizeof(uint64_t), plen, t->user);
     for (size_t k = 0; k < b->count; k++) {
@@ -747,6 +794,8 @@ static void on_direct_requests(cr_comm *comm, const cr_batch *b, void *arg)
                      "cr_dedup_reply",
                      t->handler);
     }
+    s->replies = NULL;
+    stage_flush(comm, &replies);
 }
 
 /* Direct reply records {ctx, data}: the type's reply function on this rank, whose
@@ -839,31 +888,43 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
     return t->handler;
 }
 
-void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, size_t len,
-                cr_dedup_reply_fn reply_fn, void *ctx)
+/* The checks of cr_dedup_request and cr_dedup_request_many that do not depend on
+ * the owner: the request type of `id`. */
+static rtype *checked_type(dedup_state *s, const char *fn, int id, const void *payload, size_t len,
+                           cr_dedup_reply_fn reply_fn)
 {
-    dedup_state *s = state_of(comm);
     if (!s || id < 0 || id >= s->handler_cap || s->type_of_handler[id] < 0)
-        cr_fatal("cr_dedup_request: id %d is not a request type (register it with "
+        cr_fatal("%s: id %d is not a request type (register it with "
                  "cr_dedup_register_request)",
-                 id);
-    if (owner < 0 || owner >= s->size)
-        cr_fatal("cr_dedup_request: owner rank %d is out of range [0, %d)", owner, s->size);
+                 fn, id);
     rtype *t = s->types[s->type_of_handler[id]];
     if (len < t->t.key_len)
-        cr_fatal("cr_dedup_request: payload of %zu bytes is shorter than the key (%zu bytes) of "
+        cr_fatal("%s: payload of %zu bytes is shorter than the key (%zu bytes) of "
                  "request type %d",
-                 len, t->t.key_len, id);
+                 fn, len, t->t.key_len, id);
     if (len > UINT32_MAX - sizeof(req_header))
-        cr_fatal("cr_dedup_request: payload of %zu bytes is larger than the limit of %zu bytes",
-                 len, (size_t)UINT32_MAX - sizeof(req_header));
+        cr_fatal("%s: payload of %zu bytes is larger than the limit of %zu bytes", fn, len,
+                 (size_t)UINT32_MAX - sizeof(req_header));
     if (len && !payload)
-        cr_fatal("cr_dedup_request: payload is NULL but its length is %zu", len);
+        cr_fatal("%s: payload is NULL but its length is %zu", fn, len);
     if (!reply_fn)
-        cr_fatal("cr_dedup_request: reply_fn is NULL");
-    s->stats.requests++;
+        cr_fatal("%s: reply_fn is NULL", fn);
     if (!t->direct_fn)
         t->direct_fn = reply_fn;
+    return t;
+}
+
+static void check_owner(const dedup_state *s, const char *fn, int owner)
+{
+    if (owner < 0 || owner >= s->size)
+        cr_fatal("%s: owner rank %d is out of range [0, %d)", fn, owner, s->size);
+}
+
+/* One checked request of this rank: direct, or into the table of requests. */
+static void request_one(cr_comm *comm, dedup_state *s, rtype *t, int owner, const void *payload,
+                        size_t len, cr_dedup_reply_fn reply_fn, void *ctx)
+{
+    s->stats.requests++;
     bool one_hop = s->every_owner_one_hop || cr_module_next_hop(comm, owner) == owner;
     if (goes_direct(t, one_hop, reply_fn)) {
         send_direct(comm, s, t, owner, payload, len, ctx);
@@ -871,6 +932,44 @@ void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, siz
     }
     waiter me = {.next = NONE, .hop = -1, .fn = reply_fn, .ctx = ctx};
     route_request(comm, s, t, owner, cr_comm_rank(comm), payload, len, &me);
+}
+
+void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, size_t len,
+                cr_dedup_reply_fn reply_fn, void *ctx)
+{
+    dedup_state *s = state_of(comm);
+    rtype *t = checked_type(s, "cr_dedup_request", id, payload, len, reply_fn);
+    check_owner(s, "cr_dedup_request", owner);
+    request_one(comm, s, t, owner, payload, len, reply_fn, ctx);
+}
+
+void cr_dedup_request_many(cr_comm *comm, int id, const int *owners, const void *payloads,
+                           size_t len, size_t n, cr_dedup_reply_fn reply_fn, void *const *ctxs)
+{
+    if (n == 0)
+        return;
+    dedup_state *s = state_of(comm);
+    rtype *t = checked_type(s, "cr_dedup_request_many", id, payloads, len, reply_fn);
+    if (!owners || !ctxs)
+        cr_fatal("cr_dedup_request_many: the owners or the contexts are NULL for %zu requests", n);
+    const char *p = payloads;
+    tagged_stage direct = {.count = 0};
+    for (size_t i = 0; i < n; i++) {
+        check_owner(s, "cr_dedup_request_many", owners[i]);
+        bool one_hop = s->every_owner_one_hop || cr_module_next_hop(comm, owners[i]) == owners[i];
+        if (!goes_direct(t, one_hop, reply_fn)) {
+            s->stats.requests++;
+            waiter me = {.next = NONE, .hop = -1, .fn = reply_fn, .ctx = ctxs[i]};
+            route_request(comm, s, t, owners[i], cr_comm_rank(comm), p + i * len, len, &me);
+            continue;
+        }
+        s->stats.requests++;
+        s->direct_pending++;
+        s->stats.requests_direct++;
+        stage_tagged(comm, s, &direct, owners[i], t->direct_handler, (uint64_t)(uintptr_t)ctxs[i],
+                     p + i * len, len);
+    }
+    stage_flush(comm, &direct);
 }
 
 void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t len)
@@ -891,7 +990,11 @@ void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t l
         send_reply(comm, s, req->prev, req->token, data, len);
         return;
     }
-    send_tagged(comm, s, req->prev, req->direct->direct_reply_handler, req->ctx, data, len);
+    if (s->replies)
+        stage_tagged(comm, s, s->replies, req->prev, req->direct->direct_reply_handler, req->ctx,
+                     data, len);
+    else
+        send_tagged(comm, s, req->prev, req->direct->direct_reply_handler, req->ctx, data, len);
 }
 
 int cr_dedup_origin(const cr_dedup_req *req)

@@ -136,6 +136,13 @@ int main(int argc, char **argv)
             c, &(cr_dedup_request_type){.serve = serve_silently, .key_len = 16}, NULL);
         uint64_t x = 1;
         cr_dedup_request(c, 0, r, &x, sizeof x, no_reply, NULL);
+    } else if (!strcmp(what, "request-many-bad-owner")) {
+        int r = cr_dedup_register_request(
+            c, &(cr_dedup_request_type){.serve = serve_silently, .key_len = 8}, NULL);
+        uint64_t x[2] = {1, 2};
+        int owners[2] = {0, -1};
+        void *ctxs[2] = {NULL, NULL};
+        cr_dedup_request_many(c, r, owners, x, sizeof *x, 2, no_reply, ctxs);
     } else if (!strcmp(what, "request-without-reply")) {
         int r = cr_dedup_register_request(c, &(cr_dedup_request_type){.serve = serve_silently},
                                           NULL);

@@ -126,6 +126,12 @@ static long direct(cr_comm *c, int rt)
     return req_direct(c, 3000);
 }
 
+static long many(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_many(c, 6000);
+}
+
 static long phases(cr_comm *c, int rt)
 {
     (void)rt;
@@ -173,12 +179,14 @@ static void test_coalescing_many(void **state) { (void)state; each_route(coalesc
 static void test_never_across_barrier(void **state) { (void)state; each_route(phases); }
 static void test_rest_when_nothing_merges(void **state) { (void)state; each_route(rest); }
 static void test_direct_requests(void **state) { (void)state; each_route(direct); }
+static void test_request_many(void **state) { (void)state; each_route(many); }
 
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_overload),
         cmocka_unit_test(test_rest_when_nothing_merges),
+        cmocka_unit_test(test_request_many),
         cmocka_unit_test(test_direct_requests),
         cmocka_unit_test(test_counters_reset),
         cmocka_unit_test(test_overload_no_coalescing),

@@ -1697,6 +1697,7 @@ static void run_requests(cr_comm *comm, void *user)
     if (cr_comm_size(comm) <= 64) /* a rank's own rule: more ranks add only time */
         req_rest(comm, 1100, 100);
     req_direct(comm, 40);
+    req_many(comm, 300);
     req_phases(comm, 2, 16);
     if (rp->shapes)
         req_shapes(comm, cr_comm_config(comm)->buffer_bytes, rp->shapes);
