@@ -229,6 +229,10 @@ typedef struct cr_config {
     char trace_path[256];    /* COURIER_TRACE: write a timeline of the runtime's events
                                 to this file (Chrome trace JSON, docs/tracing.md);
                                 "" = off. Only the first traced comm of a process. */
+    char tune_file[256];     /* COURIER_TUNE_FILE: the costs COURIER_ROUTE=auto and
+                                COURIER_BUFFER_SIZE=auto choose with, as courier-calibrate
+                                wrote them (docs/tuning.md); "" = the defaults. A file
+                                that cannot be used ends cr_comm_create with one line. */
 } cr_config;
 
 /* Fill `cfg` with the defaults. Local. */

@@ -41,6 +41,34 @@ typedef struct cr_tune_costs {
  * 0.2 ns per byte, 10 ns to append a record and 10 ns to handle one (docs/tuning.md). */
 void cr_tune_costs_default(cr_tune_costs *c);
 
+/* ---- calibration (docs/tuning.md, "Calibration") -------------------------------- */
+
+/* The machine a calibration describes. */
+typedef struct cr_tune_shape {
+    int processors;     /* processors online on one node */
+    int ranks_per_node; /* ranks that shared a node while it was measured */
+} cr_tune_shape;
+
+/* The format of the calibration file this library reads and writes. */
+#define CR_TUNE_FILE_VERSION 1
+
+/* This node's shape: its processors online, and `ranks_per_node` as given. Local. */
+void cr_tune_shape_here(cr_tune_shape *s, int ranks_per_node);
+
+/* Write `c` and `shape` to `path` as the calibration file (text, "key value" lines).
+ * Returns 0, or -1 with one line in err. Local. */
+int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
+                       char *err, size_t errlen);
+
+/* Read the calibration file at `path` into *c (and its shape into *shape, if not
+ * NULL). Refused, with -1 and one line in err naming the file and the problem: a
+ * missing or unreadable file, one of another format version, one measured on nodes
+ * of another number of processors than `here` says (not checked when `here` is NULL
+ * or says 0), a value missing, given twice, not a number or outside 0 to 1 second,
+ * an unknown key. Returns 0 otherwise. Local. */
+int cr_tune_costs_load(const char *path, const cr_tune_shape *here, cr_tune_costs *c,
+                       cr_tune_shape *shape, char *err, size_t errlen);
+
 /* The traffic of an epoch: every rank sends `records_per_dest` records of
  * `record_bytes` payload bytes to every other rank. */
 typedef struct cr_tune_traffic {

@@ -58,6 +58,7 @@ static struct {
     cr_route route;
     bool route_auto, buffer_auto;
     size_t buffer, cap;
+    cr_tune_costs costs;
     int chosen, n;
     cr_tune_prediction table[5 * CR_TUNE_NBUFFERS];
 } last_choice;
@@ -67,9 +68,11 @@ static void print_choice(const cr_comm *c, int chosen, const cr_tune_prediction 
     char name[128];
     cr_route_format(&table[chosen].route, name, sizeof name);
     fprintf(stderr, "courier: auto chose route %s, buffer %zu bytes: predicted %.1f us per "
-            "epoch of %.0f records of 16 bytes per rank (docs/tuning.md); the others:",
+            "epoch of %.0f records of 16 bytes per rank with the costs %s%s (docs/tuning.md); "
+            "the others:",
             name, table[chosen].buffer_bytes, table[chosen].seconds * 1e6,
-            assumed_traffic(c->size).records_per_dest * (c->size - 1));
+            assumed_traffic(c->size).records_per_dest * (c->size - 1),
+            c->cfg.tune_file[0] ? "of " : "by default", c->cfg.tune_file);
     for (int i = 0; i < n; i++) {
         cr_route_format(&table[i].route, name, sizeof name);
         fprintf(stderr, "%s %s/%zuK %.1f", i ? "," : "", name, table[i].buffer_bytes >> 10,
@@ -102,9 +105,26 @@ static int best_within(const cr_tune_prediction *table, int n, int chosen, size_
 
 /* COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto: choose by the cost model of
  * courier/tune.h from the layout and the default costs, the same on every rank. */
+/* The costs the choice uses: COURIER_TUNE_FILE's, checked on every rank (a file
+ * that one rank cannot use ends the job with that rank's line), or the defaults. */
+static void costs_of(cr_comm *c, cr_tune_costs *costs)
+{
+    cr_tune_costs_default(costs);
+    if (!c->cfg.tune_file[0])
+        return;
+    char err[400] = "", why[480];
+    cr_tune_shape here;
+    cr_tune_shape_here(&here, cr_layout_node_size(c->layout, cr_layout_node_of(c->layout, c->rank)));
+    int bad = cr_tune_costs_load(c->cfg.tune_file, &here, costs, NULL, err, sizeof err);
+    snprintf(why, sizeof why, "COURIER_TUNE_FILE: %s", err);
+    abort_if_any(c->tp, bad ? why : NULL);
+}
+
 static void choose_auto(cr_comm *c)
 {
     bool route_auto = c->cfg.route.kind == CR_ROUTE_AUTO, buffer_auto = c->cfg.buffer_auto;
+    cr_tune_costs costs;
+    costs_of(c, &costs); /* a file named is checked even when nothing is chosen */
     if (!route_auto && !buffer_auto)
         return;
     /* the transport's receives were sized for cfg.buffer_bytes: choose no larger */
@@ -112,11 +132,10 @@ static void choose_auto(cr_comm *c)
     uint64_t key = layout_key(c->layout);
     if (!(last_choice.layout == key && last_choice.route_auto == route_auto &&
           last_choice.buffer_auto == buffer_auto && last_choice.buffer == most &&
-          last_choice.cap == cap &&
+          last_choice.cap == cap && !memcmp(&last_choice.costs, &costs, sizeof costs) &&
           (route_auto || !memcmp(&last_choice.route, &c->cfg.route, sizeof c->cfg.route)))) {
-        cr_tune_costs costs;
-        cr_tune_costs_default(&costs);
         cr_tune_traffic t = assumed_traffic(c->size);
+        last_choice.costs = costs;
         last_choice.layout = key, last_choice.route = c->cfg.route;
         last_choice.route_auto = route_auto, last_choice.buffer_auto = buffer_auto;
         last_choice.buffer = most, last_choice.cap = cap;

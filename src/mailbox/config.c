@@ -317,6 +317,15 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
         }
         snprintf(c.trace_path, sizeof c.trace_path, "%s", trace);
     }
+    const char *tune = getenv("COURIER_TUNE_FILE");
+    if (tune) {
+        if (strlen(tune) >= sizeof c.tune_file) {
+            cr_set_error(err, errlen, "COURIER_TUNE_FILE is not valid: the path is longer than "
+                         "%zu characters", sizeof c.tune_file - 1);
+            return -1;
+        }
+        snprintf(c.tune_file, sizeof c.tune_file, "%s", tune);
+    }
     if (c.buffer_cap_bytes < c.buffer_bytes) {
         raised_cap_from = c.buffer_cap_bytes;
         c.buffer_cap_bytes = c.buffer_bytes;
@@ -378,6 +387,7 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
  * modules' included). */
 static const char *const other_variables[] = {
     "COURIER_RECV", "COURIER_ROUTE", "COURIER_TRACE", "COURIER_FLOW", "COURIER_SHM",
+    "COURIER_TUNE_FILE",
     "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
 };
 #define NOTHER (sizeof other_variables / sizeof other_variables[0])

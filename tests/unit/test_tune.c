@@ -6,6 +6,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -112,6 +116,81 @@ static void test_one_rank_and_bad_arguments(void **state)
     cr_layout_destroy(l);
 }
 
+/* ---- the calibration file ---------------------------------------------------- */
+
+static char tune_path[64];
+
+static void write_text(const char *text)
+{
+    FILE *f = fopen(tune_path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static const cr_tune_shape two_procs = {.processors = 2, .ranks_per_node = 2};
+
+/* A file that loads must give back every cost as saved. */
+static void test_file_round_trip(void **state)
+{
+    (void)state;
+    cr_tune_costs c = {.alpha_on = 1.25e-6, .alpha_off = 3.5e-6, .beta_on = 0.125e-9,
+                       .beta_off = 0.25e-9, .append = 4e-9, .handle = 6e-9}, back;
+    cr_tune_shape shape;
+    char err[256];
+    assert_int_equal(cr_tune_costs_save(tune_path, &c, &two_procs, err, sizeof err), 0);
+    assert_int_equal(cr_tune_costs_load(tune_path, &two_procs, &back, &shape, err, sizeof err), 0);
+    assert_true(back.alpha_on == c.alpha_on && back.alpha_off == c.alpha_off &&
+                back.beta_on == c.beta_on && back.beta_off == c.beta_off &&
+                back.append == c.append && back.handle == c.handle);
+    assert_int_equal(shape.processors, 2);
+    assert_int_equal(shape.ranks_per_node, 2);
+}
+
+/* Each bad file is refused with its one line, and the costs are not touched. */
+static void refused(const char *text, const char *expect)
+{
+    if (text)
+        write_text(text);
+    cr_tune_costs c = {.alpha_on = 7}, before = c;
+    char err[256] = "";
+    int rc = cr_tune_costs_load(tune_path, &two_procs, &c, NULL, err, sizeof err);
+    if (rc != -1 || !strstr(err, expect) || !strstr(err, tune_path) || strchr(err, '\n'))
+        fail_msg("expected a refusal with '%s', got %d: '%s'", expect, rc, err);
+    assert_memory_equal(&c, &before, sizeof c);
+}
+
+#define GOOD_COSTS                                                                      \
+    "alpha_on 1e-6\nalpha_off 2e-6\nbeta_on 1e-10\nbeta_off 1e-10\nappend 5e-9\nhandle 5e-9\n"
+
+static void test_file_refusals(void **state)
+{
+    (void)state;
+    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
+            "format version 2; this library reads version 1");
+    refused("courier-tune 1\nprocessors 64\nranks_per_node 2\n" GOOD_COSTS,
+            "calibrated on nodes of 64 processors; this node has 2");
+    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\nalpha_on 1e-6\n", "is missing");
+    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "handle 1e-9\n",
+            "'handle' is given twice");
+    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "speed 3\n",
+            "unknown key 'speed'");
+    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\nalpha_on fast\n",
+            "alpha_on 'fast' is not a cost in seconds");
+    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\nalpha_on -1e-6\n",
+            "is not a cost in seconds");
+    refused("processors 2\n" GOOD_COSTS, "no 'courier-tune' line");
+    refused("courier-tune\n", "expected 'key value'");
+    char nul[] = "courier-tune 1\n\0processors 2\n";
+    FILE *f = fopen(tune_path, "w");
+    assert_non_null(f);
+    fwrite(nul, 1, sizeof nul, f);
+    fclose(f);
+    refused(NULL, "holds a NUL byte");
+    unlink(tune_path);
+    refused(NULL, "cannot read the calibration");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -119,6 +198,11 @@ int main(void)
         cmocka_unit_test(test_direct_wins_on_one_node),
         cmocka_unit_test(test_buffer_shrinks_under_the_cap),
         cmocka_unit_test(test_one_rank_and_bad_arguments),
+        cmocka_unit_test(test_file_round_trip),
+        cmocka_unit_test(test_file_refusals),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    snprintf(tune_path, sizeof tune_path, "/tmp/courier-test-tune-%ld.txt", (long)getpid());
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    unlink(tune_path);
+    return failed;
 }
