@@ -44,7 +44,8 @@ static const char usage[] =
     "                    of two >= 64; 2x2x2x4x8x16 ... at 4096, scaled for other P),\n"
     "                    and locality (a hypercube between groups of 16 ranks, then\n"
     "                    one exchange within the group; P a power of two >= 32)\n"
-    "  --aggregation L   comma list of none, hash, sort (default all three)\n"
+    "  --aggregation L   comma list of none, hash, sort, auto (default the first three;\n"
+    "                    auto merges a step only where requests repeat)\n"
     "  --mode M          lockstep, async or both (default both); async runs on the\n"
     "                    mailbox under each route of --route (grid and hypercube as\n"
     "                    mailbox routes, with virtual nodes of --node-size)\n"
@@ -67,7 +68,7 @@ static void route_spec(int route, int p, char *spec, size_t len)
     else
         snprintf(spec, len, "%s", route_names[route]);
 }
-static const char *const agg_names[] = {"none", "hash", "sort", NULL};
+static const char *const agg_names[] = {"none", "hash", "sort", "auto", NULL};
 static const char *const mode_names[] = {"lockstep", "async", "both", NULL};
 static const char *const gen_names[] = {"rmat", "gnm", "rgg", NULL};
 
@@ -379,7 +380,7 @@ int main(int argc, char **argv)
 {
     bench b = {.reps = 3, .entries = 256, .node_size = 2};
     app_init(&b.a, "darray_bench", usage, &argc, &argv);
-    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[NROUTES] = {1, 1, 1, 0, 0, 0, 0, 0}, want_agg[3] = {1, 1, 1};
+    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[NROUTES] = {1, 1, 1, 0, 0, 0, 0, 0}, want_agg[4] = {1, 1, 1, 0};
     int modes = 2, generator = 0;
     uint64_t vpr = 1u << 13, seed = 1;
     double edgefactor = 16;
@@ -404,7 +405,7 @@ int main(int argc, char **argv)
         case 'e': edgefactor = app_parse_double(&b.a, "--edgefactor", optarg, 1, 1024); break;
         case 'E': b.entries = app_parse_u64(&b.a, "--entries", optarg, 1, 1u << 24); break;
         case 'R': parse_list(&b.a, "--route", optarg, route_names, want_route, NROUTES); break;
-        case 'A': parse_list(&b.a, "--aggregation", optarg, agg_names, want_agg, 3); break;
+        case 'A': parse_list(&b.a, "--aggregation", optarg, agg_names, want_agg, 4); break;
         case 'm': modes = app_parse_choice(&b.a, "--mode", optarg, mode_names); break;
         case 'N': b.node_size = (unsigned)app_parse_u64(&b.a, "--node-size", optarg, 1, 65536); break;
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 100); break;
@@ -447,7 +448,7 @@ int main(int argc, char **argv)
             for (int rt = 0; rt < NROUTES; rt++) {
                 if (!want_route[rt])
                     continue;
-                for (int agg = 0; agg < 3; agg++) {
+                for (int agg = 0; agg < 4; agg++) {
                     if (mode == 1 && agg != 0)
                         continue; /* async: merging is the runtime's */
                     if (mode == 0 && !want_agg[agg])

@@ -68,7 +68,8 @@ static const char usage[] =
     "                    within the group; P a power of two >= 32). direct with sort is\n"
     "                    the thesis's plain all-to-all (sorted by recipient and index,\n"
     "                    merged locally, one exchange)\n"
-    "  --aggregation L   none, hash, sort (default all)\n"
+    "  --aggregation L   none, hash, sort, auto (default the first three; auto merges\n"
+    "                    a step only where requests repeat, docs/darray.md)\n"
     "  --alpha US        microseconds per message (default 2: an off-node start-up)\n"
     "  --beta NS         nanoseconds per byte (default 0.1: 10 GB/s)\n"
     "  --gamma NS        nanoseconds per request merged at the owner (default 10)\n"
@@ -92,7 +93,7 @@ static const char *const route_names[] = {"direct", "grid", "grid3", "hypercube"
 #define ROUTE_AUTO 5  /* the comm's choice (courier/tune.h), nodes as nlnr's: the BFS only */
 #define ROUTE_SHAPES 6 /* from here: the thesis's grids (apps/common/shapes.h) */
 #define NLNR_NODE 48  /* ranks per node under nlnr */
-static const char *const agg_names[] = {"none", "hash", "sort", NULL};
+static const char *const agg_names[] = {"none", "hash", "sort", "auto", NULL};
 static const char *const graph_names[] = {"rmat", "gnm", "rgg", NULL}; /* by cr_gen_kind */
 static const char *const pattern_names[] = {"overload", "neighborhood", "doubling", "bfs",
                                             "boruvka", NULL};
@@ -565,7 +566,7 @@ typedef struct model_opts {
     uint64_t ranks[16], entries, vpr;
     int nranks;
     double alpha, beta, gamma, edgefactor;
-    int use_route[NROUTES], use_agg[3], use_pattern[NPAT];
+    int use_route[NROUTES], use_agg[4], use_pattern[NPAT];
     bool dense;
     app_shared sh; /* the common flags */
 } model_opts;
@@ -576,7 +577,7 @@ static void parse_names(const app *a, int ch, const char *value, model_opts *o)
     const char *const *names = ch == 'R' ? route_names : ch == 'A' ? agg_names : pattern_names;
     int *use = ch == 'R' ? o->use_route : ch == 'A' ? o->use_agg : o->use_pattern;
     const char *flag = ch == 'R' ? "--route" : ch == 'A' ? "--aggregation" : "--patterns";
-    memset(use, 0, (size_t)(ch == 'R' ? NROUTES : ch == 'A' ? 3 : NPAT) * sizeof *use);
+    memset(use, 0, (size_t)(ch == 'R' ? NROUTES : ch == 'A' ? 4 : NPAT) * sizeof *use);
     char *list = xcalloc(strlen(value) + 1, 1), *save = NULL;
     strcpy(list, value);
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
@@ -588,7 +589,7 @@ static void parse_options(app *a, int argc, char **argv, model_opts *o)
 {
     *o = (model_opts){.ranks = {64, 256, 1024, 4096}, .nranks = 4, .entries = 256,
                       .vpr = 1024, .alpha = 2, .beta = 0.1, .gamma = 10, .edgefactor = 16,
-                      .use_route = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}, .use_agg = {1, 1, 1},
+                      .use_route = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}, .use_agg = {1, 1, 1, 0},
                       .use_pattern = {1, 0, 0, 0, 0}};
     app_shared_init(&o->sh);
     static const char *const exchange_names[] = {"sparse", "dense", NULL};
@@ -750,7 +751,7 @@ static int run_pattern(const app *a, const model_opts *o, FILE *out, int pat, in
     baseline base = {0, 0};
     int failed = 0;
     for (int route = 0; route < NROUTES; route++)
-        for (int agg = 0; agg < 3; agg++) {
+        for (int agg = 0; agg < 4; agg++) {
             if (!o->use_route[route] || !o->use_agg[agg])
                 continue;
             if (pat == PAT_BFS && agg == 2)

@@ -22,9 +22,9 @@ static long darray_fails;
 
 static const char *const darray_routes[] = {"direct", "grid", "hypercube"};
 static const cr_darray_aggregation darray_aggs[] = {CR_DARRAY_AGG_NONE, CR_DARRAY_AGG_HASH,
-                                              CR_DARRAY_AGG_SORT};
+                                              CR_DARRAY_AGG_SORT, CR_DARRAY_AGG_AUTO};
 #define NROUTES 3
-#define NAGGS 3
+#define NAGGS 4
 
 /* 16-byte elements under a user rule: {sum, xor} of what was written. */
 typedef struct pair {

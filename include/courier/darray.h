@@ -51,6 +51,10 @@ typedef enum cr_darray_aggregation {
                                (thesis 4.4.1, 4.5.1) */
     CR_DARRAY_AGG_SORT,     /* requests sorted once, merged presorted at every hop,
                                replies split by exponential search (4.4.3, 4.5.3) */
+    CR_DARRAY_AGG_AUTO,     /* per step and kind (writes, reads): hash where identical
+                               requests are common over all ranks, else none
+                               (docs/darray.md, "Aggregation auto"); one small
+                               reduction per step decides, the same on every rank */
 } cr_darray_aggregation;
 
 /* How a lock-step stage moves its records between the ranks of a dimension. Both
@@ -90,7 +94,7 @@ typedef struct cr_darray_opts {
 /* Defaults: overwrite, direct, hash aggregation, reads coalesced. Local. */
 void cr_darray_opts_init(cr_darray_opts *opts);
 
-/* Parse "none", "hash" or "sort". Returns 0, or -1 (`out` unchanged). Local. */
+/* Parse "none", "hash", "sort" or "auto". Returns 0, or -1 (`out` unchanged). Local. */
 int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out);
 
 /* The block distribution (pure, local): the owner of index i, and the first index
@@ -171,6 +175,9 @@ typedef struct cr_darray_stats {
     uint64_t hop_records;       /* records that reached this rank in the exchanges
                                    towards the owners (what hop_ns merged) */
     uint64_t read_records;      /* replies this rank split on their way back */
+    uint64_t auto_merged;       /* aggregation auto: the writes or reads of a step it
+                                   merged (hash) */
+    uint64_t auto_plain;        /* ... and those it sent unmerged (none) */
 } cr_darray_stats;
 void cr_darray_stats_get(const cr_darray *a, cr_darray_stats *out);
 void cr_darray_stats_reset(cr_darray *a);

@@ -165,8 +165,8 @@ void cr_darray_opts_init(cr_darray_opts *o)
 
 int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out)
 {
-    static const char *const names[] = {"none", "hash", "sort"};
-    for (int k = 0; k < 3; k++)
+    static const char *const names[] = {"none", "hash", "sort", "auto"};
+    for (int k = 0; k < 4; k++)
         if (text && !strcmp(text, names[k])) {
             *out = (cr_darray_aggregation)k;
             return 0;
@@ -199,7 +199,7 @@ static void check_opts(const cr_darray_opts *o, size_t elem_size)
         break;
     default: cr_fatal("cr_darray_create: unknown merge rule %d", (int)o->merge);
     }
-    if (o->aggregation > CR_DARRAY_AGG_SORT)
+    if (o->aggregation > CR_DARRAY_AGG_AUTO)
         cr_fatal("cr_darray_create: unknown aggregation %d", (int)o->aggregation);
     if (o->exchange > CR_DARRAY_EXCHANGE_MAILBOX)
         cr_fatal("cr_darray_create: unknown exchange %d", (int)o->exchange);

@@ -23,6 +23,7 @@
 #include "courier/rng.h"
 #include "mailbox/module.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +53,8 @@ static void lap(uint64_t *phase, uint64_t *since)
 
 /* Dimensions for P, most significant first; dimensions of 1 are left out. */
 static const darray_aggregation *aggregation_of(cr_darray_aggregation kind);
+static const darray_aggregation *step_aggregation(cr_darray *a, const char *data, size_t m,
+                                                  size_t rec);
 
 void cr_darray_grid_init(cr_darray *a)
 {
@@ -667,6 +670,7 @@ static void step_writes(cr_darray *a)
     lockstep_grid *g = &a->grid;
     size_t rec = write_rec(a), m = a->writes.len / rec;
     a->stats.requests += m;
+    a->agg = step_aggregation(a, a->writes.data, m, rec);
     darray_bytes out = {0}, recv = {0}, final = {0};
     uint64_t clock = now_ns();
     if (a->agg->sorted) /* sorted once, at the source */
@@ -811,6 +815,66 @@ static const darray_aggregation aggregation_none = {false, false, hop_none, serv
 static const darray_aggregation aggregation_hash = {false, true, hop_hash, serve_hash};
 static const darray_aggregation aggregation_sort = {true, true, hop_sort, serve_sort};
 
+/* ---- aggregation auto ------------------------------------------------------------ */
+
+/* Merging pays where identical requests are common; where nearly every request is
+ * for a different index it costs a table pass per hop and saves nothing (the same
+ * judgement as the mailbox's combining, src/mailbox/core.c). So `auto` estimates,
+ * before each step's writes and again before its reads, how many of the requests of
+ * all ranks are for distinct indices, and merges (hash) only when at least a quarter
+ * of them repeat: the estimate's standard error (1.04 / sqrt(256), 6.5%) is a quarter
+ * of that margin. The distinct count is a HyperLogLog sketch (Flajolet, Fusy,
+ * Gandouet and Meunier, 2007) of 256 registers per rank, combined by one reduction
+ * of their maxima: every rank gets the same sketch and makes the same choice. */
+#define AUTO_REGISTERS 256
+#define AUTO_REGISTER_BITS 8
+#define AUTO_MERGE_REPEATS 0.25
+
+static void sketch_add(uint64_t *reg, uint64_t index)
+{
+    uint64_t h = cr_rng_hash64(index ^ 0x9e3779b97f4a7c15ULL);
+    uint64_t rest = h >> AUTO_REGISTER_BITS;
+    uint64_t rank = rest ? (uint64_t)__builtin_ctzll(rest) + 1 : 64 - AUTO_REGISTER_BITS + 1;
+    if (rank > reg[h & (AUTO_REGISTERS - 1)])
+        reg[h & (AUTO_REGISTERS - 1)] = rank;
+}
+
+/* The sketch's estimate of the distinct indices, with the small-range correction
+ * (linear counting while registers are still zero). */
+static double sketch_estimate(const uint64_t *reg)
+{
+    double sum = 0, m = AUTO_REGISTERS;
+    int zeros = 0;
+    for (int i = 0; i < AUTO_REGISTERS; i++) {
+        sum += ldexp(1.0, -(int)reg[i]);
+        zeros += reg[i] == 0;
+    }
+    double e = 0.7213 / (1 + 1.079 / m) * m * m / sum; /* the paper's alpha_m */
+    if (e <= 2.5 * m && zeros > 0)
+        e = m * log(m / zeros);
+    return e;
+}
+
+/* The aggregation a step's writes (or reads) use: the array's own, or under auto the
+ * choice above. `index_at(data, j)` is request j's index. Collective under auto. */
+static const darray_aggregation *step_aggregation(cr_darray *a, const char *data, size_t m,
+                                                  size_t rec)
+{
+    if (a->opts.aggregation != CR_DARRAY_AGG_AUTO)
+        return a->agg;
+    uint64_t mine[AUTO_REGISTERS + 1] = {0}, all[AUTO_REGISTERS + 1];
+    for (size_t j = 0; j < m; j++)
+        sketch_add(mine, index_of(data + j * rec));
+    for (int k = 0; k < AUTO_REGISTERS; k += 32) /* a module reduction takes 32 values */
+        cr_module_allreduce_u64(a->comm, mine + k, all + k, 32, CR_OP_MAX);
+    uint64_t count = m;
+    cr_module_allreduce_u64(a->comm, &count, &all[AUTO_REGISTERS], 1, CR_OP_SUM);
+    double total = (double)all[AUTO_REGISTERS], distinct = sketch_estimate(all);
+    bool merge = total > 0 && distinct <= (1.0 - AUTO_MERGE_REPEATS) * total;
+    *(merge ? &a->stats.auto_merged : &a->stats.auto_plain) += 1;
+    return aggregation_of(merge ? CR_DARRAY_AGG_HASH : CR_DARRAY_AGG_NONE);
+}
+
 static const darray_aggregation *aggregation_of(cr_darray_aggregation kind)
 {
     return kind == CR_DARRAY_AGG_SORT   ? &aggregation_sort
@@ -824,6 +888,7 @@ static void step_reads(cr_darray *a)
     size_t nq = a->reads.len / sizeof(read_entry), e = a->elem;
     read_entry *q = (read_entry *)a->reads.data;
     a->stats.requests += nq;
+    a->agg = step_aggregation(a, a->reads.data, nq, sizeof *q);
     uint64_t clock = now_ns();
     if (a->agg->sorted)
         sort_by_index((char *)q, nq, sizeof *q, a->n);

@@ -54,7 +54,7 @@ static void test_lockstep_against_model(void **state)
                       (unsigned long long)mbox.reached_owner);
                 cr_comm_destroy(comm);
             }
-            CHECK(sums[0] == sums[1] && sums[1] == sums[2],
+            CHECK(sums[0] == sums[1] && sums[1] == sums[2] && sums[2] == sums[3],
                   "rule %d, %s: the aggregations leave different arrays", rule,
                   darray_routes[route]);
         }
@@ -127,6 +127,54 @@ static void test_overload(void **state)
             cr_darray_destroy(a);
             cr_comm_destroy(comm);
         }
+    verdict();
+}
+
+/* Aggregation auto merges where requests repeat over the ranks and not where each
+ * is for another index: a step of distinct writes and reads is sent unmerged (both
+ * kinds counted in auto_plain), a step where every rank asks for rank 0's indices
+ * is merged from 2 ranks on (auto_merged), and both leave the exact sums. */
+static void test_auto_choice(void **state)
+{
+    (void)state;
+    for (int route = 0; route < NROUTES; route++) {
+        cr_comm *comm = make_comm();
+        uint64_t per = 256, n = per * (uint64_t)test_size, one = 1;
+        cr_darray_opts o = opts_for(RULE_ADD, route, 3, CR_DARRAY_EXCHANGE_AUTO);
+        cr_darray *a = cr_darray_create(comm, n, 8, &o);
+        uint64_t *got = calloc(per, 8);
+        for (uint64_t k = 0; k < per; k++) { /* rank r: indices r, r + P, ...: all distinct */
+            cr_darray_write(a, k * (uint64_t)test_size + (uint64_t)test_rank, &one);
+            cr_darray_read(a, k * (uint64_t)test_size + (uint64_t)test_rank, &got[k]);
+        }
+        cr_darray_step(a);
+        cr_darray_stats st;
+        cr_darray_stats_get(a, &st);
+        CHECK(st.auto_plain == 2 && st.auto_merged == 0,
+              "%s: distinct requests: %llu kinds plain, %llu merged (expected 2 and 0)",
+              darray_routes[route], (unsigned long long)st.auto_plain,
+              (unsigned long long)st.auto_merged);
+        for (uint64_t k = 0; k < per; k++)
+            CHECK(got[k] == 1, "%s: distinct read %llu gave %llu", darray_routes[route],
+                  (unsigned long long)k, (unsigned long long)got[k]);
+        for (uint64_t k = 0; k < per; k++) { /* every rank: the same indices */
+            cr_darray_write(a, k * (uint64_t)test_size, &one);
+            cr_darray_read(a, k * (uint64_t)test_size, &got[k]);
+        }
+        cr_darray_step(a);
+        cr_darray_stats_get(a, &st);
+        uint64_t merged = test_size > 1 ? 2 : 0;
+        CHECK(st.auto_merged == merged && st.auto_plain == 4 - merged,
+              "%s: repeated requests: %llu kinds merged, %llu plain (expected %llu merged)",
+              darray_routes[route], (unsigned long long)st.auto_merged,
+              (unsigned long long)st.auto_plain, (unsigned long long)merged);
+        for (uint64_t k = 0; k < per; k++)
+            CHECK(got[k] == 1 + (uint64_t)test_size, "%s: repeated read %llu gave %llu",
+                  darray_routes[route], (unsigned long long)k, (unsigned long long)got[k]);
+        free(got);
+        cr_darray_destroy(a);
+        cr_comm_destroy(comm);
+    }
     verdict();
 }
 
@@ -236,6 +284,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lockstep_against_model),
+        cmocka_unit_test(test_auto_choice),
         cmocka_unit_test(test_overload),
         cmocka_unit_test(test_one_index),
         cmocka_unit_test(test_async),
