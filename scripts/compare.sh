@@ -6,8 +6,9 @@
 #
 #   --quick  (default) about 10 minutes on a 2-core machine: 3 rounds, 2 and 4 ranks,
 #            graphs of scale 18
-#   --full   about 30 minutes: 5 rounds, 2, 4 and 8 ranks, graphs of scale 18 (Courier's
-#            graph apps at 1, 2 and 4 ranks) and 20 (at 2 ranks)
+#   --full   5 rounds, 2, 4 and 8 ranks, graphs of scale 18 (Courier's graph apps at
+#            1, 2 and 4 ranks) and 20 (at 2 ranks): about 20 minutes without the
+#            kernels block, well over an hour with it (triangle counting at scale 20)
 #   --smoke  every block at tiny sizes, one round: checks that the script, the apps'
 #            output and the peers' output still fit together (part of the test suite)
 #   --blocks LIST  only these blocks, comma-separated: histogram, gather, graph,
