@@ -247,6 +247,22 @@ static int env_setting(const setting *t, cr_config *cfg, char *err, size_t errle
     return -1;
 }
 
+/* A path variable, when set, into dst (cap bytes with the NUL). Returns 0, or -1 with
+ * the line naming the variable when the path does not fit. */
+static int path_from_env(const char *name, char *dst, size_t cap, char *err, size_t errlen)
+{
+    const char *value = getenv(name);
+    if (!value)
+        return 0;
+    if (strlen(value) >= cap) {
+        cr_set_error(err, errlen, "%s is not valid: the path is longer than %zu characters", name,
+                     cap - 1);
+        return -1;
+    }
+    snprintf(dst, cap, "%s", value);
+    return 0;
+}
+
 /* The cap a configuration from the environment had below its buffer size (0: none).
  * Below the buffer size, every buffer is flushed as soon as it holds a record: at the
  * default sizes' ratio that ran 16 times slower. Such a cap is raised to the buffer
@@ -308,24 +324,9 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
-    const char *trace = getenv("COURIER_TRACE");
-    if (trace) {
-        if (strlen(trace) >= sizeof c.trace_path) {
-            cr_set_error(err, errlen, "COURIER_TRACE is not valid: the path is longer than %zu "
-                         "characters", sizeof c.trace_path - 1);
-            return -1;
-        }
-        snprintf(c.trace_path, sizeof c.trace_path, "%s", trace);
-    }
-    const char *tune = getenv("COURIER_TUNE_FILE");
-    if (tune) {
-        if (strlen(tune) >= sizeof c.tune_file) {
-            cr_set_error(err, errlen, "COURIER_TUNE_FILE is not valid: the path is longer than "
-                         "%zu characters", sizeof c.tune_file - 1);
-            return -1;
-        }
-        snprintf(c.tune_file, sizeof c.tune_file, "%s", tune);
-    }
+    if (path_from_env("COURIER_TRACE", c.trace_path, sizeof c.trace_path, err, errlen) ||
+        path_from_env("COURIER_TUNE_FILE", c.tune_file, sizeof c.tune_file, err, errlen))
+        return -1;
     if (c.buffer_cap_bytes < c.buffer_bytes) {
         raised_cap_from = c.buffer_cap_bytes;
         c.buffer_cap_bytes = c.buffer_bytes;
