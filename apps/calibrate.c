@@ -71,16 +71,25 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-/* Seconds per hop of a token of `len` bytes bounced `hops` times between rank 0 and
- * `partner`, every message its own send (a 1-byte buffer). Collective. */
-static double hop_seconds(const app *a, int partner, size_t len, uint64_t hops)
+/* A comm on the direct route with a fixed buffer (0: the environment's), whatever
+ * COURIER_ROUTE and COURIER_BUFFER_SIZE say: what is measured is the path between two
+ * ranks, not a choice. Collective. */
+static cr_comm *measuring_comm(const app *a, size_t buffer_bytes)
 {
     cr_config cfg;
     app_config_from_env(a, &cfg);
     cfg.route = (cr_route){.kind = CR_ROUTE_DIRECT};
     cfg.buffer_auto = false;
-    cfg.buffer_bytes = 1;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    if (buffer_bytes)
+        cfg.buffer_bytes = buffer_bytes;
+    return cr_comm_create(MPI_COMM_WORLD, &cfg);
+}
+
+/* Seconds per hop of a token of `len` bytes bounced `hops` times between rank 0 and
+ * `partner`, every message its own send (a 1-byte buffer). Collective. */
+static double hop_seconds(const app *a, int partner, size_t len, uint64_t hops)
+{
+    cr_comm *comm = measuring_comm(a, 1);
     bounce b = {.buf = app_calloc(a, 1, len, "the token")};
     b.h = cr_register(comm, on_bounce, &b);
     double t[REPEATS];
@@ -104,11 +113,7 @@ static double hop_seconds(const app *a, int partner, size_t len, uint64_t hops)
  * wait in the barrier). Collective. */
 static double record_seconds(const app *a, uint64_t n)
 {
-    cr_config cfg;
-    app_config_from_env(a, &cfg);
-    cfg.route = (cr_route){.kind = CR_ROUTE_DIRECT};
-    cfg.buffer_auto = false;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    cr_comm *comm = measuring_comm(a, 0);
     uint64_t sum = 0;
     int h = cr_register(comm, on_record, &sum);
     double t[REPEATS];
@@ -137,11 +142,7 @@ typedef struct survey {
 
 static survey survey_layout(const app *a)
 {
-    cr_config cfg;
-    app_config_from_env(a, &cfg);
-    cfg.route = (cr_route){.kind = CR_ROUTE_DIRECT};
-    cfg.buffer_auto = false;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    cr_comm *comm = measuring_comm(a, 0);
     const cr_layout *l = cr_comm_layout(comm);
     int home = cr_layout_node_of(l, 0);
     survey s = {.on = -1, .off = -1, .ranks_on_node = cr_layout_node_size(l, home)};
