@@ -356,25 +356,26 @@ typedef struct gather {
  * reads wherever they meet and coalesced while in flight; the reply is the value. */
 static gather *merged_gather; /* the reply callback's counter of answers */
 
-static void serve_read(cr_comm *comm, cr_dedup_req *req, const void *payload, size_t len,
-                       void *user)
+/* The owner's side, a run of reads at a time (serve_many): the counters are fetched
+ * for the whole run first, so that their cache misses overlap. */
+static void serve_reads(cr_comm *comm, const void *payloads, size_t stride, size_t len, size_t n,
+                        void *replies, void *user)
 {
-    (void)len;
+    (void)comm, (void)len;
     gather *g = user;
-    uint64_t idx;
-    memcpy(&idx, payload, sizeof idx);
-    g->served++;
-    cr_dedup_reply(comm, req, &g->t->count[idx - g->t->first], sizeof(uint64_t));
-}
-
-/* The counter serve_read will read, fetched while earlier requests are served. */
-static void prefetch_read(const void *payload, size_t len, void *user)
-{
-    (void)len;
-    const gather *g = user;
-    uint64_t idx;
-    memcpy(&idx, payload, sizeof idx);
-    __builtin_prefetch(&g->t->count[idx - g->t->first]);
+    const char *p = payloads;
+    uint64_t *out = replies;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t idx;
+        memcpy(&idx, p + i * stride, sizeof idx);
+        __builtin_prefetch(&g->t->count[idx - g->t->first]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t idx;
+        memcpy(&idx, p + i * stride, sizeof idx);
+        out[i] = g->t->count[idx - g->t->first];
+    }
+    g->served += n;
 }
 
 static void got_read(cr_comm *comm, const void *data, size_t len, void *slot)
@@ -679,8 +680,9 @@ static void register_handlers(app *a, const hist_opts *o, hist_run *r)
         if (o->combine)
             r->h_request = cr_dedup_register_request(
                 comm,
-                &(cr_dedup_request_type){.serve = serve_read, .prefetch = prefetch_read,
-                                         .key_len = 8, .coalesce = 1},
+                &(cr_dedup_request_type){.serve_many = serve_reads,
+                                         .reply_len = sizeof(uint64_t), .key_len = 8,
+                                         .coalesce = 1},
                 g);
         else
             r->h_request = cr_register_type(comm, &(cr_handler_type){.batch = on_requests}, g);

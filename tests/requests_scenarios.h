@@ -62,6 +62,33 @@ static void req_serve_value(cr_comm *comm, cr_dedup_req *req, const void *p, siz
     cr_dedup_reply(comm, req, &v, sizeof v);
 }
 
+/* The same values served a run at a time (serve_many): request i's index at
+ * payloads + i * stride, its value written at replies + i * 8. */
+static void req_serve_values(cr_comm *comm, const void *payloads, size_t stride, size_t len,
+                             size_t n, void *replies, void *user)
+{
+    req_owner *o = user;
+    REQ_CHECK(comm, n >= 1 && n <= CR_DEDUP_SERVE_RUN && len >= sizeof(uint64_t),
+              "serve_many given %zu requests of %zu bytes", n, len);
+    for (size_t i = 0; i < n && len >= sizeof(uint64_t); i++) {
+        uint64_t idx;
+        memcpy(&idx, (const char *)payloads + i * stride, sizeof idx);
+        uint64_t v = req_value(idx, o->phase);
+        memcpy((char *)replies + i * sizeof v, &v, sizeof v);
+    }
+    o->served += n;
+}
+
+/* A request type serving values one by one (serve) or in runs (serve_many). */
+static cr_dedup_request_type req_value_type(bool in_runs, size_t key_len)
+{
+    if (in_runs)
+        return (cr_dedup_request_type){.serve_many = req_serve_values,
+                                       .reply_len = sizeof(uint64_t), .key_len = key_len,
+                                       .coalesce = 1};
+    return (cr_dedup_request_type){.serve = req_serve_value, .key_len = key_len, .coalesce = 1};
+}
+
 /* One outstanding request: what it must get back, and how many replies it got. */
 typedef struct req_slot {
     uint64_t expect;
@@ -560,14 +587,14 @@ static long req_rest(cr_comm *comm, int distinct, int repeated)
  * for keys nobody else asks (merging rests, so they travel direct, in bulk), the
  * second for 8 keys every rank asks (they join in the table); every request gets one
  * right reply, each counts once in the type's counters, nothing waits after the
- * barrier. */
-static long req_many(cr_comm *comm, int n)
+ * barrier. in_runs: the owners serve with serve_many (direct requests in runs, the
+ * others one at a time), and what they served is what the counters say. */
+static long req_many(cr_comm *comm, int n, bool in_runs)
 {
     long before = req_fails;
     req_owner owner = {0};
-    int id = cr_dedup_register_request(
-        comm, &(cr_dedup_request_type){.serve = req_serve_value, .key_len = 8, .coalesce = 1},
-        &owner);
+    cr_dedup_request_type type = req_value_type(in_runs, 8);
+    int id = cr_dedup_register_request(comm, &type, &owner);
     int size = cr_comm_size(comm), me = cr_comm_rank(comm);
     req_slot *slots = calloc((size_t)n, sizeof *slots);
     uint64_t keys[61];
@@ -593,6 +620,10 @@ static long req_many(cr_comm *comm, int n)
     cr_dedup_stats s1 = req_stats(comm);
     REQ_CHECK(comm, s1.requests - s0.requests == (uint64_t)n, "%llu requests counted for %d",
               (unsigned long long)(s1.requests - s0.requests), n);
+    REQ_CHECK(comm, s1.requests_served - s0.requests_served == owner.served,
+              "many: %llu requests counted as served, %llu served",
+              (unsigned long long)(s1.requests_served - s0.requests_served),
+              (unsigned long long)owner.served);
     REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
               cr_dedup_pending(comm));
     free(slots);
@@ -610,12 +641,13 @@ static void req_got_value_too(cr_comm *comm, const void *data, size_t len, void 
     ((req_slot *)ctx)->wrong += 1000; /* undone by the caller: proves which function ran */
 }
 
-static long req_direct(cr_comm *comm, int n)
+static long req_direct(cr_comm *comm, int n, bool in_runs)
 {
     long before = req_fails;
     req_owner owner = {0};
-    int id = cr_dedup_register_request(comm, &(cr_dedup_request_type){.serve = req_serve_value},
-                                       &owner);
+    cr_dedup_request_type type = req_value_type(in_runs, 0);
+    type.coalesce = 0;
+    int id = cr_dedup_register_request(comm, &type, &owner);
     int size = cr_comm_size(comm), me = cr_comm_rank(comm);
     const cr_router *router = cr_comm_router(comm);
     req_slot *slots = calloc((size_t)n, sizeof *slots);

@@ -107,7 +107,24 @@ typedef struct cr_dedup_request_type {
      * reads (a random table slot) start early and their cache misses overlap, e.g.
      * with __builtin_prefetch. It must not send, reply or change what serve reads. */
     void (*prefetch)(const void *payload, size_t len, void *user);
+    /* Optional: serves a run of requests with one call, where no reply needs its own
+     * call: the requests of a received buffer that came straight from their
+     * requesters (see Cost below), in runs of up to CR_DEDUP_SERVE_RUN. Request i is
+     * the `len` bytes at payloads + i * stride (8-byte aligned); its reply, exactly
+     * reply_len bytes, is written at replies + i * reply_len (8-byte aligned). It
+     * replies by writing, never with cr_dedup_reply, and may send messages and
+     * requests as serve may. A type with serve_many may leave serve NULL: a request
+     * that arrives on its own is then served by serve_many with n = 1. Per request it
+     * saves two calls and the reply's checks, which is most of a direct request's own
+     * cost on one node (docs/dedup.md). */
+    void (*serve_many)(cr_comm *comm, const void *payloads, size_t stride, size_t len,
+                       size_t n, void *replies, void *user);
+    size_t reply_len; /* serve_many's reply size: 1 .. CR_DEDUP_REPLY_MANY_MAX bytes */
 } cr_dedup_request_type;
+
+/* The longest run serve_many is given, and the largest reply it may write. */
+#define CR_DEDUP_SERVE_RUN 32
+#define CR_DEDUP_REPLY_MANY_MAX 256
 
 /* Runs on the requester when the reply arrives, as a handler does (it may send
  * messages and requests, not wait). `data` (8-byte aligned) is valid during the
@@ -116,7 +133,9 @@ typedef void (*cr_dedup_reply_fn)(cr_comm *comm, const void *data, size_t len, v
 
 /* Register a request type; returns its id for cr_dedup_request (a handler id of the comm,
  * distinct from every other). Collective and may run handlers, as cr_register. A bad
- * type ends the job with one line. `user` is passed to serve. */
+ * type ends the job with one line (neither serve nor serve_many, a key too long,
+ * serve_many without a reply_len in range). `user` is passed to serve, serve_many and
+ * prefetch. */
 int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, void *user);
 
 /* Send a request of type `id` with `len` bytes of `payload` to rank `owner`; reply_fn

@@ -634,6 +634,28 @@ static void bad_record(const char *what, int src, size_t len)
     cr_fatal("corrupt %s record of %zu bytes from rank %d", what, len, src);
 }
 
+/* One request served on its own: by the type's serve, or by serve_many with n = 1,
+ * whose reply then goes as cr_dedup_reply's would. */
+static void serve_one(cr_comm *comm, dedup_state *s, rtype *t, cr_dedup_req *req,
+                      const char *payload, size_t plen)
+{
+    s->stats.requests_served++;
+    if (!t->t.serve) {
+        uint64_t reply[CR_DEDUP_REPLY_MANY_MAX / sizeof(uint64_t)];
+        t->t.serve_many(comm, payload, plen, plen, 1, reply, t->user);
+        s->serving = req;
+        cr_dedup_reply(comm, req, reply, t->t.reply_len);
+        s->serving = NULL;
+        return;
+    }
+    s->serving = req;
+    t->t.serve(comm, req, payload, plen, t->user);
+    s->serving = NULL;
+    if (!req->replied)
+        cr_fatal("request type %d: its serve function returned without calling cr_dedup_reply",
+                 t->handler);
+}
+
 /* One request record: serve it here if this rank owns it, else pass it on. */
 static void handle_request(cr_comm *comm, rtype *t, int src, const char *rec, size_t len)
 {
@@ -651,13 +673,7 @@ static void handle_request(cr_comm *comm, rtype *t, int src, const char *rec, si
         return;
     }
     cr_dedup_req req = {.prev = src, .token = h.token, .origin = h.origin};
-    s->serving = &req;
-    s->stats.requests_served++;
-    t->t.serve(comm, &req, payload, plen, t->user);
-    s->serving = NULL;
-    if (!req.replied)
-        cr_fatal("request type %d: its serve function returned without calling cr_dedup_reply",
-                 t->handler);
+    serve_one(comm, s, t, &req, payload, plen);
 }
 
 /* Let the type start reading what the request k places ahead will need, if this rank
@@ -765,8 +781,26 @@ static uint64_t direct_tag(const cr_batch *b, size_t k)
     return tag;
 }
 
-/* Direct request records {ctx, payload}, all for this rank: serve each; the reply
- * carries ctx back. */
+/* Direct request records of a type with serve_many: served in runs, each reply
+ * staged with its request's ctx. No call per request and no cr_dedup_reply. */
+static void serve_direct_runs(cr_comm *comm, rtype *t, const cr_batch *b, tagged_stage *replies)
+{
+    dedup_state *s = t->state;
+    size_t plen = b->len - sizeof(uint64_t), rlen = t->t.reply_len;
+    uint64_t out[CR_DEDUP_SERVE_RUN * CR_DEDUP_REPLY_MANY_MAX / sizeof(uint64_t)];
+    s->stats.requests_served += b->count;
+    for (size_t k = 0; k < b->count; k += CR_DEDUP_SERVE_RUN) {
+        size_t m = b->count - k < CR_DEDUP_SERVE_RUN ? b->count - k : CR_DEDUP_SERVE_RUN;
+        t->t.serve_many(comm, (const char *)cr_batch_payload(b, k) + sizeof(uint64_t),
+                        b->stride, plen, m, out, t->user);
+        for (size_t j = 0; j < m; j++)
+            stage_tagged(comm, s, replies, cr_batch_src(b, k + j), t->direct_reply_handler,
+                         direct_tag(b, k + j), (const char *)out + j * rlen, rlen);
+    }
+}
+
+/* Direct request records {ctx, payload}, all for this rank: serve each (or in runs,
+ * serve_many); the reply carries ctx back. */
 static void on_direct_requests(cr_comm *comm, const cr_batch *b, void *arg)
 {
     rtype *t = arg;
@@ -775,6 +809,11 @@ static void on_direct_requests(cr_comm *comm, const cr_batch *b, void *arg)
         bad_record("direct request", cr_batch_src(b, 0), b->len);
     size_t plen = b->len - sizeof(uint64_t);
     tagged_stage replies = {.count = 0};
+    if (t->t.serve_many) {
+        serve_direct_runs(comm, t, b, &replies);
+        stage_flush(comm, &replies);
+        return;
+    }
     s->replies = &replies;
     for (size_t k = 0; t->t.prefetch && k < PREFETCH_AHEAD && k < b->count; k++)
         t->t.prefetch((const char *)cr_batch_payload(b, k) + sizeof(uint64_t), plen, t->user);
@@ -784,15 +823,8 @@ static void on_direct_requests(cr_comm *comm, const cr_batch *b, void *arg)
                           plen, t->user);
         int src = cr_batch_src(b, k);
         cr_dedup_req req = {.prev = src, .origin = src, .direct = t, .ctx = direct_tag(b, k)};
-        s->serving = &req;
-        s->stats.requests_served++;
-        t->t.serve(comm, &req, (const char *)cr_batch_payload(b, k) + sizeof(uint64_t), plen,
-                   t->user);
-        s->serving = NULL;
-        if (!req.replied)
-            cr_fatal("request type %d: its serve function returned without calling "
-                     "cr_dedup_reply",
-                     t->handler);
+        serve_one(comm, s, t, &req, (const char *)cr_batch_payload(b, k) + sizeof(uint64_t),
+                  plen);
     }
     s->replies = NULL;
     stage_flush(comm, &replies);
@@ -852,8 +884,13 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
 {
     if (cr_module_in_handler(comm))
         cr_fatal("cr_dedup_register_request: called from a handler; register before sending");
-    if (!type || !type->serve)
-        cr_fatal("cr_dedup_register_request: the request type has no serve function");
+    if (!type || (!type->serve && !type->serve_many))
+        cr_fatal("cr_dedup_register_request: the request type has no serve function "
+                 "(serve or serve_many)");
+    if (type->serve_many && (type->reply_len < 1 || type->reply_len > CR_DEDUP_REPLY_MANY_MAX))
+        cr_fatal("cr_dedup_register_request: the reply_len of serve_many, %zu bytes, is out "
+                 "of range: expected 1 to %d",
+                 type->reply_len, CR_DEDUP_REPLY_MANY_MAX);
     if (type->key_len > CR_MAX_KEY)
         cr_fatal("cr_dedup_register_request: key of %zu bytes is longer than the limit of %d",
                  type->key_len, CR_MAX_KEY);
@@ -877,7 +914,9 @@ int cr_dedup_register_request(cr_comm *comm, const cr_dedup_request_type *type, 
     s->type_of_handler[t->handler] = index;
     /* The ranks compare the key length and serve function too: a request type
      * registered in another order would otherwise be served by the wrong function. */
-    uint64_t extra = cr_rng_hash64(cr_code_id(cr_code_of(type->serve)) ^ type->key_len);
+    uint64_t extra = cr_rng_hash64(
+        cr_code_id(type->serve ? cr_code_of(type->serve) : cr_code_of(type->serve_many)) ^
+        type->key_len);
     if (cr_module_register(comm, &(cr_handler_type){.batch = on_requests}, t, "request type",
                            extra) != t->handler)
         cr_fatal("internal error: request type %d registered under an unexpected id", index);
@@ -943,6 +982,55 @@ void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, siz
     request_one(comm, s, t, owner, payload, len, reply_fn, ctx);
 }
 
+/* How many of n requests from cr_dedup_request_many go direct for certain: all, on a
+ * route where every owner is one hop away, for the type's reply function, when the
+ * type has no key or rests for at least that many (goes_direct, one by one, would
+ * find the same); the resting ones are counted off. */
+static size_t direct_run(const dedup_state *s, rtype *t, cr_dedup_reply_fn fn, size_t n)
+{
+    if (!s->every_owner_one_hop || fn != t->direct_fn)
+        return 0;
+    if (!t->t.key_len)
+        return n;
+    size_t run = t->rest_left < n ? t->rest_left : n;
+    t->rest_left -= (uint32_t)run;
+    return run;
+}
+
+/* m direct requests, each a record {ctx, payload} straight to its owner, built in
+ * chunks and sent with cr_async_many. Counted as pending before any is sent: a send
+ * may run handlers, and their replies with them. */
+static void send_direct_run(cr_comm *comm, dedup_state *s, const rtype *t, const int *owners,
+                            const char *payloads, size_t len, void *const *ctxs, size_t m)
+{
+    s->stats.requests += m;
+    s->stats.requests_direct += m;
+    s->direct_pending += m;
+    size_t rec = sizeof(uint64_t) + len;
+    if (rec > STAGE_RECORD_MAX || rec % sizeof(uint64_t)) {
+        for (size_t i = 0; i < m; i++) {
+            check_owner(s, "cr_dedup_request_many", owners[i]);
+            send_tagged(comm, s, owners[i], t->direct_handler, (uint64_t)(uintptr_t)ctxs[i],
+                        payloads + i * len, len);
+        }
+        return;
+    }
+    uint64_t words[STAGE_RECORDS * STAGE_RECORD_MAX / sizeof(uint64_t)];
+    size_t step = rec / sizeof(uint64_t);
+    for (size_t i = 0; i < m; i += STAGE_RECORDS) {
+        size_t c = m - i < STAGE_RECORDS ? m - i : STAGE_RECORDS;
+        for (size_t j = 0; j < c; j++) {
+            check_owner(s, "cr_dedup_request_many", owners[i + j]);
+            words[j * step] = (uint64_t)(uintptr_t)ctxs[i + j];
+            if (len == sizeof(uint64_t)) /* a fixed-size copy the compiler inlines */
+                memcpy(&words[j * step + 1], payloads + (i + j) * len, sizeof(uint64_t));
+            else
+                memcpy(&words[j * step + 1], payloads + (i + j) * len, len);
+        }
+        cr_async_many(comm, t->direct_handler, owners + i, words, rec, c);
+    }
+}
+
 void cr_dedup_request_many(cr_comm *comm, int id, const int *owners, const void *payloads,
                            size_t len, size_t n, cr_dedup_reply_fn reply_fn, void *const *ctxs)
 {
@@ -953,8 +1041,14 @@ void cr_dedup_request_many(cr_comm *comm, int id, const int *owners, const void 
     if (!owners || !ctxs)
         cr_fatal("cr_dedup_request_many: the owners or the contexts are NULL for %zu requests", n);
     const char *p = payloads;
+    size_t run = direct_run(s, t, reply_fn, n);
+    if (run) {
+        send_direct_run(comm, s, t, owners, p, len, ctxs, run);
+        if (run == n)
+            return;
+    }
     tagged_stage direct = {.count = 0};
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = run; i < n; i++) {
         check_owner(s, "cr_dedup_request_many", owners[i]);
         bool one_hop = s->every_owner_one_hop || cr_module_next_hop(comm, owners[i]) == owners[i];
         if (!goes_direct(t, one_hop, reply_fn)) {

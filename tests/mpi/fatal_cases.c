@@ -23,6 +23,13 @@ static void serve_silently(cr_comm *c, cr_dedup_req *req, const void *p, size_t 
     (void)c, (void)req, (void)p, (void)len, (void)u;
 }
 
+static void serve_in_runs(cr_comm *c, const void *p, size_t stride, size_t len, size_t n,
+                          void *replies, void *u)
+{
+    (void)c, (void)p, (void)stride, (void)len, (void)u;
+    memset(replies, 0, n * sizeof(uint64_t));
+}
+
 static void no_reply(cr_comm *c, const void *data, size_t len, void *ctx)
 {
     (void)c, (void)data, (void)len, (void)ctx;
@@ -143,6 +150,8 @@ int main(int argc, char **argv)
         int owners[2] = {0, -1};
         void *ctxs[2] = {NULL, NULL};
         cr_dedup_request_many(c, r, owners, x, sizeof *x, 2, no_reply, ctxs);
+    } else if (!strcmp(what, "serve-many-no-reply-len")) {
+        cr_dedup_register_request(c, &(cr_dedup_request_type){.serve_many = serve_in_runs}, NULL);
     } else if (!strcmp(what, "request-without-reply")) {
         int r = cr_dedup_register_request(c, &(cr_dedup_request_type){.serve = serve_silently},
                                           NULL);

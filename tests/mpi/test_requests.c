@@ -123,13 +123,13 @@ static long rest(cr_comm *c, int rt)
 static long direct(cr_comm *c, int rt)
 {
     (void)rt;
-    return req_direct(c, 3000);
+    return req_direct(c, 3000, false) + req_direct(c, 3000, true);
 }
 
 static long many(cr_comm *c, int rt)
 {
     (void)rt;
-    return req_many(c, 6000);
+    return req_many(c, 6000, false) + req_many(c, 6000, true);
 }
 
 static long phases(cr_comm *c, int rt)
