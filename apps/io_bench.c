@@ -3,7 +3,9 @@
  *                  time, and the bytes each rank read from the file system (from
  *                  /proc/self/io) against the file's size;
  *   --mode lines   deliver every line of the inputs with cr_io_read_lines to a
- *                  callback that counts them: bytes per second per rank;
+ *                  callback that counts them and their bytes: bytes per second
+ *                  per rank;
+ *   --mode runs    the same with cr_io_read_line_runs (a call per run of lines);
  *   --mode save    a counting set of --keys keys over the ranks, saved to --dir and
  *                  loaded back into an empty one: the time of each, the bytes
  *                  written, and the load checked (keys and counts).
@@ -20,23 +22,26 @@
 #include <sys/stat.h>
 
 static const char usage[] =
-    "Usage: mpirun -np P io_bench --mode edges|lines|save [options] [PATH...]\n"
+    "Usage: mpirun -np P io_bench --mode edges|lines|runs|save [options] [PATH...]\n"
     "\n"
     "Times reading and saving (docs/io.md). The median of --reps runs is printed.\n"
     "\n"
     "  --mode M         edges: read the graph file PATH with cr_graph_read_edges;\n"
     "                   lines: deliver every line of PATH... with cr_io_read_lines;\n"
+    "                   runs: the same in runs of lines (cr_io_read_line_runs);\n"
     "                   save: save a counting set of --keys keys to --dir, load it back\n"
     "  --keys N         save: distinct keys, 8 bytes each, over all ranks (default 10M)\n"
     "  --dir DIR        save: the directory (replaced if it holds a save; default\n"
     "                   io_bench.save)\n"
+    "  --read-kb K      lines, runs: KiB asked of the file system per read (default:\n"
+    "                   the reader's, 1024)\n"
     "  --reps R         repetitions (default 3)\n";
 
-enum { MODE_EDGES, MODE_LINES, MODE_SAVE };
+enum { MODE_EDGES, MODE_LINES, MODE_SAVE, MODE_RUNS };
 
 typedef struct bench_opts {
     int mode;
-    uint64_t keys, reps;
+    uint64_t keys, reps, read_kb;
     const char *dir;
     const char **paths;
     size_t npaths;
@@ -56,12 +61,13 @@ static void csv_line(const app *a, const bench_opts *o, const char *mode, uint64
 
 static void parse(app *a, int argc, char **argv, bench_opts *o)
 {
-    static const char *const modes[] = {"edges", "lines", "save", NULL};
+    static const char *const modes[] = {"edges", "lines", "save", "runs", NULL};
     *o = (bench_opts){.mode = -1, .keys = 10000000, .reps = 3, .dir = "io_bench.save"};
     app_shared_init(&o->sh);
     static const struct option opts[] = {
         {"mode", required_argument, 0, 'm'}, {"keys", required_argument, 0, 'k'},
         {"dir", required_argument, 0, 'd'},  {"reps", required_argument, 0, 'r'},
+        {"read-kb", required_argument, 0, 'b'},
         APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -71,11 +77,12 @@ static void parse(app *a, int argc, char **argv, bench_opts *o)
         case 'k': o->keys = app_parse_u64(a, "--keys", optarg, 1, 1ULL << 34); break;
         case 'd': o->dir = optarg; break;
         case 'r': o->reps = app_parse_u64(a, "--reps", optarg, 1, 1000); break;
+        case 'b': o->read_kb = app_parse_u64(a, "--read-kb", optarg, 1, 1 << 20); break;
         default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
     if (o->mode < 0)
-        app_usage_error(a, "--mode is required (edges, lines or save)");
+        app_usage_error(a, "--mode is required (edges, lines, runs or save)");
     o->paths = (const char **)argv + optind;
     o->npaths = (size_t)(argc - optind);
     if (o->mode != MODE_SAVE && o->npaths == 0)
@@ -173,21 +180,39 @@ static int count_line(const cr_line *line, void *user, char *err, size_t errlen)
     return 0;
 }
 
-static void bench_lines(const app *a, const bench_opts *o)
+/* The same count a run at a time: each line's length is still looked at. */
+static int count_run(const cr_line_run *run, void *user, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    uint64_t *n = user, bytes = 0;
+    for (size_t i = 0; i < run->count; i++)
+        bytes += run->len[i];
+    n[0] += run->count;
+    n[1] += bytes;
+    return 0;
+}
+
+static void bench_lines(const app *a, const bench_opts *o, bool runs)
 {
     app_comm_flags flags = app_shared_comm_flags(&o->sh);
     flags.stats = o->sh.stats;
     cr_comm *comm = app_comm_create(a, &flags, NULL);
     double *t = app_calloc(a, o->reps, sizeof *t, "the times");
     uint64_t lines = 0, bytes = 0, slowest_bytes = 0;
+    cr_io_opts io;
+    cr_io_opts_init(&io);
+    if (o->read_kb)
+        io.read_bytes = (size_t)o->read_kb << 10;
     for (uint64_t r = 0; r < o->reps; r++) {
         uint64_t n[2] = {0, 0};
         cr_io_stats st;
         char err[512];
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        int rc = cr_io_read_lines(comm, o->paths, o->npaths, NULL, count_line, n, &st, err,
-                                  sizeof err);
+        int rc = runs ? cr_io_read_line_runs(comm, o->paths, o->npaths, &io, count_run, n, &st,
+                                             err, sizeof err)
+                      : cr_io_read_lines(comm, o->paths, o->npaths, &io, count_line, n, &st,
+                                         err, sizeof err);
         t[r] = app_max_time(MPI_Wtime() - t0);
         app_agree(a, rc ? err : NULL);
         lines = sum_over_ranks(n[0]);
@@ -196,12 +221,12 @@ static void bench_lines(const app *a, const bench_opts *o)
     }
     double s = median(t, o->reps);
     if (a->rank == 0)
-        printf("io_bench lines: %d ranks, %zu path%s, %.1f MiB, %" PRIu64 " lines: %.4f s "
+        printf("io_bench %s: %d ranks, %zu path%s, %.1f MiB, %" PRIu64 " lines: %.4f s "
                "(median of %" PRIu64 "), %.1f MiB/s per rank (the largest share %.1f MiB)\n",
-               a->size, o->npaths, o->npaths == 1 ? "" : "s", (double)bytes / (1 << 20), lines,
+               runs ? "runs" : "lines", a->size, o->npaths, o->npaths == 1 ? "" : "s", (double)bytes / (1 << 20), lines,
                s, o->reps, (double)bytes / a->size / s / (1 << 20),
                (double)slowest_bytes / (1 << 20));
-    csv_line(a, o, "lines", lines, (double)bytes / (1 << 20), s, 0,
+    csv_line(a, o, runs ? "runs" : "lines", lines, (double)bytes / (1 << 20), s, 0,
              bytes ? (double)slowest_bytes / (double)bytes : 0, 1);
     free(t);
     app_comm_destroy(comm);
@@ -278,8 +303,8 @@ int main(int argc, char **argv)
     parse(&a, argc, argv, &o);
     if (o.mode == MODE_EDGES)
         bench_edges(&a, &o);
-    else if (o.mode == MODE_LINES)
-        bench_lines(&a, &o);
+    else if (o.mode == MODE_LINES || o.mode == MODE_RUNS)
+        bench_lines(&a, &o, o.mode == MODE_RUNS);
     else
         bench_save(&a, &o);
     if (o.csv)

@@ -77,6 +77,39 @@ int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
                      const cr_io_opts *opts, cr_line_fn fn, void *user, cr_io_stats *stats,
                      char *err, size_t errlen);
 
+/* Lines handed over in runs, for callbacks whose work per line is a few
+ * instructions: a call per line would cost more than the line. Line i of a run is
+ * text[i], len[i] bytes without its ending, with a NUL at text[i][len[i]] (as
+ * cr_line's text); every line of a run comes from `path`, in file order. Valid only
+ * during the call. */
+#define CR_LINE_RUN 256 /* the most lines a run holds */
+
+typedef struct cr_line_run {
+    size_t count; /* lines in the run, 1 .. CR_LINE_RUN */
+    const char *const *text;
+    const size_t *len;
+    const char *path;
+    const char *base;     /* with base_offset: where the lines lie in the file (see */
+    uint64_t base_offset; /* cr_line_run_offset) */
+} cr_line_run;
+
+/* The byte of run->path where line i of the run starts. Local. */
+static inline uint64_t cr_line_run_offset(const cr_line_run *run, size_t i)
+{
+    return run->base_offset + (uint64_t)(run->text[i] - run->base);
+}
+
+/* Called once per run, as cr_line_fn per line (0 to go on; non-zero with a message
+ * in err to stop). */
+typedef int (*cr_line_run_fn)(const cr_line_run *run, void *user, char *err, size_t errlen);
+
+/* cr_io_read_lines with the lines handed over in runs of up to CR_LINE_RUN: the
+ * same split, the same lines in the same order on the same rank, the same options,
+ * statistics and errors. Collective; runs handlers while the ranks agree. */
+int cr_io_read_line_runs(cr_comm *comm, const char *const *paths, size_t npaths,
+                         const cr_io_opts *opts, cr_line_run_fn fn, void *user,
+                         cr_io_stats *stats, char *err, size_t errlen);
+
 /* The same split, read by rank `rank` of `size` without a comm and without
  * agreement: a rank's own errors come back to it alone (-1 and the message), so the
  * caller must make the ranks agree (cr_graph_read_edges' callers do). Local. */

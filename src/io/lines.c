@@ -193,13 +193,41 @@ static inline __attribute__((always_inline)) int reader_next(reader *r, char **l
     }
 }
 
+/* The lines gathered for one call of a run callback (cr_io_read_line_runs). Their
+ * text points into the reader's buffer, so a run is handed over before the buffer
+ * moves (every refill). */
+typedef struct run_buf {
+    const char *text[CR_LINE_RUN];
+    size_t len[CR_LINE_RUN];
+    size_t count;
+} run_buf;
+
 typedef struct delivery {
     const cr_io_opts *opts;
     size_t comment_len;
-    cr_line_fn fn;
+    cr_line_fn fn;         /* a call per line, or */
+    cr_line_run_fn run_fn; /* a call per run, gathered in `run` */
+    run_buf *run;
     void *user;
     cr_io_stats *stats;
 } delivery;
+
+/* Hand the gathered run to its callback. Returns 0, or -1 when the callback stopped. */
+static int flush_run(const reader *r, const delivery *d, char *err, size_t errlen)
+{
+    run_buf *rb = d->run;
+    if (!rb || !rb->count)
+        return 0;
+    cr_line_run run = {.count = rb->count, .text = rb->text, .len = rb->len, .path = r->path,
+                       .base = r->buf, .base_offset = r->base};
+    rb->count = 0;
+    if (d->run_fn(&run, d->user, err, errlen) == 0)
+        return 0;
+    if (err && errlen && !err[0])
+        cr_set_error(err, errlen, "%s: the line callback stopped in the run of lines from byte %llu",
+                     r->path, (unsigned long long)cr_line_run_offset(&run, 0));
+    return -1;
+}
 
 /* One line to the callback (or left out by the filters); `ended`: it ended with a
  * newline. Returns 0, or -1 when the callback stopped. */
@@ -217,6 +245,12 @@ static inline __attribute__((always_inline)) int deliver_one(const reader *r, co
          !memcmp(text, d->opts->comment, d->comment_len)))
         return 0;
     (*lines)++;
+    if (d->run) { /* gathered: one call per CR_LINE_RUN lines */
+        run_buf *rb = d->run;
+        rb->text[rb->count] = text;
+        rb->len[rb->count] = len;
+        return ++rb->count == CR_LINE_RUN ? flush_run(r, d, err, errlen) : 0;
+    }
     cr_line line = {.text = text, .len = len, .path = r->path,
                     .offset = r->base + (uint64_t)(text - r->buf)};
     if (d->fn(&line, d->user, err, errlen) == 0)
@@ -267,8 +301,9 @@ static int deliver_lines(reader *r, uint64_t stop, const delivery *d, char *err,
     uint64_t lines = 0, bytes = 0;
     int rc = 0;
     while (rc == 0 && r->base + r->start < stop) {
+        /* a run is handed over before reader_next may refill (and move) the buffer */
         if ((rc = deliver_whole_blocks(r, stop, d, &lines, &bytes, err, errlen)) != 0 ||
-            r->base + r->start >= stop)
+            (rc = flush_run(r, d, err, errlen)) != 0 || r->base + r->start >= stop)
             break;
         char *text;
         size_t len;
@@ -278,6 +313,8 @@ static int deliver_lines(reader *r, uint64_t stop, const delivery *d, char *err,
             break;
         }
         rc = deliver_one(r, d, text, len, more == 2, &lines, &bytes, err, errlen);
+        if (rc == 0)
+            rc = flush_run(r, d, err, errlen);
     }
     d->stats->lines += lines;
     d->stats->bytes += bytes;
@@ -381,7 +418,8 @@ static int check_part(const io_file *f, uint64_t from, uint64_t to, const delive
 }
 
 static int read_share(const io_list *l, const cr_io_opts *opts, int rank, int size,
-                      cr_line_fn fn, void *user, cr_io_stats *stats, char *err, size_t errlen)
+                      cr_line_fn fn, cr_line_run_fn run_fn, void *user, cr_io_stats *stats,
+                      char *err, size_t errlen)
 {
     cr_io_opts defaults;
     if (!opts) {
@@ -390,10 +428,17 @@ static int read_share(const io_list *l, const cr_io_opts *opts, int rank, int si
     }
     cr_io_stats mine = {0};
     delivery d = {.opts = opts, .comment_len = opts->comment ? strlen(opts->comment) : 0,
-                  .fn = fn, .user = user, .stats = &mine};
+                  .fn = fn, .run_fn = run_fn, .user = user, .stats = &mine};
+    if (run_fn && !(d.run = malloc(sizeof *d.run))) {
+        cr_set_error(err, errlen, "no memory for a run of %d lines", CR_LINE_RUN);
+        return -1;
+    }
+    if (d.run)
+        d.run->count = 0;
     if (err && errlen)
         err[0] = '\0';
     int rc = each_part(l, rank, size, read_file, &d, err, errlen);
+    free(d.run);
     if (stats)
         *stats = mine;
     return rc;
@@ -415,19 +460,18 @@ int cr_io_read_share(const char *const *paths, size_t npaths, const cr_io_opts *
         return -1;
     int rc = each_part(&l, rank, size, check_part, NULL, err, errlen);
     if (rc == 0)
-        rc = read_share(&l, opts, rank, size, fn, user, stats, err, errlen);
+        rc = read_share(&l, opts, rank, size, fn, NULL, user, stats, err, errlen);
     io_list_free(&l);
     return rc;
 }
 
-int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
-                     const cr_io_opts *opts, cr_line_fn fn, void *user, cr_io_stats *stats,
-                     char *err, size_t errlen)
+/* cr_io_read_lines and cr_io_read_line_runs: one of fn and run_fn is set. */
+static int read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
+                      const cr_io_opts *opts, cr_line_fn fn, cr_line_run_fn run_fn, void *user,
+                      cr_io_stats *stats, char *err, size_t errlen)
 {
     if (stats)
         *stats = (cr_io_stats){0};
-    if (!fn)
-        cr_fatal("cr_io_read_lines: no line callback");
     io_list l;
     int rc = io_list_build(paths, npaths, &l, err, errlen);
     if (rc == 0)
@@ -446,10 +490,28 @@ int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
         io_list_free(&l);
         return -1;
     }
-    rc = read_share(&l, opts, cr_comm_rank(comm), cr_comm_size(comm), fn, user, stats, err,
-                    errlen);
+    rc = read_share(&l, opts, cr_comm_rank(comm), cr_comm_size(comm), fn, run_fn, user, stats,
+                    err, errlen);
     io_list_free(&l);
     return io_agree(comm, rc, err, errlen);
+}
+
+int cr_io_read_lines(cr_comm *comm, const char *const *paths, size_t npaths,
+                     const cr_io_opts *opts, cr_line_fn fn, void *user, cr_io_stats *stats,
+                     char *err, size_t errlen)
+{
+    if (!fn)
+        cr_fatal("cr_io_read_lines: no line callback");
+    return read_lines(comm, paths, npaths, opts, fn, NULL, user, stats, err, errlen);
+}
+
+int cr_io_read_line_runs(cr_comm *comm, const char *const *paths, size_t npaths,
+                         const cr_io_opts *opts, cr_line_run_fn fn, void *user,
+                         cr_io_stats *stats, char *err, size_t errlen)
+{
+    if (!fn)
+        cr_fatal("cr_io_read_line_runs: no run callback");
+    return read_lines(comm, paths, npaths, opts, NULL, fn, user, stats, err, errlen);
 }
 
 uint64_t cr_io_line_number(const char *path, uint64_t offset)

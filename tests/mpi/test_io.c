@@ -110,6 +110,23 @@ static int collect(const cr_line *line, void *user, char *err, size_t errlen)
     return 0;
 }
 
+/* The same a run at a time; the lines of a run must lie in file order and their
+ * offsets name where they start (a line's offset past the previous line's end). */
+static int collect_run(const cr_line_run *run, void *user, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    if (run->count < 1 || run->count > CR_LINE_RUN)
+        return 1;
+    for (size_t i = 0; i < run->count; i++) {
+        if (run->text[i][run->len[i]] != '\0')
+            return 1;
+        if (i && cr_line_run_offset(run, i) <= cr_line_run_offset(run, i - 1) + run->len[i - 1])
+            return 1;
+        add_line(user, run->text[i], run->len[i]);
+    }
+    return 0;
+}
+
 static void check_same(const sums *got, const sums *want, const char *what)
 {
     uint64_t lines = sum_all(got->lines), hash = sum_all(got->hash),
@@ -244,6 +261,16 @@ static void read_and_check(cr_comm *comm, const char *const *names, size_t n,
     CHECK(rc == 0, "%s (share): %s", what, err);
     if (!opts || (!opts->comment && !opts->skip_blank))
         check_same(&share, &want, what);
+    /* in runs: the same lines on the same rank */
+    sums runs = {0};
+    cr_io_stats rst;
+    rc = cr_io_read_line_runs(comm, p, n, opts, collect_run, &runs, &rst, err, sizeof err);
+    CHECK(rc == 0, "%s (runs): %s", what, err);
+    CHECK(runs.lines == got.lines && runs.hash == got.hash && runs.bytes == got.bytes,
+          "%s (runs): rank %d got %llu lines in runs, %llu one by one, or other lines", what,
+          test_rank, (unsigned long long)runs.lines, (unsigned long long)got.lines);
+    CHECK(rst.lines == st.lines && rst.bytes == st.bytes && rst.read == st.read,
+          "%s (runs): the statistics differ from those of cr_io_read_lines", what);
 }
 
 static cr_comm *new_comm(void)
@@ -399,6 +426,19 @@ static int stop_at(const cr_line *line, void *user, char *err, size_t errlen)
     return 0;
 }
 
+static int stop_in_run(const cr_line_run *run, void *user, char *err, size_t errlen)
+{
+    (void)user;
+    for (size_t i = 0; i < run->count; i++)
+        if (run->len[i] >= 4 && !memcmp(run->text[i], "STOP", 4)) {
+            snprintf(err, errlen, "%s:%llu: stopped here", run->path,
+                     (unsigned long long)cr_io_line_number(run->path,
+                                                           cr_line_run_offset(run, i)));
+            return 1;
+        }
+    return 0;
+}
+
 static void test_callback_error_agreed(void **state)
 {
     (void)state;
@@ -410,6 +450,10 @@ static void test_callback_error_agreed(void **state)
     CHECK(cr_io_read_lines(comm, &p, 1, NULL, stop_at, NULL, NULL, err, sizeof err) == -1,
           "the callback's error was not returned");
     check_agreed(err, "stop.txt:3: stopped here", "a callback's error on one rank");
+    err[0] = '\0';
+    CHECK(cr_io_read_line_runs(comm, &p, 1, NULL, stop_in_run, NULL, NULL, err, sizeof err) == -1,
+          "the run callback's error was not returned");
+    check_agreed(err, "stop.txt:3: stopped here", "a run callback's error on one rank");
     cr_comm_destroy(comm);
     verdict();
 }
