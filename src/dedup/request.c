@@ -781,21 +781,40 @@ static uint64_t direct_tag(const cr_batch *b, size_t k)
     return tag;
 }
 
-/* Direct request records of a type with serve_many: served in runs, each reply
- * staged with its request's ctx. No call per request and no cr_dedup_reply. */
-static void serve_direct_runs(cr_comm *comm, rtype *t, const cr_batch *b, tagged_stage *replies)
+/* Direct request records of a type with serve_many: served in runs, and each run's
+ * replies {ctx, data} built in place and sent with one cr_async_many (replies too
+ * large for a stage record go one by one). No call per request, no cr_dedup_reply. */
+static void serve_direct_runs(cr_comm *comm, rtype *t, const cr_batch *b)
 {
     dedup_state *s = t->state;
     size_t plen = b->len - sizeof(uint64_t), rlen = t->t.reply_len;
+    size_t rec = sizeof(uint64_t) + rlen, step = rec / sizeof(uint64_t);
+    bool staged = rec <= STAGE_RECORD_MAX && rec % sizeof(uint64_t) == 0;
+    _Static_assert(CR_DEDUP_SERVE_RUN <= STAGE_RECORDS, "a run's replies fit one stage");
     uint64_t out[CR_DEDUP_SERVE_RUN * CR_DEDUP_REPLY_MANY_MAX / sizeof(uint64_t)];
+    uint64_t words[STAGE_RECORDS * STAGE_RECORD_MAX / sizeof(uint64_t)];
+    int dests[CR_DEDUP_SERVE_RUN];
     s->stats.requests_served += b->count;
     for (size_t k = 0; k < b->count; k += CR_DEDUP_SERVE_RUN) {
         size_t m = b->count - k < CR_DEDUP_SERVE_RUN ? b->count - k : CR_DEDUP_SERVE_RUN;
         t->t.serve_many(comm, (const char *)cr_batch_payload(b, k) + sizeof(uint64_t),
                         b->stride, plen, m, out, t->user);
-        for (size_t j = 0; j < m; j++)
-            stage_tagged(comm, s, replies, cr_batch_src(b, k + j), t->direct_reply_handler,
-                         direct_tag(b, k + j), (const char *)out + j * rlen, rlen);
+        const char *data = (const char *)out;
+        if (!staged) {
+            for (size_t j = 0; j < m; j++)
+                send_tagged(comm, s, cr_batch_src(b, k + j), t->direct_reply_handler,
+                            direct_tag(b, k + j), data + j * rlen, rlen);
+            continue;
+        }
+        for (size_t j = 0; j < m; j++) {
+            words[j * step] = direct_tag(b, k + j);
+            if (rlen == sizeof(uint64_t)) /* a fixed-size copy the compiler inlines */
+                memcpy(&words[j * step + 1], data + j * rlen, sizeof(uint64_t));
+            else
+                memcpy(&words[j * step + 1], data + j * rlen, rlen);
+            dests[j] = cr_batch_src(b, k + j);
+        }
+        cr_async_many(comm, t->direct_reply_handler, dests, words, rec, m);
     }
 }
 
@@ -808,12 +827,11 @@ static void on_direct_requests(cr_comm *comm, const cr_batch *b, void *arg)
     if (b->len < sizeof(uint64_t))
         bad_record("direct request", cr_batch_src(b, 0), b->len);
     size_t plen = b->len - sizeof(uint64_t);
-    tagged_stage replies = {.count = 0};
     if (t->t.serve_many) {
-        serve_direct_runs(comm, t, b, &replies);
-        stage_flush(comm, &replies);
+        serve_direct_runs(comm, t, b);
         return;
     }
+    tagged_stage replies = {.count = 0};
     s->replies = &replies;
     for (size_t k = 0; t->t.prefetch && k < PREFETCH_AHEAD && k < b->count; k++)
         t->t.prefetch((const char *)cr_batch_payload(b, k) + sizeof(uint64_t), plen, t->user);
