@@ -199,7 +199,6 @@ static inline __attribute__((always_inline)) int reader_next(reader *r, char **l
 typedef struct run_buf {
     const char *text[CR_LINE_RUN];
     size_t len[CR_LINE_RUN];
-    size_t count;
 } run_buf;
 
 typedef struct delivery {
@@ -212,15 +211,26 @@ typedef struct delivery {
     cr_io_stats *stats;
 } delivery;
 
-/* Hand the gathered run to its callback. Returns 0, or -1 when the callback stopped. */
-static int flush_run(const reader *r, const delivery *d, char *err, size_t errlen)
+/* What the per-line path reads and counts. Copied into locals of the loops that use
+ * it: the NUL each line gets is a char store, after which the compiler must reload
+ * anything reachable through a pointer. */
+typedef struct sink {
+    bool skip_blank;
+    const char *comment;
+    size_t comment_len;
+    size_t count; /* lines gathered in the delivery's run */
+    uint64_t lines, bytes;
+} sink;
+
+/* Hand the `count` lines gathered in d->run to the run callback. Returns 0, or -1
+ * when the callback stopped. */
+static int flush_run(const reader *r, const delivery *d, size_t count, char *err, size_t errlen)
 {
     run_buf *rb = d->run;
-    if (!rb || !rb->count)
+    if (!rb || !count)
         return 0;
-    cr_line_run run = {.count = rb->count, .text = rb->text, .len = rb->len, .path = r->path,
+    cr_line_run run = {.count = count, .text = rb->text, .len = rb->len, .path = r->path,
                        .base = r->buf, .base_offset = r->base};
-    rb->count = 0;
     if (d->run_fn(&run, d->user, err, errlen) == 0)
         return 0;
     if (err && errlen && !err[0])
@@ -232,24 +242,25 @@ static int flush_run(const reader *r, const delivery *d, char *err, size_t errle
 /* One line to the callback (or left out by the filters); `ended`: it ended with a
  * newline. Returns 0, or -1 when the callback stopped. */
 static inline __attribute__((always_inline)) int deliver_one(const reader *r, const delivery *d,
-                                                             char *text, size_t len, bool ended,
-                                                             uint64_t *lines, uint64_t *bytes,
-                                                             char *err, size_t errlen)
+                                                             run_buf *rb, sink *k, char *text,
+                                                             size_t len, bool ended, char *err,
+                                                             size_t errlen)
 {
-    *bytes += len + ended;
+    k->bytes += len + ended;
     if (len > 0 && text[len - 1] == '\r')
         len--;
     text[len] = '\0';
-    if ((d->opts->skip_blank && len == 0) ||
-        (d->comment_len && len >= d->comment_len &&
-         !memcmp(text, d->opts->comment, d->comment_len)))
+    if ((k->skip_blank && len == 0) ||
+        (k->comment_len && len >= k->comment_len && !memcmp(text, k->comment, k->comment_len)))
         return 0;
-    (*lines)++;
-    if (d->run) { /* gathered: one call per CR_LINE_RUN lines */
-        run_buf *rb = d->run;
-        rb->text[rb->count] = text;
-        rb->len[rb->count] = len;
-        return ++rb->count == CR_LINE_RUN ? flush_run(r, d, err, errlen) : 0;
+    k->lines++;
+    if (rb) { /* gathered: one call per CR_LINE_RUN lines */
+        rb->text[k->count] = text;
+        rb->len[k->count] = len;
+        if (++k->count < CR_LINE_RUN)
+            return 0;
+        k->count = 0;
+        return flush_run(r, d, CR_LINE_RUN, err, errlen);
     }
     cr_line line = {.text = text, .len = len, .path = r->path,
                     .offset = r->base + (uint64_t)(text - r->buf)};
@@ -265,14 +276,16 @@ static inline __attribute__((always_inline)) int deliver_one(const reader *r, co
  * reader's state in locals, which the callback cannot reach, so that they stay in
  * registers: tens of millions of lines go through here. Stops at `stop`, at an
  * error, or where the next block is not all read (reader_next goes on from there). */
-static int deliver_whole_blocks(reader *r, uint64_t stop, const delivery *d, uint64_t *lines,
-                                uint64_t *bytes, char *err, size_t errlen)
+static int deliver_whole_blocks(reader *r, uint64_t stop, const delivery *d, sink *ks,
+                                char *err, size_t errlen)
 {
     char *buf = r->buf;
     size_t start = r->start, block = r->block, masked = r->masked, end = r->end;
-    uint64_t bits = r->bits;
+    uint64_t bits = r->bits, limit = stop - r->base; /* the caller knows stop > r->base */
+    run_buf *rb = d->run;
+    sink k = *ks;
     int rc = 0;
-    while (r->base + start < stop) {
+    while (start < limit) {
         if (!bits) {
             if (masked != block + 64 || end - masked < 64)
                 break;
@@ -285,12 +298,21 @@ static int deliver_whole_blocks(reader *r, uint64_t stop, const delivery *d, uin
         bits &= bits - 1;
         char *text = buf + start;
         start = nl + 1;
-        if ((rc = deliver_one(r, d, text, nl - (size_t)(text - buf), true, lines, bytes, err,
+        if ((rc = deliver_one(r, d, rb, &k, text, nl - (size_t)(text - buf), true, err,
                               errlen)) != 0)
             break;
     }
     r->start = start, r->block = block, r->masked = masked, r->bits = bits;
+    *ks = k;
     return rc;
+}
+
+/* The lines gathered so far to the run callback (none without one). */
+static int hand_over(const reader *r, const delivery *d, sink *k, char *err, size_t errlen)
+{
+    size_t count = k->count;
+    k->count = 0;
+    return flush_run(r, d, count, err, errlen);
 }
 
 /* Deliver the lines of r that start before byte `stop`: whole blocks on the fast
@@ -298,12 +320,13 @@ static int deliver_whole_blocks(reader *r, uint64_t stop, const delivery *d, uin
  * refill, the end of the file). */
 static int deliver_lines(reader *r, uint64_t stop, const delivery *d, char *err, size_t errlen)
 {
-    uint64_t lines = 0, bytes = 0;
+    sink k = {.skip_blank = d->opts->skip_blank, .comment = d->opts->comment,
+              .comment_len = d->comment_len};
     int rc = 0;
     while (rc == 0 && r->base + r->start < stop) {
         /* a run is handed over before reader_next may refill (and move) the buffer */
-        if ((rc = deliver_whole_blocks(r, stop, d, &lines, &bytes, err, errlen)) != 0 ||
-            (rc = flush_run(r, d, err, errlen)) != 0 || r->base + r->start >= stop)
+        if ((rc = deliver_whole_blocks(r, stop, d, &k, err, errlen)) != 0 ||
+            (rc = hand_over(r, d, &k, err, errlen)) != 0 || r->base + r->start >= stop)
             break;
         char *text;
         size_t len;
@@ -312,12 +335,12 @@ static int deliver_lines(reader *r, uint64_t stop, const delivery *d, char *err,
             rc = more;
             break;
         }
-        rc = deliver_one(r, d, text, len, more == 2, &lines, &bytes, err, errlen);
+        rc = deliver_one(r, d, d->run, &k, text, len, more == 2, err, errlen);
         if (rc == 0)
-            rc = flush_run(r, d, err, errlen);
+            rc = hand_over(r, d, &k, err, errlen);
     }
-    d->stats->lines += lines;
-    d->stats->bytes += bytes;
+    d->stats->lines += k.lines;
+    d->stats->bytes += k.bytes;
     return rc;
 }
 
@@ -433,8 +456,6 @@ static int read_share(const io_list *l, const cr_io_opts *opts, int rank, int si
         cr_set_error(err, errlen, "no memory for a run of %d lines", CR_LINE_RUN);
         return -1;
     }
-    if (d.run)
-        d.run->count = 0;
     if (err && errlen)
         err[0] = '\0';
     int rc = each_part(l, rank, size, read_file, &d, err, errlen);
