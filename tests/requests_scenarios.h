@@ -38,6 +38,8 @@ typedef struct req_owner {
     int *last_from;
     uint64_t nidx;
     uint64_t twice_in_a_buffer; /* requests for an index served twice from one buffer */
+    size_t tail; /* serve_many: bytes of the reply past the value (the value's bytes
+                    plus their place, so that a reply cut or shifted shows) */
 } req_owner;
 
 /* Request payload: {index}; the reply: the value, 8 bytes. */
@@ -74,17 +76,21 @@ static void req_serve_values(cr_comm *comm, const void *payloads, size_t stride,
         uint64_t idx;
         memcpy(&idx, (const char *)payloads + i * stride, sizeof idx);
         uint64_t v = req_value(idx, o->phase);
-        memcpy((char *)replies + i * sizeof v, &v, sizeof v);
+        unsigned char *out = (unsigned char *)replies + i * (sizeof v + o->tail);
+        memcpy(out, &v, sizeof v);
+        for (size_t j = 0; j < o->tail; j++)
+            out[sizeof v + j] = (unsigned char)(v + j);
     }
     o->served += n;
 }
 
-/* A request type serving values one by one (serve) or in runs (serve_many). */
-static cr_dedup_request_type req_value_type(bool in_runs, size_t key_len)
+/* A request type serving values one by one (serve) or in runs (serve_many, whose
+ * replies carry `tail` bytes after the value). */
+static cr_dedup_request_type req_value_type(bool in_runs, size_t key_len, size_t tail)
 {
     if (in_runs)
         return (cr_dedup_request_type){.serve_many = req_serve_values,
-                                       .reply_len = sizeof(uint64_t), .key_len = key_len,
+                                       .reply_len = sizeof(uint64_t) + tail, .key_len = key_len,
                                        .coalesce = 1};
     return (cr_dedup_request_type){.serve = req_serve_value, .key_len = key_len, .coalesce = 1};
 }
@@ -94,6 +100,7 @@ typedef struct req_slot {
     uint64_t expect;
     uint32_t replies;
     uint32_t wrong;
+    uint32_t tail; /* bytes the reply holds past the value (req_owner's tail) */
 } req_slot;
 
 static void req_got_value(cr_comm *comm, const void *data, size_t len, void *ctx)
@@ -101,11 +108,13 @@ static void req_got_value(cr_comm *comm, const void *data, size_t len, void *ctx
     (void)comm;
     req_slot *s = ctx;
     uint64_t v = 0;
-    if (len == sizeof v)
+    if (len >= sizeof v)
         memcpy(&v, data, sizeof v);
     s->replies++;
-    if (len != sizeof v || v != s->expect)
-        s->wrong++;
+    bool right = len == sizeof v + s->tail && v == s->expect;
+    for (size_t j = 0; right && j < s->tail; j++)
+        right = ((const unsigned char *)data)[sizeof v + j] == (unsigned char)(v + j);
+    s->wrong += !right;
 }
 
 static long req_check_slots(cr_comm *comm, const req_slot *slots, size_t n, const char *what)
@@ -593,7 +602,7 @@ static long req_many(cr_comm *comm, int n, bool in_runs)
 {
     long before = req_fails;
     req_owner owner = {0};
-    cr_dedup_request_type type = req_value_type(in_runs, 8);
+    cr_dedup_request_type type = req_value_type(in_runs, 8, 0);
     int id = cr_dedup_register_request(comm, &type, &owner);
     int size = cr_comm_size(comm), me = cr_comm_rank(comm);
     req_slot *slots = calloc((size_t)n, sizeof *slots);
@@ -634,18 +643,20 @@ static long req_many(cr_comm *comm, int n, bool in_runs)
  * travel with no waiting entry, but only those naming the type's first reply
  * function here; a second reply function takes the entry path. Every request gets
  * exactly its own reply either way (fails if a direct reply went to the wrong
- * function or ctx, or if direct requests were never used). */
+ * function or ctx, or if direct requests were never used). in_runs: served by
+ * serve_many, with `tail` more bytes in each reply (over 56, the replies of a run
+ * leave one by one instead of together). */
 static void req_got_value_too(cr_comm *comm, const void *data, size_t len, void *ctx)
 {
     req_got_value(comm, data, len, ctx);
     ((req_slot *)ctx)->wrong += 1000; /* undone by the caller: proves which function ran */
 }
 
-static long req_direct(cr_comm *comm, int n, bool in_runs)
+static long req_direct(cr_comm *comm, int n, bool in_runs, size_t tail)
 {
     long before = req_fails;
-    req_owner owner = {0};
-    cr_dedup_request_type type = req_value_type(in_runs, 0);
+    req_owner owner = {.tail = tail};
+    cr_dedup_request_type type = req_value_type(in_runs, 0, tail);
     type.coalesce = 0;
     int id = cr_dedup_register_request(comm, &type, &owner);
     int size = cr_comm_size(comm), me = cr_comm_rank(comm);
@@ -658,6 +669,7 @@ static long req_direct(cr_comm *comm, int n, bool in_runs)
         int dest = (int)(cr_rng_hash64(i) % (uint64_t)size);
         bool first = k % 3 != 2;
         slots[k].expect = req_value(i, 0);
+        slots[k].tail = (uint32_t)tail;
         one_hop_first += first && (dest == me || cr_router_next_hop(router, me, dest) == dest);
         cr_dedup_request(comm, dest, id, &i, sizeof i, first ? req_got_value : req_got_value_too,
                          &slots[k]);

@@ -123,7 +123,8 @@ static long rest(cr_comm *c, int rt)
 static long direct(cr_comm *c, int rt)
 {
     (void)rt;
-    return req_direct(c, 3000, false) + req_direct(c, 3000, true);
+    return req_direct(c, 3000, false, 0) + req_direct(c, 3000, true, 0) +
+           req_direct(c, 3000, true, 100);
 }
 
 static long many(cr_comm *c, int rt)
