@@ -97,6 +97,11 @@ static void put_pair(const void *key, void *value, void *user)
 {
     stage *s = user;
     char *rec = stage_next(s);
+    if (s->record_bytes == 16 && s->key_len == 8) { /* a counting set's: two fixed moves */
+        memcpy(rec, key, 8);
+        memcpy(rec + 8, value, 8);
+        return;
+    }
     memcpy(rec, key, s->key_len);
     memcpy(rec + s->key_len, value, s->record_bytes - s->key_len);
 }

@@ -27,7 +27,7 @@
 #define DIRECT_WRITE_BYTES ((size_t)64 << 10)
 
 /* The hash of the record at `position` of its part. */
-static uint64_t record_hash(const unsigned char *p, size_t n, uint64_t position)
+static inline uint64_t record_hash(const unsigned char *p, size_t n, uint64_t position)
 {
     uint64_t h = position * 0x9e3779b97f4a7c15ull + n; /* mixed by the words and the end */
     size_t i = 0;
@@ -91,8 +91,14 @@ static int write_fully(int fd, const char *buf, size_t len)
 void cr_save_write(cr_save_writer *w, const void *records, size_t count)
 {
     const unsigned char *p = records;
-    for (size_t i = 0; i < count; i++, p += w->record_bytes)
-        w->sum += record_hash(p, w->record_bytes, w->count + i);
+    uint64_t sum = w->sum;
+    if (w->record_bytes == 16) /* the containers' commonest record: the loop unrolled */
+        for (size_t i = 0; i < count; i++, p += 16)
+            sum += record_hash(p, 16, w->count + i);
+    else
+        for (size_t i = 0; i < count; i++, p += w->record_bytes)
+            sum += record_hash(p, w->record_bytes, w->count + i);
+    w->sum = sum;
     w->count += count;
     size_t bytes = count * w->record_bytes;
     if (w->failed || bytes == 0)
