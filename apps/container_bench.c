@@ -1,7 +1,7 @@
 /* container_bench: the containers on the histogram's workload. Each rank inserts N
- * random 8-byte keys out of K into a counting set (cr_counting_set_insert), or adds 1
- * to the key's value in a map (cr_map_insert with the rule sum, YGM's
- * map.async_reduce), timed to the barrier that applies every insert; then verified:
+ * random 8-byte keys out of K into a counting set (cr_counting_set_insert_many, in
+ * chunks of 256), or adds 1 to the key's value in a map (cr_map_insert with the rule
+ * sum, YGM's map.async_reduce), timed to the barrier that applies every insert; then verified:
  * the counts sum to N*P, every key's count matches a recount of every rank's stream,
  * and the number of distinct keys is right. */
 #include "cli.h"
@@ -63,6 +63,8 @@ static uint64_t stream_seed(uint64_t seed, int rank)
     return cr_rng_hash64(seed * 0x100000001b3ULL + (uint64_t)rank);
 }
 
+#define INSERT_CHUNK 256
+
 /* One timed run; returns the seconds (the slowest rank's) and leaves the container,
  * or the counts in `local` (K counters) when it is not NULL. */
 static double insert_all(bench *b, cr_counting_set *cs, cr_map *m, uint64_t *local)
@@ -73,10 +75,13 @@ static double insert_all(bench *b, cr_counting_set *cs, cr_map *m, uint64_t *loc
     if (local)
         for (uint64_t i = 0; i < b->n; i++)
             local[cr_rng_bounded(cr_rng_next(&s), b->keys)]++; /* key_of's index */
-    else if (cs)
-        for (uint64_t i = 0; i < b->n; i++) {
-            uint64_t key = key_of(b, cr_rng_bounded(cr_rng_next(&s), b->keys));
-            cr_counting_set_insert(cs, &key);
+    else if (cs) /* the keys in chunks, one call each (cr_counting_set_insert_many) */
+        for (uint64_t i = 0; i < b->n; i += INSERT_CHUNK) {
+            uint64_t keys[INSERT_CHUNK];
+            size_t m = b->n - i < INSERT_CHUNK ? (size_t)(b->n - i) : INSERT_CHUNK;
+            for (size_t j = 0; j < m; j++)
+                keys[j] = key_of(b, cr_rng_bounded(cr_rng_next(&s), b->keys));
+            cr_counting_set_insert_many(cs, keys, m);
         }
     else
         for (uint64_t i = 0; i < b->n; i++) {

@@ -47,6 +47,7 @@ static long counting(cr_comm *c) { return ct_counting(c, 300, 3000); }
 static long counting_few_keys(cr_comm *c) { return ct_counting(c, 5, 4000); }
 static long count_cache(cr_comm *c) { return ct_count_cache(c, 5000); }
 static long units_wait(cr_comm *c) { return ct_units_wait(c, 5000); }
+static long insert_many(cr_comm *c) { return ct_insert_many(c, 300, 3000, 5000); }
 static long map_rules(cr_comm *c) { return ct_map_rules(c, 300) + ct_double_sums(c, 200); }
 static long erase_and_get(cr_comm *c) { return ct_erase_and_get(c, 700); }
 static long visits(cr_comm *c) { return ct_visits_chain(c, 50, 8); }
@@ -57,6 +58,7 @@ static void test_counting_set(void **state) { (void)state; each_route(counting);
 static void test_counting_set_few_keys(void **state) { (void)state; each_route(counting_few_keys); }
 static void test_count_cache(void **state) { (void)state; each_route(count_cache); }
 static void test_units_wait(void **state) { (void)state; each_route(units_wait); }
+static void test_insert_many(void **state) { (void)state; each_route(insert_many); }
 static void test_map_rules(void **state) { (void)state; each_route(map_rules); }
 static void test_erase_and_get(void **state) { (void)state; each_route(erase_and_get); }
 static void test_visits(void **state) { (void)state; each_route(visits); }
@@ -70,7 +72,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_map_rules),    cmocka_unit_test(test_erase_and_get),
         cmocka_unit_test(test_visits),       cmocka_unit_test(test_bag),
         cmocka_unit_test(test_disjoint_set), cmocka_unit_test(test_count_cache),
-        cmocka_unit_test(test_units_wait),
+        cmocka_unit_test(test_units_wait),   cmocka_unit_test(test_insert_many),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
