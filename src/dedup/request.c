@@ -1089,7 +1089,8 @@ void cr_dedup_reply(cr_comm *comm, cr_dedup_req *req, const void *data, size_t l
     /* A direct request names its type, and the type its state: no module look-up. */
     dedup_state *s = req && req->direct ? req->direct->state : state_of(comm);
     if (!s || !req || s->serving != req)
-        cr_fatal("cr_dedup_reply: called outside the serve function of the request it answers");
+        cr_fatal("cr_dedup_reply: called outside the serve function of the request it answers "
+                 "(serve_many replies by writing its replies, not with cr_dedup_reply)");
     if (req->replied)
         cr_fatal("cr_dedup_reply: the request was already answered (serve must reply once)");
     if (len > UINT32_MAX - sizeof(rep_header))

@@ -30,6 +30,15 @@ static void serve_in_runs(cr_comm *c, const void *p, size_t stride, size_t len, 
     memset(replies, 0, n * sizeof(uint64_t));
 }
 
+/* A serve_many that replies as serve would: the request it names is not being served. */
+static void serve_in_runs_replying(cr_comm *c, const void *p, size_t stride, size_t len,
+                                   size_t n, void *replies, void *u)
+{
+    (void)p, (void)stride, (void)len, (void)n, (void)replies, (void)u;
+    uint64_t v = 0;
+    cr_dedup_reply(c, NULL, &v, sizeof v);
+}
+
 static void no_reply(cr_comm *c, const void *data, size_t len, void *ctx)
 {
     (void)c, (void)data, (void)len, (void)ctx;
@@ -152,6 +161,13 @@ int main(int argc, char **argv)
         cr_dedup_request_many(c, r, owners, x, sizeof *x, 2, no_reply, ctxs);
     } else if (!strcmp(what, "serve-many-no-reply-len")) {
         cr_dedup_register_request(c, &(cr_dedup_request_type){.serve_many = serve_in_runs}, NULL);
+    } else if (!strcmp(what, "serve-many-calls-reply")) {
+        int r = cr_dedup_register_request(
+            c, &(cr_dedup_request_type){.serve_many = serve_in_runs_replying, .reply_len = 8},
+            NULL);
+        uint64_t x = 1;
+        if (c->rank == 1)
+            cr_dedup_request(c, 0, r, &x, sizeof x, no_reply, NULL);
     } else if (!strcmp(what, "request-without-reply")) {
         int r = cr_dedup_register_request(c, &(cr_dedup_request_type){.serve = serve_silently},
                                           NULL);
