@@ -94,10 +94,7 @@ typedef struct cr_line_run {
 } cr_line_run;
 
 /* The byte of run->path where line i of the run starts. Local. */
-static inline uint64_t cr_line_run_offset(const cr_line_run *run, size_t i)
-{
-    return run->base_offset + (uint64_t)(run->text[i] - run->base);
-}
+uint64_t cr_line_run_offset(const cr_line_run *run, size_t i);
 
 /* Called once per run, as cr_line_fn per line (0 to go on; non-zero with a message
  * in err to stop). */

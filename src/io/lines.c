@@ -211,6 +211,11 @@ typedef struct delivery {
     cr_io_stats *stats;
 } delivery;
 
+uint64_t cr_line_run_offset(const cr_line_run *run, size_t i)
+{
+    return run->base_offset + (uint64_t)(run->text[i] - run->base);
+}
+
 /* What the per-line path reads and counts. Copied into locals of the loops that use
  * it: the NUL each line gets is a char store, after which the compiler must reload
  * anything reachable through a pointer. */
