@@ -519,6 +519,15 @@ static void judge_rest(rtype *t, bool joined)
     t->tries = t->joins = 0;
 }
 
+/* Write {tag, data} at `at` (8-byte aligned), an 8-byte datum with one move. */
+static inline void put_tagged(char *at, uint64_t tag, const void *data, size_t len)
+{
+    memcpy(at, &tag, sizeof tag);
+    if (len == sizeof(uint64_t)) /* a fixed-size copy the compiler inlines */
+        memcpy(at + sizeof tag, data, sizeof(uint64_t));
+    else if (len)
+        memcpy(at + sizeof tag, data, len);
+}
 
 /* Send {tag, data} to `handler` on `dest`: a direct request or its reply. Small
  * records are built on the stack, an 8-byte key or value with one move. */
@@ -529,11 +538,7 @@ static inline void send_tagged(cr_comm *comm, dedup_state *s, int dest, int hand
     char *rec = (char *)small;
     if (len > sizeof small - sizeof tag)
         rec = scratch(s, sizeof tag + len);
-    memcpy(rec, &tag, sizeof tag);
-    if (len == sizeof(uint64_t))
-        memcpy(rec + sizeof tag, data, sizeof(uint64_t));
-    else if (len)
-        memcpy(rec + sizeof tag, data, len);
+    put_tagged(rec, tag, data, len);
     cr_async(comm, dest, handler, rec, sizeof tag + len);
 }
 
@@ -558,13 +563,19 @@ static void stage_flush(cr_comm *comm, tagged_stage *st)
     st->count = 0;
 }
 
+/* Whether a tagged record of `rec` bytes (tag included) can be staged. */
+static inline bool fits_stage(size_t rec)
+{
+    return rec <= STAGE_RECORD_MAX && rec % sizeof(uint64_t) == 0;
+}
+
 /* Add {tag, data} for `handler` on `dest` to the stage, or send it at once if it does
  * not fit a stage's record. */
 static void stage_tagged(cr_comm *comm, dedup_state *s, tagged_stage *st, int dest, int handler,
                          uint64_t tag, const void *data, size_t len)
 {
     size_t rec = sizeof tag + len;
-    if (rec > STAGE_RECORD_MAX || rec % sizeof(uint64_t)) {
+    if (!fits_stage(rec)) {
         send_tagged(comm, s, dest, handler, tag, data, len);
         return;
     }
@@ -572,12 +583,7 @@ static void stage_tagged(cr_comm *comm, dedup_state *s, tagged_stage *st, int de
         stage_flush(comm, st);
     st->len = rec;
     st->handler = handler;
-    char *at = (char *)st->words + st->count * rec;
-    memcpy(at, &tag, sizeof tag);
-    if (len == sizeof(uint64_t)) /* a fixed-size copy the compiler inlines */
-        memcpy(at + sizeof tag, data, sizeof(uint64_t));
-    else if (len)
-        memcpy(at + sizeof tag, data, len);
+    put_tagged((char *)st->words + st->count * rec, tag, data, len);
     st->dests[st->count++] = dest;
 }
 
@@ -788,8 +794,8 @@ static void serve_direct_runs(cr_comm *comm, rtype *t, const cr_batch *b)
 {
     dedup_state *s = t->state;
     size_t plen = b->len - sizeof(uint64_t), rlen = t->t.reply_len;
-    size_t rec = sizeof(uint64_t) + rlen, step = rec / sizeof(uint64_t);
-    bool staged = rec <= STAGE_RECORD_MAX && rec % sizeof(uint64_t) == 0;
+    size_t rec = sizeof(uint64_t) + rlen;
+    bool staged = fits_stage(rec);
     _Static_assert(CR_DEDUP_SERVE_RUN <= STAGE_RECORDS, "a run's replies fit one stage");
     uint64_t out[CR_DEDUP_SERVE_RUN * CR_DEDUP_REPLY_MANY_MAX / sizeof(uint64_t)];
     uint64_t words[STAGE_RECORDS * STAGE_RECORD_MAX / sizeof(uint64_t)];
@@ -807,11 +813,7 @@ static void serve_direct_runs(cr_comm *comm, rtype *t, const cr_batch *b)
             continue;
         }
         for (size_t j = 0; j < m; j++) {
-            words[j * step] = direct_tag(b, k + j);
-            if (rlen == sizeof(uint64_t)) /* a fixed-size copy the compiler inlines */
-                memcpy(&words[j * step + 1], data + j * rlen, sizeof(uint64_t));
-            else
-                memcpy(&words[j * step + 1], data + j * rlen, rlen);
+            put_tagged((char *)words + j * rec, direct_tag(b, k + j), data + j * rlen, rlen);
             dests[j] = cr_batch_src(b, k + j);
         }
         cr_async_many(comm, t->direct_reply_handler, dests, words, rec, m);
@@ -1025,7 +1027,7 @@ static void send_direct_run(cr_comm *comm, dedup_state *s, const rtype *t, const
     s->stats.requests_direct += m;
     s->direct_pending += m;
     size_t rec = sizeof(uint64_t) + len;
-    if (rec > STAGE_RECORD_MAX || rec % sizeof(uint64_t)) {
+    if (!fits_stage(rec)) {
         for (size_t i = 0; i < m; i++) {
             check_owner(s, "cr_dedup_request_many", owners[i]);
             send_tagged(comm, s, owners[i], t->direct_handler, (uint64_t)(uintptr_t)ctxs[i],
@@ -1034,16 +1036,12 @@ static void send_direct_run(cr_comm *comm, dedup_state *s, const rtype *t, const
         return;
     }
     uint64_t words[STAGE_RECORDS * STAGE_RECORD_MAX / sizeof(uint64_t)];
-    size_t step = rec / sizeof(uint64_t);
     for (size_t i = 0; i < m; i += STAGE_RECORDS) {
         size_t c = m - i < STAGE_RECORDS ? m - i : STAGE_RECORDS;
         for (size_t j = 0; j < c; j++) {
             check_owner(s, "cr_dedup_request_many", owners[i + j]);
-            words[j * step] = (uint64_t)(uintptr_t)ctxs[i + j];
-            if (len == sizeof(uint64_t)) /* a fixed-size copy the compiler inlines */
-                memcpy(&words[j * step + 1], payloads + (i + j) * len, sizeof(uint64_t));
-            else
-                memcpy(&words[j * step + 1], payloads + (i + j) * len, len);
+            put_tagged((char *)words + j * rec, (uint64_t)(uintptr_t)ctxs[i + j],
+                       payloads + (i + j) * len, len);
         }
         cr_async_many(comm, t->direct_handler, owners + i, words, rec, c);
     }
