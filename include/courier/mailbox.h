@@ -405,6 +405,9 @@ typedef struct cr_stats {
     uint64_t deepest_generation; /* ... the deepest generation of the records handled here
                                   (handlers between them and user code; at most 15, which
                                   deeper chains share) */
+    uint64_t tune_switches;    /* times COURIER_ROUTE=auto or COURIER_BUFFER_SIZE=auto moved
+                                  the comm to another route or buffer size after a barrier
+                                  (docs/tuning.md) */
 } cr_stats;
 
 /* Copy this rank's counters. Local. */

@@ -21,6 +21,7 @@
 
 #include "courier/route.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -112,6 +113,16 @@ extern const size_t cr_tune_buffer_sizes[CR_TUNE_NBUFFERS]; /* 1, 4, 16 and 64 K
 int cr_tune_choose(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
                    size_t cap_bytes, const cr_tune_traffic *t, const cr_tune_costs *c,
                    cr_tune_prediction *table, int *ntable);
+
+/* The second choice (docs/tuning.md): a comm with `auto` moves after a barrier only
+ * when the model predicts that the best configuration for the epoch that ended saves
+ * more than this part of the current one's predicted time. */
+#define CR_TUNE_SWITCH_GAIN 0.10
+
+/* Whether to move from a configuration predicted at `current` seconds per epoch to one
+ * predicted at `best`, when the move itself costs `move` seconds once: only if it saves
+ * more than CR_TUNE_SWITCH_GAIN of `current` and more than `move`. Local, pure. */
+bool cr_tune_worth_switching(double current, double best, double move);
 
 #ifdef __cplusplus
 }

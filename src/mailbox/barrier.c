@@ -16,11 +16,14 @@ void cr_term_init(cr_term *t, cr_transport *tp)
     *t = (cr_term){.tp = tp};
 }
 
-void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b)
+void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b, uint64_t records,
+                  uint64_t bytes)
 {
     t->local[0] = (uint64_t)kind;
     t->local[1] = a;
     t->local[2] = b;
+    t->local[3] = records;
+    t->local[4] = bytes;
     t->tp->ops->wave_join(t->tp, t->local);
     t->joined = true;
 }
@@ -60,7 +63,9 @@ static bool barrier_done(cr_comm *c, void *arg)
         if (!cr_flush_all_nowait(c, CR_FLUSH_BARRIER) || cr_inflight(c) || c->self.n > 0 ||
             !cr_park_empty(&c->park))
             return false;
-        cr_term_join(t, *kind, c->mpi_sent_total, c->mpi_handled_total);
+        cr_term_join(t, *kind, c->mpi_sent_total, c->mpi_handled_total,
+                     c->tune.records_before_reset + c->stats.msgs_sent,
+                     c->tune.bytes_before_reset + c->stats.bytes_sent);
         t->wave++;
         if (c->trace)
             cr_trace_instant(c->trace, "barrier wave joined", "wave", (int64_t)t->wave,
@@ -103,6 +108,10 @@ void cr_barrier_as(cr_comm *c, cr_wave_kind kind)
     if (c->cfg.verbosity >= 2 && c->rank == 0)
         fprintf(stderr, "courier: barrier done after %llu wave(s), %llu messages in total\n",
                 (unsigned long long)c->term.wave, (unsigned long long)c->term.global[1]);
+    /* Nothing is in flight and every rank saw the same sums: the one moment a comm
+     * may change its route or buffer size (autotune.c). */
+    if (kind == CR_WAVE_BARRIER)
+        cr_autotune_epoch(c, c->term.global[3], c->term.global[4]);
 }
 
 void cr_barrier(cr_comm *c)
@@ -114,7 +123,7 @@ static bool register_done(cr_comm *c, void *arg)
 {
     (void)arg;
     if (!c->term.joined)
-        cr_term_join(&c->term, CR_WAVE_REGISTER, c->handlers.count, 0);
+        cr_term_join(&c->term, CR_WAVE_REGISTER, c->handlers.count, 0, 0, 0);
     return cr_term_test(&c->term);
 }
 

@@ -6,7 +6,6 @@
 #include "common/code_id.h"
 #include "common/fatal.h"
 #include "courier/rng.h"
-#include "courier/tune.h"
 #include "mailbox/record.h"
 #include "transport/mpi.h"
 
@@ -39,125 +38,6 @@ static uint64_t route_digest(const cr_config *cfg)
     for (unsigned i = 0; i < ndims && i < CR_ROUTE_MAX_DIMS; i++)
         h = cr_rng_hash64(h ^ r->dims[i]);
     return h;
-}
-
-/* The traffic `auto` assumes when the comm is created, before any has been seen:
- * every rank sends one buffer's worth of 16-byte records (4096 of them) spread evenly
- * over the other ranks (docs/tuning.md). */
-static cr_tune_traffic assumed_traffic(int size)
-{
-    return (cr_tune_traffic){.records_per_dest = size > 1 ? 4096.0 / (size - 1) : 0,
-                             .record_bytes = 16};
-}
-
-/* The last choice made, for a comm on the same layout with the same settings: the
- * simulated transport creates one comm per virtual rank on one shared layout, and the
- * choice is a pure function of these, so it is made once. */
-static struct {
-    uint64_t layout; /* layout_key */
-    cr_route route;
-    bool route_auto, buffer_auto;
-    size_t buffer, cap;
-    cr_tune_costs costs;
-    int chosen, n;
-    cr_tune_prediction table[5 * CR_TUNE_NBUFFERS];
-} last_choice;
-
-static void print_choice(const cr_comm *c, int chosen, const cr_tune_prediction *table, int n)
-{
-    char name[128];
-    cr_route_format(&table[chosen].route, name, sizeof name);
-    fprintf(stderr, "courier: auto chose route %s, buffer %zu bytes: predicted %.1f us per "
-            "epoch of %.0f records of 16 bytes per rank with the costs %s%s (docs/tuning.md); "
-            "the others:",
-            name, table[chosen].buffer_bytes, table[chosen].seconds * 1e6,
-            assumed_traffic(c->size).records_per_dest * (c->size - 1),
-            c->cfg.tune_file[0] ? "of " : "by default", c->cfg.tune_file);
-    for (int i = 0; i < n; i++) {
-        cr_route_format(&table[i].route, name, sizeof name);
-        fprintf(stderr, "%s %s/%zuK %.1f", i ? "," : "", name, table[i].buffer_bytes >> 10,
-                table[i].seconds * 1e6);
-    }
-    fprintf(stderr, "\n");
-}
-
-/* The layout as a number: its rank count and every rank's node, hashed. */
-static uint64_t layout_key(const cr_layout *l)
-{
-    int p = cr_layout_ranks(l);
-    uint64_t h = cr_rng_hash64((uint64_t)p);
-    for (int r = 0; r < p; r++)
-        h = cr_rng_hash64(h ^ (uint64_t)cr_layout_node_of(l, r));
-    return h;
-}
-
-/* The best of the table among buffers of at most `most` bytes (-1: none). */
-static int best_within(const cr_tune_prediction *table, int n, int chosen, size_t most)
-{
-    if (chosen < 0 || table[chosen].buffer_bytes <= most)
-        return chosen;
-    int best = -1;
-    for (int i = 0; i < n; i++)
-        if (table[i].buffer_bytes <= most && (best < 0 || table[i].seconds < table[best].seconds))
-            best = i;
-    return best;
-}
-
-/* COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto: choose by the cost model of
- * courier/tune.h from the layout and the default costs, the same on every rank. */
-/* The costs the choice uses: COURIER_TUNE_FILE's, checked on every rank (a file
- * that one rank cannot use ends the job with that rank's line), or the defaults. */
-static void costs_of(cr_comm *c, cr_tune_costs *costs)
-{
-    cr_tune_costs_default(costs);
-    if (!c->cfg.tune_file[0])
-        return;
-    char err[400] = "", why[480];
-    cr_tune_shape here;
-    cr_tune_shape_here(&here, cr_layout_node_size(c->layout, cr_layout_node_of(c->layout, c->rank)));
-    int bad = cr_tune_costs_load(c->cfg.tune_file, &here, costs, NULL, err, sizeof err);
-    snprintf(why, sizeof why, "COURIER_TUNE_FILE: %s", err);
-    abort_if_any(c->tp, bad ? why : NULL);
-}
-
-static void choose_auto(cr_comm *c)
-{
-    bool route_auto = c->cfg.route.kind == CR_ROUTE_AUTO, buffer_auto = c->cfg.buffer_auto;
-    cr_tune_costs costs;
-    costs_of(c, &costs); /* a file named is checked even when nothing is chosen */
-    if (!route_auto && !buffer_auto)
-        return;
-    /* the transport's receives were sized for cfg.buffer_bytes: choose no larger */
-    size_t most = c->cfg.buffer_bytes, cap = c->cfg.buffer_cap_bytes;
-    uint64_t key = layout_key(c->layout);
-    if (!(last_choice.layout == key && last_choice.route_auto == route_auto &&
-          last_choice.buffer_auto == buffer_auto && last_choice.buffer == most &&
-          last_choice.cap == cap && !memcmp(&last_choice.costs, &costs, sizeof costs) &&
-          (route_auto || !memcmp(&last_choice.route, &c->cfg.route, sizeof c->cfg.route)))) {
-        cr_tune_traffic t = assumed_traffic(c->size);
-        last_choice.costs = costs;
-        last_choice.layout = key, last_choice.route = c->cfg.route;
-        last_choice.route_auto = route_auto, last_choice.buffer_auto = buffer_auto;
-        last_choice.buffer = most, last_choice.cap = cap;
-        /* a buffer_bytes below every candidate is the only size the choice may use */
-        bool sizes = buffer_auto && most >= cr_tune_buffer_sizes[0];
-        last_choice.chosen = cr_tune_choose(c->layout, route_auto ? NULL : &c->cfg.route,
-                                            sizes ? 0 : most, cap, &t, &costs,
-                                            last_choice.table, &last_choice.n);
-        /* no buffer above what the transport's receives were sized for */
-        last_choice.chosen = best_within(last_choice.table, last_choice.n, last_choice.chosen,
-                                         most);
-    }
-    if (last_choice.chosen < 0)
-        cr_fatal("COURIER_ROUTE=auto or COURIER_BUFFER_SIZE=auto: no route or buffer size "
-                 "could be predicted for %d ranks", c->size);
-    const cr_tune_prediction *best = &last_choice.table[last_choice.chosen];
-    if (route_auto)
-        c->cfg.route = best->route;
-    if (buffer_auto)
-        c->cfg.buffer_bytes = best->buffer_bytes;
-    if (c->cfg.verbosity >= 1 && c->rank == 0)
-        print_choice(c, last_choice.chosen, last_choice.table, last_choice.n);
 }
 
 static void setup_routing(cr_comm *c)
@@ -216,7 +96,10 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     c->size = tp->size;
     check_agreement(c);
     c->layout = layout;
-    choose_auto(c);
+    char why[480] = "";
+    /* a costs file named is checked on every rank even when nothing is chosen */
+    abort_if_any(tp, cr_autotune_costs(c, why, sizeof why) ? NULL : why);
+    cr_autotune_first(c);
     setup_routing(c);
 
     cr_registry_init(&c->handlers);
@@ -239,6 +122,7 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     cr_engine_init(c, &cr_mailbox_loop_work);
     cr_watchdog_init(c);
     c->trace = cr_trace_open(c->cfg.trace_path, tp);
+    c->tune.epoch_start = cr_clock(c);
     if (c->cfg.verbosity >= 1 && c->rank == 0)
         print_settings(c);
     return c;

@@ -6,6 +6,7 @@
 #define COURIER_MAILBOX_INTERNAL_H
 
 #include "courier/mailbox.h"
+#include "courier/tune.h"
 #include "mailbox/combine.h"
 #include "mailbox/outbuf.h"
 #include "mailbox/park.h"
@@ -126,6 +127,22 @@ typedef struct cr_flow {
                               before an append takes the slow path (cr_update_room) */
 } cr_flow;
 
+/* COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto (autotune.c, docs/tuning.md). */
+typedef struct cr_tune_state {
+    bool route_auto, buffer_auto; /* chosen by the model, at creation and between epochs */
+    cr_route route_given;  /* the route configured (kind CR_ROUTE_AUTO when chosen) */
+    size_t most;           /* the buffer size configured: the transport's receives take
+                              no larger, so no choice exceeds it */
+    size_t largest_buffer; /* the largest buffer size this comm has run (the memory bound) */
+    cr_tune_costs costs;   /* COURIER_TUNE_FILE's, or the defaults */
+    uint64_t records_before_reset, bytes_before_reset; /* cr_stats' msgs_sent and
+                              bytes_sent before their resets: the cumulative records this
+                              rank created, which barrier waves sum */
+    uint64_t records_seen, bytes_seen; /* those sums at the end of the last barrier */
+    uint64_t epochs;       /* barriers completed */
+    double epoch_start;    /* when the last one ended on this rank */
+} cr_tune_state;
+
 struct cr_comm {
     cr_transport *tp; /* moves the buffers; owned by the comm */
     cr_module modules[CR_MAX_MODULES];
@@ -180,6 +197,7 @@ struct cr_comm {
     uint64_t barriers_entered; /* cr_barrier calls so far, never reset (watchdog reports) */
     struct cr_watchdog *watch; /* watchdog reports (watchdog.c) */
     struct cr_trace *trace;    /* COURIER_TRACE timeline, or NULL (trace.h) */
+    cr_tune_state tune;
 };
 
 /* True when the caller may block in cr_wait_until (user code, not a handler or a
@@ -210,6 +228,16 @@ void cr_modules_destroy(cr_comm *c);
 void cr_modules_stats_reset(cr_comm *c);
 void cr_modules_drain(cr_comm *c);
 void cr_modules_stats_print(cr_comm *c, FILE *out);
+
+/* autotune.c: the costs COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto choose with,
+ * COURIER_TUNE_FILE's or the defaults (false, with one line in why, if the file
+ * cannot be used); the first choice, at creation before the router exists (local);
+ * and the second, after a barrier whose last wave summed `records` records created
+ * ever and `bytes` payload bytes over all ranks: it may move the comm to another
+ * route (collective then, on every rank alike) or buffer size. */
+bool cr_autotune_costs(cr_comm *c, char *why, size_t len);
+void cr_autotune_first(cr_comm *c);
+void cr_autotune_epoch(cr_comm *c, uint64_t records, uint64_t bytes);
 
 /* barrier.c: a barrier whose waves carry `kind` (cr_comm_destroy's is its own, so a
  * rank that skipped a cr_barrier is told, not matched with it) */

@@ -123,6 +123,17 @@ void cr_outbufs_free(cr_outbufs *o)
     *o = (cr_outbufs){0};
 }
 
+void cr_outbufs_set_threshold(cr_outbufs *o, size_t threshold)
+{
+    if (o->nactive > 0)
+        cr_fatal("internal error: send buffers resized while %d hold records", o->nactive);
+    for (int i = 0; i < o->npool; i++)
+        free(o->pool[i]);
+    o->npool = 0;
+    o->threshold = threshold;
+    o->block_size = (threshold + 7) & ~(size_t)7;
+}
+
 void cr_outbufs_grow(cr_outbufs *o, cr_outbuf *b, size_t bytes)
 {
     size_t need = b->len + bytes;

@@ -77,6 +77,10 @@ typedef struct cr_block {
 void cr_outbufs_init(cr_outbufs *o, int ndest, size_t threshold, int pool_max, bool sparse);
 void cr_outbufs_free(cr_outbufs *o);
 
+/* Send buffers of `threshold` bytes from now on. Only while every buffer is empty
+ * (after a barrier): the pooled blocks of the old size are freed. */
+void cr_outbufs_set_threshold(cr_outbufs *o, size_t threshold);
+
 /* Sparse layout: the entry of a destination not used before, created empty. */
 cr_outbuf *cr_outbufs_add(cr_outbufs *o, int dest);
 

@@ -25,6 +25,7 @@ static const struct {
     F(mpi_sends_off_node), F(mpi_bytes_on_node), F(mpi_bytes_off_node), F(local_buffers),
     F(batches),         F(merged_at_source), F(merged_at_hops), F(merged_bytes),
     F(peak_parked_bytes), F(reliefs), F(shm_sends), F(deepest_generation),
+    F(tune_switches),
 #undef F
 };
 
@@ -78,6 +79,8 @@ void cr_stats_get(const cr_comm *c, cr_stats *out)
 
 void cr_stats_reset(cr_comm *c)
 {
+    c->tune.records_before_reset += c->stats.msgs_sent;
+    c->tune.bytes_before_reset += c->stats.bytes_sent;
     memset(&c->stats, 0, sizeof c->stats);
     if (c->tp->ops->shm_sends)
         c->shm_sends_base = c->tp->ops->shm_sends(c->tp);
@@ -90,7 +93,7 @@ void cr_stats_reset(cr_comm *c)
 uint64_t cr_memory_bound(const cr_comm *c, unsigned depth)
 {
     const cr_config *cfg = &c->cfg;
-    uint64_t cap = cfg->buffer_cap_bytes, k = cr_rec_pad(cfg->buffer_bytes);
+    uint64_t cap = cfg->buffer_cap_bytes, k = cr_rec_pad(c->tune.largest_buffer);
     uint64_t record = cr_rec_pad(c->flow.largest_record) + sizeof(cr_rec_route) + sizeof(cr_run_hdr);
     if (!c->fops->generations) {
         if (c->stats.cap_overruns > 0 || c->flow.unheld_output)

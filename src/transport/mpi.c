@@ -61,7 +61,7 @@ typedef struct mpi_transport {
 
     /* termination waves */
     MPI_Request wave;
-    uint64_t wave_in[3], wave_out[3];
+    uint64_t wave_in[CR_WAVE_WORDS], wave_out[CR_WAVE_WORDS];
 
     /* watchdog reports */
     MPI_Request report;
@@ -301,14 +301,14 @@ static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg
 
 /* ---------------------------------------------------------------- collectives */
 
-static void wave_join(cr_transport *t, const uint64_t in[3])
+static void wave_join(cr_transport *t, const uint64_t in[CR_WAVE_WORDS])
 {
     mpi_transport *m = mt(t);
     memcpy(m->wave_in, in, sizeof m->wave_in);
-    MPI_Iallreduce(m->wave_in, m->wave_out, 3, MPI_UINT64_T, MPI_SUM, m->term, &m->wave);
+    MPI_Iallreduce(m->wave_in, m->wave_out, CR_WAVE_WORDS, MPI_UINT64_T, MPI_SUM, m->term, &m->wave);
 }
 
-static bool wave_test(cr_transport *t, uint64_t out[3])
+static bool wave_test(cr_transport *t, uint64_t out[CR_WAVE_WORDS])
 {
     mpi_transport *m = mt(t);
     int done = 0;

@@ -376,19 +376,19 @@ static reduction *join(cr_sim_world *w, reduction pair[2], uint64_t gen, int n, 
     return slot;
 }
 
-static void wave_join(cr_transport *t, const uint64_t in[3])
+static void wave_join(cr_transport *t, const uint64_t in[CR_WAVE_WORDS])
 {
     sim_transport *s = st(t);
-    join(s->w, s->sc->wave, ++s->wave_gen, 3, false, CR_OP_SUM, in, NULL);
+    join(s->w, s->sc->wave, ++s->wave_gen, CR_WAVE_WORDS, false, CR_OP_SUM, in, NULL);
 }
 
-static bool wave_test(cr_transport *t, uint64_t out[3])
+static bool wave_test(cr_transport *t, uint64_t out[CR_WAVE_WORDS])
 {
     sim_transport *s = st(t);
     const reduction *slot = &s->sc->wave[s->wave_gen % 2];
     if (slot->gen != s->wave_gen || slot->joined != s->w->p)
         return false;
-    memcpy(out, slot->u, 3 * sizeof *out);
+    memcpy(out, slot->u, CR_WAVE_WORDS * sizeof *out);
     return true;
 }
 

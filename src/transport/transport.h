@@ -22,6 +22,10 @@
 
 typedef struct cr_transport cr_transport;
 
+/* The words a termination wave sums: {kind, data messages sent, handled, records
+ * created, their payload bytes} (src/mailbox/termination.h). */
+#define CR_WAVE_WORDS 5
+
 /* A block that arrived: valid only during the call. */
 typedef void (*cr_deliver_fn)(void *arg, int src, const char *data, size_t len);
 /* A block whose send completed, handed back to its owner for reuse. */
@@ -77,10 +81,10 @@ typedef struct cr_transport_ops {
     void (*next_phase)(cr_transport *t);
 
     /* ---- collective operations over the comm's ranks */
-    /* Termination waves: contribute in[0..2] to a non-blocking sum; wave_test
-     * returns true once every rank has contributed, with the sums in out. */
-    void (*wave_join)(cr_transport *t, const uint64_t in[3]);
-    bool (*wave_test)(cr_transport *t, uint64_t out[3]);
+    /* Termination waves: contribute in[0 .. CR_WAVE_WORDS) to a non-blocking sum;
+     * wave_test returns true once every rank has contributed, with the sums in out. */
+    void (*wave_join)(cr_transport *t, const uint64_t in[CR_WAVE_WORDS]);
+    bool (*wave_test)(cr_transport *t, uint64_t out[CR_WAVE_WORDS]);
     /* A blocking reduction for set-up and statistics: every rank calls it in the
      * same order; op is CR_OP_SUM, CR_OP_MIN or CR_OP_MAX. Doubles reduce with the
      * same operations. */

@@ -195,3 +195,9 @@ int cr_tune_choose(const cr_layout *layout, const cr_route *route, size_t buffer
         }
     return chosen;
 }
+
+bool cr_tune_worth_switching(double current, double best, double move)
+{
+    double saved = current - best;
+    return saved > CR_TUNE_SWITCH_GAIN * current && saved > move;
+}

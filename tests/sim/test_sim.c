@@ -14,6 +14,7 @@
 #include "../exchange_scenarios.h"
 #include "../container_scenarios.h"
 #include "../requests_scenarios.h"
+#include "../tune_expect.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1638,6 +1639,87 @@ static void test_auto_applies_the_model(void **state)
     }
 }
 
+/* COURIER_ROUTE=auto's second choice. After each barrier every rank takes the same
+ * configuration: the best that cr_tune_choose names for the traffic of the epoch that
+ * ended, when cr_tune_worth_switching says it saves enough (a move of route charged
+ * its extra reduction, 2 alpha log2 P). An epoch like the one before moves nothing;
+ * every record is delivered exactly across the moves. */
+#define AUTO_EPOCHS 4
+static const double auto_epoch_records[AUTO_EPOCHS] = {1, 1, 300, 300};
+static cr_config *auto_after; /* [rank * AUTO_EPOCHS + epoch]: the config after it */
+
+static void run_auto_epochs(cr_comm *comm, void *user)
+{
+    (void)user;
+    int me = cr_comm_rank(comm), p = cr_comm_size(comm);
+    seen *s = &W.ranks[me];
+    s->h = cr_register(comm, on_a2a, NULL);
+    cr_barrier(comm); /* an empty epoch: nothing to learn from, nothing moves */
+    uint64_t seq = 0;
+    for (int e = 0; e < AUTO_EPOCHS; e++) {
+        for (int k = 0; k < (int)auto_epoch_records[e]; k++)
+            for (int i = 1; i < p; i++) {
+                int d = (me + i) % p;
+                a2a_msg m = {(uint64_t)me, (uint64_t)d, seq++, 0};
+                m.check = check_of(m.src, m.dst, m.seq);
+                W.sent_count++;
+                W.sent_sum += m.check;
+                cr_async(comm, d, s->h, &m, sizeof m);
+            }
+        cr_barrier(comm);
+        auto_after[me * AUTO_EPOCHS + e] = *cr_comm_config(comm);
+    }
+}
+
+static void test_auto_moves_between_epochs(void **state)
+{
+    (void)state;
+    const int p = 64;
+    named_config nc = config("auto");
+    cr_route route[AUTO_EPOCHS];
+    size_t buffer[AUTO_EPOCHS];
+    cr_layout *l = cr_layout_create_blocks(p, nc.cfg.node_size);
+    cr_tune_costs costs;
+    cr_tune_costs_default(&costs);
+    int moves = tune_expect_epochs(l, nc.cfg.buffer_bytes, nc.cfg.buffer_cap_bytes, &costs,
+                                   auto_epoch_records, sizeof(a2a_msg), AUTO_EPOCHS, route,
+                                   buffer);
+    cr_layout_destroy(l);
+    /* the sequence must move at least once, or this test checks nothing */
+    assert_true(moves >= 1);
+    for (int e = 1; e < AUTO_EPOCHS; e++)
+        if (auto_epoch_records[e] == auto_epoch_records[e - 1] &&
+            (route[e].kind != route[e - 1].kind || buffer[e] != buffer[e - 1]))
+            fail_msg("an epoch like the one before moved the comm (epoch %d)", e);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        world_reset(p, 0);
+        auto_after = calloc((size_t)p * AUTO_EPOCHS, sizeof *auto_after);
+        cr_stats *stats = calloc((size_t)p, sizeof *stats);
+        cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg};
+        char err[256];
+        snprintf(ctx, sizeof ctx, "auto between epochs, P=%d, seed %llu", p,
+                 (unsigned long long)seed);
+        if (cr_sim_run(&o, run_auto_epochs, NULL, stats, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        uint64_t count, sum;
+        seen_totals(p, &count, &sum);
+        EXPECT_EQ(count, W.sent_count);
+        EXPECT_EQ(sum, W.sent_sum);
+        for (int r = 0; r < p; r++) {
+            EXPECT_EQ(stats[r].tune_switches, moves);
+            for (int e = 0; e < AUTO_EPOCHS; e++) {
+                const cr_config *got = &auto_after[r * AUTO_EPOCHS + e];
+                if (got->route.kind != route[e].kind || got->buffer_bytes != buffer[e])
+                    fail_msg("%s: rank %d after epoch %d runs route %d with %zu-byte buffers, "
+                             "expected route %d with %zu", ctx, r, e, (int)got->route.kind,
+                             got->buffer_bytes, (int)route[e].kind, buffer[e]);
+            }
+        }
+        free(stats);
+        free(auto_after);
+    }
+}
+
 /* Records of a summing handler from many sources meet at the ranks that forward
  * them and merge there: on 64 virtual ranks under the hypercube route (nodes of 2,
  * 512-byte buffers), over 8 seeds, some records merge at hops, and the owners' sums
@@ -2354,6 +2436,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_merging_at_hops),
         cmocka_unit_test(test_mcast_shares_hops),
         cmocka_unit_test(test_auto_applies_the_model),
+        cmocka_unit_test(test_auto_moves_between_epochs),
         cmocka_unit_test(test_send_state_follows_partners),
         cmocka_unit_test(test_p1024),
     };

@@ -131,6 +131,21 @@ static void write_text(const char *text)
 static const cr_tune_shape two_procs = {.processors = 2, .ranks_per_node = 2};
 
 /* A file that loads must give back every cost as saved. */
+/* The second choice moves only for a gain of more than 10% of the current time, and
+ * only when the gain is larger than what the move costs. */
+static void test_switch_needs_a_real_gain(void **state)
+{
+    (void)state;
+    assert_true(cr_tune_worth_switching(100e-6, 89e-6, 0));
+    assert_false(cr_tune_worth_switching(100e-6, 90e-6, 0)); /* exactly 10%: stay */
+    assert_false(cr_tune_worth_switching(100e-6, 95e-6, 0));
+    assert_false(cr_tune_worth_switching(100e-6, 100e-6, 0));
+    assert_false(cr_tune_worth_switching(100e-6, 120e-6, 0));
+    /* half the time saved, but the move costs more than that */
+    assert_false(cr_tune_worth_switching(100e-6, 50e-6, 60e-6));
+    assert_true(cr_tune_worth_switching(100e-6, 50e-6, 40e-6));
+}
+
 static void test_file_round_trip(void **state)
 {
     (void)state;
@@ -198,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_direct_wins_on_one_node),
         cmocka_unit_test(test_buffer_shrinks_under_the_cap),
         cmocka_unit_test(test_one_rank_and_bad_arguments),
+        cmocka_unit_test(test_switch_needs_a_real_gain),
         cmocka_unit_test(test_file_round_trip),
         cmocka_unit_test(test_file_refusals),
     };

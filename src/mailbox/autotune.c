@@ -1,0 +1,284 @@
+/* COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto (docs/tuning.md): the comm's route
+ * and buffer size chosen by the cost model of courier/tune.h.
+ *
+ * Twice: at cr_comm_create from the layout and an assumed traffic (the first
+ * choice), then after each cr_barrier from the traffic of the epoch that ended (the
+ * second choice). Both depend only on what every rank knows alike (the layout, the
+ * settings, the costs, and the sums of the barrier's last wave), so every rank makes
+ * the same decision without a message of its own. */
+#include "mailbox/mailbox_internal.h"
+
+#include "common/fatal.h"
+#include "courier/rng.h"
+#include "courier/tune.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The traffic `auto` assumes when the comm is created, before any has been seen:
+ * every rank sends one buffer's worth of 16-byte records (4096 of them) spread evenly
+ * over the other ranks. */
+static cr_tune_traffic assumed_traffic(int size)
+{
+    return (cr_tune_traffic){.records_per_dest = size > 1 ? 4096.0 / (size - 1) : 0,
+                             .record_bytes = 16};
+}
+
+/* A question put to the model and its answer. The simulated transport creates one
+ * comm per virtual rank on one shared layout, and every one of them asks the same
+ * question at the same barrier: it is answered once (one cache for creation, one for
+ * the epochs). */
+typedef struct choice {
+    uint64_t layout; /* layout_key */
+    cr_route route;  /* the route given, when it is not auto */
+    bool route_auto, buffer_auto;
+    size_t most, cap; /* the largest buffer the transport's receives take; the cap */
+    cr_tune_costs costs;
+    cr_tune_traffic traffic;
+    bool asked;
+    int chosen, n;
+    cr_tune_prediction table[5 * CR_TUNE_NBUFFERS];
+} choice;
+
+static choice first_cache, epoch_cache;
+
+/* The layout as a number: its rank count and every rank's node, hashed. */
+static uint64_t layout_key(const cr_layout *l)
+{
+    int p = cr_layout_ranks(l);
+    uint64_t h = cr_rng_hash64((uint64_t)p);
+    for (int r = 0; r < p; r++)
+        h = cr_rng_hash64(h ^ (uint64_t)cr_layout_node_of(l, r));
+    return h;
+}
+
+static bool same_route(const cr_route *a, const cr_route *b)
+{
+    if (a->kind != b->kind || a->ndims != b->ndims)
+        return false;
+    for (unsigned i = 0; i < a->ndims && i < CR_ROUTE_MAX_DIMS; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+static bool same_question(const choice *a, const choice *b)
+{
+    return a->asked && a->layout == b->layout && a->route_auto == b->route_auto &&
+           a->buffer_auto == b->buffer_auto && a->most == b->most && a->cap == b->cap &&
+           !memcmp(&a->costs, &b->costs, sizeof a->costs) &&
+           a->traffic.records_per_dest == b->traffic.records_per_dest &&
+           a->traffic.record_bytes == b->traffic.record_bytes &&
+           (a->route_auto || same_route(&a->route, &b->route));
+}
+
+/* The best of the table among buffers of at most `most` bytes (-1: none). */
+static int best_within(const cr_tune_prediction *table, int n, int chosen, size_t most)
+{
+    if (chosen < 0 || table[chosen].buffer_bytes <= most)
+        return chosen;
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (table[i].buffer_bytes <= most && (best < 0 || table[i].seconds < table[best].seconds))
+            best = i;
+    return best;
+}
+
+/* Ask the model what this comm should run for traffic `t`, through `cache`. */
+static const choice *choose(const cr_comm *c, const cr_tune_traffic *t, choice *cache)
+{
+    const cr_tune_state *s = &c->tune;
+    choice q = {.layout = layout_key(c->layout), .route = s->route_given,
+                .route_auto = s->route_auto, .buffer_auto = s->buffer_auto, .most = s->most,
+                .cap = c->cfg.buffer_cap_bytes, .costs = s->costs, .traffic = *t, .asked = true};
+    if (same_question(cache, &q))
+        return cache;
+    *cache = q;
+    /* a buffer below every candidate is the only size the choice may use */
+    bool sizes = q.buffer_auto && q.most >= cr_tune_buffer_sizes[0];
+    size_t fixed = sizes ? 0 : q.buffer_auto ? q.most : c->cfg.buffer_bytes;
+    cache->chosen = cr_tune_choose(c->layout, q.route_auto ? NULL : &q.route, fixed, q.cap, t,
+                                   &q.costs, cache->table, &cache->n);
+    /* no buffer above what the transport's receives were sized for */
+    cache->chosen = best_within(cache->table, cache->n, cache->chosen, q.most);
+    return cache;
+}
+
+static void print_table(const choice *ch)
+{
+    char name[128];
+    for (int i = 0; i < ch->n; i++) {
+        size_t b = ch->table[i].buffer_bytes;
+        cr_route_format(&ch->table[i].route, name, sizeof name);
+        fprintf(stderr, "%s %s/%zu%s %.1f", i ? "," : "", name, b >= 1024 ? b >> 10 : b,
+                b >= 1024 ? "K" : "B", ch->table[i].seconds * 1e6);
+    }
+    fprintf(stderr, "\n");
+}
+
+static void print_first_choice(const cr_comm *c, const choice *ch)
+{
+    char name[128];
+    const cr_tune_prediction *best = &ch->table[ch->chosen];
+    cr_route_format(&best->route, name, sizeof name);
+    fprintf(stderr, "courier: auto chose route %s, buffer %zu bytes: predicted %.1f us per "
+            "epoch of %.0f records of 16 bytes per rank with the costs %s%s (docs/tuning.md); "
+            "the others:",
+            name, best->buffer_bytes, best->seconds * 1e6,
+            ch->traffic.records_per_dest * (c->size - 1),
+            c->cfg.tune_file[0] ? "of " : "by default", c->cfg.tune_file);
+    print_table(ch);
+}
+
+bool cr_autotune_costs(cr_comm *c, char *why, size_t len)
+{
+    cr_tune_costs_default(&c->tune.costs);
+    if (!c->cfg.tune_file[0])
+        return true;
+    char err[400] = "";
+    cr_tune_shape here;
+    cr_tune_shape_here(&here,
+                       cr_layout_node_size(c->layout, cr_layout_node_of(c->layout, c->rank)));
+    if (cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, NULL, err, sizeof err) == 0)
+        return true;
+    snprintf(why, len, "COURIER_TUNE_FILE: %s", err);
+    return false;
+}
+
+void cr_autotune_first(cr_comm *c)
+{
+    cr_tune_state *s = &c->tune;
+    s->route_auto = c->cfg.route.kind == CR_ROUTE_AUTO;
+    s->buffer_auto = c->cfg.buffer_auto;
+    s->route_given = c->cfg.route;
+    /* the transport's receives were sized for cfg.buffer_bytes: choose no larger */
+    s->most = c->cfg.buffer_bytes;
+    s->largest_buffer = c->cfg.buffer_bytes;
+    if (!s->route_auto && !s->buffer_auto)
+        return;
+    cr_tune_traffic t = assumed_traffic(c->size);
+    const choice *ch = choose(c, &t, &first_cache);
+    if (ch->chosen < 0)
+        cr_fatal("COURIER_ROUTE=auto or COURIER_BUFFER_SIZE=auto: no route or buffer size "
+                 "could be predicted for %d ranks", c->size);
+    const cr_tune_prediction *best = &ch->table[ch->chosen];
+    if (s->route_auto)
+        c->cfg.route = best->route;
+    if (s->buffer_auto)
+        c->cfg.buffer_bytes = best->buffer_bytes;
+    if (c->cfg.verbosity >= 1 && c->rank == 0)
+        print_first_choice(c, ch);
+}
+
+/* The prediction of what the comm runs now, from the table or on its own. */
+static cr_tune_prediction predict_current(const cr_comm *c, const choice *ch)
+{
+    const cr_route *now = cr_router_route(c->router);
+    for (int i = 0; i < ch->n; i++)
+        if (same_route(&ch->table[i].route, now) &&
+            ch->table[i].buffer_bytes == c->cfg.buffer_bytes)
+            return ch->table[i];
+    cr_tune_prediction p = {.seconds = -1};
+    if (cr_tune_predict(c->layout, now, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
+                        &ch->traffic, &c->tune.costs, &p) != 0)
+        p.seconds = -1;
+    return p;
+}
+
+/* What moving to another route costs once: the blocking reduction that keeps every
+ * rank from sending under the new route before all have taken it (a record must
+ * never be forwarded by two routes' rules), about 2 log2 P message times. */
+static double move_cost(const cr_comm *c)
+{
+    const cr_tune_costs *k = &c->tune.costs;
+    double alpha = cr_layout_nodes(c->layout) > 1 ? k->alpha_off : k->alpha_on;
+    return 2.0 * alpha * ceil(log2((double)c->size));
+}
+
+static void take_route(cr_comm *c, const cr_route *route)
+{
+    char err[256] = "";
+    cr_router *next = cr_router_create(route, c->layout, err, sizeof err);
+    if (!next)
+        cr_fatal("COURIER_ROUTE=auto: the route chosen after a barrier cannot serve this "
+                 "layout: %s", err);
+    cr_router_destroy(c->router);
+    c->router = next;
+    c->cfg.route = *route;
+    c->routed = route->kind != CR_ROUTE_DIRECT && c->size > 1;
+    /* no rank leaves the barrier under the old route while another sends under the new */
+    uint64_t none = 0, ignored = 0;
+    c->tp->ops->allreduce_u64(c->tp, &none, &ignored, 1, CR_OP_MAX);
+}
+
+static void take_buffer(cr_comm *c, size_t bytes)
+{
+    c->cfg.buffer_bytes = bytes;
+    if (bytes > c->tune.largest_buffer)
+        c->tune.largest_buffer = bytes;
+    cr_outbufs_set_threshold(&c->out, bytes);
+    if (!c->cfg.park_cap_bytes)
+        c->park_cap = (size_t)c->cfg.max_inflight * bytes;
+    cr_update_room(c);
+}
+
+static void print_epoch(const cr_comm *c, double records, double bytes, double measured,
+                        const cr_tune_prediction *now)
+{
+    char name[128];
+    cr_route_format(cr_router_route(c->router), name, sizeof name);
+    fprintf(stderr, "courier: epoch %llu: %.0f records of %.0f bytes per rank, %.1f us "
+            "measured on rank 0, %.1f us predicted for route %s, buffer %zu bytes "
+            "(docs/tuning.md)\n",
+            (unsigned long long)c->tune.epochs, records, bytes, measured * 1e6,
+            now->seconds * 1e6, name, c->cfg.buffer_bytes);
+}
+
+static void print_move(const cr_comm *c, const choice *ch, const cr_tune_prediction *from)
+{
+    char a[128], b[128];
+    const cr_tune_prediction *to = &ch->table[ch->chosen];
+    cr_route_format(&from->route, a, sizeof a);
+    cr_route_format(&to->route, b, sizeof b);
+    fprintf(stderr, "courier: auto after epoch %llu (%.0f records of %zu bytes per rank): "
+            "from route %s, buffer %zu bytes (predicted %.1f us) to route %s, buffer %zu "
+            "bytes (%.1f us); the others:",
+            (unsigned long long)c->tune.epochs, ch->traffic.records_per_dest * (c->size - 1),
+            ch->traffic.record_bytes, a, from->buffer_bytes, from->seconds * 1e6, b,
+            to->buffer_bytes, to->seconds * 1e6);
+    print_table(ch);
+}
+
+void cr_autotune_epoch(cr_comm *c, uint64_t records_sum, uint64_t bytes_sum)
+{
+    cr_tune_state *s = &c->tune;
+    uint64_t records = records_sum - s->records_seen, bytes = bytes_sum - s->bytes_seen;
+    s->records_seen = records_sum, s->bytes_seen = bytes_sum;
+    double now = cr_clock(c), measured = now - s->epoch_start;
+    s->epoch_start = now;
+    s->epochs++;
+    bool explain = c->cfg.verbosity >= 2 && c->rank == 0;
+    if (c->size < 2 || records == 0 || (!explain && !s->route_auto && !s->buffer_auto))
+        return;
+    double per_rank = (double)records / c->size;
+    cr_tune_traffic t = {.records_per_dest = per_rank / (c->size - 1),
+                         .record_bytes = (size_t)((bytes + records / 2) / records)};
+    const choice *ch = choose(c, &t, &epoch_cache);
+    cr_tune_prediction current = predict_current(c, ch);
+    if (explain)
+        print_epoch(c, per_rank, (double)t.record_bytes, measured, &current);
+    if (!(s->route_auto || s->buffer_auto) || ch->chosen < 0 || current.seconds < 0)
+        return;
+    const cr_tune_prediction *best = &ch->table[ch->chosen];
+    bool moves_route = !same_route(&best->route, cr_router_route(c->router));
+    if (!cr_tune_worth_switching(current.seconds, best->seconds, moves_route ? move_cost(c) : 0))
+        return;
+    if (c->cfg.verbosity >= 1 && c->rank == 0)
+        print_move(c, ch, &current);
+    if (moves_route)
+        take_route(c, &best->route);
+    if (best->buffer_bytes != c->cfg.buffer_bytes)
+        take_buffer(c, best->buffer_bytes);
+    c->stats.tune_switches++;
+}
