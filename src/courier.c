@@ -2,8 +2,13 @@
  * the public API that spans them. It sits above every module (apps -> this ->
  * modules -> mailbox core -> transport), so the core never names a module:
  *   cr_config_from_env / cr_config_validate  compose each part's own settings;
- *   cr_comm_create                            the MPI transport, the node layout, a comm. */
+ *   cr_comm_create                            the MPI transport, the node layout, a comm;
+ *   cr_calibrate                              the costs of courier/tune.h, measured over
+ *                                             comms of its own (COURIER_TUNE=calibrate). */
 #include "courier/mailbox.h"
+
+#include "courier/coll.h"
+#include "courier/tune.h"
 
 #include "coll/coll_internal.h"
 #include "mailbox/config.h"
@@ -15,6 +20,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 /* Each part of cr_config, in the order its errors are reported. */
 static const struct {
@@ -76,7 +83,35 @@ static cr_layout *layout_of(cr_transport *tp)
     return l;
 }
 
-cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
+static double seconds_now(void);
+
+static void print_calibration(const cr_calibration *cal, double seconds)
+{
+    const cr_tune_costs *c = &cal->costs;
+    fprintf(stderr, "courier: COURIER_TUNE=calibrate measured in %.1f ms: within a node %.2f us "
+            "per message, %.3f ns per byte%s; between nodes %.2f us, %.3f ns%s; %.1f ns per "
+            "record appended and handled (docs/tuning.md)\n",
+            seconds * 1e3, c->alpha_on * 1e6, c->beta_on * 1e9,
+            cal->partner_on > 0 ? "" : " (no second rank there: default)", c->alpha_off * 1e6,
+            c->beta_off * 1e9, cal->partner_off > 0 ? "" : " (no second node: default)",
+            (c->append + c->handle) * 1e9);
+}
+
+/* COURIER_TUNE=calibrate, when something is auto: every rank must agree, since the
+ * measurement is collective. Collective. */
+static bool calibrate_first(cr_transport *tp, const cr_config *use)
+{
+    bool want = use->tune_calibrate &&
+                (use->route.kind == CR_ROUTE_AUTO || use->buffer_auto);
+    uint64_t local[2] = {want, !want}, agreed[2];
+    tp->ops->allreduce_u64(tp, local, agreed, 2, CR_OP_MIN);
+    if (agreed[0] != !agreed[1])
+        cr_fatal("ranks disagree on COURIER_TUNE=calibrate (or on what is auto); set them the "
+                 "same on every rank");
+    return want;
+}
+
+static cr_comm *create(MPI_Comm comm, const cr_config *cfg, bool may_calibrate)
 {
     cr_config use;
     char err[600];
@@ -89,13 +124,214 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
                                   .shm_bytes = use.shm ? use.shm_bytes : 0,
                                   .node_size = use.node_size};
     cr_transport *tp = cr_transport_mpi_create(comm, &opts);
-    if (tp->rank == 0) { /* once per job: the environment is the same on every rank */
+    if (tp->rank == 0 && may_calibrate) { /* once per job: the environment is the same on every rank */
         cr_config_warn_unknown(stderr);
         cr_config_warn_raised(stderr, &use);
     }
+    cr_tune_costs measured, *costs = NULL;
+    if (may_calibrate && !bad && calibrate_first(tp, &use)) {
+        cr_calibration cal;
+        double t0 = seconds_now();
+        cr_calibrate(comm, &use, &(cr_calibrate_opts){.hops = 200, .records = 50000,
+                                                     .repeats = 3}, &cal);
+        measured = cal.costs;
+        costs = &measured;
+        if (use.verbosity >= 1 && tp->rank == 0)
+            print_calibration(&cal, seconds_now() - t0);
+    }
     cr_layout *layout = use.node_size > 0 ? cr_layout_create_blocks(tp->size, (int)use.node_size)
                                           : layout_of(tp);
-    cr_comm *c = cr_comm_create_on(tp, layout, &use, bad);
+    cr_comm *c = cr_comm_create_on(tp, layout, &use, bad, costs);
     cr_transport_mpi_watch_finalize(tp, cr_comm_describe_open, c);
     return c;
+}
+
+cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
+{
+    return create(comm, cfg, true);
+}
+
+/* ---------------------------------------------------------------- cr_calibrate */
+
+#define BIG_PAYLOAD (64 << 10) /* bytes per message of the per-byte measurement */
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    return v[n / 2];
+}
+
+/* A token bounced between two ranks from handler to handler: its first word counts
+ * the hops left. */
+typedef struct bounce {
+    int h;
+    char *buf;
+} bounce;
+
+static void on_bounce(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    bounce *b = user;
+    uint64_t left;
+    memcpy(&left, p, sizeof left);
+    if (left-- == 0)
+        return;
+    memcpy(b->buf, p, len);
+    memcpy(b->buf, &left, sizeof left);
+    cr_async(comm, src, b->h, b->buf, len);
+}
+
+static void on_record(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len;
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    *(uint64_t *)user += v;
+}
+
+/* A comm on the direct route with a fixed buffer (0: the configuration's), nothing
+ * auto and nothing measured: what is measured is the path, not a choice. Collective. */
+static cr_comm *measuring_comm(MPI_Comm comm, const cr_config *cfg, size_t buffer_bytes)
+{
+    cr_config m = *cfg;
+    m.route = (cr_route){.kind = CR_ROUTE_DIRECT};
+    m.buffer_auto = false;
+    m.tune_calibrate = false;
+    m.tune_file[0] = '\0';
+    m.print_stats = false;
+    m.trace_path[0] = '\0';
+    m.verbosity = 0;
+    if (buffer_bytes)
+        m.buffer_bytes = buffer_bytes;
+    return create(comm, &m, false);
+}
+
+/* Rank 0's time, on every rank. Collective. */
+static double rank0_time(cr_comm *comm, double mine)
+{
+    double t = cr_comm_rank(comm) == 0 ? mine : 0, out = 0;
+    cr_allreduce(comm, &t, &out, 1, CR_DOUBLE, CR_OP_MAX, NULL);
+    return out;
+}
+
+/* Seconds per hop of a token of `len` bytes bounced `hops` times between rank 0 and
+ * `partner`, every message its own send (a 1-byte buffer). Collective. */
+static double hop_seconds(MPI_Comm mc, const cr_config *cfg, int partner, size_t len,
+                          uint64_t hops, int repeats)
+{
+    cr_comm *comm = measuring_comm(mc, cfg, 1);
+    bounce b = {.buf = cr_xcalloc(1, len)};
+    b.h = cr_register(comm, on_bounce, &b);
+    double t[CR_CALIBRATE_MAX_REPEATS];
+    for (int r = 0; r < repeats; r++) {
+        cr_barrier(comm);
+        double t0 = seconds_now();
+        if (cr_comm_rank(comm) == 0) {
+            uint64_t left = hops - 1;
+            memcpy(b.buf, &left, sizeof left);
+            cr_async(comm, partner, b.h, b.buf, len);
+        }
+        cr_barrier(comm);
+        t[r] = rank0_time(comm, seconds_now() - t0) / (double)hops;
+    }
+    cr_comm_destroy(comm);
+    free(b.buf);
+    return median(t, repeats);
+}
+
+/* Seconds per 16-byte record rank 0 appends for itself and handles (the other ranks
+ * wait in the barrier). Collective. */
+static double record_seconds(MPI_Comm mc, const cr_config *cfg, uint64_t n, int repeats)
+{
+    cr_comm *comm = measuring_comm(mc, cfg, 0);
+    uint64_t sum = 0;
+    int h = cr_register(comm, on_record, &sum);
+    double t[CR_CALIBRATE_MAX_REPEATS];
+    for (int r = 0; r < repeats; r++) {
+        cr_barrier(comm);
+        double t0 = seconds_now();
+        for (uint64_t i = 0; cr_comm_rank(comm) == 0 && i < n; i++) {
+            uint64_t rec[2] = {1, i};
+            cr_async(comm, 0, h, rec, sizeof rec);
+        }
+        cr_barrier(comm);
+        t[r] = rank0_time(comm, seconds_now() - t0) / (double)n;
+    }
+    if (cr_comm_rank(comm) == 0 && sum != (uint64_t)repeats * n)
+        cr_fatal("cr_calibrate: %llu records handled, expected %llu", (unsigned long long)sum,
+                 (unsigned long long)repeats * n);
+    cr_comm_destroy(comm);
+    return median(t, repeats);
+}
+
+/* alpha and beta between rank 0 and `partner`: the hop of a small token, and what
+ * each byte of a large one adds. */
+static void measure_pair(MPI_Comm mc, const cr_config *cfg, int partner,
+                         const cr_calibrate_opts *o, double *alpha, double *beta)
+{
+    double small = hop_seconds(mc, cfg, partner, 8, o->hops, o->repeats);
+    double large = hop_seconds(mc, cfg, partner, BIG_PAYLOAD, o->hops / 10 + 1, o->repeats);
+    *alpha = small;
+    *beta = large > small ? (large - small) / (BIG_PAYLOAD - 8) : 0;
+}
+
+/* Where rank 0's partners are: the first other rank on its node and the first on
+ * another node (-1 if none), and how many ranks its node has. Collective. */
+static void survey(MPI_Comm mc, const cr_config *cfg, cr_calibration *out)
+{
+    cr_comm *comm = measuring_comm(mc, cfg, 0);
+    const cr_layout *l = cr_comm_layout(comm);
+    int home = cr_layout_node_of(l, 0), size = cr_comm_size(comm);
+    out->partner_on = out->partner_off = -1;
+    for (int r = 1; r < size; r++) {
+        bool same = cr_layout_node_of(l, r) == home;
+        if (same && out->partner_on < 0)
+            out->partner_on = r;
+        if (!same && out->partner_off < 0)
+            out->partner_off = r;
+    }
+    cr_tune_shape_here(&out->shape, cr_layout_node_size(l, home));
+    cr_comm_destroy(comm);
+}
+
+void cr_calibrate(MPI_Comm comm, const cr_config *cfg, const cr_calibrate_opts *opts,
+                  cr_calibration *out)
+{
+    cr_calibrate_opts o = opts ? *opts : (cr_calibrate_opts){0};
+    if (!o.hops)
+        o.hops = 2000;
+    if (!o.records)
+        o.records = 1 << 20;
+    if (o.repeats <= 0)
+        o.repeats = 5;
+    if (o.repeats > CR_CALIBRATE_MAX_REPEATS)
+        o.repeats = CR_CALIBRATE_MAX_REPEATS;
+    cr_config base;
+    char err[600];
+    if (resolve_config(&base, cfg, err, sizeof err))
+        cr_fatal("cr_calibrate: %s", err);
+    memset(out, 0, sizeof *out);
+    cr_tune_costs_default(&out->costs);
+    survey(comm, &base, out);
+    if (out->partner_on > 0)
+        measure_pair(comm, &base, out->partner_on, &o, &out->costs.alpha_on,
+                     &out->costs.beta_on);
+    if (out->partner_off > 0)
+        measure_pair(comm, &base, out->partner_off, &o, &out->costs.alpha_off,
+                     &out->costs.beta_off);
+    /* The model charges append and handle separately; one rank's loop measures their
+     * sum, split evenly (docs/tuning.md). */
+    out->costs.append = out->costs.handle = record_seconds(comm, &base, o.records, o.repeats) / 2;
 }

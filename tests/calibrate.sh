@@ -3,7 +3,9 @@
 # courier-calibrate writes a file (at 2 ranks on one node, and at 3 ranks on virtual
 # nodes of 1, which measures between nodes too); a job under COURIER_ROUTE=auto
 # chooses with it and says so; a file of another format version, or one that is not
-# there, ends the job with one line naming it and a non-zero status.
+# there, ends the job with one line naming it and a non-zero status. COURIER_TUNE=
+# calibrate measures inside cr_comm_create and the choice says so; a bad value of
+# COURIER_TUNE, or COURIER_TUNE=calibrate with a file too, ends the job with one line.
 set -u
 mpirun=$1 calibrate=$2 hello=$3
 dir=$(mktemp -d "${TMPDIR:-/tmp}/courier-calibrate-XXXXXX")
@@ -31,4 +33,19 @@ for bad in "old.txt:format version 99" "missing.txt:cannot read the calibration"
     lines=$(grep -c "COURIER_TUNE_FILE: $dir/$file: .*$why" "$dir/out")
     [ "$lines" = 1 ] || { cat "$dir/out"; fail "$file: $lines lines say '$why', expected 1"; }
 done
-echo "calibrate.sh: the file is written, used and refused as it should be"
+COURIER_TUNE=calibrate COURIER_ROUTE=auto COURIER_BUFFER_SIZE=auto COURIER_VERBOSE=1 \
+    COURIER_NODE_SIZE=1 "$mpirun" -np 3 "$hello" >"$dir/out" 2>&1 ||
+    { cat "$dir/out"; fail "hello with COURIER_TUNE=calibrate failed"; }
+grep -q "COURIER_TUNE=calibrate measured in .* between nodes [0-9.]* us" "$dir/out" ||
+    { cat "$dir/out"; fail "COURIER_TUNE=calibrate printed no measurement between nodes"; }
+grep -q "with the costs measured now" "$dir/out" || { cat "$dir/out"; fail "the choice does not say it measured"; }
+for bad in "COURIER_TUNE=sometimes:COURIER_TUNE='sometimes' is not valid" \
+           "COURIER_TUNE_FILE=$dir/one.txt:COURIER_TUNE=calibrate and COURIER_TUNE_FILE"; do
+    set=${bad%%:*} why=${bad#*:}
+    if env COURIER_TUNE=calibrate COURIER_ROUTE=auto "$set" "$mpirun" -np 2 "$hello" >"$dir/out" 2>&1; then
+        cat "$dir/out"; fail "hello with $set succeeded"
+    fi
+    lines=$(grep -c "$why" "$dir/out")
+    [ "$lines" = 1 ] || { cat "$dir/out"; fail "$set: $lines lines say '$why', expected 1"; }
+done
+echo "calibrate.sh: the file is written, used and refused as it should be; COURIER_TUNE too"

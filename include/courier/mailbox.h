@@ -233,6 +233,10 @@ typedef struct cr_config {
                                 COURIER_BUFFER_SIZE=auto choose with, as courier-calibrate
                                 wrote them (docs/tuning.md); "" = the defaults. A file
                                 that cannot be used ends cr_comm_create with one line. */
+    bool tune_calibrate;     /* COURIER_TUNE=calibrate: when something is auto,
+                                cr_comm_create measures the costs first (cr_calibrate,
+                                a few milliseconds) instead of reading tune_file;
+                                false (COURIER_TUNE=off) = the file or the defaults */
 } cr_config;
 
 /* Fill `cfg` with the defaults. Local. */

@@ -12,17 +12,19 @@
  * partners come from their routers, so a prediction knows exactly which partners a
  * rank has and how far its records travel.
  *
- * Every function is local and pure: it depends on its arguments only, so every rank
- * that calls it with the same arguments gets the same answer, and never runs
- * handlers. Errors (docs/architecture.md): none ends the job; an argument out of
- * range gives -1. */
+ * Every function but cr_calibrate is local and pure: it depends on its arguments
+ * only, so every rank that calls it with the same arguments gets the same answer, and
+ * never runs handlers. Errors (docs/architecture.md): none ends the job; an argument
+ * out of range gives -1. */
 #ifndef COURIER_TUNE_H
 #define COURIER_TUNE_H
 
+#include "courier/mailbox.h"
 #include "courier/route.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,11 +37,17 @@ typedef struct cr_tune_costs {
     double append;              /* per record written into a send buffer (at its source
                                    and again at every rank that forwards it) */
     double handle;              /* per record handled at its destination */
+    double slowdown;            /* how much slower each of the above runs because ranks
+                                   share processors: the ranks on a machine over its
+                                   processors, when above 1 (a property of the job,
+                                   not of the machine: not in the calibration file;
+                                   0 or 1 = a processor per rank) */
 } cr_tune_costs;
 
 /* The defaults: alpha 2 us between nodes (InfiniBand-class, the scale model's
  * default) and 1 us within one (apps/ring on the development machine), beta 0.1 and
- * 0.2 ns per byte, 10 ns to append a record and 10 ns to handle one (docs/tuning.md). */
+ * 0.2 ns per byte, 10 ns to append a record and 10 ns to handle one (docs/tuning.md);
+ * a processor per rank. */
 void cr_tune_costs_default(cr_tune_costs *c);
 
 /* ---- calibration (docs/tuning.md, "Calibration") -------------------------------- */
@@ -69,6 +77,36 @@ int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_s
  * an unknown key. Returns 0 otherwise. Local. */
 int cr_tune_costs_load(const char *path, const cr_tune_shape *here, cr_tune_costs *c,
                        cr_tune_shape *shape, char *err, size_t errlen);
+
+/* How long cr_calibrate measures; a field left 0 takes its default. */
+#define CR_CALIBRATE_MAX_REPEATS 15
+typedef struct cr_calibrate_opts {
+    uint64_t hops;    /* messages bounced between two ranks per measurement (2000) */
+    uint64_t records; /* records appended and handled per measurement (1M) */
+    int repeats;      /* measurements of each figure, the median taken (5; at most
+                         CR_CALIBRATE_MAX_REPEATS) */
+} cr_calibrate_opts;
+
+/* What cr_calibrate found. */
+typedef struct cr_calibration {
+    cr_tune_costs costs;  /* what it could not measure keeps cr_tune_costs_default's */
+    cr_tune_shape shape;  /* rank 0's node: its processors and ranks */
+    int partner_on;       /* the rank measured within rank 0's node, -1 if none */
+    int partner_off;      /* ... on another node, -1 if none (the costs between nodes
+                             are then the defaults) */
+} cr_calibration;
+
+/* Measure the costs on the machine in front of it, over the runtime itself
+ * (docs/tuning.md, "Calibration"): a token bounced from handler to handler between
+ * rank 0 and the first other rank of its node (and of another node), every message
+ * its own send, small and 64 KiB; a run of 16-byte records rank 0 sends itself and
+ * handles. Runs on comms of its own over `comm`, created from `cfg` (NULL: the
+ * defaults with the environment) on the direct route with nothing auto, and destroys
+ * them; runs their handlers only. Collective over `comm`; every rank gets the same
+ * result. COURIER_TUNE=calibrate calls it inside cr_comm_create (200 hops, 50,000
+ * records, 3 repeats: a few milliseconds); courier-calibrate with its defaults. */
+void cr_calibrate(MPI_Comm comm, const cr_config *cfg, const cr_calibrate_opts *opts,
+                  cr_calibration *out);
 
 /* The traffic of an epoch: every rank sends `records_per_dest` records of
  * `record_bytes` payload bytes to every other rank. */

@@ -127,23 +127,44 @@ static void print_first_choice(const cr_comm *c, const choice *ch)
             "the others:",
             name, best->buffer_bytes, best->seconds * 1e6,
             ch->traffic.records_per_dest * (c->size - 1),
-            c->cfg.tune_file[0] ? "of " : "by default", c->cfg.tune_file);
+            c->tune.measured ? "measured now (COURIER_TUNE=calibrate)"
+            : c->cfg.tune_file[0] ? "of " : "by default",
+            c->tune.measured ? "" : c->cfg.tune_file);
     print_table(ch);
 }
 
-bool cr_autotune_costs(cr_comm *c, char *why, size_t len)
+/* Ranks that share a machine share its processors: what each of them does takes
+ * longer by ranks / processors, when that is above 1 (a laptop, an oversubscribed CI
+ * box). 1 when the transport's ranks do not share processors in time. */
+static double slowdown_here(cr_comm *c, const cr_tune_shape *here)
+{
+    int ranks = c->tp->ops->machine_ranks ? c->tp->ops->machine_ranks(c->tp) : 0;
+    if (ranks <= here->processors || here->processors <= 0)
+        return 1;
+    return (double)ranks / here->processors;
+}
+
+/* Collective. */
+bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, size_t len)
 {
     cr_tune_costs_default(&c->tune.costs);
-    if (!c->cfg.tune_file[0])
-        return true;
-    char err[400] = "";
+    if (measured)
+        c->tune.costs = *measured;
+    c->tune.measured = measured != NULL;
     cr_tune_shape here;
     cr_tune_shape_here(&here,
                        cr_layout_node_size(c->layout, cr_layout_node_of(c->layout, c->rank)));
-    if (cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, NULL, err, sizeof err) == 0)
-        return true;
-    snprintf(why, len, "COURIER_TUNE_FILE: %s", err);
-    return false;
+    char err[400] = "";
+    bool ok = measured || !c->cfg.tune_file[0] ||
+              !cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, NULL, err, sizeof err);
+    if (!ok)
+        snprintf(why, len, "COURIER_TUNE_FILE: %s", err);
+    /* the busiest machine sets the pace, and every rank must predict alike; costs
+     * measured in this job already include whatever sharing it has */
+    double mine = measured ? 1 : slowdown_here(c, &here), most = mine;
+    c->tp->ops->allreduce_double(c->tp, &mine, &most, 1, CR_OP_MAX);
+    c->tune.costs.slowdown = most;
+    return ok;
 }
 
 void cr_autotune_first(cr_comm *c)
@@ -193,7 +214,7 @@ static double move_cost(const cr_comm *c)
 {
     const cr_tune_costs *k = &c->tune.costs;
     double alpha = cr_layout_nodes(c->layout) > 1 ? k->alpha_off : k->alpha_on;
-    return 2.0 * alpha * ceil(log2((double)c->size));
+    return 2.0 * alpha * ceil(log2((double)c->size)) * (k->slowdown > 1 ? k->slowdown : 1);
 }
 
 static void take_route(cr_comm *c, const cr_route *route)

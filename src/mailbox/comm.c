@@ -86,7 +86,7 @@ static void print_settings(const cr_comm *c)
 }
 
 cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config *cfg,
-                           const char *config_error)
+                           const char *config_error, const cr_tune_costs *measured)
 {
     abort_if_any(tp, config_error);
     cr_comm *c = cr_xcalloc(1, sizeof *c);
@@ -98,7 +98,7 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     c->layout = layout;
     char why[480] = "";
     /* a costs file named is checked on every rank even when nothing is chosen */
-    abort_if_any(tp, cr_autotune_costs(c, why, sizeof why) ? NULL : why);
+    abort_if_any(tp, cr_autotune_costs(c, measured, why, sizeof why) ? NULL : why);
     cr_autotune_first(c);
     setup_routing(c);
 

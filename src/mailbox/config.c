@@ -324,6 +324,15 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
             return -1;
         }
     }
+    const char *tune = getenv("COURIER_TUNE");
+    if (tune) {
+        if (strcmp(tune, "calibrate") && strcmp(tune, "off")) {
+            cr_set_error(err, errlen, "COURIER_TUNE='%s' is not valid: expected calibrate or off",
+                         tune);
+            return -1;
+        }
+        c.tune_calibrate = !strcmp(tune, "calibrate");
+    }
     if (path_from_env("COURIER_TRACE", c.trace_path, sizeof c.trace_path, err, errlen) ||
         path_from_env("COURIER_TUNE_FILE", c.tune_file, sizeof c.tune_file, err, errlen))
         return -1;
@@ -348,6 +357,11 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
         else
             cr_set_error(err, errlen, "%s=%.0f is out of range: expected %.0f to %.0f", t->field,
                          v, t->min, t->max);
+        return -1;
+    }
+    if (cfg->tune_calibrate && cfg->tune_file[0]) {
+        cr_set_error(err, errlen, "COURIER_TUNE=calibrate and COURIER_TUNE_FILE (%s) both give "
+                     "the costs auto chooses with; set one of them", cfg->tune_file);
         return -1;
     }
     if (cfg->recv_mode != CR_RECV_PROBE && cfg->recv_mode != CR_RECV_PREPOST) {
@@ -388,7 +402,7 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
  * modules' included). */
 static const char *const other_variables[] = {
     "COURIER_RECV", "COURIER_ROUTE", "COURIER_TRACE", "COURIER_FLOW", "COURIER_SHM",
-    "COURIER_TUNE_FILE",
+    "COURIER_TUNE_FILE", "COURIER_TUNE",
     "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
 };
 #define NOTHER (sizeof other_variables / sizeof other_variables[0])

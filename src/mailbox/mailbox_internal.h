@@ -134,7 +134,8 @@ typedef struct cr_tune_state {
     size_t most;           /* the buffer size configured: the transport's receives take
                               no larger, so no choice exceeds it */
     size_t largest_buffer; /* the largest buffer size this comm has run (the memory bound) */
-    cr_tune_costs costs;   /* COURIER_TUNE_FILE's, or the defaults */
+    cr_tune_costs costs;   /* measured at creation, COURIER_TUNE_FILE's, or the defaults */
+    bool measured;         /* COURIER_TUNE=calibrate measured them */
     uint64_t records_before_reset, bytes_before_reset; /* cr_stats' msgs_sent and
                               bytes_sent before their resets: the cumulative records this
                               rank created, which barrier waves sum */
@@ -230,12 +231,13 @@ void cr_modules_drain(cr_comm *c);
 void cr_modules_stats_print(cr_comm *c, FILE *out);
 
 /* autotune.c: the costs COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto choose with,
- * COURIER_TUNE_FILE's or the defaults (false, with one line in why, if the file
- * cannot be used); the first choice, at creation before the router exists (local);
+ * `measured` (COURIER_TUNE=calibrate), COURIER_TUNE_FILE's or the defaults, slowed where ranks share processors
+ * (collective; false, with one line in why, if the file cannot be used); the first
+ * choice, at creation before the router exists (local);
  * and the second, after a barrier whose last wave summed `records` records created
  * ever and `bytes` payload bytes over all ranks: it may move the comm to another
  * route (collective then, on every rank alike) or buffer size. */
-bool cr_autotune_costs(cr_comm *c, char *why, size_t len);
+bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, size_t len);
 void cr_autotune_first(cr_comm *c);
 void cr_autotune_epoch(cr_comm *c, uint64_t records, uint64_t bytes);
 
@@ -276,9 +278,11 @@ void cr_comm_describe_open(void *comm, char *buf, size_t len);
 
 /* comm.c: the core of cr_comm_create, on any transport (the MPI one, or a virtual
  * rank of the simulation). Takes ownership of tp and layout. `config_error` is this
- * rank's configuration error or NULL: any rank's error ends the job. Collective. */
+ * rank's configuration error or NULL: any rank's error ends the job. `measured`: the
+ * costs auto chooses with, as cr_calibrate measured them (the same on every rank), or
+ * NULL for cfg's tune_file or the defaults. Collective. */
 cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config *cfg,
-                           const char *config_error);
+                           const char *config_error, const cr_tune_costs *measured);
 
 /* flush.c: complete finished sends; returns how many. */
 int cr_complete_sends(cr_comm *c);

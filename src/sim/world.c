@@ -26,7 +26,7 @@ static void rank_entry(cr_sim_world *w, int rank, void *arg)
 {
     run *r = arg;
     cr_transport *tp = cr_sim_transport_create(w, rank, r->cfg->max_inflight);
-    cr_comm *comm = cr_comm_create_on(tp, cr_layout_share(r->layout), r->cfg, NULL);
+    cr_comm *comm = cr_comm_create_on(tp, cr_layout_share(r->layout), r->cfg, NULL, NULL);
     r->fn(comm, r->user);
     if (r->stats)
         cr_stats_get(comm, &r->stats[rank]);

@@ -45,6 +45,7 @@ typedef struct mpi_transport {
     size_t *scap;
     int *completed;
 
+    int machine_ranks; /* ranks of the comm on this machine (machine_ranks) */
     /* the rings to and from the other ranks of the node; NULL when off */
     shm_node *shm;
     bool shm_first;
@@ -316,6 +317,11 @@ static bool wave_test(cr_transport *t, uint64_t out[CR_WAVE_WORDS])
     if (done)
         memcpy(out, m->wave_out, sizeof m->wave_out);
     return done;
+}
+
+static int machine_ranks(cr_transport *t)
+{
+    return mt(t)->machine_ranks;
 }
 
 static MPI_Op mpi_op(cr_op op)
@@ -647,6 +653,7 @@ static const cr_transport_ops mpi_ops = {
     .report_take = report_take,
     .reports_sent = reports_sent,
     .shm_sends = ring_sends,
+    .machine_ranks = machine_ranks,
     .node_area = node_area,
     .destroy = destroy,
 };
@@ -783,5 +790,9 @@ cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts
                    .node_size = opts->node_size,
                    .max_slots = 16};
     m->shm = shm_node_create(m->ctrl, &so);
+    MPI_Comm machine;
+    MPI_Comm_split_type(m->ctrl, MPI_COMM_TYPE_SHARED, m->base.rank, MPI_INFO_NULL, &machine);
+    MPI_Comm_size(machine, &m->machine_ranks);
+    MPI_Comm_free(&machine);
     return &m->base;
 }

@@ -150,6 +150,10 @@ typedef struct cr_transport_ops {
     /* Blocks sent through memory shared with the receiver's node since creation
      * (local); NULL when the transport has no such path. */
     uint64_t (*shm_sends)(cr_transport *t);
+    /* The ranks of this comm on this rank's machine (MPI's shared-memory node, not
+     * COURIER_NODE_SIZE's virtual ones), which share its processors (local); NULL
+     * when the transport's ranks do not share processors in time (the simulation). */
+    int (*machine_ranks)(cr_transport *t);
     /* The node's shared area (local), or NULL if this rank has none; NULL when the
      * transport has no shared memory. */
     const cr_node_area *(*node_area)(cr_transport *t);

@@ -88,7 +88,8 @@ static cr_tune_prediction cost_of(const cr_layout *l, const rank_view *v, bool r
                    bytes * (off ? c->beta_off : c->beta_on);
     }
     out.records = records;
-    out.seconds = seconds;
+    /* ranks that share a processor share its time: everything above takes longer */
+    out.seconds = seconds * (c->slowdown > 1 ? c->slowdown : 1);
     return out;
 }
 
@@ -111,7 +112,7 @@ static bool valid(const cr_layout *l, const cr_tune_traffic *t, const cr_tune_co
 {
     return l && t && c && t->records_per_dest >= 0 && isfinite(t->records_per_dest) &&
            c->alpha_on >= 0 && c->alpha_off >= 0 && c->beta_on >= 0 && c->beta_off >= 0 &&
-           c->append >= 0 && c->handle >= 0;
+           c->append >= 0 && c->handle >= 0 && c->slowdown >= 0 && isfinite(c->slowdown);
 }
 
 /* The predictions of `route` for each of the nbuffers buffer sizes: the busiest rank

@@ -2,6 +2,7 @@
  * hypercube must win, where direct must win, and where the buffer must shrink. */
 #include <courier/tune.h>
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +68,31 @@ static void test_direct_wins_on_one_node(void **state)
     assert_int_equal(best.route.kind, CR_ROUTE_DIRECT);
     assert_int_equal((int)best.messages, 21); /* 160 KB to each of 7: 3 buffers each */
     assert_true(best.seconds > 1.6e-3 && best.seconds < 1.7e-3);
+    cr_layout_destroy(l);
+}
+
+/* Ranks that share processors: every cost of the prediction grows by the slowdown,
+ * and the choice does not change (it scales every configuration alike). */
+static void test_slowdown_scales_every_cost(void **state)
+{
+    (void)state;
+    cr_layout *l = cr_layout_create_blocks(8, 2);
+    cr_tune_costs c;
+    cr_tune_costs_default(&c);
+    cr_tune_traffic t = {.records_per_dest = 100, .record_bytes = 16};
+    cr_route direct = {.kind = CR_ROUTE_DIRECT};
+    cr_tune_prediction one, four;
+    assert_int_equal(cr_tune_predict(l, &direct, 4096, GiB, &t, &c, &one), 0);
+    cr_tune_prediction first = choose(l, NULL, 0, GiB, t, c);
+    c.slowdown = 4;
+    assert_int_equal(cr_tune_predict(l, &direct, 4096, GiB, &t, &c, &four), 0);
+    assert_true(fabs(four.seconds - 4 * one.seconds) < 1e-12);
+    assert_true(four.messages == one.messages);
+    cr_tune_prediction slowed = choose(l, NULL, 0, GiB, t, c);
+    assert_int_equal(slowed.route.kind, first.route.kind);
+    assert_int_equal(slowed.buffer_bytes, first.buffer_bytes);
+    c.slowdown = -1;
+    assert_int_equal(cr_tune_predict(l, &direct, 4096, GiB, &t, &c, &four), -1);
     cr_layout_destroy(l);
 }
 
@@ -213,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_direct_wins_on_one_node),
         cmocka_unit_test(test_buffer_shrinks_under_the_cap),
         cmocka_unit_test(test_one_rank_and_bad_arguments),
+        cmocka_unit_test(test_slowdown_scales_every_cost),
         cmocka_unit_test(test_switch_needs_a_real_gain),
         cmocka_unit_test(test_file_round_trip),
         cmocka_unit_test(test_file_refusals),
