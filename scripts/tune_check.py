@@ -11,15 +11,20 @@ the timed work, not the set-up around it. Then each workload runs under
 COURIER_ROUTE=auto COURIER_BUFFER_SIZE=auto at the same layout.
 
 Prints one line per run and, at the end:
-  - the share of runs whose prediction lies within 25% of the measured time;
-  - per workload and layout, auto's median epoch time against the best fixed
-    configuration's (a rate ratio: best time / auto time).
+  - the share of runs whose prediction lies within 25% of the measured time, from
+    the costs alone, and after the model has learned the program's own time from one
+    run of each workload and layout (direct with the largest buffer given): its
+    measured time less the model's prediction, added to every other configuration's
+    prediction, as the comm's second choice does after an epoch (docs/tuning.md);
+  - per workload and layout, auto against the best fixed configuration of the sweep:
+    the two run alternately --pairs times (default 3), and the ratio of their
+    median epoch times (best / auto: auto's rate over the best's).
 
 Usage:
   scripts/tune_check.py [BUILD] [--ranks 2,4,8] [--node-sizes 2,4]
       [--routes direct,nr,nlnr,grid,hypercube] [--buffers 1K,16K,64K]
       [--workloads histogram,gather,bfs,container,darray] [--tune-file FILE]
-      [--scale N]
+      [--scale N] [--pairs N]
 
 BUILD defaults to build-release. Without --tune-file the model uses the default
 costs; with one (courier-calibrate's output) it uses the machine's. --scale
@@ -92,11 +97,13 @@ def main():
     ap.add_argument("--workloads", default="histogram,gather,bfs,container,darray")
     ap.add_argument("--tune-file", default="")
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--pairs", type=int, default=3)
     a = ap.parse_args()
     if a.tune_file and not os.path.isfile(a.tune_file):
         sys.exit(f"tune_check: --tune-file {a.tune_file}: no such file")
     within = total = 0
     autos = []
+    groups = {}
     print("workload ranks node route buffer: measured_us predicted_us predicted/measured "
           "(records per rank of the heaviest epoch, heavy epochs)")
     for w in a.workloads.split(","):
@@ -111,6 +118,7 @@ def main():
                         if not got:
                             continue
                         meas, pred, recs, nheavy = got
+                        groups.setdefault((w, p, node), []).append((r, b, meas, pred))
                         ok = abs(pred - meas) <= 0.25 * meas
                         within += ok
                         total += 1
@@ -118,15 +126,39 @@ def main():
                               f"{'' if ok else ' (off)'} ({recs}, {nheavy})", flush=True)
                         if best is None or meas < best[0]:
                             best = (meas, r, b)
-                got = run(a.build, p, node, "auto", "auto", w, a.tune_file, a.scale)
-                if got and best:
-                    autos.append((w, p, node, best[0] / got[0], best))
-                    print(f"{w} {p} {node} auto: {got[0]:.1f} us; best fixed {best[1]}/{best[2]} "
-                          f"{best[0]:.1f} us; auto's rate over the best's {best[0] / got[0]:.2f}",
-                          flush=True)
+                if not best or run(a.build, p, node, "auto", "auto", w, a.tune_file,
+                                   a.scale) is None:
+                    continue
+                # auto against the best fixed configuration of the sweep, alternated
+                mine, theirs = [], []
+                for _ in range(a.pairs):
+                    mine.append(run(a.build, p, node, "auto", "auto", w, a.tune_file,
+                                    a.scale)[0])
+                    theirs.append(run(a.build, p, node, best[1], best[2], w, a.tune_file,
+                                      a.scale)[0])
+                ratio = statistics.median(theirs) / statistics.median(mine)
+                autos.append((w, p, node, ratio, best))
+                print(f"{w} {p} {node} auto: {statistics.median(mine):.1f} us; best fixed "
+                      f"{best[1]}/{best[2]} {statistics.median(theirs):.1f} us ({a.pairs} "
+                      f"alternating pairs); auto's rate over the best's {ratio:.2f}", flush=True)
     if total:
         print(f"\npredictions within 25% of the measured epoch: {within} of {total} "
               f"({100.0 * within / total:.0f}%)")
+    learned = near = 0
+    largest = a.buffers.split(",")[-1]
+    for runs in groups.values():
+        base = [x for x in runs if x[0] == "direct" and x[1] == largest]
+        if not base:
+            continue
+        own = base[0][2] - base[0][3]  # the program's time the model does not see
+        for r, b, meas, pred in runs:
+            if (r, b) == ("direct", largest):
+                continue
+            learned += 1
+            near += abs(pred + own - meas) <= 0.25 * meas
+    if learned:
+        print(f"after learning the program's own time from direct/{largest}: {near} of {learned} "
+              f"within 25% ({100.0 * near / learned:.0f}%)")
     if autos:
         good = sum(1 for x in autos if x[3] >= 0.9)
         print(f"auto at 0.9 of the best fixed configuration or better: {good} of {len(autos)}; "

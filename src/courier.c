@@ -201,12 +201,21 @@ static void on_record(cr_comm *comm, int src, const void *p, size_t len, void *u
     *(uint64_t *)user += v;
 }
 
-/* A comm on the direct route with a fixed buffer (0: the configuration's), nothing
- * auto and nothing measured: what is measured is the path, not a choice. Collective. */
-static cr_comm *measuring_comm(MPI_Comm comm, const cr_config *cfg, size_t buffer_bytes)
+/* The same for a run of records at once (cr_handler_type.batch), as a program that
+ * moves many small records registers its handlers. */
+static void on_records(cr_comm *comm, const cr_batch *b, void *user)
+{
+    for (size_t k = 0; k < b->count; k++)
+        on_record(comm, 0, cr_batch_payload(b, k), b->len, user);
+}
+
+/* A comm on `route` with a fixed buffer (0: the configuration's), nothing auto and
+ * nothing measured: what is measured is the path, not a choice. Collective. */
+static cr_comm *measuring_comm_on(MPI_Comm comm, const cr_config *cfg, cr_route_kind route,
+                                  size_t buffer_bytes)
 {
     cr_config m = *cfg;
-    m.route = (cr_route){.kind = CR_ROUTE_DIRECT};
+    m.route = (cr_route){.kind = route};
     m.buffer_auto = false;
     m.tune_calibrate = false;
     m.tune_file[0] = '\0';
@@ -216,6 +225,11 @@ static cr_comm *measuring_comm(MPI_Comm comm, const cr_config *cfg, size_t buffe
     if (buffer_bytes)
         m.buffer_bytes = buffer_bytes;
     return create(comm, &m, false);
+}
+
+static cr_comm *measuring_comm(MPI_Comm comm, const cr_config *cfg, size_t buffer_bytes)
+{
+    return measuring_comm_on(comm, cfg, CR_ROUTE_DIRECT, buffer_bytes);
 }
 
 /* Rank 0's time, on every rank. Collective. */
@@ -276,6 +290,34 @@ static double record_seconds(MPI_Comm mc, const cr_config *cfg, uint64_t n, int 
     return median(t, repeats);
 }
 
+/* Seconds per 8-byte record, to a batch handler, when ranks 0 and 1 each send the
+ * other n records under `route` (the hypercube takes them there in one hop, with their route blocks), until
+ * both have handled them: each appends and handles n, as under uniform traffic.
+ * Collective. */
+static double stream_seconds(MPI_Comm mc, const cr_config *cfg, cr_route_kind route,
+                             uint64_t n, int repeats)
+{
+    cr_comm *comm = measuring_comm_on(mc, cfg, route, 0);
+    uint64_t sum = 0;
+    int h = cr_register_type(comm, &(cr_handler_type){.batch = on_records}, &sum);
+    double t[CR_CALIBRATE_MAX_REPEATS];
+    for (int r = 0; r < repeats; r++) {
+        cr_barrier(comm);
+        double t0 = seconds_now();
+        int me = cr_comm_rank(comm);
+        uint64_t one = 1;
+        for (uint64_t i = 0; me < 2 && i < n; i++)
+            cr_async(comm, 1 - me, h, &one, sizeof one);
+        cr_barrier(comm);
+        t[r] = rank0_time(comm, seconds_now() - t0) / (double)n;
+    }
+    if (cr_comm_rank(comm) < 2 && sum != (uint64_t)repeats * n)
+        cr_fatal("cr_calibrate: %llu records handled, expected %llu", (unsigned long long)sum,
+                 (unsigned long long)repeats * n);
+    cr_comm_destroy(comm);
+    return median(t, repeats);
+}
+
 /* alpha and beta between rank 0 and `partner`: the hop of a small token, and what
  * each byte of a large one adds. */
 static void measure_pair(MPI_Comm mc, const cr_config *cfg, int partner,
@@ -294,6 +336,7 @@ static void survey(MPI_Comm mc, const cr_config *cfg, cr_calibration *out)
     cr_comm *comm = measuring_comm(mc, cfg, 0);
     const cr_layout *l = cr_comm_layout(comm);
     int home = cr_layout_node_of(l, 0), size = cr_comm_size(comm);
+    out->ranks = size;
     out->partner_on = out->partner_off = -1;
     for (int r = 1; r < size; r++) {
         bool same = cr_layout_node_of(l, r) == home;
@@ -334,4 +377,11 @@ void cr_calibrate(MPI_Comm comm, const cr_config *cfg, const cr_calibrate_opts *
     /* The model charges append and handle separately; one rank's loop measures their
      * sum, split evenly (docs/tuning.md). */
     out->costs.append = out->costs.handle = record_seconds(comm, &base, o.records, o.repeats) / 2;
+    /* What a route's records cost more: the same stream to rank 1 with and without
+     * route blocks (one hop either way). */
+    if (out->ranks >= 2) {
+        double direct = stream_seconds(comm, &base, CR_ROUTE_DIRECT, o.records, o.repeats);
+        double routed = stream_seconds(comm, &base, CR_ROUTE_HYPERCUBE, o.records, o.repeats);
+        out->costs.route_record = routed > direct ? routed - direct : 0;
+    }
 }

@@ -37,6 +37,9 @@ typedef struct cr_tune_costs {
     double append;              /* per record written into a send buffer (at its source
                                    and again at every rank that forwards it) */
     double handle;              /* per record handled at its destination */
+    double route_record;        /* per record appended, more, under a route that forwards
+                                   (nr, nlnr, grid, hypercube): its route block written,
+                                   read and walked at every hop */
     double slowdown;            /* how much slower each of the above runs because ranks
                                    share processors: the ranks on a machine over its
                                    processors, when above 1 (a property of the job,
@@ -46,8 +49,9 @@ typedef struct cr_tune_costs {
 
 /* The defaults: alpha 2 us between nodes (InfiniBand-class, the scale model's
  * default) and 1 us within one (apps/ring on the development machine), beta 0.1 and
- * 0.2 ns per byte, 10 ns to append a record and 10 ns to handle one (docs/tuning.md);
- * a processor per rank. */
+ * 0.2 ns per byte, 10 ns to append a record and 10 ns to handle one, nothing more
+ * per record under a route (as the scale model charges; courier-calibrate measures
+ * it) (docs/tuning.md); a processor per rank. */
 void cr_tune_costs_default(cr_tune_costs *c);
 
 /* ---- calibration (docs/tuning.md, "Calibration") -------------------------------- */
@@ -59,7 +63,7 @@ typedef struct cr_tune_shape {
 } cr_tune_shape;
 
 /* The format of the calibration file this library reads and writes. */
-#define CR_TUNE_FILE_VERSION 1
+#define CR_TUNE_FILE_VERSION 2
 
 /* This node's shape: its processors online, and `ranks_per_node` as given. Local. */
 void cr_tune_shape_here(cr_tune_shape *s, int ranks_per_node);
@@ -91,6 +95,7 @@ typedef struct cr_calibrate_opts {
 typedef struct cr_calibration {
     cr_tune_costs costs;  /* what it could not measure keeps cr_tune_costs_default's */
     cr_tune_shape shape;  /* rank 0's node: its processors and ranks */
+    int ranks;            /* of the comm measured on */
     int partner_on;       /* the rank measured within rank 0's node, -1 if none */
     int partner_off;      /* ... on another node, -1 if none (the costs between nodes
                              are then the defaults) */
@@ -100,7 +105,8 @@ typedef struct cr_calibration {
  * (docs/tuning.md, "Calibration"): a token bounced from handler to handler between
  * rank 0 and the first other rank of its node (and of another node), every message
  * its own send, small and 64 KiB; a run of 16-byte records rank 0 sends itself and
- * handles. Runs on comms of its own over `comm`, created from `cfg` (NULL: the
+ * handles; the same run to rank 1 on the direct route and on the hypercube (the
+ * difference is route_record). Runs on comms of its own over `comm`, created from `cfg` (NULL: the
  * defaults with the environment) on the direct route with nothing auto, and destroys
  * them; runs their handlers only. Collective over `comm`; every rank gets the same
  * result. COURIER_TUNE=calibrate calls it inside cr_comm_create (200 hops, 50,000
@@ -151,6 +157,18 @@ extern const size_t cr_tune_buffer_sizes[CR_TUNE_NBUFFERS]; /* 1, 4, 16 and 64 K
 int cr_tune_choose(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
                    size_t cap_bytes, const cr_tune_traffic *t, const cr_tune_costs *c,
                    cr_tune_prediction *table, int *ntable);
+
+/* The same over several epochs: each configuration's prediction (its time, messages
+ * and records) summed over the ntraffic epochs of t[], and the configuration that
+ * costs least over all of them, with the same ties. Local. */
+int cr_tune_choose_over(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
+                        size_t cap_bytes, const cr_tune_traffic *t, int ntraffic,
+                        const cr_tune_costs *c, cr_tune_prediction *table, int *ntable);
+
+/* The epochs the second choice weighs together: the last this many. A program whose
+ * epochs alternate between light and heavy (a BFS's levels) is judged on the mix,
+ * not moved back and forth. */
+#define CR_TUNE_WINDOW 4
 
 /* The second choice (docs/tuning.md): a comm with `auto` moves after a barrier only
  * when the model predicts that the best configuration for the epoch that ended saves

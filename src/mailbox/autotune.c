@@ -35,7 +35,8 @@ typedef struct choice {
     bool route_auto, buffer_auto;
     size_t most, cap; /* the largest buffer the transport's receives take; the cap */
     cr_tune_costs costs;
-    cr_tune_traffic traffic;
+    cr_tune_traffic traffic[CR_TUNE_WINDOW]; /* the epochs weighed together */
+    int ntraffic;
     bool asked;
     int chosen, n;
     cr_tune_prediction table[5 * CR_TUNE_NBUFFERS];
@@ -63,13 +64,22 @@ static bool same_route(const cr_route *a, const cr_route *b)
     return true;
 }
 
+static bool same_traffic(const choice *a, const choice *b)
+{
+    if (a->ntraffic != b->ntraffic)
+        return false;
+    for (int e = 0; e < a->ntraffic; e++)
+        if (a->traffic[e].records_per_dest != b->traffic[e].records_per_dest ||
+            a->traffic[e].record_bytes != b->traffic[e].record_bytes)
+            return false;
+    return true;
+}
+
 static bool same_question(const choice *a, const choice *b)
 {
     return a->asked && a->layout == b->layout && a->route_auto == b->route_auto &&
            a->buffer_auto == b->buffer_auto && a->most == b->most && a->cap == b->cap &&
-           !memcmp(&a->costs, &b->costs, sizeof a->costs) &&
-           a->traffic.records_per_dest == b->traffic.records_per_dest &&
-           a->traffic.record_bytes == b->traffic.record_bytes &&
+           !memcmp(&a->costs, &b->costs, sizeof a->costs) && same_traffic(a, b) &&
            (a->route_auto || same_route(&a->route, &b->route));
 }
 
@@ -85,21 +95,23 @@ static int best_within(const cr_tune_prediction *table, int n, int chosen, size_
     return best;
 }
 
-/* Ask the model what this comm should run for traffic `t`, through `cache`. */
-static const choice *choose(const cr_comm *c, const cr_tune_traffic *t, choice *cache)
+/* Ask the model what this comm should run for the n epochs of traffic t[] taken
+ * together, through `cache`. */
+static const choice *choose(const cr_comm *c, const cr_tune_traffic *t, int n, choice *cache)
 {
     const cr_tune_state *s = &c->tune;
     choice q = {.layout = layout_key(c->layout), .route = s->route_given,
                 .route_auto = s->route_auto, .buffer_auto = s->buffer_auto, .most = s->most,
-                .cap = c->cfg.buffer_cap_bytes, .costs = s->costs, .traffic = *t, .asked = true};
+                .cap = c->cfg.buffer_cap_bytes, .costs = s->costs, .ntraffic = n, .asked = true};
+    memcpy(q.traffic, t, (size_t)n * sizeof *t);
     if (same_question(cache, &q))
         return cache;
     *cache = q;
     /* a buffer below every candidate is the only size the choice may use */
     bool sizes = q.buffer_auto && q.most >= cr_tune_buffer_sizes[0];
     size_t fixed = sizes ? 0 : q.buffer_auto ? q.most : c->cfg.buffer_bytes;
-    cache->chosen = cr_tune_choose(c->layout, q.route_auto ? NULL : &q.route, fixed, q.cap, t,
-                                   &q.costs, cache->table, &cache->n);
+    cache->chosen = cr_tune_choose_over(c->layout, q.route_auto ? NULL : &q.route, fixed, q.cap,
+                                        t, n, &q.costs, cache->table, &cache->n);
     /* no buffer above what the transport's receives were sized for */
     cache->chosen = best_within(cache->table, cache->n, cache->chosen, q.most);
     return cache;
@@ -126,7 +138,7 @@ static void print_first_choice(const cr_comm *c, const choice *ch)
             "epoch of %.0f records of 16 bytes per rank with the costs %s%s (docs/tuning.md); "
             "the others:",
             name, best->buffer_bytes, best->seconds * 1e6,
-            ch->traffic.records_per_dest * (c->size - 1),
+            ch->traffic[0].records_per_dest * (c->size - 1),
             c->tune.measured ? "measured now (COURIER_TUNE=calibrate)"
             : c->cfg.tune_file[0] ? "of " : "by default",
             c->tune.measured ? "" : c->cfg.tune_file);
@@ -179,7 +191,7 @@ void cr_autotune_first(cr_comm *c)
     if (!s->route_auto && !s->buffer_auto)
         return;
     cr_tune_traffic t = assumed_traffic(c->size);
-    const choice *ch = choose(c, &t, &first_cache);
+    const choice *ch = choose(c, &t, 1, &first_cache);
     if (ch->chosen < 0)
         cr_fatal("COURIER_ROUTE=auto or COURIER_BUFFER_SIZE=auto: no route or buffer size "
                  "could be predicted for %d ranks", c->size);
@@ -192,7 +204,8 @@ void cr_autotune_first(cr_comm *c)
         print_first_choice(c, ch);
 }
 
-/* The prediction of what the comm runs now, from the table or on its own. */
+/* The prediction of what the comm runs now over the window, from the table or on its
+ * own. */
 static cr_tune_prediction predict_current(const cr_comm *c, const choice *ch)
 {
     const cr_route *now = cr_router_route(c->router);
@@ -200,11 +213,12 @@ static cr_tune_prediction predict_current(const cr_comm *c, const choice *ch)
         if (same_route(&ch->table[i].route, now) &&
             ch->table[i].buffer_bytes == c->cfg.buffer_bytes)
             return ch->table[i];
-    cr_tune_prediction p = {.seconds = -1};
-    if (cr_tune_predict(c->layout, now, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
-                        &ch->traffic, &c->tune.costs, &p) != 0)
-        p.seconds = -1;
-    return p;
+    cr_tune_prediction p[1];
+    int n = 0;
+    if (cr_tune_choose_over(c->layout, now, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
+                            ch->traffic, ch->ntraffic, &c->tune.costs, p, &n) != 0)
+        p[0].seconds = -1;
+    return p[0];
 }
 
 /* What moving to another route costs once: the blocking reduction that keeps every
@@ -244,38 +258,75 @@ static void take_buffer(cr_comm *c, size_t bytes)
     cr_update_room(c);
 }
 
-static void print_epoch(const cr_comm *c, double records, double bytes, double measured,
-                        const cr_tune_prediction *now)
+/* COURIER_VERBOSE=2: the epoch alone, measured and predicted for what ran it. */
+static void print_epoch(const cr_comm *c, double records, const cr_tune_traffic *t,
+                        double measured)
 {
     char name[128];
-    cr_route_format(cr_router_route(c->router), name, sizeof name);
-    fprintf(stderr, "courier: epoch %llu: %.0f records of %.0f bytes per rank, %.1f us "
+    const cr_route *route = cr_router_route(c->router);
+    cr_tune_prediction now = {.seconds = -1};
+    cr_tune_predict(c->layout, route, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes, t,
+                    &c->tune.costs, &now);
+    cr_route_format(route, name, sizeof name);
+    fprintf(stderr, "courier: epoch %llu: %.0f records of %zu bytes per rank, %.1f us "
             "measured on rank 0, %.1f us predicted for route %s, buffer %zu bytes "
             "(docs/tuning.md)\n",
-            (unsigned long long)c->tune.epochs, records, bytes, measured * 1e6,
-            now->seconds * 1e6, name, c->cfg.buffer_bytes);
+            (unsigned long long)c->tune.epochs, records, t->record_bytes, measured * 1e6,
+            now.seconds * 1e6, name, c->cfg.buffer_bytes);
 }
 
-static void print_move(const cr_comm *c, const choice *ch, const cr_tune_prediction *from)
+static void print_move(const cr_comm *c, const choice *ch, const cr_tune_prediction *from,
+                       double own)
 {
     char a[128], b[128];
     const cr_tune_prediction *to = &ch->table[ch->chosen];
+    const cr_tune_traffic *last = &ch->traffic[ch->ntraffic - 1];
     cr_route_format(&from->route, a, sizeof a);
     cr_route_format(&to->route, b, sizeof b);
-    fprintf(stderr, "courier: auto after epoch %llu (%.0f records of %zu bytes per rank): "
-            "from route %s, buffer %zu bytes (predicted %.1f us) to route %s, buffer %zu "
-            "bytes (%.1f us); the others:",
-            (unsigned long long)c->tune.epochs, ch->traffic.records_per_dest * (c->size - 1),
-            ch->traffic.record_bytes, a, from->buffer_bytes, from->seconds * 1e6, b,
-            to->buffer_bytes, to->seconds * 1e6);
+    fprintf(stderr, "courier: auto after epoch %llu (%.0f records of %zu bytes per rank; "
+            "predictions for the last %d epochs): from route %s, buffer %zu bytes (%.1f us) "
+            "to route %s, buffer %zu bytes (%.1f us), besides the program's own %.1f us; "
+            "the others:",
+            (unsigned long long)c->tune.epochs, last->records_per_dest * (c->size - 1),
+            last->record_bytes, ch->ntraffic, a, from->buffer_bytes, from->seconds * 1e6, b,
+            to->buffer_bytes, to->seconds * 1e6, own * 1e6);
     print_table(ch);
 }
 
-void cr_autotune_epoch(cr_comm *c, uint64_t records_sum, uint64_t bytes_sum)
+/* The program's own time in an epoch, which the model does not see (its handlers'
+ * work beyond the calibrated one, what it computes between barriers): the ranks' mean
+ * time in the epoch less the prediction for the configuration that ran it. The same
+ * on every rank (the wave's sum); it adds to every configuration alike, so it never
+ * changes which is best, only whether the best saves 10% of the whole. */
+static double own_time(const cr_comm *c, const cr_term_epoch *sums, const cr_tune_traffic *t)
+{
+    if (c->engine.loop == NULL) /* simulated: its clock counts steps, not seconds */
+        return 0;
+    cr_tune_prediction now;
+    if (cr_tune_predict(c->layout, cr_router_route(c->router), c->cfg.buffer_bytes,
+                        c->cfg.buffer_cap_bytes, t, &c->tune.costs, &now) != 0)
+        return 0;
+    double mean = (double)sums->ns * 1e-9 / c->size;
+    return mean > now.seconds ? mean - now.seconds : 0;
+}
+
+/* Remember the epoch that ended: the last CR_TUNE_WINDOW epochs, oldest first. */
+static void remember(cr_tune_state *s, const cr_tune_traffic *t, double own)
+{
+    if (s->nwindow == CR_TUNE_WINDOW) {
+        memmove(s->window, s->window + 1, (CR_TUNE_WINDOW - 1) * sizeof *s->window);
+        memmove(s->own, s->own + 1, (CR_TUNE_WINDOW - 1) * sizeof *s->own);
+        s->nwindow--;
+    }
+    s->window[s->nwindow] = *t;
+    s->own[s->nwindow++] = own;
+}
+
+void cr_autotune_epoch(cr_comm *c, const cr_term_epoch *sums)
 {
     cr_tune_state *s = &c->tune;
-    uint64_t records = records_sum - s->records_seen, bytes = bytes_sum - s->bytes_seen;
-    s->records_seen = records_sum, s->bytes_seen = bytes_sum;
+    uint64_t records = sums->records - s->records_seen, bytes = sums->bytes - s->bytes_seen;
+    s->records_seen = sums->records, s->bytes_seen = sums->bytes;
     double now = cr_clock(c), measured = now - s->epoch_start;
     s->epoch_start = now;
     s->epochs++;
@@ -285,18 +336,25 @@ void cr_autotune_epoch(cr_comm *c, uint64_t records_sum, uint64_t bytes_sum)
     double per_rank = (double)records / c->size;
     cr_tune_traffic t = {.records_per_dest = per_rank / (c->size - 1),
                          .record_bytes = (size_t)((bytes + records / 2) / records)};
-    const choice *ch = choose(c, &t, &epoch_cache);
-    cr_tune_prediction current = predict_current(c, ch);
     if (explain)
-        print_epoch(c, per_rank, (double)t.record_bytes, measured, &current);
-    if (!(s->route_auto || s->buffer_auto) || ch->chosen < 0 || current.seconds < 0)
+        print_epoch(c, per_rank, &t, measured);
+    if (!s->route_auto && !s->buffer_auto)
+        return;
+    remember(s, &t, own_time(c, sums, &t));
+    const choice *ch = choose(c, s->window, s->nwindow, &epoch_cache);
+    cr_tune_prediction current = predict_current(c, ch);
+    if (ch->chosen < 0 || current.seconds < 0)
         return;
     const cr_tune_prediction *best = &ch->table[ch->chosen];
     bool moves_route = !same_route(&best->route, cr_router_route(c->router));
-    if (!cr_tune_worth_switching(current.seconds, best->seconds, moves_route ? move_cost(c) : 0))
+    double own = 0;
+    for (int e = 0; e < s->nwindow; e++)
+        own += s->own[e];
+    if (!cr_tune_worth_switching(current.seconds + own, best->seconds + own,
+                                 moves_route ? move_cost(c) : 0))
         return;
     if (c->cfg.verbosity >= 1 && c->rank == 0)
-        print_move(c, ch, &current);
+        print_move(c, ch, &current, own);
     if (moves_route)
         take_route(c, &best->route);
     if (best->buffer_bytes != c->cfg.buffer_bytes)

@@ -16,14 +16,18 @@ void cr_term_init(cr_term *t, cr_transport *tp)
     *t = (cr_term){.tp = tp};
 }
 
-void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b, uint64_t records,
-                  uint64_t bytes)
+void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b,
+                  const cr_term_epoch *epoch)
 {
+    static const cr_term_epoch none;
+    if (!epoch)
+        epoch = &none;
     t->local[0] = (uint64_t)kind;
     t->local[1] = a;
     t->local[2] = b;
-    t->local[3] = records;
-    t->local[4] = bytes;
+    t->local[3] = epoch->records;
+    t->local[4] = epoch->bytes;
+    t->local[5] = epoch->ns;
     t->tp->ops->wave_join(t->tp, t->local);
     t->joined = true;
 }
@@ -63,9 +67,11 @@ static bool barrier_done(cr_comm *c, void *arg)
         if (!cr_flush_all_nowait(c, CR_FLUSH_BARRIER) || cr_inflight(c) || c->self.n > 0 ||
             !cr_park_empty(&c->park))
             return false;
-        cr_term_join(t, *kind, c->mpi_sent_total, c->mpi_handled_total,
-                     c->tune.records_before_reset + c->stats.msgs_sent,
-                     c->tune.bytes_before_reset + c->stats.bytes_sent);
+        double in_epoch = cr_clock(c) - c->tune.epoch_start;
+        cr_term_epoch epoch = {.records = c->tune.records_before_reset + c->stats.msgs_sent,
+                               .bytes = c->tune.bytes_before_reset + c->stats.bytes_sent,
+                               .ns = in_epoch > 0 ? (uint64_t)(in_epoch * 1e9) : 0};
+        cr_term_join(t, *kind, c->mpi_sent_total, c->mpi_handled_total, &epoch);
         t->wave++;
         if (c->trace)
             cr_trace_instant(c->trace, "barrier wave joined", "wave", (int64_t)t->wave,
@@ -111,7 +117,9 @@ void cr_barrier_as(cr_comm *c, cr_wave_kind kind)
     /* Nothing is in flight and every rank saw the same sums: the one moment a comm
      * may change its route or buffer size (autotune.c). */
     if (kind == CR_WAVE_BARRIER)
-        cr_autotune_epoch(c, c->term.global[3], c->term.global[4]);
+        cr_autotune_epoch(c, &(cr_term_epoch){.records = c->term.global[3],
+                                               .bytes = c->term.global[4],
+                                               .ns = c->term.global[5]});
 }
 
 void cr_barrier(cr_comm *c)
@@ -123,7 +131,7 @@ static bool register_done(cr_comm *c, void *arg)
 {
     (void)arg;
     if (!c->term.joined)
-        cr_term_join(&c->term, CR_WAVE_REGISTER, c->handlers.count, 0, 0, 0);
+        cr_term_join(&c->term, CR_WAVE_REGISTER, c->handlers.count, 0, NULL);
     return cr_term_test(&c->term);
 }
 

@@ -141,6 +141,10 @@ typedef struct cr_tune_state {
                               rank created, which barrier waves sum */
     uint64_t records_seen, bytes_seen; /* those sums at the end of the last barrier */
     uint64_t epochs;       /* barriers completed */
+    cr_tune_traffic window[CR_TUNE_WINDOW]; /* the last epochs that sent records, oldest
+                              first: what the second choice weighs together */
+    double own[CR_TUNE_WINDOW]; /* ... and the program's own time in each */
+    int nwindow;
     double epoch_start;    /* when the last one ended on this rank */
 } cr_tune_state;
 
@@ -230,16 +234,16 @@ void cr_modules_stats_reset(cr_comm *c);
 void cr_modules_drain(cr_comm *c);
 void cr_modules_stats_print(cr_comm *c, FILE *out);
 
-/* autotune.c: the costs COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto choose with,
- * `measured` (COURIER_TUNE=calibrate), COURIER_TUNE_FILE's or the defaults, slowed where ranks share processors
- * (collective; false, with one line in why, if the file cannot be used); the first
- * choice, at creation before the router exists (local);
- * and the second, after a barrier whose last wave summed `records` records created
- * ever and `bytes` payload bytes over all ranks: it may move the comm to another
- * route (collective then, on every rank alike) or buffer size. */
+/* autotune.c: the costs COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto choose with:
+ * `measured` (COURIER_TUNE=calibrate), COURIER_TUNE_FILE's or the defaults, slowed
+ * where ranks share processors (collective; false, with one line in why, if the file
+ * cannot be used). The first choice, at creation before the router exists (local).
+ * The second, after a barrier, from its last wave's sums over all ranks (the records
+ * created ever, their bytes, the ranks' nanoseconds in the epoch): it may move the
+ * comm to another route (collective then, on every rank alike) or buffer size. */
 bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, size_t len);
 void cr_autotune_first(cr_comm *c);
-void cr_autotune_epoch(cr_comm *c, uint64_t records, uint64_t bytes);
+void cr_autotune_epoch(cr_comm *c, const cr_term_epoch *sums);
 
 /* barrier.c: a barrier whose waves carry `kind` (cr_comm_destroy's is its own, so a
  * rank that skipped a cr_barrier is told, not matched with it) */

@@ -25,7 +25,8 @@ typedef enum cr_wave_kind {
 typedef struct cr_term {
     cr_transport *tp;
     bool joined;             /* this rank has contributed to the current wave */
-    uint64_t local[CR_WAVE_WORDS];  /* {kind, a, b, records, bytes} at this rank's snapshot */
+    uint64_t local[CR_WAVE_WORDS];  /* {kind, a, b, records, bytes, ns} at this rank's
+                                       snapshot */
     uint64_t global[CR_WAVE_WORDS]; /* their sums over all ranks */
     uint64_t handled_before; /* global handled count of the previous barrier wave */
     uint64_t wave;           /* waves in the current barrier */
@@ -33,13 +34,18 @@ typedef struct cr_term {
 
 void cr_term_init(cr_term *t, cr_transport *tp);
 
-/* Contribute {kind, a, b, records, bytes} to the next wave. For a barrier wave, a and
- * b are this rank's cumulative data messages sent and handled, and the rank must hold
- * no buffered records and have no send in flight; records and bytes are the records
- * it created ever and their payload bytes (what the epoch's traffic was, for
- * COURIER_ROUTE=auto's second choice: autotune.c). Other waves pass 0 for them. */
-void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b, uint64_t records,
-                  uint64_t bytes);
+/* What a barrier wave tells COURIER_ROUTE=auto's second choice (autotune.c) of the
+ * epoch that ends: the records this rank created ever, their payload bytes, and the
+ * nanoseconds since the last barrier ended here. Other waves pass zeros. */
+typedef struct cr_term_epoch {
+    uint64_t records, bytes, ns;
+} cr_term_epoch;
+
+/* Contribute {kind, a, b, epoch} to the next wave. For a barrier wave, a and b are
+ * this rank's cumulative data messages sent and handled, and the rank must hold no
+ * buffered records and have no send in flight. */
+void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b,
+                  const cr_term_epoch *epoch);
 
 /* Test the current wave. Returns true once it has completed, with global[] filled.
  * Aborts with a message if the ranks did not all join the same kind of wave. */

@@ -306,7 +306,8 @@ static void wave_join(cr_transport *t, const uint64_t in[CR_WAVE_WORDS])
 {
     mpi_transport *m = mt(t);
     memcpy(m->wave_in, in, sizeof m->wave_in);
-    MPI_Iallreduce(m->wave_in, m->wave_out, CR_WAVE_WORDS, MPI_UINT64_T, MPI_SUM, m->term, &m->wave);
+    MPI_Iallreduce(m->wave_in, m->wave_out, CR_WAVE_WORDS, MPI_UINT64_T, MPI_SUM, m->term,
+                   &m->wave);
 }
 
 static bool wave_test(cr_transport *t, uint64_t out[CR_WAVE_WORDS])

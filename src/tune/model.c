@@ -16,7 +16,8 @@ const size_t cr_tune_buffer_sizes[CR_TUNE_NBUFFERS] = {1 << 10, 4 << 10, 16 << 1
 void cr_tune_costs_default(cr_tune_costs *c)
 {
     *c = (cr_tune_costs){.alpha_on = 1e-6, .alpha_off = 2e-6, .beta_on = 0.2e-9,
-                         .beta_off = 0.1e-9, .append = 10e-9, .handle = 10e-9};
+                         .beta_off = 0.1e-9, .append = 10e-9, .handle = 10e-9,
+                         .route_record = 0};
 }
 
 /* One rank's view of a route: to whom its records go first (dests[p] of its
@@ -76,7 +77,7 @@ static cr_tune_prediction cost_of(const cr_layout *l, const rank_view *v, bool r
     double record_bytes = (double)(pad8(t->record_bytes) + (routed ? 8 : 0));
     double room = v->npartners ? (double)cap / v->npartners : (double)buffer;
     double buffer_bytes = fmax(1, fmin((double)buffer, room));
-    double seconds = records * c->append + own * c->handle;
+    double seconds = records * (c->append + (routed ? c->route_record : 0)) + own * c->handle;
     int my_node = cr_layout_node_of(l, v->me);
     for (int k = 0; k < v->npartners; k++) {
         bool off = cr_layout_node_of(l, v->partner[k]) != my_node;
@@ -112,13 +113,27 @@ static bool valid(const cr_layout *l, const cr_tune_traffic *t, const cr_tune_co
 {
     return l && t && c && t->records_per_dest >= 0 && isfinite(t->records_per_dest) &&
            c->alpha_on >= 0 && c->alpha_off >= 0 && c->beta_on >= 0 && c->beta_off >= 0 &&
-           c->append >= 0 && c->handle >= 0 && c->slowdown >= 0 && isfinite(c->slowdown);
+           c->append >= 0 && c->handle >= 0 && c->route_record >= 0 && c->slowdown >= 0 && isfinite(c->slowdown);
 }
 
-/* The predictions of `route` for each of the nbuffers buffer sizes: the busiest rank
- * of the sample for each. Returns -1 if the route cannot serve the layout. */
+/* Add one epoch's prediction to a sum over epochs: the counts and the time add up;
+ * partners and hops are the route's, the same for every epoch. */
+static void add_epoch(cr_tune_prediction *sum, const cr_tune_prediction *x, bool first)
+{
+    if (first) {
+        *sum = *x;
+        return;
+    }
+    sum->messages += x->messages;
+    sum->records += x->records;
+    sum->seconds += x->seconds;
+}
+
+/* The predictions of `route` for each of the nbuffers buffer sizes, summed over the
+ * ntraffic epochs of t: the busiest rank of the sample for each. Returns -1 if the
+ * route cannot serve the layout. */
 static int predict_route(const cr_layout *l, const cr_route *route, const size_t *buffers,
-                         int nbuffers, size_t cap, const cr_tune_traffic *t,
+                         int nbuffers, size_t cap, const cr_tune_traffic *t, int ntraffic,
                          const cr_tune_costs *c, cr_tune_prediction *out)
 {
     cr_router *rt = cr_router_create(route, l, NULL, 0);
@@ -137,8 +152,12 @@ static int predict_route(const cr_layout *l, const cr_route *route, const size_t
             break;
         }
         for (int b = 0; b < nbuffers; b++) {
-            cr_tune_prediction x = cost_of(l, &v, route->kind != CR_ROUTE_DIRECT, buffers[b],
-                                           cap, t, c);
+            cr_tune_prediction x;
+            for (int e = 0; e < ntraffic; e++) {
+                cr_tune_prediction one = cost_of(l, &v, route->kind != CR_ROUTE_DIRECT,
+                                                 buffers[b], cap, &t[e], c);
+                add_epoch(&x, &one, e == 0);
+            }
             if (x.seconds > out[b].seconds)
                 out[b] = x;
         }
@@ -156,16 +175,26 @@ int cr_tune_predict(const cr_layout *layout, const cr_route *route, size_t buffe
 {
     if (!valid(layout, t, c) || !route || !out || buffer_bytes == 0 || cap_bytes == 0)
         return -1;
-    return predict_route(layout, route, &buffer_bytes, 1, cap_bytes, t, c, out);
+    return predict_route(layout, route, &buffer_bytes, 1, cap_bytes, t, 1, c, out);
 }
 
 int cr_tune_choose(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
                    size_t cap_bytes, const cr_tune_traffic *t, const cr_tune_costs *c,
                    cr_tune_prediction *table, int *ntable)
 {
+    return cr_tune_choose_over(layout, route, buffer_bytes, cap_bytes, t, 1, c, table, ntable);
+}
+
+int cr_tune_choose_over(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
+                        size_t cap_bytes, const cr_tune_traffic *t, int ntraffic,
+                        const cr_tune_costs *c, cr_tune_prediction *table, int *ntable)
+{
     *ntable = 0;
-    if (!valid(layout, t, c) || cap_bytes == 0)
+    if (ntraffic < 1 || !valid(layout, t, c) || cap_bytes == 0)
         return -1;
+    for (int e = 1; e < ntraffic; e++)
+        if (!valid(layout, &t[e], c))
+            return -1;
     static const cr_route_kind kinds[] = {CR_ROUTE_DIRECT, CR_ROUTE_NR, CR_ROUTE_NLNR,
                                           CR_ROUTE_GRID, CR_ROUTE_HYPERCUBE};
     int nroutes = route ? 1 : 5;
@@ -173,7 +202,7 @@ int cr_tune_choose(const cr_layout *layout, const cr_route *route, size_t buffer
     int nbuffers = buffer_bytes ? 1 : CR_TUNE_NBUFFERS;
     for (int r = 0; r < nroutes; r++) {
         cr_route each = route ? *route : (cr_route){.kind = kinds[r]};
-        if (predict_route(layout, &each, buffers, nbuffers, cap_bytes, t, c,
+        if (predict_route(layout, &each, buffers, nbuffers, cap_bytes, t, ntraffic, c,
                           table + *ntable) == 0)
             *ntable += nbuffers;
     }

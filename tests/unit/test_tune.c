@@ -176,14 +176,16 @@ static void test_file_round_trip(void **state)
 {
     (void)state;
     cr_tune_costs c = {.alpha_on = 1.25e-6, .alpha_off = 3.5e-6, .beta_on = 0.125e-9,
-                       .beta_off = 0.25e-9, .append = 4e-9, .handle = 6e-9}, back;
+                       .beta_off = 0.25e-9, .append = 4e-9, .handle = 6e-9,
+                       .route_record = 7e-9}, back;
     cr_tune_shape shape;
     char err[256];
     assert_int_equal(cr_tune_costs_save(tune_path, &c, &two_procs, err, sizeof err), 0);
     assert_int_equal(cr_tune_costs_load(tune_path, &two_procs, &back, &shape, err, sizeof err), 0);
     assert_true(back.alpha_on == c.alpha_on && back.alpha_off == c.alpha_off &&
                 back.beta_on == c.beta_on && back.beta_off == c.beta_off &&
-                back.append == c.append && back.handle == c.handle);
+                back.append == c.append && back.handle == c.handle &&
+                back.route_record == c.route_record);
     assert_int_equal(shape.processors, 2);
     assert_int_equal(shape.ranks_per_node, 2);
 }
@@ -202,27 +204,28 @@ static void refused(const char *text, const char *expect)
 }
 
 #define GOOD_COSTS                                                                      \
-    "alpha_on 1e-6\nalpha_off 2e-6\nbeta_on 1e-10\nbeta_off 1e-10\nappend 5e-9\nhandle 5e-9\n"
+    "alpha_on 1e-6\nalpha_off 2e-6\nbeta_on 1e-10\nbeta_off 1e-10\nappend 5e-9\nhandle 5e-9\n"  \
+    "route_record 3e-9\n"
 
 static void test_file_refusals(void **state)
 {
     (void)state;
-    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
-            "format version 2; this library reads version 1");
-    refused("courier-tune 1\nprocessors 64\nranks_per_node 2\n" GOOD_COSTS,
+    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
+            "format version 1; this library reads version 2");
+    refused("courier-tune 2\nprocessors 64\nranks_per_node 2\n" GOOD_COSTS,
             "calibrated on nodes of 64 processors; this node has 2");
-    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\nalpha_on 1e-6\n", "is missing");
-    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "handle 1e-9\n",
+    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\nalpha_on 1e-6\n", "is missing");
+    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "handle 1e-9\n",
             "'handle' is given twice");
-    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "speed 3\n",
+    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "speed 3\n",
             "unknown key 'speed'");
-    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\nalpha_on fast\n",
+    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\nalpha_on fast\n",
             "alpha_on 'fast' is not a cost in seconds");
-    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\nalpha_on -1e-6\n",
+    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\nalpha_on -1e-6\n",
             "is not a cost in seconds");
     refused("processors 2\n" GOOD_COSTS, "no 'courier-tune' line");
     refused("courier-tune\n", "expected 'key value'");
-    char nul[] = "courier-tune 1\n\0processors 2\n";
+    char nul[] = "courier-tune 2\n\0processors 2\n";
     FILE *f = fopen(tune_path, "w");
     assert_non_null(f);
     fwrite(nul, 1, sizeof nul, f);
