@@ -90,11 +90,11 @@ static void print_calibration(const cr_calibration *cal, double seconds)
     const cr_tune_costs *c = &cal->costs;
     fprintf(stderr, "courier: COURIER_TUNE=calibrate measured in %.1f ms: within a node %.2f us "
             "per message, %.3f ns per byte%s; between nodes %.2f us, %.3f ns%s; %.1f ns per "
-            "record appended and handled (docs/tuning.md)\n",
+            "record appended and handled, %.1f ns more under a route (docs/tuning.md)\n",
             seconds * 1e3, c->alpha_on * 1e6, c->beta_on * 1e9,
             cal->partner_on > 0 ? "" : " (no second rank there: default)", c->alpha_off * 1e6,
             c->beta_off * 1e9, cal->partner_off > 0 ? "" : " (no second node: default)",
-            (c->append + c->handle) * 1e9);
+            (c->append + c->handle) * 1e9, c->route_record * 1e9);
 }
 
 /* COURIER_TUNE=calibrate, when something is auto: every rank must agree, since the
@@ -290,43 +290,63 @@ static double record_seconds(MPI_Comm mc, const cr_config *cfg, uint64_t n, int 
     return median(t, repeats);
 }
 
-/* Seconds per 8-byte record, to a batch handler, when ranks 0 and 1 each send the
- * other n records under `route` (the hypercube takes them there in one hop, with their route blocks), until
- * both have handled them: each appends and handles n, as under uniform traffic.
+/* Seconds per 8-byte record, to a batch handler, when rank 0 and `partner` each send
+ * the other n records under `route` with buffers of `buffer` bytes (the hypercube
+ * takes them from rank 0 to rank 1 in one hop, with their route blocks), until both
+ * have handled them: each appends and handles n, as under uniform traffic.
  * Collective. */
 static double stream_seconds(MPI_Comm mc, const cr_config *cfg, cr_route_kind route,
-                             uint64_t n, int repeats)
+                             int partner, size_t buffer, uint64_t n, int repeats)
 {
-    cr_comm *comm = measuring_comm_on(mc, cfg, route, 0);
+    cr_comm *comm = measuring_comm_on(mc, cfg, route, buffer);
     uint64_t sum = 0;
     int h = cr_register_type(comm, &(cr_handler_type){.batch = on_records}, &sum);
+    int me = cr_comm_rank(comm), other = me == 0 ? partner : me == partner ? 0 : -1;
     double t[CR_CALIBRATE_MAX_REPEATS];
     for (int r = 0; r < repeats; r++) {
         cr_barrier(comm);
         double t0 = seconds_now();
-        int me = cr_comm_rank(comm);
         uint64_t one = 1;
-        for (uint64_t i = 0; me < 2 && i < n; i++)
-            cr_async(comm, 1 - me, h, &one, sizeof one);
+        for (uint64_t i = 0; other >= 0 && i < n; i++)
+            cr_async(comm, other, h, &one, sizeof one);
         cr_barrier(comm);
         t[r] = rank0_time(comm, seconds_now() - t0) / (double)n;
     }
-    if (cr_comm_rank(comm) < 2 && sum != (uint64_t)repeats * n)
+    if (other >= 0 && sum != (uint64_t)repeats * n)
         cr_fatal("cr_calibrate: %llu records handled, expected %llu", (unsigned long long)sum,
                  (unsigned long long)repeats * n);
     cr_comm_destroy(comm);
     return median(t, repeats);
 }
 
-/* alpha and beta between rank 0 and `partner`: the hop of a small token, and what
- * each byte of a large one adds. */
+/* Records a stream needs before the difference of two streams says what a message
+ * costs: below this, the noise of a few hundred messages can exceed it. */
+#define STREAM_RECORDS_MIN 500000
+
+/* alpha and beta between rank 0 and `partner`. alpha: what one more message costs in
+ * a stream, the same records exchanged through 1 KiB and through 64 KiB buffers (the
+ * model charges every message of an epoch; in a stream a message costs its sender's
+ * and receiver's work, not a hop's latency); with fewer records than
+ * STREAM_RECORDS_MIN, the hop of a small token (an upper bound). beta: what each byte
+ * of a 64 KiB token bounced between the two adds to the hop of a small one. */
 static void measure_pair(MPI_Comm mc, const cr_config *cfg, int partner,
                          const cr_calibrate_opts *o, double *alpha, double *beta)
 {
     double small = hop_seconds(mc, cfg, partner, 8, o->hops, o->repeats);
     double large = hop_seconds(mc, cfg, partner, BIG_PAYLOAD, o->hops / 10 + 1, o->repeats);
-    *alpha = small;
     *beta = large > small ? (large - small) / (BIG_PAYLOAD - 8) : 0;
+    *alpha = small;
+    if (o->records < STREAM_RECORDS_MIN)
+        return;
+    const size_t small_buf = 1 << 10, large_buf = 64 << 10;
+    double many = stream_seconds(mc, cfg, CR_ROUTE_DIRECT, partner, small_buf, o->records,
+                                 o->repeats);
+    double few = stream_seconds(mc, cfg, CR_ROUTE_DIRECT, partner, large_buf, o->records,
+                                o->repeats);
+    /* messages per record: 8 bytes each, a buffer's worth at a time */
+    double fewer = 8.0 / small_buf - 8.0 / large_buf;
+    if (many > few)
+        *alpha = (many - few) / fewer;
 }
 
 /* Where rank 0's partners are: the first other rank on its node and the first on
@@ -380,8 +400,10 @@ void cr_calibrate(MPI_Comm comm, const cr_config *cfg, const cr_calibrate_opts *
     /* What a route's records cost more: the same stream to rank 1 with and without
      * route blocks (one hop either way). */
     if (out->ranks >= 2) {
-        double direct = stream_seconds(comm, &base, CR_ROUTE_DIRECT, o.records, o.repeats);
-        double routed = stream_seconds(comm, &base, CR_ROUTE_HYPERCUBE, o.records, o.repeats);
+        double direct = stream_seconds(comm, &base, CR_ROUTE_DIRECT, 1, 0, o.records,
+                                       o.repeats);
+        double routed = stream_seconds(comm, &base, CR_ROUTE_HYPERCUBE, 1, 0, o.records,
+                                       o.repeats);
         out->costs.route_record = routed > direct ? routed - direct : 0;
     }
 }

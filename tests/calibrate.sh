@@ -16,8 +16,9 @@ fail() { echo "calibrate.sh: $*" >&2; exit 1; }
     { cat "$dir/out"; fail "courier-calibrate at 2 ranks failed"; }
 grep -q 'within a node (measured)' "$dir/out" || { cat "$dir/out"; fail "nothing measured within the node"; }
 grep -q '^courier-tune 2$' "$dir/one.txt" || fail "no version line in the file"
+# (500,000 records: alpha from two streams, not from the hop)
 COURIER_NODE_SIZE=1 "$mpirun" -np 3 "$calibrate" --output "$dir/two.txt" --hops 200 \
-    --records 20000 >"$dir/out" 2>&1 || { cat "$dir/out"; fail "courier-calibrate over virtual nodes failed"; }
+    --records 500000 >"$dir/out" 2>&1 || { cat "$dir/out"; fail "courier-calibrate over virtual nodes failed"; }
 grep -q 'between nodes (measured)' "$dir/out" || { cat "$dir/out"; fail "nothing measured between nodes"; }
 
 COURIER_ROUTE=auto COURIER_VERBOSE=1 COURIER_TUNE_FILE="$dir/two.txt" COURIER_NODE_SIZE=1 \

@@ -102,11 +102,12 @@ typedef struct cr_calibration {
 } cr_calibration;
 
 /* Measure the costs on the machine in front of it, over the runtime itself
- * (docs/tuning.md, "Calibration"): a token bounced from handler to handler between
- * rank 0 and the first other rank of its node (and of another node), every message
- * its own send, small and 64 KiB; a run of 16-byte records rank 0 sends itself and
- * handles; the same run to rank 1 on the direct route and on the hypercube (the
- * difference is route_record). Runs on comms of its own over `comm`, created from `cfg` (NULL: the
+ * (docs/tuning.md, "Calibration"): between rank 0 and the first other rank of its
+ * node (and of another node), a stream of 8-byte records each way through 1 KiB and
+ * through 64 KiB buffers (alpha: what one more message costs) and a token bounced
+ * from handler to handler, small and 64 KiB (beta); a run of 16-byte records rank 0
+ * sends itself and handles (append, handle); a stream between ranks 0 and 1 on the
+ * direct route and on the hypercube (the difference is route_record). Runs on comms of its own over `comm`, created from `cfg` (NULL: the
  * defaults with the environment) on the direct route with nothing auto, and destroys
  * them; runs their handlers only. Collective over `comm`; every rank gets the same
  * result. COURIER_TUNE=calibrate calls it inside cr_comm_create (200 hops, 50,000
