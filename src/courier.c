@@ -83,7 +83,12 @@ static cr_layout *layout_of(cr_transport *tp)
     return l;
 }
 
-static double seconds_now(void);
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static void print_calibration(const cr_calibration *cal, double seconds)
 {
@@ -154,13 +159,6 @@ cr_comm *cr_comm_create(MPI_Comm comm, const cr_config *cfg)
 /* ---------------------------------------------------------------- cr_calibrate */
 
 #define BIG_PAYLOAD (64 << 10) /* bytes per message of the per-byte measurement */
-
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int by_value(const void *x, const void *y)
 {

@@ -149,6 +149,7 @@ typedef struct dedup_state {
     size_t scratch_cap;
     size_t direct_pending; /* direct requests of this rank waiting for their replies */
     int size;              /* the comm's ranks */
+    bool every_owner_one_hop; /* the direct route: no request passes another rank */
     cr_dedup_req *serving;
     struct tagged_stage *replies; /* the direct replies of the batch being served */
     cr_dedup_stats stats;
@@ -168,6 +169,15 @@ static void state_stats_reset(cr_comm *comm, void *arg);
 static void state_new_phase(cr_comm *comm, void *arg);
 static void state_stats_print(cr_comm *comm, void *arg, FILE *out);
 
+/* Whether every owner is one hop away: the direct route (kept, since it is asked per
+ * request; COURIER_ROUTE=auto's moves update it). */
+static void route_changed(cr_comm *comm, void *state)
+{
+    dedup_state *s = state;
+    s->every_owner_one_hop =
+        s->size == 1 || cr_router_route(cr_comm_router(comm))->kind == CR_ROUTE_DIRECT;
+}
+
 static const cr_module_type dedup_module = {
     .name = "dedup requests",
     .poll = NULL,
@@ -175,6 +185,7 @@ static const cr_module_type dedup_module = {
     .stats_reset = state_stats_reset,
     .stats_print = state_stats_print,
     .drain = state_new_phase,
+    .route_changed = route_changed,
 };
 
 /* The comm whose state this thread found last: a request or reply per record would
@@ -890,6 +901,7 @@ static dedup_state *attach(cr_comm *comm)
     s->free_entries = NONE;
     s->free_waiters = NONE;
     s->size = cr_comm_size(comm);
+    route_changed(comm, s);
     widen_keys(s, 8);
     cr_module_attach(comm, &dedup_module, s);
     s->reply_handler =
@@ -976,19 +988,12 @@ static void check_owner(const dedup_state *s, const char *fn, int owner)
         cr_fatal("%s: owner rank %d is out of range [0, %d)", fn, owner, s->size);
 }
 
-/* The direct route: no request passes another rank. Asked at every call, since a comm
- * with COURIER_ROUTE=auto may change its route after a barrier. */
-static bool every_owner_one_hop(cr_comm *comm, const dedup_state *s)
-{
-    return s->size == 1 || cr_router_route(cr_comm_router(comm))->kind == CR_ROUTE_DIRECT;
-}
-
 /* One checked request of this rank: direct, or into the table of requests. */
 static void request_one(cr_comm *comm, dedup_state *s, rtype *t, int owner, const void *payload,
                         size_t len, cr_dedup_reply_fn reply_fn, void *ctx)
 {
     s->stats.requests++;
-    bool one_hop = every_owner_one_hop(comm, s) || cr_module_next_hop(comm, owner) == owner;
+    bool one_hop = s->every_owner_one_hop || cr_module_next_hop(comm, owner) == owner;
     if (goes_direct(t, one_hop, reply_fn)) {
         send_direct(comm, s, t, owner, payload, len, ctx);
         return;
@@ -1010,10 +1015,9 @@ void cr_dedup_request(cr_comm *comm, int owner, int id, const void *payload, siz
  * route where every owner is one hop away, for the type's reply function, when the
  * type has no key or rests for at least that many (goes_direct, one by one, would
  * find the same); the resting ones are counted off. */
-static size_t direct_run(cr_comm *comm, const dedup_state *s, rtype *t, cr_dedup_reply_fn fn,
-                         size_t n)
+static size_t direct_run(const dedup_state *s, rtype *t, cr_dedup_reply_fn fn, size_t n)
 {
-    if (!every_owner_one_hop(comm, s) || fn != t->direct_fn)
+    if (!s->every_owner_one_hop || fn != t->direct_fn)
         return 0;
     if (!t->t.key_len)
         return n;
@@ -1062,7 +1066,7 @@ void cr_dedup_request_many(cr_comm *comm, int id, const int *owners, const void 
     if (!owners || !ctxs)
         cr_fatal("cr_dedup_request_many: the owners or the contexts are NULL for %zu requests", n);
     const char *p = payloads;
-    size_t run = direct_run(comm, s, t, reply_fn, n);
+    size_t run = direct_run(s, t, reply_fn, n);
     if (run) {
         send_direct_run(comm, s, t, owners, p, len, ctxs, run);
         if (run == n)
@@ -1071,8 +1075,7 @@ void cr_dedup_request_many(cr_comm *comm, int id, const int *owners, const void 
     tagged_stage direct = {.count = 0};
     for (size_t i = run; i < n; i++) {
         check_owner(s, "cr_dedup_request_many", owners[i]);
-        bool one_hop =
-            every_owner_one_hop(comm, s) || cr_module_next_hop(comm, owners[i]) == owners[i];
+        bool one_hop = s->every_owner_one_hop || cr_module_next_hop(comm, owners[i]) == owners[i];
         if (!goes_direct(t, one_hop, reply_fn)) {
             s->stats.requests++;
             waiter me = {.next = NONE, .hop = -1, .fn = reply_fn, .ctx = ctxs[i]};

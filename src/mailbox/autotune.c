@@ -242,6 +242,7 @@ static void take_route(cr_comm *c, const cr_route *route)
     c->router = next;
     c->cfg.route = *route;
     c->routed = route->kind != CR_ROUTE_DIRECT && c->size > 1;
+    cr_modules_route_changed(c);
     /* no rank leaves the barrier under the old route while another sends under the new */
     uint64_t none = 0, ignored = 0;
     c->tp->ops->allreduce_u64(c->tp, &none, &ignored, 1, CR_OP_MAX);

@@ -232,6 +232,7 @@ int cr_modules_poll(cr_comm *c, bool *in_flight);
 void cr_modules_destroy(cr_comm *c);
 void cr_modules_stats_reset(cr_comm *c);
 void cr_modules_drain(cr_comm *c);
+void cr_modules_route_changed(cr_comm *c);
 void cr_modules_stats_print(cr_comm *c, FILE *out);
 
 /* autotune.c: the costs COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto choose with:

@@ -46,6 +46,13 @@ void cr_modules_drain(cr_comm *c)
             c->modules[i].type->drain(c, c->modules[i].state);
 }
 
+void cr_modules_route_changed(cr_comm *c)
+{
+    for (int i = 0; i < c->nmodules; i++)
+        if (c->modules[i].type->route_changed)
+            c->modules[i].type->route_changed(c, c->modules[i].state);
+}
+
 void cr_modules_stats_reset(cr_comm *c)
 {
     for (int i = 0; i < c->nmodules; i++)

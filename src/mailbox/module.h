@@ -36,6 +36,10 @@ typedef struct cr_module_type {
      * message sent before it. A module that holds records back must do so only
      * outside handlers, so that nothing is held once the barrier has begun. */
     void (*drain)(cr_comm *comm, void *state);
+    /* COURIER_ROUTE=auto moved the comm to another route (at the end of a barrier,
+     * nothing in flight): update whatever the module keeps that depends on the route
+     * (optional). */
+    void (*route_changed)(cr_comm *comm, void *state);
 } cr_module_type;
 
 /* The module's state on this comm, or NULL if it has not attached. Local. */
