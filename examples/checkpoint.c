@@ -40,7 +40,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "save")) {
         for (uint64_t k = 0; k < count; k++)
             mine[k] = value_of(first + k);
-        rc = cr_darray_save(a, argv[2], CR_SAVE_OVERWRITE, err, sizeof err); /* collective */
+        /* collective; a checkpoint must outlive a crash of the machine: synced */
+        rc = cr_darray_save(a, argv[2], CR_SAVE_OVERWRITE | CR_SAVE_SYNC, err, sizeof err);
     } else {
         rc = cr_darray_load(a, argv[2], err, sizeof err); /* any rank count */
         for (uint64_t k = 0; rc == 0 && k < count; k++)

@@ -268,15 +268,18 @@ uint64_t cr_disjoint_set_local_unions(const cr_disjoint_set *ds);
  * key and count, a bag's item, a disjoint set's item and parent), and rank 0 a
  * manifest. Starts with a cr_barrier, so every insert sent before is saved. A
  * directory that holds a save already is refused unless flags has
- * CR_SAVE_OVERWRITE (include/courier/io.h).
+ * CR_SAVE_OVERWRITE; CR_SAVE_SYNC makes the save durable before it returns
+ * (include/courier/io.h).
  *
  * Load adds a save's elements to a container of the same kind and key (item) size
  * on any number of ranks: each rank reads an even share of the records and inserts
  * them again, so they reach their owners under this job's layout, merged by the
  * container's rule with what it holds already (a counting set adds the saved
  * counts; a map applies its merge rule; a bag keeps each item on the rank that
- * read it; a disjoint set unites each item with its saved parent). Ends with a
- * cr_barrier. A missing, truncated or corrupted save, or one of another kind or
+ * read it; a disjoint set unites each item with its saved parent). Starts with a
+ * cr_barrier, so the inserts made before it are applied first (a map that replaces
+ * keeps the saved values); the records a rank reads and owns go straight into its
+ * table, the others travel. Ends with a cr_barrier. A missing, truncated or corrupted save, or one of another kind or
  * key size, is refused before any element is inserted.
  *
  * Each returns 0, or -1 on every rank with the same one-line message in err.

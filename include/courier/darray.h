@@ -187,7 +187,8 @@ void cr_darray_stats_reset(cr_darray *a);
 /* Save the array into directory `dir`: each rank writes its block, rank 0 a
  * manifest with the length. Starts with a cr_barrier (asynchronous writes sent
  * before are saved; queued lock-step writes are not: step first). A directory that
- * holds a save already is refused unless flags has CR_SAVE_OVERWRITE. */
+ * holds a save already is refused unless flags has CR_SAVE_OVERWRITE; CR_SAVE_SYNC
+ * makes the save durable before it returns (include/courier/io.h). */
 int cr_darray_save(cr_darray *a, const char *dir, unsigned flags, char *err, size_t errlen);
 /* Replace the array's elements with a save's: each rank reads the elements of its
  * own block straight from the save, whatever rank count wrote it, so every element

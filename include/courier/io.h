@@ -138,6 +138,11 @@ typedef struct cr_save_kind {
 } cr_save_kind;
 
 #define CR_SAVE_OVERWRITE 1u /* replace a save the directory holds already */
+#define CR_SAVE_SYNC 2u /* make the save durable before returning: every part, the
+                           manifest and the directory flushed to the device (fsync),
+                           so the save outlives a crash of the machine, not only of
+                           the job; without it the file system writes it back in its
+                           own time, as for any written file */
 
 typedef struct cr_save_writer cr_save_writer;
 
@@ -148,17 +153,19 @@ void cr_save_write(cr_save_writer *w, const void *records, size_t count);
 /* Write a save of `kind` into directory `dir` (created if missing; its parent must
  * exist): fill(w, user) runs once on every rank and writes that rank's records with
  * cr_save_write. A directory that holds a save already is refused unless flags has
- * CR_SAVE_OVERWRITE. Returns 0, or -1 on every rank with the same one-line message
- * (the directory cannot be made, a save is there, a write failed: the disk full).
- * The manifest is written last, so a save that failed half-way is no save.
- * Collective; runs handlers while the ranks agree. */
+ * CR_SAVE_OVERWRITE; flags may add CR_SAVE_SYNC (any other bit ends the job with
+ * one line). Returns 0, or -1 on every rank with the same one-line message (the
+ * directory cannot be made, a save is there, a write failed: the disk full). The
+ * manifest is written last and appears whole, so a save that failed half-way is no
+ * save. Collective; runs handlers while the ranks agree. */
 int cr_io_save(cr_comm *comm, const char *dir, const cr_save_kind *kind, unsigned flags,
                void (*fill)(cr_save_writer *w, void *user), void *user, char *err,
                size_t errlen);
 
 /* Called with a run of `count` records (count * record_bytes bytes, valid during the
- * call) and the index of the first over the whole save (the saving ranks' parts end
- * to end). */
+ * call, aligned as they lie in their part's file) and the index of the first over
+ * the whole save (the saving ranks' parts end to end): a run per part the rank's
+ * records lie in, in order. */
 typedef void (*cr_load_fn)(const void *records, size_t count, uint64_t first, void *user);
 
 /* Read a save of `kind` from `dir`. This rank reads records [first, first + count)
@@ -168,9 +175,10 @@ typedef void (*cr_load_fn)(const void *records, size_t count, uint64_t first, vo
  * checksum together, before fn sees any record: a missing or truncated part, a
  * corrupted one, a manifest of another kind, record size, meta or format version
  * gives -1 on every rank with the same one-line message, and fn is not called.
- * Otherwise fn is called for this rank's records, in order, and 0 is returned; the
- * records are held in memory until then (this rank's share). Collective; runs
- * handlers while the ranks agree; fn may send (cr_async) but not wait. */
+ * Otherwise fn is called for this rank's records, in order, and 0 is returned. The
+ * records are mapped from the files (the file system's cache holds them, not the
+ * job's memory), or read into memory where a file cannot be mapped. Collective;
+ * runs handlers while the ranks agree; fn may send (cr_async) but not wait. */
 int cr_io_load(cr_comm *comm, const char *dir, const cr_save_kind *kind, const uint64_t *range,
                cr_load_fn fn, void *user, char *err, size_t errlen);
 

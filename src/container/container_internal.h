@@ -289,6 +289,11 @@ void ct_defer(ct_deferred *d, int kind, const void *rec, size_t len, const char 
 /* Sizes the save and load calls (save.c) need. */
 size_t ct_map_key_len(const cr_map *map);
 size_t ct_map_value_len(const cr_map *map);
+/* Insert `count` saved records of the map (the key, then the value; record bytes
+ * key_len + value_len) as cr_map_insert would, except that the records this rank owns
+ * go straight into its table, in their order. Local; not inside a handler, a for_all
+ * or a visitor; may run handlers (for the records it sends). */
+void ct_map_load(cr_map *map, const void *records, size_t count);
 cr_map *ct_set_map(cr_set *set);
 size_t ct_bag_item_len(const cr_bag *bag);
 cr_comm *ct_bag_comm(const cr_bag *bag);

@@ -1292,3 +1292,63 @@ cr_map *ct_set_map(cr_set *s)
 {
     return s->map;
 }
+
+/* ---- loading a save --------------------------------------------------------------- */
+
+#define LOAD_CHUNK 256
+
+/* A saved record (the key, then the value, neither padded) in the table's record
+ * layout. */
+static inline void saved_to_record(const cr_map *m, uint64_t *rec, const char *saved)
+{
+    put_key(m, rec, saved);
+    if (m->value_len) {
+        char *v = (char *)rec + m->key_pad;
+        memset(v + m->value_len, 0, m->value_pad - m->value_len);
+        memcpy(v, saved + m->key_len, m->value_len);
+    }
+}
+
+/* The records of one chunk that this rank owns, applied as the owner applies a
+ * received insert, each slot fetched PREFETCH_AHEAD records ahead. */
+static void load_owned(cr_map *m, const char *const *saved, const uint64_t *hash, size_t n)
+{
+    for (size_t i = 0; i < n && i < PREFETCH_AHEAD; i++)
+        ct_prefetch(&m->table, hash[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n)
+            ct_prefetch(&m->table, hash[i + PREFETCH_AHEAD]);
+        if (m->counts) { /* a saved {key, count} is the count record itself */
+            apply_count(m, saved[i], hash[i], false);
+            continue;
+        }
+        uint64_t rec[(CR_MAX_KEY + CR_CONTAINER_MAX_VALUE) / 8];
+        saved_to_record(m, rec, saved[i]);
+        apply_insert_hashed(m, (const char *)rec, hash[i]);
+    }
+}
+
+void ct_map_load(cr_map *m, const void *records, size_t count)
+{
+    if (m->busy || *cr_module_handler_depth(m->comm))
+        cr_fatal("%s: a load inside a handler, a for_all or a visitor", m->name);
+    int me = cr_comm_rank(m->comm);
+    size_t rb = m->key_len + m->value_len;
+    const char *at = records;
+    const char *owned[LOAD_CHUNK];
+    uint64_t hash[LOAD_CHUNK];
+    while (count > 0) {
+        size_t chunk = count < LOAD_CHUNK ? count : LOAD_CHUNK, n = 0;
+        for (size_t i = 0; i < chunk; i++, at += rb) {
+            uint64_t h = ct_hash(at, m->key_len);
+            if (owner_of_hash(m, h) == me) {
+                owned[n] = at;
+                hash[n++] = h;
+            } else { /* may run handlers, which apply what arrives at once */
+                cr_map_insert(m, at, at + m->key_len);
+            }
+        }
+        load_owned(m, owned, hash, n);
+        count -= chunk;
+    }
+}

@@ -65,6 +65,7 @@ typedef struct load_job {
     void *container;
     cr_map *map; /* the table to size before the records arrive, or NULL */
     size_t key_len, record_bytes;
+    uint64_t loaded; /* records this rank has been given so far */
     void (*put)(void *container, const char *record, size_t key_len);
 } load_job;
 
@@ -73,19 +74,26 @@ static void load_each(const void *records, size_t count, uint64_t first, void *u
     (void)first;
     load_job *j = user;
     /* Sized first, the table does not grow while the records arrive: every rank
-     * reads about as many records as it will own. */
-    if (j->map)
-        cr_map_reserve(j->map, (uint64_t)count * (uint64_t)cr_comm_size(cr_map_comm(j->map)));
+     * reads about as many records as it will own (its share may come in a run per
+     * part it lies in). */
+    j->loaded += count;
+    if (j->map) {
+        cr_map_reserve(j->map, j->loaded * (uint64_t)cr_comm_size(cr_map_comm(j->map)));
+        ct_map_load(j->map, records, count);
+        return;
+    }
     const char *rec = records;
     for (size_t i = 0; i < count; i++, rec += j->record_bytes)
         j->put(j->container, rec, j->key_len);
 }
 
-/* Every container's load: the records inserted again, then a barrier (every one
- * applied on its owner). */
+/* Every container's load: a barrier (every insert made before is applied, so none
+ * lands after the saved records that the owners put straight into their tables),
+ * the records inserted again, then a barrier (every one applied on its owner). */
 static int load_container(cr_comm *comm, const char *dir, const cr_save_kind *k, load_job *j,
                           char *err, size_t errlen)
 {
+    cr_barrier(comm);
     int rc = cr_io_load(comm, dir, k, NULL, load_each, j, err, errlen);
     cr_barrier(comm);
     return rc;

@@ -14,9 +14,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -147,7 +149,7 @@ static int prepare_dir(const char *dir, unsigned flags, char *err, size_t errlen
     return 0;
 }
 
-static int write_part(const char *dir, int rank, const cr_save_kind *k,
+static int write_part(const char *dir, int rank, const cr_save_kind *k, unsigned flags,
                       void (*fill)(cr_save_writer *, void *), void *user, uint64_t out[2],
                       char *err, size_t errlen)
 {
@@ -162,6 +164,8 @@ static int write_part(const char *dir, int rank, const cr_save_kind *k,
     setvbuf(w.f, NULL, _IOFBF, WRITE_BUFFER);
     errno = 0;
     fill(&w, user);
+    if (!w.failed && (flags & CR_SAVE_SYNC) && (fflush(w.f) != 0 || fsync(fileno(w.f)) != 0))
+        w.failed = errno ? errno : EIO;
     if (fclose(w.f) != 0 && !w.failed)
         w.failed = errno ? errno : EIO;
     if (w.failed) {
@@ -173,9 +177,21 @@ static int write_part(const char *dir, int rank, const cr_save_kind *k,
     return 0;
 }
 
+/* The directory's entries (the manifest's new name) to the device. */
+static bool sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = fsync(fd) == 0;
+    return close(fd) == 0 && ok;
+}
+
 /* Rank 0 writes the manifest (to a temporary name, then renamed: it appears whole or
- * not at all) and removes the parts an earlier, larger save left behind. */
-static int write_manifest(const char *dir, const cr_save_kind *k, int parts,
+ * not at all, to any reader, whether the job ends half-way or not) and removes the
+ * parts an earlier, larger save left behind. With CR_SAVE_SYNC the manifest and the
+ * directory reach the device too (the parts did before). */
+static int write_manifest(const char *dir, const cr_save_kind *k, unsigned flags, int parts,
                           const uint64_t *table, char *err, size_t errlen)
 {
     char path[4096], tmp[4096];
@@ -191,9 +207,9 @@ static int write_manifest(const char *dir, const cr_save_kind *k, int parts,
     for (int p = 0; p < parts; p++)
         fprintf(f, "part %d %" PRIu64 " %016" PRIx64 "\n", p, table[2 * p], table[2 * p + 1]);
     fprintf(f, "end\n");
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    bool ok = fflush(f) == 0 && (!(flags & CR_SAVE_SYNC) || fsync(fileno(f)) == 0);
     ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || rename(tmp, path) != 0 || ((flags & CR_SAVE_SYNC) && !sync_dir(dir))) {
         cr_set_error(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         unlink(tmp);
         return -1;
@@ -213,19 +229,22 @@ int cr_io_save(cr_comm *comm, const char *dir, const cr_save_kind *kind, unsigne
     check_kind("cr_io_save", kind);
     if (!fill || !dir || !dir[0])
         cr_fatal("cr_io_save: no %s", fill ? "directory" : "fill callback");
+    if (flags & ~(CR_SAVE_OVERWRITE | CR_SAVE_SYNC))
+        cr_fatal("cr_io_save: unknown flags 0x%x (CR_SAVE_OVERWRITE, CR_SAVE_SYNC)",
+                 flags & ~(CR_SAVE_OVERWRITE | CR_SAVE_SYNC));
     int rank = cr_comm_rank(comm), size = cr_comm_size(comm);
     int rc = rank == 0 ? prepare_dir(dir, flags, err, errlen) : 0;
     if (io_agree(comm, rc, err, errlen))
         return -1;
     uint64_t mine[2] = {0, 0};
-    rc = write_part(dir, rank, kind, fill, user, mine, err, errlen);
+    rc = write_part(dir, rank, kind, flags, fill, user, mine, err, errlen);
     if (io_agree(comm, rc, err, errlen))
         return -1;
     uint64_t *table = malloc(2 * sizeof *table * (size_t)size);
     if (!table)
         cr_fatal("cr_io_save: no memory for the table of %d parts", size);
     cr_allgather(comm, mine, sizeof mine, table, NULL);
-    rc = rank == 0 ? write_manifest(dir, kind, size, table, err, errlen) : 0;
+    rc = rank == 0 ? write_manifest(dir, kind, flags, size, table, err, errlen) : 0;
     free(table);
     return io_agree(comm, rc, err, errlen);
 }
@@ -353,33 +372,87 @@ static int read_fully(int fd, unsigned char *buf, size_t len, uint64_t at)
     return 0;
 }
 
-/* Records [first, first + count) of the save into buf; per part, the sum of the
- * hashes and the number of records read go to sums[2p], sums[2p + 1]. */
-static int read_records(const char *dir, const manifest *m, uint64_t first, uint64_t count,
-                        unsigned char *buf, uint64_t *sums, char *err, size_t errlen)
+/* This rank's records of one part: mapped from the file where it can be (no copy,
+ * no memory of the job's own: the pages are the file system's cache), else read
+ * into memory of their own. */
+typedef struct piece {
+    void *map; /* the mapping, or NULL when the records were read */
+    size_t map_len;
+    unsigned char *records;
+    uint64_t first, count;
+} piece;
+
+static void piece_free(piece *pc)
 {
-    size_t rb = m->record_bytes;
+    if (pc->map)
+        munmap(pc->map, pc->map_len);
+    else
+        free(pc->records);
+}
+
+/* Records [a - lo, b - lo) of part fd (a part's first record is the save's lo). */
+static int piece_get(int fd, const manifest *m, uint64_t lo, uint64_t a, uint64_t b, piece *pc)
+{
+    size_t rb = m->record_bytes, bytes = (size_t)(b - a) * rb;
+    uint64_t at = (a - lo) * rb, page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t from = at - at % page;
+    *pc = (piece){.first = a, .count = b - a, .map_len = bytes + (size_t)(at - from)};
+    void *map = mmap(NULL, pc->map_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)from);
+    if (map != MAP_FAILED) {
+        pc->map = map;
+        pc->records = (unsigned char *)map + (at - from);
+        return 0;
+    }
+    if (!(pc->records = malloc(bytes)))
+        return -1;
+    return read_fully(fd, pc->records, bytes, at);
+}
+
+/* Records [first, first + count) of the save, a piece per part they lie in (at most
+ * *n pieces); per part, the sum of the hashes and the number of records read go to
+ * sums[2p], sums[2p + 1]. */
+static int read_records(const char *dir, const manifest *m, uint64_t first, uint64_t count,
+                        piece *pieces, size_t *n, uint64_t *sums, char *err, size_t errlen)
+{
+    size_t rb = m->record_bytes, got = 0;
     for (uint64_t p = 0; p < m->parts && count > 0; p++) {
         uint64_t lo = m->first[p], hi = lo + m->count[p];
-        if (hi <= first || lo >= first + count)
+        if (hi <= first || lo >= first + count || hi == lo)
             continue;
         uint64_t a = first > lo ? first : lo, b = first + count < hi ? first + count : hi;
         char path[4096];
         part_name(path, sizeof path, dir, p);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        unsigned char *at = buf + (a - first) * rb;
-        if (fd < 0 || read_fully(fd, at, (b - a) * rb, (a - lo) * rb)) {
+        piece *pc = &pieces[got];
+        if (fd < 0 || piece_get(fd, m, lo, a, b, pc)) {
             cr_set_error(err, errlen, "%s: read failed: %s", path, strerror(errno ? errno : EIO));
-            if (fd >= 0)
+            if (fd >= 0) {
+                piece_free(pc);
                 close(fd);
+            }
+            *n = got;
             return -1;
         }
         close(fd);
+        got++;
+        const unsigned char *at = pc->records;
         for (uint64_t i = a; i < b; i++, at += rb)
             sums[2 * p] += record_hash(at, rb, i - lo);
         sums[2 * p + 1] += b - a;
     }
+    *n = got;
     return 0;
+}
+
+/* How many parts records [first, first + count) lie in. */
+static size_t parts_touched(const manifest *m, uint64_t first, uint64_t count)
+{
+    size_t n = 0;
+    for (uint64_t p = 0; p < m->parts; p++) {
+        uint64_t lo = m->first[p], hi = lo + m->count[p];
+        n += !(hi <= first || lo >= first + count || hi == lo);
+    }
+    return n;
 }
 
 /* Together the ranks have read each part whole (or not: a caller's ranges may leave
@@ -423,25 +496,23 @@ int cr_io_load(cr_comm *comm, const char *dir, const cr_save_kind *kind, const u
             rc = -1;
         }
     }
-    unsigned char *buf = NULL;
     uint64_t *sums = calloc(2 * m.parts, sizeof *sums);
-    if (rc == 0 && count > 0 && !(buf = malloc(count * m.record_bytes))) {
-        cr_set_error(err, errlen, "%s: no memory for this rank's %" PRIu64 " records (%.1f MiB)",
-                     dir, count, (double)count * (double)m.record_bytes / (1 << 20));
-        rc = -1;
-    }
-    if (!sums)
+    size_t npieces = rc == 0 && count > 0 ? parts_touched(&m, first, count) : 0;
+    piece *pieces = calloc(npieces ? npieces : 1, sizeof *pieces);
+    if (!sums || !pieces)
         cr_fatal("cr_io_load: no memory for the checksums of %" PRIu64 " parts", m.parts);
-    if (rc == 0)
-        rc = read_records(dir, &m, first, count, buf, sums, err, errlen);
+    if (rc == 0 && npieces > 0)
+        rc = read_records(dir, &m, first, count, pieces, &npieces, sums, err, errlen);
     if (io_agree(comm, rc, err, errlen) == 0) {
         rc = check_sums(comm, dir, &m, sums, err, errlen); /* the same on every rank */
-        if (rc == 0 && count > 0)
-            fn(buf, (size_t)count, first, user);
+        for (size_t i = 0; rc == 0 && i < npieces; i++)
+            fn(pieces[i].records, (size_t)pieces[i].count, pieces[i].first, user);
     } else {
         rc = -1;
     }
-    free(buf);
+    for (size_t i = 0; i < npieces; i++)
+        piece_free(&pieces[i]);
+    free(pieces);
     free(sums);
     manifest_free(&m);
     return rc;

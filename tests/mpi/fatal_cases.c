@@ -147,6 +147,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "request-not-a-type")) {
         uint64_t x = 1;
         cr_dedup_request(c, 0, h, &x, sizeof x, no_reply, NULL);
+    } else if (!strcmp(what, "save-bad-flags")) {
+        char err[200];
+        cr_counting_set *cs = cr_counting_set_create(c, 8, err, sizeof err);
+        cr_counting_set_save(cs, "fatal-save-never-made", 4, err, sizeof err);
     } else if (!strcmp(what, "request-short-key")) {
         int r = cr_dedup_register_request(
             c, &(cr_dedup_request_type){.serve = serve_silently, .key_len = 16}, NULL);
