@@ -294,6 +294,11 @@ size_t ct_map_value_len(const cr_map *map);
  * go straight into its table, in their order. Local; not inside a handler, a for_all
  * or a visitor; may run handlers (for the records it sends). */
 void ct_map_load(cr_map *map, const void *records, size_t count);
+/* Up to `max` of the map's records from slot *cursor on (0: the first; the waiting
+ * adds are settled then), copied to `out` as a save holds them (the key, then the
+ * value, unpadded); *cursor moves past them. Returns how many (0: no more). Local;
+ * the map must not change between the calls of one walk. */
+size_t ct_map_copy_records(cr_map *map, size_t *cursor, void *out, size_t max);
 cr_map *ct_set_map(cr_set *set);
 size_t ct_bag_item_len(const cr_bag *bag);
 cr_comm *ct_bag_comm(const cr_bag *bag);

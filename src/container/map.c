@@ -1352,3 +1352,30 @@ void ct_map_load(cr_map *m, const void *records, size_t count)
         count -= chunk;
     }
 }
+
+/* ---- saving --------------------------------------------------------------------- */
+
+size_t ct_map_copy_records(cr_map *m, size_t *cursor, void *out, size_t max)
+{
+    if (*cursor == 0)
+        settle(m);
+    const ct_table *t = &m->table;
+    size_t rb = m->key_len + m->value_len, n = 0;
+    bool packed = m->key_len == m->key_pad && m->value_len == m->value_pad;
+    char *at = out;
+    size_t i = ct_next(t, *cursor);
+    for (; i < t->cap && n < max; i = ct_next(t, i + 1), n++, at += rb) {
+        const char *rec = ct_record(t, i);
+        if (rb == 16 && packed) { /* a counting set's {key, count}: two fixed moves */
+            memcpy(at, rec, 8);
+            memcpy(at + 8, rec + 8, 8);
+        } else if (packed) {
+            memcpy(at, rec, rb);
+        } else {
+            memcpy(at, rec, m->key_len);
+            memcpy(at + m->key_len, rec + m->key_pad, m->value_len);
+        }
+    }
+    *cursor = i;
+    return n;
+}

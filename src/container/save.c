@@ -1,6 +1,7 @@
 /* Saving and loading the containers (include/courier/io.h underneath): a record per
  * element, written where it lives; loaded on any number of ranks by inserting each
- * record again, so it reaches its owner under the loading job's layout. */
+ * record again, so it reaches its owner under the loading job's layout (a map's
+ * records that the reading rank owns go straight into its table). */
 #include "container/container_internal.h"
 
 #include "courier/io.h"
@@ -19,7 +20,7 @@ typedef struct stage {
     cr_save_writer *w;
     void *container;
     void (*walk)(struct stage *s); /* the container's for_all, with a put_* below */
-    size_t key_len, record_bytes, held, cap;
+    size_t record_bytes, held, cap;
     char buf[STAGE_BYTES + CR_MAX_KEY + CR_CONTAINER_MAX_VALUE + 16];
 } stage;
 
@@ -47,13 +48,13 @@ static void fill_stage(cr_save_writer *w, void *user)
 /* Every container's save: a barrier (every insert sent before is in it), then each
  * rank walks what it holds. */
 static int save_container(cr_comm *comm, void *container, void (*walk)(stage *),
-                          const cr_save_kind *k, size_t key_len, const char *dir,
-                          unsigned flags, char *err, size_t errlen)
+                          const cr_save_kind *k, const char *dir, unsigned flags, char *err,
+                          size_t errlen)
 {
     cr_barrier(comm);
     stage *s = cr_xmalloc(sizeof *s);
-    *s = (stage){.container = container, .walk = walk, .key_len = key_len,
-                 .record_bytes = k->record_bytes, .cap = STAGE_BYTES / k->record_bytes};
+    *s = (stage){.container = container, .walk = walk, .record_bytes = k->record_bytes,
+                 .cap = STAGE_BYTES / k->record_bytes};
     if (s->cap == 0)
         s->cap = 1;
     int rc = cr_io_save(comm, dir, k, flags, fill_stage, s, err, errlen);
@@ -62,11 +63,11 @@ static int save_container(cr_comm *comm, void *container, void (*walk)(stage *),
 }
 
 typedef struct load_job {
-    void *container;
-    cr_map *map; /* the table to size before the records arrive, or NULL */
-    size_t key_len, record_bytes;
+    cr_map *map; /* a map's, set's or counting set's table (ct_map_load), or NULL */
+    void *container; /* else: what put inserts a record into */
+    void (*put)(void *container, const char *record);
+    size_t record_bytes;
     uint64_t loaded; /* records this rank has been given so far */
-    void (*put)(void *container, const char *record, size_t key_len);
 } load_job;
 
 static void load_each(const void *records, size_t count, uint64_t first, void *user)
@@ -84,7 +85,7 @@ static void load_each(const void *records, size_t count, uint64_t first, void *u
     }
     const char *rec = records;
     for (size_t i = 0; i < count; i++, rec += j->record_bytes)
-        j->put(j->container, rec, j->key_len);
+        j->put(j->container, rec);
 }
 
 /* Every container's load: a barrier (every insert made before is applied, so none
@@ -101,22 +102,12 @@ static int load_container(cr_comm *comm, const char *dir, const cr_save_kind *k,
 
 /* ---------------------------------------------------------------- maps and sets */
 
-static void put_pair(const void *key, void *value, void *user)
-{
-    stage *s = user;
-    char *rec = stage_next(s);
-    if (s->record_bytes == 16 && s->key_len == 8) { /* a counting set's: two fixed moves */
-        memcpy(rec, key, 8);
-        memcpy(rec + 8, value, 8);
-        return;
-    }
-    memcpy(rec, key, s->key_len);
-    memcpy(rec + s->key_len, value, s->record_bytes - s->key_len);
-}
-
+/* A block of records at a time, copied straight from the table. */
 static void walk_map(stage *s)
 {
-    cr_map_for_all(s->container, put_pair, s);
+    size_t cursor = 0;
+    while ((s->held = ct_map_copy_records(s->container, &cursor, s->buf, s->cap)) > 0)
+        stage_flush(s);
 }
 
 static cr_save_kind map_kind(cr_map *map, const char *kind)
@@ -129,35 +120,15 @@ static int save_map(cr_map *map, const char *kind, const char *dir, unsigned fla
                     size_t errlen)
 {
     cr_save_kind k = map_kind(map, kind);
-    return save_container(cr_map_comm(map), map, walk_map, &k, ct_map_key_len(map), dir, flags,
-                          err, errlen);
+    return save_container(cr_map_comm(map), map, walk_map, &k, dir, flags, err, errlen);
 }
 
-static void put_map(void *map, const char *rec, size_t key_len)
-{
-    cr_map_insert(map, rec, rec + key_len);
-}
-
-static void put_set(void *map, const char *rec, size_t key_len)
-{
-    (void)key_len;
-    cr_map_insert(map, rec, NULL);
-}
-
-static void put_count(void *cs, const char *rec, size_t key_len)
-{
-    uint64_t times;
-    memcpy(&times, rec + key_len, sizeof times);
-    cr_counting_set_add(cs, rec, times);
-}
-
-static int load_map(cr_map *map, void *container, const char *kind,
-                    void (*put)(void *, const char *, size_t), const char *dir, char *err,
-                    size_t errlen)
+/* A set's or counting set's records are its map's (a counting set's value is the
+ * count, added as its map's rule adds). */
+static int load_map(cr_map *map, const char *kind, const char *dir, char *err, size_t errlen)
 {
     cr_save_kind k = map_kind(map, kind);
-    load_job j = {.container = container, .map = map, .key_len = ct_map_key_len(map),
-                  .record_bytes = k.record_bytes, .put = put};
+    load_job j = {.map = map, .record_bytes = k.record_bytes};
     return load_container(cr_map_comm(map), dir, &k, &j, err, errlen);
 }
 
@@ -168,7 +139,7 @@ int cr_map_save(cr_map *map, const char *dir, unsigned flags, char *err, size_t 
 
 int cr_map_load(cr_map *map, const char *dir, char *err, size_t errlen)
 {
-    return load_map(map, map, "map", put_map, dir, err, errlen);
+    return load_map(map, "map", dir, err, errlen);
 }
 
 int cr_set_save(cr_set *set, const char *dir, unsigned flags, char *err, size_t errlen)
@@ -178,7 +149,7 @@ int cr_set_save(cr_set *set, const char *dir, unsigned flags, char *err, size_t 
 
 int cr_set_load(cr_set *set, const char *dir, char *err, size_t errlen)
 {
-    return load_map(ct_set_map(set), ct_set_map(set), "set", put_set, dir, err, errlen);
+    return load_map(ct_set_map(set), "set", dir, err, errlen);
 }
 
 int cr_counting_set_save(cr_counting_set *cs, const char *dir, unsigned flags, char *err,
@@ -189,7 +160,7 @@ int cr_counting_set_save(cr_counting_set *cs, const char *dir, unsigned flags, c
 
 int cr_counting_set_load(cr_counting_set *cs, const char *dir, char *err, size_t errlen)
 {
-    return load_map(cr_counting_set_map(cs), cs, "counting_set", put_count, dir, err, errlen);
+    return load_map(cr_counting_set_map(cs), "counting_set", dir, err, errlen);
 }
 
 /* ---------------------------------------------------------------- bag */
@@ -214,12 +185,11 @@ static cr_save_kind bag_kind(const cr_bag *bag)
 int cr_bag_save(cr_bag *bag, const char *dir, unsigned flags, char *err, size_t errlen)
 {
     cr_save_kind k = bag_kind(bag);
-    return save_container(ct_bag_comm(bag), bag, walk_bag, &k, 0, dir, flags, err, errlen);
+    return save_container(ct_bag_comm(bag), bag, walk_bag, &k, dir, flags, err, errlen);
 }
 
-static void put_bag(void *bag, const char *rec, size_t key_len)
+static void put_bag(void *bag, const char *rec)
 {
-    (void)key_len;
     cr_bag_insert(bag, rec);
 }
 
@@ -248,15 +218,14 @@ static const cr_save_kind dset_kind = {.kind = "disjoint_set", .record_bytes = 1
 int cr_disjoint_set_save(cr_disjoint_set *ds, const char *dir, unsigned flags, char *err,
                          size_t errlen)
 {
-    return save_container(ct_disjoint_set_comm(ds), ds, walk_dset, &dset_kind, 0, dir, flags,
+    return save_container(ct_disjoint_set_comm(ds), ds, walk_dset, &dset_kind, dir, flags,
                           err, errlen);
 }
 
 /* An item and its parent: the same partition comes back from a union of the two
  * (an item that is its own parent is added alone). */
-static void put_link_back(void *ds, const char *rec, size_t key_len)
+static void put_link_back(void *ds, const char *rec)
 {
-    (void)key_len;
     uint64_t link[2];
     memcpy(link, rec, sizeof link);
     if (link[0] == link[1])
