@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STAGE_BYTES ((size_t)64 << 10)
+/* A block of records goes to the file in one write: 256 KiB measured faster than
+ * 64 KiB (four times the writes) and than 1 MiB (the block leaves the core's cache
+ * before it is written) on a 10M-key counting set at 2 ranks. */
+#define STAGE_BYTES ((size_t)256 << 10)
 
 /* A save in progress: the container's walk puts its records into a block that goes to
  * the writer when full. */
