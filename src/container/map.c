@@ -1340,7 +1340,8 @@ void ct_map_load(cr_map *m, const void *records, size_t count)
     while (count > 0) {
         size_t chunk = count < LOAD_CHUNK ? count : LOAD_CHUNK, n = 0;
         for (size_t i = 0; i < chunk; i++, at += rb) {
-            uint64_t h = ct_hash(at, m->key_len);
+            __builtin_prefetch(at + 1024);
+            uint64_t h = m->key_len == 8 ? ct_hash(at, 8) : ct_hash(at, m->key_len);
             if (owner_of_hash(m, h) == me) {
                 owned[n] = at;
                 hash[n++] = h;
