@@ -299,9 +299,9 @@ cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, cr_config *c
         c.node_size = (unsigned)flags->node_size;
     if (flags && flags->stats)
         c.print_stats = true;
-    if (cfg)
-        *cfg = c;
     open_comm = cr_comm_create(MPI_COMM_WORLD, &c);
+    if (cfg) /* what the comm runs: with COURIER_ROUTE or COURIER_BUFFER_SIZE auto, its choice */
+        *cfg = *cr_comm_config(open_comm);
     return open_comm;
 }
 

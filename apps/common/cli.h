@@ -222,8 +222,9 @@ static inline app_comm_flags app_shared_comm_flags(const app_shared *s)
 void app_config_from_env(const app *a, struct cr_config *cfg);
 
 /* Create the app's comm on MPI_COMM_WORLD: defaults, then the COURIER_* variables (a
- * bad one is a usage error), then the flags given. The configuration used is
- * copied to *cfg if cfg is not NULL; flags may be NULL. */
+ * bad one is a usage error), then the flags given. What the comm runs is copied to
+ * *cfg if cfg is not NULL (with COURIER_ROUTE or COURIER_BUFFER_SIZE auto: the route
+ * and buffer size it chose at creation); flags may be NULL. */
 struct cr_comm *app_comm_create(const app *a, const app_comm_flags *flags, struct cr_config *cfg);
 /* Collective: destroy a comm app_comm_create made. Until then, app_error,
  * app_usage_error and app_agree's error end destroy it before MPI_Finalize. */
