@@ -390,13 +390,21 @@ static void piece_free(piece *pc)
         free(pc->records);
 }
 
-/* Records [a - lo, b - lo) of part fd (a part's first record is the save's lo). */
+/* Records [a - lo, b - lo) of part fd (a part's first record is the save's lo).
+ * Returns 0, -1 (errno says why), or -2 for a part cut short since its size was
+ * checked: it is refused before it is mapped, since a mapping read past the file's
+ * end would end the process with SIGBUS. */
 static int piece_get(int fd, const manifest *m, uint64_t lo, uint64_t a, uint64_t b, piece *pc)
 {
     size_t rb = m->record_bytes, bytes = (size_t)(b - a) * rb;
     uint64_t at = (a - lo) * rb, page = (uint64_t)sysconf(_SC_PAGESIZE);
     uint64_t from = at - at % page;
     *pc = (piece){.first = a, .count = b - a, .map_len = bytes + (size_t)(at - from)};
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -1;
+    if ((uint64_t)st.st_size < at + bytes)
+        return -2;
     void *map = mmap(NULL, pc->map_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)from);
     if (map != MAP_FAILED) {
         pc->map = map;
@@ -424,8 +432,13 @@ static int read_records(const char *dir, const manifest *m, uint64_t first, uint
         part_name(path, sizeof path, dir, p);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         piece *pc = &pieces[got];
-        if (fd < 0 || piece_get(fd, m, lo, a, b, pc)) {
+        int rc = fd < 0 ? -1 : piece_get(fd, m, lo, a, b, pc);
+        if (rc == -2)
+            cr_set_error(err, errlen, "%s: shorter than when the load began (changed while "
+                         "it was read?)", path);
+        else if (rc)
             cr_set_error(err, errlen, "%s: read failed: %s", path, strerror(errno ? errno : EIO));
+        if (rc) {
             if (fd >= 0) {
                 piece_free(pc);
                 close(fd);
