@@ -1295,6 +1295,8 @@ cr_map *ct_set_map(cr_set *s)
 
 /* ---- loading a save --------------------------------------------------------------- */
 
+/* Records sorted at a time into those this rank owns and the others: the owned ones
+ * are then applied with their slots fetched ahead, as a received batch is. */
 #define LOAD_CHUNK 256
 
 /* A saved record (the key, then the value, neither padded) in the table's record
@@ -1340,7 +1342,7 @@ void ct_map_load(cr_map *m, const void *records, size_t count)
     while (count > 0) {
         size_t chunk = count < LOAD_CHUNK ? count : LOAD_CHUNK, n = 0;
         for (size_t i = 0; i < chunk; i++, at += rb) {
-            __builtin_prefetch(at + 1024);
+            __builtin_prefetch(at + 1024); /* a mapped file: the hardware stops at pages */
             uint64_t h = m->key_len == 8 ? ct_hash(at, 8) : ct_hash(at, m->key_len);
             if (owner_of_hash(m, h) == me) {
                 owned[n] = at;
