@@ -76,6 +76,9 @@ typedef struct all {
     cr_darray *da;
 } all;
 
+static void owners_create(cr_comm *comm);
+static void owners_destroy(void);
+
 static void create_all(all *c)
 {
     char err[200];
@@ -87,6 +90,7 @@ static void create_all(all *c)
     c->bag = cr_bag_create(c->comm, sizeof(item), err, sizeof err);
     c->ds = cr_disjoint_set_create(c->comm, NULL, NULL);
     c->da = cr_darray_create(c->comm, ELEMENTS, 8, NULL);
+    owners_create(c->comm);
 }
 
 static void destroy_all(all *c)
@@ -97,6 +101,7 @@ static void destroy_all(all *c)
     cr_bag_destroy(c->bag);
     cr_disjoint_set_destroy(c->ds);
     cr_darray_destroy(c->da);
+    owners_destroy();
     cr_comm_destroy(c->comm);
 }
 
@@ -125,12 +130,38 @@ static void fill_all(all *c)
 
 /* ---------------------------------------------------------------- checks */
 
+/* Maps whose owner rule names the rank each key must live on after a load (every map
+ * of one key size on one comm shares it): 8-byte keys (the map, the counting set)
+ * and the set's 24-byte ones. */
+static cr_map *owner_of_8, *owner_of_24;
+
+static void owners_create(cr_comm *comm)
+{
+    char err[200];
+    owner_of_8 = cr_map_create(comm, &(cr_map_opts){.key_len = 8}, err, sizeof err);
+    owner_of_24 = cr_map_create(comm, &(cr_map_opts){.key_len = SET_KEY}, err, sizeof err);
+}
+
+static void owners_destroy(void)
+{
+    cr_map_destroy(owner_of_8);
+    cr_map_destroy(owner_of_24);
+}
+
+static void check_owner(const cr_map *rule, const void *key, const char *what)
+{
+    int owner = cr_map_owner(rule, key);
+    CHECK(owner == test_rank, "%s: a key lives on rank %d, its owner is rank %d", what,
+          test_rank, owner);
+}
+
 static void check_map_entry(const void *key, void *value, void *user)
 {
     uint64_t i;
     memcpy(&i, key, 8);
     pair_value want = map_value(i), got;
     memcpy(&got, value, sizeof got);
+    check_owner(owner_of_8, key, "map");
     CHECK(i < ELEMENTS && got.a == want.a && got.b == want.b, "map: key %llu",
           (unsigned long long)i);
     (*(uint64_t *)user)++;
@@ -142,6 +173,7 @@ static void check_set_key(const void *key, void *user)
     uint64_t i = strtoull((const char *)key + 4, NULL, 10);
     set_key(i, want);
     CHECK(i < ELEMENTS && !memcmp(want, key, SET_KEY), "set: key '%.24s'", (const char *)key);
+    check_owner(owner_of_24, key, "set");
     (*(uint64_t *)user)++;
 }
 
@@ -150,6 +182,7 @@ static void check_count(const void *key, uint64_t count, void *user)
     uint64_t i;
     memcpy(&i, key, 8);
     uint64_t *k = user;
+    check_owner(owner_of_8, key, "counting set");
     CHECK(i < ELEMENTS && count == k[1] * times_of(i), "counting set: key %llu counted %llu",
           (unsigned long long)i, (unsigned long long)count);
     k[0]++;
@@ -276,6 +309,7 @@ static void test_load_into_filled(void **state)
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, NULL);
     cr_map *map = cr_map_create(comm, &(cr_map_opts){.key_len = 8, .value_len = 16}, err,
                                 sizeof err);
+    owners_create(comm);
     for (uint64_t i = (uint64_t)test_rank; i < ELEMENTS; i += (uint64_t)test_size) {
         pair_value stale = {~mixed(i), 7};
         cr_map_insert(map, &i, &stale);
@@ -286,6 +320,7 @@ static void test_load_into_filled(void **state)
     cr_map_for_all(map, check_map_entry, &n);
     CHECK(sum_all(n) == ELEMENTS, "map: %llu keys", (unsigned long long)sum_all(n));
     cr_map_destroy(map);
+    owners_destroy();
     cr_comm_destroy(comm);
     verdict();
 }
