@@ -812,6 +812,19 @@ static inline void put_key(const cr_map *m, uint64_t *rec, const void *key)
     memcpy(rec, key, m->key_len);
 }
 
+/* The record of key and value as the table holds it: each zero-padded to 8 bytes. */
+static inline void put_record(const cr_map *m, uint64_t *rec, const void *key, const void *value)
+{
+    put_key(m, rec, key);
+    if (m->value_len == 8) {
+        memcpy(rec + m->key_pad / 8, value, 8);
+    } else if (m->value_len) {
+        char *v = (char *)rec + m->key_pad;
+        memset(v + m->value_len, 0, m->value_pad - m->value_len);
+        memcpy(v, value, m->value_len);
+    }
+}
+
 void cr_map_insert(cr_map *m, const void *key, const void *value)
 {
     if (m->counts) {
@@ -822,14 +835,7 @@ void cr_map_insert(cr_map *m, const void *key, const void *value)
         return;
     }
     uint64_t rec[(CR_MAX_KEY + CR_CONTAINER_MAX_VALUE) / 8];
-    put_key(m, rec, key);
-    if (m->value_len == 8) {
-        memcpy(rec + m->key_pad / 8, value, 8);
-    } else if (m->value_len) {
-        char *v = (char *)rec + m->key_pad;
-        memset(v + m->value_len, 0, m->value_pad - m->value_len);
-        memcpy(v, value, m->value_len);
-    }
+    put_record(m, rec, key, value);
     if (m->cache && *m->handler_depth == 0)
         cache_insert(m, (const char *)rec, ct_hash(rec, m->key_len));
     else
@@ -1299,18 +1305,6 @@ cr_map *ct_set_map(cr_set *s)
  * are then applied with their slots fetched ahead, as a received batch is. */
 #define LOAD_CHUNK 256
 
-/* A saved record (the key, then the value, neither padded) in the table's record
- * layout. */
-static inline void saved_to_record(const cr_map *m, uint64_t *rec, const char *saved)
-{
-    put_key(m, rec, saved);
-    if (m->value_len) {
-        char *v = (char *)rec + m->key_pad;
-        memset(v + m->value_len, 0, m->value_pad - m->value_len);
-        memcpy(v, saved + m->key_len, m->value_len);
-    }
-}
-
 /* The records of one chunk that this rank owns, applied as the owner applies a
  * received insert, each slot fetched PREFETCH_AHEAD records ahead. */
 static void load_owned(cr_map *m, const char *const *saved, const uint64_t *hash, size_t n)
@@ -1325,7 +1319,7 @@ static void load_owned(cr_map *m, const char *const *saved, const uint64_t *hash
             continue;
         }
         uint64_t rec[(CR_MAX_KEY + CR_CONTAINER_MAX_VALUE) / 8];
-        saved_to_record(m, rec, saved[i]);
+        put_record(m, rec, saved[i], saved[i] + m->key_len); /* saved: key, then value */
         apply_insert_hashed(m, (const char *)rec, hash[i]);
     }
 }

@@ -416,6 +416,13 @@ static int piece_get(int fd, const manifest *m, uint64_t lo, uint64_t a, uint64_
     return read_fully(fd, pc->records, bytes, at);
 }
 
+/* Whether part p holds any of records [first, first + count). */
+static bool part_overlaps(const manifest *m, uint64_t p, uint64_t first, uint64_t count)
+{
+    uint64_t lo = m->first[p], hi = lo + m->count[p];
+    return hi > lo && hi > first && lo < first + count;
+}
+
 /* Records [first, first + count) of the save, a piece per part they lie in (at most
  * *n pieces); per part, the sum of the hashes and the number of records read go to
  * sums[2p], sums[2p + 1]. */
@@ -424,9 +431,9 @@ static int read_records(const char *dir, const manifest *m, uint64_t first, uint
 {
     size_t rb = m->record_bytes, got = 0;
     for (uint64_t p = 0; p < m->parts && count > 0; p++) {
-        uint64_t lo = m->first[p], hi = lo + m->count[p];
-        if (hi <= first || lo >= first + count || hi == lo)
+        if (!part_overlaps(m, p, first, count))
             continue;
+        uint64_t lo = m->first[p], hi = lo + m->count[p];
         uint64_t a = first > lo ? first : lo, b = first + count < hi ? first + count : hi;
         char path[4096];
         part_name(path, sizeof path, dir, p);
@@ -463,10 +470,8 @@ static int read_records(const char *dir, const manifest *m, uint64_t first, uint
 static size_t parts_touched(const manifest *m, uint64_t first, uint64_t count)
 {
     size_t n = 0;
-    for (uint64_t p = 0; p < m->parts; p++) {
-        uint64_t lo = m->first[p], hi = lo + m->count[p];
-        n += !(hi <= first || lo >= first + count || hi == lo);
-    }
+    for (uint64_t p = 0; p < m->parts; p++)
+        n += part_overlaps(m, p, first, count);
     return n;
 }
 

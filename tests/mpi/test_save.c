@@ -76,8 +76,23 @@ typedef struct all {
     cr_darray *da;
 } all;
 
-static void owners_create(cr_comm *comm);
-static void owners_destroy(void);
+/* Maps whose owner rule names the rank each key must live on after a load (every map
+ * of one key size on one comm shares it): 8-byte keys (the map, the counting set)
+ * and the set's 24-byte ones. */
+static cr_map *owner_of_8, *owner_of_24;
+
+static void owners_create(cr_comm *comm)
+{
+    char err[200];
+    owner_of_8 = cr_map_create(comm, &(cr_map_opts){.key_len = 8}, err, sizeof err);
+    owner_of_24 = cr_map_create(comm, &(cr_map_opts){.key_len = SET_KEY}, err, sizeof err);
+}
+
+static void owners_destroy(void)
+{
+    cr_map_destroy(owner_of_8);
+    cr_map_destroy(owner_of_24);
+}
 
 static void create_all(all *c)
 {
@@ -129,24 +144,6 @@ static void fill_all(all *c)
 }
 
 /* ---------------------------------------------------------------- checks */
-
-/* Maps whose owner rule names the rank each key must live on after a load (every map
- * of one key size on one comm shares it): 8-byte keys (the map, the counting set)
- * and the set's 24-byte ones. */
-static cr_map *owner_of_8, *owner_of_24;
-
-static void owners_create(cr_comm *comm)
-{
-    char err[200];
-    owner_of_8 = cr_map_create(comm, &(cr_map_opts){.key_len = 8}, err, sizeof err);
-    owner_of_24 = cr_map_create(comm, &(cr_map_opts){.key_len = SET_KEY}, err, sizeof err);
-}
-
-static void owners_destroy(void)
-{
-    cr_map_destroy(owner_of_8);
-    cr_map_destroy(owner_of_24);
-}
 
 static void check_owner(const cr_map *rule, const void *key, const char *what)
 {
