@@ -666,8 +666,9 @@ static long ct_double_sums(cr_comm *comm, uint64_t nkeys)
 /* ---- the count cache ------------------------------------------------------------ */
 
 /* Two keys that share a slot of the count cache, a count of 0, a count that wraps to
- * 0, and keys of their own per rank. */
-enum { CT_A = 5, CT_B = 5 + 65536 };
+ * 0, keys of their own per rank, and keys 0 and 1, each the other's slot's mark for
+ * empty (counted 7 and 9 times per rank). */
+enum { CT_A = 5, CT_B = 5 + 65536, CT_K0 = 0, CT_K1 = 1 };
 #define CT_ZERO (UINT64_C(1) << 40)
 #define CT_WRAP (CT_ZERO + 1)
 #define CT_SPREAD (UINT64_C(1) << 41)
@@ -684,6 +685,10 @@ static uint64_t ct_cc_want(const ct_cc *c, uint64_t key)
         return 200 * c->p;
     if (key == CT_ZERO || key == CT_WRAP)
         return 0;
+    if (key == CT_K0)
+        return 7 * c->p;
+    if (key == CT_K1)
+        return 9 * c->p;
     return 1; /* a rank's own key */
 }
 
@@ -735,7 +740,7 @@ static long ct_count_cache(cr_comm *comm, uint64_t own)
     cr_counting_set *cs = ct_counting_set8(comm);
     cr_map *m = ct_sum_map8(comm);
     /* The map reserves its room first: its table must not grow after. */
-    uint64_t want_size = 4 + own * (uint64_t)p;
+    uint64_t want_size = 6 + own * (uint64_t)p;
     CT_CHECK(comm, cr_map_reserve(m, want_size), "cr_map_reserve(%llu) failed",
              (unsigned long long)want_size);
     size_t reserved = cr_map_local_bytes(m);
@@ -752,6 +757,13 @@ static long ct_count_cache(cr_comm *comm, uint64_t own)
         CT_BOTH(&b, 1);
     }
     CT_BOTH(&zero, none);
+    const uint64_t k0 = CT_K0, k1s[9] = {CT_K1, CT_K1, CT_K1, CT_K1, CT_K1,
+                                         CT_K1, CT_K1, CT_K1, CT_K1};
+    for (int i = 0; i < 7; i++)
+        CT_BOTH(&k0, 1);
+    cr_counting_set_insert_many(cs, k1s, 9);
+    CT_BOTH(&k1s[0], 0);
+    cr_map_insert(m, &k1s[0], &(uint64_t){9});
     CT_BOTH(&wrap, half);
     CT_BOTH(&wrap, half);
     for (uint64_t i = 0; i < own; i++) {

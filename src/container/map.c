@@ -23,7 +23,7 @@ enum { REPLY_MAP, REPLY_SET, REPLY_COUNT };
 #define MAX_RECORD (CR_MAX_KEY + 8 + CR_CONTAINER_MAX_VALUE)
 
 /* A record of an 8-byte key and its count, as it travels and as the count cache holds
- * it; a count of 0 marks an empty slot. */
+ * it (its empty slots: count_cache_create). */
 typedef struct count_slot {
     uint64_t key, count;
 } count_slot;
@@ -415,6 +415,7 @@ typedef struct ct_maps {
 } ct_maps;
 
 static void cache_drain(cr_map *m);
+static count_slot *count_cache_create(void);
 
 static void maps_drain(cr_comm *comm, void *state)
 {
@@ -482,7 +483,7 @@ static void cache_init(cr_map *m, cr_op op, cr_dtype type, bool no_combining)
     m->add_u64 = op == CR_OP_SUM && m->value_len == 8 && type != CR_DOUBLE;
     m->handler_depth = cr_module_handler_depth(m->comm);
     if (m->add_u64 && m->key_len == 8) {
-        m->counts = calloc(COUNT_SLOTS, sizeof *m->counts);
+        m->counts = count_cache_create();
         if (!m->counts)
             cr_fatal("%s: out of memory for the source cache", m->name);
         m->cache_window = CACHE_WINDOW;
@@ -577,15 +578,36 @@ static inline __attribute__((always_inline)) void cache_insert(cr_map *m, const 
  *
  * The counting set's inserts, and a summing map's with 8-byte keys and integer values,
  * are most of what containers do, so they get a cache of their own with nothing to
- * spare: a slot is the record {key, count} that would travel (16 bytes, no tag, a
- * count of 0 for empty), and the slot is the key's low bits folded with its high ones,
- * not a hash: consecutive keys (vertex numbers, word numbers) then sit side by side in
- * a few cache lines, and the full hash is paid only by a record that leaves. Keys that
- * fold alike evict each other, which costs sends, not results; the hit rate is watched
- * as for the cache above. */
+ * spare: a slot is the record {key, count} that would travel (16 bytes, no tag), and
+ * the slot is the key's low bits folded with its high ones, not a hash: consecutive
+ * keys (vertex numbers, word numbers) then sit side by side in a few cache lines, and
+ * the full hash is paid only by a record that leaves. Keys that fold alike evict each
+ * other, which costs sends, not results; the hit rate is watched as for the cache
+ * above.
+ *
+ * An empty slot holds a key that cannot fold to it (empty_key), so a hit is one
+ * compare of keys and any count may be held, 0 included: an add is one addition, the
+ * count wraps as the owner's does (both add modulo 2^64), and a key whose count came
+ * back to 0 still leaves as a record, which makes it exist on its owner. */
 static inline size_t count_slot_of(uint64_t key)
 {
     return (size_t)((key ^ (key >> 17) ^ (key >> 34) ^ (key >> 51)) & (COUNT_SLOTS - 1));
+}
+
+/* Slot i's empty mark: i ^ 1 is below COUNT_SLOTS, so it folds to itself, not to i. */
+static inline uint64_t empty_key(size_t slot)
+{
+    return (uint64_t)slot ^ 1;
+}
+
+static count_slot *count_cache_create(void)
+{
+    count_slot *counts = malloc(COUNT_SLOTS * sizeof *counts);
+    if (!counts)
+        return NULL;
+    for (size_t i = 0; i < COUNT_SLOTS; i++)
+        counts[i] = (count_slot){empty_key(i), 0};
+    return counts;
 }
 
 static __attribute__((noinline)) void count_send(cr_map *m, uint64_t key, uint64_t count)
@@ -598,10 +620,10 @@ static void count_cache_drain(cr_map *m)
 {
     for (size_t i = 0; m->cache_used && i < COUNT_SLOTS; i++) {
         count_slot *s = &m->counts[i];
-        if (!s->count)
+        if (s->key == empty_key(i))
             continue;
         count_send(m, s->key, s->count);
-        s->count = 0;
+        *s = (count_slot){empty_key(i), 0};
         m->cache_used--;
     }
 }
@@ -610,7 +632,7 @@ static void count_cache_drain(cr_map *m)
 static __attribute__((noinline)) void count_miss(cr_map *m, count_slot *s, uint64_t key,
                                                  uint64_t add)
 {
-    if (s->count)
+    if (s->key != empty_key((size_t)(s - m->counts)))
         count_send(m, s->key, s->count);
     else
         m->cache_used++;
@@ -619,16 +641,9 @@ static __attribute__((noinline)) void count_miss(cr_map *m, count_slot *s, uint6
     m->cache_misses++;
 }
 
-/* A count that came back to 0 left its slot empty; the key still exists. */
-static __attribute__((noinline)) void count_wrapped(cr_map *m, uint64_t key)
-{
-    m->cache_used--;
-    count_send(m, key, 0);
-}
-
-/* Inside a handler, resting, or adding nothing: the record goes as it is; resting,
- * an add of 1 goes as a unit, the key alone (at rest nearly every insert leaves, so
- * half the bytes to copy, send and read). */
+/* Inside a handler, or resting: the record goes as it is; resting, an add of 1 goes
+ * as a unit, the key alone (at rest nearly every insert leaves, so half the bytes to
+ * copy, send and read). */
 static __attribute__((noinline)) void count_bypass(cr_map *m, uint64_t key, uint64_t add)
 {
     if (m->cache_skip && *m->handler_depth == 0) {
@@ -645,18 +660,15 @@ static __attribute__((noinline)) void count_bypass(cr_map *m, uint64_t key, uint
 static inline __attribute__((always_inline)) void count_add(cr_map *m, uint64_t key,
                                                             uint64_t add)
 {
-    if (__builtin_expect((*m->handler_depth | (int)m->cache_skip) != 0 || !add, 0)) {
+    if (__builtin_expect((*m->handler_depth | (int)m->cache_skip) != 0, 0)) {
         count_bypass(m, key, add);
         return;
     }
     count_slot *s = &m->counts[count_slot_of(key)];
-    if (s->key == key && s->count) {
+    if (s->key == key)
         s->count += add;
-        if (__builtin_expect(s->count == 0, 0)) /* wrapped: the key still exists */
-            count_wrapped(m, key);
-    } else {
+    else
         count_miss(m, s, key, add);
-    }
     if (__builtin_expect(--m->cache_window == 0, 0))
         cache_review(m);
 }
@@ -1082,16 +1094,14 @@ static size_t count_run(cr_map *m, const char *keys, size_t n)
 {
     size_t run = n < m->cache_window ? n : m->cache_window;
     count_slot *counts = m->counts;
-    for (size_t i = 0; i < run; i++) {
+    for (const char *k = keys, *end = keys + run * 8; k < end; k += 8) {
         uint64_t key;
-        memcpy(&key, keys + i * 8, 8);
+        memcpy(&key, k, 8);
         count_slot *s = &counts[count_slot_of(key)];
-        if (s->key == key && s->count) {
-            if (__builtin_expect(++s->count == 0, 0))
-                count_wrapped(m, key);
-        } else {
+        if (__builtin_expect(s->key == key, 1))
+            s->count++;
+        else
             count_miss(m, s, key, 1);
-        }
     }
     m->cache_window -= (uint32_t)run;
     if (m->cache_window == 0)
