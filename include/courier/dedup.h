@@ -123,7 +123,7 @@ typedef struct cr_dedup_request_type {
 } cr_dedup_request_type;
 
 /* The longest run serve_many is given, and the largest reply it may write. */
-#define CR_DEDUP_SERVE_RUN 32
+#define CR_DEDUP_SERVE_RUN 128
 #define CR_DEDUP_REPLY_MANY_MAX 256
 
 /* Runs on the requester when the reply arrives, as a handler does (it may send
