@@ -8,6 +8,7 @@
 
 #include "scenario_check.h"
 #include "courier/rng.h"
+#include "mailbox/mailbox_internal.h" /* cr_autotune_take_route */
 
 #include <courier.h>
 
@@ -691,6 +692,29 @@ static long req_direct(cr_comm *comm, int n, bool in_runs, size_t tail)
     REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "direct: %zu requests wait after the barrier",
               cr_dedup_pending(comm));
     free(slots);
+    return req_fails - before;
+}
+
+/* A move to another route between barriers, as COURIER_ROUTE=auto makes: direct
+ * requests (req_direct) before it, after it and after the move back, each time only
+ * to owners one hop away under the route of the moment. From the direct route to the
+ * hypercube, a request module that kept the direct route's "every owner is one hop
+ * away" would send every request direct and fail the count. */
+static long req_route_move(cr_comm *comm, int n)
+{
+    long before = req_fails;
+    cr_route was = *cr_router_route(cr_comm_router(comm)), next;
+    char err[200];
+    bool direct = was.kind == CR_ROUTE_DIRECT;
+    REQ_CHECK(comm, cr_route_parse(direct ? "hypercube" : "direct", &next, err, sizeof err) == 0,
+              "%s", err);
+    req_direct(comm, n, false, 0);
+    cr_barrier(comm);
+    cr_autotune_take_route(comm, &next);
+    req_direct(comm, n, true, 0);
+    cr_barrier(comm);
+    cr_autotune_take_route(comm, &was);
+    req_direct(comm, n, false, 0);
     return req_fails - before;
 }
 

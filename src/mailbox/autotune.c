@@ -231,7 +231,7 @@ static double move_cost(const cr_comm *c)
     return 2.0 * alpha * ceil(log2((double)c->size)) * (k->slowdown > 1 ? k->slowdown : 1);
 }
 
-static void take_route(cr_comm *c, const cr_route *route)
+void cr_autotune_take_route(cr_comm *c, const cr_route *route)
 {
     char err[256] = "";
     cr_router *next = cr_router_create(route, c->layout, err, sizeof err);
@@ -357,7 +357,7 @@ void cr_autotune_epoch(cr_comm *c, const cr_term_epoch *sums)
     if (c->cfg.verbosity >= 1 && c->rank == 0)
         print_move(c, ch, &current, own);
     if (moves_route)
-        take_route(c, &best->route);
+        cr_autotune_take_route(c, &best->route);
     if (best->buffer_bytes != c->cfg.buffer_bytes)
         take_buffer(c, best->buffer_bytes);
     c->stats.tune_switches++;

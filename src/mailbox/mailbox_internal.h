@@ -245,6 +245,11 @@ void cr_modules_stats_print(cr_comm *c, FILE *out);
 bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, size_t len);
 void cr_autotune_first(cr_comm *c);
 void cr_autotune_epoch(cr_comm *c, const cr_term_epoch *sums);
+/* Move the comm to `route` as the second choice does (the modules told, then a
+ * reduction so that no rank sends under the new route before every rank has it).
+ * Collective; only where nothing is in flight, right after cr_barrier. The tests use
+ * it to make moves the model would not make. */
+void cr_autotune_take_route(cr_comm *c, const cr_route *route);
 
 /* barrier.c: a barrier whose waves carry `kind` (cr_comm_destroy's is its own, so a
  * rank that skipped a cr_barrier is told, not matched with it) */

@@ -127,6 +127,12 @@ static long direct(cr_comm *c, int rt)
            req_direct(c, 3000, true, 100);
 }
 
+static long route_move(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_route_move(c, 3000);
+}
+
 static long many(cr_comm *c, int rt)
 {
     (void)rt;
@@ -180,6 +186,7 @@ static void test_coalescing_many(void **state) { (void)state; each_route(coalesc
 static void test_never_across_barrier(void **state) { (void)state; each_route(phases); }
 static void test_rest_when_nothing_merges(void **state) { (void)state; each_route(rest); }
 static void test_direct_requests(void **state) { (void)state; each_route(direct); }
+static void test_route_move(void **state) { (void)state; each_route(route_move); }
 static void test_request_many(void **state) { (void)state; each_route(many); }
 
 int main(int argc, char **argv)
@@ -188,7 +195,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_overload),
         cmocka_unit_test(test_rest_when_nothing_merges),
         cmocka_unit_test(test_request_many),
-        cmocka_unit_test(test_direct_requests),
+        cmocka_unit_test(test_direct_requests), cmocka_unit_test(test_route_move),
         cmocka_unit_test(test_counters_reset),
         cmocka_unit_test(test_overload_no_coalescing),
         cmocka_unit_test(test_reply_shapes),

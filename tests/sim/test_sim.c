@@ -1782,6 +1782,7 @@ static void run_requests(cr_comm *comm, void *user)
     req_direct(comm, 40, false, 0);
     req_direct(comm, 40, true, 0);
     req_direct(comm, 40, true, 100);
+    req_route_move(comm, 40);
     req_many(comm, 300, false);
     req_many(comm, 300, true);
     req_phases(comm, 2, 16);
