@@ -385,6 +385,22 @@ static void got_read(cr_comm *comm, const void *data, size_t len, void *slot)
     merged_gather->answers++;
 }
 
+/* The replies of the direct requests, a run at a time (replied_many): got_read for
+ * each, with the answer slots fetched a few ahead. */
+static void got_reads(cr_comm *comm, const void *replies, size_t stride, size_t len, size_t n,
+                      void *user)
+{
+    (void)comm, (void)len;
+    gather *g = user;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 8 < n)
+            __builtin_prefetch(cr_dedup_replied_ctx(replies, stride, i + 8), 1);
+        memcpy(cr_dedup_replied_ctx(replies, stride, i), cr_dedup_replied_data(replies, stride, i),
+               sizeof(uint64_t));
+    }
+    g->answers += n;
+}
+
 /* Requests and replies go in chunks through cr_async_many (see run_prepared). */
 #define GATHER_CHUNK 256
 
@@ -682,7 +698,7 @@ static void register_handlers(app *a, const hist_opts *o, hist_run *r)
                 comm,
                 &(cr_dedup_request_type){.serve_many = serve_reads,
                                          .reply_len = sizeof(uint64_t), .key_len = 8,
-                                         .coalesce = 1},
+                                         .coalesce = 1, .replied_many = got_reads},
                 g);
         else
             r->h_request = cr_register_type(comm, &(cr_handler_type){.batch = on_requests}, g);

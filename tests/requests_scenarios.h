@@ -41,6 +41,7 @@ typedef struct req_owner {
     uint64_t twice_in_a_buffer; /* requests for an index served twice from one buffer */
     size_t tail; /* serve_many: bytes of the reply past the value (the value's bytes
                     plus their place, so that a reply cut or shifted shows) */
+    uint64_t replied_in_runs; /* replies replied_many was given on this rank */
 } req_owner;
 
 /* Request payload: {index}; the reply: the value, 8 bytes. */
@@ -116,6 +117,16 @@ static void req_got_value(cr_comm *comm, const void *data, size_t len, void *ctx
     for (size_t j = 0; right && j < s->tail; j++)
         right = ((const unsigned char *)data)[sizeof v + j] == (unsigned char)(v + j);
     s->wrong += !right;
+}
+
+/* The direct replies a run at a time (replied_many): req_got_value for each. */
+static void req_got_values(cr_comm *comm, const void *replies, size_t stride, size_t len,
+                           size_t n, void *user)
+{
+    for (size_t i = 0; i < n; i++)
+        req_got_value(comm, cr_dedup_replied_data(replies, stride, i), len,
+                      cr_dedup_replied_ctx(replies, stride, i));
+    ((req_owner *)user)->replied_in_runs += n;
 }
 
 static long req_check_slots(cr_comm *comm, const req_slot *slots, size_t n, const char *what)
@@ -646,19 +657,23 @@ static long req_many(cr_comm *comm, int n, bool in_runs)
  * exactly its own reply either way (fails if a direct reply went to the wrong
  * function or ctx, or if direct requests were never used). in_runs: served by
  * serve_many, with `tail` more bytes in each reply (over 56, the replies of a run
- * leave one by one instead of together). */
+ * leave one by one instead of together). replies_in_runs: the direct replies come to
+ * replied_many, every one of them and no other (a reply given to the function
+ * instead, or twice, fails the count or the slots). */
 static void req_got_value_too(cr_comm *comm, const void *data, size_t len, void *ctx)
 {
     req_got_value(comm, data, len, ctx);
     ((req_slot *)ctx)->wrong += 1000; /* undone by the caller: proves which function ran */
 }
 
-static long req_direct(cr_comm *comm, int n, bool in_runs, size_t tail)
+static long req_direct(cr_comm *comm, int n, bool in_runs, size_t tail, bool replies_in_runs)
 {
     long before = req_fails;
     req_owner owner = {.tail = tail};
     cr_dedup_request_type type = req_value_type(in_runs, 0, tail);
     type.coalesce = 0;
+    if (replies_in_runs)
+        type.replied_many = req_got_values;
     int id = cr_dedup_register_request(comm, &type, &owner);
     int size = cr_comm_size(comm), me = cr_comm_rank(comm);
     const cr_router *router = cr_comm_router(comm);
@@ -689,6 +704,10 @@ static long req_direct(cr_comm *comm, int n, bool in_runs, size_t tail)
     REQ_CHECK(comm, direct == one_hop_first,
               "direct: %llu requests went direct, %llu could (one hop, first reply function)",
               (unsigned long long)direct, (unsigned long long)one_hop_first);
+    REQ_CHECK(comm, owner.replied_in_runs == (replies_in_runs ? direct : 0),
+              "direct: replied_many was given %llu replies, want %llu",
+              (unsigned long long)owner.replied_in_runs,
+              (unsigned long long)(replies_in_runs ? direct : 0));
     REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "direct: %zu requests wait after the barrier",
               cr_dedup_pending(comm));
     free(slots);
@@ -708,13 +727,13 @@ static long req_route_move(cr_comm *comm, int n)
     bool direct = was.kind == CR_ROUTE_DIRECT;
     REQ_CHECK(comm, cr_route_parse(direct ? "hypercube" : "direct", &next, err, sizeof err) == 0,
               "%s", err);
-    req_direct(comm, n, false, 0);
+    req_direct(comm, n, false, 0, false);
     cr_barrier(comm);
     cr_autotune_take_route(comm, &next);
-    req_direct(comm, n, true, 0);
+    req_direct(comm, n, true, 0, true);
     cr_barrier(comm);
     cr_autotune_take_route(comm, &was);
-    req_direct(comm, n, false, 0);
+    req_direct(comm, n, false, 0, false);
     return req_fails - before;
 }
 

@@ -25,6 +25,9 @@
 #include "courier/mailbox.h"
 #include "courier/types.h"
 
+#include <stdint.h>
+#include <string.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -120,7 +123,32 @@ typedef struct cr_dedup_request_type {
     void (*serve_many)(cr_comm *comm, const void *payloads, size_t stride, size_t len,
                        size_t n, void *replies, void *user);
     size_t reply_len; /* serve_many's reply size: 1 .. CR_DEDUP_REPLY_MANY_MAX bytes */
+    /* Optional: on the requester, a run of replies to its direct requests (see Cost
+     * below) with one call, instead of a call of their reply function each. Reply i's
+     * request ctx is cr_dedup_replied_ctx(replies, stride, i) and its data the `len`
+     * bytes at cr_dedup_replied_data(replies, stride, i) (8-byte aligned), valid
+     * during the call. It must do for each reply what the reply function of its
+     * request would: only the requests naming the first reply function a request of
+     * this type named on this rank travel direct, so that is the function it stands
+     * in for. Runs as a handler does (it may send messages and requests). Per reply
+     * it saves an indirect call, which is most of a direct reply's own cost on one
+     * node (docs/dedup.md). */
+    void (*replied_many)(cr_comm *comm, const void *replies, size_t stride, size_t len,
+                         size_t n, void *user);
 } cr_dedup_request_type;
+
+/* Reply i of a run handed to replied_many: its request's ctx, and its data. */
+static inline void *cr_dedup_replied_ctx(const void *replies, size_t stride, size_t i)
+{
+    uint64_t word;
+    memcpy(&word, (const char *)replies + i * stride, sizeof word);
+    return (void *)(uintptr_t)word;
+}
+
+static inline const void *cr_dedup_replied_data(const void *replies, size_t stride, size_t i)
+{
+    return (const char *)replies + i * stride + sizeof(uint64_t);
+}
 
 /* The longest run serve_many is given, and the largest reply it may write. */
 #define CR_DEDUP_SERVE_RUN 128

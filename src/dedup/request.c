@@ -866,8 +866,8 @@ static void on_direct_requests(cr_comm *comm, const cr_batch *b, void *arg)
     stage_flush(comm, &replies);
 }
 
-/* Direct reply records {ctx, data}: the type's reply function on this rank, whose
- * target (ctx) is fetched a few records ahead. */
+/* Direct reply records {ctx, data}: the type's replied_many with the whole batch, or
+ * its reply function on this rank for each, the target (ctx) fetched a few ahead. */
 static void on_direct_replies(cr_comm *comm, const cr_batch *b, void *arg)
 {
     rtype *t = arg;
@@ -876,6 +876,10 @@ static void on_direct_replies(cr_comm *comm, const cr_batch *b, void *arg)
         bad_record("direct reply", cr_batch_src(b, 0), b->len);
     size_t dlen = b->len - sizeof(uint64_t);
     s->direct_pending -= b->count;
+    if (t->t.replied_many) { /* records {ctx, data}: as cr_dedup_replied_* read them */
+        t->t.replied_many(comm, b->payloads, b->stride, dlen, b->count, t->user);
+        return;
+    }
     for (size_t k = 0; k < b->count; k++) {
         if (k + PREFETCH_AHEAD < b->count)
             __builtin_prefetch((const void *)(uintptr_t)direct_tag(b, k + PREFETCH_AHEAD), 1);

@@ -123,8 +123,9 @@ static long rest(cr_comm *c, int rt)
 static long direct(cr_comm *c, int rt)
 {
     (void)rt;
-    return req_direct(c, 3000, false, 0) + req_direct(c, 3000, true, 0) +
-           req_direct(c, 3000, true, 100);
+    return req_direct(c, 3000, false, 0, false) + req_direct(c, 3000, true, 0, false) +
+           req_direct(c, 3000, true, 100, false) + req_direct(c, 3000, false, 0, true) +
+           req_direct(c, 3000, true, 100, true);
 }
 
 static long route_move(cr_comm *c, int rt)

@@ -1779,9 +1779,11 @@ static void run_requests(cr_comm *comm, void *user)
     req_coalesce_many(comm, 256, 3);
     if (cr_comm_size(comm) <= 64) /* a rank's own rule: more ranks add only time */
         req_rest(comm, 1100, 100);
-    req_direct(comm, 40, false, 0);
-    req_direct(comm, 40, true, 0);
-    req_direct(comm, 40, true, 100);
+    req_direct(comm, 40, false, 0, false);
+    req_direct(comm, 40, true, 0, false);
+    req_direct(comm, 40, true, 100, false);
+    req_direct(comm, 40, false, 0, true);
+    req_direct(comm, 40, true, 100, true);
     req_route_move(comm, 40);
     req_many(comm, 300, false);
     req_many(comm, 300, true);
