@@ -594,7 +594,9 @@ static inline size_t count_slot_of(uint64_t key)
     return (size_t)((key ^ (key >> 17) ^ (key >> 34) ^ (key >> 51)) & (COUNT_SLOTS - 1));
 }
 
-/* Slot i's empty mark: i ^ 1 is below COUNT_SLOTS, so it folds to itself, not to i. */
+/* Slot i's empty mark: i ^ 1 is below COUNT_SLOTS, so it folds to itself, not to i
+ * (a key below 2^17 folds to itself). */
+_Static_assert(COUNT_SLOTS <= ((size_t)1 << 17), "empty_key needs slots below 2^17");
 static inline uint64_t empty_key(size_t slot)
 {
     return (uint64_t)slot ^ 1;
