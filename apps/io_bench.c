@@ -35,6 +35,8 @@ static const char usage[] =
     "                   io_bench.save)\n"
     "  --read-kb K      lines, runs: KiB asked of the file system per read (default:\n"
     "                   the reader's, 1024)\n"
+    "  --unterminated   lines, runs: the lines need no NUL after them\n"
+    "                   (cr_io_opts.unterminated: plain files are mapped, not copied)\n"
     "  --reps R         repetitions (default 3)\n";
 
 enum { MODE_EDGES, MODE_LINES, MODE_SAVE, MODE_RUNS };
@@ -42,6 +44,7 @@ enum { MODE_EDGES, MODE_LINES, MODE_SAVE, MODE_RUNS };
 typedef struct bench_opts {
     int mode;
     uint64_t keys, reps, read_kb;
+    bool unterminated;
     const char *dir;
     const char **paths;
     size_t npaths;
@@ -67,7 +70,7 @@ static void parse(app *a, int argc, char **argv, bench_opts *o)
     static const struct option opts[] = {
         {"mode", required_argument, 0, 'm'}, {"keys", required_argument, 0, 'k'},
         {"dir", required_argument, 0, 'd'},  {"reps", required_argument, 0, 'r'},
-        {"read-kb", required_argument, 0, 'b'},
+        {"read-kb", required_argument, 0, 'b'}, {"unterminated", no_argument, 0, 'u'},
         APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -78,6 +81,7 @@ static void parse(app *a, int argc, char **argv, bench_opts *o)
         case 'd': o->dir = optarg; break;
         case 'r': o->reps = app_parse_u64(a, "--reps", optarg, 1, 1000); break;
         case 'b': o->read_kb = app_parse_u64(a, "--read-kb", optarg, 1, 1 << 20); break;
+        case 'u': o->unterminated = true; break;
         default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
@@ -203,6 +207,7 @@ static void bench_lines(const app *a, const bench_opts *o, bool runs)
     cr_io_opts_init(&io);
     if (o->read_kb)
         io.read_bytes = (size_t)o->read_kb << 10;
+    io.unterminated = o->unterminated;
     for (uint64_t r = 0; r < o->reps; r++) {
         uint64_t n[2] = {0, 0};
         cr_io_stats st;

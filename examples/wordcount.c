@@ -80,8 +80,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "wordcount: %s\n", err);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    /* Collective: every rank gets the same verdict, so every rank stops together. */
-    int rc = cr_io_read_lines(comm, (const char *const *)argv + 1, (size_t)argc - 1, NULL,
+    /* count_line goes by each line's length and needs no NUL after it: the reader may
+     * then map the files instead of copying them. Collective: every rank gets the
+     * same verdict, so every rank stops together. */
+    cr_io_opts io;
+    cr_io_opts_init(&io);
+    io.unterminated = true;
+    int rc = cr_io_read_lines(comm, (const char *const *)argv + 1, (size_t)argc - 1, &io,
                               count_line, &c, NULL, err, sizeof err);
     if (rc != 0) {
         if (rank == 0)

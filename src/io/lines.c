@@ -17,6 +17,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #ifdef __SSE2__
@@ -26,6 +28,7 @@
 #define DEFAULT_READ_BYTES ((size_t)1 << 20)
 /* Past its range a rank reads in small steps: only the end of its last line is its. */
 #define TAIL_READ_BYTES ((size_t)64 << 10)
+#define PREFETCH_AHEAD 4096
 
 void cr_io_opts_init(cr_io_opts *o)
 {
@@ -36,7 +39,8 @@ void cr_io_opts_init(cr_io_opts *o)
  * buf[0] is byte `base` of the file. Newlines are found 64 bytes at a time: `bits`
  * has a bit for each newline of buf[block .. block + 64) not yet delivered, and
  * covers the bytes up to `masked` (less than block + 64 while the block is not all
- * read). One byte of buf is always spare for the NUL after a final line. */
+ * read). One byte of buf is always spare for the NUL after a final line. A mapped
+ * reader's buf is the file mapped from byte `base` to its end, all of it "read". */
 typedef struct reader {
     const char *path;
     int fd;
@@ -46,6 +50,8 @@ typedef struct reader {
     uint64_t bits;
     uint64_t base, limit; /* plain files read in `step`s up to limit, then in tails */
     bool eof;
+    char *map; /* the mapping (cr_io_opts.unterminated), or NULL */
+    size_t map_len;
     uint64_t *read; /* the stats' counter of bytes read */
 } reader;
 
@@ -220,6 +226,7 @@ uint64_t cr_line_run_offset(const cr_line_run *run, size_t i)
  * it: the NUL each line gets is a char store, after which the compiler must reload
  * anything reachable through a pointer. */
 typedef struct sink {
+    bool terminate; /* write the NUL after each line (not in a mapping) */
     bool skip_blank;
     const char *comment;
     size_t comment_len;
@@ -254,7 +261,8 @@ static inline __attribute__((always_inline)) int deliver_one(const reader *r, co
     k->bytes += len + ended;
     if (len > 0 && text[len - 1] == '\r')
         len--;
-    text[len] = '\0';
+    if (k->terminate)
+        text[len] = '\0';
     if ((k->skip_blank && len == 0) ||
         (k->comment_len && len >= k->comment_len && !memcmp(text, k->comment, k->comment_len)))
         return 0;
@@ -295,6 +303,7 @@ static int deliver_whole_blocks(reader *r, uint64_t stop, const delivery *d, sin
             if (masked != block + 64 || end - masked < 64)
                 break;
             block += 64;
+            __builtin_prefetch(buf + block + PREFETCH_AHEAD);
             bits = newline_bits(buf + block);
             masked = block + 64;
             continue;
@@ -325,8 +334,8 @@ static int hand_over(const reader *r, const delivery *d, sink *k, char *err, siz
  * refill, the end of the file). */
 static int deliver_lines(reader *r, uint64_t stop, const delivery *d, char *err, size_t errlen)
 {
-    sink k = {.skip_blank = d->opts->skip_blank, .comment = d->opts->comment,
-              .comment_len = d->comment_len};
+    sink k = {.terminate = !r->map, .skip_blank = d->opts->skip_blank,
+              .comment = d->opts->comment, .comment_len = d->comment_len};
     int rc = 0;
     while (rc == 0 && r->base + r->start < stop) {
         /* a run is handed over before reader_next may refill (and move) the buffer */
@@ -347,6 +356,31 @@ static int deliver_lines(reader *r, uint64_t stop, const delivery *d, char *err,
     d->stats->lines += k.lines;
     d->stats->bytes += k.bytes;
     return rc;
+}
+
+/* Map the open plain file from byte `at` (rounded down to a page) to its end as it
+ * is now, every byte of it "read": with lines left unterminated nothing is written
+ * into the text, and the kernel's copy into a buffer, a third of a rank's time on
+ * a cached file, is saved. Pages are mapped only as the lines reach them. Returns
+ * false where the file cannot be mapped; the caller reads it instead. */
+static bool reader_map(reader *r, uint64_t at)
+{
+    struct stat st;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || fstat(r->fd, &st) != 0)
+        return false;
+    uint64_t base = at - at % (uint64_t)page, size = (uint64_t)st.st_size;
+    if (base >= size || size - base > SIZE_MAX)
+        return false;
+    void *m = mmap(NULL, (size_t)(size - base), PROT_READ, MAP_PRIVATE, r->fd, (off_t)base);
+    if (m == MAP_FAILED)
+        return false;
+    r->map = r->buf = m;
+    r->map_len = r->end = (size_t)(size - base);
+    r->base = base;
+    r->start = r->block = r->masked = (size_t)(at - base);
+    r->eof = true;
+    return true;
 }
 
 /* Lines of `f` that start in bytes [from, to) of it (a .gz file: all of them). */
@@ -375,26 +409,34 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
         d->stats->read += f->size;
         to = UINT64_MAX;
         r.limit = UINT64_MAX;
-    } else {
+    } else if (!d->opts->unterminated || d->opts->max_line || !reader_map(&r, from ? from - 1 : 0)) {
         posix_fadvise(r.fd, (off_t)from, (off_t)(to - from), POSIX_FADV_SEQUENTIAL);
     }
-    r.cap = (r.step < 4096 ? 4096 : r.step) + 1;
-    r.buf = malloc(r.cap);
-    if (!r.buf) {
-        cr_set_error(err, errlen, "%s: no memory for a %zu-byte read buffer", f->path, r.cap);
-        rc = -1;
+    if (!r.map) {
+        r.cap = (r.step < 4096 ? 4096 : r.step) + 1;
+        r.buf = malloc(r.cap);
+        if (!r.buf) {
+            cr_set_error(err, errlen, "%s: no memory for a %zu-byte read buffer", f->path, r.cap);
+            rc = -1;
+        }
+        r.base = from ? from - 1 : 0;
     }
     if (rc == 0 && from > 0) {
         /* the line that holds byte from - 1 is the left neighbour's, unless that
          * byte ends it: skip through the first newline at or after it */
         char *skipped;
         size_t len;
-        r.base = from - 1;
         rc = reader_next(&r, &skipped, &len, err, errlen) < 0 ? -1 : 0;
     }
     if (rc == 0)
         rc = deliver_lines(&r, to, d, err, errlen);
-    free(r.buf);
+    if (r.map) { /* what the lines reached, and the block scanned ahead of them */
+        size_t reached = r.masked > r.start ? r.masked : r.start;
+        *r.read += r.base + reached - (from ? from - 1 : 0);
+        munmap(r.map, r.map_len);
+    } else {
+        free(r.buf);
+    }
     if (r.gz && gzclose(r.gz) != Z_OK && rc == 0) {
         cr_set_error(err, errlen, "%s: corrupt compressed data", f->path);
         rc = -1;

@@ -101,10 +101,13 @@ static void reference(const char *const *paths, size_t n, sums *s)
     }
 }
 
+/* Whether the read asked for a NUL after each line (not cr_io_opts.unterminated). */
+static bool want_nul = true;
+
 static int collect(const cr_line *line, void *user, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
-    if (line->text[line->len] != '\0')
+    if (want_nul && line->text[line->len] != '\0')
         return 1;
     add_line(user, line->text, line->len);
     return 0;
@@ -118,7 +121,7 @@ static int collect_run(const cr_line_run *run, void *user, char *err, size_t err
     if (run->count < 1 || run->count > CR_LINE_RUN)
         return 1;
     for (size_t i = 0; i < run->count; i++) {
-        if (run->text[i][run->len[i]] != '\0')
+        if (want_nul && run->text[i][run->len[i]] != '\0')
             return 1;
         if (i && cr_line_run_offset(run, i) <= cr_line_run_offset(run, i - 1) + run->len[i - 1])
             return 1;
@@ -248,6 +251,7 @@ static void read_and_check(cr_comm *comm, const char *const *names, size_t n,
     }
     sums want, got = {0}, share = {0};
     reference(p, n, &want);
+    want_nul = !opts || !opts->unterminated;
     char err[256];
     cr_io_stats st;
     int rc = cr_io_read_lines(comm, p, n, opts, collect, &got, &st, err, sizeof err);
@@ -302,6 +306,35 @@ static void test_many_at_once(void **state)
     cr_io_opts_init(&o);
     o.read_bytes = 100; /* lines longer than a read, reads ending mid-line */
     read_and_check(comm, all, sizeof all / sizeof *all, &o, "ten inputs, 100-byte reads");
+    cr_comm_destroy(comm);
+    verdict();
+}
+
+/* Lines left unterminated: plain files are mapped, not read into a buffer; the same
+ * lines on the same ranks, at the boundaries too (a mapped share that began at its
+ * first byte rather than the byte before would deliver a line twice). */
+static void test_unterminated(void **state)
+{
+    (void)state;
+    cr_comm *comm = new_comm();
+    cr_io_opts o;
+    cr_io_opts_init(&o);
+    o.unterminated = true;
+    static const char *const each[] = {"empty.txt", "one.txt", "crlf.txt", "nofinal.txt",
+                                       "many.txt", "many.txt.gz", "long.txt", "small"};
+    for (size_t i = 0; i < sizeof each / sizeof *each; i++)
+        read_and_check(comm, &each[i], 1, &o, each[i]);
+    static const char *const all[] = {"one.txt", "small", "many.txt.gz", "empty.txt",
+                                      "nofinal.txt", "many.txt", "crlf.txt", "long.txt",
+                                      "many.txt.gz", "one.txt"};
+    read_and_check(comm, all, sizeof all / sizeof *all, &o, "ten inputs, unterminated");
+    make_boundary_file("starts.txt", 20011, false);
+    make_boundary_file("ends.txt", 20011, true);
+    static const char *const starts[] = {"starts.txt"}, *const ends[] = {"ends.txt"};
+    read_and_check(comm, starts, 1, &o, "a line starting at each boundary, unterminated");
+    read_and_check(comm, ends, 1, &o, "a newline at each boundary, unterminated");
+    o.max_line = 1u << 21; /* read into a buffer: the NUL is there all the same */
+    read_and_check(comm, ends, 1, &o, "a newline at each boundary, unterminated, max_line");
     cr_comm_destroy(comm);
     verdict();
 }
@@ -501,6 +534,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_each_file, setup),
         cmocka_unit_test(test_many_at_once),
         cmocka_unit_test(test_boundaries),
+        cmocka_unit_test(test_unterminated),
         cmocka_unit_test(test_comments_and_blanks),
         cmocka_unit_test(test_refused_before_reading),
         cmocka_unit_test(test_callback_error_agreed),
