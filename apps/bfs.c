@@ -383,10 +383,12 @@ static void build_graph(app *a, const options *o, bfs_run *r)
     app_progress(a, "%s in %.2f s; building the distributed graph",
                  o->sh.graph ? "read" : "generated", r->t_gen);
     t0 = MPI_Wtime();
-    r->g = cr_graph_build_with(r->comm, &edges, o->shuffle);
+    uint64_t local_edges = edges.count;
+    /* the mailbox's build takes the list: it is not needed after */
+    r->g = o->shuffle == CR_SHUFFLE_MAILBOX ? cr_graph_build_consume(r->comm, &edges)
+                                            : cr_graph_build_with(r->comm, &edges, o->shuffle);
     r->t_build = app_max_time(MPI_Wtime() - t0);
     app_progress(a, "built in %.2f s", r->t_build);
-    uint64_t local_edges = edges.count;
     MPI_Allreduce(&local_edges, &r->input_edges, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     cr_graph_edges_free(&edges);
     cr_route_format(&r->cfg.route, r->route_name, sizeof r->route_name);

@@ -103,11 +103,8 @@ void kernel_load(kernel_app *k, bool weighted)
     k->comm = app_comm_create(a, &flags, NULL);
     app_progress(a, "building the distributed graph (simple: no self-loops or repeated "
                  "edges, as GAP builds it)");
-    k->g = cr_graph_build(k->comm, &k->edges);
+    k->g = cr_graph_build_consume(k->comm, &k->edges); /* the graph holds them now */
     cr_graph_simplify(k->g); /* GAP's kernels run on the simple graph */
-    uint64_t n = k->edges.nvertices;
-    cr_graph_edges_free(&k->edges); /* the graph holds them now */
-    k->edges.nvertices = n;
 }
 
 int kernel_sources(kernel_app *k, uint64_t salt, int want, uint64_t *sources)

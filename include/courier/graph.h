@@ -106,6 +106,13 @@ typedef struct cr_graph cr_graph;
  * both directions (self-loops twice too, so degrees count edge ends). Collective. */
 cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local);
 
+/* cr_graph_build for a caller that is done with its list: the build takes it and
+ * leaves it empty (freed; nvertices kept). While the adjacency is filled the list is
+ * held packed to 4-byte ids (when the graph has at most 2^32 vertices) and the rest
+ * of its memory is returned to the system, so the build's peak is the graph plus
+ * half the list, not the graph plus the list (docs/graph.md). Collective. */
+cr_graph *cr_graph_build_consume(cr_comm *comm, cr_edge_list *local);
+
 /* How the edges reach their owners: one cr_async per edge half (the default), or
  * bucketed by owner and moved with one cr_nbx_exchange (docs/graph.md compares
  * the two). */

@@ -209,7 +209,7 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
         return -1;
     uint64_t n = g->count ? g->count : 1;
     bc_run r = {.g = g, .v = cr_xmalloc(n * sizeof *r.v)};
-    r.gh = graph_ghosts_of(g);
+    r.gh = graph_ghosts_reversed_of(g);
     bc_state *s = state_of(g->comm, &r);
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
     for (uint64_t i = 0; i < g->count; i++)

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Directed halves of edges as they arrive, before the CSR is built (the sparse
  * exchange's path). */
@@ -114,7 +116,63 @@ static void on_halves(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
-static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local)
+/* ---- a list the build may consume: packed to 4-byte ids for the second pass ------ */
+
+/* The second pass reads each edge once, while the CSR it fills is written at random
+ * (so all of it is resident from the pass's first tenth on): with the list as it is
+ * (16 bytes an edge) a rank holds both whole. A list the build owns is first packed
+ * in place to two 4-byte ids an edge, when every id fits, and the pages this frees
+ * are handed back to the system: at 2 ranks the build's peak falls by a quarter. */
+typedef struct edge_source {
+    const cr_edge_list *list;
+    const unsigned char *packed; /* the list's edges packed to 8 bytes each, or NULL */
+} edge_source;
+
+static void edge_at(const edge_source *src, size_t i, uint64_t *u, uint64_t *v)
+{
+    if (src->packed) {
+        uint32_t p[2];
+        memcpy(p, src->packed + 8 * i, sizeof p);
+        *u = p[0], *v = p[1];
+    } else {
+        *u = src->list->edges[i].u, *v = src->list->edges[i].v;
+    }
+}
+
+/* Return the whole pages of [at, at + len) to the system: they read as zero after.
+ * The range lies inside one allocation of ours, so no other object shares them. */
+static void release_pages(void *at, size_t len)
+{
+#ifdef MADV_DONTNEED
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t from = ((uintptr_t)at + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+    uintptr_t to = ((uintptr_t)at + len) / (uintptr_t)page * (uintptr_t)page;
+    if (to > from)
+        (void)madvise((void *)from, to - from, MADV_DONTNEED);
+#else
+    (void)at, (void)len;
+#endif
+}
+
+/* Pack the list's edges in place (edge i to bytes [8i, 8i + 8), which lie at or below
+ * its own bytes [16i, 16i + 16): the copies go through memcpy, bytes, so no access is
+ * assumed apart from another), then release the unused rest of the allocation. */
+static const unsigned char *pack_edges(cr_edge_list *l)
+{
+    unsigned char *base = (unsigned char *)l->edges;
+    for (size_t i = 0; i < l->count; i++) {
+        cr_edge e;
+        memcpy(&e, base + i * sizeof e, sizeof e);
+        uint32_t p[2] = {(uint32_t)e.u, (uint32_t)e.v};
+        memcpy(base + 8 * i, p, sizeof p);
+    }
+    release_pages(base + 8 * l->count, l->cap * sizeof *l->edges - 8 * l->count);
+    return base;
+}
+
+static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local, cr_edge_list *owned)
 {
     placing p = {.g = g};
     g->offsets = cr_xcalloc(g->count + 1, sizeof *g->offsets);
@@ -127,6 +185,9 @@ static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local)
         cr_async(g->comm, cr_block_owner(g->n, g->size, v), h_degree, &v, sizeof v);
     }
     cr_barrier(g->comm);
+    edge_source src = {.list = local};
+    if (owned && g->n - 1 <= UINT32_MAX && owned->count)
+        src.packed = pack_edges(owned);
     for (uint64_t i = 0; i < g->count; i++)
         g->offsets[i + 1] += g->offsets[i];
     g->nadj = g->offsets[g->count];
@@ -139,7 +200,8 @@ static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local)
      * receives none before its own barrier has returned, so its adjacency exists. */
     size_t half = g->weighted ? 24 : 16; /* u, v and, weighted, the weight's bits */
     for (size_t i = 0; i < local->count; i++) {
-        uint64_t u = local->edges[i].u, v = local->edges[i].v, w = edge_weight_bits(local, i);
+        uint64_t u, v, w = edge_weight_bits(local, i);
+        edge_at(&src, i, &u, &v);
         uint64_t e[3] = {u, v, w}, r[3] = {v, u, w};
         cr_async(g->comm, cr_block_owner(g->n, g->size, u), h_half, e, half);
         cr_async(g->comm, cr_block_owner(g->n, g->size, v), h_half, r, half);
@@ -310,12 +372,31 @@ static uint64_t vertices_over_ranks(cr_comm *comm, uint64_t mine)
     return most;
 }
 
+static cr_graph *build(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle,
+                       cr_edge_list *owned);
+
 cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local)
 {
     return cr_graph_build_with(comm, local, CR_SHUFFLE_MAILBOX);
 }
 
+cr_graph *cr_graph_build_consume(cr_comm *comm, cr_edge_list *local)
+{
+    cr_graph *g = build(comm, local, CR_SHUFFLE_MAILBOX, local);
+    uint64_t n = local->nvertices;
+    cr_graph_edges_free(local);
+    *local = (cr_edge_list){.nvertices = n};
+    return g;
+}
+
 cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle)
+{
+    return build(comm, local, shuffle, NULL);
+}
+
+/* owned: the same list when the build may pack it (cr_graph_build_consume). */
+static cr_graph *build(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle,
+                       cr_edge_list *owned)
 {
     if (shuffle != CR_SHUFFLE_MAILBOX && shuffle != CR_SHUFFLE_EXCHANGE)
         cr_fatal("cr_graph_build_with: shuffle %d is not valid", (int)shuffle);
@@ -337,7 +418,7 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
         build_csr(g, &a);
         free(a.pairs);
     } else {
-        shuffle_by_mailbox(g, local);
+        shuffle_by_mailbox(g, local, owned);
     }
     if (g->wadj)
         sort_by_weight(g);

@@ -26,6 +26,18 @@ void cr_graph_edges_free(cr_edge_list *l)
     memset(l, 0, sizeof *l);
 }
 
+void cr_edge_list_reserve(cr_edge_list *l, size_t count, bool weighted)
+{
+    if (count <= l->cap)
+        return;
+    if (count > SIZE_MAX / sizeof *l->edges)
+        cr_fatal("cr_edge_list_reserve: %zu edges do not fit in memory", count);
+    l->edges = cr_xrealloc(l->edges, count * sizeof *l->edges);
+    if (weighted || l->weights)
+        l->weights = cr_xrealloc(l->weights, count * sizeof *l->weights);
+    l->cap = count;
+}
+
 void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w)
 {
     if (l->count == l->cap) {

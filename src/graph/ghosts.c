@@ -37,9 +37,9 @@ static void on_subscribe(cr_comm *comm, const cr_batch *b, void *user)
             gh->sub_cap = gh->sub_cap ? 2 * gh->sub_cap : 1024;
             gh->sub = cr_xrealloc(gh->sub, gh->sub_cap * sizeof *gh->sub);
         }
-        gh->sub[gh->nsub++] = (graph_subscriber){.local = m[0] - gh->g->first,
-                                                 .rank = (uint64_t)cr_batch_src(b, k),
-                                                 .slot = m[1]};
+        gh->sub[gh->nsub++] = (graph_subscriber){.local = (uint32_t)(m[0] - gh->g->first),
+                                                 .rank = (uint32_t)cr_batch_src(b, k),
+                                                 .slot = (uint32_t)m[1]};
     }
 }
 
@@ -412,8 +412,15 @@ const graph_ghosts *graph_ghosts_of(cr_graph *g)
     if (!g->ghosts) {
         graph_ghosts *gh = cr_xmalloc(sizeof *gh);
         graph_ghosts_build(g, g->offsets, g->adj, gh);
-        graph_ghosts_reverse(gh, g->offsets);
         g->ghosts = gh;
     }
     return g->ghosts;
+}
+
+const graph_ghosts *graph_ghosts_reversed_of(cr_graph *g)
+{
+    graph_ghosts *gh = (graph_ghosts *)graph_ghosts_of(g);
+    if (!gh->rev_off) /* the reverse index is a second copy of the adjacency's size */
+        graph_ghosts_reverse(gh, g->offsets);
+    return gh;
 }

@@ -7,9 +7,10 @@
 
 #include <stdint.h>
 
-/* A rank that copies one of my vertices, into its slot. */
+/* A rank that copies one of my vertices, into its slot. 4 bytes each: a rank's
+ * vertices and ghosts number under 2^32 together (graph_ghosts_build checks). */
 typedef struct graph_subscriber {
-    uint64_t local, rank, slot;
+    uint32_t local, rank, slot;
 } graph_subscriber;
 
 typedef struct graph_ghosts {
@@ -55,8 +56,13 @@ void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values);
  * into gh->list by slot. Collective. */
 void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj);
 void graph_ghosts_free(graph_ghosts *gh);
-/* The ghosts of g's own adjacency, reversed: built at the first call (collective, as
+/* The ghosts of g's own adjacency: built at the first call (collective, as
  * graph_ghosts_build), then kept with the graph and freed by cr_graph_destroy. */
 const graph_ghosts *graph_ghosts_of(cr_graph *g);
+/* The same, reversed too (graph_ghosts_reverse, at the first call that asks: local,
+ * but call it on every rank, as the first may build them). For the kernels that
+ * handle an owner's value at the edges it reaches (bc, sssp); pagerank reads col
+ * only and keeps the memory. */
+const graph_ghosts *graph_ghosts_reversed_of(cr_graph *g);
 
 #endif

@@ -73,6 +73,10 @@ uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k);
 int graph_agree(cr_comm *comm, const char *mine, char *err, size_t errlen);
 
 void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
+/* Room for at least `count` edges (and weights, with `weighted`) in one allocation: a
+ * list grown by doubling holds the old and the new array at once on every step, and
+ * the allocator may keep the old ones resident for a while after. Local. */
+void cr_edge_list_reserve(cr_edge_list *l, size_t count, bool weighted);
 
 
 #endif

@@ -254,6 +254,13 @@ static int probe_line(const cr_line *l, void *user, char *err, size_t errlen)
     return 1;
 }
 
+static int count_line(const cr_line *l, void *user, char *err, size_t errlen)
+{
+    (void)l, (void)err, (void)errlen;
+    (*(size_t *)user)++;
+    return 0;
+}
+
 /* Each rank parses the lines that begin in its byte range of the file (src/io);
  * the form is probed from the file's start first, so every rank applies the same
  * rules. */
@@ -277,6 +284,15 @@ static int read_text(const char *path, int rank, int size, cr_edge_list *out, ch
         t.data_at = 0;
     if (t.weighted < 0)
         return 0; /* no edges */
+    /* The list at its size at once: the lines of this rank's share, counted by a
+     * mapped scan first (about a tenth of the parse), bound its edges. */
+    cr_io_opts count_opts;
+    cr_io_opts_init(&count_opts);
+    count_opts.unterminated = true;
+    size_t lines = 0;
+    if (cr_io_read_share(paths, 1, &count_opts, rank, size, count_line, &lines, NULL, err, errlen))
+        return -1;
+    cr_edge_list_reserve(out, lines, t.weighted == 1);
     o.read_bytes = 0;
     return cr_io_read_share(paths, 1, &o, rank, size, edge_line, &t, NULL, err, errlen);
 }
@@ -339,6 +355,7 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
     }
     uint64_t lo, hi;
     my_block(m, rank, size, &lo, &hi);
+    cr_edge_list_reserve(out, (size_t)(hi - lo), weighted);
     unsigned char rec[16];
     for (uint64_t i = lo; i < hi; i++) {
         unsigned char wb[4];

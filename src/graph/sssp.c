@@ -407,7 +407,7 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     r.relaxed_at = cr_xmalloc((g->count ? g->count : 1) * sizeof *r.relaxed_at);
     for (uint64_t i = 0; i < g->count; i++)
         dist[i] = r.relaxed_at[i] = INFINITY;
-    r.gh = graph_ghosts_of(g);
+    r.gh = graph_ghosts_reversed_of(g);
     sssp_state *s = state_of(g->comm, &r);
     r.h_light = s->h_light, r.h_heavy = s->h_heavy;
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */

@@ -290,6 +290,108 @@ static void test_shuffles_agree(void **state)
     verdict();
 }
 
+/* One end of an edge as a list holds it: the neighbour and the weight's bits. */
+typedef struct end_w {
+    uint64_t v, w;
+} end_w;
+
+static int cmp_end(const void *a, const void *b)
+{
+    const end_w *x = a, *y = b;
+    return x->v != y->v ? (x->v < y->v ? -1 : 1) : (x->w < y->w ? -1 : x->w > y->w);
+}
+
+/* Every local vertex has the same neighbours with the same weights in a and b. */
+static void check_same_graph(const cr_graph *a, const cr_graph *b, const char *what)
+{
+    CHECK(cr_graph_vertices(a) == cr_graph_vertices(b) &&
+          cr_graph_local_count(a) == cr_graph_local_count(b) &&
+          cr_graph_weighted(a) == cr_graph_weighted(b), "%s: other vertices or weights", what);
+    for (uint64_t i = 0; i < cr_graph_local_count(a); i++) {
+        uint64_t da, db;
+        const uint64_t *na = cr_graph_neighbours(a, i, &da), *nb = cr_graph_neighbours(b, i, &db);
+        const float *wa = cr_graph_weights(a, i), *wb = cr_graph_weights(b, i);
+        if (da != db) {
+            CHECK(0, "%s: vertex %llu has %llu and %llu neighbours", what,
+                  (unsigned long long)(cr_graph_first(a) + i), (unsigned long long)da,
+                  (unsigned long long)db);
+            continue;
+        }
+        end_w *x = calloc(da + 1, sizeof *x), *y = calloc(db + 1, sizeof *y);
+        for (uint64_t k = 0; k < da; k++) {
+            x[k].v = na[k], y[k].v = nb[k];
+            float fa = wa ? wa[k] : 0, fb = wb ? wb[k] : 0;
+            memcpy(&x[k].w, &fa, sizeof fa);
+            memcpy(&y[k].w, &fb, sizeof fb);
+        }
+        qsort(x, da, sizeof *x, cmp_end);
+        qsort(y, db, sizeof *y, cmp_end);
+        CHECK(memcmp(x, y, da * sizeof *x) == 0, "%s: vertex %llu's neighbours differ", what,
+              (unsigned long long)(cr_graph_first(a) + i));
+        free(x);
+        free(y);
+    }
+}
+
+static void push_edge(cr_edge_list *l, uint64_t u, uint64_t v, const float *w)
+{
+    if (l->count == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->edges = realloc(l->edges, l->cap * sizeof *l->edges);
+        if (w)
+            l->weights = realloc(l->weights, l->cap * sizeof *l->weights);
+    }
+    l->edges[l->count] = (cr_edge){u, v};
+    if (w)
+        l->weights[l->count] = *w;
+    l->count++;
+}
+
+/* cr_graph_build_consume builds what cr_graph_build does from the same list (packed
+ * to 4-byte ids on the way: ids up to 2^20 here, so a narrower packing fails), and
+ * leaves the list empty with its vertex count. */
+static void test_consume_agrees(void **state)
+{
+    (void)state;
+    cr_comm *comm = open_comm();
+    for (int weighted = 0; weighted < 2; weighted++) {
+        cr_edge_list l = {.nvertices = 1u << 20}, mine = {.nvertices = 1u << 20};
+        uint64_t x = 0x9e3779b97f4a7c15ULL * (uint64_t)(test_rank + 1);
+        for (int k = 0; k < 3000 + 1000 * test_rank; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t u = x % l.nvertices, v = (x >> 24) % l.nvertices;
+            if (k % 97 == 0)
+                v = u; /* self-loops */
+            float w = (float)(1 + (x >> 50) % 255);
+            push_edge(&l, u, v, weighted ? &w : NULL);
+            push_edge(&mine, u, v, weighted ? &w : NULL);
+            if (k % 31 == 0) { /* a repeated edge */
+                push_edge(&l, v, u, weighted ? &w : NULL);
+                push_edge(&mine, v, u, weighted ? &w : NULL);
+            }
+        }
+        uint64_t edges = sum_all(l.count);
+        cr_graph *a = cr_graph_build(comm, &l);
+        cr_graph *b = cr_graph_build_consume(comm, &mine);
+        CHECK(mine.count == 0 && mine.edges == NULL && mine.weights == NULL &&
+              mine.nvertices == (1u << 20), "the consumed list is not left empty");
+        check_same_graph(a, b, weighted ? "weighted" : "unweighted");
+        uint64_t ends = 0;
+        for (uint64_t i = 0; i < cr_graph_local_count(b); i++) {
+            uint64_t d;
+            cr_graph_neighbours(b, i, &d);
+            ends += d;
+        }
+        CHECK(sum_all(ends) == 2 * edges, "%llu edge ends for %llu edges",
+              (unsigned long long)sum_all(ends), (unsigned long long)edges);
+        cr_graph_destroy(a);
+        cr_graph_destroy(b);
+        cr_graph_edges_free(&l);
+    }
+    cr_comm_destroy(comm);
+    verdict();
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +407,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_rejects_bad_root),
         cmocka_unit_test(test_rmat_validates),
         cmocka_unit_test(test_shuffles_agree),
+        cmocka_unit_test(test_consume_agrees),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
