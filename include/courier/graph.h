@@ -107,7 +107,8 @@ typedef struct cr_graph cr_graph;
 cr_graph *cr_graph_build(cr_comm *comm, const cr_edge_list *local);
 
 /* cr_graph_build for a caller that is done with its list: the build takes it and
- * leaves it empty (freed; nvertices kept). While the adjacency is filled the list is
+ * leaves it empty (freed; nvertices kept). The list's arrays must come from malloc,
+ * as those of the readers and generators do, with room for cap (at least count). While the adjacency is filled the list is
  * held packed to 4-byte ids (when the graph has at most 2^32 vertices) and the rest
  * of its memory is returned to the system, so the build's peak is the graph plus
  * half the list, not the graph plus the list (docs/graph.md). Collective. */

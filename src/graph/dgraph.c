@@ -168,7 +168,8 @@ static const unsigned char *pack_edges(cr_edge_list *l)
         uint32_t p[2] = {(uint32_t)e.u, (uint32_t)e.v};
         memcpy(base + 8 * i, p, sizeof p);
     }
-    release_pages(base + 8 * l->count, l->cap * sizeof *l->edges - 8 * l->count);
+    size_t held = (l->cap > l->count ? l->cap : l->count) * sizeof *l->edges;
+    release_pages(base + 8 * l->count, held - 8 * l->count);
     return base;
 }
 
