@@ -285,14 +285,19 @@ static int read_text(const char *path, int rank, int size, cr_edge_list *out, ch
     if (t.weighted < 0)
         return 0; /* no edges */
     /* The list at its size at once: the lines of this rank's share, counted by a
-     * mapped scan first (about a tenth of the parse), bound its edges. */
-    cr_io_opts count_opts;
-    cr_io_opts_init(&count_opts);
-    count_opts.unterminated = true;
-    size_t lines = 0;
-    if (cr_io_read_share(paths, 1, &count_opts, rank, size, count_line, &lines, NULL, err, errlen))
-        return -1;
-    cr_edge_list_reserve(out, lines, t.weighted == 1);
+     * mapped scan first (about a tenth of the parse), bound its edges. Not for a
+     * compressed file, which would be decompressed twice: its list grows. */
+    size_t plen = strlen(path);
+    if (plen < 3 || strcmp(path + plen - 3, ".gz") != 0) {
+        cr_io_opts count_opts;
+        cr_io_opts_init(&count_opts);
+        count_opts.unterminated = true;
+        size_t lines = 0;
+        if (cr_io_read_share(paths, 1, &count_opts, rank, size, count_line, &lines, NULL, err,
+                             errlen))
+            return -1;
+        cr_edge_list_reserve(out, lines, t.weighted == 1);
+    }
     o.read_bytes = 0;
     return cr_io_read_share(paths, 1, &o, rank, size, edge_line, &t, NULL, err, errlen);
 }
