@@ -359,6 +359,7 @@ void cr_graph_simplify(cr_graph *g)
     if (g->wadj)
         release_pages(g->wadj + at, (g->nadj - at) * sizeof *g->wadj);
     g->offsets[g->count] = g->nadj = at;
+    g->simple = true;
     g->weights_scanned = false; /* a dropped copy may have been the largest */
     free(tmp);
     free(g->loops);

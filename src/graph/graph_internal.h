@@ -23,6 +23,8 @@ struct cr_graph {
     uint64_t *offsets; /* CSR: neighbours of local i are adj[offsets[i] .. offsets[i+1]) */
     uint64_t *adj;
     uint64_t nadj;
+    bool simple;     /* cr_graph_simplify made it: no self-loop or repeated edge, each
+                        list sorted by neighbour (by weight when weighted) */
     bool weighted;   /* every rank's edge list had weights */
     float *wadj;     /* weighted: the weight of adj[k] is wadj[k]; else NULL */
     bool weights_scanned; /* graph_weights_scan has filled the two below */

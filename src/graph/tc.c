@@ -20,9 +20,13 @@ typedef struct csr {
     uint64_t *off, *adj;
 } csr;
 
-/* Each vertex's distinct neighbours other than itself, sorted by id. */
-static csr simple_lists(const cr_graph *g)
+/* Each vertex's distinct neighbours other than itself, sorted by id: the graph's own
+ * lists when it is simple and unweighted (*copied false), else a copy. */
+static csr simple_lists(cr_graph *g, bool *copied)
 {
+    *copied = !g->simple || g->weighted; /* weighted lists are sorted by weight */
+    if (!*copied)
+        return (csr){g->offsets, g->adj};
     csr s = {cr_xmalloc((g->count + 1) * sizeof *s.off),
              cr_xmalloc((g->nadj ? g->nadj : 1) * sizeof *s.adj)};
     uint64_t at = 0;
@@ -82,7 +86,8 @@ static uint64_t common(const uint64_t *a, uint64_t na, const uint64_t *b, uint64
 
 uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats)
 {
-    csr s = simple_lists(g);
+    bool copied;
+    csr s = simple_lists(g, &copied);
     graph_ghosts near;
     graph_ghosts_build(g, s.off, s.adj, &near);
     uint64_t *degree = cr_xmalloc((g->count + near.nghost + 1) * sizeof *degree);
@@ -92,7 +97,8 @@ uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats)
     csr o = oriented_lists(g, &s, &near, degree);
     free(degree);
     graph_ghosts_free(&near);
-    free(s.off), free(s.adj);
+    if (copied)
+        free(s.off), free(s.adj);
 
     graph_ghosts far;
     graph_ghosts_build(g, o.off, o.adj, &far);

@@ -372,6 +372,19 @@ static void test_simplify(void **state)
     check_tc(g, &simple);
     check_bc(g, &simple, roots, 2);
     cr_graph_destroy(g);
+    /* Unweighted, the simple graph's lists are sorted by neighbour and the triangle
+     * count reads them in place instead of copying them. */
+    for (size_t k = 0; k < kept; k++)
+        e[k][2] = -1;
+    case_graph plain = listed(multi.all.nvertices, (const double (*)[3])e, kept);
+    cr_edge_list unweighted = multi.mine;
+    unweighted.weights = NULL;
+    g = cr_graph_build(comm, &unweighted);
+    cr_graph_simplify(g);
+    check_tc(g, &plain);
+    check_pagerank(g, &plain);
+    cr_graph_destroy(g);
+    case_free(&plain);
     cr_comm_destroy(comm);
     free(e);
     case_free(&multi);
