@@ -50,8 +50,8 @@ int main(int argc, char **argv)
     }
     cr_edge_list edges;
     grid_edges(w, rank, size, &edges);
-    cr_graph *g = cr_graph_build(comm, &edges); /* collective */
-    cr_graph_edges_free(&edges);
+    /* collective; the build takes the list (malloc'd above) and frees it */
+    cr_graph *g = cr_graph_build_consume(comm, &edges);
     cr_graph_simplify(g);
 
     uint64_t first = cr_graph_first(g), count = cr_graph_local_count(g);
