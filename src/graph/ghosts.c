@@ -96,6 +96,12 @@ static void table_init(slot_table *t, uint64_t most)
     memset(t->key, 0xff, cap * sizeof *t->key); /* UINT64_MAX: empty */
 }
 
+static void table_free(slot_table *t)
+{
+    free(t->key);
+    free(t->slot);
+}
+
 /* The slot of id, numbering it `fresh` if it is new (then *added). */
 static uint64_t table_slot(slot_table *t, uint64_t id, uint64_t fresh, bool *added)
 {
@@ -136,9 +142,45 @@ static void order_slots_by_id(graph_ghosts *gh, uint64_t nadj)
     free(pair);
 }
 
-/* Number the remote ids of the adjacency as slots; col[k] = local index, or count +
- * slot. */
-static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj)
+/* From a ghost's id to its slot once the slots are numbered: 4 bytes a cell (the
+ * slot; the id is read from the sorted ids), three cells to every two ghosts, a
+ * quarter of the numbering table's bytes. */
+typedef struct id_index {
+    uint32_t *cell; /* a slot, or UINT32_MAX: empty */
+    uint64_t mask;
+    const uint64_t *ids;
+} id_index;
+
+static void id_index_build(id_index *x, const uint64_t *ids, uint64_t n)
+{
+    uint64_t cap = 16;
+    while (cap < n + n / 2)
+        cap *= 2;
+    *x = (id_index){.cell = cr_xmalloc(cap * sizeof *x->cell), .mask = cap - 1, .ids = ids};
+    memset(x->cell, 0xff, cap * sizeof *x->cell);
+    for (uint64_t s = 0; s < n; s++) {
+        uint64_t h = mix(ids[s]) & x->mask;
+        while (x->cell[h] != UINT32_MAX)
+            h = (h + 1) & x->mask;
+        x->cell[h] = (uint32_t)s;
+    }
+}
+
+/* The slot of a ghost's id (it must be one). */
+static uint64_t id_index_find(const id_index *x, uint64_t id)
+{
+    uint64_t h = mix(id) & x->mask;
+    while (x->ids[x->cell[h]] != id)
+        h = (h + 1) & x->mask;
+    return x->cell[h];
+}
+
+/* Number the remote ids of the adjacency as slots, in order of id; col[k] = local
+ * index, or count + slot. With by_id, no col: *by_id gets an index from a remote id
+ * to its slot instead, for the reverse index to be built from (the caller frees its
+ * cells). */
+static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj,
+                         id_index *by_id)
 {
     const cr_graph *g = gh->g;
     uint64_t nadj = offsets[g->count], remote = 0;
@@ -151,23 +193,54 @@ static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64
                  (unsigned long long)(remote < others ? remote : others));
     slot_table t;
     table_init(&t, remote < others ? remote : others);
-    gh->col = cr_xmalloc((nadj ? nadj : 1) * sizeof *gh->col);
+    uint32_t *col = by_id ? NULL : cr_xmalloc((nadj ? nadj : 1) * sizeof *col);
     gh->ids = cr_xmalloc((remote ? remote : 1) * sizeof *gh->ids);
     for (uint64_t k = 0; k < nadj; k++) {
         uint64_t v = adj[k];
         if (v - g->first < g->count) {
-            gh->col[k] = (uint32_t)(v - g->first);
+            if (col)
+                col[k] = (uint32_t)(v - g->first);
             continue;
         }
         bool added = false;
         uint64_t slot = table_slot(&t, v, gh->nghost, &added);
         if (added)
             gh->ids[gh->nghost++] = v;
-        gh->col[k] = (uint32_t)(g->count + slot);
+        if (col)
+            col[k] = (uint32_t)(g->count + slot);
     }
-    free(t.key);
-    free(t.slot);
-    order_slots_by_id(gh, nadj);
+    gh->col = col;
+    table_free(&t);
+    if (col) {
+        order_slots_by_id(gh, nadj);
+        return;
+    }
+    qsort(gh->ids, gh->nghost, sizeof *gh->ids, by_u64);
+    id_index_build(by_id, gh->ids, gh->nghost);
+}
+
+/* col rebuilt for ghosts numbered without it (graph_ghosts_reversed_of came first):
+ * a remote id's slot is its place in the sorted ids. */
+static void fill_col(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj)
+{
+    const cr_graph *g = gh->g;
+    uint64_t nadj = offsets[g->count];
+    gh->col = cr_xmalloc((nadj ? nadj : 1) * sizeof *gh->col);
+    for (uint64_t k = 0; k < nadj; k++) {
+        uint64_t v = adj[k], lo = 0, hi = gh->nghost;
+        if (v - g->first < g->count) {
+            gh->col[k] = (uint32_t)(v - g->first);
+            continue;
+        }
+        while (lo < hi) { /* v is among the ids */
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (gh->ids[mid] < v)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        gh->col[k] = (uint32_t)(g->count + lo);
+    }
 }
 
 /* The subscribers by rank, each rank's in order of vertex (a stable pass over the
@@ -224,11 +297,11 @@ static void index_subscribers(graph_ghosts *gh)
 
 /* ---------------------------------------------------------------- the calls */
 
-void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
-                        graph_ghosts *gh)
+static void ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+                         graph_ghosts *gh, id_index *by_id)
 {
     *gh = (graph_ghosts){.g = g};
-    number_slots(gh, offsets, adj);
+    number_slots(gh, offsets, adj, by_id);
     ghost_state *s = state_of(g->comm, gh);
     graph_sum(g->comm, 0); /* every rank's table is set before a subscription arrives */
     for (uint64_t slot = 0; slot < gh->nghost; slot++) {
@@ -238,6 +311,12 @@ void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *ad
     cr_barrier(g->comm);
     index_subscribers(gh);
     s->gh = NULL;
+}
+
+void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+                        graph_ghosts *gh)
+{
+    ghosts_build(g, offsets, adj, gh, NULL);
 }
 
 void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values)
@@ -335,12 +414,36 @@ static void sort_reverse_by_weight(graph_ghosts *gh)
     free(tmp);
 }
 
+/* Where the reverse index reads an entry's column: col, or, for ghosts numbered
+ * without it, the entry's id (local, or a slot from the table). */
+typedef struct col_source {
+    const graph_ghosts *gh;
+    const uint64_t *adj;
+    const id_index *by_id; /* NULL: gh->col */
+} col_source;
+
+static inline uint32_t col_at(const col_source *c, uint64_t k)
+{
+    if (!c->by_id)
+        return c->gh->col[k];
+    uint64_t v = c->adj[k], first = c->gh->g->first, count = c->gh->g->count;
+    return (uint32_t)(v - first < count ? v - first : count + id_index_find(c->by_id, v));
+}
+
+/* Whether entry k names one of my vertices (without looking its slot up). */
+static inline bool is_local(const col_source *c, uint64_t k)
+{
+    const cr_graph *g = c->gh->g;
+    return c->by_id ? c->adj[k] - g->first < g->count : c->gh->col[k] < g->count;
+}
+
 /* Each vertex's edges to my own vertices, in list order (lightest first, weighted). */
-static void split_local(graph_ghosts *gh, const uint64_t *offsets, const float *weights)
+static void split_local(graph_ghosts *gh, const uint64_t *offsets, const float *weights,
+                        const col_source *c)
 {
     uint64_t count = gh->g->count, n = 0;
     for (uint64_t k = 0; k < offsets[count]; k++)
-        n += gh->col[k] < count;
+        n += is_local(c, k);
     gh->local_off = cr_xmalloc((count + 1) * sizeof *gh->local_off);
     gh->local_col = cr_xmalloc((n ? n : 1) * sizeof *gh->local_col);
     gh->local_w = weights ? cr_xmalloc((n ? n : 1) * sizeof *gh->local_w) : NULL;
@@ -348,22 +451,24 @@ static void split_local(graph_ghosts *gh, const uint64_t *offsets, const float *
     for (uint64_t i = 0; i < count; i++) {
         gh->local_off[i] = at;
         for (uint64_t k = offsets[i]; k < offsets[i + 1]; k++)
-            if (gh->col[k] < count) {
+            if (is_local(c, k)) {
                 if (weights)
                     gh->local_w[at] = weights[k];
-                gh->local_col[at++] = gh->col[k];
+                gh->local_col[at++] = col_at(c, k);
             }
     }
     gh->local_off[count] = at;
 }
 
-void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
+static void reverse_from(graph_ghosts *gh, const uint64_t *offsets, const col_source *c)
 {
     uint64_t count = gh->g->count, nadj = offsets[count];
     gh->rev_off = cr_xcalloc(gh->nghost + 2, sizeof *gh->rev_off);
-    for (uint64_t k = 0; k < nadj; k++)
-        if (gh->col[k] >= count)
-            gh->rev_off[gh->col[k] - count + 1]++;
+    for (uint64_t k = 0; k < nadj; k++) {
+        uint32_t col = col_at(c, k);
+        if (col >= count)
+            gh->rev_off[col - count + 1]++;
+    }
     for (uint64_t s = 0; s < gh->nghost; s++)
         gh->rev_off[s + 1] += gh->rev_off[s];
     uint64_t total = gh->rev_off[gh->nghost];
@@ -374,17 +479,24 @@ void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
     uint64_t *fill = cr_xmalloc((gh->nghost + 1) * sizeof *fill);
     memcpy(fill, gh->rev_off, gh->nghost * sizeof *fill);
     for (uint64_t i = 0; i < count; i++)
-        for (uint64_t k = offsets[i]; k < offsets[i + 1]; k++)
-            if (gh->col[k] >= count) {
-                uint64_t at = fill[gh->col[k] - count]++;
+        for (uint64_t k = offsets[i]; k < offsets[i + 1]; k++) {
+            uint32_t col = col_at(c, k);
+            if (col >= count) {
+                uint64_t at = fill[col - count]++;
                 gh->rev_local[at] = (uint32_t)i;
                 if (weights)
                     gh->rev_w[at] = weights[k];
             }
+        }
     free(fill);
     if (weights)
         sort_reverse_by_weight(gh);
-    split_local(gh, offsets, weights);
+    split_local(gh, offsets, weights, c);
+}
+
+void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
+{
+    reverse_from(gh, offsets, &(col_source){.gh = gh});
 }
 
 void graph_ghosts_free(graph_ghosts *gh)
@@ -413,14 +525,27 @@ const graph_ghosts *graph_ghosts_of(cr_graph *g)
         graph_ghosts *gh = cr_xmalloc(sizeof *gh);
         graph_ghosts_build(g, g->offsets, g->adj, gh);
         g->ghosts = gh;
+    } else if (!g->ghosts->col) {
+        fill_col(g->ghosts, g->offsets, g->adj);
     }
     return g->ghosts;
 }
 
+/* The kernels that walk the reverse index never read col, the same size again: the
+ * first of them numbers the ghosts without it, from the table of their ids (at 2
+ * ranks betweenness's peak fell by a sixth, docs/kernels.md). */
 const graph_ghosts *graph_ghosts_reversed_of(cr_graph *g)
 {
-    graph_ghosts *gh = (graph_ghosts *)graph_ghosts_of(g);
-    if (!gh->rev_off) /* the reverse index is a second copy of the adjacency's size */
+    graph_ghosts *gh = g->ghosts;
+    if (!gh) {
+        gh = cr_xmalloc(sizeof *gh);
+        id_index by_id;
+        ghosts_build(g, g->offsets, g->adj, gh, &by_id);
+        reverse_from(gh, g->offsets, &(col_source){.gh = gh, .adj = g->adj, .by_id = &by_id});
+        free(by_id.cell);
+        g->ghosts = gh;
+    } else if (!gh->rev_off) {
         graph_ghosts_reverse(gh, g->offsets);
+    }
     return gh;
 }

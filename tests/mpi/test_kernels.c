@@ -382,7 +382,8 @@ static void test_simplify(void **state)
     g = cr_graph_build(comm, &unweighted);
     cr_graph_simplify(g);
     check_tc(g, &plain);
-    check_pagerank(g, &plain);
+    check_pagerank(g, &plain); /* the ghosts numbered with col: the reverse index */
+    check_bc(g, &plain, roots, 2); /* is built from col (after sssp, from their ids) */
     cr_graph_destroy(g);
     case_free(&plain);
     cr_comm_destroy(comm);
