@@ -56,13 +56,14 @@ void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values);
  * into gh->list by slot. Collective. */
 void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj);
 void graph_ghosts_free(graph_ghosts *gh);
-/* The ghosts of g's own adjacency: built at the first call (collective, as
- * graph_ghosts_build), then kept with the graph and freed by cr_graph_destroy. */
+/* The ghosts of g's own adjacency with col: built at the first call (collective, as
+ * graph_ghosts_build), then kept with the graph and freed by cr_graph_destroy; col
+ * filled locally if the ghosts came from graph_ghosts_reversed_of. */
 const graph_ghosts *graph_ghosts_of(cr_graph *g);
-/* The same, reversed too (graph_ghosts_reverse, at the first call that asks: local,
- * but call it on every rank, as the first may build them). For the kernels that
- * handle an owner's value at the edges it reaches (bc, sssp); pagerank reads col
- * only and keeps the memory. */
+/* The same with the reverse index (graph_ghosts_reverse): for the kernels that handle
+ * an owner's value at the edges it reaches (bc, sssp). Built first here, the ghosts
+ * get no col, which those kernels never read (col is NULL); built from col when
+ * graph_ghosts_of came first. Collective at the first call on a graph. */
 const graph_ghosts *graph_ghosts_reversed_of(cr_graph *g);
 
 #endif
