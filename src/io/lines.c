@@ -388,6 +388,7 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
                      char *err, size_t errlen)
 {
     reader r = {.path = f->path, .fd = -1, .limit = to, .read = &d->stats->read};
+    uint64_t first = from ? from - 1 : 0; /* the byte the share's reading starts at */
     r.step = d->opts->read_bytes ? d->opts->read_bytes : DEFAULT_READ_BYTES;
     r.max_line = d->opts->max_line;
     r.fd = open(f->path, O_RDONLY | O_CLOEXEC);
@@ -409,7 +410,7 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
         d->stats->read += f->size;
         to = UINT64_MAX;
         r.limit = UINT64_MAX;
-    } else if (!d->opts->unterminated || d->opts->max_line || !reader_map(&r, from ? from - 1 : 0)) {
+    } else if (!d->opts->unterminated || d->opts->max_line || !reader_map(&r, first)) {
         posix_fadvise(r.fd, (off_t)from, (off_t)(to - from), POSIX_FADV_SEQUENTIAL);
     }
     if (!r.map) {
@@ -419,7 +420,7 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
             cr_set_error(err, errlen, "%s: no memory for a %zu-byte read buffer", f->path, r.cap);
             rc = -1;
         }
-        r.base = from ? from - 1 : 0;
+        r.base = first;
     }
     if (rc == 0 && from > 0) {
         /* the line that holds byte from - 1 is the left neighbour's, unless that
@@ -432,7 +433,7 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
         rc = deliver_lines(&r, to, d, err, errlen);
     if (r.map) { /* what the lines reached, and the block scanned ahead of them */
         size_t reached = r.masked > r.start ? r.masked : r.start;
-        *r.read += r.base + reached - (from ? from - 1 : 0);
+        *r.read += r.base + reached - first;
         munmap(r.map, r.map_len);
     } else {
         free(r.buf);
