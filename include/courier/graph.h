@@ -348,8 +348,10 @@ typedef struct cr_tc_stats {
  * found once, from its lowest corner u and middle corner v, in the intersection of
  * their oriented lists; a hub's list is short. Every rank fetches, once, the
  * oriented list of each other rank's vertex its own lists name: the requests of one
- * rank are merged before they leave. Memory per rank: 8 bytes per adjacency entry,
- * 24 per local vertex and ghost, plus the fetched lists. Returns the count on every
+ * rank are merged before they leave. Memory per rank: the simple lists (g's own when
+ * cr_graph_simplify made it and it has no weights, else a copy: 8 bytes per entry),
+ * 4 bytes per oriented entry and per fetched id the rank knows, 16 per local vertex
+ * and about 30 per ghost. Returns the count on every
  * rank; `stats` may be NULL. Collective. */
 uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats);
 

@@ -20,7 +20,8 @@
 
 typedef struct ghost_state {
     int h_subscribe, h_list;
-    graph_ghosts *gh; /* the call in progress, for the handlers */
+    graph_ghosts *gh;             /* the call in progress, for the handlers */
+    const graph_list_keys *keys;  /* graph_ghosts_fetch_lists' */
 } ghost_state;
 
 /* ---------------------------------------------------------------- handlers */
@@ -43,15 +44,22 @@ static void on_subscribe(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
-/* {slot, position, ids...}: part of a copied list. */
+/* {slot, position, ids...}: part of a copied list, stored as my keys (UINT32_MAX
+ * for an id I have none for: graph_ghosts_fetch_lists drops them). */
 static void on_list(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
     (void)comm, (void)src;
-    graph_ghosts *gh = ((ghost_state *)user)->gh;
+    ghost_state *s = user;
+    graph_ghosts *gh = s->gh;
     uint64_t head[2];
     memcpy(head, payload, sizeof head);
-    memcpy(gh->list + gh->list_off[head[0]] + head[1], (const char *)payload + sizeof head,
-           len - sizeof head);
+    const unsigned char *at = (const unsigned char *)payload + sizeof head;
+    uint32_t *to = gh->list + gh->list_off[head[0]] + head[1];
+    for (size_t k = 0; k < (len - sizeof head) / sizeof(uint64_t); k++) {
+        uint64_t id;
+        memcpy(&id, at + k * sizeof id, sizeof id);
+        to[k] = s->keys->key_of(s->keys->ctx, id);
+    }
 }
 
 static const cr_module_type ghost_module = {.name = "graph ghosts", .destroy = graph_state_free};
@@ -145,18 +153,12 @@ static void order_slots_by_id(graph_ghosts *gh, uint64_t nadj)
 /* From a ghost's id to its slot once the slots are numbered: 4 bytes a cell (the
  * slot; the id is read from the sorted ids), three cells to every two ghosts, a
  * quarter of the numbering table's bytes. */
-typedef struct id_index {
-    uint32_t *cell; /* a slot, or UINT32_MAX: empty */
-    uint64_t mask;
-    const uint64_t *ids;
-} id_index;
-
-static void id_index_build(id_index *x, const uint64_t *ids, uint64_t n)
+static void id_index_build(graph_id_index *x, const uint64_t *ids, uint64_t n)
 {
     uint64_t cap = 16;
     while (cap < n + n / 2)
         cap *= 2;
-    *x = (id_index){.cell = cr_xmalloc(cap * sizeof *x->cell), .mask = cap - 1, .ids = ids};
+    *x = (graph_id_index){.cell = cr_xmalloc(cap * sizeof *x->cell), .mask = cap - 1, .ids = ids};
     memset(x->cell, 0xff, cap * sizeof *x->cell);
     for (uint64_t s = 0; s < n; s++) {
         uint64_t h = mix(ids[s]) & x->mask;
@@ -166,8 +168,17 @@ static void id_index_build(id_index *x, const uint64_t *ids, uint64_t n)
     }
 }
 
+/* The slot of a ghost's id, or UINT64_MAX if it is none. */
+static uint64_t id_index_lookup(const graph_id_index *x, uint64_t id)
+{
+    for (uint64_t h = mix(id) & x->mask; x->cell[h] != UINT32_MAX; h = (h + 1) & x->mask)
+        if (x->ids[x->cell[h]] == id)
+            return x->cell[h];
+    return UINT64_MAX;
+}
+
 /* The slot of a ghost's id (it must be one). */
-static uint64_t id_index_find(const id_index *x, uint64_t id)
+static uint64_t id_index_find(const graph_id_index *x, uint64_t id)
 {
     uint64_t h = mix(id) & x->mask;
     while (x->ids[x->cell[h]] != id)
@@ -180,7 +191,7 @@ static uint64_t id_index_find(const id_index *x, uint64_t id)
  * to its slot instead, for the reverse index to be built from (the caller frees its
  * cells). */
 static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj,
-                         id_index *by_id)
+                         graph_id_index *by_id)
 {
     const cr_graph *g = gh->g;
     uint64_t nadj = offsets[g->count], remote = 0;
@@ -297,11 +308,10 @@ static void index_subscribers(graph_ghosts *gh)
 
 /* ---------------------------------------------------------------- the calls */
 
-static void ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
-                         graph_ghosts *gh, id_index *by_id)
+/* Tell each ghost's owner which slot copies it. Collective. */
+static void subscribe(graph_ghosts *gh)
 {
-    *gh = (graph_ghosts){.g = g};
-    number_slots(gh, offsets, adj, by_id);
+    cr_graph *g = gh->g;
     ghost_state *s = state_of(g->comm, gh);
     graph_sum(g->comm, 0); /* every rank's table is set before a subscription arrives */
     for (uint64_t slot = 0; slot < gh->nghost; slot++) {
@@ -313,10 +323,37 @@ static void ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *a
     s->gh = NULL;
 }
 
+static void ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+                         graph_ghosts *gh, graph_id_index *by_id)
+{
+    *gh = (graph_ghosts){.g = g};
+    number_slots(gh, offsets, adj, by_id);
+    subscribe(gh);
+}
+
 void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
                         graph_ghosts *gh)
 {
     ghosts_build(g, offsets, adj, gh, NULL);
+}
+
+void graph_ghosts_build_indexed(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+                                graph_ghosts *gh)
+{
+    graph_id_index by_id;
+    ghosts_build(g, offsets, adj, gh, &by_id);
+    gh->by_id = by_id;
+}
+
+uint64_t graph_ghosts_slot(const graph_ghosts *gh, uint64_t id)
+{
+    return id_index_lookup(&gh->by_id, id);
+}
+
+void graph_ghosts_subscribe(cr_graph *g, uint64_t *ids, uint64_t n, graph_ghosts *gh)
+{
+    *gh = (graph_ghosts){.g = g, .ids = ids, .nghost = n};
+    subscribe(gh);
 }
 
 void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values)
@@ -355,7 +392,22 @@ void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values)
     free(sizes);
 }
 
-void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj)
+/* Drop the entries no key was found for, keeping the order of the rest. */
+static void drop_unknown(graph_ghosts *gh)
+{
+    uint64_t kept = 0;
+    for (uint64_t slot = 0; slot < gh->nghost; slot++) {
+        uint64_t start = gh->list_off[slot], end = gh->list_off[slot + 1];
+        gh->list_off[slot] = kept;
+        for (uint64_t k = start; k < end; k++)
+            if (gh->list[k] != UINT32_MAX)
+                gh->list[kept++] = gh->list[k];
+    }
+    gh->list_off[gh->nghost] = kept;
+}
+
+uint64_t graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets,
+                                  const uint32_t *adj, const graph_list_keys *keys)
 {
     cr_graph *g = gh->g;
     uint64_t count = g->count, *len = cr_xmalloc((count + gh->nghost + 1) * sizeof *len);
@@ -370,6 +422,7 @@ void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const u
     gh->list = cr_xmalloc((gh->list_off[gh->nghost] ? gh->list_off[gh->nghost] : 1) *
                           sizeof *gh->list);
     ghost_state *s = state_of(g->comm, gh);
+    s->keys = keys;
     graph_sum(g->comm, 0); /* every rank's lists are placed before a part arrives */
     uint64_t m[2 + LIST_CHUNK];
     for (uint64_t i = 0; i < count; i++)
@@ -377,11 +430,16 @@ void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const u
             for (uint64_t at = offsets[i]; at < offsets[i + 1]; at += LIST_CHUNK) {
                 uint64_t n = offsets[i + 1] - at < LIST_CHUNK ? offsets[i + 1] - at : LIST_CHUNK;
                 m[0] = gh->sub[j].slot, m[1] = at - offsets[i];
-                memcpy(m + 2, adj + at, n * sizeof *m);
+                for (uint64_t k = 0; k < n; k++) /* ids on the wire: keys are each rank's */
+                    m[2 + k] = keys->id_of(keys->ctx, adj[at + k]);
                 cr_async(g->comm, (int)gh->sub[j].rank, s->h_list, m, (2 + n) * sizeof *m);
             }
     cr_barrier(g->comm);
     s->gh = NULL;
+    s->keys = NULL;
+    uint64_t received = gh->list_off[gh->nghost];
+    drop_unknown(gh);
+    return received;
 }
 
 /* A weighted graph's ghost edges lightest first, as its own lists are. */
@@ -419,7 +477,7 @@ static void sort_reverse_by_weight(graph_ghosts *gh)
 typedef struct col_source {
     const graph_ghosts *gh;
     const uint64_t *adj;
-    const id_index *by_id; /* NULL: gh->col */
+    const graph_id_index *by_id; /* NULL: gh->col */
 } col_source;
 
 static inline uint32_t col_at(const col_source *c, uint64_t k)
@@ -516,6 +574,7 @@ void graph_ghosts_free(graph_ghosts *gh)
     free(gh->sub_off);
     free(gh->list);
     free(gh->list_off);
+    free(gh->by_id.cell);
     *gh = (graph_ghosts){0};
 }
 
@@ -539,7 +598,7 @@ const graph_ghosts *graph_ghosts_reversed_of(cr_graph *g)
     graph_ghosts *gh = g->ghosts;
     if (!gh) {
         gh = cr_xmalloc(sizeof *gh);
-        id_index by_id;
+        graph_id_index by_id;
         ghosts_build(g, g->offsets, g->adj, gh, &by_id);
         reverse_from(gh, g->offsets, &(col_source){.gh = gh, .adj = g->adj, .by_id = &by_id});
         free(by_id.cell);

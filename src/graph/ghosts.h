@@ -13,6 +13,21 @@ typedef struct graph_subscriber {
     uint32_t local, rank, slot;
 } graph_subscriber;
 
+/* From a ghost's id to its slot: open addressing over the sorted ids. */
+typedef struct graph_id_index {
+    uint32_t *cell; /* a slot, or UINT32_MAX: empty */
+    uint64_t mask;
+    const uint64_t *ids;
+} graph_id_index;
+
+/* How a kernel's lists name vertices when not by global id: 4-byte keys, each rank's
+ * own, in an order that agrees with the ids' (so a sorted list stays sorted). */
+typedef struct graph_list_keys {
+    uint64_t (*id_of)(const void *ctx, uint32_t key); /* a key of mine: its id */
+    uint32_t (*key_of)(const void *ctx, uint64_t id); /* my key, UINT32_MAX if none */
+    const void *ctx;
+} graph_list_keys;
+
 typedef struct graph_ghosts {
     cr_graph *g;
     uint64_t nghost; /* slots: the distinct remote ids of the adjacency */
@@ -32,8 +47,9 @@ typedef struct graph_ghosts {
     uint64_t *rev_off;     /* graph_ghosts_reverse: slot s's edges to my vertices are */
     uint32_t *rev_local;   /* rev_local[rev_off[s] .. rev_off[s + 1]) (the local ends) */
     float *rev_w;          /* and, on a weighted graph's own adjacency, their weights */
-    uint64_t *list;        /* graph_ghosts_fetch_lists: slot s's copy is */
+    uint32_t *list;        /* graph_ghosts_fetch_lists: slot s's copy, in my keys, is */
     uint64_t *list_off;    /* list[list_off[s] .. list_off[s + 1]) */
+    graph_id_index by_id;  /* graph_ghosts_build_indexed: id -> slot (no col) */
 } graph_ghosts;
 
 /* Number the remote ids of the adjacency (offsets, adj: a CSR over my vertices, of
@@ -42,6 +58,16 @@ typedef struct graph_ghosts {
  * there). */
 void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
                         graph_ghosts *gh);
+/* The same without col (NULL), with an index from a remote id to its slot instead
+ * (graph_ghosts_slot): 6 bytes or so per ghost, not 4 per adjacency entry. Collective. */
+void graph_ghosts_build_indexed(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+                                graph_ghosts *gh);
+/* After graph_ghosts_build_indexed: the slot of id, or UINT64_MAX if it is no ghost.
+ * Local. */
+uint64_t graph_ghosts_slot(const graph_ghosts *gh, uint64_t id);
+/* Ghosts of given other ranks' vertices: ids sorted and distinct, malloc'd; gh takes
+ * them. No col, no index. Collective (every rank calls, with its own ids). */
+void graph_ghosts_subscribe(cr_graph *g, uint64_t *ids, uint64_t n, graph_ghosts *gh);
 /* Index the adjacency (the one gh was built on) by ghost: for each slot, my vertices
  * whose lists name it (on a weighted graph's own adjacency, with the edges' weights,
  * lightest first); and each vertex's edges to my own vertices apart, so that a kernel
@@ -52,9 +78,12 @@ void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets);
  * owners' words for every slot: one message per pair of ranks (cr_nbx_exchange), the
  * words alone, in the slots' order. Collective. */
 void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values);
-/* Copy the lists of a CSR over the owners' vertices (offsets, adj, on every rank)
- * into gh->list by slot. Collective. */
-void graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj);
+/* Copy the lists of a CSR over the owners' vertices (offsets, adj in the owner's
+ * keys, on every rank) into gh->list by slot, in the receiver's keys: an id the
+ * receiver has no key for is dropped, the others keep their order. Ids travel (8
+ * bytes each), keys are stored (4). Returns the ids received. Collective. */
+uint64_t graph_ghosts_fetch_lists(graph_ghosts *gh, const uint64_t *offsets,
+                                  const uint32_t *adj, const graph_list_keys *keys);
 void graph_ghosts_free(graph_ghosts *gh);
 /* The ghosts of g's own adjacency with col: built at the first call (collective, as
  * graph_ghosts_build), then kept with the graph and freed by cr_graph_destroy; col

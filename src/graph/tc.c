@@ -53,30 +53,117 @@ static bool before(uint64_t da, uint64_t a, uint64_t db, uint64_t b)
     return da < db || (da == db && a < b);
 }
 
-/* The oriented lists: of each vertex's neighbours, those after it. */
-static csr oriented_lists(const cr_graph *g, const csr *s, const graph_ghosts *gh,
-                          const uint64_t *degree)
+/* A rank's 4-byte keys for the vertices it knows (its own and its ghosts), in order
+ * of id: the ghosts below my first vertex, my vertices, the ghosts above. The lists
+ * hold keys, half the bytes of ids; a list copied from another rank keeps the ids
+ * this rank knows, the only ones a list of mine can have in common with it. */
+typedef struct numbering {
+    const cr_graph *g;
+    const graph_ghosts *gh;
+    uint64_t below; /* ghosts of an id below my first vertex */
+} numbering;
+
+static uint32_t key_of_slot(const numbering *nb, uint64_t slot)
 {
-    csr o = {cr_xmalloc((g->count + 1) * sizeof *o.off),
-             cr_xmalloc((s->off[g->count] ? s->off[g->count] : 1) * sizeof *o.adj)};
+    return (uint32_t)(slot < nb->below ? slot : slot + nb->g->count);
+}
+
+static uint32_t key_of(const void *ctx, uint64_t id)
+{
+    const numbering *nb = ctx;
+    if (id - nb->g->first < nb->g->count)
+        return (uint32_t)(nb->below + id - nb->g->first);
+    uint64_t slot = graph_ghosts_slot(nb->gh, id);
+    return slot == UINT64_MAX ? UINT32_MAX : key_of_slot(nb, slot);
+}
+
+static uint64_t id_of(const void *ctx, uint32_t key)
+{
+    const numbering *nb = ctx;
+    if (key < nb->below)
+        return nb->gh->ids[key];
+    if (key - nb->below < nb->g->count)
+        return nb->g->first + key - nb->below;
+    return nb->gh->ids[key - nb->g->count];
+}
+
+/* My key's local vertex, or UINT64_MAX for a ghost's. */
+static uint64_t local_of(const numbering *nb, uint32_t key)
+{
+    return key - nb->below < nb->g->count ? key - nb->below : UINT64_MAX;
+}
+
+static uint64_t ghosts_below(const graph_ghosts *gh, uint64_t first)
+{
+    uint64_t lo = 0, hi = gh->nghost;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (gh->ids[mid] < first)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+typedef struct oriented {
+    uint64_t *off;
+    uint32_t *adj; /* keys */
+} oriented;
+
+/* The oriented lists: of each vertex's neighbours, those after it; degree[] holds my
+ * vertices' and then the ghosts' by slot. */
+static oriented oriented_lists(const numbering *nb, const csr *s, const uint64_t *degree)
+{
+    const cr_graph *g = nb->g;
+    oriented o = {cr_xmalloc((g->count + 1) * sizeof *o.off),
+                  cr_xmalloc((s->off[g->count] ? s->off[g->count] : 1) * sizeof *o.adj)};
     uint64_t at = 0;
     for (uint64_t i = 0; i < g->count; i++) {
         o.off[i] = at;
-        for (uint64_t k = s->off[i]; k < s->off[i + 1]; k++)
-            if (before(degree[i], g->first + i, degree[gh->col[k]], s->adj[k]))
-                o.adj[at++] = s->adj[k];
+        for (uint64_t k = s->off[i]; k < s->off[i + 1]; k++) {
+            uint64_t v = s->adj[k], local = v - g->first;
+            uint64_t slot = local < g->count ? UINT64_MAX : graph_ghosts_slot(nb->gh, v);
+            uint64_t dv = slot == UINT64_MAX ? degree[local] : degree[g->count + slot];
+            if (before(degree[i], g->first + i, dv, v))
+                o.adj[at++] = slot == UINT64_MAX ? (uint32_t)(nb->below + local)
+                                                 : key_of_slot(nb, slot);
+        }
     }
     o.off[g->count] = at;
     return o;
 }
 
-/* Common elements of two sorted lists of distinct ids, by a merge without branches
+/* The ghosts whose oriented lists my oriented lists name, subscribed to; far_of[s]
+ * is near slot s's place among them. */
+static void subscribe_far(cr_graph *g, const numbering *nb, const oriented *o,
+                          graph_ghosts *far, uint32_t *far_of)
+{
+    const graph_ghosts *near = nb->gh;
+    memset(far_of, 0xff, (near->nghost ? near->nghost : 1) * sizeof *far_of);
+    for (uint64_t k = 0; k < o->off[g->count]; k++)
+        if (local_of(nb, o->adj[k]) == UINT64_MAX) {
+            uint32_t key = o->adj[k];
+            far_of[key < nb->below ? key : key - g->count] = 0;
+        }
+    uint64_t n = 0;
+    for (uint64_t slot = 0; slot < near->nghost; slot++)
+        if (far_of[slot] == 0)
+            far_of[slot] = (uint32_t)n++;
+    uint64_t *ids = cr_xmalloc((n ? n : 1) * sizeof *ids);
+    for (uint64_t slot = 0; slot < near->nghost; slot++)
+        if (far_of[slot] != UINT32_MAX)
+            ids[far_of[slot]] = near->ids[slot];
+    graph_ghosts_subscribe(g, ids, n, far);
+}
+
+/* Common elements of two sorted lists of distinct keys, by a merge without branches
  * on the data (the comparisons' outcomes are unpredictable). */
-static uint64_t common(const uint64_t *a, uint64_t na, const uint64_t *b, uint64_t nb)
+static uint64_t common(const uint32_t *a, uint64_t na, const uint32_t *b, uint64_t nb)
 {
     uint64_t i = 0, j = 0, n = 0;
     while (i < na && j < nb) {
-        uint64_t x = a[i], y = b[j];
+        uint32_t x = a[i], y = b[j];
         n += x == y;
         i += x <= y;
         j += y <= x;
@@ -84,45 +171,59 @@ static uint64_t common(const uint64_t *a, uint64_t na, const uint64_t *b, uint64
     return n;
 }
 
+static uint64_t count_triangles(const numbering *nb, const oriented *o, const graph_ghosts *far,
+                                const uint32_t *far_of)
+{
+    const cr_graph *g = nb->g;
+    uint64_t triangles = 0;
+    for (uint64_t i = 0; i < g->count; i++) {
+        const uint32_t *mine = o->adj + o->off[i];
+        uint64_t nmine = o->off[i + 1] - o->off[i];
+        for (uint64_t k = o->off[i]; k < o->off[i + 1]; k++) {
+            uint32_t key = o->adj[k];
+            uint64_t c = local_of(nb, key);
+            if (c != UINT64_MAX) {
+                triangles += common(mine, nmine, o->adj + o->off[c], o->off[c + 1] - o->off[c]);
+                continue;
+            }
+            uint64_t f = far_of[key < nb->below ? key : key - g->count];
+            triangles += common(mine, nmine, far->list + far->list_off[f],
+                                far->list_off[f + 1] - far->list_off[f]);
+        }
+    }
+    return triangles;
+}
+
 uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats)
 {
     bool copied;
     csr s = simple_lists(g, &copied);
     graph_ghosts near;
-    graph_ghosts_build(g, s.off, s.adj, &near);
+    graph_ghosts_build_indexed(g, s.off, s.adj, &near);
     uint64_t *degree = cr_xmalloc((g->count + near.nghost + 1) * sizeof *degree);
     for (uint64_t i = 0; i < g->count; i++)
         degree[i] = s.off[i + 1] - s.off[i];
     graph_ghosts_push(&near, degree);
-    csr o = oriented_lists(g, &s, &near, degree);
+    numbering nb = {g, &near, ghosts_below(&near, g->first)};
+    oriented o = oriented_lists(&nb, &s, degree);
     free(degree);
-    graph_ghosts_free(&near);
     if (copied)
         free(s.off), free(s.adj);
 
     graph_ghosts far;
-    graph_ghosts_build(g, o.off, o.adj, &far);
-    graph_ghosts_fetch_lists(&far, o.off, o.adj);
-    uint64_t triangles = 0;
-    for (uint64_t i = 0; i < g->count; i++) {
-        const uint64_t *mine = o.adj + o.off[i];
-        uint64_t nmine = o.off[i + 1] - o.off[i];
-        for (uint64_t k = o.off[i]; k < o.off[i + 1]; k++) {
-            uint64_t c = far.col[k];
-            if (c < g->count)
-                triangles += common(mine, nmine, o.adj + o.off[c], o.off[c + 1] - o.off[c]);
-            else
-                triangles += common(mine, nmine, far.list + far.list_off[c - g->count],
-                                    far.list_off[c - g->count + 1] - far.list_off[c - g->count]);
-        }
-    }
-    uint64_t mine[4] = {triangles, o.off[g->count], far.list_off[far.nghost], o.off[g->count]};
+    uint32_t *far_of = cr_xmalloc((near.nghost ? near.nghost : 1) * sizeof *far_of);
+    subscribe_far(g, &nb, &o, &far, far_of);
+    graph_list_keys keys = {id_of, key_of, &nb};
+    uint64_t fetched = graph_ghosts_fetch_lists(&far, o.off, o.adj, &keys);
+    uint64_t triangles = count_triangles(&nb, &o, &far, far_of);
+    uint64_t mine[4] = {triangles, o.off[g->count], fetched, o.off[g->count]};
     uint64_t all[4];
     cr_module_allreduce_u64(g->comm, mine, all, 4, CR_OP_SUM);
     if (stats)
         *stats = (cr_tc_stats){.oriented_edges = all[1], .fetched_ids = all[2],
                                .intersections = all[3]};
-    free(o.off), free(o.adj);
+    free(o.off), free(o.adj), free(far_of);
     graph_ghosts_free(&far);
+    graph_ghosts_free(&near);
     return all[0];
 }
