@@ -5,9 +5,11 @@
 #include "common/fatal.h"
 #include "mailbox/module.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void graph_state_free(cr_comm *comm, void *state)
 {
@@ -96,4 +98,21 @@ uint64_t graph_longest_list(const uint64_t *off, uint64_t n)
         if (off[i + 1] - off[i] > most)
             most = off[i + 1] - off[i];
     return most;
+}
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+void *graph_xmalloc_large(size_t n, size_t size)
+{
+    void *p = cr_xmalloc((n ? n : 1) * size);
+#ifdef MADV_HUGEPAGE
+    size_t bytes = n * size;
+    if (bytes >= 2 * HUGE_PAGE) {
+        uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        uintptr_t to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
+        if (to > from)
+            (void)madvise((void *)from, to - from, MADV_HUGEPAGE);
+    }
+#endif
+    return p;
 }

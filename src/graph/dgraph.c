@@ -65,9 +65,9 @@ static void build_csr(cr_graph *g, const arrivals *a)
     for (uint64_t i = 0; i < g->count; i++)
         g->offsets[i + 1] += g->offsets[i];
     g->nadj = a->count;
-    g->adj = cr_xmalloc((a->count ? a->count : 1) * sizeof *g->adj);
+    g->adj = graph_xmalloc_large(a->count, sizeof *g->adj);
     if (g->weighted)
-        g->wadj = cr_xmalloc((a->count ? a->count : 1) * sizeof *g->wadj);
+        g->wadj = graph_xmalloc_large(a->count, sizeof *g->wadj);
     uint64_t *fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *fill);
     memcpy(fill, g->offsets, g->count * sizeof *fill);
     for (size_t i = 0; i < a->count; i++) {
@@ -192,9 +192,9 @@ static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local, cr_edge_l
     for (uint64_t i = 0; i < g->count; i++)
         g->offsets[i + 1] += g->offsets[i];
     g->nadj = g->offsets[g->count];
-    g->adj = cr_xmalloc((g->nadj ? g->nadj : 1) * sizeof *g->adj);
+    g->adj = graph_xmalloc_large(g->nadj, sizeof *g->adj);
     if (g->weighted)
-        g->wadj = cr_xmalloc((g->nadj ? g->nadj : 1) * sizeof *g->wadj);
+        g->wadj = graph_xmalloc_large(g->nadj, sizeof *g->wadj);
     p.fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *p.fill);
     memcpy(p.fill, g->offsets, g->count * sizeof *p.fill);
     /* A faster rank's halves belong to the transport's next phase: this rank

@@ -204,7 +204,7 @@ static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64
                  (unsigned long long)(remote < others ? remote : others));
     slot_table t;
     table_init(&t, remote < others ? remote : others);
-    uint32_t *col = by_id ? NULL : cr_xmalloc((nadj ? nadj : 1) * sizeof *col);
+    uint32_t *col = by_id ? NULL : graph_xmalloc_large(nadj, sizeof *col);
     gh->ids = cr_xmalloc((remote ? remote : 1) * sizeof *gh->ids);
     for (uint64_t k = 0; k < nadj; k++) {
         uint64_t v = adj[k];
@@ -236,7 +236,7 @@ static void fill_col(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *
 {
     const cr_graph *g = gh->g;
     uint64_t nadj = offsets[g->count];
-    gh->col = cr_xmalloc((nadj ? nadj : 1) * sizeof *gh->col);
+    gh->col = graph_xmalloc_large(nadj, sizeof *gh->col);
     for (uint64_t k = 0; k < nadj; k++) {
         uint64_t v = adj[k], lo = 0, hi = gh->nghost;
         if (v - g->first < g->count) {
