@@ -277,6 +277,9 @@ static int search_levels(bfs_run *r, uint64_t root, bool merged)
 #define PREFETCH_AHEAD 16 /* vertices */
 
 typedef struct hybrid {
+    uint32_t *todo;    /* after the first bottom-up level: my vertices it left */
+    size_t ntodo;      /* unvisited that have edges, in increasing order */
+    bool have_todo;
     uint64_t *seg;     /* this rank's frontier bits */
     uint64_t *all;     /* every rank's segment, as gathered */
     uint64_t *bits;    /* the whole frontier, n bits */
@@ -300,6 +303,7 @@ static void hybrid_init(cr_graph *g, hybrid *h)
         h->offsets[r] = total;
         total += h->sizes[r];
     }
+    h->todo = NULL, h->ntodo = 0, h->have_todo = false;
     h->seg = cr_xcalloc(words_for(g->count) + 1, sizeof *h->seg);
     h->all = cr_xmalloc(total + sizeof(uint64_t));
     h->nbits_words = words_for(g->n);
@@ -308,6 +312,7 @@ static void hybrid_init(cr_graph *g, hybrid *h)
 
 static void hybrid_free(hybrid *h)
 {
+    free(h->todo);
     free(h->seg);
     free(h->all);
     free(h->bits);
@@ -350,6 +355,57 @@ static void gather_frontier(cr_graph *g, hybrid *h, const uint64_t *frontier, si
     }
 }
 
+/* Unvisited vertex i of mine takes its first neighbour in the frontier as its
+ * parent; false if it has none. */
+static bool find_parent(bfs_run *r, const hybrid *h, uint64_t i)
+{
+    const cr_graph *g = r->g;
+    for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
+        if (in_frontier(h, g->adj[e])) {
+            visit(r, g->first + i, g->adj[e]);
+            return true;
+        }
+    return false;
+}
+
+/* The first bottom-up level scans every vertex of mine, and keeps the ones left
+ * unvisited that have edges (a vertex without edges is never reached): the later
+ * levels scan only those, and drop the ones visited since. Late in a search on a
+ * scale-free graph most vertices are visited, and a level that scanned them all took
+ * as long as one with a large frontier. */
+static void scan_all(bfs_run *r, hybrid *h)
+{
+    const cr_graph *g = r->g;
+    bool keep = g->count <= UINT32_MAX; /* else every level scans all (4-byte indices) */
+    if (keep)
+        h->todo = cr_xmalloc((g->count ? g->count : 1) * sizeof *h->todo);
+    for (uint64_t i = 0; i < g->count; i++) {
+        /* the scan stops early, so a vertex's first neighbours are a cache miss the
+         * hardware does not foresee: ask for them a few vertices ahead */
+        if (i + PREFETCH_AHEAD < g->count)
+            __builtin_prefetch(&g->adj[g->offsets[i + PREFETCH_AHEAD]]);
+        if (r->level[i] >= 0 || find_parent(r, h, i))
+            continue;
+        if (keep && g->offsets[i + 1] > g->offsets[i])
+            h->todo[h->ntodo++] = (uint32_t)i;
+    }
+    h->have_todo = keep;
+}
+
+static void scan_todo(bfs_run *r, hybrid *h)
+{
+    const cr_graph *g = r->g;
+    size_t kept = 0;
+    for (size_t k = 0; k < h->ntodo; k++) {
+        if (k + PREFETCH_AHEAD < h->ntodo)
+            __builtin_prefetch(&g->adj[g->offsets[h->todo[k + PREFETCH_AHEAD]]]);
+        uint32_t i = h->todo[k];
+        if (r->level[i] < 0 && !find_parent(r, h, i))
+            h->todo[kept++] = i;
+    }
+    h->ntodo = kept;
+}
+
 /* One bottom-up level: each unvisited vertex of mine takes the first neighbour in the
  * frontier as its parent. No messages. */
 static void bottom_up_step(bfs_run *r, hybrid *h, const uint64_t *frontier, size_t nfrontier,
@@ -360,20 +416,10 @@ static void bottom_up_step(bfs_run *r, hybrid *h, const uint64_t *frontier, size
     gather_frontier(g, h, frontier, nfrontier);
     double t1 = cr_module_now(g->comm);
     out->frontier_seconds += t1 - t0;
-    for (uint64_t i = 0; i < g->count; i++) {
-        /* the scan stops early, so a vertex's first neighbours are a cache miss the
-         * hardware does not foresee: ask for them a few vertices ahead */
-        if (i + PREFETCH_AHEAD < g->count)
-            __builtin_prefetch(&g->adj[g->offsets[i + PREFETCH_AHEAD]]);
-        if (r->level[i] >= 0)
-            continue;
-        for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-            if (in_frontier(h, g->adj[e])) {
-                visit(r, g->first + i, g->adj[e]);
-                break;
-            }
-        }
-    }
+    if (h->have_todo)
+        scan_todo(r, h);
+    else
+        scan_all(r, h);
     out->scan_seconds += cr_module_now(g->comm) - t1;
 }
 
