@@ -371,8 +371,10 @@ typedef struct cr_bc_stats {
  * sending (1 + its dependency) / its count to its neighbours one level up, who
  * multiply by their own count. Every source must be a vertex (the same list on
  * every rank). Memory per rank: 24 bytes per local vertex, the levels' lists (8
- * bytes per local vertex), and the graph's ghosts (see cr_graph_pagerank). Returns 0, or -1 on every rank with one line in err.
- * `stats` may be NULL. Collective. */
+ * bytes per local vertex), the graph's ghosts with a reverse index (4 bytes per edge
+ * to another rank's vertex), and 8 bytes per local vertex on a simple unweighted
+ * graph, else 4 per edge between two of mine (docs/kernels.md). Returns 0, or -1 on
+ * every rank with one line in err. `stats` may be NULL. Collective. */
 int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *score,
                 cr_bc_stats *stats, char *err, size_t errlen);
 

@@ -94,14 +94,49 @@ static void send_to_copies(bc_run *r, int h, uint64_t u, double x)
     }
 }
 
+/* f(r, v, x) for each neighbour v of my vertex u that is mine (a local index): from
+ * the run of u's sorted list, or from the ghosts' split of the lists. */
+/* Ask for the lists of order[j + ahead] (their runs first, further ahead): the
+ * vertices of a level lie anywhere in the graph. */
+static inline void prefetch_lists(const bc_run *r, uint64_t j, uint64_t to)
+{
+    const graph_ghosts *gh = r->gh;
+    if (!gh->local_runs)
+        return;
+    if (j + 16 < to) {
+        uint64_t u = r->order[j + 16];
+        __builtin_prefetch(&gh->local_runs[u]);
+        __builtin_prefetch(&r->g->offsets[u]);
+    }
+    if (j + 4 < to) {
+        uint64_t u = r->order[j + 4];
+        __builtin_prefetch(r->g->adj + r->g->offsets[u] + gh->local_runs[u].from);
+    }
+}
+
+static inline void each_local(bc_run *r, uint64_t u, void (*f)(bc_run *, uint64_t, double),
+                              double x)
+{
+    const graph_ghosts *gh = r->gh;
+    if (gh->local_runs) {
+        const uint64_t *adj = r->g->adj + r->g->offsets[u] + gh->local_runs[u].from;
+        uint64_t first = r->g->first;
+        for (uint32_t k = 0; k < gh->local_runs[u].count; k++)
+            f(r, adj[k] - first, x);
+        return;
+    }
+    for (uint64_t k = gh->local_off[u]; k < gh->local_off[u + 1]; k++)
+        f(r, gh->local_col[k], x);
+}
+
 /* Each of my level-d vertices' counts to its neighbours: mine in place, the others'
  * through their ranks' copies. */
 static void spread_paths(bc_run *r, int h, uint64_t from, uint64_t to)
 {
     for (uint64_t j = from; j < to; j++) {
         uint64_t u = r->order[j];
-        for (uint64_t k = r->gh->local_off[u]; k < r->gh->local_off[u + 1]; k++)
-            add_paths(r, r->gh->local_col[k], r->v[u].sigma);
+        prefetch_lists(r, j, to);
+        each_local(r, u, add_paths, r->v[u].sigma);
         send_to_copies(r, h, u, r->v[u].sigma);
     }
 }
@@ -168,9 +203,9 @@ static void sum_dependencies(bc_run *r, const bc_state *s, int32_t levels)
     for (r->cur = levels - 1; r->cur > 0; r->cur--) {
         for (uint64_t j = r->starts[r->cur]; j < r->starts[r->cur + 1]; j++) {
             uint64_t w = r->order[j];
+            prefetch_lists(r, j, r->starts[r->cur + 1]);
             double share = (1 + r->v[w].delta) / r->v[w].sigma;
-            for (uint64_t k = r->gh->local_off[w]; k < r->gh->local_off[w + 1]; k++)
-                add_dependency(r, r->gh->local_col[k], share);
+            each_local(r, w, add_dependency, share);
             send_to_copies(r, s->h_deps, w, share);
         }
         cr_barrier(g->comm); /* the level's records are handled; cur moves on */
@@ -209,7 +244,7 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
         return -1;
     uint64_t n = g->count ? g->count : 1;
     bc_run r = {.g = g, .v = cr_xmalloc(n * sizeof *r.v)};
-    r.gh = graph_ghosts_reversed_of(g);
+    r.gh = graph_ghosts_reverse_index_of(g);
     bc_state *s = state_of(g->comm, &r);
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
     for (uint64_t i = 0; i < g->count; i++)

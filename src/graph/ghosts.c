@@ -473,16 +473,17 @@ static void sort_reverse_by_weight(graph_ghosts *gh)
 }
 
 /* Where the reverse index reads an entry's column: col, or, for ghosts numbered
- * without it, the entry's id (local, or a slot from the table). */
+ * without it, the entry's id (local, or a slot from the table: by_id, needed only
+ * where remote entries are read). */
 typedef struct col_source {
     const graph_ghosts *gh;
-    const uint64_t *adj;
-    const graph_id_index *by_id; /* NULL: gh->col */
+    const uint64_t *adj;         /* NULL: gh->col */
+    const graph_id_index *by_id;
 } col_source;
 
 static inline uint32_t col_at(const col_source *c, uint64_t k)
 {
-    if (!c->by_id)
+    if (!c->adj)
         return c->gh->col[k];
     uint64_t v = c->adj[k], first = c->gh->g->first, count = c->gh->g->count;
     return (uint32_t)(v - first < count ? v - first : count + id_index_find(c->by_id, v));
@@ -492,7 +493,7 @@ static inline uint32_t col_at(const col_source *c, uint64_t k)
 static inline bool is_local(const col_source *c, uint64_t k)
 {
     const cr_graph *g = c->gh->g;
-    return c->by_id ? c->adj[k] - g->first < g->count : c->gh->col[k] < g->count;
+    return c->adj ? c->adj[k] - g->first < g->count : c->gh->col[k] < g->count;
 }
 
 /* Each vertex's edges to my own vertices, in list order (lightest first, weighted). */
@@ -549,12 +550,13 @@ static void reverse_from(graph_ghosts *gh, const uint64_t *offsets, const col_so
     free(fill);
     if (weights)
         sort_reverse_by_weight(gh);
-    split_local(gh, offsets, weights, c);
 }
 
 void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets)
 {
-    reverse_from(gh, offsets, &(col_source){.gh = gh});
+    const col_source c = {.gh = gh};
+    reverse_from(gh, offsets, &c);
+    split_local(gh, offsets, offsets == gh->g->offsets ? gh->g->wadj : NULL, &c);
 }
 
 void graph_ghosts_free(graph_ghosts *gh)
@@ -562,6 +564,7 @@ void graph_ghosts_free(graph_ghosts *gh)
     free(gh->local_off);
     free(gh->local_col);
     free(gh->local_w);
+    free(gh->local_runs);
     free(gh->rev_off);
     free(gh->rev_local);
     free(gh->rev_w);
@@ -592,19 +595,75 @@ const graph_ghosts *graph_ghosts_of(cr_graph *g)
 
 /* The kernels that walk the reverse index never read col, the same size again: the
  * first of them numbers the ghosts without it, from the table of their ids (at 2
- * ranks betweenness's peak fell by a sixth, docs/kernels.md). */
-const graph_ghosts *graph_ghosts_reversed_of(cr_graph *g)
+ * ranks betweenness's peak fell by a sixth, docs/kernels.md). The edges to my own
+ * vertices apart (split_local) only when asked: betweenness reads them from the
+ * graph's lists. */
+/* The first entry of the sorted list adj[lo .. hi) at or above id. */
+static uint64_t lower_bound(const uint64_t *adj, uint64_t lo, uint64_t hi, uint64_t id)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (adj[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* On a graph whose lists are sorted by id (simple, unweighted), each vertex's edges
+ * to my own vertices are one run of its list: where it starts and how long it is, 8
+ * bytes a vertex instead of 4 an edge. False (nothing kept) on other graphs. */
+static bool local_runs(graph_ghosts *gh)
+{
+    const cr_graph *g = gh->g;
+    if (!g->simple || g->wadj || graph_longest_list(g->offsets, g->count) > UINT32_MAX)
+        return false;
+    gh->local_runs = cr_xmalloc((g->count ? g->count : 1) * sizeof *gh->local_runs);
+    for (uint64_t i = 0; i < g->count; i++) {
+        uint64_t start = g->offsets[i], end = g->offsets[i + 1];
+        uint64_t from = lower_bound(g->adj, start, end, g->first);
+        uint64_t to = lower_bound(g->adj, from, end, g->first + g->count);
+        gh->local_runs[i] = (graph_run){(uint32_t)(from - start), (uint32_t)(to - from)};
+    }
+    return true;
+}
+
+static graph_ghosts *reverse_index_of(cr_graph *g, bool with_local)
 {
     graph_ghosts *gh = g->ghosts;
+    const float *weights = g->wadj;
     if (!gh) {
         gh = cr_xmalloc(sizeof *gh);
         graph_id_index by_id;
         ghosts_build(g, g->offsets, g->adj, gh, &by_id);
-        reverse_from(gh, g->offsets, &(col_source){.gh = gh, .adj = g->adj, .by_id = &by_id});
+        const col_source c = {.gh = gh, .adj = g->adj, .by_id = &by_id};
+        reverse_from(gh, g->offsets, &c);
+        if (with_local)
+            split_local(gh, g->offsets, weights, &c);
         free(by_id.cell);
         g->ghosts = gh;
-    } else if (!gh->rev_off) {
-        graph_ghosts_reverse(gh, g->offsets);
+        return gh;
     }
+    /* ghosts with col came from graph_ghosts_of; without, from here (where the local
+     * entries are read from the lists, which needs no table) */
+    const col_source c = {.gh = gh, .adj = gh->col ? NULL : g->adj};
+    if (!gh->rev_off)
+        reverse_from(gh, g->offsets, &c);
+    if (with_local && !gh->local_off)
+        split_local(gh, g->offsets, weights, &c);
+    return gh;
+}
+
+const graph_ghosts *graph_ghosts_reversed_of(cr_graph *g)
+{
+    return reverse_index_of(g, true);
+}
+
+const graph_ghosts *graph_ghosts_reverse_index_of(cr_graph *g)
+{
+    graph_ghosts *gh = reverse_index_of(g, false);
+    if (!gh->local_runs && !gh->local_off && !local_runs(gh))
+        reverse_index_of(g, true);
     return gh;
 }

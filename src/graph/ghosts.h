@@ -28,6 +28,11 @@ typedef struct graph_list_keys {
     const void *ctx;
 } graph_list_keys;
 
+/* A vertex's edges to my own vertices as one run of its sorted list. */
+typedef struct graph_run {
+    uint32_t from, count; /* adj[offsets[i] + from ..) */
+} graph_run;
+
 typedef struct graph_ghosts {
     cr_graph *g;
     uint64_t nghost; /* slots: the distinct remote ids of the adjacency */
@@ -44,6 +49,7 @@ typedef struct graph_ghosts {
     uint64_t *local_off;   /* graph_ghosts_reverse: local i's edges to my own vertices */
     uint32_t *local_col;   /* are local_col[local_off[i] .. local_off[i + 1]) (local */
     float *local_w;        /* indices), with their weights (weighted), in list order */
+    graph_run *local_runs; /* graph_ghosts_reverse_index_of, sorted lists: instead */
     uint64_t *rev_off;     /* graph_ghosts_reverse: slot s's edges to my vertices are */
     uint32_t *rev_local;   /* rev_local[rev_off[s] .. rev_off[s + 1]) (the local ends) */
     float *rev_w;          /* and, on a weighted graph's own adjacency, their weights */
@@ -94,5 +100,9 @@ const graph_ghosts *graph_ghosts_of(cr_graph *g);
  * get no col, which those kernels never read (col is NULL); built from col when
  * graph_ghosts_of came first. Collective at the first call on a graph. */
 const graph_ghosts *graph_ghosts_reversed_of(cr_graph *g);
+/* The same, with the edges to my own vertices as local_runs where the graph's lists
+ * are sorted by id (a simple unweighted graph; local_off may then be NULL), else as
+ * local_off and local_col. Collective at the first call on a graph. */
+const graph_ghosts *graph_ghosts_reverse_index_of(cr_graph *g);
 
 #endif

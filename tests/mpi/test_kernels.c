@@ -385,6 +385,14 @@ static void test_simplify(void **state)
     check_pagerank(g, &plain); /* the ghosts numbered with col: the reverse index */
     check_bc(g, &plain, roots, 2); /* is built from col (after sssp, from their ids) */
     cr_graph_destroy(g);
+    /* Betweenness first: the reverse index from the ids, each list's run of my own
+     * vertices; shortest paths after it add the edges to my vertices apart. */
+    g = cr_graph_build(comm, &unweighted);
+    cr_graph_simplify(g);
+    check_bc(g, &plain, roots, 2);
+    check_sssp(g, &plain, roots[1], 0);
+    check_bc(g, &plain, roots, 2);
+    cr_graph_destroy(g);
     case_free(&plain);
     cr_comm_destroy(comm);
     free(e);
