@@ -204,7 +204,7 @@ static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64
                  (unsigned long long)(remote < others ? remote : others));
     slot_table t;
     table_init(&t, remote < others ? remote : others);
-    uint32_t *col = by_id ? NULL : graph_xmalloc_large(nadj, sizeof *col);
+    uint32_t *col = by_id ? NULL : cr_xmalloc((nadj ? nadj : 1) * sizeof *col);
     gh->ids = cr_xmalloc((remote ? remote : 1) * sizeof *gh->ids);
     for (uint64_t k = 0; k < nadj; k++) {
         uint64_t v = adj[k];
@@ -236,7 +236,7 @@ static void fill_col(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *
 {
     const cr_graph *g = gh->g;
     uint64_t nadj = offsets[g->count];
-    gh->col = graph_xmalloc_large(nadj, sizeof *gh->col);
+    gh->col = cr_xmalloc((nadj ? nadj : 1) * sizeof *gh->col);
     for (uint64_t k = 0; k < nadj; k++) {
         uint64_t v = adj[k], lo = 0, hi = gh->nghost;
         if (v - g->first < g->count) {
@@ -356,17 +356,25 @@ void graph_ghosts_subscribe(cr_graph *g, uint64_t *ids, uint64_t n, graph_ghosts
     subscribe(gh);
 }
 
-void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values)
+/* The values my subscribers copy, by rank, in each rank's slot order: `size` bytes
+ * each (4 or 8), values[0 .. count) mine; the owners' land in values[count + slot]. */
+static void push_values(const graph_ghosts *gh, void *values, size_t size)
 {
     cr_graph *g = gh->g;
-    uint64_t *packed = cr_xmalloc((gh->nsub ? gh->nsub : 1) * sizeof *packed);
+    unsigned char *packed = cr_xmalloc((gh->nsub ? gh->nsub : 1) * size);
     const void **bufs = cr_xmalloc((gh->ndests ? gh->ndests : 1) * sizeof *bufs);
     size_t *sizes = cr_xmalloc((gh->ndests ? gh->ndests : 1) * sizeof *sizes);
     for (uint64_t d = 0; d < gh->ndests; d++) {
-        for (uint64_t j = gh->dest_off[d]; j < gh->dest_off[d + 1]; j++)
-            packed[j] = values[gh->dest_local[j]];
-        bufs[d] = packed + gh->dest_off[d];
-        sizes[d] = (gh->dest_off[d + 1] - gh->dest_off[d]) * sizeof *packed;
+        uint64_t j = gh->dest_off[d], end = gh->dest_off[d + 1];
+        const unsigned char *from = values;
+        if (size == sizeof(uint64_t)) /* memcpy of a constant size: one move, any type */
+            for (; j < end; j++)
+                memcpy(packed + 8 * j, from + 8 * (size_t)gh->dest_local[j], 8);
+        else
+            for (; j < end; j++)
+                memcpy(packed + 4 * j, from + 4 * (size_t)gh->dest_local[j], 4);
+        bufs[d] = packed + gh->dest_off[d] * size;
+        sizes[d] = (end - gh->dest_off[d]) * size;
     }
     cr_nbx_result in;
     cr_nbx_exchange(g->comm, gh->ndests, gh->dests, bufs, sizes, &in);
@@ -381,15 +389,25 @@ void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values)
             else
                 hi = mid;
         }
-        if (lo + in.sizes[m] / sizeof *packed > gh->nghost)
+        if (lo + in.sizes[m] / size > gh->nghost)
             cr_fatal("graph ghosts: rank %d sent %zu values, more than this rank copies",
-                     in.sources[m], in.sizes[m] / sizeof *packed);
-        memcpy(values + g->count + lo, in.data[m], in.sizes[m]);
+                     in.sources[m], in.sizes[m] / size);
+        memcpy((unsigned char *)values + (g->count + lo) * size, in.data[m], in.sizes[m]);
     }
     cr_nbx_result_free(&in);
     free(packed);
     free(bufs);
     free(sizes);
+}
+
+void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values)
+{
+    push_values(gh, values, sizeof *values);
+}
+
+void graph_ghosts_push_floats(const graph_ghosts *gh, float *values)
+{
+    push_values(gh, values, sizeof *values);
 }
 
 /* Drop the entries no key was found for, keeping the order of the rest. */

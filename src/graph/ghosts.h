@@ -84,6 +84,8 @@ void graph_ghosts_reverse(graph_ghosts *gh, const uint64_t *offsets);
  * owners' words for every slot: one message per pair of ranks (cr_nbx_exchange), the
  * words alone, in the slots' order. Collective. */
 void graph_ghosts_push(const graph_ghosts *gh, uint64_t *values);
+/* The same with floats. Collective. */
+void graph_ghosts_push_floats(const graph_ghosts *gh, float *values);
 /* Copy the lists of a CSR over the owners' vertices (offsets, adj in the owner's
  * keys, on every rank) into gh->list by slot, in the receiver's keys: an id the
  * receiver has no key for is dropped, the others keep their order. Ids travel (8

@@ -22,34 +22,6 @@ void cr_graph_pagerank_opts_init(cr_pagerank_opts *o)
     *o = (cr_pagerank_opts){.damping = 0.85, .max_iterations = 20, .tolerance = 1e-4};
 }
 
-static uint64_t bits_of(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-static double value_of(uint64_t b)
-{
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x;
-}
-
-/* words[i] (a double's bits) to a float at byte 4i of the same array, in increasing
- * i: float i lies at or below word i, whose bytes are read before it is written (and
- * through memcpy, so no access is assumed apart from another). */
-static void to_floats(uint64_t *words, uint64_t n)
-{
-    unsigned char *bytes = (unsigned char *)words;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t b;
-        memcpy(&b, bytes + 8 * i, sizeof b);
-        float f = (float)value_of(b);
-        memcpy(bytes + 4 * i, &f, sizeof f);
-    }
-}
-
 /* One iteration on my vertices: new scores from the contributions (mine and the
  * ghosts', as floats: GAP's precision, and half the bytes the sum reads at random);
  * returns my part of the L1 change. Four sums, so the additions do not wait for one
@@ -85,11 +57,7 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
         o = &defaults;
     }
     const graph_ghosts *gh = graph_ghosts_of(g);
-    uint64_t words = g->count + gh->nghost;
-    uint64_t *contrib = cr_xmalloc((words + 1) * sizeof *contrib);
-    /* the floats the sum reads take the front half of the same array: the words are
-     * not read again once converted */
-    float *fc = (float *)(void *)contrib;
+    float *contrib = cr_xmalloc((g->count + gh->nghost + 1) * sizeof *contrib);
     double n = (double)g->n, base = (1 - o->damping) / n;
     for (uint64_t i = 0; i < g->count; i++)
         score[i] = 1 / n;
@@ -98,11 +66,10 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
     while (it < o->max_iterations) {
         for (uint64_t i = 0; i < g->count; i++) {
             uint64_t degree = g->offsets[i + 1] - g->offsets[i];
-            contrib[i] = bits_of(degree ? score[i] / (double)degree : 0);
+            contrib[i] = degree ? (float)(score[i] / (double)degree) : 0;
         }
-        graph_ghosts_push(gh, contrib);
-        to_floats(contrib, words);
-        double mine = iterate(g, gh, fc, base, o->damping, score);
+        graph_ghosts_push_floats(gh, contrib);
+        double mine = iterate(g, gh, contrib, base, o->damping, score);
         cr_module_allreduce_double(g->comm, &mine, &change, 1, CR_OP_SUM);
         it++;
         if (change < o->tolerance)
