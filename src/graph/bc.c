@@ -39,6 +39,7 @@ typedef struct bc_run {
     uint64_t norder, ocap;
     uint64_t *starts; /* level d's vertices: order[starts[d] .. starts[d + 1]) */
     uint64_t nstarts, scap;
+    uint64_t *mark;   /* a bit per local vertex, all clear between levels */
     uint64_t records;
 } bc_run;
 
@@ -94,8 +95,6 @@ static void send_to_copies(bc_run *r, int h, uint64_t u, double x)
     }
 }
 
-/* f(r, v, x) for each neighbour v of my vertex u that is mine (a local index): from
- * the run of u's sorted list, or from the ghosts' split of the lists. */
 /* Ask for the lists of order[j + ahead] (their runs first, further ahead): the
  * vertices of a level lie anywhere in the graph. */
 static inline void prefetch_lists(const bc_run *r, uint64_t j, uint64_t to)
@@ -114,6 +113,8 @@ static inline void prefetch_lists(const bc_run *r, uint64_t j, uint64_t to)
     }
 }
 
+/* f(r, v, x) for each neighbour v of my vertex u that is mine (a local index): from
+ * the run of u's sorted list, or from the ghosts' split of the lists. */
 static inline void each_local(bc_run *r, uint64_t u, void (*f)(bc_run *, uint64_t, double),
                               double x)
 {
@@ -139,6 +140,26 @@ static void spread_paths(bc_run *r, int h, uint64_t from, uint64_t to)
         each_local(r, u, add_paths, r->v[u].sigma);
         send_to_copies(r, h, u, r->v[u].sigma);
     }
+}
+
+/* Put order[from .. to) in increasing order, through the bitmap: a level's vertices
+ * are then walked, forward and backward, in the order of their lists in memory,
+ * instead of the order their first path reached them in (anywhere). */
+static void sort_level(bc_run *r, uint64_t from, uint64_t to)
+{
+    if (to - from < 2)
+        return;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t j = from; j < to; j++) {
+        uint64_t i = r->order[j];
+        r->mark[i >> 6] |= UINT64_C(1) << (i & 63);
+        lo = i < lo ? i : lo, hi = i > hi ? i : hi;
+    }
+    uint64_t at = from;
+    for (uint64_t w = lo >> 6; w <= hi >> 6; w++)
+        for (uint64_t bits = r->mark[w]; bits; bits &= bits - 1)
+            r->order[at++] = 64 * w + (uint64_t)__builtin_ctzll(bits);
+    memset(r->mark + (lo >> 6), 0, ((hi >> 6) - (lo >> 6) + 1) * sizeof *r->mark);
 }
 
 static void note_level_start(bc_run *r)
@@ -169,6 +190,7 @@ static int32_t count_paths(bc_run *r, const bc_state *s, uint64_t source)
         spread_paths(r, s->h_paths, r->starts[r->cur], r->starts[r->cur + 1]);
         cr_barrier(g->comm);
         uint64_t next = r->norder - r->starts[r->cur + 1];
+        sort_level(r, r->starts[r->cur + 1], r->norder);
         r->cur++;
         note_level_start(r);
         if (!graph_sum(g->comm, next))
@@ -243,7 +265,8 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
     if (graph_agree(g->comm, bad, err, errlen))
         return -1;
     uint64_t n = g->count ? g->count : 1;
-    bc_run r = {.g = g, .v = cr_xmalloc(n * sizeof *r.v)};
+    bc_run r = {.g = g, .v = cr_xmalloc(n * sizeof *r.v),
+                .mark = cr_xcalloc(n / 64 + 1, sizeof *r.mark)};
     r.gh = graph_ghosts_reverse_index_of(g);
     bc_state *s = state_of(g->comm, &r);
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
@@ -261,6 +284,6 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
     s->run = NULL;
     if (stats)
         *stats = (cr_bc_stats){.levels = levels, .records = graph_sum(g->comm, r.records)};
-    free(r.v), free(r.order), free(r.starts);
+    free(r.v), free(r.order), free(r.starts), free(r.mark);
     return 0;
 }
