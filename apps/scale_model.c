@@ -60,7 +60,7 @@ static const char usage[] =
     "                    only: the mailbox's node-aware route, nodes of 48 ranks; the\n"
     "                    lock-step darray has no node-aware stage) (default those);\n"
     "                    auto (the BFS only: the comm's choice by courier/tune.h, on\n"
-    "                    nodes of 48 ranks);\n"
+    "                    nodes of 48 ranks, the costs --alpha, --beta and --gamma);\n"
     "                    and the thesis's six-dimension grids increase (2x2x2x4x8x16\n"
     "                    at 4096), decrease, hourglass (8x4x2x2x4x8), inverse-hourglass\n"
     "                    (2x4x8x8x4x2), scaled for other P >= 64; and locality (a\n"
@@ -686,7 +686,9 @@ static int run_config(const app *a, const model_opts *o, FILE *out, int pat, int
     W.error[0] = 0;
     cr_config cfg;
     route_config(p, route, pat == PAT_BFS, &cfg);
-    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = &cfg};
+    /* the simulated machine charges what the model does: auto chooses with it */
+    cr_sim_opts so = {.ranks = p, .seed = 1, .cfg = &cfg, .message_cost = o->alpha * 1e-6,
+                      .byte_cost = o->beta * 1e-9, .record_cost = o->gamma * 1e-9};
     char err[256];
     cr_sim_rank_fn fn = pat == PAT_OVERLOAD ? run_overload
                       : pat == PAT_BFS      ? run_bfs

@@ -36,6 +36,12 @@ typedef struct cr_sim_opts {
     /* The chance that a rank, each time it runs, then stalls: it is not run for 1 to
      * 16 P scheduling steps (0: never; at most 0.5). */
     double stall_chance;
+    /* What the simulated machine charges, for the comms' `auto` (courier/tune.h,
+     * docs/tuning.md): seconds per message, per byte and per record handled, the
+     * scale model's alpha, beta and gamma, charged alike within and between nodes.
+     * All 0 (the default): nothing, and `auto` takes cr_tune_costs_default or the
+     * configuration's tune_file, as under MPI. Each 0 to 1 second. */
+    double message_cost, byte_cost, record_cost;
 } cr_sim_opts;
 
 /* The program of one virtual rank: what a real rank runs between cr_comm_create and

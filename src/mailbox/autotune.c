@@ -139,8 +139,10 @@ static void print_first_choice(const cr_comm *c, const choice *ch)
             "the others:",
             name, best->buffer_bytes, best->seconds * 1e6,
             ch->traffic[0].records_per_dest * (c->size - 1),
-            c->tune.measured ? "measured now (COURIER_TUNE=calibrate)"
-            : c->cfg.tune_file[0] ? "of " : "by default",
+            c->tune.measured       ? "measured now (COURIER_TUNE=calibrate)"
+            : c->cfg.tune_file[0]  ? "of "
+            : c->tune.from_machine ? "of the simulated machine"
+                                   : "by default",
             c->tune.measured ? "" : c->cfg.tune_file);
     print_table(ch);
 }
@@ -154,6 +156,22 @@ static double slowdown_here(cr_comm *c, const cr_tune_shape *here)
     if (ranks <= here->processors || here->processors <= 0)
         return 1;
     return (double)ranks / here->processors;
+}
+
+/* The costs the transport prescribes (the simulated machine's), into the tune
+ * costs: the same within and between nodes, nothing to append a record (the scale
+ * model charges messages, bytes and the records handled only). */
+static bool machine_costs(cr_comm *c)
+{
+    double m[3];
+    if (!c->tp->ops->machine_costs || !c->tp->ops->machine_costs(c->tp, m))
+        return false;
+    cr_tune_costs *k = &c->tune.costs;
+    k->alpha_on = k->alpha_off = m[0];
+    k->beta_on = k->beta_off = m[1];
+    k->append = k->route_record = 0;
+    k->handle = m[2];
+    return true;
 }
 
 /* Collective. */
@@ -171,6 +189,7 @@ bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, siz
               !cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, NULL, err, sizeof err);
     if (!ok)
         snprintf(why, len, "COURIER_TUNE_FILE: %s", err);
+    c->tune.from_machine = !measured && !c->cfg.tune_file[0] && machine_costs(c);
     /* the busiest machine sets the pace, and every rank must predict alike; costs
      * measured in this job already include whatever sharing it has */
     double mine = measured ? 1 : slowdown_here(c, &here), most = mine;

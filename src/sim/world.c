@@ -60,10 +60,18 @@ int cr_sim_run(const cr_sim_opts *opts, cr_sim_rank_fn fn, void *user, cr_stats 
                      opts->stall_chance);
         return -1;
     }
+    double costs[3] = {opts->message_cost, opts->byte_cost, opts->record_cost};
+    for (int k = 0; k < 3; k++)
+        if (!(costs[k] >= 0 && costs[k] <= 1)) {
+            cr_set_error(err, errlen, "cr_sim_run: %s cost %g s, expected 0 to 1",
+                         k == 0 ? "message" : k == 1 ? "byte" : "record", costs[k]);
+            return -1;
+        }
     cfg.trace_path[0] = '\0'; /* one timeline per process: not for virtual ranks */
     cr_sim_world *w = cr_sim_world_create(opts->ranks, opts->seed, opts->stack_bytes);
     if (opts->max_slowness > 1 || opts->stall_chance > 0)
         cr_sim_world_set_speeds(w, opts->max_slowness, opts->stall_chance);
+    cr_sim_world_set_costs(w, costs[0], costs[1], costs[2]);
     int p = opts->ranks;
     run r = {.cfg = &cfg, .fn = fn, .user = user, .stats = stats,
              .layout = cr_layout_create_blocks(p, cfg.node_size ? (int)cfg.node_size : p)};

@@ -101,6 +101,7 @@ struct cr_sim_world {
     uint64_t steps;
     uint64_t progress; /* blocks moved and collectives joined: the deadlock detector */
     uint64_t stall_chance; /* out of 2^32: a rank that runs then stalls (0: never) */
+    double costs[3];       /* per message, byte and record handled; all 0: none given */
     uint32_t *stamp;   /* [P] scratch for choosing a deliverable block */
     uint32_t stamp_gen;
     void (*entry)(cr_sim_world *, int, void *);
@@ -857,6 +858,20 @@ static void destroy(cr_transport *t)
     free(s);
 }
 
+static bool machine_costs(cr_transport *t, double out[3])
+{
+    const double *c = st(t)->w->costs;
+    if (c[0] == 0 && c[1] == 0 && c[2] == 0)
+        return false;
+    memcpy(out, c, 3 * sizeof *c);
+    return true;
+}
+
+void cr_sim_world_set_costs(cr_sim_world *w, double message, double byte, double record)
+{
+    w->costs[0] = message, w->costs[1] = byte, w->costs[2] = record;
+}
+
 static const cr_transport_ops sim_ops = {
     .name = "simulation",
     .slots_free = slots_free,
@@ -882,6 +897,7 @@ static const cr_transport_ops sim_ops = {
     .chan_ibarrier = chan_ibarrier,
     .chan_ialltoall = chan_ialltoall,
     .chan_ireduce_scatter_sum = chan_ireduce_scatter_sum,
+    .machine_costs = machine_costs,
     .now = now,
     .yield = sim_yield,
     .report_send = NULL,

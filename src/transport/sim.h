@@ -35,6 +35,10 @@ void cr_sim_world_set_speeds(cr_sim_world *w, double max_slowness, double stall_
 /* The slowness rank `rank` was given. */
 double cr_sim_world_slowness(const cr_sim_world *w, int rank);
 
+/* What the simulated machine charges (seconds per message, per byte, per record
+ * handled), reported to the comms' `auto` by the transport; all 0: nothing. */
+void cr_sim_world_set_costs(cr_sim_world *w, double message, double byte, double record);
+
 /* Scheduling steps so far (the virtual clock advances one microsecond a step). */
 uint64_t cr_sim_world_steps(const cr_sim_world *w);
 

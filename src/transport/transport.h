@@ -154,6 +154,10 @@ typedef struct cr_transport_ops {
      * COURIER_NODE_SIZE's virtual ones), which share its processors (local); NULL
      * when the transport's ranks do not share processors in time (the simulation). */
     int (*machine_ranks)(cr_transport *t);
+    /* What the machine charges, when the transport prescribes it (the simulation, as
+     * its cr_sim_opts say): seconds per message, per byte and per record handled in
+     * out[0 .. 3); false (or NULL) when it does not (local). */
+    bool (*machine_costs)(cr_transport *t, double out[3]);
     /* The node's shared area (local), or NULL if this rank has none; NULL when the
      * transport has no shared memory. */
     const cr_node_area *(*node_area)(cr_transport *t);

@@ -1639,6 +1639,49 @@ static void test_auto_applies_the_model(void **state)
     }
 }
 
+/* A simulated machine's costs (cr_sim_opts: per message, byte and record handled)
+ * are what auto chooses with: the comm runs cr_tune_choose's answer for those costs,
+ * which here is not the answer for the defaults, at 64 and 1024 virtual ranks. */
+static void test_auto_takes_the_machine_costs(void **state)
+{
+    (void)state;
+    const int sizes[] = {64, 1024};
+    for (int i = 0; i < 2; i++) {
+        int p = sizes[i];
+        named_config nc = config("auto");
+        /* messages dear and bytes free: the fewest partners win */
+        cr_sim_opts o = {.ranks = p, .seed = 5, .cfg = &nc.cfg, .message_cost = 1e-3,
+                         .byte_cost = 1e-12, .record_cost = 1e-9};
+        char err[256];
+        snprintf(ctx, sizeof ctx, "auto on a simulated machine at P=%d", p);
+        if (cr_sim_run(&o, record_auto, NULL, NULL, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        cr_layout *l = cr_layout_create_blocks(p, 2);
+        cr_tune_costs machine = {.alpha_on = 1e-3, .alpha_off = 1e-3, .beta_on = 1e-12,
+                                 .beta_off = 1e-12, .handle = 1e-9}, defaults;
+        cr_tune_costs_default(&defaults);
+        cr_tune_traffic t = {.records_per_dest = 4096.0 / (p - 1), .record_bytes = 16};
+        cr_tune_prediction table[5 * CR_TUNE_NBUFFERS], other[5 * CR_TUNE_NBUFFERS];
+        int n = 0, best = cr_tune_choose(l, NULL, 0, nc.cfg.buffer_cap_bytes, &t, &machine,
+                                         table, &n);
+        int m = 0, usual = cr_tune_choose(l, NULL, 0, nc.cfg.buffer_cap_bytes, &t, &defaults,
+                                          other, &m);
+        assert_true(best >= 0 && usual >= 0);
+        EXPECT_EQ(auto_seen.route.kind, table[best].route.kind);
+        EXPECT_EQ(auto_seen.buffer_bytes, table[best].buffer_bytes);
+        if (table[best].route.kind == other[usual].route.kind &&
+            table[best].buffer_bytes == other[usual].buffer_bytes)
+            fail_msg("%s: the machine's costs and the defaults choose alike: the test "
+                     "cannot tell them apart", ctx);
+        cr_layout_destroy(l);
+    }
+    cr_sim_opts bad = {.ranks = 4, .seed = 1, .byte_cost = -1};
+    char err[256];
+    assert_int_equal(cr_sim_run(&bad, record_auto, NULL, NULL, err, sizeof err), -1);
+    if (!strstr(err, "byte cost"))
+        fail_msg("a negative byte cost: '%s'", err);
+}
+
 /* COURIER_ROUTE=auto's second choice. After each barrier every rank takes the same
  * configuration: the best that cr_tune_choose_over names for the last CR_TUNE_WINDOW
  * epochs' traffic, when cr_tune_worth_switching says it saves enough (a move of route
@@ -2440,6 +2483,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_merging_at_hops),
         cmocka_unit_test(test_mcast_shares_hops),
         cmocka_unit_test(test_auto_applies_the_model),
+        cmocka_unit_test(test_auto_takes_the_machine_costs),
         cmocka_unit_test(test_auto_moves_between_epochs),
         cmocka_unit_test(test_send_state_follows_partners),
         cmocka_unit_test(test_p1024),
