@@ -458,14 +458,7 @@ static void share_super_edges(cc_run *r)
 
 static uint64_t position(const uint64_t *ids, size_t n, uint64_t id)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t lo = graph_lower_bound(ids, 0, n, id);
     return lo < n && ids[lo] == id ? lo : NONE;
 }
 

@@ -100,6 +100,18 @@ uint64_t graph_longest_list(const uint64_t *off, uint64_t n)
     return most;
 }
 
+uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t key)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
 void *graph_xmalloc_large(size_t n, size_t size)

@@ -238,19 +238,13 @@ static void fill_col(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *
     uint64_t nadj = offsets[g->count];
     gh->col = cr_xmalloc((nadj ? nadj : 1) * sizeof *gh->col);
     for (uint64_t k = 0; k < nadj; k++) {
-        uint64_t v = adj[k], lo = 0, hi = gh->nghost;
+        uint64_t v = adj[k];
         if (v - g->first < g->count) {
             gh->col[k] = (uint32_t)(v - g->first);
             continue;
         }
-        while (lo < hi) { /* v is among the ids */
-            uint64_t mid = lo + (hi - lo) / 2;
-            if (gh->ids[mid] < v)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        gh->col[k] = (uint32_t)(g->count + lo);
+        /* v is among the ids */
+        gh->col[k] = (uint32_t)(g->count + graph_lower_bound(gh->ids, 0, gh->nghost, v));
     }
 }
 
@@ -381,14 +375,7 @@ static void push_values(const graph_ghosts *gh, void *values, size_t size)
     for (size_t m = 0; m < in.count; m++) {
         /* the sender's vertices I copy are one run of slots, in the same order */
         uint64_t first = cr_block_first(g->n, g->size, in.sources[m]);
-        uint64_t lo = 0, hi = gh->nghost;
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            if (gh->ids[mid] < first)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        uint64_t lo = graph_lower_bound(gh->ids, 0, gh->nghost, first);
         if (lo + in.sizes[m] / size > gh->nghost)
             cr_fatal("graph ghosts: rank %d sent %zu values, more than this rank copies",
                      in.sources[m], in.sizes[m] / size);
@@ -611,24 +598,6 @@ const graph_ghosts *graph_ghosts_of(cr_graph *g)
     return g->ghosts;
 }
 
-/* The kernels that walk the reverse index never read col, the same size again: the
- * first of them numbers the ghosts without it, from the table of their ids (at 2
- * ranks betweenness's peak fell by a sixth, docs/kernels.md). The edges to my own
- * vertices apart (split_local) only when asked: betweenness reads them from the
- * graph's lists. */
-/* The first entry of the sorted list adj[lo .. hi) at or above id. */
-static uint64_t lower_bound(const uint64_t *adj, uint64_t lo, uint64_t hi, uint64_t id)
-{
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (adj[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* On a graph whose lists are sorted by id (simple, unweighted), each vertex's edges
  * to my own vertices are one run of its list: where it starts and how long it is, 8
  * bytes a vertex instead of 4 an edge. False (nothing kept) on other graphs. */
@@ -640,13 +609,18 @@ static bool local_runs(graph_ghosts *gh)
     gh->local_runs = cr_xmalloc((g->count ? g->count : 1) * sizeof *gh->local_runs);
     for (uint64_t i = 0; i < g->count; i++) {
         uint64_t start = g->offsets[i], end = g->offsets[i + 1];
-        uint64_t from = lower_bound(g->adj, start, end, g->first);
-        uint64_t to = lower_bound(g->adj, from, end, g->first + g->count);
+        uint64_t from = graph_lower_bound(g->adj, start, end, g->first);
+        uint64_t to = graph_lower_bound(g->adj, from, end, g->first + g->count);
         gh->local_runs[i] = (graph_run){(uint32_t)(from - start), (uint32_t)(to - from)};
     }
     return true;
 }
 
+/* The kernels that walk the reverse index never read col, the same size again: the
+ * first of them numbers the ghosts without it, from the table of their ids (at 2
+ * ranks betweenness's peak fell by a sixth, docs/kernels.md). The edges to my own
+ * vertices apart (split_local) only when asked: betweenness reads them from the
+ * graph's lists. */
 static graph_ghosts *reverse_index_of(cr_graph *g, bool with_local)
 {
     graph_ghosts *gh = g->ghosts;

@@ -61,6 +61,9 @@ uint64_t graph_longest_list(const uint64_t *off, uint64_t n);
 
 /* Sort n ids in place (lists are mostly short). Local. */
 void graph_sort_ids(uint64_t *a, uint64_t n);
+/* The first index in [lo, hi) of the ascending a whose value is not below key (hi if
+ * none). Local. */
+uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t key);
 /* cr_xmalloc(n * size), asking the system for huge pages (2 MiB) over the whole
  * pages inside it, before they are first touched: the kernels read the adjacency
  * at each vertex's start, and with small pages nearly every vertex's start misses the

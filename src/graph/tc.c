@@ -93,19 +93,6 @@ static uint64_t local_of(const numbering *nb, uint32_t key)
     return key - nb->below < nb->g->count ? key - nb->below : UINT64_MAX;
 }
 
-static uint64_t ghosts_below(const graph_ghosts *gh, uint64_t first)
-{
-    uint64_t lo = 0, hi = gh->nghost;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (gh->ids[mid] < first)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 typedef struct oriented {
     uint64_t *off;
     uint32_t *adj; /* keys */
@@ -204,7 +191,7 @@ uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats)
     for (uint64_t i = 0; i < g->count; i++)
         degree[i] = s.off[i + 1] - s.off[i];
     graph_ghosts_push(&near, degree);
-    numbering nb = {g, &near, ghosts_below(&near, g->first)};
+    numbering nb = {g, &near, graph_lower_bound(near.ids, 0, near.nghost, g->first)};
     oriented o = oriented_lists(&nb, &s, degree);
     free(degree);
     if (copied)
