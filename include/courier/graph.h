@@ -329,8 +329,8 @@ void cr_graph_pagerank_opts_init(cr_pagerank_opts *o);
  * refreshed each iteration by one record per such vertex and rank (not one per
  * edge), then sums over its adjacency in place. score[i] is my local vertex i's
  * (cr_graph_local_count(g) entries, owned by the caller). Memory per rank: 4 bytes
- * per adjacency entry (the adjacency in local slots, kept with the graph), 12 per
- * local vertex, 12 per ghost and 16 per subscriber. `o` and `stats` may be NULL.
+ * per adjacency entry (the adjacency in local slots, kept with the graph), 16 per
+ * local vertex, 16 per ghost and 16 per subscriber. `o` and `stats` may be NULL.
  * Collective. */
 void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
                        cr_pagerank_stats *stats);

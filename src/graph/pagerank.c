@@ -23,16 +23,18 @@ void cr_graph_pagerank_opts_init(cr_pagerank_opts *o)
 }
 
 /* One iteration on my vertices: new scores from the contributions (mine and the
- * ghosts', as floats: GAP's precision, and half the bytes the sum reads at random);
- * returns my part of the L1 change. Four sums, so the additions do not wait for one
- * another. */
+ * ghosts', as floats: GAP's precision, and half the bytes the sum reads at random),
+ * and each vertex's next contribution written to `next` as its score is known (a
+ * second array: the others still read this iteration's); returns my part of the L1
+ * change. Four sums, so the additions do not wait for one another. */
 static double iterate(const cr_graph *g, const graph_ghosts *gh, const float *contrib,
-                      double base, double damping, double *score)
+                      double base, double damping, double *score, float *next)
 {
     double change = 0;
     for (uint64_t i = 0; i < g->count; i++) {
         float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
         uint64_t k = g->offsets[i], end = g->offsets[i + 1];
+        uint64_t degree = end - k;
         for (; k + 4 <= end; k += 4) {
             s0 += contrib[gh->col[k]];
             s1 += contrib[gh->col[k + 1]];
@@ -41,11 +43,21 @@ static double iterate(const cr_graph *g, const graph_ghosts *gh, const float *co
         }
         for (; k < end; k++)
             s0 += contrib[gh->col[k]];
-        double next = base + damping * (double)((s0 + s1) + (s2 + s3));
-        change += fabs(next - score[i]);
-        score[i] = next;
+        double now = base + damping * (double)((s0 + s1) + (s2 + s3));
+        change += fabs(now - score[i]);
+        score[i] = now;
+        next[i] = degree ? (float)(now / (double)degree) : 0;
     }
     return change;
+}
+
+/* Each vertex's first contribution: its score over its degree. */
+static void first_contributions(const cr_graph *g, const double *score, float *contrib)
+{
+    for (uint64_t i = 0; i < g->count; i++) {
+        uint64_t degree = g->offsets[i + 1] - g->offsets[i];
+        contrib[i] = degree ? (float)(score[i] / (double)degree) : 0;
+    }
 }
 
 void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
@@ -57,19 +69,19 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
         o = &defaults;
     }
     const graph_ghosts *gh = graph_ghosts_of(g);
-    float *contrib = cr_xmalloc((g->count + gh->nghost + 1) * sizeof *contrib);
+    size_t words = g->count + gh->nghost + 1;
+    float *contrib = cr_xmalloc(words * sizeof *contrib), *next = cr_xmalloc(words * sizeof *next);
     double n = (double)g->n, base = (1 - o->damping) / n;
     for (uint64_t i = 0; i < g->count; i++)
         score[i] = 1 / n;
+    first_contributions(g, score, contrib);
     int it = 0;
     double change = 0;
     while (it < o->max_iterations) {
-        for (uint64_t i = 0; i < g->count; i++) {
-            uint64_t degree = g->offsets[i + 1] - g->offsets[i];
-            contrib[i] = degree ? (float)(score[i] / (double)degree) : 0;
-        }
         graph_ghosts_push_floats(gh, contrib);
-        double mine = iterate(g, gh, contrib, base, o->damping, score);
+        double mine = iterate(g, gh, contrib, base, o->damping, score, next);
+        float *t = contrib;
+        contrib = next, next = t;
         cr_module_allreduce_double(g->comm, &mine, &change, 1, CR_OP_SUM);
         it++;
         if (change < o->tolerance)
@@ -82,4 +94,5 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
                                      .records = all[1]};
     }
     free(contrib);
+    free(next);
 }
