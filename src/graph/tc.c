@@ -87,6 +87,12 @@ static uint64_t id_of(const void *ctx, uint32_t key)
     return nb->gh->ids[key - nb->g->count];
 }
 
+/* A ghost's key: its slot. */
+static uint64_t slot_of_key(const numbering *nb, uint32_t key)
+{
+    return key < nb->below ? key : key - nb->g->count;
+}
+
 /* My key's local vertex, or UINT64_MAX for a ghost's. */
 static uint64_t local_of(const numbering *nb, uint32_t key)
 {
@@ -127,12 +133,10 @@ static void subscribe_far(cr_graph *g, const numbering *nb, const oriented *o,
                           graph_ghosts *far, uint32_t *far_of)
 {
     const graph_ghosts *near = nb->gh;
-    memset(far_of, 0xff, (near->nghost ? near->nghost : 1) * sizeof *far_of);
+    memset(far_of, 0xff, (near->nghost ? near->nghost : 1) * sizeof *far_of); /* none */
     for (uint64_t k = 0; k < o->off[g->count]; k++)
-        if (local_of(nb, o->adj[k]) == UINT64_MAX) {
-            uint32_t key = o->adj[k];
-            far_of[key < nb->below ? key : key - g->count] = 0;
-        }
+        if (local_of(nb, o->adj[k]) == UINT64_MAX)
+            far_of[slot_of_key(nb, o->adj[k])] = 0; /* named: numbered below */
     uint64_t n = 0;
     for (uint64_t slot = 0; slot < near->nghost; slot++)
         if (far_of[slot] == 0)
@@ -173,7 +177,7 @@ static uint64_t count_triangles(const numbering *nb, const oriented *o, const gr
                 triangles += common(mine, nmine, o->adj + o->off[c], o->off[c + 1] - o->off[c]);
                 continue;
             }
-            uint64_t f = far_of[key < nb->below ? key : key - g->count];
+            uint64_t f = far_of[slot_of_key(nb, key)];
             triangles += common(mine, nmine, far->list + far->list_off[f],
                                 far->list_off[f + 1] - far->list_off[f]);
         }
