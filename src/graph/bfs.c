@@ -274,8 +274,6 @@ static int search_levels(bfs_run *r, uint64_t root, bool merged)
  * project's cr_allgatherv. The rule of section 4: go bottom-up when the frontier's
  * edges m_f exceed the unvisited vertices' edges m_u / alpha; go back top-down when
  * the frontier has fewer than n / beta vertices. */
-#define PREFETCH_AHEAD 16 /* vertices */
-
 typedef struct hybrid {
     uint32_t *todo;    /* after the first bottom-up level: my vertices it left */
     size_t ntodo;      /* unvisited that have edges, in increasing order */
@@ -380,10 +378,8 @@ static void scan_all(bfs_run *r, hybrid *h)
     if (keep)
         h->todo = cr_xmalloc((g->count ? g->count : 1) * sizeof *h->todo);
     for (uint64_t i = 0; i < g->count; i++) {
-        /* the scan stops early, so a vertex's first neighbours are a cache miss the
-         * hardware does not foresee: ask for them a few vertices ahead */
-        if (i + PREFETCH_AHEAD < g->count)
-            __builtin_prefetch(&g->adj[g->offsets[i + PREFETCH_AHEAD]]);
+        if (i + GRAPH_PREFETCH_AHEAD < g->count)
+            graph_prefetch_list(g, i + GRAPH_PREFETCH_AHEAD);
         if (r->level[i] >= 0 || find_parent(r, h, i))
             continue;
         if (keep && g->offsets[i + 1] > g->offsets[i])
@@ -397,8 +393,8 @@ static void scan_todo(bfs_run *r, hybrid *h)
     const cr_graph *g = r->g;
     size_t kept = 0;
     for (size_t k = 0; k < h->ntodo; k++) {
-        if (k + PREFETCH_AHEAD < h->ntodo)
-            __builtin_prefetch(&g->adj[g->offsets[h->todo[k + PREFETCH_AHEAD]]]);
+        if (k + GRAPH_PREFETCH_AHEAD < h->ntodo)
+            graph_prefetch_list(g, h->todo[k + GRAPH_PREFETCH_AHEAD]);
         uint32_t i = h->todo[k];
         if (r->level[i] < 0 && !find_parent(r, h, i))
             h->todo[kept++] = i;

@@ -31,7 +31,6 @@
 #define NO_ROOT UINT32_MAX
 #define SAMPLE_NEIGHBOURS 2 /* Afforest's neighbour rounds */
 #define SAMPLE_SPAN 8       /* the list entries they look at: a cache line */
-#define PREFETCH_AHEAD 16   /* vertices */
 #define SAMPLE_VERTICES 1024 /* vertices sampled to find the giant component */
 #define PAIRS_PER_RECORD 4096 /* super-edges per broadcast record (64 KiB) */
 
@@ -280,8 +279,8 @@ static void local_phase(cc_run *r, uint64_t seed)
         p[i] = (uint32_t)i;
     /* Afforest's sampling: each vertex's first local neighbours. */
     for (uint64_t i = 0; i < nl; i++) {
-        if (i + PREFETCH_AHEAD < nl)
-            __builtin_prefetch(&g->adj[g->offsets[i + PREFETCH_AHEAD]]);
+        if (i + GRAPH_PREFETCH_AHEAD < nl)
+            graph_prefetch_list(g, i + GRAPH_PREFETCH_AHEAD);
         sample_local_neighbours(r, i);
     }
     uint32_t giant = most_frequent_root(r, seed);

@@ -177,15 +177,6 @@ static uint64_t id_index_lookup(const graph_id_index *x, uint64_t id)
     return UINT64_MAX;
 }
 
-/* The slot of a ghost's id (it must be one). */
-static uint64_t id_index_find(const graph_id_index *x, uint64_t id)
-{
-    uint64_t h = mix(id) & x->mask;
-    while (x->ids[x->cell[h]] != id)
-        h = (h + 1) & x->mask;
-    return x->cell[h];
-}
-
 /* Number the remote ids of the adjacency as slots, in order of id; col[k] = local
  * index, or count + slot. With by_id, no col: *by_id gets an index from a remote id
  * to its slot instead, for the reverse index to be built from (the caller frees its
@@ -491,7 +482,7 @@ static inline uint32_t col_at(const col_source *c, uint64_t k)
     if (!c->adj)
         return c->gh->col[k];
     uint64_t v = c->adj[k], first = c->gh->g->first, count = c->gh->g->count;
-    return (uint32_t)(v - first < count ? v - first : count + id_index_find(c->by_id, v));
+    return (uint32_t)(v - first < count ? v - first : count + id_index_lookup(c->by_id, v));
 }
 
 /* Whether entry k names one of my vertices (without looking its slot up). */

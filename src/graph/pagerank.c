@@ -15,11 +15,16 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 void cr_graph_pagerank_opts_init(cr_pagerank_opts *o)
 {
     *o = (cr_pagerank_opts){.damping = 0.85, .max_iterations = 20, .tolerance = 1e-4};
+}
+
+/* A vertex's contribution: its score over its degree (none without edges). */
+static float contribution(double score, uint64_t degree)
+{
+    return degree ? (float)(score / (double)degree) : 0;
 }
 
 /* One iteration on my vertices: new scores from the contributions (mine and the
@@ -46,18 +51,9 @@ static double iterate(const cr_graph *g, const graph_ghosts *gh, const float *co
         double now = base + damping * (double)((s0 + s1) + (s2 + s3));
         change += fabs(now - score[i]);
         score[i] = now;
-        next[i] = degree ? (float)(now / (double)degree) : 0;
+        next[i] = contribution(now, degree);
     }
     return change;
-}
-
-/* Each vertex's first contribution: its score over its degree. */
-static void first_contributions(const cr_graph *g, const double *score, float *contrib)
-{
-    for (uint64_t i = 0; i < g->count; i++) {
-        uint64_t degree = g->offsets[i + 1] - g->offsets[i];
-        contrib[i] = degree ? (float)(score[i] / (double)degree) : 0;
-    }
 }
 
 void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
@@ -72,9 +68,10 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
     size_t words = g->count + gh->nghost + 1;
     float *contrib = cr_xmalloc(words * sizeof *contrib), *next = cr_xmalloc(words * sizeof *next);
     double n = (double)g->n, base = (1 - o->damping) / n;
-    for (uint64_t i = 0; i < g->count; i++)
+    for (uint64_t i = 0; i < g->count; i++) {
         score[i] = 1 / n;
-    first_contributions(g, score, contrib);
+        contrib[i] = contribution(score[i], g->offsets[i + 1] - g->offsets[i]);
+    }
     int it = 0;
     double change = 0;
     while (it < o->max_iterations) {
