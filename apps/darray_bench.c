@@ -43,7 +43,10 @@ static const char usage[] =
     "                    increase, decrease, hourglass, inverse-hourglass (P a power\n"
     "                    of two >= 64; 2x2x2x4x8x16 ... at 4096, scaled for other P),\n"
     "                    and locality (a hypercube between groups of 16 ranks, then\n"
-    "                    one exchange within the group; P a power of two >= 32)\n"
+    "                    one exchange within the group; P a power of two >= 32), and\n"
+    "                    auto (the cost model chooses: each lock-step step among\n"
+    "                    direct, grid, grid3 and hypercube; async, the comm's route\n"
+    "                    and buffer, docs/tuning.md)\n"
     "  --aggregation L   comma list of none, hash, sort, auto (default the first three;\n"
     "                    auto merges a step only where requests repeat)\n"
     "  --mode M          lockstep, async or both (default both); async runs on the\n"
@@ -56,14 +59,16 @@ static const char usage[] =
 enum { PAT_NEIGHBORHOOD, PAT_DOUBLING, PAT_OVERLOAD, NPATTERNS };
 static const char *const pattern_names[] = {"neighborhood", "doubling", "overload", NULL};
 static const char *const route_names[] = {"direct", "grid", "hypercube", "increase", "decrease",
-                                          "hourglass", "inverse-hourglass", "locality", NULL};
-#define NROUTES 8
+                                          "hourglass", "inverse-hourglass", "locality", "auto",
+                                          NULL};
+#define NROUTES 9
 #define ROUTE_SHAPES 3 /* from here: the thesis's grids (apps/common/shapes.h) */
+#define ROUTE_AUTO 8   /* the cost model's choice (docs/tuning.md) */
 
 /* The route spec of route number `route` at p ranks (shapes checked in main). */
 static void route_spec(int route, int p, char *spec, size_t len)
 {
-    if (route >= ROUTE_SHAPES)
+    if (route >= ROUTE_SHAPES && route < ROUTE_AUTO)
         app_shape_spec(route_names[route], p, spec, len);
     else
         snprintf(spec, len, "%s", route_names[route]);
@@ -380,7 +385,7 @@ int main(int argc, char **argv)
 {
     bench b = {.reps = 3, .entries = 256, .node_size = 2};
     app_init(&b.a, "darray_bench", usage, &argc, &argv);
-    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[NROUTES] = {1, 1, 1, 0, 0, 0, 0, 0}, want_agg[4] = {1, 1, 1, 0};
+    int want_pat[NPATTERNS] = {1, 1, 1}, want_route[NROUTES] = {1, 1, 1, 0, 0, 0, 0, 0, 0}, want_agg[4] = {1, 1, 1, 0};
     int modes = 2, generator = 0;
     uint64_t vpr = 1u << 13, seed = 1;
     double edgefactor = 16;
@@ -413,7 +418,7 @@ int main(int argc, char **argv)
         }
     }
     app_no_operands(&b.a, argc, argv);
-    for (int rt = ROUTE_SHAPES; rt < NROUTES; rt++) {
+    for (int rt = ROUTE_SHAPES; rt < ROUTE_AUTO; rt++) {
         char why[160];
         if (want_route[rt] && app_shape_spec(route_names[rt], b.a.size, why, sizeof why))
             app_usage_error(&b.a, "--route: %s", why);

@@ -59,8 +59,10 @@ static const char usage[] =
     "  --route L         direct, grid (2D), grid3 (3D), hypercube, nlnr (the BFS\n"
     "                    only: the mailbox's node-aware route, nodes of 48 ranks; the\n"
     "                    lock-step darray has no node-aware stage) (default those);\n"
-    "                    auto (the BFS only: the comm's choice by courier/tune.h, on\n"
-    "                    nodes of 48 ranks, the costs --alpha, --beta and --gamma);\n"
+    "                    auto (the cost model of courier/tune.h chooses, with the\n"
+    "                    costs --alpha, --beta and --gamma: the BFS's comm on nodes\n"
+    "                    of 48 ranks; the darray's patterns each step among direct,\n"
+    "                    grid, grid3 and hypercube, the route column naming what ran);\n"
     "                    and the thesis's six-dimension grids increase (2x2x2x4x8x16\n"
     "                    at 4096), decrease, hourglass (8x4x2x2x4x8), inverse-hourglass\n"
     "                    (2x4x8x8x4x2), scaled for other P >= 64; and locality (a\n"
@@ -675,6 +677,24 @@ typedef struct baseline {
     double predicted, with_local;
 } baseline;
 
+/* The route column: the route's name; for the darray's patterns under auto, what
+ * rank 0's steps ran ("auto: hypercube 2", or several). */
+static void route_label(int route, int pat, char *label, size_t len)
+{
+    static const char *const ran[CR_DARRAY_AUTO_ROUTES] = {"direct", "grid", "grid3",
+                                                           "hypercube"};
+    int at = snprintf(label, len, "%s", route_names[route]);
+    if (route != ROUTE_AUTO || pat == PAT_BFS)
+        return;
+    const char *sep = ":";
+    for (int k = 0; k < CR_DARRAY_AUTO_ROUTES; k++)
+        if (W.stats[0].auto_routes[k] && at > 0 && (size_t)at < len) {
+            at += snprintf(label + at, len - (size_t)at, "%s %s %llu", sep, ran[k],
+                           (unsigned long long)W.stats[0].auto_routes[k]);
+            sep = ",";
+        }
+}
+
 /* One configuration (pattern, P, route, aggregation) simulated, checked and printed
  * as a table row and a CSV line. Returns whether it read wrong values. */
 static int run_config(const app *a, const model_opts *o, FILE *out, int pat, int p, int route,
@@ -717,9 +737,11 @@ static int run_config(const app *a, const model_opts *o, FILE *out, int pat, int
         snprintf(ratio_local, sizeof ratio_local, "%.2f", base->with_local / w.with_local);
     if (pat == PAT_BFS) /* its counts are the mailbox's, not the array's */
         w.write = w.exchange = w.read = w.with_local = 0;
+    char label[96];
+    route_label(route, pat, label, sizeof label);
     printf("| %s | %d | %s | %s | %.0f | %.1f | %.1f | %.1f | %.0f | %.3f | %s | "
            "%.3f | %.3f | %.3f | %.3f | %s |%s\n",
-           pattern_names[pat], p, route_names[route], agg_names[agg], w.msgs_max, w.msgs_mean,
+           pattern_names[pat], p, label, agg_names[agg], w.msgs_max, w.msgs_mean,
            w.bytes_max / 1024, w.bytes_mean / 1024, w.reached_max, w.predicted * 1e3, ratio,
            w.write * 1e3, w.exchange * 1e3, w.read * 1e3, w.with_local * 1e3, ratio_local,
            bad ? " WRONG" : "");
@@ -758,7 +780,7 @@ static int run_pattern(const app *a, const model_opts *o, FILE *out, int pat, in
                 continue;
             if (pat == PAT_BFS && agg == 2)
                 continue; /* the BFS merges by hashing only: "hash" */
-            if (pat != PAT_BFS && (route == ROUTE_NLNR || route == ROUTE_AUTO))
+            if (pat != PAT_BFS && route == ROUTE_NLNR)
                 continue; /* the lock-step grid has no node-aware stage */
             failed += run_config(a, o, out, pat, p, route, agg, &base);
         }

@@ -38,7 +38,8 @@ import statistics
 import subprocess
 import sys
 
-EPOCH = re.compile(r"courier: epoch (\d+): (\d+) records of (\d+) bytes per rank, "
+EPOCH = re.compile(r"courier: epoch (\d+): (\d+) records of (\d+) bytes per rank"
+                   r"(?: \(merging as if from [0-9.e+]+ keys per destination\))?, "
                    r"([0-9.]+) us measured on rank 0, ([0-9.]+) us predicted for route "
                    r"(\S+), buffer (\d+) bytes")
 

@@ -83,9 +83,13 @@ typedef struct cr_darray_opts {
     void (*combine)(void *dst, const void *src, size_t elem_size, void *user);
     void *combine_user;
     cr_route route;     /* lock-step: CR_ROUTE_DIRECT, CR_ROUTE_GRID (dims multiplying to
-                           P, or 0 dims: two chosen from P) or CR_ROUTE_HYPERCUBE (one
+                           P, or 0 dims: two chosen from P), CR_ROUTE_HYPERCUBE (one
                            dimension per prime factor of P: all 2s when P is a power of
-                           two); other kinds are an error */
+                           two), or CR_ROUTE_AUTO: each step's writes and reads take
+                           the one of direct, two or three dimensions and the hypercube
+                           that the cost model of courier/tune.h predicts cheapest for
+                           them, from the comm's costs (one more reduction a step);
+                           other kinds are an error */
     cr_darray_aggregation aggregation; /* lock-step */
     int coalesce_reads; /* async reads also join an identical read in flight */
     cr_darray_exchange exchange; /* lock-step: how a stage's records move */
@@ -146,6 +150,9 @@ void cr_darray_read(cr_darray *a, uint64_t i, void *dst);
 void cr_darray_step(cr_darray *a);
 
 /* What this rank's lock-step steps did, summed since creation (or the last reset). */
+/* The grids route auto chooses among (docs/tuning.md, "Lock-step"). */
+#define CR_DARRAY_AUTO_ROUTES 4
+
 typedef struct cr_darray_stats {
     uint64_t steps;
     uint64_t requests;          /* reads and writes queued on this rank */
@@ -178,6 +185,9 @@ typedef struct cr_darray_stats {
     uint64_t auto_merged;       /* aggregation auto: the writes or reads of a step it
                                    merged (hash) */
     uint64_t auto_plain;        /* ... and those it sent unmerged (none) */
+    uint64_t auto_routes[CR_DARRAY_AUTO_ROUTES]; /* route auto: the writes or reads of a
+                                   step it sent over direct, the grid of two dimensions,
+                                   of three, and the hypercube */
 } cr_darray_stats;
 void cr_darray_stats_get(const cr_darray *a, cr_darray_stats *out);
 void cr_darray_stats_reset(cr_darray *a);

@@ -5,12 +5,16 @@
  *
  * The model charges a rank for its messages (alpha per message, within a node or
  * between nodes), its bytes (beta), and its records: appended at the source,
- * appended again at every rank that forwards them, handled at the destination. It
- * assumes every rank sends alike to every rank (uniform traffic), and it adds the
+ * appended again at every rank that forwards them, handled at the destination;
+ * records of combining handlers that meet on their way count once (keys_per_dest).
+ * It assumes every rank sends alike to every rank (uniform traffic), and it adds the
  * terms: no overlap of sending and handling, so it is an upper bound where the
  * traffic pipelines. The routes are the ones of route.h; the counts of hops and
  * partners come from their routers, so a prediction knows exactly which partners a
  * rank has and how far its records travel.
+ *
+ * A second form predicts a distributed array's lock-step step over a grid of its
+ * own (cr_tune_step_predict), from which the array's route `auto` chooses.
  *
  * Every function but cr_calibrate is local and pure: it depends on its arguments
  * only, so every rank that calls it with the same arguments gets the same answer, and
@@ -116,10 +120,16 @@ void cr_calibrate(MPI_Comm comm, const cr_config *cfg, const cr_calibrate_opts *
                   cr_calibration *out);
 
 /* The traffic of an epoch: every rank sends `records_per_dest` records of
- * `record_bytes` payload bytes to every other rank. */
+ * `record_bytes` payload bytes to every other rank. When the records merge on
+ * their way (combining handlers, docs/dedup.md), `keys_per_dest` says how many
+ * distinct keys those to one destination draw from: at a rank where the records of
+ * s sources for one destination meet, s * records_per_dest draws keep
+ * keys_per_dest * (1 - exp(-s * records_per_dest / keys_per_dest)) records (the
+ * expected distinct ones). 0: nothing merges. */
 typedef struct cr_tune_traffic {
     double records_per_dest;
     size_t record_bytes;
+    double keys_per_dest;
 } cr_tune_traffic;
 
 /* What a rank does in an epoch under one configuration, and what it costs. */
@@ -131,6 +141,8 @@ typedef struct cr_tune_prediction {
     double mean_hops;     /* hops a record takes, on average */
     double messages;      /* buffers this rank sends */
     double records;       /* records it appends: its own and those it forwards */
+    double arriving;      /* records that reach it as their destination (fewer than
+                             it sends when they merge on their way) */
     double seconds;       /* the predicted time */
 } cr_tune_prediction;
 
@@ -143,6 +155,16 @@ typedef struct cr_tune_prediction {
 int cr_tune_predict(const cr_layout *layout, const cr_route *route, size_t buffer_bytes,
                     size_t cap_bytes, const cr_tune_traffic *t, const cr_tune_costs *c,
                     cr_tune_prediction *out);
+
+/* The keys per destination (cr_tune_traffic.keys_per_dest) that explain an epoch
+ * in which each rank sent `records_per_dest` records to every other rank under
+ * `route` and `merged_per_rank` of them merged on their way (at their sources and
+ * at the ranks that forwarded them): the value for which the model predicts that
+ * many merges, found by bisection. 0 when nothing merged; the fewest keys the
+ * search allows when everything did. -1 when the route cannot serve the layout.
+ * Local, pure. */
+double cr_tune_keys_per_dest(const cr_layout *layout, const cr_route *route,
+                             double records_per_dest, double merged_per_rank);
 
 /* The buffer sizes `auto` chooses among. */
 #define CR_TUNE_NBUFFERS 4
@@ -180,6 +202,33 @@ int cr_tune_choose_over(const cr_layout *layout, const cr_route *route, size_t b
  * predicted at `best`, when the move itself costs `move` seconds once: only if it saves
  * more than CR_TUNE_SWITCH_GAIN of `current` and more than `move`. Local, pure. */
 bool cr_tune_worth_switching(double current, double best, double move);
+
+/* ---- the distributed array's lock-step steps (docs/tuning.md, "Lock-step") ---- */
+
+/* A lock-step step of a distributed array (courier/darray.h): every rank's requests,
+ * sent along the dimensions of a grid one exchange per dimension, merged at every
+ * hop when `merged`, and, for reads, answered back the same way. */
+typedef struct cr_tune_step {
+    double requests;      /* of all ranks together */
+    double distinct;      /* distinct indices among them (an estimate will do) */
+    size_t request_bytes; /* a request's bytes in an exchange */
+    size_t reply_bytes;   /* a reply's bytes on its way back; 0 for writes */
+    bool merged;          /* requests for one index merge at every hop (hash, sort) */
+} cr_tune_step;
+
+/* Predict a step of `t` on `layout` over the grid `dims[0 .. ndims)` (most
+ * significant first, multiplying to the layout's ranks; direct is the one dimension
+ * P): the seconds a rank spends on it. Requests are taken as drawn at random from
+ * `distinct` indices spread evenly over the owners, the same number from every rank:
+ * at dimension d a rank holds the requests of the g ranks the exchanges before it
+ * gathered for 1/g of the indices, which merging reduces to the distinct ones among
+ * them. Each dimension costs a message per partner that gets records (and one back
+ * for reads), their bytes, `append` per record written into a segment; each record
+ * reaching its owner costs `handle`. A dimension whose partners are on other nodes is
+ * charged alpha_off and beta_off. Returns -1 when the arguments do not fit (dims not
+ * multiplying to the ranks, a negative count). Local, pure. */
+double cr_tune_step_predict(const cr_layout *layout, const int *dims, int ndims,
+                            const cr_tune_step *t, const cr_tune_costs *c);
 
 #ifdef __cplusplus
 }

@@ -204,8 +204,9 @@ static void check_opts(const cr_darray_opts *o, size_t elem_size)
     if (o->exchange > CR_DARRAY_EXCHANGE_MAILBOX)
         cr_fatal("cr_darray_create: unknown exchange %d", (int)o->exchange);
     if (o->route.kind != CR_ROUTE_DIRECT && o->route.kind != CR_ROUTE_GRID &&
-        o->route.kind != CR_ROUTE_HYPERCUBE)
-        cr_fatal("cr_darray_create: the lock-step route must be direct, grid or hypercube");
+        o->route.kind != CR_ROUTE_HYPERCUBE && o->route.kind != CR_ROUTE_AUTO)
+        cr_fatal("cr_darray_create: the lock-step route must be direct, grid, hypercube or "
+                 "auto");
 }
 
 cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,

@@ -21,9 +21,11 @@
 
 #include "common/fatal.h"
 #include "courier/rng.h"
+#include "courier/tune.h"
 #include "mailbox/module.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -53,15 +55,28 @@ static void lap(uint64_t *phase, uint64_t *since)
 
 /* Dimensions for P, most significant first; dimensions of 1 are left out. */
 static const darray_aggregation *aggregation_of(cr_darray_aggregation kind);
-static const darray_aggregation *step_aggregation(cr_darray *a, const char *data, size_t m,
-                                                  size_t rec);
+static const darray_aggregation *step_plan(cr_darray *a, const char *data, size_t m,
+                                           size_t rec, size_t reply_bytes);
 
-void cr_darray_grid_init(cr_darray *a)
+/* The two-dimensional grid of P as the darray lays it out: P / b by b, b the largest
+ * divisor of P not above its square root. */
+static int grid2_dims(int p, int *dims)
 {
-    a->agg = aggregation_of(a->opts.aggregation);
-    lockstep_grid *g = &a->grid;
-    const cr_route *r = &a->opts.route;
-    int p = a->size, dims[64], nd = 0;
+    int b = 1;
+    for (int f = 1; (long)f * f <= p; f++)
+        if (p % f == 0)
+            b = f;
+    dims[0] = p / b;
+    dims[1] = b;
+    return 2;
+}
+
+/* The dimensions of `r` for P, most significant first (dimensions of 1 included;
+ * none for the hypercube of one rank); -1 for a grid whose dimensions do not
+ * multiply to P. */
+static int route_dims(const cr_route *r, int p, int *dims)
+{
+    int nd = 0;
     if (r->kind == CR_ROUTE_DIRECT) {
         dims[nd++] = p;
     } else if (r->kind == CR_ROUTE_HYPERCUBE) {
@@ -71,21 +86,20 @@ void cr_darray_grid_init(cr_darray *a)
             while (rest % f == 0 && nd < 64)
                 dims[nd++] = f, rest /= f;
     } else if (r->ndims == 0) {
-        int b = 1;
-        for (int f = 1; (long)f * f <= p; f++)
-            if (p % f == 0)
-                b = f;
-        dims[nd++] = p / b;
-        dims[nd++] = b;
+        nd = grid2_dims(p, dims);
     } else {
         long cells = 1;
         for (unsigned d = 0; d < r->ndims; d++)
             cells *= r->dims[d], dims[nd++] = (int)r->dims[d];
         if (cells != p)
-            cr_fatal("cr_darray_create: the lock-step grid has %ld cells but the comm has %d "
-                     "ranks (the dimensions must multiply to P)",
-                     cells, p);
+            return -1;
     }
+    return nd;
+}
+
+/* Lay the grid out from dimensions (those of 1 left out). */
+static void grid_set(lockstep_grid *g, const int *dims, int nd)
+{
     g->ndims = 0;
     for (int d = 0; d < nd; d++)
         if (dims[d] > 1)
@@ -97,6 +111,28 @@ void cr_darray_grid_init(cr_darray *a)
         g->shift[d] = powers ? __builtin_ctz((unsigned)fill) : -1;
         fill *= g->dims[d];
     }
+}
+
+void cr_darray_grid_init(cr_darray *a)
+{
+    a->agg = aggregation_of(a->opts.aggregation);
+    const cr_route *r = &a->opts.route;
+    int dims[64], nd;
+    if (r->kind == CR_ROUTE_AUTO) { /* chosen at every step; direct until then */
+        dims[0] = a->size;
+        nd = 1;
+    } else {
+        nd = route_dims(r, a->size, dims);
+    }
+    if (nd < 0) {
+        long cells = 1;
+        for (unsigned d = 0; d < r->ndims; d++)
+            cells *= r->dims[d];
+        cr_fatal("cr_darray_create: the lock-step grid has %ld cells but the comm has %d "
+                 "ranks (the dimensions must multiply to P)",
+                 cells, a->size);
+    }
+    grid_set(&a->grid, dims, nd);
 }
 
 static inline int coord(const lockstep_grid *g, int rank, int d)
@@ -171,7 +207,7 @@ static void on_segment(cr_comm *comm, int src, const void *payload, size_t len, 
 
 void cr_darray_exchange_register(cr_darray *a)
 {
-    int width = 1;
+    int width = a->opts.route.kind == CR_ROUTE_AUTO ? a->size : 1; /* auto: any grid */
     for (int d = 0; d < a->grid.ndims; d++)
         width = a->grid.dims[d] > width ? a->grid.dims[d] : width;
     a->staging_width = width;
@@ -670,7 +706,7 @@ static void step_writes(cr_darray *a)
     lockstep_grid *g = &a->grid;
     size_t rec = write_rec(a), m = a->writes.len / rec;
     a->stats.requests += m;
-    a->agg = step_aggregation(a, a->writes.data, m, rec);
+    a->agg = step_plan(a, a->writes.data, m, rec, 0);
     darray_bytes out = {0}, recv = {0}, final = {0};
     uint64_t clock = now_ns();
     if (a->agg->sorted) /* sorted once, at the source */
@@ -855,24 +891,108 @@ static double sketch_estimate(const uint64_t *reg)
     return e;
 }
 
-/* The aggregation a step's writes (or reads) use: the array's own, or under auto the
- * choice above. `index_at(data, j)` is request j's index. Collective under auto. */
-static const darray_aggregation *step_aggregation(cr_darray *a, const char *data, size_t m,
-                                                  size_t rec)
+/* ---- route auto ------------------------------------------------------------------ */
+
+/* Under route auto, every step's writes and again its reads take the grid the cost
+ * model of courier/tune.h predicts cheapest for them (docs/tuning.md, "Lock-step"),
+ * among these, in this order (ties within 1% go to the earlier): */
+static const char *const auto_route_names[CR_DARRAY_AUTO_ROUTES] = {"direct", "grid",
+                                                                    "grid3", "hypercube"};
+
+/* Three dimensions for P: a the largest divisor of P not above its cube root, then
+ * P / a in two. */
+static int grid3_dims(int p, int *dims)
 {
-    if (a->opts.aggregation != CR_DARRAY_AGG_AUTO)
+    int a = 1;
+    for (int f = 1; (long)f * f * f <= p; f++)
+        if (p % f == 0)
+            a = f;
+    grid2_dims(p / a, dims);
+    dims[2] = a;
+    return 3;
+}
+
+static int auto_route_dims(int k, int p, int *dims)
+{
+    switch (k) {
+    case 0: dims[0] = p; return 1;
+    case 1: return grid2_dims(p, dims);
+    case 2: return grid3_dims(p, dims);
+    default: return route_dims(&(cr_route){.kind = CR_ROUTE_HYPERCUBE}, p, dims);
+    }
+}
+
+static void print_route_choice(int chosen, const double *seconds,
+                               const cr_tune_step *t)
+{
+    fprintf(stderr, "courier: darray route auto chose %s for %s of %.0f requests (%.0f "
+            "distinct, %s): predicted %.1f us; the others:",
+            auto_route_names[chosen], t->reply_bytes ? "reads" : "writes", t->requests,
+            t->distinct, t->merged ? "merged" : "not merged", seconds[chosen] * 1e6);
+    for (int k = 0; k < CR_DARRAY_AUTO_ROUTES; k++)
+        if (k != chosen)
+            fprintf(stderr, " %s %.1f", auto_route_names[k], seconds[k] * 1e6);
+    fprintf(stderr, "\n");
+}
+
+/* Lay the grid out for a step of `t`: the cheapest of the candidates. */
+static void choose_route(cr_darray *a, const cr_tune_step *t)
+{
+    const cr_tune_costs *c = cr_module_tune_costs(a->comm);
+    const cr_layout *l = cr_module_layout(a->comm);
+    int dims[CR_DARRAY_AUTO_ROUTES][64], nd[CR_DARRAY_AUTO_ROUTES], chosen = 0;
+    double seconds[CR_DARRAY_AUTO_ROUTES];
+    for (int k = 0; k < CR_DARRAY_AUTO_ROUTES; k++) {
+        nd[k] = auto_route_dims(k, a->size, dims[k]);
+        seconds[k] = cr_tune_step_predict(l, dims[k], nd[k], t, c);
+        if (seconds[k] < 0)
+            cr_fatal("cr_darray_step: internal error: no prediction for route %s at %d ranks",
+                     auto_route_names[k], a->size);
+    }
+    double best = seconds[0];
+    for (int k = 1; k < CR_DARRAY_AUTO_ROUTES; k++)
+        best = fmin(best, seconds[k]);
+    while (seconds[chosen] > best * 1.01)
+        chosen++;
+    grid_set(&a->grid, dims[chosen], nd[chosen]);
+    a->stats.auto_routes[chosen]++;
+    if (a->rank == 0 && cr_comm_config(a->comm)->verbosity >= 1)
+        print_route_choice(chosen, seconds, t);
+}
+
+/* What a step's writes (or reads) use: the array's aggregation, or under auto the
+ * choice above; and under route auto, the grid. `data` holds m requests of `rec`
+ * bytes, each starting with its index; `reply_bytes` is 0 for writes. Collective
+ * under either auto. */
+static const darray_aggregation *step_plan(cr_darray *a, const char *data, size_t m,
+                                           size_t rec, size_t reply_bytes)
+{
+    bool agg_auto = a->opts.aggregation == CR_DARRAY_AGG_AUTO;
+    bool route_auto = a->opts.route.kind == CR_ROUTE_AUTO;
+    if (!agg_auto && !route_auto)
         return a->agg;
-    uint64_t mine[AUTO_REGISTERS + 1] = {0}, all[AUTO_REGISTERS + 1];
-    for (size_t j = 0; j < m; j++)
+    uint64_t mine[AUTO_REGISTERS + 1] = {0}, all[AUTO_REGISTERS + 1] = {0};
+    bool need_sketch = agg_auto || a->agg != &aggregation_none;
+    for (size_t j = 0; need_sketch && j < m; j++)
         sketch_add(mine, index_of(data + j * rec));
-    for (int k = 0; k < AUTO_REGISTERS; k += 32) /* a module reduction takes 32 values */
+    for (int k = 0; need_sketch && k < AUTO_REGISTERS; k += 32) /* 32 values a reduction */
         cr_module_allreduce_u64(a->comm, mine + k, all + k, 32, CR_OP_MAX);
     uint64_t count = m;
     cr_module_allreduce_u64(a->comm, &count, &all[AUTO_REGISTERS], 1, CR_OP_SUM);
-    double total = (double)all[AUTO_REGISTERS], distinct = sketch_estimate(all);
-    bool merge = total > 0 && distinct <= (1.0 - AUTO_MERGE_REPEATS) * total;
-    *(merge ? &a->stats.auto_merged : &a->stats.auto_plain) += 1;
-    return aggregation_of(merge ? CR_DARRAY_AGG_HASH : CR_DARRAY_AGG_NONE);
+    double total = (double)all[AUTO_REGISTERS];
+    double distinct = need_sketch ? fmin(sketch_estimate(all), total) : total;
+    const darray_aggregation *agg = a->agg;
+    if (agg_auto) {
+        bool merge = total > 0 && distinct <= (1.0 - AUTO_MERGE_REPEATS) * total;
+        *(merge ? &a->stats.auto_merged : &a->stats.auto_plain) += 1;
+        agg = aggregation_of(merge ? CR_DARRAY_AGG_HASH : CR_DARRAY_AGG_NONE);
+    }
+    if (route_auto && total > 0) /* nothing to send: any grid sends nothing */
+        choose_route(a, &(cr_tune_step){.requests = total, .distinct = distinct,
+                                        .request_bytes = reply_bytes ? 8 : rec,
+                                        .reply_bytes = reply_bytes,
+                                        .merged = agg != &aggregation_none});
+    return agg;
 }
 
 static const darray_aggregation *aggregation_of(cr_darray_aggregation kind)
@@ -888,7 +1008,7 @@ static void step_reads(cr_darray *a)
     size_t nq = a->reads.len / sizeof(read_entry), e = a->elem;
     read_entry *q = (read_entry *)a->reads.data;
     a->stats.requests += nq;
-    a->agg = step_aggregation(a, a->reads.data, nq, sizeof *q);
+    a->agg = step_plan(a, a->reads.data, nq, sizeof *q, a->elem);
     uint64_t clock = now_ns();
     if (a->agg->sorted)
         sort_by_index((char *)q, nq, sizeof *q, a->n);

@@ -70,7 +70,8 @@ static bool same_traffic(const choice *a, const choice *b)
         return false;
     for (int e = 0; e < a->ntraffic; e++)
         if (a->traffic[e].records_per_dest != b->traffic[e].records_per_dest ||
-            a->traffic[e].record_bytes != b->traffic[e].record_bytes)
+            a->traffic[e].record_bytes != b->traffic[e].record_bytes ||
+            a->traffic[e].keys_per_dest != b->traffic[e].keys_per_dest)
             return false;
     return true;
 }
@@ -288,11 +289,15 @@ static void print_epoch(const cr_comm *c, double records, const cr_tune_traffic 
     cr_tune_predict(c->layout, route, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes, t,
                     &c->tune.costs, &now);
     cr_route_format(route, name, sizeof name);
-    fprintf(stderr, "courier: epoch %llu: %.0f records of %zu bytes per rank, %.1f us "
+    char merging[96] = "";
+    if (t->keys_per_dest > 0)
+        snprintf(merging, sizeof merging, " (merging as if from %.3g keys per destination)",
+                 t->keys_per_dest);
+    fprintf(stderr, "courier: epoch %llu: %.0f records of %zu bytes per rank%s, %.1f us "
             "measured on rank 0, %.1f us predicted for route %s, buffer %zu bytes "
             "(docs/tuning.md)\n",
-            (unsigned long long)c->tune.epochs, records, t->record_bytes, measured * 1e6,
-            now.seconds * 1e6, name, c->cfg.buffer_bytes);
+            (unsigned long long)c->tune.epochs, records, t->record_bytes, merging,
+            measured * 1e6, now.seconds * 1e6, name, c->cfg.buffer_bytes);
 }
 
 static void print_move(const cr_comm *c, const choice *ch, const cr_tune_prediction *from,
@@ -330,9 +335,15 @@ static double own_time(const cr_comm *c, const cr_term_epoch *sums, const cr_tun
     return mean > now.seconds ? mean - now.seconds : 0;
 }
 
-/* Remember the epoch that ended: the last CR_TUNE_WINDOW epochs, oldest first. */
+/* Remember the epoch that ended: the last CR_TUNE_WINDOW epochs, oldest first. An
+ * epoch whose records merged on their way and one whose records did not are of
+ * different phases of a program (a graph's construction, then its searches): the
+ * window keeps only the epochs of the newest one's kind. */
 static void remember(cr_tune_state *s, const cr_tune_traffic *t, double own)
 {
+    bool merges = t->keys_per_dest > 0;
+    if (s->nwindow > 0 && (s->window[s->nwindow - 1].keys_per_dest > 0) != merges)
+        s->nwindow = 0;
     if (s->nwindow == CR_TUNE_WINDOW) {
         memmove(s->window, s->window + 1, (CR_TUNE_WINDOW - 1) * sizeof *s->window);
         memmove(s->own, s->own + 1, (CR_TUNE_WINDOW - 1) * sizeof *s->own);
@@ -342,11 +353,36 @@ static void remember(cr_tune_state *s, const cr_tune_traffic *t, double own)
     s->own[s->nwindow++] = own;
 }
 
+/* The keys per destination that explain the epoch's merges under the route that ran
+ * it (cr_tune_keys_per_dest), asked once for all the comms of a simulation. */
+static double keys_of(const cr_comm *c, double records_per_dest, double merged_per_rank)
+{
+    static struct {
+        uint64_t layout;
+        cr_route route;
+        double records_per_dest, merged_per_rank, keys;
+        bool asked;
+    } last;
+    if (merged_per_rank <= 0)
+        return 0;
+    const cr_route *route = cr_router_route(c->router);
+    uint64_t layout = layout_key(c->layout);
+    if (!last.asked || last.layout != layout || !same_route(&last.route, route) ||
+        last.records_per_dest != records_per_dest || last.merged_per_rank != merged_per_rank) {
+        last.layout = layout, last.route = *route, last.asked = true;
+        last.records_per_dest = records_per_dest, last.merged_per_rank = merged_per_rank;
+        last.keys = cr_tune_keys_per_dest(c->layout, route, records_per_dest, merged_per_rank);
+    }
+    return last.keys > 0 ? last.keys : 0;
+}
+
 void cr_autotune_epoch(cr_comm *c, const cr_term_epoch *sums)
 {
     cr_tune_state *s = &c->tune;
     uint64_t records = sums->records - s->records_seen, bytes = sums->bytes - s->bytes_seen;
+    uint64_t merged = sums->merged - s->merged_seen;
     s->records_seen = sums->records, s->bytes_seen = sums->bytes;
+    s->merged_seen = sums->merged;
     double now = cr_clock(c), measured = now - s->epoch_start;
     s->epoch_start = now;
     s->epochs++;
@@ -356,6 +392,7 @@ void cr_autotune_epoch(cr_comm *c, const cr_term_epoch *sums)
     double per_rank = (double)records / c->size;
     cr_tune_traffic t = {.records_per_dest = per_rank / (c->size - 1),
                          .record_bytes = (size_t)((bytes + records / 2) / records)};
+    t.keys_per_dest = keys_of(c, t.records_per_dest, (double)merged / c->size);
     if (explain)
         print_epoch(c, per_rank, &t, measured);
     if (!s->route_auto && !s->buffer_auto)

@@ -28,6 +28,7 @@ void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b,
     t->local[3] = epoch->records;
     t->local[4] = epoch->bytes;
     t->local[5] = epoch->ns;
+    t->local[6] = epoch->merged;
     t->tp->ops->wave_join(t->tp, t->local);
     t->joined = true;
 }
@@ -70,7 +71,9 @@ static bool barrier_done(cr_comm *c, void *arg)
         double in_epoch = cr_clock(c) - c->tune.epoch_start;
         cr_term_epoch epoch = {.records = c->tune.records_before_reset + c->stats.msgs_sent,
                                .bytes = c->tune.bytes_before_reset + c->stats.bytes_sent,
-                               .ns = in_epoch > 0 ? (uint64_t)(in_epoch * 1e9) : 0};
+                               .ns = in_epoch > 0 ? (uint64_t)(in_epoch * 1e9) : 0,
+                               .merged = c->tune.merged_before_reset +
+                                         c->stats.merged_at_source + c->stats.merged_at_hops};
         cr_term_join(t, *kind, c->mpi_sent_total, c->mpi_handled_total, &epoch);
         t->wave++;
         if (c->trace)
@@ -119,7 +122,8 @@ void cr_barrier_as(cr_comm *c, cr_wave_kind kind)
     if (kind == CR_WAVE_BARRIER)
         cr_autotune_epoch(c, &(cr_term_epoch){.records = c->term.global[3],
                                                .bytes = c->term.global[4],
-                                               .ns = c->term.global[5]});
+                                               .ns = c->term.global[5],
+                                               .merged = c->term.global[6]});
 }
 
 void cr_barrier(cr_comm *c)

@@ -140,7 +140,9 @@ typedef struct cr_tune_state {
     uint64_t records_before_reset, bytes_before_reset; /* cr_stats' msgs_sent and
                               bytes_sent before their resets: the cumulative records this
                               rank created, which barrier waves sum */
-    uint64_t records_seen, bytes_seen; /* those sums at the end of the last barrier */
+    uint64_t merged_before_reset; /* ... and merged_at_source + merged_at_hops */
+    uint64_t records_seen, bytes_seen, merged_seen; /* those sums at the end of the
+                              last barrier */
     uint64_t epochs;       /* barriers completed */
     cr_tune_traffic window[CR_TUNE_WINDOW]; /* the last epochs that sent records, oldest
                               first: what the second choice weighs together */

@@ -206,6 +206,16 @@ void cr_module_allreduce_double(cr_comm *c, const double *in, double *out, int n
     c->tp->ops->allreduce_double(c->tp, in, out, n, op);
 }
 
+const cr_layout *cr_module_layout(const cr_comm *c)
+{
+    return c->layout;
+}
+
+const cr_tune_costs *cr_module_tune_costs(const cr_comm *c)
+{
+    return &c->tune.costs;
+}
+
 double cr_module_now(const cr_comm *c)
 {
     return c->tp->ops->now(c->tp);

@@ -10,6 +10,8 @@
 #define COURIER_MAILBOX_MODULE_H
 
 #include "courier/mailbox.h"
+#include "courier/route.h"
+#include "courier/tune.h"
 #include "transport/transport.h" /* the channel types */
 
 #include <stdbool.h>
@@ -63,6 +65,12 @@ void cr_module_wait(cr_comm *comm, bool (*done)(cr_comm *, void *), void *arg,
                     const char *reason);
 /* The wait's done() found work of its own: the loop must not back off. */
 void cr_module_note_work(cr_comm *comm);
+/* Which ranks share a node (route.h), and the costs the comm's cost model
+ * predicts with (tune.h: measured, a calibration file's, the simulated machine's or
+ * the defaults, slowed for ranks that share processors). Both valid as long as the
+ * comm. Local. */
+const cr_layout *cr_module_layout(const cr_comm *comm);
+const cr_tune_costs *cr_module_tune_costs(const cr_comm *comm);
 /* The memory this rank shares with the other ranks of its node (transport.h), or
  * NULL. Local. */
 const cr_node_area *cr_module_node_area(cr_comm *comm);

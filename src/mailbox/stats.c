@@ -81,6 +81,7 @@ void cr_stats_reset(cr_comm *c)
 {
     c->tune.records_before_reset += c->stats.msgs_sent;
     c->tune.bytes_before_reset += c->stats.bytes_sent;
+    c->tune.merged_before_reset += c->stats.merged_at_source + c->stats.merged_at_hops;
     memset(&c->stats, 0, sizeof c->stats);
     if (c->tp->ops->shm_sends)
         c->shm_sends_base = c->tp->ops->shm_sends(c->tp);

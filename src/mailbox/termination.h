@@ -25,8 +25,8 @@ typedef enum cr_wave_kind {
 typedef struct cr_term {
     cr_transport *tp;
     bool joined;             /* this rank has contributed to the current wave */
-    uint64_t local[CR_WAVE_WORDS];  /* {kind, a, b, records, bytes, ns} at this rank's
-                                       snapshot */
+    uint64_t local[CR_WAVE_WORDS];  /* {kind, a, b, records, bytes, ns, merged} at this
+                                       rank's snapshot */
     uint64_t global[CR_WAVE_WORDS]; /* their sums over all ranks */
     uint64_t handled_before; /* global handled count of the previous barrier wave */
     uint64_t wave;           /* waves in the current barrier */
@@ -39,6 +39,7 @@ void cr_term_init(cr_term *t, cr_transport *tp);
  * nanoseconds since the last barrier ended here. Other waves pass zeros. */
 typedef struct cr_term_epoch {
     uint64_t records, bytes, ns;
+    uint64_t merged; /* records of combining handlers merged into others on their way */
 } cr_term_epoch;
 
 /* Contribute {kind, a, b, epoch} to the next wave. For a barrier wave, a and b are

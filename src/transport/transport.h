@@ -23,8 +23,9 @@
 typedef struct cr_transport cr_transport;
 
 /* The words a termination wave sums: {kind, data messages sent, handled, records
- * created, their payload bytes, nanoseconds in the epoch} (src/mailbox/termination.h). */
-#define CR_WAVE_WORDS 6
+ * created, their payload bytes, nanoseconds in the epoch, records merged on their
+ * way} (src/mailbox/termination.h). */
+#define CR_WAVE_WORDS 7
 
 /* A block that arrived: valid only during the call. */
 typedef void (*cr_deliver_fn)(void *arg, int src, const char *data, size_t len);

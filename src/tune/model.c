@@ -21,14 +21,101 @@ void cr_tune_costs_default(cr_tune_costs *c)
 }
 
 /* One rank's view of a route: to whom its records go first (dests[p] of its
- * destinations go through partner p) and how far they travel. */
+ * destinations go through partner p) and how far they travel; and, as a
+ * destination, the tree its records come in by: how many sources' paths to it pass
+ * each rank (through[x], counting x's own), and which ranks hand records to it
+ * (last[x]). */
 typedef struct rank_view {
     int me;
     int *partner;    /* the distinct first hops */
     double *share;   /* the part of the rank's destinations behind each */
     int npartners;
     double mean_hops;
+    int *through;          /* [P] */
+    unsigned char *last;   /* [P] */
+    /* ... summed up: ranks passed by s sources' paths, for each s that occurs */
+    int *sizes;            /* [nsizes] the s */
+    double *passing;       /* how many ranks have s */
+    double *handing;       /* how many of those hand records to `me` */
+    int nsizes;
 } rank_view;
+
+static bool view_alloc(rank_view *v, int p)
+{
+    *v = (rank_view){0};
+    v->partner = malloc((size_t)p * sizeof *v->partner);
+    v->share = malloc((size_t)p * sizeof *v->share);
+    v->through = calloc((size_t)p, sizeof *v->through);
+    v->last = calloc((size_t)p, 1);
+    v->sizes = malloc((size_t)p * sizeof *v->sizes);
+    v->passing = calloc((size_t)p, sizeof *v->passing);
+    v->handing = calloc((size_t)p, sizeof *v->handing);
+    return v->partner && v->share && v->through && v->last && v->sizes && v->passing &&
+           v->handing;
+}
+
+static void view_free(rank_view *v)
+{
+    free(v->partner), free(v->share), free(v->through), free(v->last);
+    free(v->sizes), free(v->passing), free(v->handing);
+}
+
+/* The tree of paths into `me`: every source's path walked to it. */
+static void tree_of(const cr_router *rt, int p, int me, rank_view *v)
+{
+    for (int x = 0; x < p; x++)
+        v->through[x] = 0, v->last[x] = 0;
+    for (int k = 0; k < v->nsizes; k++) /* the last tree's, packed */
+        v->passing[k] = v->handing[k] = 0;
+    v->nsizes = 0;
+    for (int src = 0; src < p; src++) {
+        if (src == me)
+            continue;
+        int x = src;
+        for (int h = 0; x != me && h <= p; h++) {
+            v->through[x]++;
+            int next = cr_router_next_hop(rt, x, me);
+            if (next == me)
+                v->last[x] = 1;
+            x = next;
+        }
+    }
+    /* summed up by s (passing[] and handing[] indexed by s first, then packed) */
+    for (int x = 0; x < p; x++)
+        if (x != me && v->through[x] > 0) {
+            v->passing[v->through[x]] += 1;
+            v->handing[v->through[x]] += v->last[x];
+        }
+    v->nsizes = 0;
+    for (int size = 1; size < p; size++)
+        if (v->passing[size] > 0) {
+            double pass = v->passing[size], hand = v->handing[size];
+            v->passing[size] = v->handing[size] = 0;
+            v->sizes[v->nsizes] = size;
+            v->passing[v->nsizes] = pass;
+            v->handing[v->nsizes++] = hand;
+        }
+}
+
+/* The records left of s sources' draws for one destination where they meet. */
+static double held(double s, const cr_tune_traffic *t)
+{
+    double draws = s * t->records_per_dest, keys = t->keys_per_dest;
+    return keys > 0 ? keys * -expm1(-draws / keys) : draws;
+}
+
+/* With merging on the way: the records a rank appends (by symmetry, what all ranks
+ * send towards one destination) and those that reach it. */
+static void merged_counts(const rank_view *v, const cr_tune_traffic *t, double *appended,
+                          double *arriving)
+{
+    *appended = *arriving = 0;
+    for (int k = 0; k < v->nsizes; k++) {
+        double h = held(v->sizes[k], t);
+        *appended += v->passing[k] * h;
+        *arriving += v->handing[k] * h;
+    }
+}
 
 /* Walk every destination's path from `me`. Returns false if the route loops (a
  * broken router: more hops than ranks). */
@@ -72,12 +159,16 @@ static cr_tune_prediction cost_of(const cr_layout *l, const rank_view *v, bool r
                               .mean_hops = v->mean_hops};
     double own = t->records_per_dest * (double)(p - 1);
     /* Uniform traffic over a route every rank uses alike: a rank forwards as many
-     * records as the others forward for it, so it appends its own once per hop. */
-    double records = own * v->mean_hops;
+     * records as the others forward for it, so it appends its own once per hop;
+     * records that merge on their way leave fewer at every hop (cr_tune_traffic). */
+    double records = own * v->mean_hops, arriving = own;
+    if (t->keys_per_dest > 0)
+        merged_counts(v, t, &records, &arriving);
     double record_bytes = (double)(pad8(t->record_bytes) + (routed ? 8 : 0));
     double room = v->npartners ? (double)cap / v->npartners : (double)buffer;
     double buffer_bytes = fmax(1, fmin((double)buffer, room));
-    double seconds = records * (c->append + (routed ? c->route_record : 0)) + own * c->handle;
+    double seconds = records * (c->append + (routed ? c->route_record : 0)) +
+                     arriving * c->handle;
     int my_node = cr_layout_node_of(l, v->me);
     for (int k = 0; k < v->npartners; k++) {
         bool off = cr_layout_node_of(l, v->partner[k]) != my_node;
@@ -89,6 +180,7 @@ static cr_tune_prediction cost_of(const cr_layout *l, const rank_view *v, bool r
                    bytes * (off ? c->beta_off : c->beta_on);
     }
     out.records = records;
+    out.arriving = arriving;
     /* ranks that share a processor share its time: everything above takes longer */
     out.seconds = seconds * (c->slowdown > 1 ? c->slowdown : 1);
     return out;
@@ -112,6 +204,7 @@ static int sample_of(int p, int *ranks)
 static bool valid(const cr_layout *l, const cr_tune_traffic *t, const cr_tune_costs *c)
 {
     return l && t && c && t->records_per_dest >= 0 && isfinite(t->records_per_dest) &&
+           t->keys_per_dest >= 0 && isfinite(t->keys_per_dest) &&
            c->alpha_on >= 0 && c->alpha_off >= 0 && c->beta_on >= 0 && c->beta_off >= 0 &&
            c->append >= 0 && c->handle >= 0 && c->route_record >= 0 && c->slowdown >= 0 && isfinite(c->slowdown);
 }
@@ -126,6 +219,7 @@ static void add_epoch(cr_tune_prediction *sum, const cr_tune_prediction *x, bool
     }
     sum->messages += x->messages;
     sum->records += x->records;
+    sum->arriving += x->arriving;
     sum->seconds += x->seconds;
 }
 
@@ -141,8 +235,12 @@ static int predict_route(const cr_layout *l, const cr_route *route, const size_t
         return -1;
     int p = cr_layout_ranks(l);
     int *count = cr_xcalloc((size_t)p, sizeof *count);
-    rank_view v = {.partner = cr_xmalloc((size_t)p * sizeof *v.partner),
-                   .share = cr_xmalloc((size_t)p * sizeof *v.share)};
+    rank_view v = {0};
+    if (!view_alloc(&v, p))
+        cr_fatal("courier tune: out of memory for a view of %d ranks", p);
+    bool merging = false;
+    for (int e = 0; e < ntraffic; e++)
+        merging |= t[e].keys_per_dest > 0;
     int sample[3], ns = sample_of(p, sample), rc = 0;
     for (int b = 0; b < nbuffers; b++)
         out[b] = (cr_tune_prediction){.seconds = -1};
@@ -151,6 +249,8 @@ static int predict_route(const cr_layout *l, const cr_route *route, const size_t
             rc = -1;
             break;
         }
+        if (merging)
+            tree_of(rt, p, sample[s], &v);
         for (int b = 0; b < nbuffers; b++) {
             cr_tune_prediction x;
             for (int e = 0; e < ntraffic; e++) {
@@ -164,7 +264,8 @@ static int predict_route(const cr_layout *l, const cr_route *route, const size_t
     }
     for (int b = 0; b < nbuffers; b++)
         out[b].route = *cr_router_route(rt);
-    free(count), free(v.partner), free(v.share);
+    free(count);
+    view_free(&v);
     cr_router_destroy(rt);
     return rc;
 }
@@ -224,6 +325,45 @@ int cr_tune_choose_over(const cr_layout *layout, const cr_route *route, size_t b
             break;
         }
     return chosen;
+}
+
+double cr_tune_keys_per_dest(const cr_layout *layout, const cr_route *route,
+                             double records_per_dest, double merged_per_rank)
+{
+    if (!layout || !route || !(records_per_dest >= 0) || !isfinite(merged_per_rank))
+        return -1;
+    int p = cr_layout_ranks(layout);
+    if (p < 2 || merged_per_rank <= 0 || records_per_dest <= 0)
+        return 0;
+    cr_router *rt = cr_router_create(route, layout, NULL, 0);
+    if (!rt)
+        return -1;
+    int sample[3], ns = sample_of(p, sample);
+    double own = records_per_dest * (p - 1), want = fmax(own - merged_per_rank, 0);
+    /* what reaches a rank grows with the keys: bisect on their logarithm, between a
+     * millionth of a key and a million times the draws (nothing merges there) */
+    double lo = log(1e-6), hi = log(records_per_dest * 1e6 + 1);
+    rank_view views[3];
+    for (int s = 0; s < ns; s++) {
+        if (!view_alloc(&views[s], p))
+            cr_fatal("courier tune: out of memory for a view of %d ranks", p);
+        views[s].me = sample[s];
+        tree_of(rt, p, sample[s], &views[s]);
+    }
+    for (int it = 0; it < 60; it++) {
+        double mid = 0.5 * (lo + hi), arriving = 0;
+        cr_tune_traffic t = {.records_per_dest = records_per_dest, .keys_per_dest = exp(mid)};
+        for (int s = 0; s < ns; s++) {
+            double appended, in;
+            merged_counts(&views[s], &t, &appended, &in);
+            arriving += in / ns;
+        }
+        *(arriving < want ? &lo : &hi) = mid;
+    }
+    for (int s = 0; s < ns; s++)
+        view_free(&views[s]);
+    cr_router_destroy(rt);
+    return exp(0.5 * (lo + hi));
 }
 
 bool cr_tune_worth_switching(double current, double best, double move)

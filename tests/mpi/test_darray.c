@@ -83,6 +83,36 @@ static int last_dim(int route, int p)
     return largest;
 }
 
+/* Route auto: every step's writes and reads take the grid the cost model names
+ * (docs/tuning.md, "Lock-step"); the values are the model's, the array the one
+ * direct leaves, under every aggregation and both exchanges, and every step's
+ * writes and reads are counted under one of the candidates. */
+static void test_route_auto(void **state)
+{
+    (void)state;
+    for (int rule = 0; rule < NRULES; rule += 3) { /* overwrite and the user rule */
+        cr_comm *comm = make_comm();
+        cr_darray_stats st;
+        darray_fails = 0;
+        uint64_t want = darray_run_steps(comm, rule, 0, 0, CR_DARRAY_EXCHANGE_COLLECTIVE, &st);
+        for (int agg = 0; agg < NAGGS; agg++)
+            for (int ex = CR_DARRAY_EXCHANGE_COLLECTIVE; ex <= CR_DARRAY_EXCHANGE_MAILBOX; ex++) {
+                uint64_t got = darray_run_steps(comm, rule, ROUTE_AUTO_INDEX, agg,
+                                                (cr_darray_exchange)ex, &st);
+                CHECK(got == want, "rule %d, route auto, aggregation %d, exchange %d: another "
+                      "array than direct's", rule, agg, ex);
+                uint64_t counted = 0;
+                for (int k = 0; k < CR_DARRAY_AUTO_ROUTES; k++)
+                    counted += st.auto_routes[k];
+                CHECK(counted == 2 * st.steps, "rule %d, aggregation %d: %llu choices in %llu "
+                      "steps, not one for the writes and one for the reads of each", rule, agg,
+                      (unsigned long long)counted, (unsigned long long)st.steps);
+            }
+        test_errors += darray_fails;
+        cr_comm_destroy(comm);
+    }
+}
+
 /* Overload (thesis 5.4.3): every rank reads and adds to every index rank 0 holds.
  * With aggregation, each index reaches rank 0 once per step for the writes and once
  * for the reads from each partner of the last dimension (under the hypercube, one);
@@ -285,6 +315,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lockstep_against_model),
         cmocka_unit_test(test_auto_choice),
+        cmocka_unit_test(test_route_auto),
         cmocka_unit_test(test_overload),
         cmocka_unit_test(test_one_index),
         cmocka_unit_test(test_async),

@@ -1714,6 +1714,96 @@ static void run_auto_epochs(cr_comm *comm, void *user)
     }
 }
 
+/* The second choice knows merging (docs/tuning.md, "Records that merge"): two
+ * epochs of records that do not merge, 256 to every other rank (the 8 x 8 grid is
+ * predicted cheapest), then three epochs of 64 records to a combining handler whose
+ * keys repeat (16 to a destination). The wave's merge count tells the model how
+ * many keys explain the merges, and with merging the hypercube is cheapest: the comm
+ * must move there after the second of them (the first starts a window of its own:
+ * the epochs before it were of another kind). The same traffic to a handler that does not
+ * combine must leave it where it was, and every value must arrive once. */
+#define MERGE_EPOCHS 5
+#define MERGE_PER_DEST 64
+#define MERGE_KEYS 16
+typedef struct merge_rec {
+    uint64_t key, value;
+} merge_rec;
+static cr_config merge_after[1024][MERGE_EPOCHS];
+static uint64_t merge_got[1024];
+
+static void merge_add(void *dst, const void *src, size_t len, void *user)
+{
+    (void)len, (void)user;
+    merge_rec a, b;
+    memcpy(&a, dst, sizeof a);
+    memcpy(&b, src, sizeof b);
+    a.value += b.value;
+    memcpy(dst, &a, sizeof a);
+}
+
+static void on_merge_rec(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)src, (void)len, (void)user;
+    merge_rec r;
+    memcpy(&r, payload, sizeof r);
+    merge_got[cr_comm_rank(comm)] += r.value;
+}
+
+static void run_merge_epochs(cr_comm *comm, void *user)
+{
+    bool combining = *(const bool *)user;
+    int me = cr_comm_rank(comm), p = cr_comm_size(comm);
+    int plain = cr_register(comm, on_merge_rec, NULL);
+    int merging = cr_register_type(comm, &(cr_handler_type){
+        .fn = on_merge_rec, .key_len = 8, .combine = merge_add, .name = "merge test"}, NULL);
+    for (int e = 0; e < MERGE_EPOCHS; e++) {
+        int h = e >= 2 && combining ? merging : plain;
+        int per_dest = e < 2 ? 4 * MERGE_PER_DEST : MERGE_PER_DEST;
+        for (int i = 1; i < p; i++) /* a destination's records together: they meet */
+            for (int k = 0; k < per_dest; k++) {
+                merge_rec r = {.key = (uint64_t)(k % MERGE_KEYS), .value = 1};
+                cr_async(comm, (me + i) % p, h, &r, sizeof r);
+            }
+        cr_barrier(comm);
+        merge_after[me][e] = *cr_comm_config(comm);
+    }
+}
+
+static void test_auto_learns_merging(void **state)
+{
+    (void)state;
+    const int p = 64;
+    named_config nc = config("auto");
+    cr_route_kind last[2];
+    for (int variant = 0; variant < 2; variant++) {
+        bool combining = variant == 1;
+        memset(merge_got, 0, sizeof merge_got);
+        cr_sim_opts o = {.ranks = p, .seed = 11, .cfg = &nc.cfg, .message_cost = 2e-6,
+                         .byte_cost = 0.1e-9, .record_cost = 10e-9};
+        char err[256];
+        snprintf(ctx, sizeof ctx, "auto with%s merging, P=%d", combining ? "" : "out", p);
+        if (cr_sim_run(&o, run_merge_epochs, &combining, NULL, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        uint64_t total = 0;
+        for (int r = 0; r < p; r++) {
+            total += merge_got[r];
+            for (int e = 0; e < MERGE_EPOCHS; e++)
+                if (merge_after[r][e].route.kind != merge_after[0][e].route.kind)
+                    fail_msg("%s: ranks 0 and %d run different routes after epoch %d", ctx, r, e);
+        }
+        EXPECT_EQ(total, (uint64_t)(MERGE_EPOCHS + 6) * MERGE_PER_DEST * (uint64_t)p * (p - 1));
+        if (merge_after[0][1].route.kind != CR_ROUTE_GRID)
+            fail_msg("%s: the records that do not merge leave route %d, not the grid", ctx,
+                     (int)merge_after[0][1].route.kind);
+        last[variant] = merge_after[0][MERGE_EPOCHS - 1].route.kind;
+    }
+    EXPECT_EQ(last[0], CR_ROUTE_GRID);
+    EXPECT_EQ(last[1], CR_ROUTE_HYPERCUBE);
+    /* and soon: the first epoch that merges starts a window of its own, not outweighed
+     * by the two before it; the second pays for the move (2 log2 P message times) */
+    EXPECT_EQ(merge_after[0][3].route.kind, CR_ROUTE_HYPERCUBE);
+}
+
 static void test_auto_moves_between_epochs(void **state)
 {
     (void)state;
@@ -2037,6 +2127,142 @@ static void test_darray_lockstep(void **state)
                     for (int agg = 0; agg < NAGGS; agg++)
                         free(sums[agg]);
                 }
+}
+
+/* The lock-step route auto: every step's writes and reads take the grid the cost
+ * model predicts cheapest (docs/tuning.md, "Lock-step"). First the scenarios' exact
+ * values under it, every aggregation, 1 to 1024 ranks, the array the same as under
+ * direct. Then the choice itself, on a machine whose costs the test knows: R reads a
+ * rank of distinct indices spread evenly, no merging; the step must run the candidate
+ * (direct, two dimensions, three, hypercube) that cr_tune_step_predict names, and
+ * that is the hypercube for 1024 reads a rank at 1024 ranks (one to every owner:
+ * under direct a message to each) and direct for 20,000 at 8 (bandwidth),
+ * so that a comm which always ran one grid fails. */
+static int auto_reads_per_rank;
+
+static void run_route_auto_reads(cr_comm *comm, void *user)
+{
+    cr_darray_stats *stats = user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm), r = auto_reads_per_rank;
+    cr_darray_opts o;
+    cr_darray_opts_init(&o);
+    o.route.kind = CR_ROUTE_AUTO;
+    o.aggregation = CR_DARRAY_AGG_NONE;
+    uint64_t n = (uint64_t)p * (uint64_t)r;
+    cr_darray *a = cr_darray_create(comm, n, 8, &o);
+    uint64_t first, count, *local = cr_darray_local(a, &first, &count);
+    for (uint64_t i = 0; i < count; i++)
+        local[i] = cr_rng_hash64(first + i);
+    uint64_t *got = calloc((size_t)r, 8);
+    for (int k = 0; k < r; k++)
+        cr_darray_read(a, (uint64_t)k * (uint64_t)p + (uint64_t)me, &got[k]);
+    cr_darray_step(a);
+    for (int k = 0; k < r; k++)
+        if (got[k] != cr_rng_hash64((uint64_t)k * (uint64_t)p + (uint64_t)me) &&
+            darray_fails++ < 4)
+            print_error("%s: rank %d read %d wrong", ctx, me, k);
+    cr_darray_stats_get(a, &stats[me]);
+    free(got);
+    cr_darray_destroy(a);
+}
+
+/* The candidates' dimensions for a power of two P, as the array lays them out. */
+static int auto_candidate_dims(int k, int p, int *dims)
+{
+    int e = 0;
+    while ((1 << e) < p)
+        e++;
+    if (k == 0) {
+        dims[0] = p;
+        return 1;
+    }
+    if (k == 1) {
+        dims[0] = 1 << (e - e / 2), dims[1] = 1 << (e / 2);
+        return 2;
+    }
+    if (k == 2) {
+        int c = e / 3, rest = e - c;
+        dims[0] = 1 << (rest - rest / 2), dims[1] = 1 << (rest / 2), dims[2] = 1 << c;
+        return 3;
+    }
+    for (int d = 0; d < e; d++)
+        dims[d] = 2;
+    return e;
+}
+
+static void test_darray_route_auto(void **state)
+{
+    (void)state;
+    static const int ps[] = {1, 3, 8, 12, 64, 256, 1024};
+    size_t nps = sizeof ps / sizeof ps[0] - (seeds_wanted() >= 20 ? 0 : 1);
+    for (size_t k = 0; k < nps && ps[k] <= largest_p(); k++) {
+        uint64_t *sums[NAGGS + 1];
+        for (int agg = 0; agg <= NAGGS; agg++) { /* NAGGS: direct, none, the reference */
+            bool reference = agg == NAGGS;
+            lockstep_run r = {RULE_ADD, reference ? 0 : ROUTE_AUTO_INDEX, reference ? 0 : agg,
+                              calloc((size_t)ps[k], 8)};
+            sums[agg] = r.sums;
+            cr_config cfg;
+            cr_config_init(&cfg);
+            cr_sim_opts o = {.ranks = ps[k], .seed = 7 + (uint64_t)k, .cfg = &cfg};
+            char err[256];
+            snprintf(ctx, sizeof ctx, "darray route auto, P=%d, aggregation %d", ps[k], agg);
+            darray_fails = 0;
+            if (cr_sim_run(&o, run_darray_lockstep, &r, NULL, err, sizeof err))
+                fail_msg("%s: %s", ctx, err);
+            if (darray_fails)
+                fail_msg("%s: %ld reads differ from the model", ctx, darray_fails);
+        }
+        for (int agg = 0; agg < NAGGS; agg++)
+            if (memcmp(sums[NAGGS], sums[agg], (size_t)ps[k] * 8))
+                fail_msg("P=%d: route auto, aggregation %d, leaves another array than direct",
+                         ps[k], agg);
+        for (int agg = 0; agg <= NAGGS; agg++)
+            free(sums[agg]);
+    }
+    static const struct { int p, reads; } cases[] = {{1024, 1024}, {8, 20000}};
+    int chosen[2];
+    for (int i = 0; i < 2; i++) {
+        int p = cases[i].p;
+        if (p > largest_p() || (p > 256 && seeds_wanted() < 20))
+            return;
+        auto_reads_per_rank = cases[i].reads;
+        cr_darray_stats *stats = calloc((size_t)p, sizeof *stats);
+        cr_sim_opts o = {.ranks = p, .seed = 3, .message_cost = 2e-6, .byte_cost = 1e-9,
+                         .record_cost = 10e-9};
+        char err[256];
+        snprintf(ctx, sizeof ctx, "darray route auto's choice, P=%d, %d reads a rank", p,
+                 cases[i].reads);
+        darray_fails = 0;
+        if (cr_sim_run(&o, run_route_auto_reads, stats, NULL, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        if (darray_fails)
+            fail_msg("%s: %ld reads wrong", ctx, darray_fails);
+        cr_layout *l = cr_layout_create_blocks(p, 1);
+        cr_tune_costs machine = {.alpha_on = 2e-6, .alpha_off = 2e-6, .beta_on = 1e-9,
+                                 .beta_off = 1e-9, .handle = 10e-9};
+        cr_tune_step t = {.requests = (double)p * cases[i].reads,
+                          .distinct = (double)p * cases[i].reads, .request_bytes = 8,
+                          .reply_bytes = 8};
+        double best = -1;
+        chosen[i] = -1;
+        for (int c = 0; c < CR_DARRAY_AUTO_ROUTES; c++) {
+            int dims[64], nd = auto_candidate_dims(c, p, dims);
+            double s = cr_tune_step_predict(l, dims, nd, &t, &machine);
+            assert_true(s > 0);
+            if (chosen[i] < 0 || s < best * 0.99)
+                chosen[i] = c, best = s;
+        }
+        cr_layout_destroy(l);
+        for (int r = 0; r < p; r++)
+            for (int c = 0; c < CR_DARRAY_AUTO_ROUTES; c++)
+                if (stats[r].auto_routes[c] != (c == chosen[i]))
+                    fail_msg("%s: rank %d ran candidate %d %llu times; the model names %d once",
+                             ctx, r, c, (unsigned long long)stats[r].auto_routes[c], chosen[i]);
+        free(stats);
+    }
+    EXPECT_EQ(chosen[0], 3); /* the hypercube at 1024 ranks, a read to every owner */
+    EXPECT_EQ(chosen[1], 0); /* direct at 8 ranks, 20,000 reads each */
 }
 
 /* ---------------------------------------------------------------- sparse exchange */
@@ -2436,10 +2662,18 @@ int main(int argc, char **argv)
         const struct CMUnitTest one[] = {cmocka_unit_test(test_deadlock_is_reported)};
         return cmocka_run_group_tests(one, NULL, NULL);
     }
+    if (argc > 1 && !strcmp(argv[1], "tune")) { /* the cost model's tests alone (also in
+                                                   the full run) */
+        const struct CMUnitTest some[] = {cmocka_unit_test(test_auto_takes_the_machine_costs),
+                                          cmocka_unit_test(test_auto_moves_between_epochs),
+                                          cmocka_unit_test(test_auto_learns_merging)};
+        return cmocka_run_group_tests(some, NULL, NULL);
+    }
     if (argc > 1 && !strcmp(argv[1], "requests")) {
         const struct CMUnitTest two[] = {cmocka_unit_test(test_requests),
                                          cmocka_unit_test(test_darray_async),
-                                         cmocka_unit_test(test_darray_lockstep)};
+                                         cmocka_unit_test(test_darray_lockstep),
+                                         cmocka_unit_test(test_darray_route_auto)};
         return cmocka_run_group_tests(two, NULL, NULL);
     }
     if (argc > 1 && !strcmp(argv[1], "bounded")) {
@@ -2485,6 +2719,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_auto_applies_the_model),
         cmocka_unit_test(test_auto_takes_the_machine_costs),
         cmocka_unit_test(test_auto_moves_between_epochs),
+        cmocka_unit_test(test_auto_learns_merging),
         cmocka_unit_test(test_send_state_follows_partners),
         cmocka_unit_test(test_p1024),
     };

@@ -3,6 +3,7 @@
 #include <courier/tune.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -235,6 +236,185 @@ static void test_file_refusals(void **state)
     refused(NULL, "cannot read the calibration");
 }
 
+/* ---- the darray's lock-step steps ---- */
+
+static bool near(double x, double want)
+{
+    return fabs(x - want) <= 1e-9 * fabs(want) + 1e-15;
+}
+
+static double step(const cr_layout *l, const int *dims, int nd, cr_tune_step t,
+                   cr_tune_costs c)
+{
+    return cr_tune_step_predict(l, dims, nd, &t, &c);
+}
+
+/* 4096 ranks, one per node, a million reads a rank of a million distinct indices
+ * each (nothing merges): every partner of every dimension gets a segment and sends
+ * one back. Messages at 1 us only: direct 2 * 4095 us, the 64 x 64 grid 2 * 126,
+ * 16 x 16 x 16 2 * 45, the hypercube 2 * 12. */
+static void test_step_hypercube_wins_at_scale(void **state)
+{
+    (void)state;
+    cr_layout *l = cr_layout_create_blocks(4096, 1);
+    cr_tune_costs c = {.alpha_on = 1e-6, .alpha_off = 1e-6};
+    cr_tune_step t = {.requests = 4096e6, .distinct = 4096e12, .request_bytes = 8,
+                      .reply_bytes = 8};
+    int direct[] = {4096}, grid[] = {64, 64}, grid3[] = {16, 16, 16}, cube[12];
+    for (int d = 0; d < 12; d++)
+        cube[d] = 2;
+    assert_true(near(step(l, direct, 1, t, c), 2 * 4095e-6));
+    assert_true(near(step(l, grid, 2, t, c), 2 * 126e-6));
+    assert_true(near(step(l, grid3, 3, t, c), 2 * 45e-6));
+    assert_true(near(step(l, cube, 12, t, c), 2 * 12e-6));
+    t.reply_bytes = 0; /* writes: one way */
+    assert_true(near(step(l, cube, 12, t, c), 12e-6));
+    cr_layout_destroy(l);
+}
+
+/* 8 ranks on one node, a million 16-byte writes a rank, nothing merged, a byte at
+ * 1 ns: bandwidth decides. Direct sends 7/8 of the records once (14 ms), the
+ * hypercube half of them in each of three dimensions (24 ms), 4 x 2 sends 3/4 then
+ * 1/2 (20 ms). Appends and handling add alike per record sent and received. */
+static void test_step_direct_wins_on_one_node(void **state)
+{
+    (void)state;
+    cr_layout *l = cr_layout_create_blocks(8, 8);
+    cr_tune_costs c = {.alpha_on = 1e-6, .beta_on = 1e-9, .append = 2e-9, .handle = 3e-9};
+    cr_tune_step t = {.requests = 8e6, .distinct = 8e12, .request_bytes = 16};
+    int direct[] = {8}, grid[] = {4, 2}, cube[] = {2, 2, 2};
+    double m = 1e6;
+    assert_true(near(step(l, direct, 1, t, c), 7e-6 + m * 7 / 8 * (16e-9 + 2e-9) + m * 3e-9));
+    assert_true(near(step(l, grid, 2, t, c),
+                     4e-6 + m * (3.0 / 4 + 1.0 / 2) * (16e-9 + 2e-9) + m * 3e-9));
+    assert_true(near(step(l, cube, 3, t, c), 3e-6 + m * 3.0 / 2 * (16e-9 + 2e-9) + m * 3e-9));
+    /* off the node: the same dimension charged the costs between nodes */
+    cr_layout *apart = cr_layout_create_blocks(8, 1);
+    c.alpha_off = 10e-6, c.beta_off = 1e-9;
+    assert_true(near(step(apart, direct, 1, t, c),
+                     70e-6 + m * 7 / 8 * (16e-9 + 2e-9) + m * 3e-9));
+    /* ranks sharing processors: everything slower alike */
+    c.slowdown = 4;
+    assert_true(near(step(apart, direct, 1, t, c),
+                     4 * (70e-6 + m * 7 / 8 * (16e-9 + 2e-9) + m * 3e-9)));
+    cr_layout_destroy(apart);
+    cr_layout_destroy(l);
+}
+
+/* Merging decides: 8 ranks, a million reads a rank of only 8 indices (one on each
+ * rank). Merged, a rank holds at dimension d the 8 / g indices of its part (g the
+ * ranks gathered): direct sends 7 of 8 to 7 * (1 - (7/8)^8) partners on average, the
+ * hypercube 4, 2 and 1 to one partner with probability 1 - 2^-8, 1 - 2^-4 and
+ * 1 - 2^-2. Same bytes, fewer messages, and 2 requests reach each owner where
+ * direct brings 8: the hypercube wins. Not merged, direct wins by bandwidth (the
+ * case above). */
+static void test_step_merging_decides(void **state)
+{
+    (void)state;
+    cr_layout *l = cr_layout_create_blocks(8, 8);
+    cr_tune_costs c = {.alpha_on = 1e-6, .beta_on = 1e-9, .handle = 5e-9};
+    cr_tune_step t = {.requests = 8e6, .distinct = 8, .request_bytes = 8, .reply_bytes = 8,
+                      .merged = true};
+    int direct[] = {8}, cube[] = {2, 2, 2};
+    double d = step(l, direct, 1, t, c), h = step(l, cube, 3, t, c);
+    assert_true(near(d, 2 * 7 * (1 - pow(7.0 / 8, 8)) * 1e-6 + 7 * 16e-9 + 8 * 5e-9));
+    assert_true(near(h, 2 * (3 - pow(2, -8) - pow(2, -4) - pow(2, -2)) * 1e-6 +
+                            (4 + 2 + 1) * 16e-9 + 2 * 5e-9));
+    assert_true(h < d);
+    t.merged = false;
+    assert_true(step(l, cube, 3, t, c) > step(l, direct, 1, t, c));
+    cr_layout_destroy(l);
+}
+
+static void test_step_refuses_what_does_not_fit(void **state)
+{
+    (void)state;
+    cr_layout *l = cr_layout_create_blocks(8, 8);
+    cr_tune_costs c = {.alpha_on = 1e-6};
+    cr_tune_step t = {.requests = 8, .distinct = 8, .request_bytes = 8};
+    int six[] = {6}, over[] = {4, 4}, zero[] = {8, 0};
+    assert_true(step(l, six, 1, t, c) < 0);
+    assert_true(step(l, over, 2, t, c) < 0);
+    assert_true(step(l, zero, 2, t, c) < 0);
+    t.requests = -1;
+    assert_true(step(l, (int[]){8}, 1, t, c) < 0);
+    t.requests = 0; /* nothing to send costs nothing */
+    assert_true(step(l, (int[]){8}, 1, t, c) == 0);
+    cr_layout_destroy(l);
+}
+
+/* ---- records that merge on their way ---- */
+
+/* Direct: records meet only at their source, s = 1: a rank sends each destination
+ * K (1 - exp(-m / K)) of its m records, and receives as many from each of the others.
+ * The 2 x 2 hypercube: into rank 0 come its two neighbours' records, one of them
+ * carrying the far corner's too (s = 2 and s = 1), and the far corner hands its own
+ * (s = 1) to one of them: appended held(2) + 2 held(1), arriving held(2) + held(1). */
+static void test_merging_counts_by_hand(void **state)
+{
+    (void)state;
+    cr_layout *l = cr_layout_create_blocks(4, 1);
+    cr_tune_costs c = {.alpha_on = 1e-6, .alpha_off = 1e-6, .handle = 1e-9};
+    cr_tune_traffic t = {.records_per_dest = 3, .record_bytes = 8, .keys_per_dest = 2};
+    double h1 = 2 * -expm1(-3.0 / 2), h2 = 2 * -expm1(-6.0 / 2);
+    cr_tune_prediction d, h;
+    assert_int_equal(cr_tune_predict(l, &(cr_route){.kind = CR_ROUTE_DIRECT}, 1 << 16, GiB,
+                                     &t, &c, &d), 0);
+    assert_true(near(d.arriving, 3 * h1) && near(d.records, 3 * h1));
+    assert_int_equal(cr_tune_predict(l, &(cr_route){.kind = CR_ROUTE_HYPERCUBE}, 1 << 16, GiB,
+                                     &t, &c, &h), 0);
+    assert_true(near(h.arriving, h2 + h1));
+    assert_true(near(h.records, h2 + 2 * h1));
+    /* nothing merges: every record arrives, once per hop appended */
+    t.keys_per_dest = 0;
+    assert_int_equal(cr_tune_predict(l, &(cr_route){.kind = CR_ROUTE_HYPERCUBE}, 1 << 16, GiB,
+                                     &t, &c, &h), 0);
+    assert_true(near(h.arriving, 9) && near(h.records, 9 * 4.0 / 3));
+    cr_layout_destroy(l);
+}
+
+/* The keys found from an epoch's merges are the keys that predict those merges, on
+ * every route; no merges, no keys. */
+static void test_keys_from_merges(void **state)
+{
+    (void)state;
+    cr_layout *l = cr_layout_create_blocks(256, 4);
+    cr_tune_costs c;
+    cr_tune_costs_default(&c);
+    static const cr_route_kind kinds[] = {CR_ROUTE_DIRECT, CR_ROUTE_NLNR, CR_ROUTE_GRID,
+                                          CR_ROUTE_HYPERCUBE};
+    for (int k = 0; k < 4; k++)
+        for (double keys = 0.5; keys < 100; keys *= 7) {
+            cr_route r = {.kind = kinds[k]};
+            cr_tune_traffic t = {.records_per_dest = 10, .record_bytes = 8,
+                                 .keys_per_dest = keys};
+            cr_tune_prediction x;
+            assert_int_equal(cr_tune_predict(l, &r, 1 << 16, GiB, &t, &c, &x), 0);
+            double merged = 10.0 * 255 - x.arriving;
+            double found = cr_tune_keys_per_dest(l, &r, 10, merged);
+            assert_true(fabs(found - keys) <= 1e-6 * keys);
+        }
+    assert_true(cr_tune_keys_per_dest(l, &(cr_route){.kind = CR_ROUTE_GRID}, 10, 0) == 0);
+    cr_layout_destroy(l);
+}
+
+/* 1024 ranks, one per node, 32 records of 16 bytes to every other rank: without
+ * merging the 32 x 32 grid is cheapest (two hops, where the hypercube's records take
+ * five on average); when they draw from 16 keys a destination, the hypercube merges
+ * them down at every one of its ten levels and wins. */
+static void test_merging_decides_the_route(void **state)
+{
+    (void)state;
+    cr_layout *l = cr_layout_create_blocks(1024, 1);
+    cr_tune_costs c = {.alpha_on = 2e-6, .alpha_off = 2e-6, .beta_on = 0.1e-9,
+                       .beta_off = 0.1e-9, .handle = 10e-9};
+    cr_tune_traffic t = {.records_per_dest = 32, .record_bytes = 16};
+    assert_int_equal(choose(l, NULL, 64 << 10, 1 << 25, t, c).route.kind, CR_ROUTE_GRID);
+    t.keys_per_dest = 16;
+    assert_int_equal(choose(l, NULL, 64 << 10, 1 << 25, t, c).route.kind, CR_ROUTE_HYPERCUBE);
+    cr_layout_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +426,13 @@ int main(void)
         cmocka_unit_test(test_switch_needs_a_real_gain),
         cmocka_unit_test(test_file_round_trip),
         cmocka_unit_test(test_file_refusals),
+        cmocka_unit_test(test_merging_counts_by_hand),
+        cmocka_unit_test(test_keys_from_merges),
+        cmocka_unit_test(test_merging_decides_the_route),
+        cmocka_unit_test(test_step_hypercube_wins_at_scale),
+        cmocka_unit_test(test_step_direct_wins_on_one_node),
+        cmocka_unit_test(test_step_merging_decides),
+        cmocka_unit_test(test_step_refuses_what_does_not_fit),
     };
     snprintf(tune_path, sizeof tune_path, "/tmp/courier-test-tune-%ld.txt", (long)getpid());
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
