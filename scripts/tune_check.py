@@ -58,8 +58,8 @@ def workload_args(name, build, route, node, scale):
         return [f"{apps}/container_bench", "--structure", "counting-set", "--inserts",
                 n(1000000), "--keys", "1000", "--reps", "5"]
     if name == "darray":
-        # darray_bench sets its routes itself: direct, grid and hypercube, no auto
-        if route not in ("direct", "grid", "hypercube"):
+        # darray_bench sets its routes itself: direct, grid, hypercube and auto
+        if route not in ("direct", "grid", "hypercube", "auto"):
             return None
         return [f"{apps}/darray_bench", "--patterns", "neighborhood", "--mode", "async",
                 "--route", route, "--node-size", str(node),

@@ -13,7 +13,8 @@
 #include <stddef.h>
 
 /* The configuration after each of `n` epochs in which every rank sent
- * records_per_dest[e] records of `record_bytes` bytes to every other rank, for a comm
+ * records_per_dest[e] records of `record_bytes` bytes to every other rank (records
+ * that do not merge: no keys, one phase), for a comm
  * on `l` that chose at creation for 4096 records of 16 bytes per rank; the buffers no
  * larger than `most`, all of a rank's held to `cap`. After each epoch the comm weighs
  * the last CR_TUNE_WINDOW epochs together. Returns the moves, or -1 when the model
