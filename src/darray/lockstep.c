@@ -1037,6 +1037,14 @@ static void step_reads(cr_darray *a)
         next->nR = exchange_dim(a, d, f->U.data, f->scounts, 8, &next->R, next->rseg, false);
         clock = now_ns();
         a->stats.hop_records += next->nR;
+        /* Split by position (none, hash), the replies need only pos[] on their way
+         * back: the hop's requests go now, not after the step (with log2 P frames
+         * alive at once, they were most of a step's memory). Sort keeps them: its
+         * split searches them. */
+        if (!a->agg->sorted) {
+            darray_bytes_free(&f->R);
+            darray_bytes_free(&f->U);
+        }
     }
     /* The owner merges what reached it from its partners of the last dimension (and
      * itself), reads each element once, and splits the values as any hop does. */
