@@ -681,15 +681,14 @@ typedef struct baseline {
  * rank 0's steps ran ("auto: hypercube 2", or several). */
 static void route_label(int route, int pat, char *label, size_t len)
 {
-    static const char *const ran[CR_DARRAY_AUTO_ROUTES] = {"direct", "grid", "grid3",
-                                                           "hypercube"};
     int at = snprintf(label, len, "%s", route_names[route]);
     if (route != ROUTE_AUTO || pat == PAT_BFS)
         return;
     const char *sep = ":";
     for (int k = 0; k < CR_DARRAY_AUTO_ROUTES; k++)
         if (W.stats[0].auto_routes[k] && at > 0 && (size_t)at < len) {
-            at += snprintf(label + at, len - (size_t)at, "%s %s %llu", sep, ran[k],
+            at += snprintf(label + at, len - (size_t)at, "%s %s %llu", sep,
+                           cr_darray_auto_route_names[k],
                            (unsigned long long)W.stats[0].auto_routes[k]);
             sep = ",";
         }

@@ -88,7 +88,9 @@ typedef struct cr_darray_opts {
                            two), or CR_ROUTE_AUTO: each step's writes and reads take
                            the one of direct, two or three dimensions and the hypercube
                            that the cost model of courier/tune.h predicts cheapest for
-                           them, from the comm's costs (one more reduction a step);
+                           them, from the comm's costs (the step's request count
+                           and, unless the aggregation is none, the sketch of
+                           aggregation auto: reductions a step, shared with it);
                            other kinds are an error */
     cr_darray_aggregation aggregation; /* lock-step */
     int coalesce_reads; /* async reads also join an identical read in flight */
@@ -150,8 +152,10 @@ void cr_darray_read(cr_darray *a, uint64_t i, void *dst);
 void cr_darray_step(cr_darray *a);
 
 /* What this rank's lock-step steps did, summed since creation (or the last reset). */
-/* The grids route auto chooses among (docs/tuning.md, "Lock-step"). */
+/* The grids route auto chooses among (docs/tuning.md, "Lock-step"), in the order of
+ * cr_darray_stats.auto_routes: "direct", "grid", "grid3", "hypercube". */
 #define CR_DARRAY_AUTO_ROUTES 4
+extern const char *const cr_darray_auto_route_names[CR_DARRAY_AUTO_ROUTES];
 
 typedef struct cr_darray_stats {
     uint64_t steps;

@@ -896,8 +896,8 @@ static double sketch_estimate(const uint64_t *reg)
 /* Under route auto, every step's writes and again its reads take the grid the cost
  * model of courier/tune.h predicts cheapest for them (docs/tuning.md, "Lock-step"),
  * among these, in this order (ties within 1% go to the earlier): */
-static const char *const auto_route_names[CR_DARRAY_AUTO_ROUTES] = {"direct", "grid",
-                                                                    "grid3", "hypercube"};
+const char *const cr_darray_auto_route_names[CR_DARRAY_AUTO_ROUTES] = {"direct", "grid",
+                                                                      "grid3", "hypercube"};
 
 /* Three dimensions for P: a the largest divisor of P not above its cube root, then
  * P / a in two. */
@@ -927,11 +927,11 @@ static void print_route_choice(int chosen, const double *seconds,
 {
     fprintf(stderr, "courier: darray route auto chose %s for %s of %.0f requests (%.0f "
             "distinct, %s): predicted %.1f us; the others:",
-            auto_route_names[chosen], t->reply_bytes ? "reads" : "writes", t->requests,
+            cr_darray_auto_route_names[chosen], t->reply_bytes ? "reads" : "writes", t->requests,
             t->distinct, t->merged ? "merged" : "not merged", seconds[chosen] * 1e6);
     for (int k = 0; k < CR_DARRAY_AUTO_ROUTES; k++)
         if (k != chosen)
-            fprintf(stderr, " %s %.1f", auto_route_names[k], seconds[k] * 1e6);
+            fprintf(stderr, " %s %.1f", cr_darray_auto_route_names[k], seconds[k] * 1e6);
     fprintf(stderr, "\n");
 }
 
@@ -947,7 +947,7 @@ static void choose_route(cr_darray *a, const cr_tune_step *t)
         seconds[k] = cr_tune_step_predict(l, dims[k], nd[k], t, c);
         if (seconds[k] < 0)
             cr_fatal("cr_darray_step: internal error: no prediction for route %s at %d ranks",
-                     auto_route_names[k], a->size);
+                     cr_darray_auto_route_names[k], a->size);
     }
     double best = seconds[0];
     for (int k = 1; k < CR_DARRAY_AUTO_ROUTES; k++)
