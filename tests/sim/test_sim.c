@@ -1769,6 +1769,13 @@ static void run_merge_epochs(cr_comm *comm, void *user)
     }
 }
 
+static bool same_config_route(const cr_config *a, const cr_config *b)
+{
+    return a->route.kind == b->route.kind && a->route.ndims == b->route.ndims &&
+           !memcmp(a->route.dims, b->route.dims, sizeof a->route.dims) &&
+           a->buffer_bytes == b->buffer_bytes;
+}
+
 static void test_auto_learns_merging(void **state)
 {
     (void)state;
@@ -1802,6 +1809,28 @@ static void test_auto_learns_merging(void **state)
     /* and soon: the first epoch that merges starts a window of its own, not outweighed
      * by the two before it; the second pays for the move (2 log2 P message times) */
     EXPECT_EQ(merge_after[0][3].route.kind, CR_ROUTE_HYPERCUBE);
+    /* Whatever the model chooses at odd and uneven sizes, every value arrives once
+     * and every rank runs the same route after every epoch. */
+    static const int others[] = {3, 5, 12};
+    for (int i = 0; i < 3; i++) {
+        int q = others[i];
+        bool combining = true;
+        memset(merge_got, 0, sizeof merge_got);
+        cr_sim_opts o = {.ranks = q, .seed = 5 + (uint64_t)q, .cfg = &nc.cfg,
+                         .message_cost = 2e-6, .byte_cost = 0.1e-9, .record_cost = 10e-9};
+        char err[256];
+        snprintf(ctx, sizeof ctx, "auto with merging, P=%d", q);
+        if (cr_sim_run(&o, run_merge_epochs, &combining, NULL, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        uint64_t total = 0;
+        for (int r = 0; r < q; r++) {
+            total += merge_got[r];
+            for (int e = 0; e < MERGE_EPOCHS; e++)
+                if (!same_config_route(&merge_after[r][e], &merge_after[0][e]))
+                    fail_msg("%s: ranks 0 and %d run different routes after epoch %d", ctx, r, e);
+        }
+        EXPECT_EQ(total, (uint64_t)(MERGE_EPOCHS + 6) * MERGE_PER_DEST * (uint64_t)q * (q - 1));
+    }
 }
 
 static void test_auto_moves_between_epochs(void **state)
