@@ -556,6 +556,50 @@ static long req_phases(cr_comm *comm, int phases, int nidx)
     return req_fails - before;
 }
 
+/* Waiting requests are bounded (CR_DEDUP_WAITING_MOST): `n` requests from each rank
+ * for 8 hot keys, no barrier between them, so that they join one another (merging
+ * pays: it never rests) and every reply arrives right. Where every owner is one hop
+ * (the direct route) no more than the bound wait at once on any rank, and the
+ * requests past it travel direct; unbounded, the waiters of the 8 keys pile up. */
+static long req_waiting_bound(cr_comm *comm, int n)
+{
+    long before = req_fails;
+    req_owner owner = {0};
+    int id = cr_dedup_register_request(
+        comm, &(cr_dedup_request_type){.serve = req_serve_value, .key_len = 8, .coalesce = 1},
+        &owner);
+    int size = cr_comm_size(comm);
+    req_slot *slots = calloc((size_t)n, sizeof *slots);
+    REQ_CHECK(comm, slots != NULL, "allocate %d slots", n);
+    if (!slots)
+        return req_fails - before;
+    cr_barrier(comm);
+    cr_dedup_stats_reset(comm);
+    for (int k = 0; k < n; k++) {
+        uint64_t key = (uint64_t)(k % 8);
+        slots[k].expect = req_value(key, 0);
+        cr_dedup_request(comm, (int)(key % (uint64_t)size), id, &key, sizeof key,
+                         req_got_value, &slots[k]);
+    }
+    cr_barrier(comm);
+    req_check_slots(comm, slots, (size_t)n, "waiting bound");
+    cr_dedup_stats st = req_stats(comm);
+    uint64_t joined = st.requests_merged_at_source + st.requests_coalesced;
+    REQ_CHECK(comm, joined > 0, "no request of %d for 8 keys joined another", n);
+    if (cr_router_route(cr_comm_router(comm))->kind == CR_ROUTE_DIRECT) {
+        REQ_CHECK(comm, st.peak_waiting <= CR_DEDUP_WAITING_MOST,
+                  "%llu requests waited at once, above the bound %d",
+                  (unsigned long long)st.peak_waiting, CR_DEDUP_WAITING_MOST);
+        REQ_CHECK(comm, st.requests_direct + joined + st.requests_served >= (uint64_t)n / 2,
+                  "counters do not add up: %llu direct, %llu joined",
+                  (unsigned long long)st.requests_direct, (unsigned long long)joined);
+    }
+    REQ_CHECK(comm, cr_dedup_pending(comm) == 0, "%zu requests wait after the barrier",
+              cr_dedup_pending(comm));
+    free(slots);
+    return req_fails - before;
+}
+
 /* Merging rests only when it does not pay (src/dedup/request.c, REST_WINDOW): first
  * `distinct` requests from each rank for keys nobody else asks (so none can join;
  * past the first window the type rests from its table), every one answered right;

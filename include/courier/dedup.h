@@ -152,6 +152,11 @@ static inline const void *cr_dedup_replied_data(const void *replies, size_t stri
 
 /* The longest run serve_many is given, and the largest reply it may write. */
 #define CR_DEDUP_SERVE_RUN 128
+
+/* Requests a rank's own one-hop requests may keep waiting (entries and the requests
+ * that joined them): beyond, they travel direct (docs/dedup.md, "Waiting requests are
+ * bounded"). Requests that pass hops always wait: their replies need the entry. */
+#define CR_DEDUP_WAITING_MOST 1024
 #define CR_DEDUP_REPLY_MANY_MAX 256
 
 /* Runs on the requester when the reply arrives, as a handler does (it may send
@@ -218,7 +223,11 @@ typedef struct cr_dedup_stats {
     uint64_t requests_direct;  /* cr_dedup_request calls sent straight to their owner
                                   with no waiting entry, since nothing could join them:
                                   one hop to the owner, and a type without a key or
-                                  whose merging rests (docs/dedup.md) */
+                                  whose merging rests, or while CR_DEDUP_WAITING_MOST
+                                  requests wait (docs/dedup.md) */
+    uint64_t peak_waiting;     /* the most requests that waited for replies on this rank at
+                                  once: entries and the requests that joined them (a peak,
+                                  not a sum) */
 } cr_dedup_stats;
 
 /* Copy this rank's request counters (all zero before the first request type is

@@ -25,7 +25,8 @@
  *
  * Memory: one entry per distinct request this rank sent and waits for (56 bytes and
  * the key, 64 for an 8-byte key, holding its first requester), a 32-byte waiter per
- * later requester that joined it, both in pools that grow by doubling and are reused,
+ * later requester that joined it (this rank's own one-hop requests add them only up
+ * to CR_DEDUP_WAITING_MOST), both in pools that grow by doubling and are reused,
  * and an open-addressing table of 8-byte slots, at least twice as many as the
  * entries reachable by key; nothing is allocated per request once the pools have
  * grown. Request and reply records are handled in batches, each record's memory
@@ -126,6 +127,17 @@ typedef struct rtype {
 #define REST_FIRST (8 * REST_WINDOW)
 #define REST_MOST (512 * REST_WINDOW)
 
+/* A one-hop request this rank issues may add an entry or a waiter only while fewer
+ * than CR_DEDUP_WAITING_MOST requests (entries and waiters: 96 KiB at 8-byte keys)
+ * wait here; beyond, it travels direct. Waiting requests cost as well as save: each
+ * waiter is walked when its reply comes, and a hot key whose request stays in a
+ * buffer (or in flight, coalescing) for milliseconds gathers thousands of waiters,
+ * spread over a pool that outgrows the caches. Unbounded, bale's index gather on
+ * 1,000 counters at skew 3 kept 2M waiters per rank and ran at 4 M requests/s
+ * against 62 direct; bounded, at about 50, and the waiting memory stays in the cache
+ * (docs/dedup.md). Requests passing hops always take the table: their replies need
+ * it. */
+
 typedef struct dedup_state {
     int reply_handler;
     rtype **types;
@@ -137,7 +149,7 @@ typedef struct dedup_state {
     size_t stride, key_cap;
     uint32_t nentries, entry_cap, free_entries, live;
     waiter *waiters;
-    uint32_t waiter_cap, free_waiters;
+    uint32_t waiter_cap, free_waiters, live_waiters;
     /* The entries reachable by key, open addressing with linear probing: a slot is
      * (hash << 32 | entry), or EMPTY. A lookup compares the hashes in the slots, a
      * few consecutive words, and reads an entry only when they match: when keys do
@@ -271,6 +283,14 @@ static void *scratch(dedup_state *s, size_t len)
     return s->scratch;
 }
 
+/* Keeps the peak of requests waiting here (cr_dedup_stats.peak_waiting). */
+static inline void note_waiting(dedup_state *s)
+{
+    uint64_t now = (uint64_t)s->live + s->live_waiters;
+    if (now > s->stats.peak_waiting)
+        s->stats.peak_waiting = now;
+}
+
 static uint32_t waiter_new(dedup_state *s)
 {
     if (s->free_waiters == NONE) {
@@ -284,6 +304,8 @@ static uint32_t waiter_new(dedup_state *s)
     uint32_t w = s->free_waiters;
     s->free_waiters = s->waiters[w].next;
     s->waiters[w].next = NONE;
+    s->live_waiters++;
+    note_waiting(s);
     return w;
 }
 
@@ -291,6 +313,7 @@ static void waiter_free(dedup_state *s, uint32_t w)
 {
     s->waiters[w].next = s->free_waiters;
     s->free_waiters = w;
+    s->live_waiters--;
 }
 
 /* `who` joins entry e after its first waiter and those that joined before. */
@@ -412,6 +435,7 @@ static uint32_t entry_new(dedup_state *s)
     uint32_t e = s->free_entries;
     s->free_entries = entry_at(s, e)->tail;
     s->live++;
+    note_waiting(s);
     return e;
 }
 
@@ -597,15 +621,22 @@ static void stage_tagged(cr_comm *comm, dedup_state *s, tagged_stage *st, int de
     st->dests[st->count++] = dest;
 }
 
+/* Whether this rank waits for as many requests as one-hop requests may keep
+ * (CR_DEDUP_WAITING_MOST): then they travel direct, as while merging rests. */
+static inline bool waiting_full(const dedup_state *s)
+{
+    return s->live + s->live_waiters >= CR_DEDUP_WAITING_MOST;
+}
+
 /* May this rank's request travel direct? Only when nothing could join it: one hop
- * to its owner, and a type without a key or resting; and only for the type's reply
- * function on this rank (the first its requests named here), which the reply finds
- * by the type. */
+ * to its owner, and a type without a key, resting or finding the waiting requests
+ * full; and only for the type's reply function on this rank (the first its requests
+ * named here), which the reply finds by the type. */
 static inline bool goes_direct(rtype *t, bool one_hop, cr_dedup_reply_fn fn)
 {
     if (!one_hop || fn != t->direct_fn)
         return false;
-    if (!t->t.key_len)
+    if (!t->t.key_len || waiting_full(t->state))
         return true;
     return resting(t);
 }
@@ -1170,14 +1201,14 @@ void cr_dedup_stats_print(cr_comm *comm, FILE *out)
     static const char *const names[] = {
         "requests",           "requests_served",    "requests_merged_at_source",
         "requests_merged_at_hops", "requests_coalesced", "replies_fanned_out",
-        "request_bytes_saved", "requests_direct",
+        "request_bytes_saved", "requests_direct", "peak_waiting",
     };
     cr_dedup_stats st;
     cr_dedup_stats_get(comm, &st);
     const uint64_t values[] = {
         st.requests,           st.requests_served,    st.requests_merged_at_source,
         st.requests_merged_at_hops, st.requests_coalesced, st.replies_fanned_out,
-        st.request_bytes_saved, st.requests_direct,
+        st.request_bytes_saved, st.requests_direct, st.peak_waiting,
     };
     _Static_assert(sizeof names / sizeof names[0] == sizeof st / sizeof(uint64_t),
                    "every counter of cr_dedup_stats is printed");

@@ -120,6 +120,12 @@ static long rest(cr_comm *c, int rt)
     return req_rest(c, 5000, 600);
 }
 
+static long waiting_bound(cr_comm *c, int rt)
+{
+    (void)rt;
+    return req_waiting_bound(c, 20000);
+}
+
 static long direct(cr_comm *c, int rt)
 {
     (void)rt;
@@ -187,6 +193,7 @@ static void test_coalescing_many(void **state) { (void)state; each_route(coalesc
 static void test_never_across_barrier(void **state) { (void)state; each_route(phases); }
 static void test_rest_when_nothing_merges(void **state) { (void)state; each_route(rest); }
 static void test_direct_requests(void **state) { (void)state; each_route(direct); }
+static void test_waiting_bound(void **state) { (void)state; each_route(waiting_bound); }
 static void test_route_move(void **state) { (void)state; each_route(route_move); }
 static void test_request_many(void **state) { (void)state; each_route(many); }
 
@@ -195,6 +202,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_overload),
         cmocka_unit_test(test_rest_when_nothing_merges),
+        cmocka_unit_test(test_waiting_bound),
         cmocka_unit_test(test_request_many),
         cmocka_unit_test(test_direct_requests), cmocka_unit_test(test_route_move),
         cmocka_unit_test(test_counters_reset),
