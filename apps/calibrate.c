@@ -70,7 +70,7 @@ int main(int argc, char **argv)
                  &(cr_calibrate_opts){.hops = o.hops, .records = o.records, .repeats = 5}, &cal);
     const cr_tune_costs c = cal.costs;
     FILE *csv = app_open_csv(&a, o.sh.csv,
-                             "ranks,alpha_on,beta_on,alpha_off,beta_off,append,handle,route_record,file");
+                             "ranks,alpha_on,beta_on,alpha_off,beta_off,append,handle,route_record,forward,file");
     char err[400] = "";
     bool wrote =
         a.rank != 0 || cr_tune_costs_save(o.output, &c, &cal.shape, err, sizeof err) == 0;
@@ -78,14 +78,17 @@ int main(int argc, char **argv)
     if (a.rank == 0 && !o.sh.quiet)
         printf("courier-calibrate: %d ranks; within a node %s: %.2f us per message, %.3f ns per "
                "byte; between nodes %s: %.2f us, %.3f ns; %.1f ns per record appended and "
-               "handled, %.1f ns more under a route; written to %s\n",
+               "handled, %.1f ns more under a route, %.1f ns more per record passed on%s; "
+               "written to %s\n",
                a.size, cal.partner_on > 0 ? "(measured)" : "(no second rank there: default)",
                c.alpha_on * 1e6, c.beta_on * 1e9,
                cal.partner_off > 0 ? "(measured)" : "(no second node: default)", c.alpha_off * 1e6,
-               c.beta_off * 1e9, (c.append + c.handle) * 1e9, c.route_record * 1e9, o.output);
+               c.beta_off * 1e9, (c.append + c.handle) * 1e9, c.route_record * 1e9, c.forward * 1e9,
+               a.size < 3 ? " (nothing is passed on at 2 ranks: 0)" : "", o.output);
     if (csv) {
-        fprintf(csv, "%d,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%s\n", a.size, c.alpha_on,
-                c.beta_on, c.alpha_off, c.beta_off, c.append, c.handle, c.route_record, o.output);
+        fprintf(csv, "%d,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%s\n", a.size, c.alpha_on,
+                c.beta_on, c.alpha_off, c.beta_off, c.append, c.handle, c.route_record, c.forward,
+                o.output);
         fclose(csv);
     }
     MPI_Finalize();

@@ -347,6 +347,66 @@ static void measure_pair(MPI_Comm mc, const cr_config *cfg, int partner,
         *alpha = (many - few) / fewer;
 }
 
+/* One all-to-all epoch measured: every rank sends n 8-byte records, the same number
+ * to every other rank, under `route` with the configured buffer, until all are
+ * handled. Writes the seconds per rank (rank 0's, on every rank) to *seconds and the
+ * model's prediction of the same epoch from `costs`, with this job's sharing of
+ * processors (*sharing: ranks over processors on the busiest machine, at least 1),
+ * to *pred. Collective. */
+static void uniform_epoch(MPI_Comm mc, const cr_config *cfg, cr_route_kind route, uint64_t n,
+                          int repeats, const cr_tune_costs *costs, double *seconds,
+                          double *sharing, cr_tune_prediction *pred)
+{
+    cr_comm *comm = measuring_comm_on(mc, cfg, route, 0);
+    uint64_t sum = 0;
+    int h = cr_register_type(comm, &(cr_handler_type){.batch = on_records}, &sum);
+    int me = cr_comm_rank(comm), size = cr_comm_size(comm);
+    uint64_t per_dest = n / (uint64_t)(size - 1), mine = per_dest * (uint64_t)(size - 1);
+    double t[CR_CALIBRATE_MAX_REPEATS];
+    for (int r = 0; r < repeats; r++) {
+        cr_barrier(comm);
+        double t0 = seconds_now();
+        uint64_t one = 1;
+        for (uint64_t i = 0; i < mine; i++)
+            cr_async(comm, (me + 1 + (int)(i % (uint64_t)(size - 1))) % size, h, &one, sizeof one);
+        cr_barrier(comm);
+        t[r] = rank0_time(comm, seconds_now() - t0);
+    }
+    if (sum != (uint64_t)repeats * mine)
+        cr_fatal("cr_calibrate: %llu records handled, expected %llu", (unsigned long long)sum,
+                 (unsigned long long)repeats * mine);
+    *seconds = median(t, repeats);
+    cr_tune_costs k = *costs;
+    k.slowdown = comm->tune.costs.slowdown;
+    *sharing = k.slowdown > 1 ? k.slowdown : 1;
+    cr_tune_traffic traffic = {.records_per_dest = (double)per_dest, .record_bytes = 8};
+    cr_route rt = {.kind = route};
+    if (cr_tune_predict(cr_comm_layout(comm), &rt, comm->cfg.buffer_bytes,
+                        comm->cfg.buffer_cap_bytes, &traffic, &k, pred) != 0)
+        cr_fatal("cr_calibrate: the model cannot predict route %d on %d ranks", (int)route, size);
+    cr_comm_destroy(comm);
+}
+
+/* What passing a record on costs beyond what the model charges for it: the same
+ * all-to-all epoch on the direct route and on the hypercube (which passes records
+ * on from 3 ranks up), the time the hypercube takes more than the model predicts for
+ * it from the other costs, per record a rank passed on, per unit of the processors'
+ * sharing (the model multiplies it back by the job's). 0 when nothing was passed on
+ * or the model already explains the difference. Collective. */
+static double forward_seconds(MPI_Comm mc, const cr_config *cfg, const cr_tune_costs *costs,
+                              uint64_t n, int repeats)
+{
+    double direct, hyper, sharing;
+    cr_tune_prediction pd, ph;
+    uniform_epoch(mc, cfg, CR_ROUTE_DIRECT, n, repeats, costs, &direct, &sharing, &pd);
+    uniform_epoch(mc, cfg, CR_ROUTE_HYPERCUBE, n, repeats, costs, &hyper, &sharing, &ph);
+    double passed = ph.records - pd.records;
+    double unexplained = (hyper - direct) - (ph.seconds - pd.seconds);
+    if (passed <= 0 || unexplained <= 0)
+        return 0;
+    return unexplained / passed / sharing;
+}
+
 /* Where rank 0's partners are: the first other rank on its node and the first on
  * another node (-1 if none), and how many ranks its node has. Collective. */
 static void survey(MPI_Comm mc, const cr_config *cfg, cr_calibration *out)
@@ -404,4 +464,7 @@ void cr_calibrate(MPI_Comm comm, const cr_config *cfg, const cr_calibrate_opts *
                                        o.repeats);
         out->costs.route_record = routed > direct ? routed - direct : 0;
     }
+    /* What passing a record on costs more: measured where something is passed on. */
+    if (out->ranks >= 3)
+        out->costs.forward = forward_seconds(comm, &base, &out->costs, o.records, o.repeats);
 }

@@ -15,17 +15,21 @@ fail() { echo "calibrate.sh: $*" >&2; exit 1; }
 "$mpirun" -np 2 "$calibrate" --output "$dir/one.txt" --hops 200 --records 20000 >"$dir/out" 2>&1 ||
     { cat "$dir/out"; fail "courier-calibrate at 2 ranks failed"; }
 grep -q 'within a node (measured)' "$dir/out" || { cat "$dir/out"; fail "nothing measured within the node"; }
-grep -q '^courier-tune 2$' "$dir/one.txt" || fail "no version line in the file"
+grep -q '^courier-tune 3$' "$dir/one.txt" || fail "no version line in the file"
+# at 2 ranks no route passes a record on: nothing is measured for it
+grep -q '^forward 0.000000e+00$' "$dir/one.txt" || fail "a cost of passing on at 2 ranks"
 # (500,000 records: alpha from two streams, not from the hop)
 COURIER_NODE_SIZE=1 "$mpirun" -np 3 "$calibrate" --output "$dir/two.txt" --hops 200 \
     --records 500000 >"$dir/out" 2>&1 || { cat "$dir/out"; fail "courier-calibrate over virtual nodes failed"; }
 grep -q 'between nodes (measured)' "$dir/out" || { cat "$dir/out"; fail "nothing measured between nodes"; }
+grep -q 'ns more per record passed on;' "$dir/out" || { cat "$dir/out"; fail "passing on not measured at 3 ranks"; }
+grep -q '^forward [0-9]' "$dir/two.txt" || fail "no forward line in the file of 3 ranks"
 
 COURIER_ROUTE=auto COURIER_VERBOSE=1 COURIER_TUNE_FILE="$dir/two.txt" COURIER_NODE_SIZE=1 \
     "$mpirun" -np 3 "$hello" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "hello with the file failed"; }
 grep -q "with the costs of $dir/two.txt" "$dir/out" || { cat "$dir/out"; fail "the choice does not name the file"; }
 
-sed 's/^courier-tune 2$/courier-tune 99/' "$dir/one.txt" >"$dir/old.txt"
+sed 's/^courier-tune 3$/courier-tune 99/' "$dir/one.txt" >"$dir/old.txt"
 for bad in "old.txt:format version 99" "missing.txt:cannot read the calibration"; do
     file=${bad%%:*} why=${bad#*:}
     if COURIER_ROUTE=auto COURIER_TUNE_FILE="$dir/$file" "$mpirun" -np 2 "$hello" >"$dir/out" 2>&1; then

@@ -44,6 +44,11 @@ typedef struct cr_tune_costs {
     double route_record;        /* per record appended, more, under a route that forwards
                                    (nr, nlnr, grid, hypercube): its route block written,
                                    read and walked at every hop */
+    double forward;             /* per record a rank passes on for another, more than
+                                   appending it: taking it from the received buffer,
+                                   and what a relay's turn on a shared processor adds
+                                   (measured over all ranks at once by courier-calibrate
+                                   at 3 ranks or more; 0 otherwise) */
     double slowdown;            /* how much slower each of the above runs because ranks
                                    share processors: the ranks on a machine over its
                                    processors, when above 1 (a property of the job,
@@ -67,7 +72,7 @@ typedef struct cr_tune_shape {
 } cr_tune_shape;
 
 /* The format of the calibration file this library reads and writes. */
-#define CR_TUNE_FILE_VERSION 2
+#define CR_TUNE_FILE_VERSION 3
 
 /* This node's shape: its processors online, and `ranks_per_node` as given. Local. */
 void cr_tune_shape_here(cr_tune_shape *s, int ranks_per_node);

@@ -38,6 +38,7 @@ static const cost_field cost_fields[] = {
     {"append", offsetof(cr_tune_costs, append)},
     {"handle", offsetof(cr_tune_costs, handle)},
     {"route_record", offsetof(cr_tune_costs, route_record)},
+    {"forward", offsetof(cr_tune_costs, forward)},
 };
 #define NCOST_FIELDS (sizeof cost_fields / sizeof cost_fields[0])
 
@@ -56,8 +57,8 @@ int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_s
     }
     fprintf(f, "# Courier's costs on this machine, from courier-calibrate (docs/tuning.md):\n"
                "# seconds per message (alpha), per byte (beta), per record appended and\n"
-               "# handled, and per record more under a route that forwards; within a node\n"
-               "# (_on) and between nodes (_off).\n");
+               "# handled, per record more under a route that forwards, and per record a\n"
+               "# rank passes on for another; within a node (_on) and between nodes (_off).\n");
     fprintf(f, "courier-tune %d\nprocessors %d\nranks_per_node %d\n", CR_TUNE_FILE_VERSION,
             shape->processors, shape->ranks_per_node);
     cr_tune_costs copy = *c;

@@ -17,7 +17,7 @@ void cr_tune_costs_default(cr_tune_costs *c)
 {
     *c = (cr_tune_costs){.alpha_on = 1e-6, .alpha_off = 2e-6, .beta_on = 0.2e-9,
                          .beta_off = 0.1e-9, .append = 10e-9, .handle = 10e-9,
-                         .route_record = 0};
+                         .route_record = 0, .forward = 0};
 }
 
 /* One rank's view of a route: to whom its records go first (dests[p] of its
@@ -167,8 +167,12 @@ static cr_tune_prediction cost_of(const cr_layout *l, const rank_view *v, bool r
     double record_bytes = (double)(pad8(t->record_bytes) + (routed ? 8 : 0));
     double room = v->npartners ? (double)cap / v->npartners : (double)buffer;
     double buffer_bytes = fmax(1, fmin((double)buffer, room));
+    /* what the rank passes on for others: all it appends but its own records, which
+     * leave their source once each (fewer, merged, when they merge there) */
+    double at_source = t->keys_per_dest > 0 ? held(1, t) * (double)(p - 1) : own;
+    double forwarded = fmax(0, records - at_source);
     double seconds = records * (c->append + (routed ? c->route_record : 0)) +
-                     arriving * c->handle;
+                     forwarded * c->forward + arriving * c->handle;
     int my_node = cr_layout_node_of(l, v->me);
     for (int k = 0; k < v->npartners; k++) {
         bool off = cr_layout_node_of(l, v->partner[k]) != my_node;
@@ -206,7 +210,7 @@ static bool valid(const cr_layout *l, const cr_tune_traffic *t, const cr_tune_co
     return l && t && c && t->records_per_dest >= 0 && isfinite(t->records_per_dest) &&
            t->keys_per_dest >= 0 && isfinite(t->keys_per_dest) &&
            c->alpha_on >= 0 && c->alpha_off >= 0 && c->beta_on >= 0 && c->beta_off >= 0 &&
-           c->append >= 0 && c->handle >= 0 && c->route_record >= 0 && c->slowdown >= 0 && isfinite(c->slowdown);
+           c->append >= 0 && c->handle >= 0 && c->route_record >= 0 && c->forward >= 0 && c->slowdown >= 0 && isfinite(c->slowdown);
 }
 
 /* Add one epoch's prediction to a sum over epochs: the counts and the time add up;

@@ -178,7 +178,7 @@ static void test_file_round_trip(void **state)
     (void)state;
     cr_tune_costs c = {.alpha_on = 1.25e-6, .alpha_off = 3.5e-6, .beta_on = 0.125e-9,
                        .beta_off = 0.25e-9, .append = 4e-9, .handle = 6e-9,
-                       .route_record = 7e-9}, back;
+                       .route_record = 7e-9, .forward = 9e-9}, back;
     cr_tune_shape shape;
     char err[256];
     assert_int_equal(cr_tune_costs_save(tune_path, &c, &two_procs, err, sizeof err), 0);
@@ -186,7 +186,7 @@ static void test_file_round_trip(void **state)
     assert_true(back.alpha_on == c.alpha_on && back.alpha_off == c.alpha_off &&
                 back.beta_on == c.beta_on && back.beta_off == c.beta_off &&
                 back.append == c.append && back.handle == c.handle &&
-                back.route_record == c.route_record);
+                back.route_record == c.route_record && back.forward == c.forward);
     assert_int_equal(shape.processors, 2);
     assert_int_equal(shape.ranks_per_node, 2);
 }
@@ -206,27 +206,27 @@ static void refused(const char *text, const char *expect)
 
 #define GOOD_COSTS                                                                      \
     "alpha_on 1e-6\nalpha_off 2e-6\nbeta_on 1e-10\nbeta_off 1e-10\nappend 5e-9\nhandle 5e-9\n"  \
-    "route_record 3e-9\n"
+    "route_record 3e-9\nforward 4e-9\n"
 
 static void test_file_refusals(void **state)
 {
     (void)state;
-    refused("courier-tune 1\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
-            "format version 1; this library reads version 2");
-    refused("courier-tune 2\nprocessors 64\nranks_per_node 2\n" GOOD_COSTS,
+    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
+            "format version 2; this library reads version 3");
+    refused("courier-tune 3\nprocessors 64\nranks_per_node 2\n" GOOD_COSTS,
             "calibrated on nodes of 64 processors; this node has 2");
-    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\nalpha_on 1e-6\n", "is missing");
-    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "handle 1e-9\n",
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nalpha_on 1e-6\n", "is missing");
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "handle 1e-9\n",
             "'handle' is given twice");
-    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "speed 3\n",
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "speed 3\n",
             "unknown key 'speed'");
-    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\nalpha_on fast\n",
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nalpha_on fast\n",
             "alpha_on 'fast' is not a cost in seconds");
-    refused("courier-tune 2\nprocessors 2\nranks_per_node 2\nalpha_on -1e-6\n",
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nalpha_on -1e-6\n",
             "is not a cost in seconds");
     refused("processors 2\n" GOOD_COSTS, "no 'courier-tune' line");
     refused("courier-tune\n", "expected 'key value'");
-    char nul[] = "courier-tune 2\n\0processors 2\n";
+    char nul[] = "courier-tune 3\n\0processors 2\n";
     FILE *f = fopen(tune_path, "w");
     assert_non_null(f);
     fwrite(nul, 1, sizeof nul, f);
@@ -373,6 +373,34 @@ static void test_merging_counts_by_hand(void **state)
     cr_layout_destroy(l);
 }
 
+/* A record passed on costs `forward` more, once per rank that passes it: 4 ranks on
+ * the hypercube, 3 records to each other rank, one destination of the three two hops
+ * away: a rank appends its own 9 and passes on 3 for others, so with only `forward`
+ * priced the epoch costs 3 of it (twice that where two ranks share a processor);
+ * direct passes nothing on, nor does the hypercube of 2 ranks. */
+static void test_forward_prices_what_passes_on(void **state)
+{
+    (void)state;
+    cr_layout *four = cr_layout_create_blocks(4, 1), *two = cr_layout_create_blocks(2, 1);
+    cr_tune_costs c = {.forward = 1e-6};
+    cr_tune_traffic t = {.records_per_dest = 3, .record_bytes = 8};
+    cr_route hyper = {.kind = CR_ROUTE_HYPERCUBE}, direct = {.kind = CR_ROUTE_DIRECT};
+    cr_tune_prediction p;
+    assert_int_equal(cr_tune_predict(four, &hyper, 1 << 16, GiB, &t, &c, &p), 0);
+    assert_true(near(p.records, 12) && near(p.seconds, 3e-6));
+    c.slowdown = 2;
+    assert_int_equal(cr_tune_predict(four, &hyper, 1 << 16, GiB, &t, &c, &p), 0);
+    assert_true(near(p.seconds, 6e-6));
+    assert_int_equal(cr_tune_predict(four, &direct, 1 << 16, GiB, &t, &c, &p), 0);
+    assert_true(p.seconds == 0);
+    assert_int_equal(cr_tune_predict(two, &hyper, 1 << 16, GiB, &t, &c, &p), 0);
+    assert_true(p.seconds == 0);
+    c.forward = -1;
+    assert_int_equal(cr_tune_predict(four, &hyper, 1 << 16, GiB, &t, &c, &p), -1);
+    cr_layout_destroy(four);
+    cr_layout_destroy(two);
+}
+
 /* The keys found from an epoch's merges are the keys that predict those merges, on
  * every route; no merges, no keys. */
 static void test_keys_from_merges(void **state)
@@ -427,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_file_round_trip),
         cmocka_unit_test(test_file_refusals),
         cmocka_unit_test(test_merging_counts_by_hand),
+        cmocka_unit_test(test_forward_prices_what_passes_on),
         cmocka_unit_test(test_keys_from_merges),
         cmocka_unit_test(test_merging_decides_the_route),
         cmocka_unit_test(test_step_hypercube_wins_at_scale),
