@@ -27,7 +27,10 @@ Usage:
       [--scale N] [--pairs N]
 
 BUILD defaults to build-release. Without --tune-file the model uses the default
-costs; with one (courier-calibrate's output) it uses the machine's. --scale
+costs; with one (courier-calibrate's output) it uses the machine's. Where ranks
+share processors the costs depend on how many do (docs/tuning.md, "Calibration"):
+--tune-file 2:FILE2,4:FILE4 gives each run the file of the largest rank count
+listed that does not exceed its own (the files calibrated at those rank counts). --scale
 multiplies every workload's size (default 1). A run that fails ends the script with
 its command and output.
 """
@@ -79,13 +82,36 @@ def run(build, ranks, node, route, buffer, workload, tune_file, scale):
     p = subprocess.run(full, env=env, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         sys.exit(f"tune_check: failed ({p.returncode}): {' '.join(full)}\n{p.stdout}{p.stderr}")
-    epochs = [(int(m[2]), float(m[4]), float(m[5])) for m in EPOCH.finditer(p.stderr)]
+    epochs = [(int(m[2]), float(m[4]), float(m[5]), m[6], int(m[7]))
+              for m in EPOCH.finditer(p.stderr)]
     if not epochs:
         return None
     heaviest = max(e[0] for e in epochs)
     heavy = [e for e in epochs if e[0] * 2 >= heaviest]
+    ran = f"{heavy[-1][3]}/{heavy[-1][4] // 1024}K"  # what the last heavy epoch ran
     return (statistics.median(e[1] for e in heavy), statistics.median(e[2] for e in heavy),
-            heaviest, len(heavy))
+            heaviest, len(heavy), ran)
+
+
+def tune_files(spec):
+    """--tune-file: one FILE for every run, or RANKS:FILE,... ({ranks: file})."""
+    if not spec:
+        return {}
+    files = {}
+    for part in spec.split(","):
+        ranks, sep, path = part.rpartition(":")
+        if sep and not ranks.isdigit():
+            sys.exit(f"tune_check: --tune-file {part}: expected FILE or RANKS:FILE")
+        if not os.path.isfile(path):
+            sys.exit(f"tune_check: --tune-file {path}: no such file")
+        files[int(ranks) if sep else 0] = path
+    return files
+
+
+def file_for(files, ranks):
+    """The file of the largest rank count listed at or below `ranks` ('' if none)."""
+    fit = [k for k in files if k <= ranks]
+    return files[max(fit)] if fit else ""
 
 
 def main():
@@ -100,8 +126,7 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--pairs", type=int, default=3)
     a = ap.parse_args()
-    if a.tune_file and not os.path.isfile(a.tune_file):
-        sys.exit(f"tune_check: --tune-file {a.tune_file}: no such file")
+    files = tune_files(a.tune_file)
     within = total = 0
     autos = []
     groups = {}
@@ -115,10 +140,10 @@ def main():
                 best = None
                 for r in a.routes.split(","):
                     for b in a.buffers.split(","):
-                        got = run(a.build, p, node, r, b, w, a.tune_file, a.scale)
+                        got = run(a.build, p, node, r, b, w, file_for(files, p), a.scale)
                         if not got:
                             continue
-                        meas, pred, recs, nheavy = got
+                        meas, pred, recs, nheavy, _ = got
                         groups.setdefault((w, p, node), []).append((r, b, meas, pred))
                         ok = abs(pred - meas) <= 0.25 * meas
                         within += ok
@@ -127,21 +152,23 @@ def main():
                               f"{'' if ok else ' (off)'} ({recs}, {nheavy})", flush=True)
                         if best is None or meas < best[0]:
                             best = (meas, r, b)
-                if not best or run(a.build, p, node, "auto", "auto", w, a.tune_file,
+                if not best or run(a.build, p, node, "auto", "auto", w, file_for(files, p),
                                    a.scale) is None:
                     continue
                 # auto against the best fixed configuration of the sweep, alternated
-                mine, theirs = [], []
+                mine, theirs, ran = [], [], set()
                 for _ in range(a.pairs):
-                    mine.append(run(a.build, p, node, "auto", "auto", w, a.tune_file,
-                                    a.scale)[0])
-                    theirs.append(run(a.build, p, node, best[1], best[2], w, a.tune_file,
-                                      a.scale)[0])
+                    got = run(a.build, p, node, "auto", "auto", w, file_for(files, p), a.scale)
+                    mine.append(got[0])
+                    ran.add(got[4])
+                    theirs.append(run(a.build, p, node, best[1], best[2], w,
+                                      file_for(files, p), a.scale)[0])
                 ratio = statistics.median(theirs) / statistics.median(mine)
                 autos.append((w, p, node, ratio, best))
                 print(f"{w} {p} {node} auto: {statistics.median(mine):.1f} us; best fixed "
                       f"{best[1]}/{best[2]} {statistics.median(theirs):.1f} us ({a.pairs} "
-                      f"alternating pairs); auto's rate over the best's {ratio:.2f}", flush=True)
+                      f"alternating pairs); auto's rate over the best's {ratio:.2f}; auto ran "
+                      f"{', '.join(sorted(ran))}", flush=True)
     if total:
         print(f"\npredictions within 25% of the measured epoch: {within} of {total} "
               f"({100.0 * within / total:.0f}%)")
