@@ -59,6 +59,10 @@ typedef struct cr_io_opts {
  * every line followed by a NUL. Local. */
 void cr_io_opts_init(cr_io_opts *opts);
 
+/* Whether the reader takes `path` for a gzip-compressed file, which it decompresses
+ * and gives whole to one rank: its name ends in ".gz". Local, pure. */
+bool cr_io_compressed(const char *path);
+
 /* What a rank read. */
 typedef struct cr_io_stats {
     uint64_t files;  /* files this rank opened */

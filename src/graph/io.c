@@ -287,8 +287,7 @@ static int read_text(const char *path, int rank, int size, cr_edge_list *out, ch
     /* The list at its size at once: the lines of this rank's share, counted by a
      * mapped scan first (about a tenth of the parse), bound its edges. Not for a
      * compressed file, which would be decompressed twice: its list grows. */
-    size_t plen = strlen(path);
-    if (plen < 3 || strcmp(path + plen - 3, ".gz") != 0) {
+    if (!cr_io_compressed(path)) {
         cr_io_opts count_opts;
         cr_io_opts_init(&count_opts);
         count_opts.unterminated = true;

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static bool ends_with(const char *s, const char *suffix)
+bool cr_io_compressed(const char *path)
 {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
+    size_t n = strlen(path);
+    return n >= 3 && !strcmp(path + n - 3, ".gz");
 }
 
 static void add_file(io_list *l, const char *path, uint64_t size)
@@ -27,7 +27,7 @@ static void add_file(io_list *l, const char *path, uint64_t size)
     f->path = cr_xmalloc(strlen(path) + 1);
     strcpy(f->path, path);
     f->size = size;
-    f->gz = ends_with(path, ".gz");
+    f->gz = cr_io_compressed(path);
     if (f->gz)
         l->gz_count++;
     else
