@@ -424,6 +424,8 @@ static void survey(MPI_Comm mc, const cr_config *cfg, cr_calibration *out)
             out->partner_off = r;
     }
     cr_tune_shape_here(&out->shape, cr_layout_node_size(l, home));
+    out->shape.machine_ranks = comm->tp->ops->machine_ranks
+                                   ? comm->tp->ops->machine_ranks(comm->tp) : 0;
     cr_comm_destroy(comm);
 }
 

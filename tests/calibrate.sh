@@ -3,7 +3,8 @@
 # courier-calibrate writes a file (at 2 ranks on one node, and at 3 ranks on virtual
 # nodes of 1, which measures between nodes too); a job under COURIER_ROUTE=auto
 # chooses with it and says so; a file of another format version, or one that is not
-# there, ends the job with one line naming it and a non-zero status. COURIER_TUNE=
+# there, ends the job with one line naming it and a non-zero status; a file measured
+# with the processors shared otherwise is used, and COURIER_VERBOSE=1 says so. COURIER_TUNE=
 # calibrate measures inside cr_comm_create and the choice says so; a bad value of
 # COURIER_TUNE, or COURIER_TUNE=calibrate with a file too, ends the job with one line.
 set -u
@@ -28,6 +29,14 @@ grep -q '^forward [0-9]' "$dir/two.txt" || fail "no forward line in the file of 
 COURIER_ROUTE=auto COURIER_VERBOSE=1 COURIER_TUNE_FILE="$dir/two.txt" COURIER_NODE_SIZE=1 \
     "$mpirun" -np 3 "$hello" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "hello with the file failed"; }
 grep -q "with the costs of $dir/two.txt" "$dir/out" || { cat "$dir/out"; fail "the choice does not name the file"; }
+# measured with this job's sharing of the processors: nothing to say about it; with
+# another (as if 1000 ranks had shared them), one line says so
+! grep -q "was measured with" "$dir/out" || { cat "$dir/out"; fail "a note on sharing for the same shape"; }
+sed 's/^machine_ranks .*/machine_ranks 1000/' "$dir/two.txt" >"$dir/shared.txt"
+COURIER_ROUTE=auto COURIER_VERBOSE=1 COURIER_TUNE_FILE="$dir/shared.txt" COURIER_NODE_SIZE=1 \
+    "$mpirun" -np 3 "$hello" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "hello with another sharing failed"; }
+lines=$(grep -c "COURIER_TUNE_FILE $dir/shared.txt was measured with 1000 ranks on" "$dir/out")
+[ "$lines" = 1 ] || { cat "$dir/out"; fail "$lines lines on the other sharing, expected 1"; }
 
 sed 's/^courier-tune 3$/courier-tune 99/' "$dir/one.txt" >"$dir/old.txt"
 for bad in "old.txt:format version 99" "missing.txt:cannot read the calibration"; do

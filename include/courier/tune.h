@@ -69,12 +69,16 @@ void cr_tune_costs_default(cr_tune_costs *c);
 typedef struct cr_tune_shape {
     int processors;     /* processors online on one node */
     int ranks_per_node; /* ranks that shared a node while it was measured */
+    int machine_ranks;  /* ranks that shared the node's processors while it was measured
+                           (MPI's shared-memory node, whatever COURIER_NODE_SIZE says;
+                           0: not known) */
 } cr_tune_shape;
 
 /* The format of the calibration file this library reads and writes. */
 #define CR_TUNE_FILE_VERSION 3
 
-/* This node's shape: its processors online, and `ranks_per_node` as given. Local. */
+/* This node's shape: its processors online, and `ranks_per_node` as given
+ * (machine_ranks 0: the caller knows it). Local. */
 void cr_tune_shape_here(cr_tune_shape *s, int ranks_per_node);
 
 /* Write `c` and `shape` to `path` as the calibration file (text, "key value" lines).

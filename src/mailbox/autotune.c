@@ -159,6 +159,26 @@ static double slowdown_here(cr_comm *c, const cr_tune_shape *here)
     return (double)ranks / here->processors;
 }
 
+/* Rank 0 says (COURIER_VERBOSE=1) when the calibration file was measured with its
+ * node's processors shared otherwise than this job shares them: the model scales
+ * its costs by the sharing, but what a message within a node and a record passed on
+ * cost grows faster than that (docs/tuning.md, "Calibration"). */
+static void note_other_sharing(cr_comm *c, const cr_tune_shape *file, const cr_tune_shape *here)
+{
+    int ranks = c->tp->ops->machine_ranks ? c->tp->ops->machine_ranks(c->tp) : 0;
+    if (c->rank != 0 || c->cfg.verbosity < 1 || !file->machine_ranks || !ranks ||
+        here->processors <= 0)
+        return;
+    double then = fmax(1, (double)file->machine_ranks / file->processors);
+    double now = fmax(1, (double)ranks / here->processors);
+    if (fabs(then - now) < 1e-9)
+        return;
+    fprintf(stderr, "courier: COURIER_TUNE_FILE %s was measured with %d ranks on %d "
+            "processors, this job runs %d on %d: where ranks share processors some costs "
+            "depend on how many do (docs/tuning.md, \"Calibration\")\n",
+            c->cfg.tune_file, file->machine_ranks, file->processors, ranks, here->processors);
+}
+
 /* The costs the transport prescribes (the simulated machine's), into the tune
  * costs: the same within and between nodes, nothing to append a record (the scale
  * model charges messages, bytes and the records handled only). */
@@ -186,8 +206,9 @@ bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, siz
     cr_tune_shape_here(&here,
                        cr_layout_node_size(c->layout, cr_layout_node_of(c->layout, c->rank)));
     char err[400] = "";
+    cr_tune_shape file = {0};
     bool ok = measured || !c->cfg.tune_file[0] ||
-              !cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, NULL, err, sizeof err);
+              !cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, &file, err, sizeof err);
     if (!ok)
         snprintf(why, len, "COURIER_TUNE_FILE: %s", err);
     c->tune.from_machine = !measured && !c->cfg.tune_file[0] && machine_costs(c);
@@ -196,6 +217,8 @@ bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, siz
     double mine = measured ? 1 : slowdown_here(c, &here), most = mine;
     c->tp->ops->allreduce_double(c->tp, &mine, &most, 1, CR_OP_MAX);
     c->tune.costs.slowdown = most;
+    if (ok && c->cfg.tune_file[0] && !measured)
+        note_other_sharing(c, &file, &here);
     return ok;
 }
 

@@ -22,6 +22,7 @@ void cr_tune_shape_here(cr_tune_shape *s, int ranks_per_node)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     s->processors = online > 0 && online < (1L << 30) ? (int)online : 0;
     s->ranks_per_node = ranks_per_node;
+    s->machine_ranks = 0;
 }
 
 /* The costs' fields by name, in the order a saved file lists them. */
@@ -59,8 +60,9 @@ int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_s
                "# seconds per message (alpha), per byte (beta), per record appended and\n"
                "# handled, per record more under a route that forwards, and per record a\n"
                "# rank passes on for another; within a node (_on) and between nodes (_off).\n");
-    fprintf(f, "courier-tune %d\nprocessors %d\nranks_per_node %d\n", CR_TUNE_FILE_VERSION,
-            shape->processors, shape->ranks_per_node);
+    fprintf(f, "courier-tune %d\nprocessors %d\nranks_per_node %d\nmachine_ranks %d\n",
+            CR_TUNE_FILE_VERSION, shape->processors, shape->ranks_per_node,
+            shape->machine_ranks);
     cr_tune_costs copy = *c;
     for (size_t i = 0; i < NCOST_FIELDS; i++)
         fprintf(f, "%s %.6e\n", cost_fields[i].name, *cost_at(&copy, i));
@@ -74,12 +76,18 @@ int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_s
 /* What one parse has seen: a value once per key. */
 typedef struct costs_parse {
     const char *path;
-    int version, processors, ranks_per_node;
-    unsigned seen; /* bit i: cost_fields[i]; bits 29-31: version, processors, ranks */
+    int version, processors, ranks_per_node, machine_ranks;
+    unsigned seen; /* bit i: cost_fields[i]; bits 28-31: machine ranks, version,
+                      processors, ranks per node */
     cr_tune_costs costs;
 } costs_parse;
 
-enum { SEEN_VERSION = 1u << 29, SEEN_PROCESSORS = 1u << 30, SEEN_RANKS = 1u << 31 };
+enum {
+    SEEN_MACHINE = 1u << 28,
+    SEEN_VERSION = 1u << 29,
+    SEEN_PROCESSORS = 1u << 30,
+    SEEN_RANKS = 1u << 31
+};
 
 static int parse_int_key(costs_parse *p, unsigned bit, int *out, const char *key,
                          const char *value, int line, char *err, size_t errlen)
@@ -114,6 +122,7 @@ static int parse_line(costs_parse *p, char *text, int line, char *err, size_t er
     bit = !strcmp(key, "courier-tune") ? SEEN_VERSION
           : !strcmp(key, "processors")  ? SEEN_PROCESSORS
           : !strcmp(key, "ranks_per_node") ? SEEN_RANKS
+          : !strcmp(key, "machine_ranks")  ? SEEN_MACHINE
                                            : bit;
     if (!bit) {
         cr_set_error(err, errlen, "%s:%d: unknown key '%s'", p->path, line, key);
@@ -129,6 +138,8 @@ static int parse_line(costs_parse *p, char *text, int line, char *err, size_t er
         return parse_int_key(p, bit, &p->processors, key, value, line, err, errlen);
     if (bit == SEEN_RANKS)
         return parse_int_key(p, bit, &p->ranks_per_node, key, value, line, err, errlen);
+    if (bit == SEEN_MACHINE)
+        return parse_int_key(p, bit, &p->machine_ranks, key, value, line, err, errlen);
     char *end;
     errno = 0;
     double v = strtod(value, &end);
@@ -186,9 +197,12 @@ static int check_complete(const costs_parse *p, const cr_tune_shape *here, char 
             cr_set_error(err, errlen, "%s: '%s' is missing", p->path, cost_fields[i].name);
             return -1;
         }
-    if (!(p->seen & SEEN_PROCESSORS) || !(p->seen & SEEN_RANKS)) {
-        cr_set_error(err, errlen, "%s: '%s' is missing", p->path,
-                     p->seen & SEEN_PROCESSORS ? "ranks_per_node" : "processors");
+    const char *shape_key = !(p->seen & SEEN_PROCESSORS) ? "processors"
+                            : !(p->seen & SEEN_RANKS)     ? "ranks_per_node"
+                            : !(p->seen & SEEN_MACHINE)   ? "machine_ranks"
+                                                          : NULL;
+    if (shape_key) {
+        cr_set_error(err, errlen, "%s: '%s' is missing", p->path, shape_key);
         return -1;
     }
     if (here && here->processors && p->processors != here->processors) {
@@ -219,6 +233,7 @@ int cr_tune_costs_load(const char *path, const cr_tune_shape *here, cr_tune_cost
         return -1;
     *c = p.costs;
     if (shape)
-        *shape = (cr_tune_shape){.processors = p.processors, .ranks_per_node = p.ranks_per_node};
+        *shape = (cr_tune_shape){.processors = p.processors, .ranks_per_node = p.ranks_per_node,
+                                 .machine_ranks = p.machine_ranks};
     return 0;
 }

@@ -155,7 +155,7 @@ static void write_text(const char *text)
     fclose(f);
 }
 
-static const cr_tune_shape two_procs = {.processors = 2, .ranks_per_node = 2};
+static const cr_tune_shape two_procs = {.processors = 2, .ranks_per_node = 2, .machine_ranks = 3};
 
 /* A file that loads must give back every cost as saved. */
 /* The second choice moves only for a gain of more than 10% of the current time, and
@@ -189,6 +189,7 @@ static void test_file_round_trip(void **state)
                 back.route_record == c.route_record && back.forward == c.forward);
     assert_int_equal(shape.processors, 2);
     assert_int_equal(shape.ranks_per_node, 2);
+    assert_int_equal(shape.machine_ranks, 3);
 }
 
 /* Each bad file is refused with its one line, and the costs are not touched. */
@@ -213,17 +214,19 @@ static void test_file_refusals(void **state)
     (void)state;
     refused("courier-tune 2\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
             "format version 2; this library reads version 3");
-    refused("courier-tune 3\nprocessors 64\nranks_per_node 2\n" GOOD_COSTS,
+    refused("courier-tune 3\nprocessors 64\nranks_per_node 2\nmachine_ranks 2\n" GOOD_COSTS,
             "calibrated on nodes of 64 processors; this node has 2");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nalpha_on 1e-6\n", "is missing");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "handle 1e-9\n",
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\nalpha_on 1e-6\n", "is missing");
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\n" GOOD_COSTS "handle 1e-9\n",
             "'handle' is given twice");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS "speed 3\n",
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\n" GOOD_COSTS "speed 3\n",
             "unknown key 'speed'");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nalpha_on fast\n",
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\nalpha_on fast\n",
             "alpha_on 'fast' is not a cost in seconds");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nalpha_on -1e-6\n",
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\nalpha_on -1e-6\n",
             "is not a cost in seconds");
+    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
+            "'machine_ranks' is missing");
     refused("processors 2\n" GOOD_COSTS, "no 'courier-tune' line");
     refused("courier-tune\n", "expected 'key value'");
     char nul[] = "courier-tune 3\n\0processors 2\n";
