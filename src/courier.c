@@ -95,11 +95,13 @@ static void print_calibration(const cr_calibration *cal, double seconds)
     const cr_tune_costs *c = &cal->costs;
     fprintf(stderr, "courier: COURIER_TUNE=calibrate measured in %.1f ms: within a node %.2f us "
             "per message, %.3f ns per byte%s; between nodes %.2f us, %.3f ns%s; %.1f ns per "
-            "record appended and handled, %.1f ns more under a route (docs/tuning.md)\n",
+            "record appended and handled, %.1f ns more under a route, %.1f ns more per record "
+            "passed on%s (docs/tuning.md)\n",
             seconds * 1e3, c->alpha_on * 1e6, c->beta_on * 1e9,
             cal->partner_on > 0 ? "" : " (no second rank there: default)", c->alpha_off * 1e6,
             c->beta_off * 1e9, cal->partner_off > 0 ? "" : " (no second node: default)",
-            (c->append + c->handle) * 1e9, c->route_record * 1e9);
+            (c->append + c->handle) * 1e9, c->route_record * 1e9, c->forward * 1e9,
+            cal->ranks < 3 ? " (nothing is passed on at 2 ranks: 0)" : "");
 }
 
 /* COURIER_TUNE=calibrate, when something is auto: every rank must agree, since the
