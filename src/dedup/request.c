@@ -821,11 +821,11 @@ static void on_replies(cr_comm *comm, const cr_batch *b, void *arg)
 
 /* ---- direct requests ---------------------------------------------------------- */
 
+/* The tag of direct record k (a request's or a reply's ctx): the word a replied
+ * run's cr_dedup_replied_ctx reads, laid out alike. */
 static uint64_t direct_tag(const cr_batch *b, size_t k)
 {
-    uint64_t tag;
-    memcpy(&tag, cr_batch_payload(b, k), sizeof tag);
-    return tag;
+    return (uint64_t)(uintptr_t)cr_dedup_replied_ctx(b->payloads, b->stride, k);
 }
 
 /* Direct request records of a type with serve_many: served in runs, and each run's
