@@ -142,6 +142,9 @@ static cr_comm *create(MPI_Comm comm, const cr_config *cfg, bool may_calibrate)
         cr_calibrate(comm, &use, &(cr_calibrate_opts){.hops = 200, .records = 50000,
                                                      .repeats = 3}, &cal);
         measured = cal.costs;
+        /* costs measured in the job are taken with its sharing of the processors in
+         * them (the model does not slow them again): so is the cost of passing on */
+        measured.forward *= cal.sharing;
         costs = &measured;
         if (use.verbosity >= 1 && tp->rank == 0)
             print_calibration(&cal, seconds_now() - t0);
@@ -396,12 +399,13 @@ static void uniform_epoch(MPI_Comm mc, const cr_config *cfg, cr_route_kind route
  * sharing (the model multiplies it back by the job's). 0 when nothing was passed on
  * or the model already explains the difference. Collective. */
 static double forward_seconds(MPI_Comm mc, const cr_config *cfg, const cr_tune_costs *costs,
-                              uint64_t n, int repeats)
+                              uint64_t n, int repeats, double *sharing_out)
 {
     double direct, hyper, sharing;
     cr_tune_prediction pd, ph;
     uniform_epoch(mc, cfg, CR_ROUTE_DIRECT, n, repeats, costs, &direct, &sharing, &pd);
     uniform_epoch(mc, cfg, CR_ROUTE_HYPERCUBE, n, repeats, costs, &hyper, &sharing, &ph);
+    *sharing_out = sharing;
     double passed = ph.records - pd.records;
     double unexplained = (hyper - direct) - (ph.seconds - pd.seconds);
     if (passed <= 0 || unexplained <= 0)
@@ -469,6 +473,8 @@ void cr_calibrate(MPI_Comm comm, const cr_config *cfg, const cr_calibrate_opts *
         out->costs.route_record = routed > direct ? routed - direct : 0;
     }
     /* What passing a record on costs more: measured where something is passed on. */
+    out->sharing = 1;
     if (out->ranks >= 3)
-        out->costs.forward = forward_seconds(comm, &base, &out->costs, o.records, o.repeats);
+        out->costs.forward = forward_seconds(comm, &base, &out->costs, o.records, o.repeats,
+                                             &out->sharing);
 }

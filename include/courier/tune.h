@@ -112,6 +112,8 @@ typedef struct cr_calibration {
     int partner_on;       /* the rank measured within rank 0's node, -1 if none */
     int partner_off;      /* ... on another node, -1 if none (the costs between nodes
                              are then the defaults) */
+    double sharing;       /* the ranks over the processors of the busiest machine while
+                             it measured, at least 1: costs.forward is per unit of it */
 } cr_calibration;
 
 /* Measure the costs on the machine in front of it, over the runtime itself
