@@ -70,7 +70,8 @@ int main(int argc, char **argv)
                  &(cr_calibrate_opts){.hops = o.hops, .records = o.records, .repeats = 5}, &cal);
     const cr_tune_costs c = cal.costs;
     FILE *csv = app_open_csv(&a, o.sh.csv,
-                             "ranks,alpha_on,beta_on,alpha_off,beta_off,append,handle,route_record,forward,file");
+                             "ranks,alpha_on,beta_on,alpha_off,beta_off,append,handle,"
+                             "route_record,forward,file");
     char err[400] = "";
     bool wrote =
         a.rank != 0 || cr_tune_costs_save(o.output, &c, &cal.shape, err, sizeof err) == 0;

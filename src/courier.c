@@ -372,8 +372,10 @@ static void uniform_epoch(MPI_Comm mc, const cr_config *cfg, cr_route_kind route
         cr_barrier(comm);
         double t0 = seconds_now();
         uint64_t one = 1;
-        for (uint64_t i = 0; i < mine; i++)
-            cr_async(comm, (me + 1 + (int)(i % (uint64_t)(size - 1))) % size, h, &one, sizeof one);
+        for (uint64_t i = 0; i < mine; i++) {
+            int dest = (me + 1 + (int)(i % (uint64_t)(size - 1))) % size;
+            cr_async(comm, dest, h, &one, sizeof one);
+        }
         cr_barrier(comm);
         t[r] = rank0_time(comm, seconds_now() - t0);
     }

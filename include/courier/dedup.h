@@ -152,12 +152,12 @@ static inline const void *cr_dedup_replied_data(const void *replies, size_t stri
 
 /* The longest run serve_many is given, and the largest reply it may write. */
 #define CR_DEDUP_SERVE_RUN 128
+#define CR_DEDUP_REPLY_MANY_MAX 256
 
 /* Requests a rank's own one-hop requests may keep waiting (entries and the requests
  * that joined them): beyond, they travel direct (docs/dedup.md, "Waiting requests are
  * bounded"). Requests that pass hops always wait: their replies need the entry. */
 #define CR_DEDUP_WAITING_MOST 1024
-#define CR_DEDUP_REPLY_MANY_MAX 256
 
 /* Runs on the requester when the reply arrives, as a handler does (it may send
  * messages and requests, not wait). `data` (8-byte aligned) is valid during the

@@ -127,17 +127,6 @@ typedef struct rtype {
 #define REST_FIRST (8 * REST_WINDOW)
 #define REST_MOST (512 * REST_WINDOW)
 
-/* A one-hop request this rank issues may add an entry or a waiter only while fewer
- * than CR_DEDUP_WAITING_MOST requests (entries and waiters: 96 KiB at 8-byte keys)
- * wait here; beyond, it travels direct. Waiting requests cost as well as save: each
- * waiter is walked when its reply comes, and a hot key whose request stays in a
- * buffer (or in flight, coalescing) for milliseconds gathers thousands of waiters,
- * spread over a pool that outgrows the caches. Unbounded, bale's index gather on
- * 1,000 counters at skew 3 kept 2M waiters per rank and ran at 4 M requests/s
- * against 62 direct; bounded, at about 50, and the waiting memory stays in the cache
- * (docs/dedup.md). Requests passing hops always take the table: their replies need
- * it. */
-
 typedef struct dedup_state {
     int reply_handler;
     rtype **types;
@@ -621,8 +610,17 @@ static void stage_tagged(cr_comm *comm, dedup_state *s, tagged_stage *st, int de
     st->dests[st->count++] = dest;
 }
 
-/* Whether this rank waits for as many requests as one-hop requests may keep
- * (CR_DEDUP_WAITING_MOST): then they travel direct, as while merging rests. */
+/* Whether as many requests wait here as this rank's one-hop requests may keep. Such a
+ * request adds an entry or a waiter only while fewer than CR_DEDUP_WAITING_MOST
+ * requests (entries and waiters: 96 KiB at 8-byte keys) wait here; beyond, it
+ * travels direct, as while merging rests. Waiting requests cost as well as save: each
+ * waiter is walked when its reply comes, and a hot key whose request stays in a
+ * buffer (or in flight, coalescing) for milliseconds gathers thousands of waiters,
+ * spread over a pool that outgrows the caches. Unbounded, bale's index gather on
+ * 1,000 counters at skew 3 kept 2M waiters per rank and ran at 4 M requests/s
+ * against 62 direct; bounded, at about 50, and the waiting memory stays in the cache
+ * (docs/dedup.md). Requests passing hops always take the table: their replies need
+ * it. */
 static inline bool waiting_full(const dedup_state *s)
 {
     return s->live + s->live_waiters >= CR_DEDUP_WAITING_MOST;

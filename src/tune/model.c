@@ -210,7 +210,8 @@ static bool valid(const cr_layout *l, const cr_tune_traffic *t, const cr_tune_co
     return l && t && c && t->records_per_dest >= 0 && isfinite(t->records_per_dest) &&
            t->keys_per_dest >= 0 && isfinite(t->keys_per_dest) &&
            c->alpha_on >= 0 && c->alpha_off >= 0 && c->beta_on >= 0 && c->beta_off >= 0 &&
-           c->append >= 0 && c->handle >= 0 && c->route_record >= 0 && c->forward >= 0 && c->slowdown >= 0 && isfinite(c->slowdown);
+           c->append >= 0 && c->handle >= 0 && c->route_record >= 0 && c->forward >= 0 &&
+           c->slowdown >= 0 && isfinite(c->slowdown);
 }
 
 /* Add one epoch's prediction to a sum over epochs: the counts and the time add up;

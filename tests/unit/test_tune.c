@@ -205,6 +205,9 @@ static void refused(const char *text, const char *expect)
     assert_memory_equal(&c, &before, sizeof c);
 }
 
+/* The file's head up to its costs. */
+#define HEAD "courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\n"
+
 #define GOOD_COSTS                                                                      \
     "alpha_on 1e-6\nalpha_off 2e-6\nbeta_on 1e-10\nbeta_off 1e-10\nappend 5e-9\nhandle 5e-9\n"  \
     "route_record 3e-9\nforward 4e-9\n"
@@ -216,14 +219,14 @@ static void test_file_refusals(void **state)
             "format version 2; this library reads version 3");
     refused("courier-tune 3\nprocessors 64\nranks_per_node 2\nmachine_ranks 2\n" GOOD_COSTS,
             "calibrated on nodes of 64 processors; this node has 2");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\nalpha_on 1e-6\n", "is missing");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\n" GOOD_COSTS "handle 1e-9\n",
+    refused(HEAD "alpha_on 1e-6\n", "is missing");
+    refused(HEAD GOOD_COSTS "handle 1e-9\n",
             "'handle' is given twice");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\n" GOOD_COSTS "speed 3\n",
+    refused(HEAD GOOD_COSTS "speed 3\n",
             "unknown key 'speed'");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\nalpha_on fast\n",
+    refused(HEAD "alpha_on fast\n",
             "alpha_on 'fast' is not a cost in seconds");
-    refused("courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 2\nalpha_on -1e-6\n",
+    refused(HEAD "alpha_on -1e-6\n",
             "is not a cost in seconds");
     refused("courier-tune 3\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
             "'machine_ranks' is missing");
