@@ -1776,6 +1776,30 @@ static bool same_config_route(const cr_config *a, const cr_config *b)
            a->buffer_bytes == b->buffer_bytes;
 }
 
+/* One job of run_merge_epochs at p virtual ranks: every value arrives once, and after
+ * every epoch every rank runs what rank 0 runs (its route kind; with `whole`, the
+ * route's dimensions and the buffer too). */
+static void run_merge_job(const named_config *nc, int p, uint64_t seed, bool combining,
+                          bool whole, const char *what)
+{
+    memset(merge_got, 0, sizeof merge_got);
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc->cfg, .message_cost = 2e-6,
+                     .byte_cost = 0.1e-9, .record_cost = 10e-9};
+    char err[256];
+    if (cr_sim_run(&o, run_merge_epochs, &combining, NULL, err, sizeof err))
+        fail_msg("%s: %s", what, err);
+    uint64_t total = 0;
+    for (int r = 0; r < p; r++) {
+        total += merge_got[r];
+        for (int e = 0; e < MERGE_EPOCHS; e++) {
+            const cr_config *mine = &merge_after[r][e], *first = &merge_after[0][e];
+            if (whole ? !same_config_route(mine, first) : mine->route.kind != first->route.kind)
+                fail_msg("%s: ranks 0 and %d run different routes after epoch %d", what, r, e);
+        }
+    }
+    EXPECT_EQ(total, (uint64_t)(MERGE_EPOCHS + 6) * MERGE_PER_DEST * (uint64_t)p * (p - 1));
+}
+
 static void test_auto_learns_merging(void **state)
 {
     (void)state;
@@ -1784,21 +1808,8 @@ static void test_auto_learns_merging(void **state)
     cr_route_kind last[2];
     for (int variant = 0; variant < 2; variant++) {
         bool combining = variant == 1;
-        memset(merge_got, 0, sizeof merge_got);
-        cr_sim_opts o = {.ranks = p, .seed = 11, .cfg = &nc.cfg, .message_cost = 2e-6,
-                         .byte_cost = 0.1e-9, .record_cost = 10e-9};
-        char err[256];
         snprintf(ctx, sizeof ctx, "auto with%s merging, P=%d", combining ? "" : "out", p);
-        if (cr_sim_run(&o, run_merge_epochs, &combining, NULL, err, sizeof err))
-            fail_msg("%s: %s", ctx, err);
-        uint64_t total = 0;
-        for (int r = 0; r < p; r++) {
-            total += merge_got[r];
-            for (int e = 0; e < MERGE_EPOCHS; e++)
-                if (merge_after[r][e].route.kind != merge_after[0][e].route.kind)
-                    fail_msg("%s: ranks 0 and %d run different routes after epoch %d", ctx, r, e);
-        }
-        EXPECT_EQ(total, (uint64_t)(MERGE_EPOCHS + 6) * MERGE_PER_DEST * (uint64_t)p * (p - 1));
+        run_merge_job(&nc, p, 11, combining, false, ctx);
         if (merge_after[0][1].route.kind != CR_ROUTE_GRID)
             fail_msg("%s: the records that do not merge leave route %d, not the grid", ctx,
                      (int)merge_after[0][1].route.kind);
@@ -1814,22 +1825,8 @@ static void test_auto_learns_merging(void **state)
     static const int others[] = {3, 5, 12};
     for (int i = 0; i < 3; i++) {
         int q = others[i];
-        bool combining = true;
-        memset(merge_got, 0, sizeof merge_got);
-        cr_sim_opts o = {.ranks = q, .seed = 5 + (uint64_t)q, .cfg = &nc.cfg,
-                         .message_cost = 2e-6, .byte_cost = 0.1e-9, .record_cost = 10e-9};
-        char err[256];
         snprintf(ctx, sizeof ctx, "auto with merging, P=%d", q);
-        if (cr_sim_run(&o, run_merge_epochs, &combining, NULL, err, sizeof err))
-            fail_msg("%s: %s", ctx, err);
-        uint64_t total = 0;
-        for (int r = 0; r < q; r++) {
-            total += merge_got[r];
-            for (int e = 0; e < MERGE_EPOCHS; e++)
-                if (!same_config_route(&merge_after[r][e], &merge_after[0][e]))
-                    fail_msg("%s: ranks 0 and %d run different routes after epoch %d", ctx, r, e);
-        }
-        EXPECT_EQ(total, (uint64_t)(MERGE_EPOCHS + 6) * MERGE_PER_DEST * (uint64_t)q * (q - 1));
+        run_merge_job(&nc, q, 5 + (uint64_t)q, true, true, ctx);
     }
 }
 
