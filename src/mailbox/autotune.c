@@ -167,11 +167,10 @@ static void note_other_sharing(cr_comm *c, const cr_tune_shape *file, const cr_t
 {
     int ranks = c->tp->ops->machine_ranks ? c->tp->ops->machine_ranks(c->tp) : 0;
     if (c->rank != 0 || c->cfg.verbosity < 1 || !file->machine_ranks || !ranks ||
-        here->processors <= 0)
+        here->processors <= 0 || file->processors <= 0)
         return;
     double then = fmax(1, (double)file->machine_ranks / file->processors);
-    double now = fmax(1, (double)ranks / here->processors);
-    if (fabs(then - now) < 1e-9)
+    if (fabs(then - slowdown_here(c, here)) < 1e-9)
         return;
     fprintf(stderr, "courier: COURIER_TUNE_FILE %s was measured with %d ranks on %d "
             "processors, this job runs %d on %d: where ranks share processors some costs "
