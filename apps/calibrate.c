@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "Usage: mpirun -np P courier-calibrate [--output FILE] [--hops H] [--records N]\n"
+    "Usage: mpirun -np P courier-calibrate [--output FILE] [--add] [--hops H] [--records N]\n"
     "\n"
     "Measures, over the runtime itself, what the cost model of COURIER_ROUTE=auto and\n"
     "COURIER_BUFFER_SIZE=auto needs: the time of one message and of one byte between\n"
@@ -19,8 +19,13 @@ static const char usage[] =
     "the time to append and handle a record. Writes them to FILE for COURIER_TUNE_FILE.\n"
     "Run it once per machine with at least 2 ranks on one node (and 2 nodes, to\n"
     "measure the network); a file is refused on nodes of another processor count.\n"
+    "Where ranks share processors, the costs depend on how many do: with --add, one\n"
+    "FILE holds a calibration per job shape, and a job reads the one measured with its\n"
+    "number of ranks on a machine (or the nearest).\n"
     "\n"
     "  --output FILE  where to write the calibration (default courier-tune.txt)\n"
+    "  --add          keep FILE's calibrations of other shapes (ranks on the machine,\n"
+    "                 ranks to a node), replacing only the one of this job's shape\n"
     "  --hops H       messages bounced between two ranks per measurement (default 2000)\n"
     "  --records N    records appended and handled per measurement (default 1M)\n"
     "\n"
@@ -29,6 +34,7 @@ static const char usage[] =
 
 typedef struct options {
     const char *output;
+    bool add;
     uint64_t hops, records;
     app_shared sh;
 } options;
@@ -38,6 +44,7 @@ static void parse_options(app *a, int argc, char **argv, options *o)
     *o = (options){.output = "courier-tune.txt", .hops = 2000, .records = 1 << 20};
     app_shared_init(&o->sh);
     static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"add", no_argument, 0, 'a'},
                                          {"hops", required_argument, 0, 'H'},
                                          {"records", required_argument, 0, 'n'},
                                          APP_LONG_COMMON,
@@ -47,6 +54,7 @@ static void parse_options(app *a, int argc, char **argv, options *o)
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'o': o->output = optarg; break;
+        case 'a': o->add = true; break;
         case 'H': o->hops = app_parse_u64(a, "--hops", optarg, 10, 1000000); break;
         case 'n': o->records = app_parse_u64(a, "--records", optarg, 1000, 1ULL << 30); break;
         default: app_other_option(a, ch, optarg, &o->sh, argv);
@@ -73,19 +81,21 @@ int main(int argc, char **argv)
                              "ranks,alpha_on,beta_on,alpha_off,beta_off,append,handle,"
                              "route_record,forward,file");
     char err[400] = "";
-    bool wrote =
-        a.rank != 0 || cr_tune_costs_save(o.output, &c, &cal.shape, err, sizeof err) == 0;
+    bool wrote = a.rank != 0 ||
+                 (o.add ? cr_tune_costs_add : cr_tune_costs_save)(o.output, &c, &cal.shape, err,
+                                                                   sizeof err) == 0;
     app_agree(&a, wrote ? NULL : err);
     if (a.rank == 0 && !o.sh.quiet)
         printf("courier-calibrate: %d ranks; within a node %s: %.2f us per message, %.3f ns per "
                "byte; between nodes %s: %.2f us, %.3f ns; %.1f ns per record appended and "
                "handled, %.1f ns more under a route, %.1f ns more per record passed on%s; "
-               "written to %s\n",
+               "%s %s\n",
                a.size, cal.partner_on > 0 ? "(measured)" : "(no second rank there: default)",
                c.alpha_on * 1e6, c.beta_on * 1e9,
                cal.partner_off > 0 ? "(measured)" : "(no second node: default)", c.alpha_off * 1e6,
                c.beta_off * 1e9, (c.append + c.handle) * 1e9, c.route_record * 1e9, c.forward * 1e9,
-               a.size < 3 ? " (nothing is passed on at 2 ranks: 0)" : "", o.output);
+               a.size < 3 ? " (nothing is passed on at 2 ranks: 0)" : "",
+               o.add ? "added to" : "written to", o.output);
     if (csv) {
         fprintf(csv, "%d,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%s\n", a.size, c.alpha_on,
                 c.beta_on, c.alpha_off, c.beta_off, c.append, c.handle, c.route_record, c.forward,

@@ -28,9 +28,10 @@ Usage:
 
 BUILD defaults to build-release. Without --tune-file the model uses the default
 costs; with one (courier-calibrate's output) it uses the machine's. Where ranks
-share processors the costs depend on how many do (docs/tuning.md, "Calibration"):
---tune-file 2:FILE2,4:FILE4 gives each run the file of the largest rank count
-listed that does not exceed its own (the files calibrated at those rank counts). --scale
+share processors the costs depend on how many do (docs/tuning.md, "Calibration"): a
+file of calibrations per shape (courier-calibrate --add) gives each run its own
+shape's; --tune-file 2:FILE2,4:FILE4 instead gives each run the file of the largest
+rank count listed that does not exceed its own. --scale
 multiplies every workload's size (default 1). A run that fails ends the script with
 its command and output.
 """

@@ -5,6 +5,8 @@
 # chooses with it and says so; a file of another format version, or one that is not
 # there, ends the job with one line naming it and a non-zero status; a file measured
 # with the processors shared otherwise is used, and COURIER_VERBOSE=1 says so. COURIER_TUNE=
+# calibrate measures inside cr_comm_create. With --add, one file holds a calibration
+# per shape (2 ranks, 3 ranks) and a job reads its own shape's. COURIER_TUNE=
 # calibrate measures inside cr_comm_create and the choice says so; a bad value of
 # COURIER_TUNE, or COURIER_TUNE=calibrate with a file too, ends the job with one line.
 set -u
@@ -38,13 +40,29 @@ COURIER_ROUTE=auto COURIER_VERBOSE=1 COURIER_TUNE_FILE="$dir/shared.txt" COURIER
 lines=$(grep -c "COURIER_TUNE_FILE $dir/shared.txt was measured with 1000 ranks on" "$dir/out")
 [ "$lines" = 1 ] || { cat "$dir/out"; fail "$lines lines on the other sharing, expected 1"; }
 
+# a calibration per shape in one file: each job reads the one of its ranks
+for np in 2 3 2; do
+    COURIER_NODE_SIZE=1 "$mpirun" -np $np "$calibrate" --add --output "$dir/shapes.txt" --hops 200 \
+        --records 20000 >"$dir/out" 2>&1 || { cat "$dir/out"; fail "courier-calibrate --add at $np ranks failed"; }
+    grep -q "added to $dir/shapes.txt" "$dir/out" || { cat "$dir/out"; fail "--add at $np ranks did not say so"; }
+done
+lines=$(grep -c '^courier-tune 3$' "$dir/shapes.txt")
+[ "$lines" = 2 ] || { cat "$dir/shapes.txt"; fail "$lines calibrations in the file of two shapes"; }
+for np in 2 3; do
+    COURIER_ROUTE=auto COURIER_VERBOSE=1 COURIER_TUNE_FILE="$dir/shapes.txt" COURIER_NODE_SIZE=1 \
+        "$mpirun" -np $np "$hello" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "hello at $np ranks with the file of shapes failed"; }
+    grep -q "with the costs of $dir/shapes.txt (its calibration of $np ranks on" "$dir/out" ||
+        { cat "$dir/out"; fail "hello at $np ranks did not read its shape's calibration"; }
+    ! grep -q "was measured with" "$dir/out" || { cat "$dir/out"; fail "a note on sharing for its own shape"; }
+done
+
 sed 's/^courier-tune 3$/courier-tune 99/' "$dir/one.txt" >"$dir/old.txt"
 for bad in "old.txt:format version 99" "missing.txt:cannot read the calibration"; do
     file=${bad%%:*} why=${bad#*:}
     if COURIER_ROUTE=auto COURIER_TUNE_FILE="$dir/$file" "$mpirun" -np 2 "$hello" >"$dir/out" 2>&1; then
         cat "$dir/out"; fail "hello with $file succeeded"
     fi
-    lines=$(grep -c "COURIER_TUNE_FILE: $dir/$file: .*$why" "$dir/out")
+    lines=$(grep -c "COURIER_TUNE_FILE: $dir/$file:.*$why" "$dir/out")
     [ "$lines" = 1 ] || { cat "$dir/out"; fail "$file: $lines lines say '$why', expected 1"; }
 done
 COURIER_TUNE=calibrate COURIER_ROUTE=auto COURIER_BUFFER_SIZE=auto COURIER_VERBOSE=1 \

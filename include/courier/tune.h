@@ -77,21 +77,41 @@ typedef struct cr_tune_shape {
 /* The format of the calibration file this library reads and writes. */
 #define CR_TUNE_FILE_VERSION 3
 
+/* The most calibrations one file holds (one per job shape, docs/tuning.md,
+ * "Calibration"). */
+#define CR_TUNE_FILE_MOST 16
+
 /* This node's shape: its processors online, and `ranks_per_node` as given
  * (machine_ranks 0: the caller knows it). Local. */
 void cr_tune_shape_here(cr_tune_shape *s, int ranks_per_node);
 
-/* Write `c` and `shape` to `path` as the calibration file (text, "key value" lines).
- * Returns 0, or -1 with one line in err. Local. */
+/* Write `c` and `shape` to `path` as the calibration file (text, "key value" lines),
+ * replacing whatever the file held. Returns 0, or -1 with one line in err. Local. */
 int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
                        char *err, size_t errlen);
 
-/* Read the calibration file at `path` into *c (and its shape into *shape, if not
- * NULL). Refused, with -1 and one line in err naming the file and the problem: a
- * missing or unreadable file, one of another format version, one measured on nodes
- * of another number of processors than `here` says (not checked when `here` is NULL
- * or says 0), a value missing, given twice, not a number or outside 0 to 1 second,
- * an unknown key. Returns 0 otherwise. Local. */
+/* Add `c`, measured with `shape`, to the calibration file at `path`: the file keeps
+ * its calibrations of other shapes and loses the one of this shape, if it had one;
+ * made when missing. Refused, with -1 and one line in err, when the file is there but
+ * not a calibration file cr_tune_costs_load would read (whatever the processors), or
+ * holds CR_TUNE_FILE_MOST calibrations of other shapes already; the file is then not
+ * touched. Local. */
+int cr_tune_costs_add(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
+                      char *err, size_t errlen);
+
+/* Read a calibration of the file at `path` into *c (and its shape into *shape, if not
+ * NULL). The file holds one calibration or several (one per shape, cr_tune_costs_add);
+ * of those measured on nodes of `here->processors` processors, the one nearest
+ * `here`'s shape is read: the same `machine_ranks` or the nearest in ratio (twice as
+ * many ranks as far as half as many), then the same or nearest `ranks_per_node`, the
+ * earlier in the file on a tie; the first when `here` is NULL or its machine_ranks 0.
+ * Refused, with -1 and one line in err naming the file (and the line) and the
+ * problem: a missing or unreadable file, a calibration of another format version, no
+ * calibration measured on nodes of `here`'s processors (not checked when `here` is
+ * NULL or says 0), a value missing, given twice, not a number or outside 0 to 1
+ * second, an unknown key, a key before the first `courier-tune` line, two
+ * calibrations of one shape, more than CR_TUNE_FILE_MOST. Returns 0 otherwise.
+ * Local. */
 int cr_tune_costs_load(const char *path, const cr_tune_shape *here, cr_tune_costs *c,
                        cr_tune_shape *shape, char *err, size_t errlen);
 

@@ -130,21 +130,30 @@ static void print_table(const choice *ch)
     fprintf(stderr, "\n");
 }
 
+/* Where the costs came from, for the lines COURIER_VERBOSE=1 prints. */
+static void format_costs_source(const cr_comm *c, char *out, size_t len)
+{
+    const cr_tune_shape *f = &c->tune.file_shape;
+    if (c->tune.measured)
+        snprintf(out, len, "measured now (COURIER_TUNE=calibrate)");
+    else if (c->cfg.tune_file[0])
+        snprintf(out, len, "of %s (its calibration of %d ranks on %d processors, %d to a node)",
+                 c->cfg.tune_file, f->machine_ranks, f->processors, f->ranks_per_node);
+    else
+        snprintf(out, len, "%s", c->tune.from_machine ? "of the simulated machine" : "by default");
+}
+
 static void print_first_choice(const cr_comm *c, const choice *ch)
 {
-    char name[128];
+    char name[128], source[400];
     const cr_tune_prediction *best = &ch->table[ch->chosen];
     cr_route_format(&best->route, name, sizeof name);
+    format_costs_source(c, source, sizeof source);
     fprintf(stderr, "courier: auto chose route %s, buffer %zu bytes: predicted %.1f us per "
-            "epoch of %.0f records of 16 bytes per rank with the costs %s%s (docs/tuning.md); "
+            "epoch of %.0f records of 16 bytes per rank with the costs %s (docs/tuning.md); "
             "the others:",
             name, best->buffer_bytes, best->seconds * 1e6,
-            ch->traffic[0].records_per_dest * (c->size - 1),
-            c->tune.measured       ? "measured now (COURIER_TUNE=calibrate)"
-            : c->cfg.tune_file[0]  ? "of "
-            : c->tune.from_machine ? "of the simulated machine"
-                                   : "by default",
-            c->tune.measured ? "" : c->cfg.tune_file);
+            ch->traffic[0].records_per_dest * (c->size - 1), source);
     print_table(ch);
 }
 
@@ -204,20 +213,27 @@ bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, siz
     cr_tune_shape here;
     cr_tune_shape_here(&here,
                        cr_layout_node_size(c->layout, cr_layout_node_of(c->layout, c->rank)));
+    /* the busiest machine sets the pace, and every rank must predict alike: its
+     * sharing scales the costs, and its ranks (and the largest node's) pick the
+     * file's calibration; costs measured in this job already include whatever
+     * sharing it has */
+    int ranks = c->tp->ops->machine_ranks ? c->tp->ops->machine_ranks(c->tp) : 0;
+    double mine[3] = {measured ? 1 : slowdown_here(c, &here), ranks, here.ranks_per_node};
+    double most[3];
+    c->tp->ops->allreduce_double(c->tp, mine, most, 3, CR_OP_MAX);
+    here.machine_ranks = (int)most[1];
+    here.ranks_per_node = (int)most[2];
     char err[400] = "";
-    cr_tune_shape file = {0};
+    cr_tune_shape *file = &c->tune.file_shape;
+    *file = (cr_tune_shape){0};
     bool ok = measured || !c->cfg.tune_file[0] ||
-              !cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, &file, err, sizeof err);
+              !cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, file, err, sizeof err);
     if (!ok)
         snprintf(why, len, "COURIER_TUNE_FILE: %s", err);
     c->tune.from_machine = !measured && !c->cfg.tune_file[0] && machine_costs(c);
-    /* the busiest machine sets the pace, and every rank must predict alike; costs
-     * measured in this job already include whatever sharing it has */
-    double mine = measured ? 1 : slowdown_here(c, &here), most = mine;
-    c->tp->ops->allreduce_double(c->tp, &mine, &most, 1, CR_OP_MAX);
-    c->tune.costs.slowdown = most;
+    c->tune.costs.slowdown = most[0];
     if (ok && c->cfg.tune_file[0] && !measured)
-        note_other_sharing(c, &file, &here);
+        note_other_sharing(c, file, &here);
     return ok;
 }
 

@@ -137,6 +137,7 @@ typedef struct cr_tune_state {
     cr_tune_costs costs;   /* measured at creation, COURIER_TUNE_FILE's, or the defaults */
     bool measured;         /* COURIER_TUNE=calibrate measured them */
     bool from_machine;     /* the transport prescribed them (the simulation's) */
+    cr_tune_shape file_shape; /* the shape of COURIER_TUNE_FILE's calibration read */
     uint64_t records_before_reset, bytes_before_reset; /* cr_stats' msgs_sent and
                               bytes_sent before their resets: the cumulative records this
                               rank created, which barrier waves sum */

@@ -1,13 +1,16 @@
 /* The calibration file of include/courier/tune.h: what courier-calibrate measured on
  * a machine, as "key value" lines a person can read (docs/tuning.md, "Calibration").
- * A file is refused whole, with one line naming the problem, when its version is not
- * this library's, when it describes a node with another number of processors, or
+ * A file holds one calibration per job shape, each from its "courier-tune" line to
+ * the next; a job reads the one of its node's processors nearest its shape. A file is
+ * refused whole, with one line naming the problem, when a calibration's version is
+ * not this library's, when none describes a node with this number of processors, or
  * when a value is missing, repeated, not a number or out of range. */
 #include "courier/tune.h"
 
 #include "common/fatal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +18,7 @@
 #include <unistd.h>
 
 /* A file larger than this is not a calibration file: refused before it is read. */
-#define COSTS_FILE_MAX 4096
+#define COSTS_FILE_MAX (CR_TUNE_FILE_MOST * 1024)
 
 void cr_tune_shape_here(cr_tune_shape *s, int ranks_per_node)
 {
@@ -48,8 +51,23 @@ static double *cost_at(cr_tune_costs *c, size_t i)
     return (double *)((char *)c + cost_fields[i].offset);
 }
 
-int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
-                       char *err, size_t errlen)
+/* One calibration of a file: the costs and the shape they were measured with. */
+typedef struct costs_block {
+    cr_tune_costs costs;
+    cr_tune_shape shape;
+} costs_block;
+
+static void write_block(FILE *f, const costs_block *b)
+{
+    fprintf(f, "courier-tune %d\nprocessors %d\nranks_per_node %d\nmachine_ranks %d\n",
+            CR_TUNE_FILE_VERSION, b->shape.processors, b->shape.ranks_per_node,
+            b->shape.machine_ranks);
+    cr_tune_costs copy = b->costs;
+    for (size_t i = 0; i < NCOST_FIELDS; i++)
+        fprintf(f, "%s %.6e\n", cost_fields[i].name, *cost_at(&copy, i));
+}
+
+static int write_blocks(const char *path, const costs_block *b, int n, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -59,13 +77,11 @@ int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_s
     fprintf(f, "# Courier's costs on this machine, from courier-calibrate (docs/tuning.md):\n"
                "# seconds per message (alpha), per byte (beta), per record appended and\n"
                "# handled, per record more under a route that forwards, and per record a\n"
-               "# rank passes on for another; within a node (_on) and between nodes (_off).\n");
-    fprintf(f, "courier-tune %d\nprocessors %d\nranks_per_node %d\nmachine_ranks %d\n",
-            CR_TUNE_FILE_VERSION, shape->processors, shape->ranks_per_node,
-            shape->machine_ranks);
-    cr_tune_costs copy = *c;
-    for (size_t i = 0; i < NCOST_FIELDS; i++)
-        fprintf(f, "%s %.6e\n", cost_fields[i].name, *cost_at(&copy, i));
+               "# rank passes on for another; within a node (_on) and between nodes (_off).\n"
+               "# One calibration per job shape; a job reads the one measured with its\n"
+               "# number of ranks on a machine, or the nearest.\n");
+    for (int i = 0; i < n; i++)
+        write_block(f, &b[i]);
     if (ferror(f) | (fclose(f) != 0)) {
         cr_set_error(err, errlen, "%s: cannot write the calibration: %s", path, strerror(errno));
         return -1;
@@ -73,13 +89,21 @@ int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_s
     return 0;
 }
 
-/* What one parse has seen: a value once per key. */
+int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
+                       char *err, size_t errlen)
+{
+    costs_block b = {.costs = *c, .shape = *shape};
+    return write_blocks(path, &b, 1, err, errlen);
+}
+
+/* What the parse of one calibration has seen: a value once per key. */
 typedef struct costs_parse {
     const char *path;
-    int version, processors, ranks_per_node, machine_ranks;
+    int line;    /* of its 'courier-tune' line */
+    int version;
     unsigned seen; /* bit i: cost_fields[i]; bits 28-31: machine ranks, version,
                       processors, ranks per node */
-    cr_tune_costs costs;
+    costs_block block;
 } costs_parse;
 
 enum {
@@ -105,25 +129,23 @@ static int parse_int_key(costs_parse *p, unsigned bit, int *out, const char *key
     return 0;
 }
 
-static int parse_line(costs_parse *p, char *text, int line, char *err, size_t errlen)
+static unsigned key_bit(const char *key)
 {
-    char *save = NULL, *key = strtok_r(text, " \t\r", &save);
-    char *value = key ? strtok_r(NULL, " \t\r", &save) : NULL;
-    if (!key || key[0] == '#')
-        return 0;
-    if (!value || strtok_r(NULL, " \t\r", &save)) {
-        cr_set_error(err, errlen, "%s:%d: expected 'key value', found '%s'", p->path, line, key);
-        return -1;
-    }
-    unsigned bit = 0;
-    for (size_t i = 0; i < NCOST_FIELDS && !bit; i++)
+    for (size_t i = 0; i < NCOST_FIELDS; i++)
         if (!strcmp(key, cost_fields[i].name))
-            bit = 1u << i;
-    bit = !strcmp(key, "courier-tune") ? SEEN_VERSION
-          : !strcmp(key, "processors")  ? SEEN_PROCESSORS
-          : !strcmp(key, "ranks_per_node") ? SEEN_RANKS
-          : !strcmp(key, "machine_ranks")  ? SEEN_MACHINE
-                                           : bit;
+            return 1u << i;
+    return !strcmp(key, "courier-tune")     ? SEEN_VERSION
+           : !strcmp(key, "processors")     ? SEEN_PROCESSORS
+           : !strcmp(key, "ranks_per_node") ? SEEN_RANKS
+           : !strcmp(key, "machine_ranks")  ? SEEN_MACHINE
+                                            : 0;
+}
+
+/* One "key value" line into the calibration being read. */
+static int parse_pair(costs_parse *p, const char *key, const char *value, int line, char *err,
+                      size_t errlen)
+{
+    unsigned bit = key_bit(key);
     if (!bit) {
         cr_set_error(err, errlen, "%s:%d: unknown key '%s'", p->path, line, key);
         return -1;
@@ -132,14 +154,15 @@ static int parse_line(costs_parse *p, char *text, int line, char *err, size_t er
         cr_set_error(err, errlen, "%s:%d: '%s' is given twice", p->path, line, key);
         return -1;
     }
+    cr_tune_shape *sh = &p->block.shape;
     if (bit == SEEN_VERSION)
         return parse_int_key(p, bit, &p->version, key, value, line, err, errlen);
     if (bit == SEEN_PROCESSORS)
-        return parse_int_key(p, bit, &p->processors, key, value, line, err, errlen);
+        return parse_int_key(p, bit, &sh->processors, key, value, line, err, errlen);
     if (bit == SEEN_RANKS)
-        return parse_int_key(p, bit, &p->ranks_per_node, key, value, line, err, errlen);
+        return parse_int_key(p, bit, &sh->ranks_per_node, key, value, line, err, errlen);
     if (bit == SEEN_MACHINE)
-        return parse_int_key(p, bit, &p->machine_ranks, key, value, line, err, errlen);
+        return parse_int_key(p, bit, &sh->machine_ranks, key, value, line, err, errlen);
     char *end;
     errno = 0;
     double v = strtod(value, &end);
@@ -150,7 +173,7 @@ static int parse_line(costs_parse *p, char *text, int line, char *err, size_t er
     }
     for (size_t i = 0; i < NCOST_FIELDS; i++)
         if (bit == 1u << i)
-            *cost_at(&p->costs, i) = v;
+            *cost_at(&p->block.costs, i) = v;
     p->seen |= bit;
     return 0;
 }
@@ -179,22 +202,19 @@ static int read_small_file(const char *path, char *buf, size_t cap, char *err, s
     return 0;
 }
 
-static int check_complete(const costs_parse *p, const cr_tune_shape *here, char *err,
-                          size_t errlen)
+/* A calibration is whole: this library's version, every cost and its shape. */
+static int check_complete(const costs_parse *p, char *err, size_t errlen)
 {
-    if (!(p->seen & SEEN_VERSION)) {
-        cr_set_error(err, errlen, "%s: not a calibration file (no 'courier-tune' line)", p->path);
-        return -1;
-    }
     if (p->version != CR_TUNE_FILE_VERSION) {
-        cr_set_error(err, errlen, "%s: a calibration of format version %d; this library reads "
-                     "version %d (run courier-calibrate again)",
-                     p->path, p->version, CR_TUNE_FILE_VERSION);
+        cr_set_error(err, errlen, "%s:%d: a calibration of format version %d; this library "
+                     "reads version %d (run courier-calibrate again)",
+                     p->path, p->line, p->version, CR_TUNE_FILE_VERSION);
         return -1;
     }
     for (size_t i = 0; i < NCOST_FIELDS; i++)
         if (!(p->seen & (1u << i))) {
-            cr_set_error(err, errlen, "%s: '%s' is missing", p->path, cost_fields[i].name);
+            cr_set_error(err, errlen, "%s:%d: '%s' is missing", p->path, p->line,
+                         cost_fields[i].name);
             return -1;
         }
     const char *shape_key = !(p->seen & SEEN_PROCESSORS) ? "processors"
@@ -202,38 +222,172 @@ static int check_complete(const costs_parse *p, const cr_tune_shape *here, char 
                             : !(p->seen & SEEN_MACHINE)   ? "machine_ranks"
                                                           : NULL;
     if (shape_key) {
-        cr_set_error(err, errlen, "%s: '%s' is missing", p->path, shape_key);
-        return -1;
-    }
-    if (here && here->processors && p->processors != here->processors) {
-        cr_set_error(err, errlen, "%s: calibrated on nodes of %d processors; this node has %d "
-                     "(run courier-calibrate on this machine)",
-                     p->path, p->processors, here->processors);
+        cr_set_error(err, errlen, "%s:%d: '%s' is missing", p->path, p->line, shape_key);
         return -1;
     }
     return 0;
+}
+
+static bool same_shape(const cr_tune_shape *a, const cr_tune_shape *b)
+{
+    return a->processors == b->processors && a->ranks_per_node == b->ranks_per_node &&
+           a->machine_ranks == b->machine_ranks;
+}
+
+/* No two calibrations of one file describe the same shape: which to read would be a
+ * guess. */
+static int check_distinct(const char *path, const costs_parse *p, int n, char *err,
+                          size_t errlen)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (same_shape(&p[i].block.shape, &p[j].block.shape)) {
+                const cr_tune_shape *s = &p[i].block.shape;
+                cr_set_error(err, errlen, "%s:%d: a second calibration of %d ranks on %d "
+                             "processors (%d to a node; the first at line %d)",
+                             path, p[i].line, s->machine_ranks, s->processors,
+                             s->ranks_per_node, p[j].line);
+                return -1;
+            }
+    return 0;
+}
+
+/* Splits the text into its calibrations, each from its 'courier-tune' line to the
+ * next; refuses a key before the first. Returns how many, or -1. */
+static int parse_blocks(const char *path, char *text, costs_parse *p, char *err, size_t errlen)
+{
+    int n = 0, line = 1;
+    for (char *at = text, *next; at; at = next, line++) {
+        next = strchr(at, '\n');
+        if (next)
+            *next++ = '\0';
+        char *save = NULL, *key = strtok_r(at, " \t\r", &save);
+        char *value = key ? strtok_r(NULL, " \t\r", &save) : NULL;
+        if (!key || key[0] == '#')
+            continue;
+        if (!value || strtok_r(NULL, " \t\r", &save)) {
+            cr_set_error(err, errlen, "%s:%d: expected 'key value', found '%s'", path, line, key);
+            return -1;
+        }
+        bool starts = !strcmp(key, "courier-tune");
+        if (!starts && n == 0) {
+            cr_set_error(err, errlen, "%s:%d: '%s' before the first 'courier-tune' line",
+                         path, line, key);
+            return -1;
+        }
+        if (starts && n == CR_TUNE_FILE_MOST) {
+            cr_set_error(err, errlen, "%s:%d: more than %d calibrations in one file", path,
+                         line, CR_TUNE_FILE_MOST);
+            return -1;
+        }
+        if (starts)
+            p[n++] = (costs_parse){.path = path, .line = line};
+        if (parse_pair(&p[n - 1], key, value, line, err, errlen))
+            return -1;
+    }
+    if (n == 0) {
+        cr_set_error(err, errlen, "%s: not a calibration file (no 'courier-tune' line)", path);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (check_complete(&p[i], err, errlen))
+            return -1;
+    return check_distinct(path, p, n, err, errlen) ? -1 : n;
+}
+
+/* How far a calibration's shape is from the job's: the ratio of their ranks on a
+ * machine, then of their ranks to a node, each as a distance in log (twice as many
+ * ranks is as far as half as many). A shape that does not say (0) is farthest. */
+static double shape_distance(int theirs, int ours)
+{
+    if (ours <= 0)
+        return 0;
+    return theirs <= 0 ? HUGE_VAL : fabs(log((double)theirs / ours));
+}
+
+static bool nearer(const cr_tune_shape *a, const cr_tune_shape *b, const cr_tune_shape *here)
+{
+    double da = shape_distance(a->machine_ranks, here->machine_ranks);
+    double db = shape_distance(b->machine_ranks, here->machine_ranks);
+    if (fabs(da - db) > 1e-12)
+        return da < db;
+    return shape_distance(a->ranks_per_node, here->ranks_per_node) + 1e-12 <
+           shape_distance(b->ranks_per_node, here->ranks_per_node);
+}
+
+/* The calibration for `here`: of those measured on nodes of its processors, the one
+ * nearest its shape, the earlier in the file on a tie; -1 with the line when none was
+ * measured on such nodes. */
+static int pick_block(const char *path, const costs_parse *p, int n, const cr_tune_shape *here,
+                      char *err, size_t errlen)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        const cr_tune_shape *s = &p[i].block.shape;
+        if (here && here->processors && s->processors != here->processors)
+            continue;
+        if (best < 0 || (here && nearer(s, &p[best].block.shape, here)))
+            best = i;
+    }
+    if (best < 0)
+        cr_set_error(err, errlen, "%s: calibrated on nodes of %d processors; this node has %d "
+                     "(run courier-calibrate on this machine)",
+                     path, p[0].block.shape.processors, here->processors);
+    return best;
 }
 
 int cr_tune_costs_load(const char *path, const cr_tune_shape *here, cr_tune_costs *c,
                        cr_tune_shape *shape, char *err, size_t errlen)
 {
     char buf[COSTS_FILE_MAX];
+    costs_parse p[CR_TUNE_FILE_MOST];
     if (!path || read_small_file(path, buf, sizeof buf, err, errlen))
         return path ? -1 : (cr_set_error(err, errlen, "no calibration file named"), -1);
-    costs_parse p = {.path = path};
-    int line = 1;
-    for (char *at = buf, *next; at; at = next, line++) {
-        next = strchr(at, '\n');
-        if (next)
-            *next++ = '\0';
-        if (parse_line(&p, at, line, err, errlen))
+    int n = parse_blocks(path, buf, p, err, errlen);
+    int at = n > 0 ? pick_block(path, p, n, here, err, errlen) : -1;
+    if (at < 0)
+        return -1;
+    *c = p[at].block.costs;
+    if (shape)
+        *shape = p[at].block.shape;
+    return 0;
+}
+
+/* Orders calibrations by their ranks on a machine, then to a node. */
+static int by_shape(const void *a, const void *b)
+{
+    const cr_tune_shape *x = &((const costs_block *)a)->shape;
+    const cr_tune_shape *y = &((const costs_block *)b)->shape;
+    if (x->machine_ranks != y->machine_ranks)
+        return x->machine_ranks < y->machine_ranks ? -1 : 1;
+    if (x->ranks_per_node != y->ranks_per_node)
+        return x->ranks_per_node < y->ranks_per_node ? -1 : 1;
+    return (x->processors > y->processors) - (x->processors < y->processors);
+}
+
+int cr_tune_costs_add(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
+                      char *err, size_t errlen)
+{
+    char buf[COSTS_FILE_MAX];
+    costs_parse p[CR_TUNE_FILE_MOST];
+    costs_block out[CR_TUNE_FILE_MOST];
+    int n = 0, kept = 0;
+    if (access(path, F_OK) == 0) {
+        if (read_small_file(path, buf, sizeof buf, err, errlen))
+            return -1;
+        n = parse_blocks(path, buf, p, err, errlen);
+        if (n < 0)
             return -1;
     }
-    if (check_complete(&p, here, err, errlen))
+    for (int i = 0; i < n; i++)
+        if (!same_shape(&p[i].block.shape, shape))
+            out[kept++] = p[i].block;
+    if (kept == CR_TUNE_FILE_MOST) {
+        cr_set_error(err, errlen, "%s: holds %d calibrations already, the most one file may",
+                     path, kept);
         return -1;
-    *c = p.costs;
-    if (shape)
-        *shape = (cr_tune_shape){.processors = p.processors, .ranks_per_node = p.ranks_per_node,
-                                 .machine_ranks = p.machine_ranks};
-    return 0;
+    }
+    out[kept++] = (costs_block){.costs = *c, .shape = *shape};
+    qsort(out, (size_t)kept, sizeof *out, by_shape);
+    return write_blocks(path, out, kept, err, errlen);
 }

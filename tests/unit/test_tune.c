@@ -230,7 +230,15 @@ static void test_file_refusals(void **state)
             "is not a cost in seconds");
     refused("courier-tune 3\nprocessors 2\nranks_per_node 2\n" GOOD_COSTS,
             "'machine_ranks' is missing");
-    refused("processors 2\n" GOOD_COSTS, "no 'courier-tune' line");
+    refused("processors 2\n" GOOD_COSTS, "'processors' before the first 'courier-tune' line");
+    refused("# nothing but a comment\n", "no 'courier-tune' line");
+    /* the second calibration of a file is checked as the first is, with its line */
+    refused(HEAD GOOD_COSTS "courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks 4\n"
+                 "alpha_on 1e-6\n",
+            ":13: 'alpha_off' is missing");
+    refused(HEAD GOOD_COSTS HEAD GOOD_COSTS,
+            ":13: a second calibration of 2 ranks on 2 processors (2 to a node; the first at "
+            "line 1)");
     refused("courier-tune\n", "expected 'key value'");
     char nul[] = "courier-tune 3\n\0processors 2\n";
     FILE *f = fopen(tune_path, "w");
@@ -240,6 +248,127 @@ static void test_file_refusals(void **state)
     refused(NULL, "holds a NUL byte");
     unlink(tune_path);
     refused(NULL, "cannot read the calibration");
+}
+
+/* A calibration per machine ranks 2, 4 and 8 (alpha_on says which), added in the
+ * order 8, 2, 4. */
+static void add_three_shapes(void)
+{
+    char err[256];
+    static const int ranks[] = {8, 2, 4};
+    for (int i = 0; i < 3; i++) {
+        cr_tune_costs c = {.alpha_on = ranks[i] * 1e-6, .forward = 1e-9};
+        cr_tune_shape s = {.processors = 2, .ranks_per_node = 2, .machine_ranks = ranks[i]};
+        if (cr_tune_costs_add(tune_path, &c, &s, err, sizeof err))
+            fail_msg("%s", err);
+    }
+}
+
+/* The machine ranks of the calibration a job of `machine_ranks` (on 2 processors,
+ * `per_node` to a node) reads. */
+static int ranks_read(int machine_ranks, int per_node)
+{
+    cr_tune_costs c;
+    cr_tune_shape here = {.processors = 2, .ranks_per_node = per_node,
+                          .machine_ranks = machine_ranks}, got;
+    char err[256];
+    if (cr_tune_costs_load(tune_path, &here, &c, &got, err, sizeof err))
+        fail_msg("%s", err);
+    assert_true(c.alpha_on == got.machine_ranks * 1e-6);
+    return got.machine_ranks;
+}
+
+static int lines_starting(const char *prefix)
+{
+    FILE *f = fopen(tune_path, "r");
+    assert_non_null(f);
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += !strncmp(line, prefix, strlen(prefix));
+    fclose(f);
+    return n;
+}
+
+/* A job reads the calibration of its own shape, else the nearest in ratio of ranks
+ * on the machine (3 is nearer 4 than 2; 6 nearer 8 than 4), then in ranks to a
+ * node; the first of the file (kept in order of ranks) when it does not say. */
+static void test_file_picks_the_shape(void **state)
+{
+    (void)state;
+    unlink(tune_path);
+    add_three_shapes();
+    assert_int_equal(lines_starting("courier-tune 3"), 3);
+    assert_int_equal(ranks_read(2, 2), 2);
+    assert_int_equal(ranks_read(4, 2), 4);
+    assert_int_equal(ranks_read(8, 2), 8);
+    assert_int_equal(ranks_read(1, 2), 2);
+    assert_int_equal(ranks_read(3, 2), 4);
+    assert_int_equal(ranks_read(5, 2), 4);
+    assert_int_equal(ranks_read(6, 2), 8);
+    assert_int_equal(ranks_read(100, 2), 8);
+    assert_int_equal(ranks_read(0, 2), 2);
+    /* the same shape again replaces its calibration, and only it */
+    char err[256];
+    cr_tune_costs c = {.alpha_on = 40e-6};
+    cr_tune_shape four = {.processors = 2, .ranks_per_node = 2, .machine_ranks = 4};
+    assert_int_equal(cr_tune_costs_add(tune_path, &c, &four, err, sizeof err), 0);
+    assert_int_equal(lines_starting("courier-tune 3"), 3);
+    cr_tune_costs back;
+    assert_int_equal(cr_tune_costs_load(tune_path, &four, &back, NULL, err, sizeof err), 0);
+    assert_true(back.alpha_on == 40e-6);
+    assert_int_equal(ranks_read(8, 2), 8);
+    /* 4 ranks to a node beside 2 to a node, of 4 ranks: the node size decides */
+    c.alpha_on = 4e-6;
+    four.ranks_per_node = 4;
+    assert_int_equal(cr_tune_costs_add(tune_path, &c, &four, err, sizeof err), 0);
+    cr_tune_shape got;
+    cr_tune_shape here = {.processors = 2, .ranks_per_node = 4, .machine_ranks = 4};
+    assert_int_equal(cr_tune_costs_load(tune_path, &here, &back, &got, err, sizeof err), 0);
+    assert_int_equal(got.ranks_per_node, 4);
+    here.ranks_per_node = 1;
+    assert_int_equal(cr_tune_costs_load(tune_path, &here, &back, &got, err, sizeof err), 0);
+    assert_int_equal(got.ranks_per_node, 2);
+    assert_true(back.alpha_on == 40e-6);
+}
+
+/* Only a calibration of the node's processors is read; a file of others only is
+ * refused; a file of CR_TUNE_FILE_MOST takes no more, and a bad file is not replaced. */
+static void test_file_of_shapes_refusals(void **state)
+{
+    (void)state;
+    write_text("courier-tune 3\nprocessors 64\nranks_per_node 2\nmachine_ranks 4\n" GOOD_COSTS
+               HEAD "alpha_on 3e-6\nalpha_off 2e-6\nbeta_on 1e-10\nbeta_off 1e-10\n"
+               "append 5e-9\nhandle 5e-9\nroute_record 3e-9\nforward 4e-9\n");
+    cr_tune_costs c;
+    cr_tune_shape here = {.processors = 2, .ranks_per_node = 2, .machine_ranks = 4}, got;
+    char err[256];
+    assert_int_equal(cr_tune_costs_load(tune_path, &here, &c, &got, err, sizeof err), 0);
+    assert_int_equal(got.processors, 2);
+    assert_true(c.alpha_on == 3e-6);
+    unlink(tune_path);
+    for (int i = 1; i <= CR_TUNE_FILE_MOST; i++) {
+        cr_tune_shape s = {.processors = 2, .ranks_per_node = 1, .machine_ranks = i};
+        assert_int_equal(cr_tune_costs_add(tune_path, &c, &s, err, sizeof err), 0);
+    }
+    cr_tune_shape one_more = {.processors = 2, .ranks_per_node = 1, .machine_ranks = 99};
+    assert_int_equal(cr_tune_costs_add(tune_path, &c, &one_more, err, sizeof err), -1);
+    assert_non_null(strstr(err, "holds 16 calibrations already"));
+    cr_tune_shape again = {.processors = 2, .ranks_per_node = 1, .machine_ranks = 5};
+    assert_int_equal(cr_tune_costs_add(tune_path, &c, &again, err, sizeof err), 0);
+    assert_int_equal(lines_starting("courier-tune 3"), CR_TUNE_FILE_MOST);
+    write_text(HEAD "alpha_on soon\n");
+    assert_int_equal(cr_tune_costs_add(tune_path, &c, &again, err, sizeof err), -1);
+    assert_non_null(strstr(err, "is not a cost in seconds"));
+    assert_int_equal(lines_starting("alpha_on soon"), 1);
+    /* one more calibration than a file holds, written by hand */
+    FILE *f = fopen(tune_path, "w");
+    assert_non_null(f);
+    for (int i = 0; i <= CR_TUNE_FILE_MOST; i++)
+        fprintf(f, "courier-tune 3\nprocessors 2\nranks_per_node 2\nmachine_ranks %d\n"
+                   GOOD_COSTS, i + 1);
+    fclose(f);
+    refused(NULL, "more than 16 calibrations in one file");
 }
 
 /* ---- the darray's lock-step steps ---- */
@@ -460,6 +589,8 @@ int main(void)
         cmocka_unit_test(test_switch_needs_a_real_gain),
         cmocka_unit_test(test_file_round_trip),
         cmocka_unit_test(test_file_refusals),
+        cmocka_unit_test(test_file_picks_the_shape),
+        cmocka_unit_test(test_file_of_shapes_refusals),
         cmocka_unit_test(test_merging_counts_by_hand),
         cmocka_unit_test(test_forward_prices_what_passes_on),
         cmocka_unit_test(test_keys_from_merges),
