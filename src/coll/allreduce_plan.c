@@ -317,6 +317,15 @@ static void plan_bruck(cr_red_plan *p, int size, int rank, int n)
     }
 }
 
+/* True when no op of the plan writes slot 0, the input. */
+static bool input_kept(const cr_red_plan *plan)
+{
+    for (int i = 0; i < plan->nops; i++)
+        if (plan->ops[i].code != CR_RED_SEND && plan->ops[i].dst == 0)
+            return false;
+    return true;
+}
+
 /* Binomial broadcast of slot 0 from rank 0: in the round for distance d, the ranks
  * below d send to the rank d above them. */
 void cr_plan_bcast(cr_red_plan *p, int size, int rank)
@@ -330,12 +339,11 @@ void cr_plan_bcast(cr_red_plan *p, int size, int rank)
             recv_op(p, IN, (int)(rank - d));
         end_round(p);
     }
+    p->keeps_input = input_kept(p); /* only where this rank sends and never receives */
 }
 
-bool cr_plan_allreduce(cr_red_plan *plan, cr_allreduce_algo algo, int p, int rank, int n)
+static bool build_allreduce(cr_red_plan *plan, cr_allreduce_algo algo, int p, int rank, int n)
 {
-    if (p < 1 || rank < 0 || rank >= p)
-        return false;
     switch (algo) {
     case CR_PLAN_AR_TREE: plan_tree(plan, p, rank); return true;
     case CR_PLAN_AR_PAIRWISE: plan_pairwise(plan, p, rank); return true;
@@ -347,4 +355,12 @@ bool cr_plan_allreduce(cr_red_plan *plan, cr_allreduce_algo algo, int p, int ran
         return true;
     }
     return false;
+}
+
+bool cr_plan_allreduce(cr_red_plan *plan, cr_allreduce_algo algo, int p, int rank, int n)
+{
+    if (p < 1 || rank < 0 || rank >= p || !build_allreduce(plan, algo, p, rank, n))
+        return false;
+    plan->keeps_input = input_kept(plan);
+    return true;
 }

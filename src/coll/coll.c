@@ -57,6 +57,7 @@ struct cr_request {
     cr_combine_fn fn;
     void *user;
     char *recv;
+    const void *input; /* the caller's send, read as slot 0 (slot()), or NULL */
 
     /* allgather(v) */
     const cr_ag_plan *ag;
@@ -200,9 +201,14 @@ static void post_recv(cr_request *q, int peer, void *buf, size_t len)
 
 /* ---------------------------------------------------------------- allreduce rounds */
 
+/* Slot s of the plan running. Slot 0 is the broadcast's vector in the fixup, and the
+ * caller's input itself where the plan never writes it (cr_red_plan.keeps_input):
+ * read only then, hence the cast. */
 static char *slot(cr_request *q, int s)
 {
-    return s == 0 && q->in_fixup ? q->recv : q->slots + (size_t)s * q->vec_bytes;
+    if (s == 0 && (q->in_fixup || q->input))
+        return q->in_fixup ? q->recv : (char *)q->input;
+    return q->slots + (size_t)s * q->vec_bytes;
 }
 
 /* Receives are posted before sends, so that a large message finds its receive
@@ -267,8 +273,9 @@ static void reduce_plan_done(cr_request *q)
         q->done = true;
         return;
     }
-    if (!q->result_in_recv)
-        copy_bytes(q->recv, slot(q, q->plan->result), q->vec_bytes);
+    const char *result = slot(q, q->plan->result);
+    if (!q->result_in_recv && result != q->recv) /* the input in place, at one rank */
+        copy_bytes(q->recv, result, q->vec_bytes);
     if (q->needs_fixup) {
         q->in_fixup = true;
         q->round = 0;
@@ -832,7 +839,10 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
         strncat(q->name, "+bcast", sizeof q->name - strlen(q->name) - 1);
     }
     grow_bytes(&q->slots, &q->slots_cap, (size_t)q->plan->nslots * q->vec_bytes + 1);
-    if (q->vec_bytes)
+    /* the caller keeps send valid until the request completes: a plan that only
+     * reads its input reads it there, without a copy */
+    q->input = q->plan->keeps_input && q->vec_bytes ? send : NULL;
+    if (!q->input)
         copy_bytes(q->slots, send, q->vec_bytes);
     if (cr_comm_config(c)->verbosity >= 2 && cr_comm_rank(c) == 0)
         fprintf(stderr, "courier: allreduce of %zu bytes on %d ranks: %s\n", q->vec_bytes,

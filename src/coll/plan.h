@@ -46,6 +46,8 @@ typedef struct cr_red_plan {
     cr_red_op *ops;
     int nops;
     int cap_ops, cap_rounds;
+    bool keeps_input; /* no op writes slot 0: the executor may read the input where
+                         the caller holds it instead of copying it */
 } cr_red_plan;
 
 typedef enum cr_allreduce_algo {

@@ -228,6 +228,34 @@ static void test_tree_and_pairwise_exact_and_identical(void **state)
     }
 }
 
+/* Every allreduce plan only reads its input (slot 0), so the executor reads it where
+ * the caller holds it; a plan that writes slot 0 (the broadcast's receivers) says so. */
+static void test_plans_keep_their_input(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NSIZES; i++)
+        for (int rank = 0; rank < sizes[i]; rank++)
+            for (int algo = CR_PLAN_AR_TREE; algo <= CR_PLAN_AR_BRUCK; algo++)
+                for (int n = 1; n <= 3; n++) {
+                    cr_red_plan plan = {0};
+                    if (!cr_plan_allreduce(&plan, (cr_allreduce_algo)algo, sizes[i], rank, n)) {
+                        cr_red_plan_free(&plan);
+                        continue;
+                    }
+                    if (!plan.keeps_input)
+                        fail_msg("algorithm %d, %d ports, p %d, rank %d writes its input", algo,
+                                 n, sizes[i], rank);
+                    cr_red_plan_free(&plan);
+                }
+    cr_red_plan bcast = {0};
+    cr_plan_bcast(&bcast, 4, 0);
+    assert_true(bcast.keeps_input);
+    cr_red_plan_free(&bcast);
+    cr_plan_bcast(&bcast, 4, 1);
+    assert_false(bcast.keeps_input);
+    cr_red_plan_free(&bcast);
+}
+
 static void test_bruck_exact_for_every_n(void **state)
 {
     (void)state;
@@ -517,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_tree_and_pairwise_exact_and_identical),
         cmocka_unit_test(test_auto_choices),
         cmocka_unit_test(test_bruck_exact_for_every_n),
+        cmocka_unit_test(test_plans_keep_their_input),
         cmocka_unit_test(test_dissemination_adapted_is_exact),
         cmocka_unit_test(test_dissemination_paper_example),
         cmocka_unit_test(test_allgather_plans),
