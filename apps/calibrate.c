@@ -84,6 +84,9 @@ int main(int argc, char **argv)
     bool wrote = a.rank != 0 ||
                  (o.add ? cr_tune_costs_add : cr_tune_costs_save)(o.output, &c, &cal.shape, err,
                                                                    sizeof err) == 0;
+    if (!wrote && o.add)
+        strncat(err, " (--add keeps the file; without it the file is written anew)",
+                sizeof err - strlen(err) - 1);
     app_agree(&a, wrote ? NULL : err);
     if (a.rank == 0 && !o.sh.quiet)
         printf("courier-calibrate: %d ranks; within a node %s: %.2f us per message, %.3f ns per "

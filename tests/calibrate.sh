@@ -57,6 +57,14 @@ for np in 2 3; do
 done
 
 sed 's/^courier-tune 3$/courier-tune 99/' "$dir/one.txt" >"$dir/old.txt"
+# --add to a file it cannot read ends with one line and leaves the file as it was
+cp "$dir/old.txt" "$dir/keep.txt"
+if "$mpirun" -np 2 "$calibrate" --add --output "$dir/keep.txt" --hops 20 --records 1000 >"$dir/out" 2>&1; then
+    cat "$dir/out"; fail "--add to a file of another version succeeded"
+fi
+lines=$(grep -c "keep.txt:[0-9]*: .*format version 99.*without it the file is written anew" "$dir/out")
+[ "$lines" = 1 ] || { cat "$dir/out"; fail "--add to a bad file: $lines lines, expected 1"; }
+cmp -s "$dir/old.txt" "$dir/keep.txt" || fail "--add changed a file it refused"
 for bad in "old.txt:format version 99" "missing.txt:cannot read the calibration"; do
     file=${bad%%:*} why=${bad#*:}
     if COURIER_ROUTE=auto COURIER_TUNE_FILE="$dir/$file" "$mpirun" -np 2 "$hello" >"$dir/out" 2>&1; then
