@@ -88,19 +88,19 @@ static void plan_tree(cr_red_plan *p, int size, int rank)
 /* Butterfly among the largest power of two p2 <= size; the q = size - p2 leftover
  * ranks first hand their input to rank - p2 and get the result back at the end
  * (paper III.A, "pairwise exchange"). Both partners of an exchange combine the lower
- * rank's value first, so they compute the same value. */
+ * rank's value first, so they compute the same value. A rank works on its input
+ * itself (slot IN, never written) until its first combination lands in ACC: no
+ * copy of the input. */
 static void plan_pairwise(cr_red_plan *p, int size, int rank)
 {
     plan_init(p, 3);
-    p->result = ACC;
     int p2 = 1;
     while (2 * p2 <= size)
         p2 *= 2;
-    int q = size - p2;
-    copy_op(p, ACC, IN);
-    end_round(p);
+    int q = size - p2, cur = IN;
+    p->result = ACC;
     if (rank >= p2) {
-        send_op(p, ACC, rank - p2);
+        send_op(p, IN, rank - p2);
         end_round(p);
         recv_op(p, ACC, rank - p2);
         end_round(p);
@@ -108,23 +108,26 @@ static void plan_pairwise(cr_red_plan *p, int size, int rank)
     }
     if (rank < q) {
         recv_op(p, TMP, rank + p2);
-        combine_op(p, ACC, ACC, TMP);
+        combine_op(p, ACC, IN, TMP);
         end_round(p);
+        cur = ACC;
     }
     for (int mask = 1; mask < p2; mask <<= 1) {
         int partner = rank ^ mask;
-        send_op(p, ACC, partner);
+        send_op(p, cur, partner);
         recv_op(p, TMP, partner);
         if (rank < partner)
-            combine_op(p, ACC, ACC, TMP);
+            combine_op(p, ACC, cur, TMP);
         else
-            combine_op(p, ACC, TMP, ACC);
+            combine_op(p, ACC, TMP, cur);
         end_round(p);
+        cur = ACC;
     }
     if (rank < q) {
         send_op(p, ACC, rank + p2);
         end_round(p);
     }
+    p->result = cur;
 }
 
 /* ---------------------------------------------------------------- adapted dissemination */
