@@ -52,35 +52,36 @@ enum { IN = 0, ACC = 1, TMP = 2 };
 
 /* Reduce to rank 0 over a binomial tree, then broadcast back down the same tree.
  * Every combine puts the lower ranks' part first, so the result is the same
- * sequence of operations whatever the rank. */
+ * sequence of operations whatever the rank. A rank works on its input where it lies
+ * (slot IN, never written) until a combination or the result lands in ACC. */
 static void plan_tree(cr_red_plan *p, int size, int rank)
 {
     plan_init(p, 3);
-    p->result = ACC;
-    copy_op(p, ACC, IN);
-    end_round(p);
-    int top = 1;
+    int top = 1, cur = IN;
     while (top < size)
         top <<= 1;
     for (int mask = 1; mask < top; mask <<= 1) {
         if ((rank & (2 * mask - 1)) == mask) {
-            send_op(p, ACC, rank - mask);
+            send_op(p, cur, rank - mask);
             end_round(p);
         } else if ((rank & (2 * mask - 1)) == 0 && rank + mask < size) {
             recv_op(p, TMP, rank + mask);
-            combine_op(p, ACC, ACC, TMP);
+            combine_op(p, ACC, cur, TMP);
             end_round(p);
+            cur = ACC;
         }
     }
     for (int mask = top >> 1; mask >= 1; mask >>= 1) {
         if ((rank & (2 * mask - 1)) == mask) {
             recv_op(p, ACC, rank - mask);
             end_round(p);
+            cur = ACC;
         } else if ((rank & (2 * mask - 1)) == 0 && rank + mask < size) {
-            send_op(p, ACC, rank + mask);
+            send_op(p, cur, rank + mask);
             end_round(p);
         }
     }
+    p->result = cur;
 }
 
 /* ---------------------------------------------------------------- pairwise exchange */
