@@ -99,12 +99,12 @@ static void plan_pairwise(cr_red_plan *p, int size, int rank)
     while (2 * p2 <= size)
         p2 *= 2;
     int q = size - p2, cur = IN;
-    p->result = ACC;
     if (rank >= p2) {
         send_op(p, IN, rank - p2);
         end_round(p);
         recv_op(p, ACC, rank - p2);
         end_round(p);
+        p->result = ACC;
         return;
     }
     if (rank < q) {

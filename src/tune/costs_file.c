@@ -336,14 +336,24 @@ static int pick_block(const char *path, const costs_parse *p, int n, const cr_tu
     return best;
 }
 
+/* The calibrations of the file at `path` into p: how many, or -1 with the line. */
+static int read_blocks(const char *path, costs_parse *p, char *err, size_t errlen)
+{
+    char buf[COSTS_FILE_MAX];
+    if (read_small_file(path, buf, sizeof buf, err, errlen))
+        return -1;
+    return parse_blocks(path, buf, p, err, errlen);
+}
+
 int cr_tune_costs_load(const char *path, const cr_tune_shape *here, cr_tune_costs *c,
                        cr_tune_shape *shape, char *err, size_t errlen)
 {
-    char buf[COSTS_FILE_MAX];
     costs_parse p[CR_TUNE_FILE_MOST];
-    if (!path || read_small_file(path, buf, sizeof buf, err, errlen))
-        return path ? -1 : (cr_set_error(err, errlen, "no calibration file named"), -1);
-    int n = parse_blocks(path, buf, p, err, errlen);
+    if (!path) {
+        cr_set_error(err, errlen, "no calibration file named");
+        return -1;
+    }
+    int n = read_blocks(path, p, err, errlen);
     int at = n > 0 ? pick_block(path, p, n, here, err, errlen) : -1;
     if (at < 0)
         return -1;
@@ -368,17 +378,11 @@ static int by_shape(const void *a, const void *b)
 int cr_tune_costs_add(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
                       char *err, size_t errlen)
 {
-    char buf[COSTS_FILE_MAX];
     costs_parse p[CR_TUNE_FILE_MOST];
     costs_block out[CR_TUNE_FILE_MOST];
-    int n = 0, kept = 0;
-    if (access(path, F_OK) == 0) {
-        if (read_small_file(path, buf, sizeof buf, err, errlen))
-            return -1;
-        n = parse_blocks(path, buf, p, err, errlen);
-        if (n < 0)
-            return -1;
-    }
+    int n = access(path, F_OK) == 0 ? read_blocks(path, p, err, errlen) : 0, kept = 0;
+    if (n < 0)
+        return -1;
     for (int i = 0; i < n; i++)
         if (!same_shape(&p[i].block.shape, shape))
             out[kept++] = p[i].block;
