@@ -507,8 +507,9 @@ static void report(const app *a, const options *o, bfs_run *r)
     MPI_Reduce(&sends, &sends_max, 1, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    long rss = ru.ru_maxrss, rss_max = 0;
+    long rss = ru.ru_maxrss, rss_max = 0, rss_job = 0;
     MPI_Reduce(&rss, &rss_max, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&rss, &rss_job, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (a->rank == 0) {
         if (r->checked)
             printf("  validation: %d of %d searches valid\n", nroots - r->failures, nroots);
@@ -532,7 +533,8 @@ static void report(const app *a, const options *o, bfs_run *r)
     }
     if (a->rank == 0)
         printf("  MPI sends per rank (max, all searches and validations): %llu; peak memory per "
-               "rank %.1f MiB\n", (unsigned long long)sends_max, rss_max / 1024.0);
+               "rank %.1f MiB, of the job %.1f MiB (every rank's summed)\n",
+               (unsigned long long)sends_max, rss_max / 1024.0, rss_job / 1024.0);
     report_memory(a, r);
     if (a->rank == 0 && r->csv) {
         fprintf(r->csv, "%d,%s,%d,%g,%s,%zu,%d,%.1f,%.1f,%.1f,%llu,%.1f,%d,%s\n", a->size,

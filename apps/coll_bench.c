@@ -14,20 +14,26 @@ static const char usage[] =
     "\n"
     "Median latency (slowest rank, a barrier before every call) of allreduce and\n"
     "allgather, for each Courier algorithm and for MPI_Allreduce / MPI_Allgather.\n"
-    "Every Courier result is checked against MPI's.\n"
+    "Before every call, of Courier's and of MPI's, the output is filled with a poison\n"
+    "byte; after it, the output is compared with the result computed locally from every\n"
+    "rank's input, so an algorithm that writes nothing, or part, is caught.\n"
     "\n"
     "  --collective C    allreduce, allgather or both (default both)\n"
     "  --counts LIST     allreduce sizes in doubles; 0 stands for one int32\n"
     "                    (default 0,255: the paper's 1 int and 255 doubles)\n"
     "  --sizes LIST      allgather bytes per rank (default 8,64,512,4K,32K,256K,1M)\n"
-    "  --reps R          timed calls per point after 3 warm-ups (default 100)\n";
+    "  --reps R          timed calls per point after 3 warm-ups (default 100)\n"
+    "  --self-test       add an algorithm that does nothing: the check must catch it and\n"
+    "                    the run must fail (the test suite's proof that the check works)\n";
 
 enum { BOTH, ALLREDUCE, ALLGATHER };
 static const char *const collectives[] = {"both", "allreduce", "allgather", NULL};
 
+enum { NOTHING = -2, POISON = 0xA5 };
+
 typedef struct algo {
     const char *name;
-    int id, ports; /* id < 0: the MPI library */
+    int id, ports; /* id -1: the MPI library; NOTHING: writes nothing (--self-test) */
 } algo;
 
 static const algo reduce_algos[] = {
@@ -35,19 +41,22 @@ static const algo reduce_algos[] = {
     {"butterfly", CR_ALLREDUCE_BUTTERFLY, 0}, {"dissem", CR_ALLREDUCE_DISSEMINATION, 0},
     {"bruck1", CR_ALLREDUCE_BRUCK, 1},         {"bruck2", CR_ALLREDUCE_BRUCK, 2},
     {"shared", CR_ALLREDUCE_SHARED, 0},        {"auto", CR_ALLREDUCE_AUTO, 0},
+    {"nothing", NOTHING, 0},
 };
 static const algo gather_algos[] = {
     {"mpi", -1, 0},  {"ring", CR_ALLGATHER_RING, 0},   {"neighbor", CR_ALLGATHER_NEIGHBOR, 0},
     {"recdbl", CR_ALLGATHER_RECDOUBLING, 0}, {"bruck", CR_ALLGATHER_BRUCK, 0},
     {"sparbit", CR_ALLGATHER_SPARBIT, 0},     {"shared", CR_ALLGATHER_SHARED, 0},
     {"auto", CR_ALLGATHER_AUTO, 0},
+    {"nothing", NOTHING, 0},
 };
-#define NALGO 8
+#define NALGO 8 /* the "nothing" after them runs only under --self-test */
 
 typedef struct bench {
     app *a;
     cr_comm *comm;
     int reps;
+    bool self_test;
     double *times;
     FILE *csv;
 } bench;
@@ -103,38 +112,52 @@ typedef struct point {
     cr_request *(*start)(bench *b, const struct point *pt, const cr_coll_opts *o);
 } point;
 
+/* One call of algorithm al, untimed parts outside: the output poisoned before, the
+ * result compared after with the one computed locally (every rank agrees on the
+ * verdict, so a wrong result ends the job with one line). Returns the slowest rank's
+ * seconds. */
+static double one_call(bench *b, const point *pt, const algo *al, char *name, size_t namelen,
+                       int rep)
+{
+    memset(pt->out, POISON, pt->out_bytes);
+    cr_coll_opts o = {.algorithm = al->id, .ports = al->ports};
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (al->id == -1) {
+        pt->mpi(pt);
+    } else if (al->id != NOTHING) {
+        cr_request *q = pt->start(b, pt, &o);
+        snprintf(name, namelen, "%s", cr_request_algorithm(q));
+        cr_request_wait(&q);
+    }
+    double dt = app_max_time(MPI_Wtime() - t0);
+    int wrong = memcmp(pt->out, pt->want, pt->out_bytes) != 0, any;
+    MPI_Allreduce(&wrong, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any)
+        app_error(b->a, "%s %s of %zu bytes: a wrong result in call %d (after %d warm-ups)",
+                 pt->what, name, pt->bytes, rep + 4, 3);
+    return dt;
+}
+
 /* Time every algorithm at one point (3 warm-ups, then b->reps calls with a barrier
- * before each, slowest rank), check its result against MPI's, print the row. */
+ * before each, slowest rank), check every call's result, print the row. */
 static void measure(bench *b, const point *pt)
 {
     double us[NALGO];
-    char names[NALGO][32];
+    char names[NALGO + 1][32];
     const char *actual[NALGO];
-    pt->mpi(pt); /* the reference result, in out */
-    memcpy(pt->want, pt->out, pt->out_bytes);
-    for (int k = 0; k < NALGO; k++) {
+    for (int k = 0; k < NALGO + b->self_test; k++) {
         const algo *al = &pt->algos[k];
-        cr_coll_opts o = {.algorithm = al->id, .ports = al->ports};
         snprintf(names[k], sizeof names[k], "%s", al->name);
         for (int rep = -3; rep < b->reps; rep++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            if (al->id < 0) {
-                pt->mpi(pt);
-            } else {
-                cr_request *q = pt->start(b, pt, &o);
-                snprintf(names[k], sizeof names[k], "%s", cr_request_algorithm(q));
-                cr_request_wait(&q);
-            }
-            double dt = MPI_Wtime() - t0;
+            double dt = one_call(b, pt, al, names[k], sizeof names[k], rep);
             if (rep >= 0)
-                b->times[rep] = app_max_time(dt);
+                b->times[rep] = dt;
         }
-        if (memcmp(pt->out, pt->want, pt->out_bytes))
-            app_fail(b->a, "%s %s of %zu bytes differs from the MPI library's", pt->what,
-                     names[k], pt->bytes);
-        us[k] = median_of(b, b->times);
-        actual[k] = names[k];
+        if (k < NALGO) {
+            us[k] = median_of(b, b->times);
+            actual[k] = names[k];
+        }
     }
     row(b, pt->what, pt->bytes, us, actual);
 }
@@ -169,11 +192,15 @@ static void bench_allreduce(bench *b, size_t count, cr_dtype type)
                 .in = app_calloc(b->a, bytes, 1, "the input"),
                 .out = app_calloc(b->a, bytes, 1, "the output"),
                 .want = app_calloc(b->a, bytes, 1, "the expected result")};
-    for (size_t i = 0; i < count; i++) {
-        if (type == CR_INT32)
+    int p = b->a->size;
+    for (size_t i = 0; i < count; i++) { /* the sum over ranks, computed here: exact */
+        if (type == CR_INT32) {
             ((int32_t *)pt.in)[i] = b->a->rank * 3 + (int32_t)i;
-        else
+            ((int32_t *)pt.want)[i] = 3 * (p * (p - 1) / 2) + p * (int32_t)i;
+        } else {
             ((double *)pt.in)[i] = b->a->rank + (double)i / 4; /* exact in binary: any order */
+            ((double *)pt.want)[i] = (double)p * (p - 1) / 2 + p * ((double)i / 4);
+        }
     }
     measure(b, &pt);
     free(pt.in);
@@ -191,6 +218,9 @@ static void bench_allgather(bench *b, size_t bytes)
                 .want = app_calloc(b->a, total + 1, 1, "the expected result")};
     for (size_t i = 0; i < bytes; i++)
         pt.in[i] = (char)(b->a->rank * 31 + (int)i);
+    for (int r = 0; r < b->a->size; r++) /* every rank's block, computed here */
+        for (size_t i = 0; i < bytes; i++)
+            pt.want[(size_t)r * bytes + i] = (char)(r * 31 + (int)i);
     measure(b, &pt);
     free(pt.in);
     free(pt.out);
@@ -210,7 +240,8 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"collective", required_argument, 0, 'C'}, {"counts", required_argument, 0, 'n'},
         {"sizes", required_argument, 0, 'b'},      {"reps", required_argument, 0, 'r'},
-        APP_LONG_COMMON, {0, 0, 0, 0}};
+        {"self-test", no_argument, 0, 'S'},        APP_LONG_COMMON, {0, 0, 0, 0}};
+    bool self_test = false;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -219,13 +250,14 @@ int main(int argc, char **argv)
         case 'n': ncounts = app_parse_list(&a, "--counts", optarg, 0, 1u << 24, counts, 32); break;
         case 'b': nsizes = app_parse_list(&a, "--sizes", optarg, 0, 1u << 26, sizes, 32); break;
         case 'r': reps = app_parse_u64(&a, "--reps", optarg, 1, 100000); break;
+        case 'S': self_test = true; break;
         default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
     app_no_operands(&a, argc, argv);
     csv = sh.csv;
 
-    bench b = {.a = &a, .reps = (int)reps, .times = app_calloc(&a, reps, sizeof(double), "the timings")};
+    bench b = {.a = &a, .reps = (int)reps, .self_test = self_test, .times = app_calloc(&a, reps, sizeof(double), "the timings")};
     b.csv = app_open_csv(&a, csv, "ranks,collective,bytes,algorithm,median_us");
     b.comm = app_comm_create(&a, &(app_comm_flags){.stats = sh.stats}, NULL);
     if (which != ALLGATHER) {

@@ -259,6 +259,15 @@ double app_peak_mib(void)
     return most;
 }
 
+double app_peak_job_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double mine = (double)ru.ru_maxrss / 1024.0, sum;
+    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return sum;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -254,6 +254,10 @@ double app_max_time(double seconds);
  * resident set: the process's peak, not only Courier's). Collective. */
 double app_peak_mib(void);
 
+/* The job's memory: every rank's peak resident set summed, in MiB, the figure to set
+ * beside a threaded peer's one process. Collective. */
+double app_peak_job_mib(void);
+
 /* Median of n doubles (sorts them). */
 double app_median(double *v, int n);
 

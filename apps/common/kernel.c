@@ -70,8 +70,10 @@ static void gather_graph(kernel_app *k)
 
 void kernel_trial_done(kernel_app *k)
 {
-    if (k->peak == 0) /* the first trial: before any check gathers on rank 0 */
+    if (k->peak == 0) { /* the first trial: before any check gathers on rank 0 */
         k->peak = app_peak_mib();
+        k->peak_job = app_peak_job_mib();
+    }
     if (k->validate && !k->gathered) {
         gather_graph(k);
         k->gathered = true;
@@ -166,10 +168,17 @@ int kernel_finish(kernel_app *k, const double *seconds, int failures)
     double lo = sorted[0], hi = sorted[0];
     for (int t = 1; t < k->trials; t++)
         lo = sorted[t] < lo ? sorted[t] : lo, hi = sorted[t] > hi ? sorted[t] : hi;
-    double median = app_median(sorted, k->trials);
+    double median = app_median(sorted, k->trials), sum = 0;
+    for (int t = 0; t < k->trials; t++)
+        sum += seconds[t];
     if (k->a.rank == 0) {
-        printf("  %d trials: median %.4f s (min %.4f, max %.4f); peak memory per rank %.1f "
-               "MiB (the first trial's, before any check)\n", k->trials, median, lo, hi, peak);
+        printf("  trial times (s):");
+        for (int t = 0; t < k->trials; t++)
+            printf(" %.4f", seconds[t]);
+        printf("\n  %d trials: mean %.4f s, the first included; median %.4f s (min %.4f, "
+               "max %.4f)\n", k->trials, sum / k->trials, median, lo, hi);
+        printf("  peak memory per rank %.1f MiB, of the job %.1f MiB (every rank's summed; "
+               "the first trial's, before any check)\n", peak, k->peak_job);
         if (k->validate)
             printf("  %s\n", failures ? "VALIDATION FAILED" : "validated against the "
                    "sequential reference: every trial");

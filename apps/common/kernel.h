@@ -51,6 +51,7 @@ typedef struct kernel_app {
     ref_graph ref;        /* --validate: the whole graph, on rank 0 */
     bool gathered;        /* ref holds it */
     double peak;          /* the largest resident set after the first trial, MiB */
+    double peak_job;      /* every rank's resident set after the first trial, summed */
 } kernel_app;
 
 /* The defaults; then the app's getopt loop hands each option it does not know to
@@ -85,8 +86,9 @@ int kernel_verdict(const kernel_app *k, int bad);
  * UINT64_MAX when there is none (equal infinities agree). Local. */
 uint64_t kernel_first_difference(const double *got, const double *want, uint64_t n, double rel,
                                  double floor);
-/* Print the trials' times (median, min, max), the peak memory and, when asked, the
- * validation's verdict; free everything; returns the exit status. Collective. */
+/* Print each trial's time, their mean (GAP's statistic: every trial, the first with
+ * its one-time set-up included) and median, the peak memory per rank and of the whole
+ * job and, when asked, the validation's verdict; free everything; returns the exit status. Collective. */
 int kernel_finish(kernel_app *k, const double *seconds, int failures);
 
 #endif
