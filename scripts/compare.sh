@@ -1,55 +1,66 @@
 #!/usr/bin/env bash
-# Courier against every peer, in one run, alternating round after round; prints the
-# Markdown table that docs/performance.md publishes.
+# Courier against every peer, on the peer's own terms, alternating round after round;
+# writes the raw figures as a result file and prints the tables rendered from it.
 #
-#   scripts/compare.sh BUILD [--quick | --full | --smoke] [--blocks LIST]
+#   scripts/compare.sh BUILD [--quick | --full | --smoke] [--blocks LIST] [--out FILE]
 #
-#   --quick  (default) about 10 minutes on a 2-core machine: 3 rounds, 2 and 4 ranks,
-#            graphs of scale 18
-#   --full   5 rounds, 2, 4 and 8 ranks, graphs of scale 18 (Courier's graph apps at
-#            1, 2 and 4 ranks) and 20 (at 2 ranks): about 20 minutes without the
-#            kernels block, well over an hour with it (triangle counting at scale 20)
+#   --quick  (default) 3 rounds of every block, graphs of scale 18
+#   --full   the published run: the same, its result file written under docs/results/
+#            (named after its date) unless --out says otherwise; about 20 minutes on a
+#            2-core machine
 #   --smoke  every block at tiny sizes, one round: checks that the script, the apps'
-#            output and the peers' output still fit together (part of the test suite)
+#            output, the peers' output and the publisher still fit together (part of
+#            the test suite), including coll_bench's self-test and bale's -b sweep
 #   --blocks LIST  only these blocks, comma-separated: histogram, gather, graph,
 #            kernels, containers, coll, merging (default all)
+#   --out FILE     write the result file here
+#
+# The rule (docs/performance.md, "The rule"), applied by every block:
+# - The same statistic on both sides, from each side's per-trial figures: a run's
+#   figure is the mean of its trials, the first included (GAP's "Average Time"); GAP's
+#   figures are its "Trial Time" lines; one-time set-up that later trials reuse (the
+#   ghost indexes of sssp, pagerank, bc, tc) is inside Courier's first trial.
+# - Cold against cold: one run per process on both sides is the headline (Courier's
+#   histogram and gather with --reps 1, bale's one run per library); Courier's warm
+#   repetitions are a side of their own ("courier warm").
+# - The peer's knobs swept and each setting kept as a side, so the table takes the
+#   best: bale's -b (1K, 4K, 8K and 16K items) for exstack and exstack2 (conveyors has
+#   no buffer knob), YGM's buffer (YGM_COM_BUFFER_SIZE_KB 1024, 4096, 16384).
+# - Equal cores: Courier's P ranks against GAP's P threads; no headline row with more
+#   ranks than cores, for any peer; the collectives at more ranks than cores are kept
+#   in a block of their own, "oversubscribed", where MPI's run alike.
+# - Memory of the whole job: every rank's peak summed, against the peer's process.
+# - Every run checks itself: Courier's runs verify or the script stops; a peer's own
+#   failure line (bale's FAILED or ERROR) records the side as failed; coll_bench checks
+#   every call of every algorithm, its self-test must fail in --smoke.
 #
 # Environment: PEERS (default ../shared/peers: GAP, bale_classic, kruskal.c); YGM_SRC
-# (a checkout of YGM, github.com/LLNL/ygm; default BUILD/peers/ygm-src when present:
-# without it the YGM rows are skipped with a line saying so); KEEP=FILE keeps the raw
-# figures (one tab-separated line per run).
+# (a checkout of YGM, github.com/LLNL/ygm; default BUILD/peers/ygm-src: without it the
+# YGM sides are skipped with a line saying so).
 #
 # The peers are built once into BUILD/peers: GAP's kernels (make), kruskal (cc -O3),
 # bale_classic's apps over Open MPI's OpenSHMEM (oshcc; needs autoconf, automake and
 # libtool), YGM's benchmark (scripts/ygm/build.sh). A peer that cannot be built is
 # skipped with a line saying why; Courier's rows still run.
 #
-# Blocks (each round runs Courier and its peer one after the other, so both see the
-# same state of the machine; the local loop runs once per round of every block as the
-# marker of that state, in the last column):
+# Blocks:
 #   histogram   bale's histogram: 5,000,000 8-byte updates per rank into 10,000
 #               counters per rank, owners and offsets drawn before the clock
-#               (histogram --prepared) against bale's histo -M 14 (exstack, exstack2,
-#               conveyors)
+#               (histogram --prepared) against bale's histo -M 2, 4, 8 (exstack,
+#               exstack2, conveyors), each in its own process
 #   gather      bale's index gather, same sizes: histogram --mode gather against ig
 #   graph       cc, bfs (16 roots) on one R-MAT file (edge factor 16) against GAP's cc
-#               and bfs at 1 and 2 threads; boruvka on its generated weighted graph
-#               against kruskal on its own R-MAT graph of the same scale; peak memory
-#               per rank against GAP's and kruskal's process
-#   kernels     GAP's other four kernels (sssp, pagerank, tc, bc) on the same R-MAT
-#               file (sssp: its weighted form, weights 1 to 255, GAP's delta 2), Courier
-#               (the simple graph, as GAP builds it; 3 trials, every one validated)
-#               against GAP at 1 and 2 threads; peak memory per rank against GAP's
-#               process
-#   containers  counting set and summing map, 8M inserts per rank at 4 ranks over 1,000
-#               and 10M keys, against YGM's counting_set and map
-#   coll        allreduce and allgather of 4 B, 2 KiB and 64 KiB (Courier's default
-#               algorithm choice, 'auto') against MPI_Allreduce and MPI_Allgather
+#               and bfs; boruvka on its generated weighted graph against kruskal (one
+#               core) on its own R-MAT graph of the same scale
+#   kernels     GAP's other four kernels (sssp, pagerank, tc, bc) on the same file
+#               (sssp: weights 1 to 255, GAP's delta 2), 3 trials each, every one
+#               validated, against GAP at the same cores
+#   containers  counting set and summing map, 8M inserts per rank over 1,000 and 10M
+#               keys, against YGM's counting_set and map
+#   coll        allreduce and allgather of 4 B, 2 KiB and 64 KiB (Courier's 'auto')
+#               against MPI_Allreduce and MPI_Allgather
 #   merging     reads merged and coalesced on their way (gather --combine) against the
-#               plain gather, on bale's table (10,000 counters per rank) and on 1M
-#               counters per rank
-#
-# Every Courier run verifies its result; the script stops if one does not.
+#               plain gather (Courier against itself)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,11 +68,13 @@ usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
 build=
 mode=quick
+out=
 blocks=histogram,gather,graph,kernels,containers,coll,merging
 while [ $# -gt 0 ]; do
     case $1 in
     --quick | --full | --smoke) mode=${1#--} ;;
     --blocks) blocks=${2:?--blocks needs a list}; shift ;;
+    --out) out=${2:?--out needs a file}; shift ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "compare.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     *) [ -z "$build" ] || { echo "compare.sh: one build folder, not '$build' and '$1'" >&2; exit 2; }
@@ -78,19 +91,24 @@ for b in ${blocks//,/ }; do
 done
 wants() { [[ ",$blocks," == *",$1,"* ]]; }
 
+cores=$(nproc)
+# at_most_cores LIST: the counts of LIST no larger than the machine's cores
+at_most_cores() { local n; for n in "$@"; do [ "$n" -gt "$cores" ] || printf '%s ' "$n"; done; }
+more_than_cores() { local n; for n in "$@"; do [ "$n" -le "$cores" ] || printf '%s ' "$n"; done; }
 case $mode in
 smoke)
-    rounds=1 ranks="2" updates=200000 scales="10" graph_ranks="2" roots=2
-    c_np=2 c_inserts=20K c_keys="1000 20000" coll_ranks="2" coll_reps=20 ;;
-quick)
-    rounds=3 ranks="2 4" updates=5000000 scales="18" graph_ranks="2" roots=16
-    c_np=4 c_inserts=8M c_keys="1000 10M" coll_ranks="2 4" coll_reps=300 ;;
-full)
-    rounds=5 ranks="2 4 8" updates=5000000 scales="18 20" graph_ranks="1 2 4" roots=16
-    big_graph_ranks="2"
-    c_np=4 c_inserts=8M c_keys="1000 10M" coll_ranks="2 4 8" coll_reps=300 ;;
+    rounds=1 updates=200000 scale=10 roots=2 c_inserts=20K c_keys="1000 20000" coll_reps=20
+    bale_b="1024 4096 8192 16384" ygm_kb="1024 16384"
+    ranks=$(at_most_cores 2) graph_cores=$(at_most_cores 1 2) over_ranks= ;;
+quick | full)
+    rounds=3 updates=5000000 scale=18 roots=16 c_inserts=8M c_keys="1000 10M" coll_reps=300
+    bale_b="1024 4096 8192 16384" ygm_kb="1024 4096 16384"
+    ranks=$(at_most_cores 2 4 8) graph_cores=$(at_most_cores 1 2 4 8)
+    over_ranks=$(more_than_cores 4 8) ;;
 esac
-big_graph_ranks=${big_graph_ranks:-$graph_ranks}   # at the scales after the first
+[ "$mode" = quick ] && over_ranks=
+[ -n "$ranks" ] || ranks=1
+c_np=$(echo $ranks | awk '{print $NF}')   # the containers at the most ranks that fit
 table_per_rank=10000
 big_table_per_rank=$((1 << 20))
 [ "$mode" = smoke ] && big_table_per_rank=100000
@@ -107,15 +125,24 @@ trap 'rm -rf "$tmp"' EXIT
 results=$tmp/results
 : >"$results"
 skipped=()
+round=0
 
 say() { echo "compare.sh: $*" >&2; }
 fail() { say "$*"; exit 1; }
 skip() { skipped+=("$*"); say "skipped: $*"; }
-# record BLOCK BENCHMARK WHO UNIT VALUE
+# record BLOCK BENCHMARK SIDE UNIT TRIAL VALUE: one figure of this round
 record() {
-    [ -n "$5" ] || fail "no figure from $3 ($1, $2)"
-    printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"
+    [ -n "$6" ] || fail "no figure from $3 ($1, $2)"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$round" "$5" "$6" >>"$results"
 }
+# record_trials BLOCK BENCHMARK SIDE UNIT VALUES...: one figure per trial
+record_trials() {
+    local b=$1 bench=$2 side=$3 unit=$4 t=1
+    shift 4
+    [ $# -gt 0 ] || fail "no trial figures from $side ($b, $bench)"
+    for v in "$@"; do record "$b" "$bench" "$side" "$unit" "$t" "$v"; t=$((t + 1)); done
+}
+cores_name() { [ "$1" = 1 ] && echo "1 core" || echo "$1 cores"; }
 
 # ---- peers --------------------------------------------------------------------------
 
@@ -181,107 +208,118 @@ build_peers() {
     fi
 }
 
-# ---- runs of one program, each printing its figures ---------------------------------
+# ---- runs of one program, each recording its figures ---------------------------------
 
-# courier_histogram NP -> "courier local gather" (M/s), verified
-courier_histogram() {
-    "$mpirun" -np "$1" "$build/apps/histogram" --prepared --mode courier,local,gather \
-        --updates "$updates" --table $((table_per_rank * $1)) --reps 5 >"$tmp/out" 2>&1 ||
-        { cat "$tmp/out" >&2; fail "histogram at $1 ranks failed"; }
-    awk '/VERIFICATION FAILED/ {bad = 1}
-         ($1 == "courier" || $1 == "local" || $1 == "gather") && /verified/ {
-             for (i = 1; i <= NF; i++) if ($i == "M") r[$1] = $(i - 1) }
-         END {if (bad) exit 1; print r["courier"], r["local"], r["gather"]}' "$tmp/out" ||
-        { cat "$tmp/out" >&2; fail "histogram at $1 ranks: verification failed"; }
+# mpi_rate FILE MODE -> the M/s of that mode's verified line of histogram's output
+mode_rate() {
+    awk -v m="$2" '$1 == m && /verified/ {for (i = 1; i <= NF; i++) if ($i == "M") print $(i - 1)}' "$1"
 }
 
-# bale APP NP -> "exstack exstack2 conveyor" (M/s): bale prints the seconds all PEs took
-# together; it may crash on exit after printing, which is not ours to judge. With more
-# PEs than cores only exstack runs: exstack2 and conveyors wait by spinning, and
-# their figures would measure the oversubscription, not the library.
-bale() {
-    local models=14
-    [ "$2" -le "$(nproc)" ] || models=2
-    (cd "$work/bale/bin" && timeout 300 oshrun --oversubscribe --mca osc ^rdma -np "$2" \
-        "./$1" -n "$updates" -T "$table_per_rank" -M "$models" 2>&1 || true) |
-        awk -v total=$(($2 * updates)) '
-            $1 == "Exstack:" && $2 > 0 {e = total / $2 / 1e6}
-            $1 == "Exstack2:" && $2 > 0 {e2 = total / $2 / 1e6}
-            $1 == "Conveyor:" && $2 > 0 {c = total / $2 / 1e6}
-            END {printf "%s %s %s\n", e ? sprintf("%.1f", e) : "-",
-                 e2 ? sprintf("%.1f", e2) : "-", c ? sprintf("%.1f", c) : "-"}'
-}
-
-# the machine's state: one process's plain loop over the same prepared updates (M/s)
-local_loop() {
-    "$mpirun" -np 1 "$build/apps/histogram" --prepared --mode local --updates "$updates" \
-        --table "$table_per_rank" --reps 3 |
-        awk '$1 == "local" && /verified/ {for (i = 1; i <= NF; i++) if ($i == "M") print $(i - 1)}'
-}
-marker() { record "$1" local-loop local M/s "$(local_loop)"; }
-
+# block_bale NP: Courier's histogram and gather cold (one run per process) and warm
+# (median of 5 in one process, with the row's local loop), then bale's libraries
 block_bale() {
-    for np in $ranks; do
-        read -r c l g < <(courier_histogram "$np")
-        record histogram "$np ranks" courier M/s "$c"
-        record histogram local-loop local M/s "$l"
-        record gather "$np ranks" courier M/s "$g"
-        record gather local-loop local M/s "$l"
-        [ $have_bale = 1 ] || continue
-        local app names=(exstack exstack2 conveyors)
-        for app in histo ig; do
-            local block=histogram
-            [ $app = ig ] && block=gather
-            wants "$block" || continue
-            read -r -a rates < <(bale "$app" "$np")
-            [ "${rates[*]}" != "- - -" ] || skip "bale $app at $np ranks printed no time"
-            [ "$np" -le "$(nproc)" ] || note="exstack2 and conveyors are left out at more ranks than the machine's $(nproc) cores (they spin while they wait)"
-            for i in 0 1 2; do
-                [ "${rates[$i]}" = - ] || record "$block" "$np ranks" "bale ${names[$i]}" M/s "${rates[$i]}"
+    local np=$1 table=$((table_per_rank * $1)) mode block
+    for mode in courier gather; do
+        block=histogram
+        [ $mode = gather ] && block=gather
+        wants $block || continue
+        "$mpirun" -np "$np" "$build/apps/histogram" --prepared --mode "$mode" --updates "$updates" \
+            --table "$table" --reps 1 >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "histogram --mode $mode at $np ranks failed"; }
+        record $block "$np ranks" courier M/s 1 "$(mode_rate "$tmp/out" "$mode")"
+    done
+    "$mpirun" -np "$np" "$build/apps/histogram" --prepared --mode courier,local,gather \
+        --updates "$updates" --table "$table" --reps 5 >"$tmp/out" 2>&1 ||
+        { cat "$tmp/out" >&2; fail "histogram at $np ranks failed"; }
+    ! grep -q "VERIFICATION FAILED" "$tmp/out" || { cat "$tmp/out" >&2; fail "histogram at $np ranks: verification failed"; }
+    for block in histogram gather; do
+        wants $block || continue
+        mode=courier
+        [ $block = gather ] && mode=gather
+        record $block "$np ranks" "courier warm" M/s 1 "$(mode_rate "$tmp/out" $mode)"
+        record $block "$np ranks" "local loop" M/s 1 "$(mode_rate "$tmp/out" local)"
+    done
+    [ $have_bale = 1 ] || return 0
+    local app lib b
+    for app in histo ig; do
+        block=histogram
+        [ $app = ig ] && block=gather
+        wants $block || continue
+        for lib in exstack exstack2 conveyors; do
+            for b in $bale_b; do
+                [ $lib = conveyors ] && b=- # conveyors has no buffer knob
+                bale_run "$app" "$np" "$lib" "$b" "$block"
+                [ $lib != conveyors ] || break
             done
         done
     done
 }
 
-# courier_graph APP NP ARGS... -> "seconds MiB", validated
+# bale_run APP NP LIBRARY B BLOCK: one library in its own process (-M 2, 4 or 8);
+# bale prints the seconds all PEs took together; rate = updates x PEs / seconds. A
+# line of bale's own saying FAILED or ERROR records the side as failed. bale may crash
+# on exit after printing its time and check: that is not ours to judge.
+bale_run() {
+    local app=$1 np=$2 lib=$3 b=$4 block=$5 model args side
+    case $lib in exstack) model=2 ;; exstack2) model=4 ;; conveyors) model=8 ;; esac
+    args=(-n "$updates" -T "$table_per_rank" -M "$model")
+    side="bale $lib"
+    [ "$b" = - ] || { args+=(-b "$b"); side="bale $lib -b $((b / 1024))K"; }
+    (cd "$work/bale/bin" && timeout 300 oshrun --oversubscribe --mca osc ^rdma -np "$np" \
+        "./$app" "${args[@]}" >"$tmp/bale" 2>&1 || true)
+    if grep -qE 'FAILED|ERROR' "$tmp/bale"; then
+        say "bale $app $lib at $np ranks failed its own check: $(grep -m1 -E 'FAILED|ERROR' "$tmp/bale")"
+        record "$block" "$np ranks" "$side" M/s 1 failed
+        return 0
+    fi
+    local rate
+    rate=$(awk -v total=$((np * updates)) '
+        ($1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 {
+            printf "%.2f\n", total / $2 / 1e6}' "$tmp/bale")
+    if [ -z "$rate" ]; then
+        say "bale $app $lib at $np ranks printed no time: $(tail -1 "$tmp/bale")"
+        record "$block" "$np ranks" "$side" M/s 1 failed
+        return 0
+    fi
+    record "$block" "$np ranks" "$side" M/s 1 "$rate"
+}
+
+# courier_graph APP NP ARGS...: runs it, checks it validated; leaves the output in
+# $tmp/out
 courier_graph() {
-    local app=$1 np=$2
+    local app=$1 np=$2 ok
     shift 2
     "$mpirun" -np "$np" "$build/apps/$app" "$@" >"$tmp/out" 2>&1 ||
         { cat "$tmp/out" >&2; fail "$app at $np ranks failed"; }
-    local t ok
     case $app in
-    cc) ok="validated against union-find"; t=$(sed -n 's/.*rounds, \([0-9.]*\) s$/\1/p' "$tmp/out") ;;
-    bfs) ok="validation: $roots of $roots searches valid"
-         t=$(sed -n 's/.*time per search: mean \([0-9.]*\) s$/\1/p' "$tmp/out") ;;
-    boruvka) ok="validated against Kruskal"; t=$(sed -n 's/^  time \([0-9.]*\) s.*/\1/p' "$tmp/out") ;;
-    sssp | pagerank | tc | bc)
-        ok="validated against the sequential reference: every trial"
-        t=$(sed -n 's/.* trials: median \([0-9.]*\) s.*/\1/p' "$tmp/out") ;;
+    cc) ok="validated against union-find" ;;
+    bfs) ok="validation: $roots of $roots searches valid" ;;
+    boruvka) ok="validated against Kruskal" ;;
+    *) ok="validated against the sequential reference: every trial" ;;
     esac
     grep -q "$ok" "$tmp/out" || { cat "$tmp/out" >&2; fail "$app at $np ranks: not validated"; }
-    echo "$t $(sed -n 's/.*peak memory per rank \([0-9.]*\) MiB.*/\1/p' "$tmp/out" | head -1)"
 }
+job_mib() { sed -n 's/.*of the job \([0-9.]*\) MiB.*/\1/p' "$tmp/out" | head -1; }
 
-# one_core COMMAND... -> the command's output, its peak resident MiB in $tmp/rss_mib
+# one_core COMMAND... -> the command's output in $tmp/peer, its peak resident MiB in
+# $tmp/rss_mib
 one_core() {
-    /usr/bin/time -f '%M' -o "$tmp/rss" "$@"
+    /usr/bin/time -f '%M' -o "$tmp/rss" "$@" >"$tmp/peer" 2>&1 || { cat "$tmp/peer" >&2; fail "$1 failed"; }
     awk '{printf "%.1f", $1 / 1024}' "$tmp/rss" >"$tmp/rss_mib"
 }
 
-gap() { # APP THREADS FILE [ARGS...] -> "seconds MiB"
-    local t trials=3 app=$1 threads=$2 file=$3
-    shift 3
+# gap BLOCK BENCH APP THREADS FILE [ARGS...]: GAP's trials (its "Trial Time" lines,
+# the statistic it averages) and its process's memory
+gap() {
+    local block=$1 bench=$2 app=$3 threads=$4 file=$5 trials=3
+    shift 5
     [ "$app" = bfs ] && trials=$roots
-    t=$(OMP_NUM_THREADS=$threads one_core "$work/gapbs/$app" -f "$file" -s -n "$trials" "$@" |
-        sed -n 's/^Average Time: *\([0-9.]*\)$/\1/p')
-    echo "$t $(cat "$tmp/rss_mib")"
-}
-
-kruskal() { # SCALE -> "seconds MiB"
-    local t
-    t=$(one_core "$work/kruskal" "$1" | sed -n 's/.*kruskal \([0-9.]*\) s$/\1/p')
-    echo "$t $(cat "$tmp/rss_mib")"
+    OMP_NUM_THREADS=$threads one_core "$work/gapbs/$app" -f "$file" -s -n "$trials" "$@"
+    local times
+    times=$(sed -n 's/^Trial Time: *\([0-9.]*\)$/\1/p' "$tmp/peer")
+    [ "$(echo "$times" | wc -w)" = "$trials" ] || { cat "$tmp/peer" >&2; fail "GAP $app printed not $trials trial times"; }
+    # shellcheck disable=SC2086
+    record_trials "$block" "$bench, $(cores_name "$threads")" GAP s $times
+    record "$block" "${bench/,/ memory,}, $(cores_name "$threads")" GAP MiB 1 "$(cat "$tmp/rss_mib")"
 }
 
 # rmat_file SCALE [w] -> the R-MAT file of that scale (edge factor 16), written once:
@@ -302,82 +340,87 @@ rmat_file() {
 }
 
 block_kernels() {
-    local s=$1 np t m th app gapname file ranks_here=$graph_ranks
-    [ "$s" = "${scales%% *}" ] || ranks_here=$big_graph_ranks
+    local np app gapname file bench
     for app in sssp pagerank tc bc; do
         local extra=()
         gapname=$app
-        file=$(rmat_file "$s")
+        file=$(rmat_file "$scale")
         case $app in
-        sssp) file=$(rmat_file "$s" w); extra=(-d 2) ;;
+        sssp) file=$(rmat_file "$scale" w); extra=(-d 2) ;;
         pagerank) gapname=pr ;;
         esac
-        for np in $ranks_here; do
-            read -r t m < <(courier_graph "$app" "$np" --graph "$file" --validate --trials 3)
-            record kernels "$app, scale $s" "courier $np ranks" s "$t"
-            record kernels "$app memory, scale $s" "courier $np ranks" MiB "$m"
-        done
-        [ $have_gap = 1 ] || continue
-        for th in 1 2; do
-            read -r t m < <(gap "$gapname" "$th" "$file" "${extra[@]}")
-            record kernels "$app, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" s "$t"
-            [ "$th" = 2 ] || record kernels "$app memory, scale $s" "GAP (process)" MiB "$m"
+        bench="$app, scale $scale"
+        for np in $graph_cores; do
+            courier_graph "$app" "$np" --graph "$file" --validate --trials 3 --quiet
+            # shellcheck disable=SC2046
+            record_trials kernels "$bench, $(cores_name "$np")" courier s \
+                $(sed -n 's/^ *trial times (s): //p' "$tmp/out")
+            record kernels "$app memory, scale $scale, $(cores_name "$np")" courier MiB 1 "$(job_mib)"
+            [ $have_gap = 1 ] && gap kernels "$bench" "$gapname" "$np" "$file" "${extra[@]}"
         done
     done
 }
 
 block_graph() {
-    local s=$1 graph np t m ranks_here=$graph_ranks
-    [ "$s" = "${scales%% *}" ] || ranks_here=$big_graph_ranks
-    graph=$(rmat_file "$s")
-    local app args
-    for app in cc bfs; do
-        args=(--validate yes)
-        [ "$app" = bfs ] && args=(--roots "$roots" --quiet)
-        for np in $ranks_here; do
-            read -r t m < <(courier_graph "$app" "$np" --graph "$graph" "${args[@]}")
-            record graph "$app, scale $s" "courier $np ranks" s "$t"
-            record graph "$app memory, scale $s" "courier $np ranks" MiB "$m"
+    local graph np t bench
+    graph=$(rmat_file "$scale")
+    for np in $graph_cores; do
+        # cc: one run per process, three processes: the mean of three cold runs against
+        # GAP's mean of three trials (its first cold, the others warm)
+        bench="cc, scale $scale, $(cores_name "$np")"
+        local times=()
+        for t in 1 2 3; do
+            courier_graph cc "$np" --graph "$graph" --validate yes
+            times+=("$(sed -n 's/.*rounds, \([0-9.]*\) s$/\1/p' "$tmp/out")")
         done
-        [ $have_gap = 1 ] || continue
-        for th in 1 2; do
-            read -r t m < <(gap "$app" "$th" "$graph")
-            record graph "$app, scale $s" "GAP $th thread$([ "$th" = 1 ] || echo s)" s "$t"
-            [ "$th" = 2 ] || record graph "$app memory, scale $s" "GAP (process)" MiB "$m"
-        done
+        record_trials graph "$bench" courier s "${times[@]}"
+        record graph "cc memory, scale $scale, $(cores_name "$np")" courier MiB 1 "$(job_mib)"
+        [ $have_gap = 1 ] && gap graph "cc, scale $scale" cc "$np" "$graph"
+        bench="bfs, scale $scale, $(cores_name "$np")"
+        courier_graph bfs "$np" --graph "$graph" --roots "$roots"
+        # shellcheck disable=SC2046
+        record_trials graph "$bench" courier s \
+            $(sed -n 's/^ *search *[0-9]* from .*, \([0-9.]*\) s, .*/\1/p' "$tmp/out")
+        record graph "bfs memory, scale $scale, $(cores_name "$np")" courier MiB 1 "$(job_mib)"
+        [ $have_gap = 1 ] && gap graph "bfs, scale $scale" bfs "$np" "$graph"
+        # the forest against one core's Kruskal: the peer has one core at every count
+        courier_graph boruvka "$np" --scale "$scale" --validate yes
+        record graph "forest, scale $scale, $(cores_name "$np")" courier s 1 \
+            "$(sed -n 's/^  time \([0-9.]*\) s.*/\1/p' "$tmp/out")"
+        record graph "forest memory, scale $scale, $(cores_name "$np")" courier MiB 1 "$(job_mib)"
+        if [ $have_kruskal = 1 ]; then
+            one_core "$work/kruskal" "$scale"
+            record graph "forest, scale $scale, $(cores_name "$np")" "kruskal (1 core)" s 1 \
+                "$(sed -n 's/.*kruskal \([0-9.]*\) s$/\1/p' "$tmp/peer")"
+            record graph "forest memory, scale $scale, $(cores_name "$np")" "kruskal (1 core)" MiB 1 "$(cat "$tmp/rss_mib")"
+        fi
     done
-    for np in $ranks_here; do
-        read -r t m < <(courier_graph boruvka "$np" --scale "$s" --validate yes)
-        record graph "forest, scale $s" "courier $np ranks" s "$t"
-        record graph "forest memory, scale $s" "courier $np ranks" MiB "$m"
-    done
-    if [ $have_kruskal = 1 ]; then
-        read -r t m < <(kruskal "$s")
-        record graph "forest, scale $s" kruskal s "$t"
-        record graph "forest memory, scale $s" "kruskal (process)" MiB "$m"
-    fi
 }
 
 block_containers() {
-    local keys=$1 name rate
+    local keys=$1 name rate kb
     "$mpirun" -np "$c_np" "$build/apps/container_bench" --keys "$keys" --inserts "$c_inserts" \
         --reps 1 --validate auto >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "container_bench failed"; }
-    grep -q WRONG "$tmp/out" && { cat "$tmp/out" >&2; fail "container_bench: wrong counts"; }
+    ! grep -q WRONG "$tmp/out" || { cat "$tmp/out" >&2; fail "container_bench: wrong counts"; }
     while read -r name rate; do
-        record containers "$name, $keys keys, $c_np ranks" courier "M inserts/s" "$rate"
+        record containers "$name, $keys keys, $c_np ranks" courier "M inserts/s" 1 "$rate"
     done < <(awk '/verified/ {print $1, $4}' "$tmp/out")
     [ $have_ygm = 1 ] || return 0
-    "$mpirun" -np "$c_np" "$work/ygm_bench" "$keys" "$c_inserts" >"$tmp/out" 2>&1 ||
-        { cat "$tmp/out" >&2; fail "ygm_bench failed (a wrong count, or it did not run)"; }
-    while read -r name rate; do
-        [ "$name" = array ] && continue
-        record containers "$name, $keys keys, $c_np ranks" "YGM $name" "M inserts/s" "$rate"
-    done < <(awk '$1 == "ygm" {print $2, $3}' "$tmp/out")
+    for kb in $ygm_kb; do
+        YGM_COM_BUFFER_SIZE_KB=$kb "$mpirun" -np "$c_np" "$work/ygm_bench" "$keys" "$c_inserts" \
+            >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "ygm_bench failed (a wrong count, or it did not run)"; }
+        while read -r name rate; do
+            [ "$name" = array ] && continue
+            name=${name/_/ }
+            record containers "$name, $keys keys, $c_np ranks" "YGM buffer $((kb / 1024)) MiB" "M inserts/s" 1 "$rate"
+        done < <(awk '$1 == "ygm" {print $2, $3}' "$tmp/out")
+    done
 }
 
-# coll NP: the latency of Courier's default choice ('auto') and of MPI's, per size
+# block_coll NP BLOCK: the latency of Courier's default choice ('auto') and of MPI's,
+# per size (coll_bench checks every call of both)
 block_coll() {
-    local np=$1
+    local np=$1 block=$2
     "$mpirun" -np "$np" "$build/apps/coll_bench" --counts 0,256,8192 --sizes 4,2K,64K \
         --reps "$coll_reps" >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "coll_bench at $np ranks failed"; }
     awk -v np="$np" '
@@ -391,9 +434,19 @@ block_coll() {
         }' FS='|' "$tmp/out" >"$tmp/coll"
     [ -s "$tmp/coll" ] || { cat "$tmp/out" >&2; fail "coll_bench printed no table"; }
     while IFS=$'\t' read -r bench m a; do
-        record coll "$bench" courier us "$a"
-        record coll "$bench" MPI us "$m"
+        record "$block" "$bench" courier us 1 "$a"
+        record "$block" "$bench" MPI us 1 "$m"
     done <"$tmp/coll"
+}
+
+# coll_self_test: coll_bench must catch an algorithm that writes nothing
+coll_self_test() {
+    if "$mpirun" -np 2 "$build/apps/coll_bench" --self-test --reps 2 --counts 0 \
+        --collective allreduce >"$tmp/out" 2>&1; then
+        cat "$tmp/out" >&2
+        fail "coll_bench --self-test passed: its check no longer catches a wrong result"
+    fi
+    grep -q "a wrong result in call 1" "$tmp/out" || { cat "$tmp/out" >&2; fail "coll_bench --self-test failed otherwise than by its check"; }
 }
 
 # merging NP TABLE_PER_RANK: the plain gather, then the merged one, one after the other
@@ -405,12 +458,11 @@ block_merging() {
         "$mpirun" -np "$np" "$build/apps/histogram" --mode gather --updates "$updates" \
             --table $((per * np)) --reps 3 "${extra[@]}" >"$tmp/out" 2>&1 ||
             { cat "$tmp/out" >&2; fail "histogram --mode gather failed"; }
-        local rate
-        rate=$(awk '$1 == "gather" && /verified/ {for (i = 1; i <= NF; i++) if ($i == "M") print $(i - 1)}' "$tmp/out")
+        local rate who="courier"
+        rate=$(mode_rate "$tmp/out" gather)
         [ -n "$rate" ] || { cat "$tmp/out" >&2; fail "gather at $np ranks: not verified"; }
-        local who="courier, merged"
         [ $run = plain ] && who="plain gather"
-        record merging "$per counters per rank, $np ranks" "$who" "M requests/s" "$rate"
+        record merging "$per counters per rank, $np ranks" "$who" "M requests/s" 1 "$rate"
     done
 }
 
@@ -424,12 +476,11 @@ machine() {
 
 # COMPARE_NO_BUILD=1 (the test suite, which has just built them): use the apps as they are
 [ -n "${COMPARE_NO_BUILD:-}" ] || ninja -C "$build" apps/histogram apps/cc apps/bfs apps/boruvka \
-    apps/container_bench apps/coll_bench >/dev/null
+    apps/sssp apps/pagerank apps/tc apps/bc apps/container_bench apps/coll_bench >/dev/null
 build_peers
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%F %H:%M UTC')
+stamp=$(date -u '+%Y-%m-%dT%H%M')
 t0=$SECONDS
-note=
 # timed NAME COMMAND...: runs it and says how long it took (on standard error)
 timed() {
     local t=$SECONDS name=$1
@@ -437,27 +488,22 @@ timed() {
     "$@"
     say "  $name: $((SECONDS - t)) s"
 }
-for ((r = 1; r <= rounds; r++)); do
-    say "round $r of $rounds"
-    if wants histogram || wants gather; then timed "histogram and gather" block_bale; fi
-    if wants graph; then
-        marker graph
-        for s in $scales; do timed "graph, scale $s" block_graph "$s"; done
+[ "$mode" != smoke ] || ! wants coll || coll_self_test
+for ((round = 1; round <= rounds; round++)); do
+    say "round $round of $rounds"
+    if wants histogram || wants gather; then
+        for np in $ranks; do timed "histogram and gather, $np ranks" block_bale "$np"; done
     fi
-    if wants kernels; then
-        marker kernels
-        for s in $scales; do timed "kernels, scale $s" block_kernels "$s"; done
-    fi
+    if wants graph; then timed "graph, scale $scale" block_graph; fi
+    if wants kernels; then timed "kernels, scale $scale" block_kernels; fi
     if wants containers; then
-        marker containers
         for k in $c_keys; do timed "containers, $k keys" block_containers "$k"; done
     fi
     if wants coll; then
-        marker coll
-        for np in $coll_ranks; do timed "coll, $np ranks" block_coll "$np"; done
+        for np in $ranks; do timed "coll, $np ranks" block_coll "$np" coll; done
+        for np in $over_ranks; do timed "coll, $np ranks (more than cores)" block_coll "$np" oversubscribed; done
     fi
     if wants merging; then
-        marker merging
         for np in $ranks; do
             for per in $table_per_rank $big_table_per_rank; do
                 timed "merging, $np ranks, $per per rank" block_merging "$np" "$per"
@@ -465,57 +511,21 @@ for ((r = 1; r <= rounds; r++)); do
         done
     fi
 done
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-[ -z "${KEEP:-}" ] || cp "$results" "$KEEP"
 
-echo "## scripts/compare.sh $build --$mode"
-echo
-echo "$started, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (modified)'), $(machine);"
-echo "$rounds round(s) in $(( (SECONDS - t0) / 60 ))m$(( (SECONDS - t0) % 60 ))s; load average $load_start at the start, $load_end at the end."
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit (modified)"
+file=${out:-$tmp/result.tsv}
+[ -n "$out" ] || [ "$mode" != full ] || { mkdir -p docs/results; file=docs/results/$stamp-full.tsv; }
+{
+    printf 'date\tcommit\tmachine\tmode\tblock\tbench\tside\tunit\tround\ttrial\tvalue\n'
+    awk -v pre="$started	$commit	$(machine)	$mode" '{print pre "\t" $0}' "$results"
+} >"$file"
+say "$rounds round(s) in $(( (SECONDS - t0) / 60 ))m$(( (SECONDS - t0) % 60 ))s; figures in $file"
 for s in "${skipped[@]}"; do echo "Skipped: $s."; done
-[ -z "$note" ] || echo "Note: $note."
-echo
-python3 - "$results" "$blocks" <<'PY'
-import statistics, sys
-from collections import OrderedDict
-
-rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
-higher = lambda unit: unit.endswith("/s")           # rates: higher is better
-groups = OrderedDict()                              # (block, bench) -> who -> values
-units, local = {}, {}
-for block, bench, who, unit, value in rows:
-    if bench == "local-loop":
-        local.setdefault(block, []).append(float(value))
-        continue
-    groups.setdefault((block, bench), OrderedDict()).setdefault(who, []).append(float(value))
-    units[(block, bench)] = unit
-
-def spread(v):
-    fmt = (lambda x: f"{x:.4g}")
-    return f"{fmt(min(v))} / {fmt(statistics.median(v))} / {fmt(max(v))}"
-
-print("| block | benchmark | unit | peer | peer min / median / max | Courier | "
-      "Courier min / median / max | Courier / peer (medians) | better | local loop M/s |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for (block, bench), whos in groups.items():
-    unit = units[(block, bench)]
-    ours = [w for w in whos if w.startswith("courier")]
-    theirs = [w for w in whos if not w.startswith("courier")]
-    loop = local.get(block)
-    loop = f"{min(loop):.0f}-{max(loop):.0f}" if loop else "-"
-    better = "higher" if higher(unit) else "lower"
-    for c in ours:
-        for p in theirs or [None]:
-            pv = whos[p] if p else None
-            # A smoke run's times can round to 0: no ratio then, not a crash.
-            ratio = (statistics.median(whos[c]) / statistics.median(pv)
-                     if pv and statistics.median(pv) else None)
-            print(f"| {block} | {bench} | {unit} | {p or '-'} | {spread(pv) if pv else '-'} | "
-                  f"{c} | {spread(whos[c])} | {f'{ratio:.2f}' if ratio else '-'} | {better} | {loop} |")
-
+python3 scripts/publish_results.py --print "$file"
 # every block asked for must have given Courier's figures: a block that printed
 # nothing means its output no longer fits this script
-missing = [b for b in sys.argv[2].split(",") if not any(k[0] == b for k in groups)]
-if missing:
-    sys.exit("compare.sh: no figures from block(s) " + ", ".join(missing))
-PY
+for b in ${blocks//,/ }; do
+    awk -F'\t' -v b="$b" 'NR > 1 && $5 == b && $7 ~ /^courier/ {found = 1} END {exit !found}' "$file" ||
+        fail "no figures from block $b"
+done

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Render the comparison tables from the raw result files of scripts/compare.sh.
+
+    scripts/publish_results.py --write          rewrite the README's and
+                                                docs/performance.md's tables from the
+                                                two latest files in docs/results/
+    scripts/publish_results.py --check          exit 1 if either differs from what
+                                                --write would write (a test)
+    scripts/publish_results.py --print FILE...  print the tables of these files
+
+A result file has one tab-separated line per figure, after a header line:
+date, commit, machine, mode, block, benchmark, side, unit, round, trial, value.
+A value "failed" marks a peer's run that printed its own failure line: that side
+gets no figure in that benchmark, and the table says so.
+
+The rule every table follows (docs/performance.md, "The rule"):
+- a round's figure of one side is the mean of its trials (GAP's statistic: every
+  trial, the first with its set-up included); a side's figure is the median of its
+  rounds' figures, min and max beside it;
+- Courier's side is "courier"; every other side but the markers ("local loop") is a
+  peer, and the best peer (highest rate, lowest time) is the one compared;
+- the ratio is Courier's over the peer's, "better" says which way is good.
+"""
+import argparse
+import glob
+import os
+import re
+import statistics
+import sys
+from collections import OrderedDict
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+RESULTS = os.path.join(ROOT, "docs", "results")
+README = os.path.join(ROOT, "README.md")
+PERF = os.path.join(ROOT, "docs", "performance.md")
+FIELDS = ["date", "commit", "machine", "mode", "block", "bench", "side", "unit", "round",
+          "trial", "value"]
+MARKERS = ("local loop",)
+
+
+class Run:
+    """One result file: its figures by (block, bench) -> side -> round -> trials."""
+
+    def __init__(self, path):
+        self.path = path
+        self.figures = OrderedDict()
+        self.units = {}
+        self.failed = set()
+        self.date = self.commit = self.machine = self.mode = "?"
+        with open(path) as f:
+            head = f.readline().rstrip("\n").split("\t")
+            if head != FIELDS:
+                sys.exit(f"{path}: not a result file (its first line is not the header)")
+            for n, line in enumerate(f, 2):
+                cols = line.rstrip("\n").split("\t")
+                if len(cols) != len(FIELDS):
+                    sys.exit(f"{path}:{n}: {len(cols)} fields, not {len(FIELDS)}")
+                row = dict(zip(FIELDS, cols))
+                self.date, self.commit = row["date"], row["commit"]
+                self.machine, self.mode = row["machine"], row["mode"]
+                key = (row["block"], row["bench"])
+                self.units[key] = row["unit"]
+                sides = self.figures.setdefault(key, OrderedDict())
+                if row["value"] == "failed":
+                    self.failed.add((key, row["side"]))
+                    sides.setdefault(row["side"], OrderedDict())
+                    continue
+                try:
+                    value = float(row["value"])
+                except ValueError:
+                    sys.exit(f"{path}:{n}: '{row['value']}' is not a figure")
+                sides.setdefault(row["side"], OrderedDict()).setdefault(row["round"], []).append(value)
+
+    def rounds(self, key, side):
+        """Each round's figure: the mean of its trials."""
+        per = self.figures.get(key, {}).get(side, {})
+        return [statistics.mean(t) for t in per.values() if t]
+
+    def stat(self, key, side):
+        r = self.rounds(key, side)
+        if not r or (key, side) in self.failed:
+            return None
+        return statistics.median(r), min(r), max(r)
+
+    def trials(self, key, side):
+        """Every trial of every round, in order, by trial number across rounds."""
+        per = self.figures.get(key, {}).get(side, {})
+        return [t for t in per.values() if t]
+
+
+def lower_is_better(unit):
+    return not unit.endswith("/s")
+
+
+def fmt(x):
+    if x is None:
+        return "-"
+    if x >= 100:
+        return f"{x:.0f}"
+    return f"{x:.3g}"
+
+
+def spread(s):
+    return "-" if s is None else f"{fmt(s[0])} ({fmt(s[1])}-{fmt(s[2])})"
+
+
+def best_peer(run, key):
+    """(side, stat) of the best peer of a benchmark, or (None, None); the failed peers."""
+    unit = run.units[key]
+    best, failed = (None, None), []
+    for side in run.figures[key]:
+        if side.startswith("courier") or side in MARKERS:
+            continue
+        s = run.stat(key, side)
+        if s is None:
+            failed.append(side)
+            continue
+        if best[1] is None or (s[0] < best[1][0] if lower_is_better(unit) else s[0] > best[1][0]):
+            best = (side, s)
+    return best, failed
+
+
+def ratio(a, b):
+    return a[0] / b[0] if a and b and b[0] else None
+
+
+def headline_rows(run):
+    """(block, bench, unit, courier stat, peer side, peer stat, ratio, failed peers)."""
+    rows = []
+    for key in run.figures:
+        if key[0] == "oversubscribed":
+            continue
+        ours = run.stat(key, "courier")
+        (side, theirs), failed = best_peer(run, key)
+        if ours is None and side is None:
+            continue
+        rows.append((key[0], key[1], run.units[key], ours, side, theirs, ratio(ours, theirs), failed))
+    return rows
+
+
+def verdict(r, unit):
+    if r is None:
+        return "-"
+    good = r < 1 if lower_is_better(unit) else r > 1
+    return "Courier" if good else "peer"
+
+
+def about(run):
+    return f"{run.date}, commit {run.commit}, {run.machine}, --{run.mode}"
+
+
+def table_headline(runs):
+    """The README's and performance.md's table: each benchmark's ratio in each run."""
+    a = runs[0]
+    others = runs[1:]
+    head = "| block | benchmark | unit | peer (the best, as run) | Courier / peer |"
+    head += " faster |\n|---|---|---|---|---|---|"
+    out = [head]
+    for block, bench, unit, ours, side, theirs, r, failed in headline_rows(a):
+        rs = [r]
+        for o in others:
+            key = (block, bench)
+            if key in o.figures:
+                (oside, ot), _ = best_peer(o, key)
+                rs.append(ratio(o.stat(key, "courier"), ot))
+            else:
+                rs.append(None)
+        peer = side or "none ran"
+        if failed:
+            peer += " (failed: " + ", ".join(failed) + ")"
+        cells = " / ".join(f"{x:.2f}" if x else "-" for x in rs)
+        verdicts = {verdict(x, unit) for x in rs if x}
+        v = verdicts.pop() if len(verdicts) == 1 else ("mixed" if verdicts else "-")
+        better = "lower" if lower_is_better(unit) else "higher"
+        out.append(f"| {block} | {bench} | {unit}, {better} is better | {peer} | {cells} | {v} |")
+    return "\n".join(out)
+
+
+def table_sides(run, blocks, title_note=""):
+    """Every side's median (min-max) per benchmark of these blocks, one run."""
+    out = ["| block | benchmark | unit | side | median (min-max) of the rounds | "
+           "Courier / side |", "|---|---|---|---|---|---|"]
+    for key, sides in run.figures.items():
+        if key[0] not in blocks:
+            continue
+        ours = run.stat(key, "courier")
+        for side in sides:
+            s = run.stat(key, side)
+            shown = "failed" if (key, side) in run.failed else spread(s)
+            r = ratio(ours, s) if side != "courier" and s else None
+            out.append(f"| {key[0]} | {key[1]} | {run.units[key]} | {side} | {shown} | "
+                       f"{f'{r:.2f}' if r else '-'} |")
+    return "\n".join(out)
+
+
+def table_graph(run):
+    """GAP's kernels: equal cores, the first trial, memory of the whole job."""
+    out = ["| kernel | cores | Courier mean (s) | GAP mean (s) | Courier / GAP | Courier's "
+           "first trial / later | job memory MiB, Courier / GAP |", "|---|---|---|---|---|---|---|"]
+    for (block, bench), sides in run.figures.items():
+        if block not in ("graph", "kernels") or "memory" in bench:
+            continue
+        m = re.match(r"(.*), (\d+) cores?$", bench)
+        if not m:
+            continue
+        mem_key = (block, m.group(1).replace(",", " memory,", 1) + f", {m.group(2)} "
+                   f"core{'s' if m.group(2) != '1' else ''}")
+        ours, theirs = run.stat((block, bench), "courier"), None
+        peer = next((s for s in sides if s != "courier"), None)
+        if peer:
+            theirs = run.stat((block, bench), peer)
+        firsts, laters = [], []
+        for t in run.trials((block, bench), "courier"):
+            if len(t) > 1:
+                firsts.append(t[0])
+                laters.extend(t[1:])
+        fl = (f"{statistics.median(firsts) / statistics.median(laters):.2f}"
+              if firsts and laters and statistics.median(laters) else "-")
+        mo = run.stat(mem_key, "courier")
+        mp = next((run.stat(mem_key, s) for s in run.figures.get(mem_key, {}) if s != "courier"), None)
+        mem = f"{fmt(mo[0]) if mo else '-'} / {fmt(mp[0]) if mp else '-'}"
+        r = ratio(ours, theirs)
+        out.append(f"| {m.group(1)} | {m.group(2)} | {spread(ours)} | {spread(theirs)} | "
+                   f"{f'{r:.2f}' if r else '-'} | {fl} | {mem} |")
+    return "\n".join(out)
+
+
+def render(runs):
+    """name -> text of each published table."""
+    a = runs[0]
+    sources = "; ".join(f"[{os.path.basename(r.path)}](docs/results/{os.path.basename(r.path)})"
+                        for r in runs)
+    named = ", ".join(about(r) for r in runs)
+    readme = (f"Ratios of the runs {named} ({sources}), in that order; rendered by "
+              f"`scripts/publish_results.py` from the result files.\n\n" + table_headline(runs))
+    perf = {"headline": readme.replace("(docs/results/", "(results/"),
+            "graph": table_graph(a),
+            "details": table_sides(a, {"histogram", "gather", "containers", "coll", "merging",
+                                       "oversubscribed"})}
+    return readme, perf
+
+
+BEGIN = "<!-- results: {} (rendered by scripts/publish_results.py; do not edit) -->"
+END = "<!-- results: end {} -->"
+
+
+def splice(text, name, body, path):
+    b, e = BEGIN.format(name), END.format(name)
+    if b not in text or e not in text:
+        sys.exit(f"{path}: no '{b}' ... '{e}' block")
+    head, rest = text.split(b, 1)
+    _, tail = rest.split(e, 1)
+    return f"{head}{b}\n{body}\n{e}{tail}"
+
+
+def latest(n=2):
+    files = sorted(glob.glob(os.path.join(RESULTS, "*.tsv")))
+    if not files:
+        sys.exit(f"no result files in {RESULTS}")
+    return [Run(p) for p in reversed(files[-n:])]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--write", action="store_true")
+    g.add_argument("--check", action="store_true")
+    g.add_argument("--print", nargs="+", metavar="FILE")
+    args = ap.parse_args()
+    if args.print:
+        runs = [Run(p) for p in args.print]
+        readme, perf = render(runs)
+        print(readme)
+        for name in ("graph", "details"):
+            print(f"\n{perf[name]}")
+        return 0
+    runs = latest()
+    readme, perf = render(runs)
+    wanted = {README: splice(open(README).read(), "headline", readme, README)}
+    text = open(PERF).read()
+    for name, body in perf.items():
+        text = splice(text, name, body, PERF)
+    wanted[PERF] = text
+    stale = [p for p, t in wanted.items() if open(p).read() != t]
+    if args.check:
+        for p in stale:
+            print(f"{os.path.relpath(p, ROOT)}: its results tables differ from what "
+                  f"scripts/publish_results.py --write renders from docs/results/")
+        print(f"publish_results: {len(wanted) - len(stale)} passed, {len(stale)} failed")
+        return 1 if stale else 0
+    for p in stale:
+        with open(p, "w") as f:
+            f.write(wanted[p])
+    print(f"publish_results: {len(stale)} file(s) rewritten from "
+          + ", ".join(os.path.basename(r.path) for r in runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
