@@ -1,7 +1,8 @@
 /* histogram: the classic aggregation benchmark (bale's histo) and its request/reply
  * twin (bale's index gather). Each rank sends N random increments into a table of T
- * counters block-distributed over the ranks: through Courier (one 8-byte cr_async per
- * update), bulk-synchronously (bucket by owner, MPI_Alltoall of counts,
+ * counters block-distributed over the ranks: through Courier (an 8-byte record per
+ * update: one cr_async each, or with --prepared chunks of 256 through cr_async_many),
+ * bulk-synchronously (bucket by owner, MPI_Alltoall of counts,
  * MPI_Alltoallv), and as the machine's ceiling in one process without MPI (rank 0
  * does every rank's updates in a plain loop). In gather mode each rank instead reads
  * N random counters, each read a request answered by a reply. Every mode verifies. */
@@ -29,7 +30,8 @@ static const char usage[] =
     "  --updates N      updates per rank (default 2M; suffixes K, M, G)\n"
     "  --table T        counters in the whole table (default 1M)\n"
     "  --mode M[,M...]  which runs, in this order (default both):\n"
-    "                     courier    one cr_async per update, a handler per update\n"
+    "                     courier    an 8-byte record per update (cr_async; with\n"
+    "                                --prepared, chunks through cr_async_many)\n"
     "                     alltoallv  bucket by owner, MPI_Alltoallv\n"
     "                     local      the ceiling: rank 0 alone does all ranks' updates\n"
     "                                into the whole table in a plain loop, no MPI (the\n"

@@ -6,10 +6,15 @@
  *                  callback that counts them and their bytes: bytes per second
  *                  per rank;
  *   --mode runs    the same with cr_io_read_line_runs (a call per run of lines);
+ *   --mode count   the baseline of lines and runs, timed with the same clock: each
+ *                  rank read()s its equal share of the file and counts its
+ *                  newlines with memchr, as wc -l does, with nothing per line;
  *   --mode save    a counting set of --keys keys over the ranks, saved to --dir and
  *                  loaded back into an empty one: the time of each, the bytes
  *                  written, and the load checked (keys and counts).
- * Each measurement is repeated --reps times; the median is printed. */
+ * Each measurement is repeated --reps times; the median is printed. With
+ * --expect-lines N the lines, runs and count modes fail unless every repetition
+ * delivered (or counted) exactly N lines. */
 #include "cli.h"
 
 #include <courier.h>
@@ -19,16 +24,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage[] =
-    "Usage: mpirun -np P io_bench --mode edges|lines|runs|save [options] [PATH...]\n"
+    "Usage: mpirun -np P io_bench --mode edges|lines|runs|count|save [options] [PATH...]\n"
     "\n"
     "Times reading and saving (docs/io.md). The median of --reps runs is printed.\n"
     "\n"
     "  --mode M         edges: read the graph file PATH with cr_graph_read_edges;\n"
     "                   lines: deliver every line of PATH... with cr_io_read_lines;\n"
     "                   runs: the same in runs of lines (cr_io_read_line_runs);\n"
+    "                   count: the baseline, timed alike: each rank read()s its share\n"
+    "                   of the one file PATH and counts newlines with memchr;\n"
     "                   save: save a counting set of --keys keys to --dir, load it back\n"
     "  --keys N         save: distinct keys, 8 bytes each, over all ranks (default 10M)\n"
     "  --dir DIR        save: the directory (replaced if it holds a save; default\n"
@@ -37,13 +46,16 @@ static const char usage[] =
     "                   the reader's, 1024)\n"
     "  --unterminated   lines, runs: the lines need no NUL after them\n"
     "                   (cr_io_opts.unterminated: plain files are mapped, not copied)\n"
+    "  --expect-lines N lines, runs, count: fail unless exactly N lines were delivered\n"
+    "                   (or counted) in every repetition (give wc -l's count)\n"
     "  --reps R         repetitions (default 3)\n";
 
-enum { MODE_EDGES, MODE_LINES, MODE_SAVE, MODE_RUNS };
+enum { MODE_EDGES, MODE_LINES, MODE_SAVE, MODE_RUNS, MODE_COUNT };
 
 typedef struct bench_opts {
     int mode;
     uint64_t keys, reps, read_kb;
+    int64_t expect_lines; /* -1: not checked */
     bool unterminated;
     const char *dir;
     const char **paths;
@@ -64,14 +76,15 @@ static void csv_line(const app *a, const bench_opts *o, const char *mode, uint64
 
 static void parse(app *a, int argc, char **argv, bench_opts *o)
 {
-    static const char *const modes[] = {"edges", "lines", "save", "runs", NULL};
-    *o = (bench_opts){.mode = -1, .keys = 10000000, .reps = 3, .dir = "io_bench.save"};
+    static const char *const modes[] = {"edges", "lines", "save", "runs", "count", NULL};
+    *o = (bench_opts){.mode = -1, .keys = 10000000, .reps = 3, .dir = "io_bench.save",
+                      .expect_lines = -1};
     app_shared_init(&o->sh);
     static const struct option opts[] = {
         {"mode", required_argument, 0, 'm'}, {"keys", required_argument, 0, 'k'},
         {"dir", required_argument, 0, 'd'},  {"reps", required_argument, 0, 'r'},
         {"read-kb", required_argument, 0, 'b'}, {"unterminated", no_argument, 0, 'u'},
-        APP_LONG_COMMON, {0, 0, 0, 0}};
+        {"expect-lines", required_argument, 0, 'L'}, APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -82,17 +95,23 @@ static void parse(app *a, int argc, char **argv, bench_opts *o)
         case 'r': o->reps = app_parse_u64(a, "--reps", optarg, 1, 1000); break;
         case 'b': o->read_kb = app_parse_u64(a, "--read-kb", optarg, 1, 1 << 20); break;
         case 'u': o->unterminated = true; break;
+        case 'L': o->expect_lines = (int64_t)app_parse_u64(a, "--expect-lines", optarg, 0, INT64_MAX); break;
         default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
     }
     if (o->mode < 0)
-        app_usage_error(a, "--mode is required (edges, lines, runs or save)");
+        app_usage_error(a, "--mode is required (edges, lines, runs, count or save)");
     o->paths = (const char **)argv + optind;
     o->npaths = (size_t)(argc - optind);
     if (o->mode != MODE_SAVE && o->npaths == 0)
         app_usage_error(a, "--mode %s needs a file to read", modes[o->mode]);
     if (o->mode == MODE_EDGES && o->npaths != 1)
         app_usage_error(a, "--mode edges reads one graph file");
+    if (o->mode == MODE_COUNT && o->npaths != 1)
+        app_usage_error(a, "--mode count reads one file");
+    if (o->expect_lines >= 0 && o->mode != MODE_LINES && o->mode != MODE_RUNS &&
+        o->mode != MODE_COUNT)
+        app_usage_error(a, "--expect-lines goes with --mode lines, runs or count");
     if (o->mode == MODE_SAVE && o->npaths)
         app_usage_error(a, "unexpected argument '%s'", o->paths[0]);
     /* save: two sets' tables (about 43 bytes a key each at their fullest) and the
@@ -196,6 +215,67 @@ static int count_run(const cr_line_run *run, void *user, char *err, size_t errle
     return 0;
 }
 
+/* --expect-lines: the same verdict on every rank (lines is a sum over ranks). */
+static void check_lines(const app *a, const bench_opts *o, const char *mode, uint64_t lines)
+{
+    if (o->expect_lines >= 0 && lines != (uint64_t)o->expect_lines)
+        app_error(a, "--mode %s delivered %" PRIu64 " lines, not the %" PRId64 " expected",
+                  mode, lines, o->expect_lines);
+}
+
+/* This rank's newlines in bytes [from, to) of fd, read() in 1 MiB blocks; -1 on a
+ * read error. */
+static int64_t count_newlines(int fd, off_t from, off_t to, char *buf, size_t len)
+{
+    int64_t n = 0;
+    while (from < to) {
+        size_t want = (size_t)(to - from) < len ? (size_t)(to - from) : len;
+        ssize_t got = pread(fd, buf, want, from);
+        if (got <= 0)
+            return -1;
+        for (char *p = buf, *end = buf + got; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+            n++;
+        from += got;
+    }
+    return n;
+}
+
+/* --mode count: the baseline of the lines and runs modes, on the same clock. */
+static void bench_count(const app *a, const bench_opts *o)
+{
+    int fd = open(o->paths[0], O_RDONLY);
+    struct stat st;
+    char err[512] = "";
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        snprintf(err, sizeof err, "%s: cannot open as a regular file", o->paths[0]);
+    app_agree(a, err[0] ? err : NULL);
+    size_t len = (size_t)1 << 20;
+    char *buf = app_calloc(a, len, 1, "the read buffer");
+    double *t = app_calloc(a, o->reps, sizeof *t, "the times");
+    off_t from = (off_t)((double)st.st_size * a->rank / a->size);
+    off_t to = (off_t)((double)st.st_size * (a->rank + 1) / a->size);
+    uint64_t lines = 0;
+    for (uint64_t r = 0; r < o->reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        int64_t n = count_newlines(fd, from, to, buf, len);
+        t[r] = app_max_time(MPI_Wtime() - t0);
+        if (n < 0)
+            snprintf(err, sizeof err, "%s: read failed", o->paths[0]);
+        app_agree(a, n < 0 ? err : NULL);
+        lines = sum_over_ranks((uint64_t)n);
+        check_lines(a, o, "count", lines);
+    }
+    double s = median(t, o->reps);
+    if (a->rank == 0)
+        printf("io_bench count: %d ranks, %.1f MiB, %" PRIu64 " lines: %.4f s (median of %"
+               PRIu64 "), %.1f MiB/s per rank\n", a->size, (double)st.st_size / (1 << 20), lines,
+               s, o->reps, (double)st.st_size / a->size / s / (1 << 20));
+    csv_line(a, o, "count", lines, (double)st.st_size / (1 << 20), s, 0, 0, 1);
+    free(t), free(buf);
+    close(fd);
+}
+
 static void bench_lines(const app *a, const bench_opts *o, bool runs)
 {
     app_comm_flags flags = app_shared_comm_flags(&o->sh);
@@ -221,6 +301,7 @@ static void bench_lines(const app *a, const bench_opts *o, bool runs)
         t[r] = app_max_time(MPI_Wtime() - t0);
         app_agree(a, rc ? err : NULL);
         lines = sum_over_ranks(n[0]);
+        check_lines(a, o, runs ? "runs" : "lines", lines);
         bytes = sum_over_ranks(st.bytes);
         slowest_bytes = max_over_ranks(st.bytes);
     }
@@ -313,6 +394,8 @@ int main(int argc, char **argv)
         bench_edges(&a, &o);
     else if (o.mode == MODE_LINES || o.mode == MODE_RUNS)
         bench_lines(&a, &o, o.mode == MODE_RUNS);
+    else if (o.mode == MODE_COUNT)
+        bench_count(&a, &o);
     else
         bench_save(&a, &o);
     if (o.csv)

@@ -9,9 +9,12 @@
 #      against the file's size;
 #   2. delivering every line of that file at 2 ranks, a call per line
 #      (apps/io_bench --mode lines) and in runs of lines (--mode runs), per rank,
-#      against `wc -l` on the same cached file; each with every line followed by a
-#      NUL (the reader copies the file into a buffer) and with --unterminated (the
-#      reader maps the file);
+#      each run checked to deliver wc -l's count of lines (--expect-lines); each
+#      with every line followed by a NUL (the reader copies the file into a buffer)
+#      and with --unterminated (the reader maps the file); against the same count
+#      made in the same process on the same clock (--mode count: each rank read()s
+#      its half and counts newlines with memchr), and, for reference, `wc -l` on the
+#      whole file timed with a nanosecond clock (its process start included);
 #   3. saving and loading a counting set of 10M keys at 2 ranks (apps/io_bench --mode
 #      save) against dd writing and reading as many bytes (both to new files, timed
 #      by dd itself); and, to read the load's figure by, how fast this machine
@@ -133,7 +136,8 @@ mpicc -O2 -std=c11 -D_GNU_SOURCE -I"$WORK/old/include" "$WORK/read.c" "$WORK/old
     $libs -o "$WORK/read_old"
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-seconds() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -n 1; }
+# a command's wall time from a nanosecond clock (its process start included)
+seconds() { local t0; t0=$(date +%s%N); "$@" >/dev/null; echo "$(( $(date +%s%N) - t0 ))" | awk '{printf "%.4f\n", $1 / 1e9}'; }
 # dd's own timing (microseconds; /usr/bin/time has only hundredths)
 dd_seconds() { dd "$@" 2>&1 | sed -n 's/.*copied, \([0-9.e-]*\) s,.*/\1/p'; }
 
@@ -146,17 +150,25 @@ old_t=$(median < "$WORK/old.t"); new_t=$(median < "$WORK/new.t")
 new_read=$(cut -d' ' -f2 "$WORK/new.r" | sort -g | tail -n 1)
 old_read=$(cut -d' ' -f2 "$WORK/old.r" | sort -g | tail -n 1)
 
-: > "$WORK/wc.t"; : > "$WORK/lines.r"; : > "$WORK/runs.r"; : > "$WORK/lines-u.r"; : > "$WORK/runs-u.r"
+: > "$WORK/wc.t"; : > "$WORK/count.r"; : > "$WORK/lines.r"; : > "$WORK/runs.r"; : > "$WORK/lines-u.r"; : > "$WORK/runs-u.r"
+nlines=$(wc -l < "$WORK/edges.el")
+# io_bench MODE [FLAGS]: one run checked to deliver every line; its seconds
+io_lines() {
+    local out
+    out=$($RUN -np 2 "$BUILD/apps/io_bench" --mode "$@" --reps 1 --expect-lines "$nlines" "$WORK/edges.el") ||
+        { echo "io_compare: io_bench --mode $*: $out" >&2; exit 1; }
+    echo "$out" | sed -n 's/.*lines: \([0-9.]*\) s.*/\1/p'
+}
 for round in 1 2 3; do
     seconds wc -l "$WORK/edges.el" >> "$WORK/wc.t"
+    io_lines count >> "$WORK/count.r"
     for mode in lines runs; do
-        $RUN -np 2 "$BUILD/apps/io_bench" --mode $mode --reps 1 "$WORK/edges.el" |
-            sed -n 's/.*lines: \([0-9.]*\) s.*/\1/p' >> "$WORK/$mode.r"
-        $RUN -np 2 "$BUILD/apps/io_bench" --mode $mode --unterminated --reps 1 "$WORK/edges.el" |
-            sed -n 's/.*lines: \([0-9.]*\) s.*/\1/p' >> "$WORK/$mode-u.r"
+        io_lines $mode >> "$WORK/$mode.r"
+        io_lines $mode --unterminated >> "$WORK/$mode-u.r"
     done
 done
-wc_t=$(median < "$WORK/wc.t"); lines_t=$(median < "$WORK/lines.r"); runs_t=$(median < "$WORK/runs.r")
+wc_t=$(median < "$WORK/wc.t"); count_t=$(median < "$WORK/count.r")
+lines_t=$(median < "$WORK/lines.r"); runs_t=$(median < "$WORK/runs.r")
 lines_u=$(median < "$WORK/lines-u.r"); runs_u=$(median < "$WORK/runs-u.r")
 
 : > "$WORK/ddw.t"; : > "$WORK/ddr.t"; : > "$WORK/save.t"; : > "$WORK/load.t"; : > "$WORK/touch.t"; : > "$WORK/again.t"
@@ -177,15 +189,16 @@ ddw=$(median < "$WORK/ddw.t"); ddr=$(median < "$WORK/ddr.t")
 save_t=$(median < "$WORK/save.t"); load_t=$(median < "$WORK/load.t"); touch_t=$(median < "$WORK/touch.t"); again_t=$(median < "$WORK/again.t")
 
 mib=$(stat -c %s "$WORK/edges.el" | awk '{printf "%.1f", $1 / 1048576}')
-awk -v mib="$mib" -v o="$old_t" -v n="$new_t" -v nr="$new_read" -v or_="$old_read" -v w="$wc_t" -v l="$lines_t" -v ru="$runs_t" -v lu="$lines_u" -v ruu="$runs_u" \
+awk -v mib="$mib" -v o="$old_t" -v n="$new_t" -v nr="$new_read" -v or_="$old_read" -v w="$wc_t" -v c="$count_t" -v l="$lines_t" -v ru="$runs_t" -v lu="$lines_u" -v ruu="$runs_u" \
     -v dw="$ddw" -v dr="$ddr" -v s="$save_t" -v ld="$load_t" -v nm="$touch_t" -v na="$again_t" 'BEGIN {
     printf "| measurement (2 ranks, medians of 3) | Courier | baseline | ratio |\n|---|---|---|---|\n"
     printf "| read a %.0f MiB edge list: time | %.2f s | %.2f s (before byte ranges) | %.2f |\n", mib, n, o, n / o
     printf "| read a 1 GB edge list: most bytes a rank read / file | %.3f | %.3f | |\n", nr, or_
-    printf "| deliver its lines: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (wc -l) | %.2f |\n", mib / 2 / l, mib / w, w / (2 * l)
-    printf "| deliver its lines in runs: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (wc -l) | %.2f |\n", mib / 2 / ru, mib / w, w / (2 * ru)
-    printf "| deliver its lines, unterminated: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (wc -l) | %.2f |\n", mib / 2 / lu, mib / w, w / (2 * lu)
-    printf "| deliver its lines in runs, unterminated: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (wc -l) | %.2f |\n", mib / 2 / ruu, mib / w, w / (2 * ruu)
+    printf "| count the newlines, read() and memchr, each rank its half: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (wc -l, one process, whole file) | %.2f |\n", mib / 2 / c, mib / w, w / (2 * c)
+    printf "| deliver its lines: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (the count above) | %.2f |\n", mib / 2 / l, mib / 2 / c, c / l
+    printf "| deliver its lines in runs: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (the count) | %.2f |\n", mib / 2 / ru, mib / 2 / c, c / ru
+    printf "| deliver its lines, unterminated: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (the count) | %.2f |\n", mib / 2 / lu, mib / 2 / c, c / lu
+    printf "| deliver its lines in runs, unterminated: bytes per second per rank | %.0f MiB/s | %.0f MiB/s (the count) | %.2f |\n", mib / 2 / ruu, mib / 2 / c, c / ruu
     printf "| save a 10M-key counting set (160 MiB): rate | %.0f MiB/s | %.0f MiB/s (dd write) | %.2f |\n", 160 / s, 160 / dw, dw / s
     printf "| load it back: rate | %.0f MiB/s | %.0f MiB/s (dd read, cached) | %.2f |\n", 160 / ld, 160 / dr, dr / ld
     printf "| new memory (256 MiB mapped and touched, one process), after 5 s idle / at once again: rate | | %.0f / %.0f MiB/s | |\n", 256 / nm, 256 / na

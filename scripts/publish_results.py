@@ -149,14 +149,17 @@ def about(run):
     return f"{run.date}, commit {run.commit}, {run.machine}, --{run.mode}"
 
 
-def table_headline(runs):
-    """The README's and performance.md's table: each benchmark's ratio in each run."""
+def table_headline(runs, skip=()):
+    """The README's and performance.md's table: each benchmark's ratio in each run
+    (blocks in skip left out)."""
     a = runs[0]
     others = runs[1:]
     head = "| block | benchmark | unit | peer (the best, as run) | Courier / peer |"
     head += " faster |\n|---|---|---|---|---|---|"
     out = [head]
     for block, bench, unit, ours, side, theirs, r, failed in headline_rows(a):
+        if block in skip:
+            continue
         rs = [r]
         for o in others:
             key = (block, bench)
@@ -231,9 +234,11 @@ def render(runs):
     sources = "; ".join(f"[{os.path.basename(r.path)}](docs/results/{os.path.basename(r.path)})"
                         for r in runs)
     named = ", ".join(about(r) for r in runs)
-    readme = (f"Ratios of the runs {named} ({sources}), in that order; rendered by "
-              f"`scripts/publish_results.py` from the result files.\n\n" + table_headline(runs))
-    perf = {"headline": readme.replace("(docs/results/", "(results/"),
+    lead = (f"Ratios of the runs {named} ({sources}), in that order; rendered by "
+            f"`scripts/publish_results.py` from the result files.\n\n")
+    # merging is Courier against itself, not against a peer: in performance.md only
+    readme = lead + table_headline(runs, skip=("merging",))
+    perf = {"headline": lead.replace("(docs/results/", "(results/") + table_headline(runs),
             "graph": table_graph(a),
             "details": table_sides(a, {"histogram", "gather", "containers", "coll", "merging",
                                        "oversubscribed"})}
