@@ -44,6 +44,9 @@ static const char usage[] =
     "  --aggregation A   sv: none, hash (default) or sort\n"
     "  --seed S          graph seed (default 1)\n"
     "  --write-graph F   write the graph's edges to F, 'u v' per line (GAP's .el)\n"
+    "  --trials T        run the components T times on the same graph (default 1);\n"
+    "                    the time printed is the mean of every trial, the first\n"
+    "                    included, as GAP reports it, with each trial's time\n"
     "\n"
     "--validate: auto (the default) checks the invariants distributedly (every edge\n"
     "within one component, every label a root and at most its vertex's id) and, up to\n"
@@ -62,6 +65,7 @@ typedef struct ccopts {
     int aggregation;
     unsigned node_size;
     int validate;
+    int trials;     /* --trials: runs of the components on the same graph */
 } ccopts;
 
 /* ---- validation and sizes ------------------------------------------------------------- */
@@ -139,11 +143,12 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
     o->aggregation = CR_DARRAY_AGG_HASH;
     o->validate = 2;
     o->route = "direct";
+    o->trials = 1;
     static const struct option lopts[] = {
         APP_LONG_SCALE, APP_LONG_EDGEFACTOR, APP_LONG_GENERATOR, APP_LONG_GRAPH, APP_LONG_SEED,
         APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
         {"algorithm", required_argument, 0, 'a'}, {"aggregation", required_argument, 0, 'A'},
-        {"write-graph", required_argument, 0, 'W'},
+        {"write-graph", required_argument, 0, 'W'}, {"trials", required_argument, 0, 'T'},
         APP_LONG_COMMON, {0, 0, 0, 0}};
     app_shared sh;
     app_shared_init(&sh);
@@ -154,6 +159,7 @@ static void parse(app *a, int argc, char **argv, ccopts *o)
         case 'a': o->algorithm = app_parse_choice(a, "--algorithm", optarg, algos); break;
         case 'W': o->write_graph = optarg; break;
         case 'A': o->aggregation = app_parse_choice(a, "--aggregation", optarg, aggs); break;
+        case 'T': o->trials = (int)app_parse_u64(a, "--trials", optarg, 1, 1000); break;
         default: app_other_option(a, ch, optarg, &sh, argv);
         }
     }
@@ -202,6 +208,7 @@ static void cc_disjoint_set(cr_comm *comm, const cr_edge_list *edges, uint64_t f
 typedef struct cc_summary {
     uint64_t n, total_edges, components, largest, rounds, giant, cut, super_edges;
     double seconds, t_gen, t_build, peak, peak_job;
+    const double *times; /* each trial's */
     int validated, ok, invariants;
 } cc_summary;
 
@@ -217,6 +224,12 @@ static void report(const app *a, const ccopts *o, const char *route_name, const 
     printf("  %llu components, the largest %llu vertices; %llu rounds, %.4f s\n",
            (unsigned long long)s->components, (unsigned long long)s->largest,
            (unsigned long long)s->rounds, s->seconds);
+    if (o->trials > 1) {
+        printf("  trial times (s):");
+        for (int t = 0; t < o->trials; t++)
+            printf(" %.4f", s->times[t]);
+        printf("\n  %d trials: the time above is their mean, the first included\n", o->trials);
+    }
     printf("  peak memory per rank %.1f MiB, of the job %.1f MiB (every rank's summed; graph "
            "and labels; before the checks)\n", s->peak, s->peak_job);
     if (o->algorithm == ALG_LOCAL)
@@ -299,16 +312,24 @@ int main(int argc, char **argv)
         cr_stats_reset(comm);
     app_progress(&a, "built in %.2f s; connected components (%s)", t_build,
                  algorithm_names[o.algorithm]);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    if (o.algorithm == ALG_DSET)
-        cc_disjoint_set(comm, &edges, first, nl, label);
-    else
-        cr_graph_cc_with(g, &co, label, &st);
+    double *times = app_calloc(&a, (size_t)o.trials, sizeof *times, "the times");
+    double seconds = 0, peak = 0, peak_job = 0;
+    for (int t = 0; t < o.trials; t++) {
+        st = (cr_graph_cc_stats){0};
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (o.algorithm == ALG_DSET)
+            cc_disjoint_set(comm, &edges, first, nl, label);
+        else
+            cr_graph_cc_with(g, &co, label, &st);
+        times[t] = app_max_time(MPI_Wtime() - t0);
+        seconds += times[t] / o.trials;
+        if (t == 0) { /* before the checks, which gather on rank 0 */
+            peak = app_peak_mib();
+            peak_job = app_peak_job_mib();
+        }
+    }
     uint64_t rounds = st.rounds;
-    double seconds = app_max_time(MPI_Wtime() - t0);
-    double peak = app_peak_mib(); /* before the checks, which gather on rank 0 */
-    double peak_job = app_peak_job_mib();
     if (o.stats)
         cr_stats_print(comm, stdout);
 
@@ -334,11 +355,12 @@ int main(int argc, char **argv)
         cc_summary sum = {.n = n, .total_edges = total_edges, .components = components,
                           .largest = largest, .rounds = rounds, .seconds = seconds,
                           .t_gen = t_gen, .t_build = t_build, .peak = peak, .peak_job = peak_job,
-                          .giant = sums[1], .cut = sums[0], .super_edges = st.super_edges,
+                          .times = times, .giant = sums[1], .cut = sums[0],
+                          .super_edges = st.super_edges,
                           .validated = validated, .ok = ok, .invariants = inv.ok};
         report(&a, &o, route_name, &sum, csv);
     }
-    free(label);
+    free(label), free(times);
     cr_graph_destroy(g);
     app_comm_destroy(comm);
     cr_graph_edges_free(&edges);

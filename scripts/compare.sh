@@ -49,8 +49,8 @@
 #               (histogram --prepared) against bale's histo -M 2, 4, 8 (exstack,
 #               exstack2, conveyors), each in its own process
 #   gather      bale's index gather, same sizes: histogram --mode gather against ig
-#   graph       cc, bfs (16 roots) on one R-MAT file (edge factor 16) against GAP's cc
-#               and bfs; boruvka on its generated weighted graph against kruskal (one
+#   graph       cc (3 trials), bfs (16 roots) on one R-MAT file (edge factor 16) against
+#               GAP's cc and bfs; boruvka on its generated weighted graph against kruskal (one
 #               core) on its own R-MAT graph of the same scale
 #   kernels     GAP's other four kernels (sssp, pagerank, tc, bc) on the same file
 #               (sssp: weights 1 to 255, GAP's delta 2), 3 trials each, every one
@@ -365,15 +365,11 @@ block_graph() {
     local graph np t bench
     graph=$(rmat_file "$scale")
     for np in $graph_cores; do
-        # cc: one run per process, three processes: the mean of three cold runs against
-        # GAP's mean of three trials (its first cold, the others warm)
+        # cc: three trials in one process, as GAP's three
         bench="cc, scale $scale, $(cores_name "$np")"
-        local times=()
-        for t in 1 2 3; do
-            courier_graph cc "$np" --graph "$graph" --validate yes
-            times+=("$(sed -n 's/.*rounds, \([0-9.]*\) s$/\1/p' "$tmp/out")")
-        done
-        record_trials graph "$bench" courier s "${times[@]}"
+        courier_graph cc "$np" --graph "$graph" --validate yes --trials 3
+        # shellcheck disable=SC2046
+        record_trials graph "$bench" courier s $(sed -n 's/^ *trial times (s): //p' "$tmp/out")
         record graph "cc memory, scale $scale, $(cores_name "$np")" courier MiB 1 "$(job_mib)"
         [ $have_gap = 1 ] && gap graph "cc, scale $scale" cc "$np" "$graph"
         bench="bfs, scale $scale, $(cores_name "$np")"
