@@ -12,6 +12,7 @@
 
 #include "common/fatal.h"
 #include "transport/mpi_shm.h"
+#include "transport/node_check.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -361,6 +362,31 @@ static void allreduce_double(cr_transport *t, const double *in, double *out, int
     MPI_Allreduce(in, out, n, MPI_DOUBLE, mpi_op(op), mt(t)->ctrl);
 }
 
+/* The processor names against MPI's split (node_check.h): where they differ, rank 0
+ * says so once per process. MPI's split stays the answer: only it can give the
+ * shared memory the node's path needs. */
+static void check_node_names(cr_transport *t, const int *node_of)
+{
+    static bool said;
+    char name[MPI_MAX_PROCESSOR_NAME] = {0};
+    int len = 0;
+    MPI_Get_processor_name(name, &len);
+    uint64_t mine = cr_node_name_hash(name, (size_t)len);
+    uint64_t *hashes = cr_xmalloc(2 * (size_t)t->size * sizeof *hashes);
+    MPI_Allgather(&mine, 1, MPI_UINT64_T, hashes, 1, MPI_UINT64_T, mt(t)->ctrl);
+    cr_node_check k;
+    if (!cr_node_check_run(node_of, hashes, t->size, hashes + t->size, &k) && t->rank == 0 &&
+        !said) {
+        fprintf(stderr,
+                "courier: MPI's shared-memory split finds %d node(s) but the processor names "
+                "%d (rank %d differs); Courier follows MPI's split, so ranks it puts apart "
+                "use neither the shared-memory path nor node-aware routes between them\n",
+                k.mpi_nodes, k.name_nodes, k.first_rank);
+        said = true;
+    }
+    free(hashes);
+}
+
 static void nodes(cr_transport *t, int *node_of)
 {
     MPI_Comm comm = mt(t)->ctrl, shared;
@@ -369,6 +395,7 @@ static void nodes(cr_transport *t, int *node_of)
     MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
     MPI_Comm_free(&shared);
     MPI_Allgather(&leader, 1, MPI_INT, node_of, 1, MPI_INT, comm);
+    check_node_names(t, node_of);
 }
 
 static double now(cr_transport *t)
