@@ -73,12 +73,14 @@ static const char *resolve_config(cr_config *out, const cr_config *given, char *
     return NULL;
 }
 
-/* The nodes as the transport finds them. Collective. */
-static cr_layout *layout_of(cr_transport *tp)
+/* The nodes as the transport finds them, each cut into virtual nodes of node_size
+ * ranks when asked (the same cut as the transport's path within a node). Collective. */
+static cr_layout *layout_of(cr_transport *tp, unsigned node_size)
 {
     int *node_of = cr_xmalloc((size_t)tp->size * sizeof *node_of);
     tp->ops->nodes(tp, node_of);
-    cr_layout *l = cr_layout_create(tp->size, node_of);
+    cr_layout *l = node_size > 0 ? cr_layout_create_cut(tp->size, node_of, (int)node_size)
+                                 : cr_layout_create(tp->size, node_of);
     free(node_of);
     return l;
 }
@@ -149,8 +151,7 @@ static cr_comm *create(MPI_Comm comm, const cr_config *cfg, bool may_calibrate)
         if (use.verbosity >= 1 && tp->rank == 0)
             print_calibration(&cal, seconds_now() - t0);
     }
-    cr_layout *layout = use.node_size > 0 ? cr_layout_create_blocks(tp->size, (int)use.node_size)
-                                          : layout_of(tp);
+    cr_layout *layout = layout_of(tp, use.node_size);
     cr_comm *c = cr_comm_create_on(tp, layout, &use, bad, costs);
     cr_transport_mpi_watch_finalize(tp, cr_comm_describe_open, c);
     return c;

@@ -62,9 +62,17 @@ typedef struct cr_layout cr_layout;
  * if nranks < 1 or an id is out of range. */
 cr_layout *cr_layout_create(int nranks, const int *node_of);
 
-/* The virtual layout of COURIER_NODE_SIZE=k: ranks [i*k, (i+1)*k) form node i; the
- * last node is shorter when k does not divide nranks. */
+/* Local. Virtual nodes of k consecutive ranks: ranks [i*k, (i+1)*k) form node i; the
+ * last node is shorter when k does not divide nranks (COURIER_NODE_SIZE=k on one
+ * machine). */
 cr_layout *cr_layout_create_blocks(int nranks, int node_size);
+
+/* Local. Every node of node_of (as for cr_layout_create) cut into virtual nodes of
+ * node_size of its ranks, in rank order; a node's last one is shorter when node_size
+ * does not divide it. The layout of COURIER_NODE_SIZE=k on a job of several real
+ * nodes: a virtual node never spans two real ones. Returns NULL where
+ * cr_layout_create would, or if node_size < 1. */
+cr_layout *cr_layout_create_cut(int nranks, const int *node_of, int node_size);
 
 /* Local. One more holder of `layout` (it is immutable, so many comms may share it:
  * the simulated transport gives its P virtual ranks one layout instead of P copies

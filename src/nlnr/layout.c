@@ -47,6 +47,30 @@ cr_layout *cr_layout_create(int nranks, const int *node_of)
     return l;
 }
 
+cr_layout *cr_layout_create_cut(int nranks, const int *node_of, int node_size)
+{
+    if (nranks < 1 || !node_of || node_size < 1)
+        return NULL;
+    for (int r = 0; r < nranks; r++)
+        if (node_of[r] < 0 || node_of[r] >= nranks)
+            return NULL;
+    /* Per real node: its ranks seen so far and the first rank of its open cut. */
+    int *seen = cr_xcalloc((size_t)nranks, sizeof *seen);
+    int *head = cr_xmalloc((size_t)nranks * sizeof *head);
+    int *cut = cr_xmalloc((size_t)nranks * sizeof *cut);
+    for (int r = 0; r < nranks; r++) {
+        int n = node_of[r];
+        if (seen[n]++ % node_size == 0)
+            head[n] = r;
+        cut[r] = head[n];
+    }
+    cr_layout *l = cr_layout_create(nranks, cut);
+    free(seen);
+    free(head);
+    free(cut);
+    return l;
+}
+
 cr_layout *cr_layout_create_blocks(int nranks, int node_size)
 {
     if (nranks < 1 || node_size < 1)

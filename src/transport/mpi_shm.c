@@ -72,17 +72,19 @@ static size_t ring_stride(unsigned nslots, size_t slot_bytes)
     return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
-/* The rank's node: MPI's shared-memory node, cut into virtual nodes when asked (the
- * same cut as cr_layout_create_blocks), so a one-machine job has ranks on both paths. */
+/* The rank's node: MPI's shared-memory node, cut into virtual nodes of node_size of
+ * its ranks when asked (the same cut as cr_layout_create_cut), so a one-machine job
+ * has ranks on both paths and a virtual node never spans two real ones. */
 static MPI_Comm split_node(MPI_Comm comm, unsigned node_size)
 {
-    int rank;
+    int rank, local;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm shared, node;
     MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared);
     if (node_size == 0)
         return shared;
-    MPI_Comm_split(shared, rank / (int)node_size, rank, &node);
+    MPI_Comm_rank(shared, &local); /* ordered by rank: the key above */
+    MPI_Comm_split(shared, local / (int)node_size, rank, &node);
     MPI_Comm_free(&shared);
     return node;
 }

@@ -307,6 +307,42 @@ static void test_layouts(void **state)
     int bad[2] = {0, 2};
     assert_null(cr_layout_create(2, bad));
     assert_null(cr_layout_create_blocks(0, 1));
+    assert_null(cr_layout_create_cut(2, bad, 1));
+    assert_null(cr_layout_create_cut(6, node_of, 0));
+}
+
+/* Virtual nodes cut from real ones never span two: hosts of 1, 2 and 1 ranks cut by 2
+ * stay three nodes (cutting the ranks in blocks would pair ranks 0 and 1, which live
+ * on different hosts); interleaved members are cut in rank order; one real node cut
+ * by k is cr_layout_create_blocks. */
+static void test_layout_cuts(void **state)
+{
+    (void)state;
+    int hosts[4] = {0, 1, 1, 3};
+    cr_layout *l = cr_layout_create_cut(4, hosts, 2);
+    assert_int_equal(cr_layout_nodes(l), 3);
+    assert_int_equal(cr_layout_node_of(l, 0), 0);
+    assert_int_equal(cr_layout_node_of(l, 1), 1);
+    assert_int_equal(cr_layout_node_of(l, 2), 1);
+    assert_int_equal(cr_layout_node_of(l, 3), 2);
+    cr_layout_destroy(l);
+    int mixed[7] = {0, 1, 0, 1, 0, 1, 0}; /* evens on one node, odds on another */
+    l = cr_layout_create_cut(7, mixed, 2);
+    assert_int_equal(cr_layout_nodes(l), 4);
+    assert_int_equal(cr_layout_member(l, 0, 1), 2);  /* {0, 2} */
+    assert_int_equal(cr_layout_member(l, 1, 1), 3);  /* {1, 3} */
+    assert_int_equal(cr_layout_member(l, 2, 1), 6);  /* {4, 6} */
+    assert_int_equal(cr_layout_node_size(l, 3), 1);  /* {5} */
+    assert_int_equal(cr_layout_node_of(l, 5), 3);
+    cr_layout_destroy(l);
+    int one[8] = {0};
+    l = cr_layout_create_cut(8, one, 3);
+    cr_layout *b = cr_layout_create_blocks(8, 3);
+    assert_int_equal(cr_layout_nodes(l), cr_layout_nodes(b));
+    for (int r = 0; r < 8; r++)
+        assert_int_equal(cr_layout_node_of(l, r), cr_layout_node_of(b, r));
+    cr_layout_destroy(b);
+    cr_layout_destroy(l);
 }
 
 static void test_parse_and_format(void **state)
@@ -355,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_nlnr_partners_bounded),
         cmocka_unit_test(test_nr_crosses_once),
         cmocka_unit_test(test_layouts),
+        cmocka_unit_test(test_layout_cuts),
         cmocka_unit_test(test_parse_and_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
