@@ -6,6 +6,9 @@
 #                                   the README's commands run and an install works
 #   ./quickstart.sh test-sanitize   unit, simulation, fatal and core MPI tests in a
 #                                   separate ASan + UBSan build
+#   ./quickstart.sh test-hosts      the MPI programs across emulated hosts on this
+#                                   machine (scripts/hosts.sh; needs root or user
+#                                   namespaces): 2 hosts of 2 ranks, 3 of 1, 2 and 1
 #   ./quickstart.sh build           only install and build
 #   ./quickstart.sh run ARGS        mpirun ARGS with the settings below (scripts/mpirun.sh)
 #
@@ -25,7 +28,7 @@ TEST_PACKAGES=(mpich libmpich-dev libmetis-dev autoconf automake libtool time cm
 DEMO_RANKS=${DEMO_RANKS:-4}
 
 usage() {
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 install_missing() {
@@ -82,7 +85,7 @@ test)
     install_missing "${TEST_PACKAGES[@]}"
     timed "the build" build build
     mpi_env
-    timed "the suite" meson test -C build --print-errorlogs --no-suite large "${@:2}"
+    timed "the suite" meson test -C build --print-errorlogs --no-suite large --no-suite hosts "${@:2}"
     if [ $# -le 1 ]; then
         timed "the documented commands" scripts/check_doc_commands.py build
         timed "the install checks" scripts/check_install.sh
@@ -97,6 +100,12 @@ test-sanitize)
     # rank matrix, the routes and the apps run in the plain build (test).
     timed "the sanitized suite" meson test -C build-sanitize --print-errorlogs --suite unit \
         --suite sim --suite fatal --suite core "${@:2}"
+    ;;
+test-hosts)
+    install_missing util-linux
+    timed "the build" build build
+    mpi_env
+    timed "the suite across hosts" meson test -C build --print-errorlogs --suite hosts "${@:2}"
     ;;
 build)
     install_missing

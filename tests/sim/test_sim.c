@@ -744,7 +744,7 @@ static int seeds_wanted(void)
 }
 
 /* The largest P a scenario runs at: SIM_MAX_P, or no limit. The sanitizer build
- * stops at 64 (every path at fewer ranks, each step several times dearer there);
+ * stops at 16 (every path at fewer ranks, each step several times dearer there);
  * the plain build runs every size up to 1024. */
 static int largest_p(void)
 {
