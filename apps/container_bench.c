@@ -37,7 +37,7 @@ static const char usage[] =
     "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
     "  --route R        direct, nr, nlnr, grid, grid:AxB..., hypercube (default:\n"
     "                   COURIER_ROUTE or direct)\n"
-    "  --node-size K    treat ranks [i*K, (i+1)*K) as node i\n"
+    "  --node-size K    each node cut into virtual nodes of K ranks\n"
     "\n"
     "--validate: yes recounts every key; auto (the default) recounts when N * P * K\n"
     "is small.\n";

@@ -49,7 +49,7 @@ static const char usage[] =
     "  --buffer-kb K    Courier flush threshold in KiB (default: COURIER_BUFFER_SIZE or 64)\n"
     "  --route R        direct, nr, nlnr, grid, grid:AxB..., hypercube (default:\n"
     "                   COURIER_ROUTE or direct)\n"
-    "  --node-size K    treat ranks [i*K, (i+1)*K) as node i\n"
+    "  --node-size K    each node cut into virtual nodes of K ranks\n"
     "\n"
     "--validate: yes recounts every word; auto (the default) recounts when N * P is at\n"
     "most 64M or the input at most 64 MiB; the total is checked in any case (a recount\n"
