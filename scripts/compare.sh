@@ -3,6 +3,7 @@
 # writes the raw figures as a result file and prints the tables rendered from it.
 #
 #   scripts/compare.sh BUILD [--quick | --full | --smoke] [--blocks LIST] [--out FILE]
+#   scripts/compare.sh BUILD --hosts 2 [--smoke] [--out FILE]
 #
 #   --quick  (default) 3 rounds of every block, graphs of scale 18
 #   --full   the published run: the same, its result file written under docs/results/
@@ -14,6 +15,11 @@
 #   --blocks LIST  only these blocks, comma-separated: histogram, gather, graph,
 #            kernels, containers, coll, merging (default all)
 #   --out FILE     write the result file here
+#   --hosts 2      across emulated hosts instead (scripts/hosts.sh): the histogram and
+#            the gather (Courier, MPI_Alltoallv, bale), bfs, cc and the collectives,
+#            2 rounds, at 2 hosts of 1 and of 2 ranks, at 2 hosts of 1 rank bound to
+#            one core (the layout of a slow link), and the same jobs on one host;
+#            the result file goes under docs/results/ as <date>-hosts.tsv
 #
 # The rule (docs/performance.md, "The rule"), applied by every block:
 # - The same statistic on both sides, from each side's per-trial figures: a run's
@@ -64,10 +70,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 
 build=
 mode=quick
+hosts=
 out=
 blocks=histogram,gather,graph,kernels,containers,coll,merging
 while [ $# -gt 0 ]; do
@@ -75,6 +82,8 @@ while [ $# -gt 0 ]; do
     --quick | --full | --smoke) mode=${1#--} ;;
     --blocks) blocks=${2:?--blocks needs a list}; shift ;;
     --out) out=${2:?--out needs a file}; shift ;;
+    --hosts) hosts=${2:?--hosts needs a count}; shift
+             [ "$hosts" = 2 ] || { echo "compare.sh: --hosts '$hosts': only 2 hosts are compared" >&2; exit 2; } ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "compare.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     *) [ -z "$build" ] || { echo "compare.sh: one build folder, not '$build' and '$1'" >&2; exit 2; }
@@ -108,6 +117,14 @@ quick | full)
     over_ranks=$(more_than_cores 4 8) ;;
 esac
 [ "$mode" = quick ] && over_ranks=
+if [ -n "$hosts" ]; then
+    # the sizes of the first runs across hosts: 2M updates per rank, scale 16, 8 roots;
+    # bale's -b swept over the best value on one host and a larger one (TCP between
+    # hosts may want larger buffers)
+    blocks=hosts rounds=2 updates=2000000 scale=16 roots=8 coll_reps=100 bale_b="4096 16384"
+    host_layouts="1x2 2x1 2x1b 1x4 2x2"
+    [ "$mode" = smoke ] && rounds=1 updates=100000 scale=10 roots=2 coll_reps=10 bale_b=4096 host_layouts="1x2 2x1"
+fi
 [ -n "$ranks" ] || ranks=1
 c_np=$(echo $ranks | awk '{print $NF}')   # the containers at the most ranks that fit
 table_per_rank=10000
@@ -117,6 +134,7 @@ big_table_per_rank=$((1 << 20))
 peers=${PEERS:-../shared/peers}
 work=$build/peers
 mpirun=scripts/mpirun.sh
+root=$PWD
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
@@ -170,7 +188,7 @@ build_peers() {
             skip "kruskal: no $peers/kruskal.c (set PEERS)"
         fi
     fi
-    if wants histogram || wants gather; then
+    if wants histogram || wants gather || wants hosts; then
         if [ -x "$work/bale/bin/histo" ] && [ -x "$work/bale/bin/ig" ]; then
             have_bale=1
         elif [ ! -d "$peers/bale/src/bale_classic" ]; then
@@ -207,6 +225,95 @@ build_peers() {
             skip "YGM: its benchmark did not build (needs mpicxx with C++20, libcereal-dev, libboost-dev)"
         fi
     fi
+}
+
+# ---- layouts across hosts (--hosts) ----------------------------------------------------
+
+# A layout is HxK (H hosts of K ranks; H = 1 is one host, plain mpirun) or HxKb (bound
+# to cores as the MPI binds by default: every host's first rank on core 0).
+layout=       # the layout of the run in progress, empty outside --hosts
+bench_prefix= # what bale's runs are named after there: histogram or gather
+layout_ranks() { local h=${1%%x*} k=${1#*x}; echo $((h * ${k%b})); }
+layout_name() {
+    local h=${1%%x*} k=${1#*x} b=
+    [ "${k%b}" = "$k" ] || b=", bound to one core"
+    k=${k%b}
+    echo "$h host$([ "$h" = 1 ] || echo s) of $k rank$([ "$k" = 1 ] || echo s)$b"
+}
+# launcher LAYOUT [shmem]: the command that starts a job of that layout
+launcher() {
+    local h=${1%%x*} k=${1#*x}
+    if [ "$h" = 1 ]; then
+        [ "${2:-}" = shmem ] && echo "oshrun --oversubscribe -np ${k%b}" || echo "$root/$mpirun -np ${k%b}"
+        return
+    fi
+    echo "$root/scripts/hosts.sh --hosts $h --per-host ${k%b}$([ "${k%b}" = "$k" ] || echo ' --bind')"
+}
+# bench_of NP: a benchmark's name for NP ranks (its layout's across hosts)
+bench_of() { if [ -n "$layout" ]; then echo "$bench_prefix, $(layout_name "$layout")"; else echo "$1 ranks"; fi; }
+# shmem_launcher NP: how bale's OpenSHMEM job starts
+shmem_launcher() { if [ -n "$layout" ]; then launcher "$layout" shmem; else echo "oshrun --oversubscribe -np $1"; fi; }
+
+# block_hosts LAYOUT: every benchmark of --hosts in one layout; each run in its own
+# process (cold), verified
+block_hosts() {
+    layout=$1
+    local np name table mode file
+    np=$(layout_ranks "$1")
+    name=$(layout_name "$1")
+    table=$((table_per_rank * np))
+    read -r -a run <<<"$(launcher "$1")"
+    for mode in courier alltoallv gather; do
+        "${run[@]}" "$build/apps/histogram" --prepared --mode $mode --updates "$updates" \
+            --table "$table" --reps 1 >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "histogram --mode $mode, $name, failed"; }
+        case $mode in
+        courier) record hosts "histogram, $name" courier M/s 1 "$(mode_rate "$tmp/out" courier)" ;;
+        alltoallv) record hosts "histogram, $name" MPI_Alltoallv M/s 1 "$(mode_rate "$tmp/out" alltoallv)" ;;
+        gather) record hosts "gather, $name" courier M/s 1 "$(mode_rate "$tmp/out" gather)" ;;
+        esac
+    done
+    if [ $have_bale = 1 ]; then
+        local app lib b
+        for app in histo ig; do
+            bench_prefix=histogram
+            [ $app = ig ] && bench_prefix=gather
+            for lib in exstack exstack2 conveyors; do
+                for b in $bale_b; do
+                    [ $lib = conveyors ] && b=-
+                    bale_run "$app" "$np" "$lib" "$b" hosts
+                    [ $lib != conveyors ] || break
+                done
+            done
+        done
+    fi
+    file=$(rmat_file "$scale")
+    "${run[@]}" "$build/apps/bfs" --graph "$file" --roots "$roots" >"$tmp/out" 2>&1 &&
+        grep -q "validation: $roots of $roots searches valid" "$tmp/out" ||
+        { cat "$tmp/out" >&2; fail "bfs, $name, failed"; }
+    # shellcheck disable=SC2046
+    record_trials hosts "bfs, $name" courier s \
+        $(sed -n 's/^ *search *[0-9]* from .*, \([0-9.]*\) s, .*/\1/p' "$tmp/out")
+    "${run[@]}" "$build/apps/cc" --graph "$file" --validate yes --trials 3 >"$tmp/out" 2>&1 &&
+        grep -q "validated against union-find" "$tmp/out" || { cat "$tmp/out" >&2; fail "cc, $name, failed"; }
+    # shellcheck disable=SC2046
+    record_trials hosts "cc, $name" courier s $(sed -n 's/^ *trial times (s): //p' "$tmp/out")
+    "${run[@]}" "$build/apps/coll_bench" --counts 0 --sizes 4,64K --reps "$coll_reps" \
+        >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "coll_bench, $name, failed"; }
+    awk -v name="$name" '
+        /^(allreduce|allgather) / {split($0, w, " "); what = w[1]}
+        /^\| bytes/ {for (i = 2; i <= NF; i++) {gsub(/ /, "", $i); col[$i] = i}; next}
+        /^\| [0-9]/ {
+            gsub(/ /, "")
+            n = split($0, f, "|")
+            b = f[2] >= 1024 ? f[2] / 1024 " KiB" : f[2] " B"
+            printf "%s %s, %s\t%s\t%s\n", what, b, name, f[col["mpi"]], f[col["auto"]]
+        }' FS='|' "$tmp/out" >"$tmp/coll"
+    [ -s "$tmp/coll" ] || { cat "$tmp/out" >&2; fail "coll_bench printed no table"; }
+    while IFS=$'\t' read -r bench m a; do
+        record hosts "$bench" courier us 1 "$a"
+        record hosts "$bench" MPI us 1 "$m"
+    done <"$tmp/coll"
+    layout=
 }
 
 # ---- runs of one program, each recording its figures ---------------------------------
@@ -265,11 +372,11 @@ bale_run() {
     args=(-n "$updates" -T "$table_per_rank" -M "$model")
     side="bale $lib"
     [ "$b" = - ] || { args+=(-b "$b"); side="bale $lib -b $((b / 1024))K"; }
-    (cd "$work/bale/bin" && timeout 300 oshrun --oversubscribe --mca osc ^rdma -np "$np" \
+    (cd "$work/bale/bin" && OMPI_MCA_osc=^rdma timeout 300 $(shmem_launcher "$np") \
         "./$app" "${args[@]}" >"$tmp/bale" 2>&1 || true)
     if grep -qE 'FAILED|ERROR' "$tmp/bale"; then
         say "bale $app $lib at $np ranks failed its own check: $(grep -m1 -E 'FAILED|ERROR' "$tmp/bale")"
-        record "$block" "$np ranks" "$side" M/s 1 failed
+        record "$block" "$(bench_of "$np")" "$side" M/s 1 failed
         return 0
     fi
     local rate
@@ -278,10 +385,10 @@ bale_run() {
             printf "%.2f\n", total / $2 / 1e6}' "$tmp/bale")
     if [ -z "$rate" ]; then
         say "bale $app $lib at $np ranks printed no time: $(tail -1 "$tmp/bale")"
-        record "$block" "$np ranks" "$side" M/s 1 failed
+        record "$block" "$(bench_of "$np")" "$side" M/s 1 failed
         return 0
     fi
-    record "$block" "$np ranks" "$side" M/s 1 "$rate"
+    record "$block" "$(bench_of "$np")" "$side" M/s 1 "$rate"
 }
 
 # courier_graph APP NP ARGS...: runs it, checks it validated; leaves the output in
@@ -500,6 +607,9 @@ for ((round = 1; round <= rounds; round++)); do
         for np in $ranks; do timed "coll, $np ranks" block_coll "$np" coll; done
         for np in $over_ranks; do timed "coll, $np ranks (more than cores)" block_coll "$np" oversubscribed; done
     fi
+    if wants hosts; then
+        for l in $host_layouts; do timed "across hosts: $(layout_name "$l")" block_hosts "$l"; done
+    fi
     if wants merging; then
         for np in $ranks; do
             for per in $table_per_rank $big_table_per_rank; do
@@ -513,6 +623,11 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit (modified)"
 file=${out:-$tmp/result.tsv}
 [ -n "$out" ] || [ "$mode" != full ] || { mkdir -p docs/results; file=docs/results/$stamp-full.tsv; }
+if [ -n "$hosts" ] && [ -z "$out" ] && [ "$mode" != smoke ]; then
+    mode=hosts
+    mkdir -p docs/results
+    file=docs/results/$stamp-hosts.tsv
+fi
 {
     printf 'date\tcommit\tmachine\tmode\tblock\tbench\tside\tunit\tround\ttrial\tvalue\n'
     awk -v pre="$started	$commit	$(machine)	$mode" '{print pre "\t" $0}' "$results"

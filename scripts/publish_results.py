@@ -8,6 +8,10 @@
                                                 --write would write (a test)
     scripts/publish_results.py --print FILE...  print the tables of these files
 
+The comparison on one host (compare.sh --full) is in the files named *-full.tsv;
+the one across emulated hosts (compare.sh --hosts 2), in *-hosts.tsv, is rendered
+into performance.md's "hosts" table from the two latest of those.
+
 A result file has one tab-separated line per figure, after a header line:
 date, commit, machine, mode, block, benchmark, side, unit, round, trial, value.
 A value "failed" marks a peer's run that printed its own failure line: that side
@@ -229,7 +233,72 @@ def table_graph(run):
     return "\n".join(out)
 
 
-def render(runs):
+def one_host_of(bench):
+    """The one-host benchmark a multi-host one is measured against: the same job on
+    one host with as many ranks ("cc, 2 hosts of 2 ranks" -> "cc, 1 host of 4
+    ranks"), or None."""
+    m = re.match(r"(.*), (\d+) hosts of (\d+) ranks?(, bound to one core)?$", bench)
+    if not m:
+        return None
+    n = int(m.group(2)) * int(m.group(3))
+    return f"{m.group(1)}, 1 host of {n} rank{'s' if n != 1 else ''}"
+
+
+def table_hosts(runs):
+    """Across emulated hosts: each benchmark's Courier against MPI_Alltoallv, against
+    the best bale library, and against the same Courier job on one host, each ratio in
+    each run."""
+    a = runs[0]
+    out = ["| benchmark | unit | Courier / MPI_Alltoallv | Courier / best bale (as run) | "
+           "Courier / MPI | Courier across hosts / on one host |", "|---|---|---|---|---|---|"]
+
+    def cells(key, pick):
+        rs = []
+        for r in runs:
+            if key not in r.figures:
+                rs.append(None)
+                continue
+            ours = r.stat(key, "courier")
+            side = pick(r, key)
+            rs.append((ratio(ours, r.stat(key, side)) if side else None, side))
+        return rs
+
+    def bale(r, key):
+        best = None
+        for side in r.figures[key]:
+            if side.startswith("bale") and r.stat(key, side):
+                if best is None or r.stat(key, side)[0] > r.stat(key, best)[0]:
+                    best = side
+        return best
+
+    def show(rs, named=False):
+        vals = [f"{x[0]:.2f}" if x and x[0] else "-" for x in rs]
+        text = " / ".join(vals)
+        if named:
+            names = sorted({x[1] for x in rs if x and x[1]})
+            if names:
+                text += " (" + ", ".join(names) + ")"
+        return "-" if all(v == "-" for v in vals) else text
+
+    for (block, bench), sides in a.figures.items():
+        if block != "hosts":
+            continue
+        key = (block, bench)
+        alltoallv = show(cells(key, lambda r, k: "MPI_Alltoallv" if "MPI_Alltoallv" in r.figures[k] else None))
+        best_bale = show(cells(key, bale), named=True)
+        mpi = show(cells(key, lambda r, k: "MPI" if "MPI" in r.figures[k] else None))
+        one = one_host_of(bench)
+        across = []
+        for r in runs:
+            ours = r.stat(key, "courier")
+            there = r.stat((block, one), "courier") if one else None
+            across.append((ratio(ours, there), None) if there else None)
+        out.append(f"| {bench} | {a.units[key]} | {alltoallv} | {best_bale} | {mpi} | "
+                   f"{show(across)} |")
+    return "\n".join(out)
+
+
+def render(runs, host_runs=()):
     """name -> text of each published table."""
     a = runs[0]
     sources = "; ".join(f"[{os.path.basename(r.path)}](docs/results/{os.path.basename(r.path)})"
@@ -244,6 +313,13 @@ def render(runs):
             "graph": table_graph(a),
             "details": table_sides(a, {"histogram", "gather", "containers", "coll", "merging",
                                        "oversubscribed"})}
+    if host_runs:
+        hl = ", ".join(about(r) for r in host_runs)
+        hs = "; ".join(f"[{os.path.basename(r.path)}](results/{os.path.basename(r.path)})"
+                       for r in host_runs)
+        perf["hosts"] = (f"Ratios of the runs {hl} ({hs}), in that order; rendered by "
+                         f"`scripts/publish_results.py` from the result files.\n\n"
+                         + table_hosts(host_runs))
     return readme, perf
 
 
@@ -260,10 +336,10 @@ def splice(text, name, body, path):
     return f"{head}{b}\n{body}\n{e}{tail}"
 
 
-def latest(n=2):
-    files = sorted(glob.glob(os.path.join(RESULTS, "*.tsv")))
-    if not files:
-        sys.exit(f"no result files in {RESULTS}")
+def latest(kind, n=2, required=True):
+    files = sorted(glob.glob(os.path.join(RESULTS, f"*-{kind}.tsv")))
+    if not files and required:
+        sys.exit(f"no result files *-{kind}.tsv in {RESULTS}")
     return [Run(p) for p in reversed(files[-n:])]
 
 
@@ -276,13 +352,16 @@ def main():
     args = ap.parse_args()
     if args.print:
         runs = [Run(p) for p in args.print]
+        if all(key[0] == "hosts" for r in runs for key in r.figures):
+            print(table_hosts(runs))
+            return 0
         readme, perf = render(runs)
         print(readme)
         for name in ("graph", "details"):
             print(f"\n{perf[name]}")
         return 0
-    runs = latest()
-    readme, perf = render(runs)
+    runs = latest("full")
+    readme, perf = render(runs, latest("hosts", required=False))
     wanted = {README: splice(open(README).read(), "headline", readme, README)}
     text = open(PERF).read()
     for name, body in perf.items():
