@@ -7,7 +7,6 @@
 #include "common/fatal.h"
 #include "courier/rng.h"
 #include "mailbox/record.h"
-#include "transport/mpi.h"
 
 #include <stdlib.h>
 #include <string.h>
