@@ -75,12 +75,14 @@ void cr_allgatherv(cr_comm *comm, const void *send, void *recv, const size_t *si
 /* The algorithm a request runs ("butterfly", "sparbit", "dissemination(2)", ...). */
 const char *cr_request_algorithm(const cr_request *req);
 
-/* Names: "auto", "binomial", "butterfly", "dissemination", "bruck"; and "auto",
- * "ring", "neighbor", "recdoubling", "bruck", "sparbit". Parse returns -1 if unknown. */
+/* Names: "auto", "binomial", "butterfly", "dissemination", "bruck", "shared"; and
+ * "auto", "ring", "neighbor", "recdoubling", "bruck", "sparbit", "shared". Local. Parse
+ * returns 0, or -1 with `out` unchanged and a one-line message naming the text and
+ * the names it accepts in err (NULL: none). */
 const char *cr_allreduce_name(cr_allreduce_algorithm a);
 const char *cr_allgather_name(cr_allgather_algorithm a);
-int cr_allreduce_parse(const char *name, cr_allreduce_algorithm *out);
-int cr_allgather_parse(const char *name, cr_allgather_algorithm *out);
+int cr_allreduce_parse(const char *name, cr_allreduce_algorithm *out, char *err, size_t errlen);
+int cr_allgather_parse(const char *name, cr_allgather_algorithm *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

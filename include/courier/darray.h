@@ -100,8 +100,11 @@ typedef struct cr_darray_opts {
 /* Defaults: overwrite, direct, hash aggregation, reads coalesced. Local. */
 void cr_darray_opts_init(cr_darray_opts *opts);
 
-/* Parse "none", "hash", "sort" or "auto". Returns 0, or -1 (`out` unchanged). Local. */
-int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out);
+/* Parse "none", "hash", "sort" or "auto". Returns 0, or -1 with `out` unchanged and a
+ * one-line message naming the text and the names it accepts in err (NULL: none).
+ * Local. */
+int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out, char *err,
+                                size_t errlen);
 
 /* The block distribution (pure, local): the owner of index i, and the first index
  * and count of rank r's block, for n elements over p ranks. */

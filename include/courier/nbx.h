@@ -67,8 +67,9 @@ void cr_nbx_result_free(cr_nbx_result *result);
 /* "nbx", "pex", "pcx" (and "default"). */
 const char *cr_nbx_protocol_name(cr_nbx_protocol protocol);
 
-/* Parse a protocol name; returns 0, or -1 if the name is unknown. */
-int cr_nbx_protocol_parse(const char *name, cr_nbx_protocol *out);
+/* Local. Parse a protocol name; returns 0, or -1 with `out` unchanged and a one-line
+ * message naming the text and the names it accepts in err (NULL: none). */
+int cr_nbx_protocol_parse(const char *name, cr_nbx_protocol *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

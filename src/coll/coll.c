@@ -84,24 +84,37 @@ const char *cr_allgather_name(cr_allgather_algorithm a)
     return (unsigned)a <= CR_ALLGATHER_SHARED ? ag_names[a] : "invalid";
 }
 
-int cr_allreduce_parse(const char *name, cr_allreduce_algorithm *out)
+/* The index of text in names[0, n), or -1 with err saying what was expected. */
+static int parse_name(const char *what, const char *text, const char *const *names, int n,
+                      char *err, size_t errlen)
 {
-    for (int i = 0; name && i <= CR_ALLREDUCE_SHARED; i++)
-        if (!strcmp(name, ar_names[i])) {
-            *out = (cr_allreduce_algorithm)i;
-            return 0;
-        }
+    for (int i = 0; text && i < n; i++)
+        if (!strcmp(text, names[i]))
+            return i;
+    char list[160] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                 i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+    cr_set_error(err, errlen, "unknown %s '%s': expected %s", what, text ? text : "(null)", list);
     return -1;
 }
 
-int cr_allgather_parse(const char *name, cr_allgather_algorithm *out)
+int cr_allreduce_parse(const char *name, cr_allreduce_algorithm *out, char *err, size_t errlen)
 {
-    for (int i = 0; name && i <= CR_ALLGATHER_SHARED; i++)
-        if (!strcmp(name, ag_names[i])) {
-            *out = (cr_allgather_algorithm)i;
-            return 0;
-        }
-    return -1;
+    int i = parse_name("allreduce algorithm", name, ar_names, CR_ALLREDUCE_SHARED + 1, err,
+                       errlen);
+    if (i >= 0)
+        *out = (cr_allreduce_algorithm)i;
+    return i >= 0 ? 0 : -1;
+}
+
+int cr_allgather_parse(const char *name, cr_allgather_algorithm *out, char *err, size_t errlen)
+{
+    int i = parse_name("allgather algorithm", name, ag_names, CR_ALLGATHER_SHARED + 1, err,
+                       errlen);
+    if (i >= 0)
+        *out = (cr_allgather_algorithm)i;
+    return i >= 0 ? 0 : -1;
 }
 
 const char *cr_request_algorithm(const cr_request *q)
@@ -993,7 +1006,7 @@ int cr_coll_config_from_env(cr_config *cfg, char *err, size_t errlen)
         unsigned ports = 0;
         size_t len = strcspn(allreduce, ":");
         snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), allreduce);
-        bool ok = len < 31 && cr_allreduce_parse(name, &c.allreduce) == 0;
+        bool ok = len < 31 && cr_allreduce_parse(name, &c.allreduce, NULL, 0) == 0;
         if (ok && allreduce[len] == ':') {
             char *end;
             unsigned long n = strtoul(allreduce + len + 1, &end, 10);
@@ -1010,7 +1023,7 @@ int cr_coll_config_from_env(cr_config *cfg, char *err, size_t errlen)
         c.allreduce_ports = ports;
     }
     const char *allgather = getenv("COURIER_ALLGATHER");
-    if (allgather && cr_allgather_parse(allgather, &c.allgather)) {
+    if (allgather && cr_allgather_parse(allgather, &c.allgather, NULL, 0)) {
         cr_set_error(err, errlen, "COURIER_ALLGATHER='%s' is not valid: expected auto, ring, neighbor, "
                   "recdoubling, bruck, sparbit or shared", allgather);
         return -1;

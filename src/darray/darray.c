@@ -163,7 +163,8 @@ void cr_darray_opts_init(cr_darray_opts *o)
                           .aggregation = CR_DARRAY_AGG_HASH, .coalesce_reads = 1};
 }
 
-int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out)
+int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out, char *err,
+                                size_t errlen)
 {
     static const char *const names[] = {"none", "hash", "sort", "auto"};
     for (int k = 0; k < 4; k++)
@@ -171,6 +172,8 @@ int cr_darray_aggregation_parse(const char *text, cr_darray_aggregation *out)
             *out = (cr_darray_aggregation)k;
             return 0;
         }
+    cr_set_error(err, errlen, "unknown darray aggregation '%s': expected none, hash, sort or auto",
+                 text ? text : "(null)");
     return -1;
 }
 

@@ -72,13 +72,15 @@ const char *cr_nbx_protocol_name(cr_nbx_protocol p)
     return (unsigned)p <= CR_NBX_PROTOCOL_PCX ? protocol_names[p] : "invalid";
 }
 
-int cr_nbx_protocol_parse(const char *name, cr_nbx_protocol *out)
+int cr_nbx_protocol_parse(const char *name, cr_nbx_protocol *out, char *err, size_t errlen)
 {
     for (int i = 0; name && i <= CR_NBX_PROTOCOL_PCX; i++)
         if (!strcmp(name, protocol_names[i])) {
             *out = (cr_nbx_protocol)i;
             return 0;
         }
+    cr_set_error(err, errlen, "unknown sparse-exchange protocol '%s': expected default, nbx, "
+                 "pex or pcx", name ? name : "(null)");
     return -1;
 }
 
@@ -412,7 +414,7 @@ int cr_exchange_config_from_env(cr_config *cfg, char *err, size_t errlen)
     cr_config c = *cfg;
     const char *exchange = getenv("COURIER_EXCHANGE");
     if (exchange) {
-        if (cr_nbx_protocol_parse(exchange, &c.exchange) || c.exchange == CR_NBX_PROTOCOL_DEFAULT) {
+        if (cr_nbx_protocol_parse(exchange, &c.exchange, NULL, 0) || c.exchange == CR_NBX_PROTOCOL_DEFAULT) {
             cr_set_error(err, errlen, "COURIER_EXCHANGE='%s' is not valid: expected nbx, pex or pcx",
                       exchange);
             return -1;

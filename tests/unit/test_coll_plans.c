@@ -14,6 +14,7 @@
  * that could deadlock fails here too. */
 #include "coll/coll_internal.h"
 #include "coll/plan.h"
+#include "courier/nbx.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -540,10 +541,41 @@ static void test_auto_choices(void **state)
         }
 }
 
+/* The names' parsers: every name back to itself, and an unknown one refused with a
+ * line naming it and what is accepted. */
+static void test_parsers_say_why(void **state)
+{
+    (void)state;
+    char err[256];
+    for (int i = CR_ALLREDUCE_AUTO; i <= CR_ALLREDUCE_SHARED; i++) {
+        cr_allreduce_algorithm a = CR_ALLREDUCE_AUTO;
+        assert_int_equal(cr_allreduce_parse(cr_allreduce_name((cr_allreduce_algorithm)i), &a,
+                                            NULL, 0), 0);
+        assert_int_equal(a, i);
+    }
+    cr_allreduce_algorithm a = CR_ALLREDUCE_BRUCK;
+    assert_int_equal(cr_allreduce_parse("tree", &a, err, sizeof err), -1);
+    assert_int_equal(a, CR_ALLREDUCE_BRUCK);
+    assert_string_equal(err, "unknown allreduce algorithm 'tree': expected auto, binomial, "
+                             "butterfly, dissemination, bruck or shared");
+    cr_allgather_algorithm g = CR_ALLGATHER_RING;
+    assert_int_equal(cr_allgather_parse("sparbit", &g, NULL, 0), 0);
+    assert_int_equal(g, CR_ALLGATHER_SPARBIT);
+    assert_int_equal(cr_allgather_parse(NULL, &g, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown allgather algorithm '(null)': expected auto, ring"));
+    cr_nbx_protocol p = CR_NBX_PROTOCOL_NBX;
+    assert_int_equal(cr_nbx_protocol_parse("pcx", &p, NULL, 0), 0);
+    assert_int_equal(p, CR_NBX_PROTOCOL_PCX);
+    assert_int_equal(cr_nbx_protocol_parse("nbx2", &p, err, sizeof err), -1);
+    assert_string_equal(err, "unknown sparse-exchange protocol 'nbx2': expected default, nbx, "
+                             "pex or pcx");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tree_and_pairwise_exact_and_identical),
+        cmocka_unit_test(test_parsers_say_why),
         cmocka_unit_test(test_auto_choices),
         cmocka_unit_test(test_bruck_exact_for_every_n),
         cmocka_unit_test(test_plans_keep_their_input),

@@ -59,9 +59,11 @@ static void test_aggregation_names(void **state)
 {
     (void)state;
     cr_darray_aggregation a = CR_DARRAY_AGG_NONE;
-    assert_int_equal(cr_darray_aggregation_parse("sort", &a), 0);
+    char err[128];
+    assert_int_equal(cr_darray_aggregation_parse("sort", &a, NULL, 0), 0);
     assert_int_equal(a, CR_DARRAY_AGG_SORT);
-    assert_int_equal(cr_darray_aggregation_parse("tree", &a), -1);
+    assert_int_equal(cr_darray_aggregation_parse("tree", &a, err, sizeof err), -1);
+    assert_string_equal(err, "unknown darray aggregation 'tree': expected none, hash, sort or auto");
     assert_int_equal(a, CR_DARRAY_AGG_SORT);
 }
 
