@@ -307,20 +307,7 @@ block_hosts() {
     record_trials hosts "cc, $name" courier s $(sed -n 's/^ *trial times (s): //p' "$tmp/out")
     "${run[@]}" "$build/apps/coll_bench" --counts 0 --sizes 4,64K --reps "$coll_reps" \
         >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "coll_bench, $name, failed"; }
-    awk -v name="$name" '
-        /^(allreduce|allgather) / {split($0, w, " "); what = w[1]}
-        /^\| bytes/ {for (i = 2; i <= NF; i++) {gsub(/ /, "", $i); col[$i] = i}; next}
-        /^\| [0-9]/ {
-            gsub(/ /, "")
-            n = split($0, f, "|")
-            b = f[2] >= 1024 ? f[2] / 1024 " KiB" : f[2] " B"
-            printf "%s %s, %s\t%s\t%s\n", what, b, name, f[col["mpi"]], f[col["auto"]]
-        }' FS='|' "$tmp/out" >"$tmp/coll"
-    [ -s "$tmp/coll" ] || { cat "$tmp/out" >&2; fail "coll_bench printed no table"; }
-    while IFS=$'\t' read -r bench m a; do
-        record hosts "$bench" courier us 1 "$a"
-        record hosts "$bench" MPI us 1 "$m"
-    done <"$tmp/coll"
+    record_coll hosts "$name"
     layout=
 }
 
@@ -535,19 +522,25 @@ block_coll() {
     local np=$1 block=$2
     "$mpirun" -np "$np" "$build/apps/coll_bench" --counts 0,256,8192 --sizes 4,2K,64K \
         --reps "$coll_reps" >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "coll_bench at $np ranks failed"; }
-    awk -v np="$np" '
+    record_coll "$block" "$np ranks"
+}
+
+# record_coll BLOCK WHERE: coll_bench's table in $tmp/out, a figure of Courier's
+# 'auto' and of MPI's per collective and size, named "allreduce 4 B, WHERE"
+record_coll() {
+    awk -v where="$2" '
         /^(allreduce|allgather) / {split($0, w, " "); what = w[1]}
         /^\| bytes/ {for (i = 2; i <= NF; i++) {gsub(/ /, "", $i); col[$i] = i}; next}
         /^\| [0-9]/ {
             gsub(/ /, "")
             n = split($0, f, "|")
             b = f[2] >= 1024 ? f[2] / 1024 " KiB" : f[2] " B"
-            printf "%s %s, %s ranks\t%s\t%s\n", what, b, np, f[col["mpi"]], f[col["auto"]]
+            printf "%s %s, %s\t%s\t%s\n", what, b, where, f[col["mpi"]], f[col["auto"]]
         }' FS='|' "$tmp/out" >"$tmp/coll"
     [ -s "$tmp/coll" ] || { cat "$tmp/out" >&2; fail "coll_bench printed no table"; }
     while IFS=$'\t' read -r bench m a; do
-        record "$block" "$bench" courier us 1 "$a"
-        record "$block" "$bench" MPI us 1 "$m"
+        record "$1" "$bench" courier us 1 "$a"
+        record "$1" "$bench" MPI us 1 "$m"
     done <"$tmp/coll"
 }
 
