@@ -152,11 +152,9 @@ static int pick_roots(cr_graph *g, uint64_t seed, uint64_t want, uint64_t *roots
 static int parse_roots(const char *path, uint64_t n, uint64_t max, uint64_t *roots, char *err,
                        size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open the roots file", path);
+    FILE *f = app_open_input(path, err, errlen);
+    if (!f)
         return -1;
-    }
     int have = 0, line = 1;
     char tok[64];
     for (int c = fgetc(f); c != EOF && (uint64_t)have < max;) {
@@ -371,9 +369,8 @@ static void build_graph(app *a, const options *o, bfs_run *r)
     r->comm = app_comm_create(a, &flags, &r->cfg);
     double t0 = MPI_Wtime();
     if (o->roots_file) { /* noticed before the graph is generated or read, not after */
-        FILE *f = fopen(o->roots_file, "r");
         char err[300];
-        snprintf(err, sizeof err, "%s: cannot open the roots file", o->roots_file);
+        FILE *f = app_open_input(o->roots_file, err, sizeof err);
         app_agree(a, f ? NULL : err);
         fclose(f);
     }

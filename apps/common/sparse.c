@@ -1,5 +1,6 @@
 /* Sparse matrices for apps/plan and apps/spmv: see sparse.h. */
 #include "sparse.h"
+#include "cli.h"
 
 #include "courier/graph.h"
 #include "courier/rng.h"
@@ -541,11 +542,9 @@ static int mm_entry(const char *line, mm_field field, uint64_t n, uint64_t *i, u
 
 static int load_mm(const char *path, sparse_matrix *m, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = app_open_input(path, err, errlen);
+    if (!f)
         return -1;
-    }
     char line[1024];
     uint64_t lineno = 1, rows = 0, cols = 0, nnz = 0, seen = 0;
     mm_field field;
@@ -738,11 +737,9 @@ void sparse_block_partition(uint64_t n, int parts, int *part)
 int sparse_read_partition(const char *path, uint64_t n, int parts, int *part, char *err,
                           size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    FILE *f = app_open_input(path, err, errlen);
+    if (!f)
         return -1;
-    }
     char line[256];
     uint64_t lineno = 0, k = 0;
     int rc = -1;

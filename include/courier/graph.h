@@ -25,6 +25,10 @@ typedef struct cr_comm cr_comm;
 
 /* ---------------------------------------------------------------- edge lists */
 
+/* The most vertices a graph may have (ids below 2^62): the readers refuse larger ids
+ * and headers, and cr_graph_build ends the job with one line on a larger count. */
+#define CR_GRAPH_MAX_VERTICES ((uint64_t)1 << 62)
+
 typedef struct cr_edge {
     uint64_t u, v;
 } cr_edge;

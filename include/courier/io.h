@@ -63,6 +63,12 @@ void cr_io_opts_init(cr_io_opts *opts);
  * and gives whole to one rank: its name ends in ".gz". Local, pure. */
 bool cr_io_compressed(const char *path);
 
+/* Open `path` for reading if it is a regular file, without waiting on a FIFO that
+ * has no writer: a FIFO, device or directory is refused with "PATH: not a regular
+ * file". Returns a descriptor (O_CLOEXEC, blocking reads), or -1 with a one-line
+ * message in err. Local; the caller closes it. */
+int cr_io_open_regular(const char *path, char *err, size_t errlen);
+
 /* What a rank read. */
 typedef struct cr_io_stats {
     uint64_t files;  /* files this rank opened */

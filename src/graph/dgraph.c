@@ -9,6 +9,7 @@
 #include "courier/route.h"
 #include "mailbox/module.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,10 +372,25 @@ void cr_graph_simplify(cr_graph *g)
 
 /* The graph's vertex count: the largest of the ranks' lists (the transport's
  * reduction, on either transport). */
+/* The vertex count, the largest any rank saw, held against what a rank can hold
+ * before anything is allocated: every rank computes the same verdict, so the job
+ * ends with one line whatever the file's header claimed. */
 static uint64_t vertices_over_ranks(cr_comm *comm, uint64_t mine)
 {
     uint64_t most;
     cr_module_allreduce_u64(comm, &mine, &most, 1, CR_OP_MAX);
+    if (most > CR_GRAPH_MAX_VERTICES)
+        cr_fatal("cr_graph_build: %" PRIu64 " vertices, more than the %" PRIu64 " a graph "
+                 "may have (a damaged header or a wrong id?)", most, CR_GRAPH_MAX_VERTICES);
+    int size = cr_comm_size(comm);
+    uint64_t per_rank = most / (uint64_t)size + 1;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+    double need = (double)(per_rank + 1) * (double)sizeof(uint64_t) * 2;
+    if (memory > 0 && need > memory)
+        cr_fatal("cr_graph_build: %" PRIu64 " vertices need %.1f GiB per rank at %d ranks "
+                 "before any edge, more than this machine's %.1f GiB", most,
+                 need / (1 << 30), size, memory / (1 << 30));
     return most;
 }
 

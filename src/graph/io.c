@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char magic[8] = {'C', 'R', 'G', 'R', 'A', 'P', 'H', '1'};
 #define BIN_HEADER 32 /* magic, edges, flags, vertices */
@@ -44,7 +45,7 @@ static bool parse_id(const char **s, uint64_t *out)
             return false;
         v = v * 10 + (uint64_t)(*p - '0');
     }
-    if (v >= (1ULL << 62))
+    if (v >= CR_GRAPH_MAX_VERTICES)
         return false;
     *s = p;
     *out = v;
@@ -291,6 +292,8 @@ static int read_text(const char *path, int rank, int size, cr_edge_list *out, ch
         cr_io_opts count_opts;
         cr_io_opts_init(&count_opts);
         count_opts.unterminated = true;
+        count_opts.max_line = LINE_MAX_BYTES; /* read, not mapped: a file cut shorter
+                                                 meanwhile is an error, not SIGBUS */
         size_t lines = 0;
         if (cr_io_read_share(paths, 1, &count_opts, rank, size, count_line, &lines, NULL, err,
                              errlen))
@@ -320,6 +323,21 @@ static bool read_at(FILE *f, off_t at, void *buf, size_t len)
     return fseeko(f, at, SEEK_SET) == 0 && fread(buf, 1, len, f) == len;
 }
 
+/* A regular file opened for reading; a FIFO, device or directory is refused without
+ * waiting (a FIFO with no writer would hold every rank). */
+static FILE *open_regular(const char *path, char *err, size_t errlen)
+{
+    int fd = cr_io_open_regular(path, err, errlen);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        cr_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
 static off_t file_size(FILE *f)
 {
     struct stat st;
@@ -343,6 +361,11 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
     }
     uint64_t m = get_le(h + 8, 8), flags = get_le(h + 16, 8);
     out->nvertices = get_le(h + 24, 8);
+    if (out->nvertices > CR_GRAPH_MAX_VERTICES) {
+        cr_set_error(err, errlen, "%s: header says %" PRIu64 " vertices, more than the 2^62 a "
+                     "graph may have", path, out->nvertices);
+        return -1;
+    }
     bool weighted = flags & BIN_WEIGHTED;
     uint64_t per_edge = weighted ? 20 : 16;
     if (m > ((uint64_t)INT64_MAX - BIN_HEADER) / per_edge) {
@@ -400,11 +423,9 @@ static int read_graph500(const char *path, FILE *f, const char *wpath, int rank,
     uint64_t m = (uint64_t)bytes / 12;
     FILE *wf = NULL;
     if (wpath) {
-        wf = fopen(wpath, "rb");
-        if (!wf) {
-            cr_set_error(err, errlen, "%s: cannot open: %s", wpath, strerror(errno));
+        wf = open_regular(wpath, err, errlen);
+        if (!wf)
             return -1;
-        }
         if (file_size(wf) != (off_t)(m * 4)) {
             cr_set_error(err, errlen, "%s: %lld bytes, but %s has %" PRIu64 " edges, so "
                                "%" PRIu64 " bytes of float32 weights were expected", wpath,
@@ -452,18 +473,9 @@ int cr_graph_read_edges(const char *path, cr_file_format format, const char *wei
                         int size, cr_edge_list *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        cr_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = open_regular(path, err, errlen);
+    if (!f)
         return -1;
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        /* a device (/dev/zero) or a pipe never ends or cannot be read by every rank */
-        cr_set_error(err, errlen, "%s: not a regular file", path);
-        fclose(f);
-        return -1;
-    }
     if (format == CR_FILE_AUTO) {
         char head[8];
         size_t len = strlen(path);

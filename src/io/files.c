@@ -6,15 +6,41 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 bool cr_io_compressed(const char *path)
 {
     size_t n = strlen(path);
     return n >= 3 && !strcmp(path + n - 3, ".gz");
+}
+
+int cr_io_open_regular(const char *path, char *err, size_t errlen)
+{
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        cr_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        /* a device (/dev/zero) never ends; a pipe cannot be split or read twice */
+        cr_set_error(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        cr_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 static void add_file(io_list *l, const char *path, uint64_t size)

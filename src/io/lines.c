@@ -391,11 +391,9 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
     uint64_t first = from ? from - 1 : 0; /* the byte the share's reading starts at */
     r.step = d->opts->read_bytes ? d->opts->read_bytes : DEFAULT_READ_BYTES;
     r.max_line = d->opts->max_line;
-    r.fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    if (r.fd < 0) {
-        cr_set_error(err, errlen, "%s: cannot open: %s", f->path, strerror(errno));
+    r.fd = cr_io_open_regular(f->path, err, errlen); /* no longer a regular file? */
+    if (r.fd < 0)
         return -1;
-    }
     d->stats->files++;
     int rc = 0;
     if (f->gz) {

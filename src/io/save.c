@@ -291,6 +291,11 @@ static int parse_manifest(FILE *f, const char *path, manifest *m, char *err, siz
         m->parts == 0 || m->parts > MAX_PARTS)
         return bad_manifest(path, "a damaged header (kind, record_bytes, meta, parts)", err,
                             errlen);
+    if (m->record_bytes == 0 || m->record_bytes > MAX_RECORD_BYTES) {
+        cr_set_error(err, errlen, "%s: record_bytes %zu is not in 1 .. %zu (damaged?)", path,
+                     m->record_bytes, MAX_RECORD_BYTES);
+        return -1;
+    }
     m->count = calloc(m->parts, sizeof *m->count);
     m->sum = calloc(m->parts, sizeof *m->sum);
     m->first = calloc(m->parts, sizeof *m->first);

@@ -236,6 +236,13 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "user-op-without-function")) {
         int x = 1, y;
         cr_allreduce(c, &x, &y, 1, CR_INT32, CR_OP_USER, NULL);
+    } else if (!strcmp(what, "graph-huge-count")) {
+        /* a count only one rank claims, as a damaged header would give it */
+        cr_edge_list none = {.nvertices = c->rank == 1 ? UINT64_MAX : 4};
+        cr_graph_build(c, &none);
+    } else if (!strcmp(what, "graph-count-beyond-memory")) {
+        cr_edge_list none = {.nvertices = c->rank == 0 ? CR_GRAPH_MAX_VERTICES : 4};
+        cr_graph_build(c, &none);
     } else if (!strcmp(what, "register-vs-barrier")) {
         if (c->rank == 0)
             cr_register(c, nop, NULL);

@@ -440,7 +440,7 @@ static void rank0_shell(const char *fmt, const char *arg)
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank == 0) {
         char cmd[4096];
-        snprintf(cmd, sizeof cmd, fmt, arg, arg, arg);
+        snprintf(cmd, sizeof cmd, fmt, arg, arg, arg, arg, arg, arg, arg, arg);
         if (system(cmd) != 0)
             fprintf(stderr, "failed: %s\n", cmd);
     }
@@ -501,6 +501,30 @@ static void test_bad_saves(void **state)
     snprintf(damaged, sizeof damaged, "%s.gone", p);
     check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
                   "part-000000: missing", "a missing part");
+    rank0_shell("cp -r '%s' '%s.rb0' && sed -i 's/^record_bytes .*/record_bytes 0/' "
+                "'%s.rb0/manifest'", p);
+    snprintf(damaged, sizeof damaged, "%s.rb0", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "record_bytes 0 is not in 1 ..", "a manifest saying record_bytes 0");
+    rank0_shell("cp -r '%s' '%s.noend' && sed -i '$d' '%s.noend/manifest'", p);
+    snprintf(damaged, sizeof damaged, "%s.noend", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "no 'end' line", "a manifest cut short");
+    rank0_shell("cp -r '%s' '%s.swap' && sed -i '2{h;d};3{G}' '%s.swap/manifest'", p);
+    snprintf(damaged, sizeof damaged, "%s.swap", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "a damaged header", "a manifest with two lines swapped");
+    /* the first two records of part 0 exchanged: the checksum counts each record's
+     * place, so a record moved within its part is caught */
+    rank0_shell("cp -r '%s' '%s.moved' && cd '%s.moved' && "
+                "rb=$(sed -n 's/^record_bytes //p' manifest) && "
+                "dd if=part-000000 of=first bs=$rb count=1 status=none && "
+                "dd if=part-000000 of=part-000000 bs=$rb skip=1 count=1 conv=notrunc "
+                "status=none && dd if=first of=part-000000 bs=$rb seek=1 conv=notrunc "
+                "status=none && rm first", p);
+    snprintf(damaged, sizeof damaged, "%s.moved", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "part-000000: checksum mismatch", "a record moved within its part");
     check_untouched(fresh, "after the refused loads");
     /* and a good load still adds to what is there */
     path_in(p, sizeof p, "counting_set");
