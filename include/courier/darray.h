@@ -77,7 +77,9 @@ typedef struct cr_darray_opts {
      * CR_OP_USER       combine(element, value, elem_size, combine_user)
      * Other operators are refused at creation. */
     cr_op merge;
-    cr_dtype type; /* SUM, MIN, MAX: CR_INT64, CR_UINT64 or CR_DOUBLE */
+    cr_dtype type; /* SUM, MIN, MAX: CR_INT64, CR_UINT64 or CR_DOUBLE. With 8-byte
+                      elements and any merge, a save records it (CR_INT64 unless
+                      set) and a load into an array of another type is refused */
     /* USER: merge `src` into `dst` (both elem_size bytes); must be commutative and
      * associative, since requests merge in any order. */
     void (*combine)(void *dst, const void *src, size_t elem_size, void *user);

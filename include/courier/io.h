@@ -153,6 +153,9 @@ typedef struct cr_save_kind {
     uint64_t meta;       /* the kind's own number (a key size, an array's length),
                             which a load must match */
     const char *meta_name; /* what meta is, for messages ("key bytes"; NULL: "meta") */
+    const char *type;    /* what a record's bytes are ("double", "int64"; NULL or
+                            "bytes": not said): a save of another type is refused,
+                            unless one side does not say; at most 31 bytes */
 } cr_save_kind;
 
 #define CR_SAVE_OVERWRITE 1u /* replace a save the directory holds already */

@@ -2,15 +2,33 @@
  * so a loading rank reads exactly its own block's records (no messages), whatever
  * rank count wrote them. */
 #include "courier/darray.h"
+#include "darray/darray_internal.h"
 
 #include "courier/io.h"
 
 #include <string.h>
 
+/* The element type of an array of 8-byte elements (cr_darray_opts.type, CR_INT64
+ * unless declared), as a save records it: a darray of doubles is not loaded into
+ * one of int64. Other element sizes are the caller's bytes. */
+static const char *type_name(cr_dtype t)
+{
+    switch (t) {
+    case CR_INT32: return "int32";
+    case CR_INT64: return "int64";
+    case CR_UINT64: return "uint64";
+    case CR_FLOAT: return "float";
+    case CR_DOUBLE: return "double";
+    default: return NULL; /* not declared */
+    }
+}
+
 static cr_save_kind darray_kind(const cr_darray *a)
 {
     return (cr_save_kind){.kind = "darray", .record_bytes = cr_darray_elem_size(a),
-                          .meta = cr_darray_length(a), .meta_name = "length"};
+                          .meta = cr_darray_length(a), .meta_name = "length",
+                          .type = cr_darray_elem_size(a) == 8 ? type_name(a->opts.type)
+                                                                : NULL};
 }
 
 static void fill_block(cr_save_writer *w, void *user)

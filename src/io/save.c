@@ -11,6 +11,7 @@
 
 #include "common/fatal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SAVE_VERSION 1
+#define SAVE_VERSION 2 /* 2: type, byte order and generation; 1 is still read */
 #define MAX_RECORD_BYTES ((size_t)1 << 20)
 #define MAX_PARTS ((uint64_t)1 << 24)
 #define WRITE_BUFFER ((size_t)1 << 20)
@@ -52,9 +53,45 @@ static void join(char *out, size_t n, const char *dir, const char *name)
     snprintf(out, n, "%s/%s", dir, name);
 }
 
-static void part_name(char *out, size_t n, const char *dir, uint64_t part)
+/* A part's file name: part-NNNNNN for a save's first generation, part-NNNNNN.G for
+ * a later one, so that an overwrite writes beside the save it replaces. */
+static void part_file(char *out, size_t n, unsigned gen, uint64_t part)
 {
-    snprintf(out, n, "%s/part-%06" PRIu64, dir, part);
+    if (gen == 0)
+        snprintf(out, n, "part-%06" PRIu64, part);
+    else
+        snprintf(out, n, "part-%06" PRIu64 ".%u", part, gen);
+}
+
+static void part_name(char *out, size_t n, const char *dir, unsigned gen, uint64_t part)
+{
+    char file[64];
+    part_file(file, sizeof file, gen, part);
+    snprintf(out, n, "%s/%s", dir, file);
+}
+
+/* Whether `name` is a part file's name; its generation and index if so. */
+static bool parse_part_file(const char *name, unsigned *gen, uint64_t *part)
+{
+    char tail;
+    *gen = 0;
+    if (sscanf(name, "part-%6" SCNu64 "%c", part, &tail) == 1)
+        return strlen(name) == 11;
+    return sscanf(name, "part-%6" SCNu64 ".%u%c", part, gen, &tail) == 2 && name[11] == '.';
+}
+
+/* This machine's byte order, as a manifest names it. */
+static const char *byte_order(void)
+{
+    const uint16_t one = 1;
+    unsigned char low;
+    memcpy(&low, &one, 1);
+    return low ? "little" : "big";
+}
+
+static const char *type_of(const cr_save_kind *k)
+{
+    return k->type && k->type[0] ? k->type : "bytes";
 }
 
 static void check_kind(const char *call, const cr_save_kind *k)
@@ -64,13 +101,15 @@ static void check_kind(const char *call, const cr_save_kind *k)
     if (k->record_bytes == 0 || k->record_bytes > MAX_RECORD_BYTES)
         cr_fatal("%s: record_bytes %zu is not in 1 .. %zu", call, k->record_bytes,
                  MAX_RECORD_BYTES);
+    if (strlen(type_of(k)) > 31 || strpbrk(type_of(k), " \t\r\n"))
+        cr_fatal("%s: the type's name must be at most 31 bytes without white space", call);
 }
 
 /* ---------------------------------------------------------------- saving */
 
 struct cr_save_writer {
     FILE *f;
-    const char *path;
+    const char *path; /* for messages */
     size_t record_bytes;
     uint64_t count, sum;
     int failed; /* errno of the first failed write */
@@ -115,52 +154,106 @@ void cr_save_write(cr_save_writer *w, const void *records, size_t count)
     }
 }
 
-/* Rank 0 makes the directory ready: created, or emptied of its manifest when an
- * overwrite was asked for. */
-static int prepare_dir(const char *dir, unsigned flags, char *err, size_t errlen)
+/* The save directory, owned by the user who saves: created private (0700) if it does
+ * not exist; a directory of another user is refused, since its owner could replace
+ * the files a save writes. */
+static int open_save_dir(const char *dir, bool create, char *err, size_t errlen)
 {
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        if (errno != ENOENT || mkdir(dir, 0777) != 0) {
-            cr_set_error(err, errlen, "%s: cannot create the save directory: %s", dir,
-                         strerror(errno));
-            return -1;
-        }
-        return 0;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        cr_set_error(err, errlen, "%s: exists and is not a directory", dir);
+    if (create && mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        cr_set_error(err, errlen, "%s: cannot create the save directory: %s", dir,
+                     strerror(errno));
         return -1;
     }
-    char manifest[4096];
-    join(manifest, sizeof manifest, dir, "manifest");
-    if (access(manifest, F_OK) == 0) {
-        if (!(flags & CR_SAVE_OVERWRITE)) {
-            cr_set_error(err, errlen, "%s: holds a save already (overwrite it explicitly, or "
-                         "save elsewhere)", dir);
-            return -1;
-        }
-        if (unlink(manifest) != 0) {
-            cr_set_error(err, errlen, "%s: cannot remove the old save's manifest: %s", manifest,
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        struct stat st;
+        if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+            cr_set_error(err, errlen, "%s: exists and is not a directory", dir);
+        else
+            cr_set_error(err, errlen, "%s: cannot open the save directory: %s", dir,
                          strerror(errno));
-            return -1;
-        }
+        return -1;
     }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
+        cr_set_error(err, errlen, "%s: the save directory belongs to another user (uid %lu); "
+                     "save into a directory of your own", dir, (unsigned long)st.st_uid);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The generation a new save takes: one past any part file the directory holds (a
+ * save's, or one an interrupted save left), so the new parts never replace a file
+ * of the save they may replace. */
+static unsigned next_generation(int dirfd)
+{
+    int fd = dup(dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    unsigned next = 0, gen;
+    uint64_t part;
+    for (struct dirent *e; (e = readdir(d));)
+        if (parse_part_file(e->d_name, &gen, &part) && gen + 1 > next && gen < UINT32_MAX - 1)
+            next = gen + 1;
+    closedir(d);
+    return next;
+}
+
+/* Rank 0 makes the directory ready and picks the new save's generation. A save in
+ * the way is refused unless an overwrite was asked for; it stays whole until the
+ * new save's manifest replaces its own. */
+static int prepare_dir(const char *dir, unsigned flags, unsigned *gen, char *err,
+                       size_t errlen)
+{
+    int dirfd = open_save_dir(dir, true, err, errlen);
+    if (dirfd < 0)
+        return -1;
+    struct stat st;
+    if (fstatat(dirfd, "manifest", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !(flags & CR_SAVE_OVERWRITE)) {
+        cr_set_error(err, errlen, "%s: holds a save already (overwrite it explicitly, or "
+                     "save elsewhere)", dir);
+        close(dirfd);
+        return -1;
+    }
+    *gen = next_generation(dirfd);
+    close(dirfd);
     return 0;
 }
 
-static int write_part(const char *dir, int rank, const cr_save_kind *k, unsigned flags,
+/* A new file of the save, relative to the directory: never through a link planted
+ * under its name, never over a file that exists, readable by its owner only. */
+static FILE *create_in(int dirfd, const char *name, const char *shown, char *err,
+                       size_t errlen)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        cr_set_error(err, errlen, "%s: cannot create: %s", shown, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    return f;
+}
+
+static int write_part(const char *dir, int dirfd, unsigned gen, int rank,
+                      const cr_save_kind *k, unsigned flags,
                       void (*fill)(cr_save_writer *, void *), void *user, uint64_t out[2],
                       char *err, size_t errlen)
 {
-    char path[4096];
-    part_name(path, sizeof path, dir, (uint64_t)rank);
+    char path[4096], file[64];
+    part_file(file, sizeof file, gen, (uint64_t)rank);
+    part_name(path, sizeof path, dir, gen, (uint64_t)rank);
     cr_save_writer w = {.path = path, .record_bytes = k->record_bytes};
-    w.f = fopen(path, "wb");
-    if (!w.f) {
-        cr_set_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    w.f = create_in(dirfd, file, path, err, errlen);
+    if (!w.f)
         return -1;
-    }
     setvbuf(w.f, NULL, _IOFBF, WRITE_BUFFER);
     errno = 0;
     fill(&w, user);
@@ -170,6 +263,7 @@ static int write_part(const char *dir, int rank, const cr_save_kind *k, unsigned
         w.failed = errno ? errno : EIO;
     if (w.failed) {
         cr_set_error(err, errlen, "%s: write failed: %s", path, strerror(w.failed));
+        unlinkat(dirfd, file, 0);
         return -1;
     }
     out[0] = w.count;
@@ -177,48 +271,56 @@ static int write_part(const char *dir, int rank, const cr_save_kind *k, unsigned
     return 0;
 }
 
-/* The directory's entries (the manifest's new name) to the device. */
-static bool sync_dir(const char *dir)
+/* After the new manifest is in place: every part file but the new save's, which an
+ * earlier save or an interrupted one left, is removed. */
+static void remove_other_parts(int dirfd, unsigned keep, int parts)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    bool ok = fsync(fd) == 0;
-    return close(fd) == 0 && ok;
+    int fd = dup(dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    unsigned gen;
+    uint64_t part;
+    for (struct dirent *e; (e = readdir(d));)
+        if (parse_part_file(e->d_name, &gen, &part) && (gen != keep || part >= (uint64_t)parts))
+            unlinkat(dirfd, e->d_name, 0);
+    closedir(d);
 }
 
-/* Rank 0 writes the manifest (to a temporary name, then renamed: it appears whole or
- * not at all, to any reader, whether the job ends half-way or not) and removes the
- * parts an earlier, larger save left behind. With CR_SAVE_SYNC the manifest and the
- * directory reach the device too (the parts did before). */
-static int write_manifest(const char *dir, const cr_save_kind *k, unsigned flags, int parts,
-                          const uint64_t *table, char *err, size_t errlen)
+/* Rank 0 writes the manifest to a temporary name and renames it over the old one:
+ * that rename is the moment the new save replaces the old, whole, for any reader,
+ * whether the job ends before it, after it or not at all. Then the old parts go.
+ * With CR_SAVE_SYNC the manifest and the directory reach the device too (the parts
+ * did before). */
+static int write_manifest(const char *dir, int dirfd, unsigned gen, const cr_save_kind *k,
+                          unsigned flags, int parts, const uint64_t *table, char *err,
+                          size_t errlen)
 {
     char path[4096], tmp[4096];
     join(path, sizeof path, dir, "manifest");
     join(tmp, sizeof tmp, dir, ".manifest.tmp");
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        cr_set_error(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    unlinkat(dirfd, ".manifest.tmp", 0); /* an interrupted save's; a link is not followed */
+    FILE *f = create_in(dirfd, ".manifest.tmp", tmp, err, errlen);
+    if (!f)
         return -1;
-    }
-    fprintf(f, "courier-save %d\nkind %s\nrecord_bytes %zu\nmeta %" PRIu64 "\nparts %d\n",
-            SAVE_VERSION, k->kind, k->record_bytes, k->meta, parts);
+    fprintf(f, "courier-save %d\nkind %s\nrecord_bytes %zu\nmeta %" PRIu64 "\ntype %s\n"
+            "byte_order %s\ngeneration %u\nparts %d\n", SAVE_VERSION, k->kind,
+            k->record_bytes, k->meta, type_of(k), byte_order(), gen, parts);
     for (int p = 0; p < parts; p++)
         fprintf(f, "part %d %" PRIu64 " %016" PRIx64 "\n", p, table[2 * p], table[2 * p + 1]);
     fprintf(f, "end\n");
     bool ok = fflush(f) == 0 && (!(flags & CR_SAVE_SYNC) || fsync(fileno(f)) == 0);
     ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0 || ((flags & CR_SAVE_SYNC) && !sync_dir(dir))) {
+    if (!ok || renameat(dirfd, ".manifest.tmp", dirfd, "manifest") != 0 ||
+        ((flags & CR_SAVE_SYNC) && fsync(dirfd) != 0)) {
         cr_set_error(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
+        unlinkat(dirfd, ".manifest.tmp", 0);
         return -1;
     }
-    for (uint64_t p = (uint64_t)parts; p < MAX_PARTS; p++) {
-        part_name(path, sizeof path, dir, p);
-        if (unlink(path) != 0)
-            break;
-    }
+    remove_other_parts(dirfd, gen, parts);
     return 0;
 }
 
@@ -233,19 +335,32 @@ int cr_io_save(cr_comm *comm, const char *dir, const cr_save_kind *kind, unsigne
         cr_fatal("cr_io_save: unknown flags 0x%x (CR_SAVE_OVERWRITE, CR_SAVE_SYNC)",
                  flags & ~(CR_SAVE_OVERWRITE | CR_SAVE_SYNC));
     int rank = cr_comm_rank(comm), size = cr_comm_size(comm);
-    int rc = rank == 0 ? prepare_dir(dir, flags, err, errlen) : 0;
+    unsigned gen = 0;
+    int rc = rank == 0 ? prepare_dir(dir, flags, &gen, err, errlen) : 0;
     if (io_agree(comm, rc, err, errlen))
         return -1;
+    uint64_t g = gen;
+    cr_allreduce(comm, &g, &g, 1, CR_UINT64, CR_OP_MAX, NULL); /* rank 0's */
+    gen = (unsigned)g;
+    int dirfd = open_save_dir(dir, false, err, errlen);
+    if (io_agree(comm, dirfd < 0 ? -1 : 0, err, errlen)) {
+        if (dirfd >= 0)
+            close(dirfd);
+        return -1;
+    }
     uint64_t mine[2] = {0, 0};
-    rc = write_part(dir, rank, kind, flags, fill, user, mine, err, errlen);
-    if (io_agree(comm, rc, err, errlen))
+    rc = write_part(dir, dirfd, gen, rank, kind, flags, fill, user, mine, err, errlen);
+    if (io_agree(comm, rc, err, errlen)) {
+        close(dirfd);
         return -1;
+    }
     uint64_t *table = malloc(2 * sizeof *table * (size_t)size);
     if (!table)
         cr_fatal("cr_io_save: no memory for the table of %d parts", size);
     cr_allgather(comm, mine, sizeof mine, table, NULL);
-    rc = rank == 0 ? write_manifest(dir, kind, flags, size, table, err, errlen) : 0;
+    rc = rank == 0 ? write_manifest(dir, dirfd, gen, kind, flags, size, table, err, errlen) : 0;
     free(table);
+    close(dirfd);
     return io_agree(comm, rc, err, errlen);
 }
 
@@ -253,6 +368,8 @@ int cr_io_save(cr_comm *comm, const char *dir, const cr_save_kind *kind, unsigne
 
 typedef struct manifest {
     char kind[64];
+    char type[32], order[16]; /* version 1: "bytes" and this machine's */
+    unsigned gen;             /* its parts' generation (part_file) */
     size_t record_bytes;
     uint64_t meta, parts;
     uint64_t *count, *sum, *first; /* per part; first: its first record's index */
@@ -279,17 +396,24 @@ static int parse_manifest(FILE *f, const char *path, manifest *m, char *err, siz
     int version;
     if (!fgets(line, sizeof line, f) || sscanf(line, "courier-save %d", &version) != 1)
         return bad_manifest(path, "not a Courier save manifest", err, errlen);
-    if (version != SAVE_VERSION) {
-        cr_set_error(err, errlen, "%s: save format version %d; this Courier reads version %d",
-                     path, version, SAVE_VERSION);
+    if (version < 1 || version > SAVE_VERSION) {
+        cr_set_error(err, errlen, "%s: save format version %d; this Courier reads versions 1 "
+                     "to %d", path, version, SAVE_VERSION);
         return -1;
     }
+    strcpy(m->type, "bytes");
+    strcpy(m->order, byte_order());
     if (!fgets(line, sizeof line, f) || sscanf(line, "kind %63s", m->kind) != 1 ||
         !fgets(line, sizeof line, f) || sscanf(line, "record_bytes %zu", &m->record_bytes) != 1 ||
         !fgets(line, sizeof line, f) || sscanf(line, "meta %" SCNu64, &m->meta) != 1 ||
+        (version >= 2 &&
+         (!fgets(line, sizeof line, f) || sscanf(line, "type %31s", m->type) != 1 ||
+          !fgets(line, sizeof line, f) || sscanf(line, "byte_order %15s", m->order) != 1 ||
+          !fgets(line, sizeof line, f) || sscanf(line, "generation %u", &m->gen) != 1)) ||
         !fgets(line, sizeof line, f) || sscanf(line, "parts %" SCNu64, &m->parts) != 1 ||
         m->parts == 0 || m->parts > MAX_PARTS)
-        return bad_manifest(path, "a damaged header (kind, record_bytes, meta, parts)", err,
+        return bad_manifest(path, "a damaged header (kind, record_bytes, meta, type, byte_order, "
+                            "generation, parts)", err,
                             errlen);
     if (m->record_bytes == 0 || m->record_bytes > MAX_RECORD_BYTES) {
         cr_set_error(err, errlen, "%s: record_bytes %zu is not in 1 .. %zu (damaged?)", path,
@@ -340,6 +464,15 @@ static int open_save(const char *dir, const cr_save_kind *k, manifest *m, char *
         cr_set_error(err, errlen, "%s: holds a %s, not a %s", dir, m->kind, k->kind);
         return -1;
     }
+    if (strcmp(m->order, byte_order())) {
+        cr_set_error(err, errlen, "%s: saved on a %s-endian machine, and this one is "
+                     "%s-endian (records are not converted)", dir, m->order, byte_order());
+        return -1;
+    }
+    if (strcmp(m->type, "bytes") && strcmp(type_of(k), "bytes") && strcmp(m->type, type_of(k))) {
+        cr_set_error(err, errlen, "%s: holds %s records, not %s", dir, m->type, type_of(k));
+        return -1;
+    }
     const char *meta = k->meta_name ? k->meta_name : "meta";
     if (m->record_bytes != k->record_bytes || m->meta != k->meta) {
         cr_set_error(err, errlen, "%s: records of %zu bytes and %s %" PRIu64 ", but this %s "
@@ -349,7 +482,7 @@ static int open_save(const char *dir, const cr_save_kind *k, manifest *m, char *
     }
     for (uint64_t p = 0; p < m->parts; p++) {
         struct stat st;
-        part_name(path, sizeof path, dir, p);
+        part_name(path, sizeof path, dir, m->gen, p);
         if (stat(path, &st) != 0) {
             cr_set_error(err, errlen, "%s: missing: %s", path, strerror(errno));
             return -1;
@@ -441,7 +574,7 @@ static int read_records(const char *dir, const manifest *m, uint64_t first, uint
         uint64_t lo = m->first[p], hi = lo + m->count[p];
         uint64_t a = first > lo ? first : lo, b = first + count < hi ? first + count : hi;
         char path[4096];
-        part_name(path, sizeof path, dir, p);
+        part_name(path, sizeof path, dir, m->gen, p);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         piece *pc = &pieces[got];
         int rc = fd < 0 ? -1 : piece_get(fd, m, lo, a, b, pc);
@@ -489,7 +622,7 @@ static int check_sums(cr_comm *comm, const char *dir, const manifest *m, uint64_
     for (uint64_t p = 0; p < m->parts; p++) {
         if (sums[2 * p + 1] == m->count[p] && sums[2 * p] != m->sum[p]) {
             char path[4096];
-            part_name(path, sizeof path, dir, p);
+            part_name(path, sizeof path, dir, m->gen, p);
             cr_set_error(err, errlen, "%s: checksum mismatch: the records are corrupted", path);
             return -1;
         }

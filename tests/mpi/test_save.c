@@ -1,10 +1,13 @@
 /* Save and load (include/courier/io.h, container.h, darray.h) under mpirun.
  *
  *   test_save save DIR   fill every container and a darray, save each under DIR
+ *   test_save overwrite DIR   the same, saved over the saves under DIR
  *   test_save load DIR   load each into an empty one and check the exact contents
- *   test_save bad DIR    damaged saves (missing, truncated, corrupted, another kind,
- *                        another version, a save in the way): each refused on every
- *                        rank with the same one-line message, the container unchanged
+ *   test_save bad DIR    damaged saves (missing, truncated, corrupted, moved records,
+ *                        another kind, version, byte order or type, a save in the
+ *                        way, an overwrite that fails half-way, planted links): each
+ *                        refused on every rank with the same one-line message, the
+ *                        container unchanged and the old save whole
  *
  * The contents are a function of the element's index, dealt out by index, so the
  * same containers come out at any rank count: tests/save_round_trip.sh saves at P
@@ -14,7 +17,9 @@
 #include <courier.h>
 
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -284,6 +289,18 @@ static void test_save(void **state)
     verdict();
 }
 
+/* The same contents saved over an existing save (at another rank count). */
+static void test_overwrite(void **state)
+{
+    (void)state;
+    all c;
+    create_all(&c);
+    fill_all(&c);
+    save_all(&c, CR_SAVE_OVERWRITE);
+    destroy_all(&c);
+    verdict();
+}
+
 static void test_load(void **state)
 {
     (void)state;
@@ -447,6 +464,80 @@ static void rank0_shell(const char *fmt, const char *arg)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* An overwrite whose last rank cannot write (a file size limit, as a full disk
+ * would): refused, and the save it was to replace still whole. */
+static void check_interrupted_overwrite(all *c, const char *p)
+{
+    char err[256];
+    struct rlimit old;
+    getrlimit(RLIMIT_FSIZE, &old);
+    if (test_rank == test_size - 1) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit tiny = {16, old.rlim_max};
+        setrlimit(RLIMIT_FSIZE, &tiny);
+    }
+    int rc = cr_counting_set_save(c->cs, p, CR_SAVE_OVERWRITE, err, sizeof err);
+    if (test_rank == test_size - 1)
+        setrlimit(RLIMIT_FSIZE, &old);
+    check_refused(rc, err, "write failed", "an overwrite a rank could not write");
+}
+
+/* A darray declared of doubles is not loaded into one of int64 (the default
+ * type); one of doubles with another merge rule loads it. */
+static void check_declared_types(all *c)
+{
+    char err[256], p[512];
+    cr_darray *d = cr_darray_create(c->comm, 40, 8, &(cr_darray_opts){.type = CR_DOUBLE});
+    cr_darray *i = cr_darray_create(c->comm, 40, 8, &(cr_darray_opts){.type = CR_INT64});
+    cr_darray *u = cr_darray_create(c->comm, 40, 8,
+                                    &(cr_darray_opts){.merge = CR_OP_MIN, .type = CR_DOUBLE});
+    path_in(p, sizeof p, "doubles");
+    check_ok(cr_darray_save(d, p, 0, err, sizeof err), err, "a darray of doubles");
+    check_refused(cr_darray_load(i, p, err, sizeof err), err, "holds double records, not int64",
+                  "doubles into int64");
+    cr_darray *n = cr_darray_create(c->comm, 40, 8, NULL);
+    check_refused(cr_darray_load(n, p, err, sizeof err), err, "holds double records, not int64",
+                  "doubles into a darray of the default type");
+    cr_darray_destroy(n);
+    check_ok(cr_darray_load(u, p, err, sizeof err), err, "doubles into doubles");
+    cr_darray_destroy(d);
+    cr_darray_destroy(i);
+    cr_darray_destroy(u);
+}
+
+/* Links planted where a save writes (its temporary manifest, a part's name) are
+ * not followed: the file they point at keeps its bytes. The save's files are the
+ * owner's alone (0700, 0600), and a save directory of another user is refused. */
+static void check_planted_links(all *c)
+{
+    char err[256], p[512], victim[600];
+    path_in(p, sizeof p, "set");
+    snprintf(victim, sizeof victim, "%s.victim", p);
+    rank0_shell("echo untouched > '%s.victim' && ln -s '%s.victim' '%s/.manifest.tmp' && "
+                "ln -s '%s.victim' '%s/part-000001.7'", p);
+    check_ok(cr_set_save(c->set, p, CR_SAVE_OVERWRITE, err, sizeof err), err,
+             "a save over planted links");
+    struct stat st;
+    CHECK(stat(victim, &st) == 0 && st.st_size == 10, "the planted links' target changed "
+          "(%lld bytes)", (long long)st.st_size);
+    char part[700];
+    snprintf(part, sizeof part, "%s/part-000000.8", p);
+    CHECK(stat(part, &st) == 0 && (st.st_mode & 0777) == 0600,
+          "a part is not the owner's alone, or not of generation 8 (mode %o)", st.st_mode & 0777);
+    path_in(p, sizeof p, "fresh-dir");
+    check_ok(cr_set_save(c->set, p, 0, err, sizeof err), err, "a save to a new directory");
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0700, "a new save directory has mode %o",
+          st.st_mode & 0777);
+    /* another user's directory: only a root shell can make one to test with */
+    int made = 0;
+    if (test_rank == 0 && geteuid() == 0)
+        made = chown(p, 65534, 65534) == 0;
+    MPI_Bcast(&made, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (made)
+        check_refused(cr_set_save(c->set, p, CR_SAVE_OVERWRITE, err, sizeof err), err,
+                      "belongs to another user (uid 65534)", "another user's save directory");
+}
+
 static void test_bad_saves(void **state)
 {
     (void)state;
@@ -482,25 +573,27 @@ static void test_bad_saves(void **state)
 
     /* damaged copies of the counting set's save */
     path_in(p, sizeof p, "counting_set");
-    rank0_shell("cp -r '%s' '%s.cut' && truncate -s -1 '%s.cut/part-000000'", p);
+    /* the counting set was saved over once: its parts are of generation 1 */
+    rank0_shell("cp -r '%s' '%s.cut' && truncate -s -1 '%s.cut/part-000000.1'", p);
     char damaged[600];
     snprintf(damaged, sizeof damaged, "%s.cut", p);
     check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
-                  "part-000000: ", "a truncated part");
+                  "part-000000.1: ", "a truncated part");
     CHECK(strstr(err, "truncated") != NULL, "a truncated part: %s", err);
-    rank0_shell("cp -r '%s' '%s.flip' && printf 'X' | dd of='%s.flip/part-000000' bs=1 seek=3 "
+    rank0_shell("cp -r '%s' '%s.flip' && printf 'X' | dd of='%s.flip/part-000000.1' bs=1 seek=3 "
                 "conv=notrunc status=none", p);
     snprintf(damaged, sizeof damaged, "%s.flip", p);
     check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
-                  "part-000000: checksum mismatch", "a corrupted part");
-    rank0_shell("cp -r '%s' '%s.v2' && sed -i '1s/.*/courier-save 2/' '%s.v2/manifest'", p);
+                  "part-000000.1: checksum mismatch", "a corrupted part");
+    rank0_shell("cp -r '%s' '%s.v2' && sed -i '1s/.*/courier-save 3/' '%s.v2/manifest'", p);
     snprintf(damaged, sizeof damaged, "%s.v2", p);
     check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
-                  "save format version 2", "another format version");
-    rank0_shell("cp -r '%s' '%s.gone' && rm '%s.gone/part-000000'", p);
+                  "save format version 3; this Courier reads versions 1 to 2",
+                  "another format version");
+    rank0_shell("cp -r '%s' '%s.gone' && rm '%s.gone/part-000000.1'", p);
     snprintf(damaged, sizeof damaged, "%s.gone", p);
     check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
-                  "part-000000: missing", "a missing part");
+                  "part-000000.1: missing", "a missing part");
     rank0_shell("cp -r '%s' '%s.rb0' && sed -i 's/^record_bytes .*/record_bytes 0/' "
                 "'%s.rb0/manifest'", p);
     snprintf(damaged, sizeof damaged, "%s.rb0", p);
@@ -518,15 +611,22 @@ static void test_bad_saves(void **state)
      * place, so a record moved within its part is caught */
     rank0_shell("cp -r '%s' '%s.moved' && cd '%s.moved' && "
                 "rb=$(sed -n 's/^record_bytes //p' manifest) && "
-                "dd if=part-000000 of=first bs=$rb count=1 status=none && "
-                "dd if=part-000000 of=part-000000 bs=$rb skip=1 count=1 conv=notrunc "
-                "status=none && dd if=first of=part-000000 bs=$rb seek=1 conv=notrunc "
+                "dd if=part-000000.1 of=first bs=$rb count=1 status=none && "
+                "dd if=part-000000.1 of=part-000000.1 bs=$rb skip=1 count=1 conv=notrunc "
+                "status=none && dd if=first of=part-000000.1 bs=$rb seek=1 conv=notrunc "
                 "status=none && rm first", p);
     snprintf(damaged, sizeof damaged, "%s.moved", p);
     check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
-                  "part-000000: checksum mismatch", "a record moved within its part");
+                  "part-000000.1: checksum mismatch", "a record moved within its part");
+    rank0_shell("cp -r '%s' '%s.be' && sed -i 's/^byte_order .*/byte_order big/' "
+                "'%s.be/manifest'", p);
+    snprintf(damaged, sizeof damaged, "%s.be", p);
+    check_refused(cr_counting_set_load(fresh, damaged, err, sizeof err), err,
+                  "saved on a big-endian machine", "a save of the other byte order");
     check_untouched(fresh, "after the refused loads");
-    /* and a good load still adds to what is there */
+    check_interrupted_overwrite(&c, p);
+    /* and a good load still adds to what is there: the old save outlived the failed
+     * overwrite */
     path_in(p, sizeof p, "counting_set");
     check_ok(cr_counting_set_load(fresh, p, err, sizeof err), err, "a good load");
     CHECK(cr_counting_set_size(fresh) == ELEMENTS + 1, "the good load: keys");
@@ -537,6 +637,8 @@ static void test_bad_saves(void **state)
     check_refused(cr_darray_load(shorter, p, err, sizeof err), err, "length 5003",
                   "a darray of another length");
     cr_darray_destroy(shorter);
+    check_declared_types(&c);
+    check_planted_links(&c);
     destroy_all(&c);
     verdict();
 }
@@ -550,12 +652,15 @@ int main(int argc, char **argv)
                                        cmocka_unit_test(test_load_into_filled),
                                        cmocka_unit_test(test_odd_lengths)};
     const struct CMUnitTest bad[] = {cmocka_unit_test(test_bad_saves)};
+    const struct CMUnitTest overwrite[] = {cmocka_unit_test(test_overwrite)};
     if (!strcmp(mode, "save"))
         return RUN_MPI_TESTS(argc, argv, save);
+    if (!strcmp(mode, "overwrite"))
+        return RUN_MPI_TESTS(argc, argv, overwrite);
     if (!strcmp(mode, "load"))
         return RUN_MPI_TESTS(argc, argv, load);
     if (!strcmp(mode, "bad"))
         return RUN_MPI_TESTS(argc, argv, bad);
-    fprintf(stderr, "usage: test_save save|load|bad DIR\n");
+    fprintf(stderr, "usage: test_save save|overwrite|load|bad DIR\n");
     return 2;
 }
