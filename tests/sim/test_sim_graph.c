@@ -34,6 +34,14 @@ static int seeds_wanted(void)
     return s && atoi(s) > 0 ? atoi(s) : 20;
 }
 
+/* The largest P a test runs at: SIM_MAX_P, or no limit. The sanitizer build sets
+ * it, since each step there costs several times more. */
+static int largest_p(void)
+{
+    const char *s = getenv("SIM_MAX_P");
+    return s && atoi(s) > 0 ? atoi(s) : 1 << 20;
+}
+
 static uint64_t splitmix(uint64_t *x)
 {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
@@ -216,7 +224,7 @@ static void test_msf_lockstep(void **state)
     static const int ps[] = {1, 2, 3, 5, 8, 17, 64};
     int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
     for (size_t rt = 0; rt < 3; rt++)
-        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
             for (int seed = 1; seed <= seeds; seed++)
                 run_at(ps[k], routes[rt], (uint64_t)seed * 109 + (uint64_t)ps[k], 200, 600,
                        CR_MSF_LOCKSTEP, 0);
@@ -229,11 +237,12 @@ static void test_msf_async(void **state)
     static const int ps[] = {1, 2, 3, 5, 8, 17, 64};
     int seeds = seeds_wanted() < 8 ? seeds_wanted() : 8;
     for (size_t rt = 0; rt < 3; rt++)
-        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
             for (int seed = 1; seed <= seeds; seed++)
                 run_at(ps[k], routes[rt], (uint64_t)seed * 101 + (uint64_t)ps[k], 200, 600,
                        CR_MSF_BORUVKA, 0);
-    for (int seed = 1; seed <= (seeds < 2 ? seeds : 2); seed++) { /* sparse: many rounds */
+    for (int seed = 1; seed <= (seeds < 2 ? seeds : 2) && 256 <= largest_p(); seed++) {
+        /* sparse: many rounds */
         run_at(256, "hypercube", (uint64_t)seed * 7919, 2000, 2400, CR_MSF_BORUVKA, 0);
         run_at(256, "nlnr", (uint64_t)seed * 7927, 2000, 2400, CR_MSF_BORUVKA, 0);
     }
@@ -251,17 +260,17 @@ static void test_msf_filter(void **state)
     static const uint64_t limits[] = {UINT64_MAX, 300, 0};
     int seeds = seeds_wanted() < 6 ? seeds_wanted() : 6;
     for (size_t rt = 0; rt < 3; rt++)
-        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
             for (size_t l = 0; l < 3; l++)
                 for (int seed = 1; seed <= seeds; seed++)
                     run_at(ps[k], routes[rt], (uint64_t)seed * 103 + (uint64_t)ps[k], 200, 600,
                            CR_MSF_FILTER, limits[l]);
-    for (int seed = 1; seed <= (seeds < 2 ? seeds : 2); seed++) {
+    for (int seed = 1; seed <= (seeds < 2 ? seeds : 2) && 256 <= largest_p(); seed++) {
         run_at(256, "hypercube", (uint64_t)seed * 7919, 2000, 2400, CR_MSF_FILTER, UINT64_MAX);
         run_at(256, "nlnr", (uint64_t)seed * 7927, 2000, 2400, CR_MSF_FILTER, 600);
     }
     reverse_lists = true;
-    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
         for (size_t l = 0; l < 3; l++)
             for (int seed = 1; seed <= seeds; seed++)
                 run_at(ps[k], "direct", (uint64_t)seed * 107 + (uint64_t)ps[k], 200, 600,
@@ -381,7 +390,7 @@ static void test_cc_local(void **state)
     static const int ps[] = {1, 2, 3, 5, 8, 17, 64, 256};
     int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
     for (size_t rt = 0; rt < 3; rt++)
-        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
             for (int seed = 1; seed <= seeds; seed++) {
                 uint64_t n = ps[k] >= 64 ? 1000 : 200, s = (uint64_t)seed * 211 + (uint64_t)ps[k];
                 run_cc_at_with(ps[k], routes[rt], s, n, n / 2, true);
@@ -400,7 +409,7 @@ static void test_cc_sv(void **state)
     int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
     cc_sv = true;
     for (size_t rt = 0; rt < 3; rt++)
-        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
             for (int seed = 1; seed <= seeds; seed++)
                 run_cc_at(ps[k], routes[rt], (uint64_t)seed * 113 + (uint64_t)ps[k], 200, 300);
     cc_sv = false;
@@ -413,7 +422,7 @@ static void test_cc_label(void **state)
     static const int ps[] = {1, 2, 3, 5, 8, 17, 64, 256};
     int seeds = seeds_wanted() < 8 ? seeds_wanted() : 8;
     for (size_t rt = 0; rt < 3; rt++)
-        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
             for (int seed = 1; seed <= seeds; seed++)
                 run_cc_at(ps[k], routes[rt], (uint64_t)seed * 103 + (uint64_t)ps[k],
                           ps[k] >= 64 ? 2000 : 200, ps[k] >= 64 ? 2400 : 300);
@@ -523,7 +532,7 @@ static void test_bfs(void **state)
     int seeds = seeds_wanted() < 4 ? seeds_wanted() : 4;
     for (size_t rt = 0; rt < 3; rt++)
         for (size_t a = 0; a < 4; a++)
-            for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
                 for (int seed = 1; seed <= seeds; seed++)
                     run_bfs_at(ps[k], routes[rt], algorithms[a],
                                (uint64_t)seed * 107 + (uint64_t)ps[k], ps[k] >= 64 ? 2000 : 300,
