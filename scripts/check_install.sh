@@ -66,15 +66,36 @@ add_executable(app app.c)
 set_property(TARGET app PROPERTY C_STANDARD 11)
 target_link_libraries(app PRIVATE Courier::courier)
 CMAKE
-    cmake -S "$dir" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" "$@" >"$dir/log" 2>&1 &&
-        cmake --build "$dir/build" >>"$dir/log" 2>&1 ||
+    # the prefix's bin first on PATH, as a user who installed it has it: nothing there
+    # may be taken for the C compiler
+    PATH=$prefix/bin:$PATH cmake -S "$dir" -B "$dir/build" -DCMAKE_PREFIX_PATH="$prefix" "$@" \
+        >"$dir/log" 2>&1 && PATH=$prefix/bin:$PATH cmake --build "$dir/build" >>"$dir/log" 2>&1 ||
         { cat "$dir/log" >&2; echo "check_install ($name): the CMake build with find_package(Courier) failed" >&2; exit 1; }
     [ "$launcher" = courier-run ] && launcher=$prefix/bin/courier-run
     check_greetings "$name, CMake" "$("$launcher" -np 3 "$dir/build/app")"
     echo "check_install: $name: README program built by CMake with find_package(Courier), ran at 3 ranks: counts right"
 }
 
-install_and_run openmpi mpicc courier-run -Dtests=false -Dapps=false
+# check_installed_names NAME: every program in the prefix's bin is called courier-*
+# (an app named cc, bc or tc would shadow the system's), and an installed app runs.
+check_installed_names() {
+    local bin=$tmp/prefix-$1/bin f others=()
+    for f in "$bin"/*; do
+        case $(basename "$f") in courier-*) ;; *) others+=("$(basename "$f")") ;; esac
+    done
+    [ ${#others[@]} -eq 0 ] ||
+        { echo "check_install ($1): installed without the courier- prefix: ${others[*]}" >&2; exit 1; }
+    for f in cc bc tc hello ring plan; do
+        [ -x "$bin/courier-$f" ] || { echo "check_install ($1): courier-$f is not installed" >&2; exit 1; }
+    done
+    "$bin/courier-run" -np 2 "$bin/courier-hello" | grep -q "verified" ||
+        { echo "check_install ($1): the installed courier-hello did not run" >&2; exit 1; }
+    echo "check_install: $1: $(ls "$bin" | wc -l) programs installed, every one named courier-*; courier-hello ran at 2 ranks"
+}
+
+# The default options (the apps installed), the tests left out: they are not installed.
+install_and_run openmpi mpicc courier-run -Dtests=false
+check_installed_names openmpi
 with_cmake openmpi courier-run
 
 # The install records its MPI: courier.pc names it, and a program compiled with
