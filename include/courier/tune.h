@@ -86,7 +86,10 @@ typedef struct cr_tune_shape {
 void cr_tune_shape_here(cr_tune_shape *s, int ranks_per_node);
 
 /* Write `c` and `shape` to `path` as the calibration file (text, "key value" lines),
- * replacing whatever the file held. Returns 0, or -1 with one line in err. Local. */
+ * replacing whatever the file held. The new file is written beside the old one
+ * (PATH.tmp.PID, never through a link) and renamed over it, so a reader or a crash
+ * sees the old file or the new, whole; PATH.lock serialises writers. Returns 0, or
+ * -1 with one line in err. Local. */
 int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
                        char *err, size_t errlen);
 
@@ -95,7 +98,9 @@ int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_s
  * made when missing. Refused, with -1 and one line in err, when the file is there but
  * not a calibration file cr_tune_costs_load would read (whatever the processors), or
  * holds CR_TUNE_FILE_MOST calibrations of other shapes already; the file is then not
- * touched. Local. */
+ * touched. Written as cr_tune_costs_save writes; the read and the write hold
+ * PATH.lock, so calibrations added at once by two jobs both end up in the file.
+ * Local. */
 int cr_tune_costs_add(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
                       char *err, size_t errlen);
 

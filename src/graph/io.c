@@ -4,6 +4,7 @@
 #include "graph/graph_internal.h"
 
 #include "common/fatal.h"
+#include "common/number.h"
 #include "courier/io.h"
 
 #include <ctype.h>
@@ -106,7 +107,7 @@ static bool parse_edge(const char *s, uint64_t *u, uint64_t *v, float *w, bool *
     if (!line_end(*s)) {
         char *stop;
         errno = 0;
-        *w = strtof(s, &stop);
+        *w = cr_strtof_c(s, &stop);
         if (stop == s || errno != 0)
             return false;
         *has_w = true;

@@ -3,6 +3,7 @@
  * composes them into cr_config_from_env and cr_config_validate. */
 #include "mailbox/config.h"
 #include "common/fatal.h"
+#include "common/number.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -173,7 +174,7 @@ static bool parse_seconds(const char *s, double *out)
 {
     errno = 0;
     char *end;
-    double v = strtod(s, &end);
+    double v = cr_strtod_c(s, &end);
     if (end == s || errno == ERANGE || !isfinite(v))
         return false;
     while (isspace((unsigned char)*end))

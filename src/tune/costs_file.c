@@ -8,13 +8,16 @@
 #include "courier/tune.h"
 
 #include "common/fatal.h"
+#include "common/number.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 /* A file larger than this is not a calibration file: refused before it is read. */
@@ -67,11 +70,22 @@ static void write_block(FILE *f, const costs_block *b)
         fprintf(f, "%s %.6e\n", cost_fields[i].name, *cost_at(&copy, i));
 }
 
+/* The file written whole beside the old one, then renamed over it: a job killed
+ * meanwhile leaves the old file, and a reader sees one or the other, never half.
+ * The temporary file is created anew (O_EXCL), never through a planted link. */
 static int write_blocks(const char *path, const costs_block *b, int n, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "w");
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
+        cr_set_error(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        cr_set_error(err, errlen, "%s: cannot write the calibration: %s", path, strerror(errno));
+        cr_set_error(err, errlen, "%s: cannot write the calibration: %s", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     fprintf(f, "# Courier's costs on this machine, from courier-calibrate (docs/tuning.md):\n"
@@ -82,18 +96,53 @@ static int write_blocks(const char *path, const costs_block *b, int n, char *err
                "# number of ranks on a machine, or the nearest.\n");
     for (int i = 0; i < n; i++)
         write_block(f, &b[i]);
-    if (ferror(f) | (fclose(f) != 0)) {
+    bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
         cr_set_error(err, errlen, "%s: cannot write the calibration: %s", path, strerror(errno));
+        unlink(tmp);
         return -1;
     }
     return 0;
+}
+
+/* An exclusive lock on PATH.lock for a read-modify-write of the file: two
+ * calibrations added at once both end up in it. Returns the descriptor to close,
+ * or -1 with a message. */
+static int lock_file(const char *path, char *err, size_t errlen)
+{
+    char lock[4096];
+    if ((size_t)snprintf(lock, sizeof lock, "%s.lock", path) >= sizeof lock) {
+        cr_set_error(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        cr_set_error(err, errlen, "%s: cannot lock the calibration file: %s", lock,
+                     strerror(errno));
+        return -1;
+    }
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            cr_set_error(err, errlen, "%s: cannot lock the calibration file: %s", lock,
+                         strerror(errno));
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
 }
 
 int cr_tune_costs_save(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
                        char *err, size_t errlen)
 {
     costs_block b = {.costs = *c, .shape = *shape};
-    return write_blocks(path, &b, 1, err, errlen);
+    int lock = lock_file(path, err, errlen);
+    if (lock < 0)
+        return -1;
+    int rc = write_blocks(path, &b, 1, err, errlen);
+    close(lock);
+    return rc;
 }
 
 /* What the parse of one calibration has seen: a value once per key. */
@@ -165,7 +214,7 @@ static int parse_pair(costs_parse *p, const char *key, const char *value, int li
         return parse_int_key(p, bit, &sh->machine_ranks, key, value, line, err, errlen);
     char *end;
     errno = 0;
-    double v = strtod(value, &end);
+    double v = cr_strtod_c(value, &end);
     if (errno || end == value || *end || !isfinite(v) || v < 0 || v > 1.0) {
         cr_set_error(err, errlen, "%s:%d: %s '%s' is not a cost in seconds (0 to 1)", p->path,
                      line, key, value);
@@ -375,7 +424,21 @@ static int by_shape(const void *a, const void *b)
     return (x->processors > y->processors) - (x->processors < y->processors);
 }
 
+static int add_locked(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
+                      char *err, size_t errlen);
+
 int cr_tune_costs_add(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
+                      char *err, size_t errlen)
+{
+    int lock = lock_file(path, err, errlen);
+    if (lock < 0)
+        return -1;
+    int rc = add_locked(path, c, shape, err, errlen);
+    close(lock);
+    return rc;
+}
+
+static int add_locked(const char *path, const cr_tune_costs *c, const cr_tune_shape *shape,
                       char *err, size_t errlen)
 {
     costs_parse p[CR_TUNE_FILE_MOST];

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -334,6 +336,63 @@ static void test_file_picks_the_shape(void **state)
 
 /* Only a calibration of the node's processors is read; a file of others only is
  * refused; a file of CR_TUNE_FILE_MOST takes no more, and a bad file is not replaced. */
+/* Four processes add four shapes each at once: with the lock every one of the
+ * sixteen calibrations is in the file afterwards (without it, a read-modify-write
+ * that overlaps another loses its shapes). */
+static void test_concurrent_adds_keep_every_shape(void **state)
+{
+    (void)state;
+    unlink(tune_path);
+    cr_tune_costs c;
+    cr_tune_costs_default(&c);
+    pid_t kids[4];
+    for (int k = 0; k < 4; k++) {
+        kids[k] = fork();
+        assert_true(kids[k] >= 0);
+        if (kids[k] == 0) {
+            char err[256];
+            for (int i = 0; i < 4; i++) {
+                cr_tune_shape s = {.processors = 2, .ranks_per_node = 1,
+                                   .machine_ranks = 4 * k + i + 1};
+                if (cr_tune_costs_add(tune_path, &c, &s, err, sizeof err))
+                    _exit(1);
+            }
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 4; k++) {
+        int status;
+        assert_int_equal(waitpid(kids[k], &status, 0), kids[k]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    assert_int_equal(lines_starting("courier-tune 3"), 16);
+}
+
+/* A link planted at the file's name is replaced, not followed: its target keeps
+ * its bytes. */
+static void test_save_does_not_follow_a_link(void **state)
+{
+    (void)state;
+    char victim[96];
+    snprintf(victim, sizeof victim, "%s.victim", tune_path);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("untouched\n", f);
+    fclose(f);
+    unlink(tune_path);
+    assert_int_equal(symlink(victim, tune_path), 0);
+    cr_tune_costs c;
+    cr_tune_costs_default(&c);
+    char err[256];
+    assert_int_equal(cr_tune_costs_save(tune_path, &c, &two_procs, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(stat(victim, &st), 0);
+    assert_int_equal(st.st_size, 10);
+    assert_int_equal(lstat(tune_path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    unlink(victim);
+}
+
 static void test_file_of_shapes_refusals(void **state)
 {
     (void)state;
@@ -591,6 +650,8 @@ int main(void)
         cmocka_unit_test(test_file_refusals),
         cmocka_unit_test(test_file_picks_the_shape),
         cmocka_unit_test(test_file_of_shapes_refusals),
+        cmocka_unit_test(test_concurrent_adds_keep_every_shape),
+        cmocka_unit_test(test_save_does_not_follow_a_link),
         cmocka_unit_test(test_merging_counts_by_hand),
         cmocka_unit_test(test_forward_prices_what_passes_on),
         cmocka_unit_test(test_keys_from_merges),
@@ -603,5 +664,8 @@ int main(void)
     snprintf(tune_path, sizeof tune_path, "/tmp/courier-test-tune-%ld.txt", (long)getpid());
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     unlink(tune_path);
+    char lock[80];
+    snprintf(lock, sizeof lock, "%s.lock", tune_path);
+    unlink(lock);
     return failed;
 }
