@@ -1,6 +1,6 @@
 /* sssp: single-source shortest paths from random sources (cr_graph_sssp: delta-stepping,
- * include/courier/graph.h), GAP's kernel; --validate compares every trial with
- * Dijkstra on rank 0. */
+ * include/courier/graph.h), GAP's kernel; every trial is compared with Dijkstra on
+ * rank 0 when the graph is small enough or --validate asks (apps/common/kernel.c). */
 #include "kernel.h"
 
 #include <math.h>

@@ -28,7 +28,7 @@ void kernel_parsed(kernel_app *k, int argc, char **argv)
 {
     app_no_operands(&k->a, argc, argv);
     app_shared_graph_check(&k->a, &k->sh);
-    k->validate_when = app_validate_or(&k->sh, APP_VALIDATE_NO);
+    k->validate_when = app_validate_or(&k->sh, APP_VALIDATE_AUTO);
     k->validate = k->validate_when == APP_VALIDATE_YES;
     k->csv = app_open_csv(&k->a, k->sh.csv, "kernel,ranks,vertices,edges,trials,median_s,"
                                             "min_s,max_s,peak_mib,validated,ok");

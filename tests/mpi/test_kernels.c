@@ -401,8 +401,50 @@ static void test_simplify(void **state)
     verdict();
 }
 
+/* Kruskal on the whole list, written here apart from the library: the forest's
+ * weight and edge count. */
+static const float *kruskal_w;
+
+static int by_kruskal_weight(const void *x, const void *y)
+{
+    float a = kruskal_w[*(const size_t *)x], b = kruskal_w[*(const size_t *)y];
+    return (a > b) - (a < b);
+}
+
+static uint64_t kruskal_root(uint64_t *parent, uint64_t v)
+{
+    while (parent[v] != v)
+        v = parent[v] = parent[parent[v]];
+    return v;
+}
+
+static void kruskal(const cr_edge_list *all, double *weight, uint64_t *edges)
+{
+    size_t m = all->count, *order = malloc((m + 1) * sizeof *order);
+    uint64_t *parent = malloc((all->nvertices + 1) * sizeof *parent);
+    for (size_t i = 0; i < m; i++)
+        order[i] = i;
+    for (uint64_t v = 0; v < all->nvertices; v++)
+        parent[v] = v;
+    kruskal_w = all->weights;
+    qsort(order, m, sizeof *order, by_kruskal_weight);
+    *weight = 0, *edges = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint64_t a = kruskal_root(parent, all->edges[order[i]].u);
+        uint64_t b = kruskal_root(parent, all->edges[order[i]].v);
+        if (a != b) {
+            parent[a] = b;
+            *weight += all->weights[order[i]];
+            ++*edges;
+        }
+    }
+    free(order);
+    free(parent);
+}
+
 /* cr_graph_msf_of: the forest of the graph's own edges weighs what the forest of the
- * edge list it was built from weighs (the multigraph's edges, each once). */
+ * edge list it was built from weighs (the multigraph's edges, each once), and what
+ * Kruskal on the whole list gives (weights are integers: the sums are exact). */
 static void test_msf_of_graph(void **state)
 {
     (void)state;
@@ -416,6 +458,12 @@ static void test_msf_of_graph(void **state)
     CHECK(a.weight == b.weight && a.forest_edges == b.forest_edges,
           "forest of the list %.9g (%llu edges), of the graph %.9g (%llu edges)", a.weight,
           (unsigned long long)a.forest_edges, b.weight, (unsigned long long)b.forest_edges);
+    double want;
+    uint64_t want_edges;
+    kruskal(&c.all, &want, &want_edges);
+    CHECK(b.weight == want && b.forest_edges == want_edges,
+          "forest of the graph %.9g (%llu edges), Kruskal's %.9g (%llu edges)", b.weight,
+          (unsigned long long)b.forest_edges, want, (unsigned long long)want_edges);
     cr_edge_list back;
     cr_graph_edges(g, &back);
     CHECK(sum_all(back.count) == c.all.count, "%llu edges back, %zu in",
