@@ -27,6 +27,17 @@ int io_list_build(const char *const *paths, size_t npaths, io_list *out, char *e
                   size_t errlen);
 void io_list_free(io_list *list);
 
+/* A .gz file's text (io/gunzip.c). open takes the descriptor (close closes it);
+ * NULL: no memory. read gives up to len bytes; 0 at the end of the last member;
+ * -1 with a one-line message naming `path` when the file is not gzip, is corrupt,
+ * ends inside a member, or has bytes after its last member that are not another
+ * member: each met before any byte after it is given out. */
+typedef struct io_gunzip io_gunzip;
+io_gunzip *io_gunzip_open(int fd);
+long io_gunzip_read(io_gunzip *g, char *buf, size_t len, const char *path, char *err,
+                    size_t errlen);
+void io_gunzip_close(io_gunzip *g);
+
 typedef struct cr_comm cr_comm;
 
 /* Rank `rank`'s part [*lo, *hi) of n items (bytes, records) cut into `size` parts that

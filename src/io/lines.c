@@ -44,7 +44,7 @@ void cr_io_opts_init(cr_io_opts *o)
 typedef struct reader {
     const char *path;
     int fd;
-    gzFile gz;
+    io_gunzip *gz;
     char *buf;
     size_t cap, start, end, block, masked, step, max_line;
     uint64_t bits;
@@ -102,14 +102,9 @@ static int reader_fill(reader *r, char *err, size_t errlen)
         want = step;
     long got;
     if (r->gz) {
-        got = gzread(r->gz, r->buf + r->end, (unsigned)(want > INT_MAX ? INT_MAX : want));
-        if (got < 0) {
-            int code;
-            const char *why = gzerror(r->gz, &code);
-            cr_set_error(err, errlen, "%s: cannot decompress near byte %llu: %s", r->path,
-                         (unsigned long long)at, code == Z_ERRNO ? strerror(errno) : why);
+        got = io_gunzip_read(r->gz, r->buf + r->end, want, r->path, err, errlen);
+        if (got < 0)
             return -1;
-        }
     } else {
         do
             got = pread(r->fd, r->buf + r->end, want, (off_t)at);
@@ -397,14 +392,13 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
     d->stats->files++;
     int rc = 0;
     if (f->gz) {
-        r.gz = gzdopen(r.fd, "rb");
+        r.gz = io_gunzip_open(r.fd);
         if (!r.gz) {
-            cr_set_error(err, errlen, "%s: cannot open for decompression", f->path);
+            cr_set_error(err, errlen, "%s: no memory to decompress it", f->path);
             close(r.fd);
             return -1;
         }
         r.fd = -1;
-        gzbuffer(r.gz, 256u << 10);
         d->stats->read += f->size;
         to = UINT64_MAX;
         r.limit = UINT64_MAX;
@@ -436,10 +430,7 @@ static int read_file(const io_file *f, uint64_t from, uint64_t to, const deliver
     } else {
         free(r.buf);
     }
-    if (r.gz && gzclose(r.gz) != Z_OK && rc == 0) {
-        cr_set_error(err, errlen, "%s: corrupt compressed data", f->path);
-        rc = -1;
-    }
+    io_gunzip_close(r.gz);
     if (r.fd >= 0)
         close(r.fd);
     return rc;

@@ -491,6 +491,84 @@ static void test_callback_error_agreed(void **state)
     verdict();
 }
 
+/* Lines of a damaged copy of many.txt.gz: each must be the next line of many.txt
+ * whole (a line cut by the damage must not be delivered). */
+typedef struct same_lines {
+    FILE *original;
+    uint64_t lines, wrong;
+} same_lines;
+
+static int compare_line(const cr_line *line, void *user, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    same_lines *s = user;
+    char want[4096];
+    s->lines++;
+    size_t n = fgets(want, sizeof want, s->original) ? strcspn(want, "\n") : SIZE_MAX;
+    if (n != SIZE_MAX && n > 0 && want[n - 1] == '\r') /* the reader takes "\r\n" as an end */
+        n--;
+    if (n != line->len || memcmp(want, line->text, line->len))
+        s->wrong++;
+    return 0;
+}
+
+static void expect_damaged(cr_comm *comm, const char *name, const char *needle, const char *what)
+{
+    char path[512], many[512], err[256] = "";
+    path_of(path, sizeof path, name);
+    path_of(many, sizeof many, "many.txt");
+    same_lines s = {.original = fopen(many, "r")};
+    CHECK(s.original != NULL, "%s: cannot open many.txt", what);
+    const char *p = path;
+    int rc = cr_io_read_lines(comm, &p, 1, NULL, compare_line, &s, NULL, err, sizeof err);
+    fclose(s.original);
+    CHECK(rc == -1, "%s: accepted (%llu lines)", what, (unsigned long long)sum_all(s.lines));
+    CHECK(sum_all(s.wrong) == 0, "%s: %llu lines delivered that are not whole lines of the "
+          "text", what, (unsigned long long)sum_all(s.wrong));
+    check_agreed(err, needle, what);
+}
+
+/* A .gz file cut short, with bytes appended, or not gzip at all: refused, and no
+ * line of it reaches the callback cut; two members end to end are one text. */
+static void test_damaged_gz(void **state)
+{
+    (void)state;
+    cr_comm *comm = new_comm();
+    char many[512];
+    path_of(many, sizeof many, "many.txt.gz");
+    if (test_rank == 0) {
+        char cmd[2200];
+        snprintf(cmd, sizeof cmd, "cd '%s' && head -c $(( $(stat -c %%s many.txt.gz) / 2 )) "
+                 "many.txt.gz > cut.gz && cp many.txt.gz trailing.gz && printf 'junk\\n' >> "
+                 "trailing.gz && cp many.txt.gz zeros.gz && head -c 16 /dev/zero >> zeros.gz && "
+                 "cp many.txt plain.gz && seq 1 5000 | gzip > seq.gz && cat seq.gz seq.gz > twice.gz",
+                 dir);
+        CHECK(system(cmd) == 0, "could not make the damaged files");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    expect_damaged(comm, "cut.gz", "cut.gz: the gzip data ends early", "a .gz cut short");
+    expect_damaged(comm, "trailing.gz", "trailing.gz: data that is not gzip after the "
+                   "compressed stream", "a .gz with bytes appended");
+    expect_damaged(comm, "zeros.gz", "zeros.gz: data that is not gzip after", "a .gz with "
+                   "zeros appended");
+    expect_damaged(comm, "plain.gz", "plain.gz: not gzip data", "plain text named .gz");
+    char twice[512], seq[512];
+    path_of(twice, sizeof twice, "twice.gz");
+    path_of(seq, sizeof seq, "seq.gz");
+    uint64_t once = 0, two = 0;
+    const char *a = seq, *b = twice;
+    char err[256] = "";
+    CHECK(cr_io_read_lines(comm, &a, 1, NULL, never, &once, NULL, err, sizeof err) == 0,
+          "seq.gz: %s", err);
+    CHECK(cr_io_read_lines(comm, &b, 1, NULL, never, &two, NULL, err, sizeof err) == 0,
+          "twice.gz: %s", err);
+    CHECK(sum_all(two) == 2 * sum_all(once) && sum_all(once) == 5000,
+          "two members: %llu lines, one: %llu", (unsigned long long)sum_all(two),
+          (unsigned long long)sum_all(once));
+    cr_comm_destroy(comm);
+    verdict();
+}
+
 static void test_line_number(void **state)
 {
     (void)state;
@@ -538,6 +616,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_comments_and_blanks),
         cmocka_unit_test(test_refused_before_reading),
         cmocka_unit_test(test_callback_error_agreed),
+        cmocka_unit_test(test_damaged_gz),
         cmocka_unit_test_teardown(test_line_number, teardown),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
