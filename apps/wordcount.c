@@ -39,8 +39,8 @@ static const char usage[] =
     "                   paths may follow the options\n"
     "  --save DIR       save the counts to directory DIR (docs/io.md)\n"
     "  --overwrite      let --save replace a save DIR holds already\n"
-    "  --load DIR       add the counts saved in DIR (by a run at any rank count, in the\n"
-    "                   same mode) before counting\n"
+    "  --load DIR       add the counts saved in DIR (by a run at any rank count) before\n"
+    "                   counting; a save of --input words loads as such without --input\n"
     "  --top K          print the K most frequent words (default 10, at most 1000)\n"
     "  --words N        generated: words per rank (default 4M; suffixes K, M, G)\n"
     "  --vocabulary V   generated: distinct words the corpus draws from (default 100K)\n"
@@ -356,9 +356,23 @@ static uint64_t recount_files(const app *a, const wc_opts *o, cr_counting_set *c
 }
 
 /* Reads and counts the input (timed); *bytes gets the input's size. */
+/* Whether the run counts file words: --input given, or --load names a save of them
+ * (its key bytes say so), which then loads without --input. A save that cannot be
+ * read is left to the load to report. */
+static bool counts_file_words(const wc_opts *o)
+{
+    cr_save_info info;
+    char err[512];
+    return o->ninputs > 0 ||
+           (o->load && cr_io_save_info(o->load, &info, err, sizeof err) == 0 &&
+            !strcmp(info.kind, "counting_set") && info.meta == FILE_WORD);
+}
+
 static double count_files(const app *a, const wc_opts *o, cr_counting_set *cs,
                           uint64_t words_bytes[2], uint64_t *too_long)
 {
+    if (o->ninputs == 0) /* only the counts of --load */
+        return 0;
     file_counter c = {.cs = cs};
     char err[512];
     cr_comm *comm = cr_map_comm(cr_counting_set_map(cs));
@@ -441,7 +455,7 @@ int main(int argc, char **argv)
     app_init(&a, "wordcount", usage, &argc, &argv);
     wc_opts o;
     parse(&a, argc, argv, &o);
-    bool files = o.ninputs > 0;
+    bool files = counts_file_words(&o);
     FILE *csv = app_open_csv(&a, o.sh.csv, "ranks,words_per_rank,vocabulary,skew,buffer_bytes,"
                                            "route,seconds,words_per_s,distinct,verified");
     cr_config cfg;
@@ -479,8 +493,10 @@ int main(int argc, char **argv)
             printf("wordcount: %d ranks, %llu words per rank, vocabulary %llu, Zipf s = %g, "
                    "route %s\n", a.size, (unsigned long long)o.n,
                    (unsigned long long)o.vocabulary, o.skew, route);
-        printf("  %.4f s, %.2f M words/s", seconds, (double)seen[0] / seconds / 1e6);
-        if (files)
+        printf("  %.4f s", seconds);
+        if (seconds > 0)
+            printf(", %.2f M words/s", (double)seen[0] / seconds / 1e6);
+        if (files && seconds > 0)
             printf(", %.1f MiB/s per rank", (double)seen[1] / a.size / seconds / (1 << 20));
         printf(", %llu distinct words", (unsigned long long)distinct);
         if (o.load)
@@ -500,8 +516,9 @@ int main(int argc, char **argv)
         if (csv)
             fprintf(csv, "%d,%llu,%llu,%g,%zu,%s,%.6f,%.1f,%llu,%d\n", a.size,
                     (unsigned long long)words_bytes[0], (unsigned long long)o.vocabulary,
-                    o.skew, cfg.buffer_bytes, route, seconds, (double)seen[0] / seconds,
-                    (unsigned long long)distinct, ok);
+                    o.skew, cfg.buffer_bytes, route, seconds,
+                    seconds > 0 ? (double)seen[0] / seconds : 0, (unsigned long long)distinct,
+                    ok);
     }
     save_counts(&a, &o, cs);
     if (csv)

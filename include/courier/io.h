@@ -203,6 +203,22 @@ typedef void (*cr_load_fn)(const void *records, size_t count, uint64_t first, vo
 int cr_io_load(cr_comm *comm, const char *dir, const cr_save_kind *kind, const uint64_t *range,
                cr_load_fn fn, void *user, char *err, size_t errlen);
 
+/* What a save holds, from its manifest: for a program that sizes what it loads
+ * into by the save (a counting set's key bytes are its meta). */
+typedef struct cr_save_info {
+    char kind[64];
+    char type[32];       /* "bytes" when the save names no type */
+    size_t record_bytes;
+    uint64_t meta;
+    uint64_t records;    /* over every part */
+    uint64_t parts;      /* the rank count that saved it */
+} cr_save_info;
+
+/* Read the manifest of the save in `dir` into *info. Returns 0, or -1 with the
+ * one-line message cr_io_load would give for a missing or damaged manifest (the
+ * parts are not checked: cr_io_load does that). Local. */
+int cr_io_save_info(const char *dir, cr_save_info *info, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

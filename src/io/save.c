@@ -444,9 +444,7 @@ static int parse_manifest(FILE *f, const char *path, manifest *m, char *err, siz
     return 0;
 }
 
-/* The manifest, checked against what the caller expects, and every part's size. */
-static int open_save(const char *dir, const cr_save_kind *k, manifest *m, char *err,
-                     size_t errlen)
+static int read_manifest(const char *dir, manifest *m, char *err, size_t errlen)
 {
     char path[4096];
     join(path, sizeof path, dir, "manifest");
@@ -458,7 +456,29 @@ static int open_save(const char *dir, const cr_save_kind *k, manifest *m, char *
     }
     int rc = parse_manifest(f, path, m, err, errlen);
     fclose(f);
-    if (rc)
+    return rc;
+}
+
+int cr_io_save_info(const char *dir, cr_save_info *info, char *err, size_t errlen)
+{
+    manifest m = {0};
+    int rc = read_manifest(dir, &m, err, errlen);
+    if (rc == 0) {
+        *info = (cr_save_info){.record_bytes = m.record_bytes, .meta = m.meta,
+                               .records = m.total, .parts = m.parts};
+        memcpy(info->kind, m.kind, sizeof info->kind);
+        memcpy(info->type, m.type, sizeof info->type);
+    }
+    manifest_free(&m);
+    return rc;
+}
+
+/* The manifest, checked against what the caller expects, and every part's size. */
+static int open_save(const char *dir, const cr_save_kind *k, manifest *m, char *err,
+                     size_t errlen)
+{
+    char path[4096];
+    if (read_manifest(dir, m, err, errlen))
         return -1;
     if (strcmp(m->kind, k->kind)) {
         cr_set_error(err, errlen, "%s: holds a %s, not a %s", dir, m->kind, k->kind);
