@@ -9,6 +9,8 @@
 # per shape (2 ranks, 3 ranks) and a job reads its own shape's. COURIER_TUNE=
 # calibrate measures inside cr_comm_create and the choice says so; a bad value of
 # COURIER_TUNE, or COURIER_TUNE=calibrate with a file too, ends the job with one line.
+# The file is read by rank 0 alone: ranks whose environment names another file
+# take rank 0's choice.
 set -u
 mpirun=$1 calibrate=$2 hello=$3
 dir=$(mktemp -d "${TMPDIR:-/tmp}/courier-calibrate-XXXXXX")
@@ -39,6 +41,14 @@ COURIER_ROUTE=auto COURIER_VERBOSE=1 COURIER_TUNE_FILE="$dir/shared.txt" COURIER
     "$mpirun" -np 3 "$hello" >"$dir/out" 2>&1 || { cat "$dir/out"; fail "hello with another sharing failed"; }
 lines=$(grep -c "COURIER_TUNE_FILE $dir/shared.txt was measured with 1000 ranks on" "$dir/out")
 [ "$lines" = 1 ] || { cat "$dir/out"; fail "$lines lines on the other sharing, expected 1"; }
+
+# rank 0 reads the file and every rank takes its choice: ranks whose environment
+# names another file (here one that is not there) choose as rank 0 does
+COURIER_ROUTE=auto COURIER_VERBOSE=1 COURIER_TUNE_FILE="$dir/two.txt" COURIER_NODE_SIZE=1 \
+    "$mpirun" -np 3 sh -c 'r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+        [ "$r" = 0 ] || export COURIER_TUNE_FILE=/nonexistent/tune.txt; exec "$0"' "$hello" \
+    >"$dir/out" 2>&1 || { cat "$dir/out"; fail "ranks with another COURIER_TUNE_FILE did not take rank 0's"; }
+grep -q "with the costs of $dir/two.txt" "$dir/out" || { cat "$dir/out"; fail "rank 0's file was not used"; }
 
 # a calibration per shape in one file: each job reads the one of its ranks
 for np in 2 3 2; do

@@ -203,6 +203,41 @@ static bool machine_costs(cr_comm *c)
     return true;
 }
 
+/* The calibration file, read by rank 0 alone and its choice given to every rank:
+ * ranks on nodes of other processor counts, or a file rewritten while the job
+ * starts, would otherwise price the routes differently and choose apart. Rank 0's
+ * message says why when it fails (the caller ends the job with it). Collective. */
+#define COST_WORDS (sizeof(cr_tune_costs) / sizeof(double))
+_Static_assert(sizeof(cr_tune_costs) % sizeof(double) == 0, "cr_tune_costs holds doubles");
+
+enum { FILE_NONE = 1, FILE_LOADED = 2 }; /* 0: rank 0 could not read it */
+
+static int load_tune_file(cr_comm *c, const cr_tune_shape *here, cr_tune_shape *file,
+                          char *err, size_t errlen)
+{
+    double v[COST_WORDS + 4] = {0}, all[COST_WORDS + 4];
+    if (c->rank == 0 && !c->cfg.tune_file[0]) {
+        v[COST_WORDS + 3] = FILE_NONE;
+    } else if (c->rank == 0 &&
+               cr_tune_costs_load(c->cfg.tune_file, here, &c->tune.costs, file, err, errlen) ==
+                   0) {
+        memcpy(v, &c->tune.costs, sizeof c->tune.costs);
+        v[COST_WORDS] = file->processors;
+        v[COST_WORDS + 1] = file->ranks_per_node;
+        v[COST_WORDS + 2] = file->machine_ranks;
+        v[COST_WORDS + 3] = FILE_LOADED;
+    }
+    c->tp->ops->allreduce_double(c->tp, v, all, COST_WORDS + 4, CR_OP_SUM);
+    int verdict = (int)all[COST_WORDS + 3];
+    if (verdict == FILE_LOADED) {
+        memcpy(&c->tune.costs, all, sizeof c->tune.costs);
+        *file = (cr_tune_shape){.processors = (int)all[COST_WORDS],
+                                .ranks_per_node = (int)all[COST_WORDS + 1],
+                                .machine_ranks = (int)all[COST_WORDS + 2]};
+    }
+    return verdict;
+}
+
 /* Collective. */
 bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, size_t len)
 {
@@ -226,13 +261,13 @@ bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, siz
     char err[400] = "";
     cr_tune_shape *file = &c->tune.file_shape;
     *file = (cr_tune_shape){0};
-    bool ok = measured || !c->cfg.tune_file[0] ||
-              !cr_tune_costs_load(c->cfg.tune_file, &here, &c->tune.costs, file, err, sizeof err);
+    int from_file = measured ? FILE_NONE : load_tune_file(c, &here, file, err, sizeof err);
+    bool ok = from_file != 0;
     if (!ok)
         snprintf(why, len, "COURIER_TUNE_FILE: %s", err);
-    c->tune.from_machine = !measured && !c->cfg.tune_file[0] && machine_costs(c);
+    c->tune.from_machine = from_file == FILE_NONE && !measured && machine_costs(c);
     c->tune.costs.slowdown = most[0];
-    if (ok && c->cfg.tune_file[0] && !measured)
+    if (from_file == FILE_LOADED)
         note_other_sharing(c, file, &here);
     return ok;
 }
