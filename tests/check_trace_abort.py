@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """tests/check_trace_abort.py TIMELINE RANKS COMMAND...: run COMMAND (a job that aborts
-on rank 0 after user phases and a barrier) with COURIER_TRACE set; it must fail, and
-leave one part per rank, each a complete JSON trace; rank 0's must hold the user
-phases it ended before the abort. Then TIMELINE (scripts/trace_timeline.py) must draw
+on rank 0 after user phases and a barrier, inside a second barrier and a phase left
+open) with COURIER_TRACE set; it must fail, and leave one part per rank, each a
+complete JSON trace; rank 0's must hold the user phases it ended before the abort,
+and the barrier and phase it ended in, marked unfinished. Then TIMELINE (scripts/trace_timeline.py) must draw
 the parts and say the trace was not merged.
 
 tests/check_trace_abort.py --events RANKS COMMAND...: COMMAND is a job that a handler
@@ -59,8 +60,14 @@ def check_phases(timeline, ranks, cmd):
         for want in ("setup", 'a "quoted" phase'):
             if want not in phases:
                 fail(f"rank 0's part lacks the user phase {want!r}; it has {sorted(phases)}")
-        if not any(e["name"] == "cr_barrier" for e in events):
+        if not any(e["name"] == "cr_barrier" and "unfinished" not in e.get("args", {})
+                   for e in events):
             fail("rank 0's part lacks the barrier it completed")
+        unfinished = {e["name"] for e in events if e.get("args", {}).get("unfinished") == 1}
+        for want in ("cr_barrier", "left open"):
+            if want not in unfinished:
+                fail(f"rank 0's part lacks the unfinished {want!r} it ended in; unfinished: "
+                     f"{sorted(unfinished)}")
         t = subprocess.run([timeline, os.path.join(d, "t.png"), path], capture_output=True,
                            text=True)
         if t.returncode != 0 or "was not merged" not in t.stderr:

@@ -273,9 +273,13 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
     c->waiting = true;
     c->wait_reason = reason;
     double traced = c->trace ? cr_trace_now(c->trace) : 0;
+    if (c->trace)
+        cr_trace_wait_begin(c->trace, reason, traced);
     if (simulated(c)) {
         simulated_wait(c, done, arg);
         c->waiting = false;
+        if (c->trace)
+            cr_trace_wait_end(c->trace);
         return;
     }
     e->empty_polls = 0;
@@ -296,7 +300,9 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
     ev_timer_stop(e->loop, &e->backoff);
     ev_timer_stop(e->loop, &e->watchdog);
     c->waiting = false;
-    if (c->trace)
+    if (c->trace) {
+        cr_trace_wait_end(c->trace);
         cr_trace_span(c->trace, reason, traced, "sends_in_flight", cr_inflight(c),
                       "buffered_bytes", (int64_t)c->out.total);
+    }
 }

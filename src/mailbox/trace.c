@@ -27,6 +27,8 @@ struct cr_trace {
     int rank, size;
     double t0;       /* the transport's clock at the start */
     double flushed_at; /* cr_trace_now at the last flush */
+    const char *wait; /* the wait in progress (cr_trace_wait_begin), or NULL */
+    double wait_start;
     int nphases;     /* user phases open (cr_trace_begin) */
     double phase_start[PHASES_MAX];
     char phase_name[PHASES_MAX][128];
@@ -77,13 +79,22 @@ static void add_event(cr_trace *t, const char *line, size_t n)
         cr_trace_flush(t);
 }
 
+static void end_open_spans(cr_trace *t);
+
+/* The job ends (cr_fatal, or exit without cr_comm_destroy): the wait and the user
+ * phases still open are written as spans up to now, marked unfinished, so the
+ * trace shows where each rank was. */
 static void flush_hook(void *arg)
 {
+    end_open_spans(arg);
     cr_trace_flush(arg);
 }
 
 static void flush_at_exit(void)
 {
+    if (!active)
+        return;
+    end_open_spans(active);
     cr_trace_flush(active);
 }
 
@@ -173,6 +184,37 @@ void cr_trace_span(cr_trace *t, const char *name, double start, const char *k1, 
                      name, t->rank, start, now - start);
     n += args(line + n, sizeof line - (size_t)n, k1, v1, k2, v2, NULL, 0);
     add_event(t, line, (size_t)n);
+}
+
+void cr_trace_wait_begin(cr_trace *t, const char *name, double start)
+{
+    t->wait = name;
+    t->wait_start = start;
+}
+
+void cr_trace_wait_end(cr_trace *t)
+{
+    t->wait = NULL;
+}
+
+static void end_open_spans(cr_trace *t)
+{
+    if (!t || !t->out || !t->tp)
+        return;
+    if (t->wait) {
+        cr_trace_span(t, t->wait, t->wait_start, "unfinished", 1, NULL, 0);
+        t->wait = NULL;
+    }
+    double now = cr_trace_now(t);
+    for (int i = (t->nphases < PHASES_MAX ? t->nphases : PHASES_MAX) - 1; i >= 0; i--) {
+        char line[EVENT_MAX];
+        int n = snprintf(line, sizeof line,
+                         ",{\"name\":\"%s\",\"cat\":\"user\",\"ph\":\"X\",\"pid\":%d,"
+                         "\"tid\":1,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"unfinished\":1}}\n",
+                         t->phase_name[i], t->rank, t->phase_start[i], now - t->phase_start[i]);
+        add_event(t, line, (size_t)n);
+    }
+    t->nphases = 0;
 }
 
 /* A user's phase name as JSON string content: quotes, backslashes and control

@@ -35,6 +35,13 @@ void cr_trace_flush(cr_trace *t);
 void cr_trace_phase_begin(cr_trace *t, const char *name);
 void cr_trace_phase_end(cr_trace *t);
 
+/* The wait the rank is in (`name` lives as long as the wait), from `start`
+ * (cr_trace_now); cr_trace_wait_end when it returns. A wait still open when the job
+ * ends (cr_fatal, exit) is written as a span marked "unfinished", as are the user
+ * phases still open. Local. */
+void cr_trace_wait_begin(cr_trace *t, const char *name, double start);
+void cr_trace_wait_end(cr_trace *t);
+
 /* Microseconds since the trace started (the clocks of the ranks are aligned by a
  * barrier at the start). */
 double cr_trace_now(const cr_trace *t);

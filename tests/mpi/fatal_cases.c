@@ -106,6 +106,13 @@ static void pass_token(cr_comm *c, int src, const void *p, size_t len, void *u)
     cr_async(c, (c->rank + 1) % c->size, *h, NULL, 0);
 }
 
+/* A handler that misuses the API: the rank that runs it ends inside its wait. */
+static void misuse(cr_comm *c, int src, const void *p, size_t len, void *u)
+{
+    (void)src, (void)p, (void)len;
+    cr_async(c, c->size, *(int *)u, NULL, 0);
+}
+
 static void inject(cr_comm *c, const void *buf, int len)
 {
     char *copy = malloc((size_t)len);
@@ -299,8 +306,13 @@ int main(int argc, char **argv)
         cr_trace_begin(c, "a \"quoted\" phase");
         cr_trace_end(c);
         cr_trace_end(c);
-        if (c->rank == 0)
-            cr_async(c, c->size, h, NULL, 0);
+        /* then rank 0 ends inside a barrier and a phase left open: both are in its
+         * part, marked unfinished */
+        int bad = cr_register(c, misuse, &h);
+        cr_trace_begin(c, "left open");
+        if (c->rank == c->size - 1)
+            cr_async(c, 0, bad, NULL, 0);
+        cr_barrier(c);
     } else if (!strcmp(what, "trace-handler-abort")) {
         /* A token circulates until a handler calls MPI_Abort, which Courier does not
          * see: every rank's part must still hold events (tests/check_trace_abort.py --events). */
