@@ -752,6 +752,13 @@ static int largest_p(void)
     return s && atoi(s) > 0 ? atoi(s) : 1 << 30;
 }
 
+/* The plain build's full matrix (largest P and the extra sizes), or the sanitizer
+ * build's cut (SIM_MAX_P of 16 or less: each step there costs several times more). */
+static bool thorough(void)
+{
+    return largest_p() > 16;
+}
+
 /* Every scenario under every configuration, `seeds` seeds each, at P. */
 static void sweep(int p, int seeds)
 {
@@ -2010,7 +2017,7 @@ static void test_requests(void **state)
                             (req_params){.nidx = 40, .walks = 4, .shapes = 1});
     }
     /* P = 1024: two seeds, one under the sanitizers (SIM_SEEDS below 20) */
-    for (int seed = 1; seed <= (seeds >= 20 ? 2 : 1) && 1024 <= largest_p(); seed++) {
+    for (int seed = 1; seed <= (thorough() ? 2 : 1) && 1024 <= largest_p(); seed++) {
         run_requests_at(1024, "hypercube", (uint64_t)seed * 1031, (req_params){.nidx = 16, .walks = 2});
         run_requests_at(1024, "nlnr", (uint64_t)seed * 1031, (req_params){.nidx = 16, .walks = 2});
     }
@@ -2085,7 +2092,7 @@ static void test_darray_async(void **state)
     int seeds = seeds_wanted() < 4 ? seeds_wanted() : 4;
     for (size_t rt = 0; rt < 3; rt++)
         for (size_t k = 0; k < 5 && ps[k] <= largest_p(); k++)
-            for (int seed = 1; seed <= (ps[k] >= 1024 ? (seeds >= 20 || rt == 2) : seeds); seed++) {
+            for (int seed = 1; seed <= (ps[k] >= 1024 ? (thorough() || rt == 2) : seeds); seed++) {
                 named_config nc = request_config(routes[rt]);
                 cr_sim_opts o = {.ranks = ps[k], .seed = (uint64_t)seed * 17 + (uint64_t)ps[k],
                                  .cfg = &nc.cfg};
@@ -2122,7 +2129,7 @@ static void test_darray_lockstep(void **state)
     static const int ps[] = {1, 3, 8, 12, 64, 256, 1024};
     int seeds = seeds_wanted() < 3 ? seeds_wanted() : 3;
     /* 1024 only in the plain build: under the sanitizers it alone takes minutes */
-    size_t nps = sizeof ps / sizeof ps[0] - (seeds_wanted() >= 20 ? 0 : 1);
+    size_t nps = sizeof ps / sizeof ps[0] - (thorough() ? 0 : 1);
     for (size_t k = 0; k < nps && ps[k] <= largest_p(); k++)
         for (int rule = 0; rule < (ps[k] > 256 ? 1 : NRULES); rule++) /* 1024: one rule */
             for (int route = 0; route < NROUTES; route++)
@@ -2222,7 +2229,7 @@ static void test_darray_route_auto(void **state)
 {
     (void)state;
     static const int ps[] = {1, 3, 8, 12, 64, 256, 1024};
-    size_t nps = sizeof ps / sizeof ps[0] - (seeds_wanted() >= 20 ? 0 : 1);
+    size_t nps = sizeof ps / sizeof ps[0] - (thorough() ? 0 : 1);
     for (size_t k = 0; k < nps && ps[k] <= largest_p(); k++) {
         uint64_t *sums[NAGGS + 1];
         for (int agg = 0; agg <= NAGGS; agg++) { /* NAGGS: direct, none, the reference */
@@ -2376,9 +2383,9 @@ static void test_containers(void **state)
     static const char *const routes[] = {"direct", "nr", "nlnr", "grid", "hypercube"};
     static const int small[] = {1, 2, 3, 4, 5, 7, 8, 13};
     int seeds = seeds_wanted();
-    bool full = seeds >= 20; /* the plain build; the sanitizers' runs take far longer */
+    bool full = thorough(); /* the sanitizers' runs take far longer */
     for (size_t rt = 0; rt < sizeof routes / sizeof routes[0]; rt++) {
-        for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
+        for (size_t k = 0; k < sizeof small / sizeof small[0] && small[k] <= largest_p(); k++)
             for (int seed = 1; seed <= (full ? (seeds + 3) / 4 : 1); seed++)
                 run_containers_at(small[k], routes[rt], (uint64_t)seed * 53 + (uint64_t)small[k]);
         if ((full || rt == 4) && 64 <= largest_p())
@@ -2430,7 +2437,7 @@ static void test_unequal_speeds(void **state)
     if (!(lo >= 1 && hi <= 10 && hi - lo > 1))
         fail_msg("slowness of 16 ranks from %g to %g, expected spread over [1, 10]", lo, hi);
     static const int ps[] = {4, 16, 64};
-    size_t nps = seeds_wanted() >= 20 ? 3 : 2; /* 64 in the plain build only */
+    size_t nps = thorough() ? 3 : 2; /* 64 in the plain build only */
     for (size_t i = 0; i < nps; i++)
         for (int seed = 1; seed <= (ps[i] >= 64 ? 1 : seeds); seed++) {
             uint64_t sd = (uint64_t)seed * 7001 + (uint64_t)ps[i];
@@ -2666,12 +2673,12 @@ static void run_coll_at(int p, uint64_t seed)
 static void test_coll(void **state)
 {
     (void)state;
-    int seeds = seeds_wanted() >= 20 ? 3 : 1;
+    int seeds = thorough() ? 3 : 1;
     static const int small[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17};
     for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
         for (int seed = 1; seed <= seeds; seed++)
             run_coll_at(small[k], (uint64_t)seed * 41 + (uint64_t)small[k]);
-    int big = seeds_wanted() >= 20 ? 1024 : 256;
+    int big = thorough() ? 1024 : 256;
     if (64 <= largest_p())
         run_coll_at(64, 64);
     if (100 <= largest_p())
