@@ -31,6 +31,7 @@ io_gunzip *io_gunzip_open(int fd)
     if (!g)
         return NULL;
     g->fd = fd;
+    g->z.next_in = g->in;
     if (inflateInit2(&g->z, 16 + MAX_WBITS) != Z_OK) { /* 16: gzip wrapper only */
         free(g);
         return NULL;
@@ -58,7 +59,8 @@ static int refill(io_gunzip *g, const char *path, char *err, size_t errlen)
 {
     if (g->raw_eof)
         return 0;
-    memmove(g->in, g->z.next_in, g->z.avail_in);
+    if (g->z.avail_in > 0)
+        memmove(g->in, g->z.next_in, g->z.avail_in);
     g->z.next_in = g->in;
     ssize_t got;
     do
