@@ -152,7 +152,7 @@ static int pick_roots(cr_graph *g, uint64_t seed, uint64_t want, uint64_t *roots
 static int parse_roots(const char *path, uint64_t n, uint64_t max, uint64_t *roots, char *err,
                        size_t errlen)
 {
-    FILE *f = app_open_input(path, err, errlen);
+    FILE *f = cr_io_fopen_regular(path, err, errlen);
     if (!f)
         return -1;
     int have = 0, line = 1;
@@ -370,7 +370,7 @@ static void build_graph(app *a, const options *o, bfs_run *r)
     double t0 = MPI_Wtime();
     if (o->roots_file) { /* noticed before the graph is generated or read, not after */
         char err[300];
-        FILE *f = app_open_input(o->roots_file, err, sizeof err);
+        FILE *f = cr_io_fopen_regular(o->roots_file, err, sizeof err);
         app_agree(a, f ? NULL : err);
         fclose(f);
     }

@@ -111,19 +111,6 @@ void app_agree(const app *a, const char *err)
     exit(1);
 }
 
-FILE *app_open_input(const char *path, char *err, size_t errlen)
-{
-    int fd = cr_io_open_regular(path, err, errlen);
-    if (fd < 0)
-        return NULL;
-    FILE *f = fdopen(fd, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        close(fd);
-    }
-    return f;
-}
-
 double app_physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

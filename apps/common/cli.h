@@ -46,11 +46,6 @@ void app_agree(const app *a, const char *err);
  * size (local; the job ends through MPI_Abort). */
 void *app_calloc(const app *a, size_t count, size_t size, const char *what);
 
-/* fopen(path, "r") for an input file the app reads: a FIFO, device or directory is
- * refused at once with "PATH: not a regular file" in err (a FIFO would otherwise
- * wait for a writer forever); NULL with a one-line message on failure. Local. */
-FILE *app_open_input(const char *path, char *err, size_t errlen);
-
 /* This machine's physical memory in bytes (0 if unknown). The kernel overcommits, so
  * a successful calloc is no proof that the memory exists: compare with this first. */
 double app_physical_memory(void);

@@ -542,7 +542,7 @@ static int mm_entry(const char *line, mm_field field, uint64_t n, uint64_t *i, u
 
 static int load_mm(const char *path, sparse_matrix *m, char *err, size_t errlen)
 {
-    FILE *f = app_open_input(path, err, errlen);
+    FILE *f = cr_io_fopen_regular(path, err, errlen);
     if (!f)
         return -1;
     char line[1024];
@@ -737,7 +737,7 @@ void sparse_block_partition(uint64_t n, int parts, int *part)
 int sparse_read_partition(const char *path, uint64_t n, int parts, int *part, char *err,
                           size_t errlen)
 {
-    FILE *f = app_open_input(path, err, errlen);
+    FILE *f = cr_io_fopen_regular(path, err, errlen);
     if (!f)
         return -1;
     char line[256];

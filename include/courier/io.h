@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -68,6 +69,8 @@ bool cr_io_compressed(const char *path);
  * file". Returns a descriptor (O_CLOEXEC, blocking reads), or -1 with a one-line
  * message in err. Local; the caller closes it. */
 int cr_io_open_regular(const char *path, char *err, size_t errlen);
+/* The same as a stdio stream opened for reading ("r"); NULL with the message. */
+FILE *cr_io_fopen_regular(const char *path, char *err, size_t errlen);
 
 /* What a rank read. */
 typedef struct cr_io_stats {

@@ -107,7 +107,7 @@ static bool parse_edge(const char *s, uint64_t *u, uint64_t *v, float *w, bool *
     if (!line_end(*s)) {
         char *stop;
         errno = 0;
-        *w = cr_strtof_c(s, &stop);
+        *w = strtof(s, &stop); /* in the C locale: read_text */
         if (stop == s || errno != 0)
             return false;
         *has_w = true;
@@ -324,21 +324,6 @@ static bool read_at(FILE *f, off_t at, void *buf, size_t len)
     return fseeko(f, at, SEEK_SET) == 0 && fread(buf, 1, len, f) == len;
 }
 
-/* A regular file opened for reading; a FIFO, device or directory is refused without
- * waiting (a FIFO with no writer would hold every rank). */
-static FILE *open_regular(const char *path, char *err, size_t errlen)
-{
-    int fd = cr_io_open_regular(path, err, errlen);
-    if (fd < 0)
-        return NULL;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        cr_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        close(fd);
-    }
-    return f;
-}
-
 static off_t file_size(FILE *f)
 {
     struct stat st;
@@ -424,7 +409,7 @@ static int read_graph500(const char *path, FILE *f, const char *wpath, int rank,
     uint64_t m = (uint64_t)bytes / 12;
     FILE *wf = NULL;
     if (wpath) {
-        wf = open_regular(wpath, err, errlen);
+        wf = cr_io_fopen_regular(wpath, err, errlen);
         if (!wf)
             return -1;
         if (file_size(wf) != (off_t)(m * 4)) {
@@ -474,7 +459,7 @@ int cr_graph_read_edges(const char *path, cr_file_format format, const char *wei
                         int size, cr_edge_list *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = open_regular(path, err, errlen);
+    FILE *f = cr_io_fopen_regular(path, err, errlen);
     if (!f)
         return -1;
     if (format == CR_FILE_AUTO) {
@@ -496,7 +481,12 @@ int cr_graph_read_edges(const char *path, cr_file_format format, const char *wei
     }
     int rc;
     switch (format) {
-    case CR_FILE_TEXT: rc = read_text(path, rank, size, out, err, errlen); break;
+    case CR_FILE_TEXT: {
+        locale_t previous = cr_numbers_c_begin(); /* weights read with '.' in any locale */
+        rc = read_text(path, rank, size, out, err, errlen);
+        cr_numbers_c_end(previous);
+        break;
+    }
     case CR_FILE_BINARY: rc = read_binary(path, f, rank, size, out, err, errlen); break;
     default: rc = read_graph500(path, f, weights_path, rank, size, out, err, errlen); break;
     }

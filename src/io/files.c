@@ -43,6 +43,19 @@ int cr_io_open_regular(const char *path, char *err, size_t errlen)
     return fd;
 }
 
+FILE *cr_io_fopen_regular(const char *path, char *err, size_t errlen)
+{
+    int fd = cr_io_open_regular(path, err, errlen);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        cr_set_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
 static void add_file(io_list *l, const char *path, uint64_t size)
 {
     if (l->count == l->cap) {
