@@ -96,7 +96,7 @@ test-sanitize)
     timed "the build" build build-sanitize -Db_sanitize=address,undefined -Dallocator=system -Dbuildtype=debug
     mpi_env
     # What sanitizers add value to: the unit tests, the simulated scenarios, the
-    # fatal cases and the MPI programs at 1, 2, 3 and 5 ranks (suite 'core'). The full
+    # fatal cases and the MPI programs at 1 and 3 ranks (suite 'core'). The full
     # rank matrix, the routes and the apps run in the plain build (test).
     timed "the sanitized suite" meson test -C build-sanitize --print-errorlogs --suite unit \
         --suite sim --suite fatal --suite core "${@:2}"
