@@ -16,6 +16,7 @@
 #include "courier/types.h"
 #include "courier/route.h"
 #include "courier/sim.h"
+#include "courier/sort.h"
 #include "courier/tune.h"
 
 #endif
