@@ -13,7 +13,7 @@
 #            output, the peers' output and the publisher still fit together (part of
 #            the test suite), including coll_bench's self-test and bale's -b sweep
 #   --blocks LIST  only these blocks, comma-separated: histogram, gather, graph,
-#            kernels, containers, coll, merging (default all)
+#            kernels, containers, coll, merging, sort (default all)
 #   --out FILE     write the result file here
 #   --hosts 2      across emulated hosts instead (scripts/hosts.sh): the histogram and
 #            the gather against bale, the histogram with its updates drawn inside
@@ -77,7 +77,7 @@ build=
 mode=quick
 hosts=
 out=
-blocks=histogram,gather,graph,kernels,containers,coll,merging
+blocks=histogram,gather,graph,kernels,containers,coll,merging,sort
 while [ $# -gt 0 ]; do
     case $1 in
     --quick | --full | --smoke) mode=${1#--} ;;
@@ -95,8 +95,8 @@ done
 [ -n "$build" ] || { usage >&2; exit 2; }
 [ -f "$build/build.ninja" ] || { echo "compare.sh: $build is not a Meson build folder" >&2; exit 2; }
 for b in ${blocks//,/ }; do
-    case $b in histogram | gather | graph | kernels | containers | coll | merging) ;;
-    *) echo "compare.sh: unknown block '$b' (histogram, gather, graph, kernels, containers, coll, merging)" >&2; exit 2 ;;
+    case $b in histogram | gather | graph | kernels | containers | coll | merging | sort) ;;
+    *) echo "compare.sh: unknown block '$b' (histogram, gather, graph, kernels, containers, coll, merging, sort)" >&2; exit 2 ;;
     esac
 done
 wants() { [[ ",$blocks," == *",$1,"* ]]; }
@@ -129,6 +129,8 @@ fi
 [ -n "$ranks" ] || ranks=1
 c_np=$(echo $ranks | awk '{print $NF}')   # the containers at the most ranks that fit
 table_per_rank=10000
+sort_records=4M
+[ "$mode" = smoke ] && sort_records=100K
 big_table_per_rank=$((1 << 20))
 [ "$mode" = smoke ] && big_table_per_rank=100000
 
@@ -571,6 +573,25 @@ block_merging() {
     done
 }
 
+# sort NP RECORDS: apps/sort's three modes alternating within one run (cr_sort, the
+# bulk-synchronous sample sort over MPI_Alltoallv, one core sorting every rank's
+# records with the faster of a radix sort and qsort while the others sleep), every
+# trial validated; a figure per trial
+block_sort() {
+    local np=$1 n=$2 m side
+    "$mpirun" -np "$np" "$build/apps/sort" --records "$n" --mode all --reps 3 >"$tmp/out" 2>&1 ||
+        { cat "$tmp/out" >&2; fail "sort at $np ranks failed (a trial not validated?)"; }
+    for m in courier alltoallv serial; do
+        case $m in
+        courier) side=courier ;;
+        alltoallv) side="sample sort, MPI_Alltoallv" ;;
+        *) side="one core, radix or qsort" ;;
+        esac
+        record_trials sort "8-byte keys, $n per rank, $np ranks" "$side" "M records/s" \
+            $(awk -v m=$m '$1 == "trial" && $3 == m {print $6}' "$tmp/out")
+    done
+}
+
 # ---- the run --------------------------------------------------------------------------
 
 machine() {
@@ -610,6 +631,9 @@ for ((round = 1; round <= rounds; round++)); do
     fi
     if wants hosts; then
         for l in $host_layouts; do timed "across hosts: $(layout_name "$l")" block_hosts "$l"; done
+    fi
+    if wants sort; then
+        for np in $ranks; do timed "sort, $np ranks" block_sort "$np" "$sort_records"; done
     fi
     if wants merging; then
         for np in $ranks; do

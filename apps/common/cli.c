@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -149,6 +150,24 @@ void *app_calloc(const app *a, size_t count, size_t size, const char *what)
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (!p)
         app_fail(a, "out of memory: %s needs %zu x %zu bytes", what, count, size);
+    return p;
+}
+
+void *app_alloc_large(const app *a, size_t count, size_t size, const char *what)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (count && size > SIZE_MAX / count)
+        app_fail(a, "out of memory: %s needs %zu x %zu bytes", what, count, size);
+    size_t bytes = count * size;
+    void *p = NULL;
+    if (bytes < 2 * huge)
+        return app_calloc(a, count, size, what);
+    /* whole huge pages: aligned, rounded up, and asked for (a hint) */
+    if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge))
+        app_fail(a, "out of memory: %s needs %zu x %zu bytes", what, count, size);
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);
+#endif
     return p;
 }
 

@@ -81,7 +81,12 @@ typedef struct cr_sort_stats {
     unsigned draws;        /* samples drawn (1, or more when a draw cut badly) */
     bool rebalanced;       /* the final exchange to exact blocks ran */
     uint64_t moved_final;  /* records this rank sent away in it */
-    double seconds;        /* wall time of the call on this rank */
+    double seconds;        /* wall time of the call on this rank, and of its steps: */
+    double sample_seconds; /* the counts, the sample, the splitters, the buckets' sizes */
+    double exchange_seconds; /* every record to its bucket (with the wait for the
+                              other ranks at its barrier) */
+    double local_seconds;  /* the sort of this rank's bucket */
+    double final_seconds;  /* the move to exact blocks (0 when not needed) */
 } cr_sort_stats;
 
 /* Sort. `*records` points to `*count` records of opts->record_bytes each, allocated

@@ -2,7 +2,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #define MAX_HOOKS 8
 static struct {
@@ -71,6 +73,26 @@ void *cr_xmalloc(size_t n)
     void *p = malloc(n ? n : 1);
     if (!p)
         cr_fatal("out of memory allocating %zu bytes", n);
+    return p;
+}
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+void *cr_xmalloc_large(size_t n, size_t size)
+{
+    if (n && size > SIZE_MAX / n)
+        cr_fatal("out of memory: %zu elements of %zu bytes overflow the address space", n, size);
+    size_t bytes = n * size;
+    if (bytes < 2 * HUGE_PAGE)
+        return cr_xmalloc(bytes);
+    /* whole huge pages, aligned: the hint then covers every byte */
+    size_t whole = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p = NULL;
+    if (whole < bytes || posix_memalign(&p, HUGE_PAGE, whole))
+        cr_fatal("out of memory allocating %zu bytes", bytes);
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, whole, MADV_HUGEPAGE);
+#endif
     return p;
 }
 

@@ -112,19 +112,7 @@ uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t
     return lo;
 }
 
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
 void *graph_xmalloc_large(size_t n, size_t size)
 {
-    void *p = cr_xmalloc((n ? n : 1) * size);
-#ifdef MADV_HUGEPAGE
-    size_t bytes = n * size;
-    if (bytes >= 2 * HUGE_PAGE) {
-        uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-        uintptr_t to = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
-        if (to > from)
-            (void)madvise((void *)from, to - from, MADV_HUGEPAGE);
-    }
-#endif
-    return p;
+    return cr_xmalloc_large(n ? n : 1, size);
 }

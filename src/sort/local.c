@@ -66,17 +66,6 @@ static void scatter(const sort_order *o, const char *src, char *dst, size_t n, s
         at[b] = sum;
         sum += count[b];
     }
-    if (width == 8 && !tagged && !o->key && o->key_offset == 0) {
-        /* the common case: the record is its key */
-        const uint64_t *s = (const void *)src;
-        uint64_t *t = (void *)dst;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t k = s[i];
-            unsigned b = (unsigned)(sort_key(o, &k) >> (8 * d)) & 0xff;
-            t[at[b]++] = k;
-        }
-        return;
-    }
     for (size_t i = 0; i < n; i++) {
         const char *e = src + i * width;
         unsigned b = digit_of(o, e, d, tagged);
@@ -84,9 +73,150 @@ static void scatter(const sort_order *o, const char *src, char *dst, size_t n, s
     }
 }
 
-static void radix_sort(const sort_order *o, char *a, char *tmp, size_t n, size_t width,
-                       bool tagged)
+/* Records that are their key, an 8-byte unsigned integer, sorted in place: a most
+ * significant digit first pass permutes the words into 256 buckets by cycles (the
+ * American flag sort: McIlroy, Bostic and McIlroy, "Engineering radix sort",
+ * Computing Systems 1993), recursing while a bucket is large; a bucket of at most
+ * WORDS_SMALL words is finished by least significant digit passes in a small
+ * scratch that stays in cache. No scratch of the array's size, so no fresh memory
+ * to fault in, and every pass but the first runs in cache. Not stable (the words are
+ * the whole records: equal ones are alike). */
+enum { WORDS_SMALL = 1 << 14 };
+
+/* LSD passes over digits 0 .. top of a[0 .. n), n <= WORDS_SMALL, using tmp. */
+static void words_lsd(uint64_t *a, uint64_t *tmp, size_t n, int top)
 {
+    size_t count[8][256];
+    memset(count, 0, sizeof count[0] * (size_t)(top + 1));
+    for (size_t i = 0; i < n; i++)
+        for (int d = 0; d <= top; d++)
+            count[d][(a[i] >> (8 * d)) & 0xff]++;
+    uint64_t *src = a, *dst = tmp;
+    for (int d = 0; d <= top; d++) {
+        size_t at[256], sum = 0;
+        bool one_bucket = false;
+        for (unsigned b = 0; b < 256; b++) {
+            one_bucket = one_bucket || count[d][b] == n;
+            at[b] = sum;
+            sum += count[d][b];
+        }
+        if (one_bucket)
+            continue;
+        unsigned shift = 8 * (unsigned)d;
+        for (size_t i = 0; i < n; i++)
+            dst[at[(src[i] >> shift) & 0xff]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
+}
+
+/* Sort a[0 .. n) by digits d .. 0 (the higher ones are equal throughout). */
+static void words_msd(uint64_t *a, size_t n, int d, uint64_t *small)
+{
+    size_t count[256];
+    for (; d >= 0 && n > WORDS_SMALL; d--) {
+        unsigned shift = 8 * (unsigned)d;
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++)
+            count[(a[i] >> shift) & 0xff]++;
+        bool one_bucket = false;
+        for (unsigned b = 0; b < 256; b++)
+            one_bucket = one_bucket || count[b] == n;
+        if (one_bucket)
+            continue; /* every word has this digit: go one digit down */
+        size_t head[256], end[256], sum = 0;
+        for (unsigned b = 0; b < 256; b++) {
+            head[b] = sum;
+            sum += count[b];
+            end[b] = sum;
+        }
+        for (unsigned b = 0; b < 256; b++) {
+            while (head[b] < end[b]) {
+                uint64_t v = a[head[b]];
+                unsigned c = (unsigned)(v >> shift) & 0xff;
+                while (c != b) { /* v's place is in bucket c: put it there, carry on */
+                    uint64_t t = a[head[c]];
+                    a[head[c]++] = v;
+                    v = t;
+                    c = (unsigned)(v >> shift) & 0xff;
+                }
+                a[head[b]++] = v;
+            }
+        }
+        if (d == 0)
+            return;
+        for (size_t b = 0, from = 0; b < 256; from += count[b], b++)
+            if (count[b] > 1)
+                words_msd(a + from, count[b], d - 1, small);
+        return;
+    }
+    if (d >= 0 && n > 1)
+        words_lsd(a, small, n, d);
+}
+
+/* Keys of 8 bytes that are the whole record: mapped in place to unsigned integers of
+ * the same order (sort_key), sorted as words, mapped back. */
+static void radix_key_records(const sort_order *o, char *a, size_t n)
+{
+    uint64_t *w = (uint64_t *)(void *)a;
+    bool mapped = o->key_type != CR_UINT64;
+    for (size_t i = 0; mapped && i < n; i++)
+        w[i] = sort_key(o, &w[i]);
+    uint64_t *small = cr_xmalloc(WORDS_SMALL * sizeof *small);
+    words_msd(w, n, 7, small);
+    free(small);
+    for (size_t i = 0; mapped && i < n; i++) {
+        uint64_t k = w[i];
+        if (o->key_type == CR_INT64)
+            w[i] = k ^ (UINT64_C(1) << 63);
+        else /* CR_DOUBLE: the inverse of sort_key's map */
+            w[i] = (k >> 63) ? k ^ (UINT64_C(1) << 63) : ~k;
+    }
+}
+
+bool sort_in_place(const sort_order *o, size_t width, bool tagged)
+{
+    return !tagged && width == 8 && !o->key && o->key_offset == 0 && o->key_type;
+}
+
+/* Words with a scratch: least significant digit passes over both buffers. */
+static uint64_t *radix_words(uint64_t *a, uint64_t *tmp, size_t n)
+{
+    size_t(*count)[256] = cr_xcalloc(8, sizeof *count);
+    for (size_t i = 0; i < n; i++)
+        for (unsigned d = 0; d < 8; d++)
+            count[d][(a[i] >> (8 * d)) & 0xff]++;
+    uint64_t *src = a, *dst = tmp;
+    for (unsigned d = 0; d < 8; d++) {
+        size_t at[256], sum = 0;
+        bool one_bucket = false;
+        for (unsigned b = 0; b < 256; b++) {
+            one_bucket = one_bucket || count[d][b] == n;
+            at[b] = sum;
+            sum += count[d][b];
+        }
+        if (one_bucket)
+            continue;
+        unsigned shift = 8 * d;
+        for (size_t i = 0; i < n; i++)
+            dst[at[(src[i] >> shift) & 0xff]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    free(count);
+    return src;
+}
+
+static char *radix_sort(const sort_order *o, char *a, char *tmp, size_t n, size_t width,
+                        bool tagged)
+{
+    if (sort_in_place(o, width, tagged) && o->key_type == CR_UINT64 &&
+        ((uintptr_t)a | (uintptr_t)tmp) % sizeof(uint64_t) == 0)
+        return (char *)radix_words((uint64_t *)(void *)a, (uint64_t *)(void *)tmp, n);
     unsigned digits = tagged ? 16 : 8;
     size_t(*count)[256] = cr_xcalloc(digits, sizeof *count);
     /* every digit's counts in one read of the entries */
@@ -113,9 +243,8 @@ static void radix_sort(const sort_order *o, char *a, char *tmp, size_t n, size_t
         src = dst;
         dst = t;
     }
-    if (src != a)
-        memcpy(a, src, n * width);
     free(count);
+    return src;
 }
 
 /* ---- merge sort (comparator) ------------------------------------------------------ */
@@ -155,8 +284,8 @@ static void merge_runs(const sort_order *o, const char *src, char *dst, size_t l
     memcpy(dst + k * width, src + j * width, (hi - j) * width);
 }
 
-static void merge_sort(const sort_order *o, char *a, char *tmp, size_t n, size_t width,
-                       bool tagged)
+static char *merge_sort(const sort_order *o, char *a, char *tmp, size_t n, size_t width,
+                        bool tagged)
 {
     char hold[4096 + 8];
     for (size_t lo = 0; lo < n; lo += INSERTION_RUN)
@@ -173,18 +302,32 @@ static void merge_sort(const sort_order *o, char *a, char *tmp, size_t n, size_t
         src = dst;
         dst = t;
     }
-    if (src != a)
-        memcpy(a, src, n * width);
+    return src;
 }
 
-void sort_entries(const sort_order *o, char *a, char *tmp, size_t n, size_t width, bool tagged)
+char *sort_entries(const sort_order *o, char *a, char *tmp, size_t n, size_t width, bool tagged)
 {
     if (n < 2)
-        return;
-    if (sort_has_key(o))
-        radix_sort(o, a, tmp, n, width, tagged);
-    else
-        merge_sort(o, a, tmp, n, width, tagged);
+        return a;
+    /* Words in place only when they are aligned, as malloc gives them, and when no
+     * scratch is given: least significant digit passes over a scratch already
+     * touched are faster still (each pass streams; the in-place permutation chases
+     * cycles), but a fresh scratch costs more in page faults than that gains. */
+    if (!tmp && sort_in_place(o, width, tagged) && (uintptr_t)a % sizeof(uint64_t) == 0) {
+        radix_key_records(o, a, n);
+        return a;
+    }
+    char *own = NULL;
+    if (!tmp)
+        tmp = own = cr_xmalloc_large(n, width);
+    char *sorted = sort_has_key(o) ? radix_sort(o, a, tmp, n, width, tagged)
+                                   : merge_sort(o, a, tmp, n, width, tagged);
+    if (own && sorted == own) {
+        memcpy(a, own, n * width);
+        sorted = a;
+    }
+    free(own);
+    return sorted;
 }
 
 /* ---- buckets and samples ------------------------------------------------------------ */
@@ -218,6 +361,49 @@ size_t sort_bucket(const sort_order *o, const sort_splitters *s, const void *rec
             lo = mid + 1;
     }
     return lo;
+}
+
+/* The key's search: the first splitter after (key, tag), without a branch on the
+ * data (a uniform key goes either way at every step: a branch would miss half the
+ * time). */
+static inline size_t bucket_of_key(const uint64_t *keys, const uint64_t *tags, size_t ns,
+                                   uint64_t k, uint64_t tag)
+{
+    size_t lo = 0, n = ns; /* the answer lies in [lo, lo + n] */
+    while (n > 0) {
+        size_t half = n / 2, mid = lo + half;
+        uint64_t sk = keys[mid], st = tags[mid];
+        size_t c = (size_t)((sk < k) | ((sk == k) & (st <= tag))); /* splitter not after */
+        lo += (half + 1) & (0 - c);
+        n = half - (c & ~n & 1); /* n - half - 1 when c, else half */
+    }
+    return lo;
+}
+
+void sort_buckets(const sort_order *o, const sort_splitters *s, const char *rec, size_t k,
+                  uint64_t first, int *dests)
+{
+    if (s->n == 0) {
+        memset(dests, 0, k * sizeof *dests);
+        return;
+    }
+    if (!s->keys) {
+        for (size_t i = 0; i < k; i++)
+            dests[i] = (int)sort_bucket(o, s, rec + i * o->rb, first + i);
+        return;
+    }
+    if (!o->key && o->key_type == CR_UINT64 && o->key_offset == 0 && o->rb == 8) {
+        const char *r = rec; /* the record is its key */
+        for (size_t i = 0; i < k; i++) {
+            uint64_t key;
+            memcpy(&key, r + i * 8, 8);
+            dests[i] = (int)bucket_of_key(s->keys, s->tags, s->n, key, first + i);
+        }
+        return;
+    }
+    for (size_t i = 0; i < k; i++)
+        dests[i] = (int)bucket_of_key(s->keys, s->tags, s->n, sort_key(o, rec + i * o->rb),
+                                      first + i);
 }
 
 static uint64_t stratum_start(uint64_t total, uint64_t samples, uint64_t i)

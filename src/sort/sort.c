@@ -31,9 +31,8 @@
 enum {
     SAMPLES_PER_RANK = 128,  /* S = 128 P: buckets within 1.5 N / P whp (docs/sort.md) */
     MAX_DRAWS = 3,
-    CHUNK_BYTES = 16 << 10,  /* records per mailbox record, at most */
+    CHUNK_BYTES = 16 << 10,  /* a sample's or a final exchange's mailbox record, at most */
 };
-#define STAGING_BYTES ((size_t)8 << 20) /* all destinations' chunks together, at most */
 
 /* What the handlers of one cr_sort fill. A faster rank may send before this rank
  * has reached the step (it waits in the collective before it, running handlers), so
@@ -101,13 +100,24 @@ static void append(char **base, size_t *n, size_t *cap, size_t width, const void
     *n += len / width;
 }
 
-static void on_bucket(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+static void on_buckets(cr_comm *comm, const cr_batch *b, void *user)
 {
-    (void)comm, (void)src;
+    (void)comm;
     sort_job *j = ((sort_state *)user)->job;
     if (!j)
         cr_fatal("cr_sort: records arrived outside a sort");
-    append(&j->recv, &j->recv_n, &j->recv_cap, j->width, payload, len, "the bucket exchange");
+    if (b->len != j->width)
+        cr_fatal("cr_sort: a record of %zu bytes arrived where entries have %zu: the ranks "
+                 "called cr_sort with different options", b->len, j->width);
+    reserve(&j->recv, j->recv_n, &j->recv_cap, b->count, j->width);
+    char *to = j->recv + j->recv_n * j->width;
+    if (b->stride == b->len) {
+        memcpy(to, b->payloads, b->count * b->len);
+    } else {
+        for (size_t i = 0; i < b->count; i++)
+            memcpy(to + i * b->len, cr_batch_payload(b, i), b->len);
+    }
+    j->recv_n += b->count;
 }
 
 static void on_sample(cr_comm *comm, int src, const void *payload, size_t len, void *user)
@@ -141,7 +151,7 @@ static void on_place(cr_comm *comm, int src, const void *payload, size_t len, vo
                  (unsigned long long)pos, (unsigned long long)j->out_first,
                  (unsigned long long)(j->out_first + j->out_n));
     if (!j->out)
-        j->out = alloc_or_die(j->out_n, j->rb, "the final block");
+        j->out = cr_xmalloc_large(j->out_n ? j->out_n : 1, j->rb);
     memcpy(j->out + (pos - j->out_first) * j->rb, (const char *)payload + 8, len - 8);
     j->out_got += k;
 }
@@ -153,7 +163,7 @@ static sort_state *state_of(cr_comm *comm)
         return s;
     s = cr_xcalloc(1, sizeof *s);
     cr_module_attach(comm, &sort_module, s);
-    s->h_bucket = cr_register_type(comm, &(cr_handler_type){.fn = on_bucket, .name = "sort bucket"}, s);
+    s->h_bucket = cr_register_type(comm, &(cr_handler_type){.batch = on_buckets, .name = "sort bucket"}, s);
     s->h_sample = cr_register_type(comm, &(cr_handler_type){.fn = on_sample, .name = "sort sample"}, s);
     s->h_place = cr_register_type(comm, &(cr_handler_type){.fn = on_place, .name = "sort place"}, s);
     return s;
@@ -206,14 +216,14 @@ static char *draw_splitters(cr_comm *comm, sort_state *st, sort_job *job, const 
             cr_fatal("cr_sort: rank 0 received %zu sample records of %llu drawn",
                      job->samples_n, (unsigned long long)samples);
         char *tmp = alloc_or_die(samples, ew, "the sample's sort");
-        sort_entries(o, job->samples, tmp, samples, ew, true);
-        free(tmp);
+        const char *sorted = sort_entries(o, job->samples, tmp, samples, ew, true);
         for (size_t q = 1; q <= nsplit; q++) {
             size_t at = (size_t)cr_block_first(samples, p, (int)q);
             if (at >= samples)
                 at = samples - 1;
-            memcpy(split + (q - 1) * ew, job->samples + at * ew, ew);
+            memcpy(split + (q - 1) * ew, sorted + at * ew, ew);
         }
+        free(tmp);
         /* a faster rank's next draw may already be arriving: start it afresh */
         free(job->samples);
         job->samples = NULL;
@@ -226,52 +236,72 @@ static char *draw_splitters(cr_comm *comm, sort_state *st, sort_job *job, const 
     free(offs);
     *keys_out = NULL;
     if (sort_has_key(o) && nsplit) {
-        uint64_t *keys = alloc_or_die(nsplit, sizeof *keys, "the splitters' keys");
-        for (size_t q = 0; q < nsplit; q++)
+        /* keys, then tags: the search reads both without a branch */
+        uint64_t *keys = alloc_or_die(2 * nsplit, sizeof *keys, "the splitters' keys");
+        for (size_t q = 0; q < nsplit; q++) {
             keys[q] = sort_key(o, split + q * ew);
+            keys[nsplit + q] = sort_tag_at(split + q * ew, o->rb);
+        }
         *keys_out = keys;
     }
     return split;
 }
 
+static void count_buckets(const sort_order *o, const sort_splitters *sp, const char *rec, size_t n,
+                          uint64_t first, uint64_t *counts)
+{
+    int dests[1024];
+    for (size_t from = 0; from < n; from += 1024) {
+        size_t k = n - from < 1024 ? n - from : 1024;
+        sort_buckets(o, sp, rec + from * o->rb, k, first + from, dests);
+        for (size_t i = 0; i < k; i++)
+            counts[dests[i]]++;
+    }
+}
+
 /* ---- 4. the bucket exchange --------------------------------------------------------- */
+
+/* Records go in blocks: their destinations computed, then one cr_async_many (the
+ * mailbox appends them to its buffers in runs, one copy each). */
+enum { SEND_BLOCK = 4096 };
 
 static void exchange_buckets(cr_comm *comm, sort_state *st, sort_job *job, const sort_order *o,
                              const sort_splitters *sp, const char *rec, size_t n, uint64_t first,
                              bool tagged)
 {
-    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
     size_t w = job->width;
-    size_t chunk = STAGING_BYTES / (size_t)p;
-    if (chunk > CHUNK_BYTES)
-        chunk = CHUNK_BYTES;
-    size_t per = chunk / w ? chunk / w : 1;
-    char *stage = alloc_or_die((size_t)p * per, w, "the exchange's chunks");
-    size_t *fill = cr_xcalloc((size_t)p, sizeof *fill);
-    for (size_t i = 0; i < n; i++) {
-        const char *r = rec + i * o->rb;
-        uint64_t tag = first + i;
-        size_t b = sp->n ? sort_bucket(o, sp, r, tag) : 0;
-        char *e;
-        if ((int)b == me) {
-            reserve(&job->recv, job->recv_n, &job->recv_cap, 1, w);
-            e = job->recv + job->recv_n++ * w;
-        } else {
-            e = stage + (b * per + fill[b]) * w;
+    int me = cr_comm_rank(comm);
+    int *dests = cr_xmalloc(SEND_BLOCK * sizeof *dests);
+    char *away = alloc_or_die(SEND_BLOCK, w, "the exchange's entries");
+    for (size_t from = 0; from < n; from += SEND_BLOCK) {
+        size_t k = n - from < SEND_BLOCK ? n - from : SEND_BLOCK, sent = 0;
+        const char *block = rec + from * o->rb;
+        sort_buckets(o, sp, block, k, first + from, dests);
+        size_t own = 0;
+        for (size_t i = 0; i < k; i++)
+            own += dests[i] == me;
+        reserve(&job->recv, job->recv_n, &job->recv_cap, own, w);
+        /* this rank's own records go straight to their place; the others are packed
+         * (with their tags when stable) for one cr_async_many */
+        for (size_t i = 0; i < k; i++) {
+            char *e;
+            if (dests[i] == me) {
+                e = job->recv + job->recv_n++ * w;
+            } else {
+                dests[sent] = dests[i];
+                e = away + sent++ * w;
+            }
+            memcpy(e, block + i * o->rb, o->rb);
+            if (tagged) {
+                uint64_t tag = first + from + i;
+                memcpy(e + o->rb, &tag, 8);
+            }
         }
-        memcpy(e, r, o->rb);
-        if (tagged)
-            memcpy(e + o->rb, &tag, 8);
-        if ((int)b != me && ++fill[b] == per) {
-            cr_async(comm, (int)b, st->h_bucket, stage + b * per * w, per * w);
-            fill[b] = 0;
-        }
+        if (sent)
+            cr_async_many(comm, st->h_bucket, dests, away, w, sent);
     }
-    for (int b = 0; b < p; b++)
-        if (fill[b])
-            cr_async(comm, b, st->h_bucket, stage + (size_t)b * per * w, fill[b] * w);
-    free(fill);
-    free(stage);
+    free(away);
+    free(dests);
     cr_barrier(comm);
 }
 
@@ -283,7 +313,7 @@ static void exchange_places(cr_comm *comm, sort_state *st, sort_job *job, const 
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
     size_t rb = job->rb;
     if (!job->out)
-        job->out = alloc_or_die(job->out_n, rb, "the final block");
+        job->out = cr_xmalloc_large(job->out_n ? job->out_n : 1, rb);
     size_t per = CHUNK_BYTES / rb ? CHUNK_BYTES / rb : 1;
     char *msg = alloc_or_die(1, 8 + per * rb, "the final exchange's chunk");
     uint64_t pos = gfirst, end = gfirst + n;
@@ -363,6 +393,7 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
     job.out_first = cr_block_first(total, p, me);
     job.out_n = (size_t)cr_block_count(total, p, me);
 
+    double t1 = cr_module_now(comm);
     /* 2, 3. splitters that cut well, and the buckets' sizes */
     uint64_t *totals = cr_xcalloc((size_t)p, sizeof *totals);
     uint64_t *mycounts = cr_xcalloc((size_t)p, sizeof *mycounts);
@@ -377,10 +408,10 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
         uint64_t s = samples < total ? samples : total;
         split = draw_splitters(comm, st, &job, &o, rec, n, first, total, s,
                                opts->seed + draw * 0x632be59bd9b4e019ULL, &split_keys);
-        sp = (sort_splitters){.entries = split, .keys = split_keys, .n = (size_t)p - 1};
+        sp = (sort_splitters){.entries = split, .keys = split_keys,
+                              .tags = split_keys ? split_keys + (p - 1) : NULL, .n = (size_t)p - 1};
         memset(mycounts, 0, (size_t)p * sizeof *mycounts);
-        for (size_t i = 0; i < n; i++)
-            mycounts[sort_bucket(&o, &sp, rec + i * o.rb, first + i)]++;
+        count_buckets(&o, &sp, rec, n, first, mycounts);
         cr_allreduce(comm, mycounts, totals, (size_t)p, CR_UINT64, CR_OP_SUM, NULL);
         stats.samples = s;
         stats.draws = draw;
@@ -396,6 +427,8 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
     }
     free(mycounts);
 
+    double t2 = cr_module_now(comm);
+    stats.sample_seconds = t2 - t1;
     /* 4. every record to its bucket, and the bucket sorted */
     uint64_t gfirst = 0;
     for (int q = 0; q < me; q++)
@@ -407,37 +440,56 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
         cr_fatal("cr_sort: this rank's bucket of %llu records of %zu bytes does not fit in memory",
                  (unsigned long long)totals[me], job.width);
     if (job.recv_cap != totals[me]) { /* exactly the bucket: what arrived early stays */
-        char *exact = realloc(job.recv, totals[me] ? totals[me] * job.width : 1);
-        if (!exact)
-            cr_fatal("cr_sort: out of memory for the %llu records of this rank's bucket",
-                     (unsigned long long)totals[me]);
+        char *exact = cr_xmalloc_large(totals[me] ? totals[me] : 1, job.width);
+        if (job.recv_n)
+            memcpy(exact, job.recv, job.recv_n * job.width);
+        free(job.recv);
         job.recv = exact;
         job.recv_cap = (size_t)totals[me];
     }
     exchange_buckets(comm, st, &job, &o, &sp, rec, n, first, opts->stable);
-    free(rec);
     *records = NULL;
     free(split);
     free(split_keys);
     if (job.recv_n != totals[me])
-        cr_fatal("cr_sort: rank %d received %zu records of the %llu its bucket counted", me,
+        cr_fatal("cr_sort: rank %d received %zu records of the %llu its bucket counted (a key "
+                 "function or comparator that answers differently for the same record?)", me,
                  job.recv_n, (unsigned long long)totals[me]);
     stats.received = job.recv_n;
-    char *tmp = alloc_or_die(job.recv_n, job.width, "the local sort's scratch");
-    sort_entries(&o, job.recv, tmp, job.recv_n, job.width, opts->stable);
-    free(tmp);
+    double t3 = cr_module_now(comm);
+    stats.exchange_seconds = t3 - t2;
+    /* The input, sent, is the local sort's scratch when it is large enough, or else
+     * the final block's (records that are their key sort in place): memory touched
+     * already costs nothing to fill again, fresh memory costs its page faults. */
+    size_t input_bytes = n * o.rb;
+    char *scratch = input_bytes >= job.recv_n * job.width ? rec : NULL;
+    char *sorted = sort_entries(&o, job.recv, scratch, job.recv_n, job.width, opts->stable);
+    char *spare = rec;
+    size_t spare_bytes = input_bytes;
+    if (sorted != job.recv) { /* the sorted entries ended in the input */
+        spare = job.recv;
+        spare_bytes = job.recv_cap * job.width;
+    }
     if (opts->stable) /* drop the tags: the records close up in place */
         for (size_t i = 0; i < job.recv_n; i++)
-            memmove(job.recv + i * o.rb, job.recv + i * job.width, o.rb);
+            memmove(sorted + i * o.rb, sorted + i * job.width, o.rb);
 
+    double t4 = cr_module_now(comm);
+    stats.local_seconds = t4 - t3;
     /* 5. exact blocks, unless the buckets are within the tolerance */
     if (within_tolerance(totals, p, total, opts->tolerance)) {
-        *records = job.recv;
+        free(spare);
+        *records = sorted;
         *count = job.recv_n;
     } else {
         stats.rebalanced = true;
-        exchange_places(comm, st, &job, job.recv, job.recv_n, gfirst, total, &stats);
-        free(job.recv);
+        if (!job.out && spare_bytes >= job.out_n * o.rb) {
+            job.out = spare; /* no record arrived early: the spare buffer takes the block */
+            spare = NULL;
+        }
+        exchange_places(comm, st, &job, sorted, job.recv_n, gfirst, total, &stats);
+        free(sorted);
+        free(spare);
         *records = job.out;
         *count = job.out_n;
     }
@@ -448,6 +500,7 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
     free(totals);
     st->job = NULL;
     stats.seconds = cr_module_now(comm) - t0;
+    stats.final_seconds = cr_module_now(comm) - t4;
     if (stats_out)
         *stats_out = stats;
 }

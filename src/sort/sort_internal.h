@@ -71,17 +71,25 @@ static inline int sort_compare_entries(const sort_order *o, const char *a, const
     return (ta > tb) - (ta < tb);
 }
 
+/* True when sort_entries sorts in place and needs no scratch: records that are an
+ * 8-byte key field alone, untagged. */
+bool sort_in_place(const sort_order *o, size_t width, bool tagged);
+
 /* Sort n entries of `width` bytes (rb, or rb + 8 when tagged) in `a`, using `tmp`
- * (n * width bytes) as scratch; stable. With a key: a least-significant-digit radix
+ * (n * width bytes; NULL: allocated here when needed) as scratch. Stable, except in
+ * place (sort_in_place: equal records are alike there). Returns the one of a and
+ * tmp that holds the sorted entries (the passes alternate between them; no copy
+ * back). With a key: a least-significant-digit radix
  * sort, 8 bits a pass, passes whose digit is the same in every entry skipped (the
  * tag's digits first when tagged). With a comparator: a bottom-up merge sort. */
-void sort_entries(const sort_order *o, char *a, char *tmp, size_t n, size_t width, bool tagged);
+char *sort_entries(const sort_order *o, char *a, char *tmp, size_t n, size_t width, bool tagged);
 
 /* Splitters: n tagged entries (rb + 8 bytes each), sorted; with a key, their keys
  * are kept apart for the search. */
 typedef struct sort_splitters {
     const char *entries;
     const uint64_t *keys; /* NULL with a comparator */
+    const uint64_t *tags; /* with keys: the splitters' tags */
     size_t n;
 } sort_splitters;
 
@@ -89,6 +97,11 @@ typedef struct sort_splitters {
  * before it (ties by the tag), so bucket b holds the entries between splitter b - 1
  * and splitter b. */
 size_t sort_bucket(const sort_order *o, const sort_splitters *s, const void *rec, uint64_t tag);
+
+/* The buckets of k consecutive records from `rec`, whose tags are first, first + 1,
+ * ...: dests[i] = sort_bucket of record i (0 when there are no splitters). */
+void sort_buckets(const sort_order *o, const sort_splitters *s, const char *rec, size_t k,
+                  uint64_t first, int *dests);
 
 /* The sample: which global positions a draw of `samples` out of `total` records
  * takes, one in each of `samples` equal strata (systematic random sampling); the

@@ -106,7 +106,9 @@ static void radix_case(cr_dtype type, size_t rb, size_t n, bool tagged, uint64_t
         }
         sum += k * 0x9e3779b97f4a7c15ULL;
     }
-    sort_entries(&o, a, tmp, n, width, tagged);
+    char *sorted = sort_entries(&o, a, tmp, n, width, tagged);
+    if (sorted != a)
+        memcpy(a, sorted, n * width);
     for (size_t i = 0; i < n; i++) {
         uint64_t k;
         memcpy(&k, a + i * width, 8);
@@ -126,9 +128,11 @@ static void radix_case(cr_dtype type, size_t rb, size_t n, bool tagged, uint64_t
 static void test_radix(void **state)
 {
     (void)state;
-    static const size_t sizes[] = {0, 1, 2, 15, 16, 17, 1000, 70000};
+    static const size_t sizes[] = {0, 1, 2, 15, 16, 17, 1000, 70000, 300000};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         radix_case(CR_UINT64, 8, sizes[i], false, i + 1);
+        radix_case(CR_INT64, 8, sizes[i], false, i + 6); /* in place, mapped */
+        radix_case(CR_DOUBLE, 8, sizes[i], false, i + 7);
         radix_case(CR_UINT64, 24, sizes[i], false, i + 2);
         radix_case(CR_INT64, 16, sizes[i], false, i + 3);
         radix_case(CR_DOUBLE, 16, sizes[i], false, i + 4);
@@ -173,7 +177,9 @@ static void test_merge(void **state)
             memcpy(a + i * w, &k, 8);
             memcpy(a + i * w + 8, &ix, 8);
         }
-        sort_entries(&o, a, tmp, n, w, false);
+        char *sorted = sort_entries(&o, a, tmp, n, w, false);
+        if (sorted != a)
+            memcpy(a, sorted, n * w);
         for (size_t i = 1; i < n; i++) {
             uint64_t k0, k1, i0, i1;
             memcpy(&k0, a + (i - 1) * w, 8);
@@ -198,14 +204,15 @@ static void test_buckets(void **state)
     size_t rb = 8, ew = rb + 8, ns = 9;
     sort_order o = {.rb = rb, .key_type = CR_UINT64};
     char split[9 * 16];
-    uint64_t keys[9];
+    uint64_t keys[9], tags[9];
     for (size_t q = 0; q < ns; q++) { /* keys 10, 10, 10, 20, 20, 30, ... with tags */
         uint64_t k = q < 3 ? 10 : q < 5 ? 20 : 10 * q, tag = 100 * q;
         memcpy(split + q * ew, &k, 8);
         memcpy(split + q * ew + rb, &tag, 8);
         keys[q] = k;
+        tags[q] = tag;
     }
-    sort_splitters with_keys = {.entries = split, .keys = keys, .n = ns};
+    sort_splitters with_keys = {.entries = split, .keys = keys, .tags = tags, .n = ns};
     sort_splitters by_compare = {.entries = split, .keys = NULL, .n = ns};
     sort_order oc = {.rb = rb, .compare = ascending};
     for (uint64_t k = 0; k < 100; k += 5)
@@ -218,6 +225,13 @@ static void test_buckets(void **state)
             assert_int_equal(sort_bucket(&o, &with_keys, &k, tag), linear);
             /* a comparator of the same order, through the other search */
             assert_int_equal(sort_bucket(&oc, &by_compare, &k, tag), linear);
+            /* the block search (tags first + i), with keys and without */
+            int dest[2];
+            uint64_t two[2] = {k, k};
+            sort_buckets(&o, &with_keys, (const char *)two, 2, tag, dest);
+            assert_int_equal(dest[0], linear);
+            sort_buckets(&oc, &by_compare, (const char *)two, 1, tag, dest + 1);
+            assert_int_equal(dest[1], linear);
         }
 }
 
