@@ -13,7 +13,7 @@
 #            output, the peers' output and the publisher still fit together (part of
 #            the test suite), including coll_bench's self-test and bale's -b sweep
 #   --blocks LIST  only these blocks, comma-separated: histogram, gather, graph,
-#            kernels, containers, coll, merging, sort (default all)
+#            kernels, containers, coll, merging, sort, randperm (default all)
 #   --out FILE     write the result file here
 #   --hosts 2      across emulated hosts instead (scripts/hosts.sh): the histogram and
 #            the gather against bale, the histogram with its updates drawn inside
@@ -77,7 +77,7 @@ build=
 mode=quick
 hosts=
 out=
-blocks=histogram,gather,graph,kernels,containers,coll,merging,sort
+blocks=histogram,gather,graph,kernels,containers,coll,merging,sort,randperm
 while [ $# -gt 0 ]; do
     case $1 in
     --quick | --full | --smoke) mode=${1#--} ;;
@@ -95,8 +95,8 @@ done
 [ -n "$build" ] || { usage >&2; exit 2; }
 [ -f "$build/build.ninja" ] || { echo "compare.sh: $build is not a Meson build folder" >&2; exit 2; }
 for b in ${blocks//,/ }; do
-    case $b in histogram | gather | graph | kernels | containers | coll | merging | sort) ;;
-    *) echo "compare.sh: unknown block '$b' (histogram, gather, graph, kernels, containers, coll, merging, sort)" >&2; exit 2 ;;
+    case $b in histogram | gather | graph | kernels | containers | coll | merging | sort | randperm) ;;
+    *) echo "compare.sh: unknown block '$b' (histogram, gather, graph, kernels, containers, coll, merging, sort, randperm)" >&2; exit 2 ;;
     esac
 done
 wants() { [[ ",$blocks," == *",$1,"* ]]; }
@@ -131,6 +131,8 @@ c_np=$(echo $ranks | awk '{print $NF}')   # the containers at the most ranks tha
 table_per_rank=10000
 sort_records=4M
 [ "$mode" = smoke ] && sort_records=100K
+randperm_n=1000000
+[ "$mode" = smoke ] && randperm_n=20000
 big_table_per_rank=$((1 << 20))
 [ "$mode" = smoke ] && big_table_per_rank=100000
 
@@ -191,7 +193,7 @@ build_peers() {
             skip "kruskal: no $peers/kruskal.c (set PEERS)"
         fi
     fi
-    if wants histogram || wants gather || wants hosts; then
+    if wants histogram || wants gather || wants hosts || wants randperm; then
         if [ -x "$work/bale/bin/histo" ] && [ -x "$work/bale/bin/ig" ]; then
             have_bale=1
         elif [ ! -d "$peers/bale/src/bale_classic" ]; then
@@ -573,6 +575,37 @@ block_merging() {
     done
 }
 
+# randperm NP: apps/randperm against bale's randperm (-M 2, 4, 8: exstack and
+# exstack2 with -b swept, conveyors), N = NP x randperm_n values; Courier's figure per
+# trial, bale's its own mean; a bale run that fails its check or prints no time is
+# recorded as failed
+block_randperm() {
+    local np=$1 lib b model side rate
+    "$mpirun" -np "$np" "$build/apps/randperm" -n "$randperm_n" --reps 3 >"$tmp/out" 2>&1 ||
+        { cat "$tmp/out" >&2; fail "randperm at $np ranks failed (not a permutation?)"; }
+    record_trials randperm "$np ranks" courier "M values/s" $(awk '$1 == "trial" {print $5}' "$tmp/out")
+    [ $have_bale = 1 ] || return 0
+    for lib in exstack exstack2 conveyors; do
+        for b in $bale_b; do
+            case $lib in exstack) model=2 ;; exstack2) model=4 ;; conveyors) model=8 b=- ;; esac
+            local args=(-n "$randperm_n" -M "$model")
+            side="bale $lib"
+            [ "$b" = - ] || { args+=(-b "$b"); side="bale $lib -b $((b / 1024))K"; }
+            (cd "$work/bale/bin" && OMPI_MCA_osc=^rdma timeout 300 $(shmem_launcher "$np") \
+                ./randperm "${args[@]}" >"$tmp/bale" 2>&1 || true)
+            rate=$(awk -v total=$((np * randperm_n)) '
+                ($1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 {
+                    printf "%.2f\n", total / $2 / 1e6}' "$tmp/bale")
+            if grep -qE 'FAIL|ERROR' "$tmp/bale" || [ -z "$rate" ]; then
+                say "bale randperm $lib at $np ranks: $(grep -m1 -E 'FAIL|ERROR' "$tmp/bale" || tail -1 "$tmp/bale")"
+                rate=failed
+            fi
+            record randperm "$np ranks" "$side" "M values/s" 1 "$rate"
+            [ $lib != conveyors ] || break
+        done
+    done
+}
+
 # sort NP RECORDS: apps/sort's three modes alternating within one run (cr_sort, the
 # bulk-synchronous sample sort over MPI_Alltoallv, one core sorting every rank's
 # records with the faster of a radix sort and qsort while the others sleep), every
@@ -631,6 +664,9 @@ for ((round = 1; round <= rounds; round++)); do
     fi
     if wants hosts; then
         for l in $host_layouts; do timed "across hosts: $(layout_name "$l")" block_hosts "$l"; done
+    fi
+    if wants randperm; then
+        for np in $ranks; do timed "randperm, $np ranks" block_randperm "$np"; done
     fi
     if wants sort; then
         for np in $ranks; do timed "sort, $np ranks" block_sort "$np" "$sort_records"; done

@@ -260,6 +260,80 @@ static long st_run(cr_comm *comm, const st_case *c)
     return st_fails;
 }
 
+/* Collect a bag's local items into an array (cr_bag_for_all). */
+typedef struct st_collect {
+    char *at;
+    size_t n, bytes;
+} st_collect;
+
+static void st_collect_item(void *item, void *user)
+{
+    st_collect *c = user;
+    memcpy(c->at + c->n++ * c->bytes, item, c->bytes);
+}
+
+/* A darray of 8-byte keys and a bag of 24-byte records, sorted where they are: the
+ * darray's blocks keep their sizes and end in order, the bag's items too, and
+ * neither loses or changes an element. */
+static long st_containers(cr_comm *comm, uint64_t base)
+{
+    st_fails = 0;
+    int p = cr_comm_size(comm), r = cr_comm_rank(comm);
+    uint64_t n = base * (uint64_t)p + 7, first, count, before[2], after[2];
+    cr_darray *a = cr_darray_create(comm, n, 8, NULL);
+    uint64_t *el = cr_darray_local(a, &first, &count);
+    for (uint64_t i = 0; i < count; i++)
+        el[i] = st_mix(first + i) % (n / 2 + 1); /* duplicates too */
+    st_fingerprint((const char *)el, count, 8, before);
+    uint64_t fb0 = st_sum(comm, before[0]), fb1 = st_sum(comm, before[1]);
+    cr_sort_opts o;
+    cr_sort_opts_init(&o);
+    o.record_bytes = 8;
+    o.key_type = CR_UINT64;
+    cr_darray_sort(a, &o, NULL);
+    uint64_t first2, count2;
+    el = cr_darray_local(a, &first2, &count2);
+    ST_CHECK(comm, first2 == first && count2 == count, "the darray's block moved");
+    st_fingerprint((const char *)el, count2, 8, after);
+    ST_CHECK(comm, st_sum(comm, after[0]) == fb0 && st_sum(comm, after[1]) == fb1,
+             "the darray's elements changed in the sort");
+    ST_CHECK(comm, cr_sort_check_order(comm, el, count2, &o) == 0, "the darray is not sorted");
+    cr_darray_destroy(a);
+
+    char err[200];
+    cr_bag *bag = cr_bag_create(comm, 24, err, sizeof err);
+    ST_CHECK(comm, bag != NULL, "%s", err);
+    if (!bag)
+        return st_fails;
+    uint64_t mine = base + (uint64_t)(r % 3) * base;
+    for (uint64_t i = 0; i < mine; i++) {
+        char item[24] = {0};
+        st_head h = {.key = st_mix(i * 977 + (uint64_t)r) % 100, .rank = (uint32_t)r,
+                     .index = (uint32_t)i};
+        memcpy(item, &h, sizeof h);
+        cr_bag_insert_at(bag, (int)((uint64_t)(r + 1) * 7 % (uint64_t)p), item);
+    }
+    uint64_t total = cr_bag_size(bag);
+    ST_CHECK(comm, total == st_sum(comm, mine), "the bag holds %llu items",
+             (unsigned long long)total);
+    cr_sort_opts_init(&o);
+    o.record_bytes = 24;
+    o.compare = st_compare;
+    o.stable = true;
+    cr_bag_sort(bag, &o, NULL);
+    size_t held = (size_t)cr_bag_local_size(bag);
+    st_collect c = {.at = malloc(held ? held * 24 : 1), .bytes = 24};
+    cr_bag_for_all(bag, st_collect_item, &c);
+    uint64_t want = total / (uint64_t)p + ((uint64_t)r < total % (uint64_t)p);
+    ST_CHECK(comm, held == want, "the bag's rank holds %zu items, its block %llu", held,
+             (unsigned long long)want);
+    ST_CHECK(comm, cr_sort_check_order(comm, c.at, c.n, &o) == 0, "the bag is not sorted");
+    ST_CHECK(comm, st_sum(comm, c.n) == total, "the bag lost or gained items in the sort");
+    free(c.at);
+    cr_bag_destroy(bag);
+    return st_fails;
+}
+
 /* Every case, at a size scaled by `base`. */
 static long st_all(cr_comm *comm, uint64_t base)
 {
@@ -287,7 +361,11 @@ static long st_all(cr_comm *comm, uint64_t base)
             fprintf(stderr, "rank %d: sort case %zu: %ld checks failed\n", cr_comm_rank(comm), i, f);
         fails += f;
     }
-    return fails;
+    long f = st_containers(comm, base / 4 + 3);
+    if (f)
+        fprintf(stderr, "rank %d: the darray and bag sorts: %ld checks failed\n",
+                cr_comm_rank(comm), f);
+    return fails + f;
 }
 
 #endif

@@ -50,6 +50,7 @@
 #include "courier/dedup.h"
 #include "courier/io.h"
 #include "courier/mailbox.h"
+#include "courier/sort.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -214,6 +215,13 @@ uint64_t cr_bag_local_size(const cr_bag *bag); /* local */
 /* Collective: move items so that rank r holds the r-th block of the items in rank
  * order (blocks differ by at most one item); items keep their order. */
 void cr_bag_rebalance(cr_bag *bag);
+/* Collective: sort the bag's items across the ranks by cr_sort (courier/sort.h;
+ * opts->record_bytes must be the item length), so that rank r holds the r-th block
+ * of the sorted order (exact blocks unless opts->tolerance says otherwise). Starts
+ * with a cr_barrier; items inserted from ranks already past the sort join after it,
+ * at the end of their rank's items. Runs handlers; not from a handler. `stats` may be
+ * NULL. */
+void cr_bag_sort(cr_bag *bag, const cr_sort_opts *opts, cr_sort_stats *stats);
 /* Collective: every item to `root`, in rank order. On root, *items is a malloc'd
  * array of *count items (the caller frees it); elsewhere NULL and 0. The bag keeps
  * its items. */

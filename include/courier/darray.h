@@ -34,6 +34,7 @@
 #include "courier/io.h"
 #include "courier/mailbox.h"
 #include "courier/route.h"
+#include "courier/sort.h"
 #include "courier/types.h"
 
 #include <stddef.h>
@@ -200,6 +201,15 @@ typedef struct cr_darray_stats {
 } cr_darray_stats;
 void cr_darray_stats_get(const cr_darray *a, cr_darray_stats *out);
 void cr_darray_stats_reset(cr_darray *a);
+
+/* ---- sorting ---- */
+
+/* Sort the array's elements by cr_sort (courier/sort.h): afterwards element i is the
+ * i-th smallest (by the options' key or comparator; opts->record_bytes must be the
+ * element size, the tolerance 0). Starts with a cr_barrier (asynchronous writes sent
+ * before are applied; queued lock-step ones are not: step first). Collective; runs
+ * handlers. `stats` may be NULL. */
+void cr_darray_sort(cr_darray *a, const cr_sort_opts *opts, cr_sort_stats *stats);
 
 /* ---- save and load (docs/io.md) ---- */
 

@@ -8,6 +8,8 @@
 #include "courier/coll.h"
 #include "courier/nbx.h"
 
+#include "courier/sort.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,6 +222,30 @@ void cr_bag_rebalance(cr_bag *bag)
     uint64_t first, total;
     frozen_positions(bag, &first, &total);
     redistribute(bag, first, balanced_start, total, 0);
+    bag->moving = false;
+    append_late(bag);
+}
+
+void cr_bag_sort(cr_bag *bag, const cr_sort_opts *opts, cr_sort_stats *stats)
+{
+    if (!opts || opts->record_bytes != bag->item_len)
+        cr_fatal("cr_bag_sort: the options' record_bytes is %zu, the bag's items have %zu bytes",
+                 opts ? opts->record_bytes : 0, bag->item_len);
+    /* every insert sent before is in; those that arrive from ranks already past the
+     * sort wait aside and join after it (unsorted: the bag has no order to keep) */
+    cr_barrier(bag->comm);
+    bag->moving = true;
+    void *items = bag->items;
+    size_t n = (size_t)bag->count;
+    if (!n) {
+        free(items);
+        items = NULL;
+    }
+    bag->items = NULL;
+    bag->count = bag->cap = 0;
+    cr_sort(bag->comm, &items, &n, opts, stats);
+    bag->items = items;
+    bag->count = bag->cap = n;
     bag->moving = false;
     append_late(bag);
 }

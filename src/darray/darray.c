@@ -298,3 +298,27 @@ void cr_darray_stats_reset(cr_darray *a)
 {
     a->stats = (cr_darray_stats){0};
 }
+
+void cr_darray_sort(cr_darray *a, const cr_sort_opts *opts, cr_sort_stats *stats)
+{
+    if (!opts || opts->record_bytes != a->elem)
+        cr_fatal("cr_darray_sort: the options' record_bytes is %zu, the array's elements have "
+                 "%zu bytes", opts ? opts->record_bytes : 0, a->elem);
+    if (opts->tolerance != 0)
+        cr_fatal("cr_darray_sort: a tolerance of %g: an array keeps its exact blocks (0)",
+                 opts->tolerance);
+    /* asynchronous writes sent before are applied first */
+    cr_barrier(a->comm);
+    void *elems = a->data;
+    size_t n = (size_t)a->count;
+    if (!n) {
+        free(elems);
+        elems = NULL;
+    }
+    a->data = NULL;
+    cr_sort(a->comm, &elems, &n, opts, stats);
+    if (n != a->count)
+        cr_fatal("cr_darray_sort: rank %d got %zu elements back for its block of %llu", a->rank,
+                 n, (unsigned long long)a->count);
+    a->data = elems ? elems : cr_xcalloc(1, a->elem);
+}

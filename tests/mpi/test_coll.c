@@ -136,9 +136,10 @@ static void check_allreduce(cr_comm *comm, const variant *v, cr_dtype t, cr_op o
     cr_request *q = cr_iallreduce(comm, in, out, count, t, op, &o);
     char name[32];
     snprintf(name, sizeof name, "%s", cr_request_algorithm(q));
-    if (v->algorithm == CR_ALLREDUCE_SHARED)
+    /* shared memory asked for, or chosen by auto wherever it can run */
+    if (v->algorithm == CR_ALLREDUCE_SHARED || v->algorithm == CR_ALLREDUCE_AUTO)
         CHECK(!strcmp(name, "shared") == shared_expected(comm, bytes),
-              "asked for shared memory, %zu bytes on %d ranks: ran %s", bytes, test_size, name);
+              "algorithm %d, %zu bytes on %d ranks: ran %s", v->algorithm, bytes, test_size, name);
     cr_request_wait(&q);
     reference_allreduce(in, want, count, t, op);
     bool ok = t == CR_FLOAT || t == CR_DOUBLE ? close_to(out, want, count, t)
@@ -339,7 +340,12 @@ static void test_allgather_every_algorithm(void **state)
             char *mine = malloc(n + 1), *got = malloc(total + 1), *want = malloc(total + 1);
             fill_bytes(mine, n, (uint64_t)test_rank);
             cr_coll_opts o = {.algorithm = gather_algos[a]};
-            cr_allgather(comm, mine, n, got, &o);
+            cr_request *q = cr_iallgather(comm, mine, n, got, &o);
+            bool shared = strcmp(cr_request_algorithm(q), "shared") == 0;
+            if (gather_algos[a] == CR_ALLGATHER_SHARED || gather_algos[a] == CR_ALLGATHER_AUTO)
+                CHECK(shared == shared_expected(comm, n), "allgather algorithm %d, %zu bytes on "
+                      "%d ranks: ran %s", gather_algos[a], n, test_size, shared ? "shared" : "other");
+            cr_request_wait(&q);
             MPI_Allgather(mine, (int)n, MPI_BYTE, want, (int)n, MPI_BYTE, MPI_COMM_WORLD);
             CHECK(memcmp(got, want, total) == 0, "allgather algorithm %d, %zu bytes", gather_algos[a], n);
             free(mine);
