@@ -83,11 +83,11 @@ static void scatter(const sort_order *o, const char *src, char *dst, size_t n, s
  * the whole records: equal ones are alike). */
 enum { WORDS_SMALL = 1 << 14 };
 
-/* LSD passes over digits 0 .. top of a[0 .. n), n <= WORDS_SMALL, using tmp. */
-static void words_lsd(uint64_t *a, uint64_t *tmp, size_t n, int top)
+/* LSD passes over digits 0 .. top of a[0 .. n), alternating with tmp; returns the
+ * one that holds the sorted words. */
+static uint64_t *lsd_words(uint64_t *a, uint64_t *tmp, size_t n, int top)
 {
-    size_t count[8][256];
-    memset(count, 0, sizeof count[0] * (size_t)(top + 1));
+    size_t(*count)[256] = cr_xcalloc((size_t)top + 1, sizeof *count);
     for (size_t i = 0; i < n; i++)
         for (int d = 0; d <= top; d++)
             count[d][(a[i] >> (8 * d)) & 0xff]++;
@@ -109,8 +109,16 @@ static void words_lsd(uint64_t *a, uint64_t *tmp, size_t n, int top)
         src = dst;
         dst = t;
     }
-    if (src != a)
-        memcpy(a, src, n * sizeof *a);
+    free(count);
+    return src;
+}
+
+/* The same for a small bucket (n <= WORDS_SMALL), ending in a. */
+static void words_lsd(uint64_t *a, uint64_t *tmp, size_t n, int top)
+{
+    uint64_t *sorted = lsd_words(a, tmp, n, top);
+    if (sorted != a)
+        memcpy(a, sorted, n * sizeof *a);
 }
 
 /* Sort a[0 .. n) by digits d .. 0 (the higher ones are equal throughout). */
@@ -185,30 +193,7 @@ bool sort_in_place(const sort_order *o, size_t width, bool tagged)
 /* Words with a scratch: least significant digit passes over both buffers. */
 static uint64_t *radix_words(uint64_t *a, uint64_t *tmp, size_t n)
 {
-    size_t(*count)[256] = cr_xcalloc(8, sizeof *count);
-    for (size_t i = 0; i < n; i++)
-        for (unsigned d = 0; d < 8; d++)
-            count[d][(a[i] >> (8 * d)) & 0xff]++;
-    uint64_t *src = a, *dst = tmp;
-    for (unsigned d = 0; d < 8; d++) {
-        size_t at[256], sum = 0;
-        bool one_bucket = false;
-        for (unsigned b = 0; b < 256; b++) {
-            one_bucket = one_bucket || count[d][b] == n;
-            at[b] = sum;
-            sum += count[d][b];
-        }
-        if (one_bucket)
-            continue;
-        unsigned shift = 8 * d;
-        for (size_t i = 0; i < n; i++)
-            dst[at[(src[i] >> shift) & 0xff]++] = src[i];
-        uint64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    free(count);
-    return src;
+    return lsd_words(a, tmp, n, 7);
 }
 
 static char *radix_sort(const sort_order *o, char *a, char *tmp, size_t n, size_t width,
