@@ -74,6 +74,28 @@ const cr_tune_costs *cr_module_tune_costs(const cr_comm *comm);
 /* The memory this rank shares with the other ranks of its node (transport.h), or
  * NULL. Local. */
 const cr_node_area *cr_module_node_area(cr_comm *comm);
+/* Memory shared by the ranks of a node (node_segment.c): the comm's layout names the
+ * nodes (MPI's shared-memory nodes cut into COURIER_NODE_SIZE virtual nodes; the
+ * simulation's virtual nodes). Collective: `bytes` per rank in a segment every rank
+ * of its node maps, part i that of the node's i-th rank (in comm-rank order), 64-byte
+ * aligned and zeroed; NULL on every rank when some node cannot share memory (the
+ * transport has none, or a node spans machines). */
+typedef struct cr_node_segment cr_node_segment;
+cr_node_segment *cr_module_node_segment_create(cr_comm *comm, size_t bytes);
+/* Collective: a node barrier, then the segment is unmapped. NULL: nothing. */
+void cr_module_node_segment_destroy(cr_node_segment *s);
+/* Local: the node's ranks, this rank's place among them, the comm rank of the i-th,
+ * and the i-th's part. */
+int cr_module_node_segment_size(const cr_node_segment *s);
+int cr_module_node_segment_rank(const cr_node_segment *s);
+int cr_module_node_segment_member(const cr_node_segment *s, int i);
+void *cr_module_node_segment_part(const cr_node_segment *s, int i);
+/* Collective over the node's ranks: returns once every one of them has called it,
+ * with what each wrote to the segment before its call visible to all after theirs.
+ * Runs handlers while it waits (the comm's loop, backing off), like cr_barrier; user
+ * code only (not from a handler). */
+void cr_module_node_segment_barrier(cr_node_segment *s);
+
 /* Channels: a module's own tagged point-to-point messages and non-blocking
  * collectives, apart from the mailbox's records and from other modules' channels,
  * on whichever transport the comm runs (MPI, or the simulation, where a seed picks

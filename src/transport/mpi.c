@@ -11,6 +11,7 @@
 #include "transport/mpi.h"
 
 #include "common/fatal.h"
+#include "transport/mpi_node_mem.h"
 #include "transport/mpi_shm.h"
 #include "transport/node_check.h"
 
@@ -450,6 +451,21 @@ static const cr_node_area *node_area(cr_transport *t)
     return shm_area(mt(t)->shm);
 }
 
+static bool node_mem_create(cr_transport *t, int node, int size, int rank, size_t bytes,
+                            cr_node_mem *out)
+{
+    return cr_mpi_node_mem_create(mt(t)->ctrl, node, size, rank, bytes, out);
+}
+
+static void node_mem_destroy(cr_transport *t, cr_node_mem *m)
+{
+    (void)t;
+    cr_mpi_node_mem_destroy(m);
+}
+
+static const cr_node_mem_ops node_mem_ops = {.create = node_mem_create,
+                                             .destroy = node_mem_destroy};
+
 /* ---------------------------------------------------------------- module channels */
 
 /* A channel is a communicator of its own, duplicated from ctrl: its tags and
@@ -683,6 +699,7 @@ static const cr_transport_ops mpi_ops = {
     .shm_sends = ring_sends,
     .machine_ranks = machine_ranks,
     .node_area = node_area,
+    .node_mem = &node_mem_ops,
     .destroy = destroy,
 };
 

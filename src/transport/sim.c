@@ -70,6 +70,8 @@ typedef struct shared_comm {
     reduction red[2];
     struct sim_chan_shared **chans; /* module channels, in the order they were opened */
     int nchans, chans_cap;
+    struct sim_mem_shared **mems; /* node segments, in the order they were created */
+    int nmems, mems_cap;
 } shared_comm;
 
 typedef struct vrank {
@@ -118,6 +120,7 @@ typedef struct sim_transport {
     int inflight;
     uint64_t wave_gen, red_gen;
     int chans_opened;
+    int mems_created;
     /* Receive buffers not in use: a block is copied out of its sender's memory when it
      * is received, one buffer per delivery in progress (deliveries nest when a
      * reentrant handler waits, src/mailbox/core.c). */
@@ -833,6 +836,78 @@ static bool chan_test(cr_chan *ch, cr_chan_req *r)
     return true;
 }
 
+/* ---------------------------------------------------------------- node segments */
+
+/* The k-th segment call of a comm's ranks: one allocation per node, made by the first
+ * member to arrive (the virtual ranks share the process), freed by the last to leave. */
+typedef struct sim_mem_shared {
+    char **base; /* [P] by node */
+    int *users;  /* [P] by node: members holding it */
+    size_t *stride;
+} sim_mem_shared;
+
+enum { MEM_ALIGN = 64 };
+
+static sim_mem_shared *mem_shared(sim_transport *s, int index)
+{
+    shared_comm *sc = s->sc;
+    if (index == sc->nmems) {
+        cr_xgrow((void **)&sc->mems, &sc->mems_cap, sc->nmems + 1, sizeof *sc->mems);
+        sim_mem_shared *sh = cr_xcalloc(1, sizeof *sh);
+        sh->base = cr_xcalloc((size_t)s->w->p, sizeof *sh->base);
+        sh->users = cr_xcalloc((size_t)s->w->p, sizeof *sh->users);
+        sh->stride = cr_xcalloc((size_t)s->w->p, sizeof *sh->stride);
+        sc->mems[sc->nmems++] = sh;
+    }
+    return sc->mems[index];
+}
+
+static bool node_mem_create(cr_transport *t, int node, int size, int rank, size_t bytes,
+                            cr_node_mem *out)
+{
+    sim_transport *s = st(t);
+    if (node < 0 || node >= s->w->p || rank < 0 || rank >= size)
+        cr_fatal("internal error: node segment of node %d, member %d of %d", node, rank, size);
+    sim_mem_shared *sh = mem_shared(s, s->mems_created++);
+    size_t stride = (bytes + MEM_ALIGN - 1) / MEM_ALIGN * MEM_ALIGN;
+    if (!sh->base[node]) {
+        if (stride < bytes || (size_t)size > SIZE_MAX / (stride ? stride : 1))
+            cr_fatal("a node segment of %zu bytes per rank cannot be mapped", bytes);
+        void *p = NULL;
+        if (posix_memalign(&p, MEM_ALIGN, stride * (size_t)size + 1))
+            cr_fatal("out of memory: a node segment of %zu bytes per rank", bytes);
+        memset(p, 0, stride * (size_t)size);
+        sh->base[node] = p;
+        sh->stride[node] = stride;
+    } else if (sh->stride[node] != stride) {
+        cr_fatal("internal error: the members of node %d ask for segments of different sizes",
+                 node);
+    }
+    sh->users[node]++;
+    char **part = cr_xcalloc((size_t)size, sizeof *part);
+    for (int q = 0; q < size; q++)
+        part[q] = sh->base[node] + (size_t)q * stride;
+    *out = (cr_node_mem){.rank = rank, .size = size, .part = part, .impl = sh};
+    return true;
+}
+
+static void node_mem_destroy(cr_transport *t, cr_node_mem *m)
+{
+    (void)t;
+    sim_mem_shared *sh = m->impl;
+    char *base = m->part[0];
+    for (int node = 0; node < st(t)->w->p; node++)
+        if (sh->base[node] == base && --sh->users[node] == 0) {
+            free(sh->base[node]);
+            sh->base[node] = NULL;
+        }
+    free(m->part);
+    *m = (cr_node_mem){0};
+}
+
+static const cr_node_mem_ops sim_node_mem_ops = {.create = node_mem_create,
+                                                 .destroy = node_mem_destroy};
+
 static void nodes(cr_transport *t, int *node_of)
 {
     for (int r = 0; r < t->size; r++)
@@ -898,6 +973,7 @@ static const cr_transport_ops sim_ops = {
     .chan_ialltoall = chan_ialltoall,
     .chan_ireduce_scatter_sum = chan_ireduce_scatter_sum,
     .machine_costs = machine_costs,
+    .node_mem = &sim_node_mem_ops,
     .now = now,
     .yield = sim_yield,
     .report_send = NULL,
@@ -995,6 +1071,21 @@ static void free_chans(shared_comm *sc, int p)
     free(sc->chans);
 }
 
+/* Segments of a run that ended before every member destroyed them. */
+static void free_mems(shared_comm *sc, int p)
+{
+    for (int k = 0; k < sc->nmems; k++) {
+        sim_mem_shared *sh = sc->mems[k];
+        for (int node = 0; node < p; node++)
+            free(sh->base[node]);
+        free(sh->base);
+        free(sh->users);
+        free(sh->stride);
+        free(sh);
+    }
+    free(sc->mems);
+}
+
 static void free_comms(cr_sim_world *w)
 {
     for (int k = 0; k < w->ncomms; k++) {
@@ -1005,6 +1096,7 @@ static void free_comms(cr_sim_world *w)
                 free(b);
             }
         free_chans(sc, w->p);
+        free_mems(sc, w->p);
         free(sc->inbox_head);
         free(sc->inbox_tail);
         free(sc->inbox_len);

@@ -42,6 +42,29 @@ typedef struct cr_node_area {
     char *const *base;
 } cr_node_area;
 
+/* Memory shared by the ranks of one node, for a module to hold the node's data once
+ * (src/mailbox/node_segment.c): `size` parts, one per member in the order of their
+ * comm ranks, each 64-byte aligned and zeroed at creation; `rank` is this rank's
+ * part. Every member maps every part. */
+typedef struct cr_node_mem {
+    int rank, size;
+    char **part;
+    void *impl; /* the transport's */
+} cr_node_mem;
+
+/* Node memory operations, a table of their own. */
+typedef struct cr_node_mem_ops {
+    /* Collective over the comm: the ranks passing the same `node` (size of them, this
+     * one the rank-th in comm-rank order; ranks of one of the transport's nodes, so
+     * they can share memory) get one segment of `bytes` per member in *out. False on
+     * every member of a node whose ranks cannot map one another's memory (out
+     * untouched). */
+    bool (*create)(cr_transport *t, int node, int size, int rank, size_t bytes,
+                   cr_node_mem *out);
+    /* Collective over the members, once none of them reads the segment: unmap it. */
+    void (*destroy)(cr_transport *t, cr_node_mem *m);
+} cr_node_mem_ops;
+
 /* A module channel: tagged point-to-point messages and non-blocking collectives in a
  * space of their own, apart from the mailbox's blocks and from every other channel
  * (MPI: a duplicated communicator; the simulation: a channel of the virtual world). */
@@ -162,6 +185,9 @@ typedef struct cr_transport_ops {
     /* The node's shared area (local), or NULL if this rank has none; NULL when the
      * transport has no shared memory. */
     const cr_node_area *(*node_area)(cr_transport *t);
+    /* Segments shared within a node (see cr_node_mem_ops); NULL when the transport
+     * has no shared memory. */
+    const cr_node_mem_ops *node_mem;
 
     /* Collective: finish (every send complete) and free. */
     void (*destroy)(cr_transport *t);

@@ -14,6 +14,7 @@
 #include "../exchange_scenarios.h"
 #include "../container_scenarios.h"
 #include "../requests_scenarios.h"
+#include "../node_scenarios.h"
 #include "../tune_expect.h"
 
 #include <setjmp.h>
@@ -2687,8 +2688,60 @@ static void test_coll(void **state)
         run_coll_at(big, 1024);
 }
 
+/* ---------------------------------------------------------------- node segments */
+
+/* Memory shared within a node on virtual ranks (tests/node_scenarios.h): nodes of 1,
+ * 4 and 48 ranks, unequal rank speeds and stalls, so a barrier that lets a rank
+ * through early meets a slower one's stale round; small buffers and a cap of 2 sends
+ * in flight, so records to a rank waiting at the barrier need it to keep receiving. */
+typedef struct node_run {
+    int records;
+    long failed;
+} node_run;
+
+static void run_node(cr_comm *comm, void *user)
+{
+    node_run *r = user;
+    long f = ns_all(comm, 256, 6, r->records);
+    r->failed += f; /* the virtual ranks share the process: one sum */
+}
+
+static void run_node_at(int p, unsigned node_size, uint64_t seed)
+{
+    named_config nc = config("default");
+    nc.cfg.node_size = node_size;
+    nc.cfg.buffer_bytes = 256;
+    nc.cfg.max_inflight = 2;
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &nc.cfg, .max_slowness = 10,
+                     .stall_chance = 0.01};
+    node_run r = {.records = p <= 16 ? 200 : 20};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "node segments, P=%d, nodes of %u, seed %llu", p, node_size,
+             (unsigned long long)seed);
+    if (cr_sim_run(&o, run_node, &r, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    if (r.failed)
+        fail_msg("%s: %ld checks failed (see above)", ctx, r.failed);
+}
+
+static void test_node_segments(void **state)
+{
+    (void)state;
+    static const int ps[] = {1, 2, 3, 5, 8, 13, 64, 200, 1024};
+    static const unsigned sizes[] = {1, 4, 48};
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+        for (size_t n = 0; n < sizeof sizes / sizeof sizes[0]; n++)
+            for (int seed = 1; seed <= (ps[k] <= 16 ? seeds_wanted() : 1); seed++)
+                if (ps[k] <= largest_p())
+                    run_node_at(ps[k], sizes[n], (uint64_t)seed * 31 + (uint64_t)ps[k]);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "node")) {
+        const struct CMUnitTest one[] = {cmocka_unit_test(test_node_segments)};
+        return cmocka_run_group_tests(one, NULL, NULL);
+    }
     if (argc > 1 && !strcmp(argv[1], "coll")) {
         const struct CMUnitTest one[] = {cmocka_unit_test(test_coll)};
         return cmocka_run_group_tests(one, NULL, NULL);

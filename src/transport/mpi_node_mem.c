@@ -1,0 +1,92 @@
+/* Segments shared by the ranks of one node under MPI (transport.h, cr_node_mem_ops):
+ * the members split off the comm by node and allocate one MPI_Win_allocate_shared
+ * window, each member's part in its own pages (alloc_shared_noncontig), so a part is
+ * placed near the core that writes it first. */
+#include "transport/mpi_node_mem.h"
+
+#include "common/fatal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ALIGN = 64 };
+
+typedef struct mpi_node_mem {
+    MPI_Comm members;
+    MPI_Win win;
+} mpi_node_mem;
+
+static char *aligned(void *p)
+{
+    return (char *)(((uintptr_t)p + ALIGN - 1) / ALIGN * ALIGN);
+}
+
+/* Whether every member of `members` shares memory with the others: one MPI
+ * shared-memory node holds them all (the layout's nodes are cut from MPI's, but a
+ * caller may name others). The same answer on every member. */
+static bool one_machine(MPI_Comm members, int size)
+{
+    MPI_Comm shared;
+    int rank, shared_size;
+    MPI_Comm_rank(members, &rank);
+    MPI_Comm_split_type(members, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared);
+    MPI_Comm_size(shared, &shared_size);
+    MPI_Comm_free(&shared);
+    int ok = shared_size == size, all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, members);
+    return all;
+}
+
+bool cr_mpi_node_mem_create(MPI_Comm comm, int node, int size, int rank, size_t bytes,
+                            cr_node_mem *out)
+{
+    MPI_Comm members;
+    MPI_Comm_split(comm, node, rank, &members);
+    int got_size, got_rank;
+    MPI_Comm_size(members, &got_size);
+    MPI_Comm_rank(members, &got_rank);
+    if (got_size != size || got_rank != rank)
+        cr_fatal("internal error: node %d has %d ranks here, %d by the layout", node, got_size,
+                 size);
+    if (!one_machine(members, size)) {
+        MPI_Comm_free(&members);
+        return false;
+    }
+    if (bytes > (size_t)INT64_MAX - ALIGN)
+        cr_fatal("a node segment of %zu bytes per rank cannot be mapped", bytes);
+    mpi_node_mem *m = cr_xcalloc(1, sizeof *m);
+    m->members = members;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    void *base;
+    int rc = MPI_Win_allocate_shared((MPI_Aint)(bytes + ALIGN), 1, info, members, &base,
+                                     &m->win);
+    MPI_Info_free(&info);
+    if (rc != MPI_SUCCESS)
+        cr_fatal("out of shared memory: a node segment of %zu bytes per rank", bytes);
+    memset(aligned(base), 0, bytes);
+    char **part = cr_xcalloc((size_t)size, sizeof *part);
+    for (int q = 0; q < size; q++) {
+        MPI_Aint qbytes;
+        int unit;
+        void *qbase;
+        MPI_Win_shared_query(m->win, q, &qbytes, &unit, &qbase);
+        part[q] = aligned(qbase);
+    }
+    /* every part zeroed before any member writes its own */
+    MPI_Barrier(members);
+    *out = (cr_node_mem){.rank = rank, .size = size, .part = part, .impl = m};
+    return true;
+}
+
+void cr_mpi_node_mem_destroy(cr_node_mem *nm)
+{
+    mpi_node_mem *m = nm->impl;
+    MPI_Win_free(&m->win);
+    MPI_Comm_free(&m->members);
+    free(m);
+    free(nm->part);
+    *nm = (cr_node_mem){0};
+}
