@@ -4,7 +4,7 @@
  * rank (and prints the first few), so the caller can sum them over the ranks.
  *
  *   ns_layout    the segment's ranks are the layout's node, in comm-rank order; every
- *                part distinct, aligned and zeroed
+ *                part (of sizes that differ between ranks) distinct, aligned, zeroed
  *   ns_rounds    rounds of write, node barrier, read every part, node barrier: a
  *                barrier that let a rank through early shows a stale round
  *   ns_atomics   every rank adds to a counter in every part and offers a minimum to
@@ -161,7 +161,8 @@ static void ns_records(ns_ctx *x, cr_node_segment *s, int per_rank)
 static long ns_all(cr_comm *comm, size_t bytes, int rounds, int records)
 {
     ns_ctx ctx = {.comm = comm, .rank = cr_comm_rank(comm)}, *x = &ctx;
-    cr_node_segment *s = cr_module_node_segment_create(comm, bytes);
+    /* parts of unequal sizes: the checks read the first `bytes` of each */
+    cr_node_segment *s = cr_module_node_segment_create(comm, bytes + 64 * (size_t)(x->rank % 3));
     NS_CHECK(s != NULL, "no segment");
     if (!s)
         return x->failed;

@@ -76,10 +76,11 @@ const cr_tune_costs *cr_module_tune_costs(const cr_comm *comm);
 const cr_node_area *cr_module_node_area(cr_comm *comm);
 /* Memory shared by the ranks of a node (node_segment.c): the comm's layout names the
  * nodes (MPI's shared-memory nodes cut into COURIER_NODE_SIZE virtual nodes; the
- * simulation's virtual nodes). Collective: `bytes` per rank in a segment every rank
- * of its node maps, part i that of the node's i-th rank (in comm-rank order), 64-byte
- * aligned and zeroed; NULL on every rank when some node cannot share memory (the
- * transport has none, or a node spans machines). */
+ * simulation's virtual nodes). Collective: a segment every rank of its node maps, of
+ * a part per rank, `bytes` this rank's (the ranks may ask for different sizes), part i
+ * that of the node's i-th rank (in comm-rank order), 64-byte aligned and zeroed; NULL
+ * on every rank when some node cannot share memory (the transport has none, or a node
+ * spans machines). */
 typedef struct cr_node_segment cr_node_segment;
 cr_node_segment *cr_module_node_segment_create(cr_comm *comm, size_t bytes);
 /* Collective: a node barrier, then the segment is unmapped. NULL: nothing. */

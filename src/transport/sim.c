@@ -838,12 +838,13 @@ static bool chan_test(cr_chan *ch, cr_chan_req *r)
 
 /* ---------------------------------------------------------------- node segments */
 
-/* The k-th segment call of a comm's ranks: one allocation per node, made by the first
- * member to arrive (the virtual ranks share the process), freed by the last to leave. */
+/* The k-th segment call of a comm's ranks: per node, the members' parts (each member
+ * allocates its own as it arrives; the caller waits for all before using them, as a
+ * collective does), freed by each member and the table by the last to leave. */
 typedef struct sim_mem_shared {
-    char **base; /* [P] by node */
-    int *users;  /* [P] by node: members holding it */
-    size_t *stride;
+    char ***parts; /* [P] by node: [members] */
+    int *members;  /* [P] by node */
+    int *users;    /* [P] by node: members holding it */
 } sim_mem_shared;
 
 enum { MEM_ALIGN = 64 };
@@ -854,9 +855,9 @@ static sim_mem_shared *mem_shared(sim_transport *s, int index)
     if (index == sc->nmems) {
         cr_xgrow((void **)&sc->mems, &sc->mems_cap, sc->nmems + 1, sizeof *sc->mems);
         sim_mem_shared *sh = cr_xcalloc(1, sizeof *sh);
-        sh->base = cr_xcalloc((size_t)s->w->p, sizeof *sh->base);
+        sh->parts = cr_xcalloc((size_t)s->w->p, sizeof *sh->parts);
         sh->users = cr_xcalloc((size_t)s->w->p, sizeof *sh->users);
-        sh->stride = cr_xcalloc((size_t)s->w->p, sizeof *sh->stride);
+        sh->members = cr_xcalloc((size_t)s->w->p, sizeof *sh->members);
         sc->mems[sc->nmems++] = sh;
     }
     return sc->mems[index];
@@ -869,25 +870,20 @@ static bool node_mem_create(cr_transport *t, int node, int size, int rank, size_
     if (node < 0 || node >= s->w->p || rank < 0 || rank >= size)
         cr_fatal("internal error: node segment of node %d, member %d of %d", node, rank, size);
     sim_mem_shared *sh = mem_shared(s, s->mems_created++);
-    size_t stride = (bytes + MEM_ALIGN - 1) / MEM_ALIGN * MEM_ALIGN;
-    if (!sh->base[node]) {
-        if (stride < bytes || (size_t)size > SIZE_MAX / (stride ? stride : 1))
-            cr_fatal("a node segment of %zu bytes per rank cannot be mapped", bytes);
-        void *p = NULL;
-        if (posix_memalign(&p, MEM_ALIGN, stride * (size_t)size + 1))
-            cr_fatal("out of memory: a node segment of %zu bytes per rank", bytes);
-        memset(p, 0, stride * (size_t)size);
-        sh->base[node] = p;
-        sh->stride[node] = stride;
-    } else if (sh->stride[node] != stride) {
-        cr_fatal("internal error: the members of node %d ask for segments of different sizes",
-                 node);
+    if (!sh->parts[node]) {
+        sh->parts[node] = cr_xcalloc((size_t)size, sizeof **sh->parts);
+        sh->members[node] = size;
+    } else if (sh->members[node] != size) {
+        cr_fatal("internal error: node %d has %d members and %d", node, sh->members[node], size);
     }
+    void *p = NULL;
+    if (bytes > SIZE_MAX - MEM_ALIGN || posix_memalign(&p, MEM_ALIGN, bytes ? bytes : 1))
+        cr_fatal("out of memory: a node segment of %zu bytes per rank", bytes);
+    memset(p, 0, bytes);
+    sh->parts[node][rank] = p;
     sh->users[node]++;
-    char **part = cr_xcalloc((size_t)size, sizeof *part);
-    for (int q = 0; q < size; q++)
-        part[q] = sh->base[node] + (size_t)q * stride;
-    *out = (cr_node_mem){.rank = rank, .size = size, .part = part, .impl = sh};
+    /* the node's table itself: parts of members yet to arrive appear in it */
+    *out = (cr_node_mem){.rank = rank, .size = size, .part = sh->parts[node], .impl = sh};
     return true;
 }
 
@@ -895,13 +891,16 @@ static void node_mem_destroy(cr_transport *t, cr_node_mem *m)
 {
     (void)t;
     sim_mem_shared *sh = m->impl;
-    char *base = m->part[0];
-    for (int node = 0; node < st(t)->w->p; node++)
-        if (sh->base[node] == base && --sh->users[node] == 0) {
-            free(sh->base[node]);
-            sh->base[node] = NULL;
+    int p = st(t)->w->p;
+    for (int node = 0; node < p; node++)
+        if (sh->parts[node] == m->part) {
+            free(m->part[m->rank]);
+            m->part[m->rank] = NULL;
+            if (--sh->users[node] == 0) {
+                free(sh->parts[node]);
+                sh->parts[node] = NULL;
+            }
         }
-    free(m->part);
     *m = (cr_node_mem){0};
 }
 
@@ -1077,10 +1076,14 @@ static void free_mems(shared_comm *sc, int p)
     for (int k = 0; k < sc->nmems; k++) {
         sim_mem_shared *sh = sc->mems[k];
         for (int node = 0; node < p; node++)
-            free(sh->base[node]);
-        free(sh->base);
+            if (sh->parts[node]) {
+                for (int r = 0; r < sh->members[node]; r++)
+                    free(sh->parts[node][r]);
+                free(sh->parts[node]);
+            }
+        free(sh->parts);
+        free(sh->members);
         free(sh->users);
-        free(sh->stride);
         free(sh);
     }
     free(sc->mems);

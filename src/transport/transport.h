@@ -44,8 +44,8 @@ typedef struct cr_node_area {
 
 /* Memory shared by the ranks of one node, for a module to hold the node's data once
  * (src/mailbox/node_segment.c): `size` parts, one per member in the order of their
- * comm ranks, each 64-byte aligned and zeroed at creation; `rank` is this rank's
- * part. Every member maps every part. */
+ * comm ranks, each of the size its member asked for, 64-byte aligned and zeroed at
+ * creation; `rank` is this rank's part. Every member maps every part. */
 typedef struct cr_node_mem {
     int rank, size;
     char **part;
@@ -56,7 +56,9 @@ typedef struct cr_node_mem {
 typedef struct cr_node_mem_ops {
     /* Collective over the comm: the ranks passing the same `node` (size of them, this
      * one the rank-th in comm-rank order; ranks of one of the transport's nodes, so
-     * they can share memory) get one segment of `bytes` per member in *out. False on
+     * they can share memory) get one segment in *out, `bytes` this rank's part (the
+     * members may ask for different sizes); part[i] may be read only once every
+     * member has returned from create (the caller synchronises). False on
      * every member of a node whose ranks cannot map one another's memory (out
      * untouched). */
     bool (*create)(cr_transport *t, int node, int size, int rank, size_t bytes,
