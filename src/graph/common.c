@@ -116,3 +116,15 @@ void *graph_xmalloc_large(size_t n, size_t size)
 {
     return cr_xmalloc_large(n ? n : 1, size);
 }
+
+const uint32_t *graph_adj32(cr_graph *g)
+{
+    if (g->n > UINT32_MAX)
+        return NULL;
+    if (!g->adj32) {
+        g->adj32 = graph_xmalloc_large(g->nadj, sizeof *g->adj32);
+        for (uint64_t k = 0; k < g->nadj; k++)
+            g->adj32[k] = (uint32_t)g->adj[k];
+    }
+    return g->adj32;
+}

@@ -336,6 +336,8 @@ void cr_graph_simplify(cr_graph *g)
         free(g->ghosts);
         g->ghosts = NULL;
     }
+    free(g->adj32);
+    g->adj32 = NULL;
     uint64_t most = graph_longest_list(g->offsets, g->count), at = 0;
     weighted_end *tmp = g->wadj ? cr_xmalloc((most ? most : 1) * sizeof *tmp) : NULL;
     for (uint64_t i = 0; i < g->count; i++) {
@@ -455,6 +457,7 @@ void cr_graph_destroy(cr_graph *g)
     free(g->offsets);
     free(g->adj);
     free(g->wadj);
+    free(g->adj32);
     if (g->ghosts)
         graph_ghosts_free(g->ghosts);
     free(g->ghosts);

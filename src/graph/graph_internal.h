@@ -32,6 +32,8 @@ struct cr_graph {
     uint64_t weight_bad;  /* the slot of my first negative or NaN weight, or UINT64_MAX */
     struct graph_ghosts *ghosts; /* graph_ghosts_of: built by the first kernel that
                                     needs them, kept with the graph */
+    uint32_t *adj32; /* graph_adj32: adj as 32-bit ids (a graph under 2^32 vertices),
+                        built by the first kernel that reads it, kept with the graph */
     cr_graph_loops *loops; /* my vertices with self-loops, by local index */
     size_t nloops;
     /* Nothing else: each kernel keeps its run and its handlers to itself (a module
@@ -79,6 +81,10 @@ uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t
  * at each vertex's start, and with small pages nearly every vertex's start misses the
  * TLB as well as the cache. A hint; allocations under 4 MiB get none. */
 void *graph_xmalloc_large(size_t n, size_t size);
+
+/* adj as 32-bit ids, half the bytes a sweep over the lists reads (the graph has fewer
+ * than 2^32 vertices), kept with the graph; NULL when it has more. Local. */
+const uint32_t *graph_adj32(cr_graph *g);
 
 /* This rank's largest weight and first bad (negative or NaN) one, scanned at the
  * first call and kept with the graph (its weights do not change). Local. */

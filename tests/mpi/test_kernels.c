@@ -25,7 +25,9 @@ static cr_comm *open_comm(const char *route)
     char err[256];
     if (cr_route_parse(route, &cfg.route, err, sizeof err))
         fail_msg("%s", err);
-    cfg.node_size = 2;
+    /* direct: the job one node (MPI's), where PageRank reads the node's memory in
+     * place; the other routes: nodes of 2 */
+    cfg.node_size = strcmp(route, "direct") ? 2 : 0;
     return cr_comm_create(MPI_COMM_WORLD, &cfg);
 }
 

@@ -13,6 +13,7 @@
  * The lock-step forms (the forest's Boruvka rounds, SV components) run too: their
  * darray steps and the hybrid BFS's allgather move on the transport's channels. */
 #include "components.h"
+#include "reference.h"
 
 #include <courier.h>
 #include <courier/sim.h>
@@ -25,6 +26,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include <math.h>
 
 static char ctx[160];
 
@@ -539,6 +542,76 @@ static void test_bfs(void **state)
                                ps[k] >= 64 ? 3000 : 500);
 }
 
+/* ---------------------------------------------------------------- PageRank */
+
+/* PageRank on one node (the scores in the node's memory, read in place, a node
+ * barrier between iterations) and on nodes of 2 (ghosts), under unequal rank
+ * speeds: an iteration that read a contribution before its writer's barrier, or
+ * wrote over one still being read, would move a score from the sequential one. */
+typedef struct pr_case {
+    const graph *g;
+    double *score; /* by vertex */
+    int iterations;
+} pr_case;
+
+static void run_pagerank(cr_comm *comm, void *user)
+{
+    pr_case *pc = user;
+    cr_graph *cg = build_share(comm, pc->g);
+    uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
+    cr_pagerank_stats st;
+    for (int twice = 0; twice < 2; twice++) /* the second reuses the node's arrays */
+        cr_graph_pagerank(cg, NULL, &pc->score[first], &st);
+    if (cr_comm_rank(comm) == 0)
+        pc->iterations = st.iterations;
+    (void)count;
+    cr_graph_destroy(cg);
+}
+
+static void run_pagerank_at(int p, unsigned node_size, uint64_t seed)
+{
+    graph g = make_graph(300, 900, seed);
+    pr_case pc = {&g, calloc(g.n, sizeof(double)), 0};
+    cr_config cfg;
+    sim_config(&cfg, "direct");
+    cfg.node_size = node_size;
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg, .max_slowness = 10,
+                     .stall_chance = 0.01};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "PageRank, P=%d, nodes of %u, seed %llu", p, node_size,
+             (unsigned long long)seed);
+    if (cr_sim_run(&o, run_pagerank, &pc, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    cr_edge *e = calloc(g.m, sizeof *e);
+    for (uint64_t j = 0; j < g.m; j++)
+        e[j] = (cr_edge){g.edges[j].a, g.edges[j].b};
+    ref_graph ref;
+    double *want = calloc(g.n, sizeof *want);
+    if (ref_graph_build(&ref, g.n, e, NULL, g.m))
+        fail_msg("out of memory");
+    int iterations = ref_pagerank(&ref, 0.85, 20, 1e-4, want);
+    uint64_t wrong = 0;
+    for (uint64_t v = 0; v < g.n; v++)
+        wrong += !(fabs(pc.score[v] - want[v]) <= 1e-6 * want[v]);
+    if (wrong || pc.iterations != iterations)
+        fail_msg("%s: %llu scores differ from the sequential ones, %d iterations (%d)", ctx,
+                 (unsigned long long)wrong, pc.iterations, iterations);
+    ref_graph_free(&ref);
+    free(e), free(want), free(pc.score), free(g.edges);
+}
+
+static void test_pagerank(void **state)
+{
+    (void)state;
+    static const int ps[] = {1, 2, 3, 5, 8, 17};
+    static const unsigned sizes[] = {0, 2}; /* 0: one node */
+    int seeds = seeds_wanted() < 4 ? seeds_wanted() : 4;
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
+        for (size_t n = 0; n < 2; n++)
+            for (int seed = 1; seed <= seeds; seed++)
+                run_pagerank_at(ps[k], sizes[n], (uint64_t)seed * 131 + (uint64_t)ps[k]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_msf_async),
@@ -547,6 +620,7 @@ int main(void)
                                        cmocka_unit_test(test_msf_filter),
                                        cmocka_unit_test(test_cc_label),
                                        cmocka_unit_test(test_cc_local),
-                                       cmocka_unit_test(test_bfs)};
+                                       cmocka_unit_test(test_bfs),
+                                       cmocka_unit_test(test_pagerank)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
