@@ -840,7 +840,7 @@ static bool chan_test(cr_chan *ch, cr_chan_req *r)
 
 /* The k-th segment call of a comm's ranks: per node, the members' parts (each member
  * allocates its own as it arrives; the caller waits for all before using them, as a
- * collective does), freed by each member and the table by the last to leave. */
+ * collective does), all freed by the last member to leave. */
 typedef struct sim_mem_shared {
     char ***parts; /* [P] by node: [members] */
     int *members;  /* [P] by node */
@@ -893,13 +893,13 @@ static void node_mem_destroy(cr_transport *t, cr_node_mem *m)
     sim_mem_shared *sh = m->impl;
     int p = st(t)->w->p;
     for (int node = 0; node < p; node++)
-        if (sh->parts[node] == m->part) {
-            free(m->part[m->rank]);
-            m->part[m->rank] = NULL;
-            if (--sh->users[node] == 0) {
-                free(sh->parts[node]);
-                sh->parts[node] = NULL;
-            }
+        if (sh->parts[node] == m->part && --sh->users[node] == 0) {
+            /* the last to leave frees every part: the others may still be reading
+             * the barrier's line in the first (MPI_Win_free waits for all) */
+            for (int r = 0; r < sh->members[node]; r++)
+                free(m->part[r]);
+            free(sh->parts[node]);
+            sh->parts[node] = NULL;
         }
     *m = (cr_node_mem){0};
 }
