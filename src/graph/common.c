@@ -2,6 +2,8 @@
  * vertex of an adjacency slot, a sort of ids. */
 #include "graph/graph_internal.h"
 
+#include "courier/route.h"
+
 #include "common/fatal.h"
 #include "mailbox/module.h"
 
@@ -127,4 +129,31 @@ const uint32_t *graph_adj32(cr_graph *g)
             g->adj32[k] = (uint32_t)g->adj[k];
     }
     return g->adj32;
+}
+
+typedef struct node_array_state {
+    cr_node_segment *seg;
+    size_t bytes; /* what it has room for */
+    bool none;    /* the comm's node cannot share memory: asked once */
+} node_array_state;
+
+void graph_node_array_free(cr_comm *comm, void *state)
+{
+    cr_module_node_segment_destroy(((node_array_state *)state)->seg);
+    graph_state_free(comm, state);
+}
+
+cr_node_segment *graph_node_array(cr_graph *g, const cr_module_type *type, size_t bytes)
+{
+    if (cr_layout_nodes(cr_module_layout(g->comm)) != 1)
+        return NULL;
+    bool fresh;
+    node_array_state *s = graph_state(g->comm, type, sizeof *s, &fresh);
+    if (s->none || (s->seg && s->bytes == bytes))
+        return s->seg; /* the same on every rank: so are the graphs and the sizes */
+    cr_module_node_segment_destroy(s->seg);
+    s->seg = cr_module_node_segment_create(g->comm, g->rank == 0 ? bytes : 0);
+    s->bytes = bytes;
+    s->none = s->seg == NULL;
+    return s->seg;
 }

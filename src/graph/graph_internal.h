@@ -82,6 +82,15 @@ uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t
  * TLB as well as the cache. A hint; allocations under 4 MiB get none. */
 void *graph_xmalloc_large(size_t n, size_t size);
 
+/* A kernel's array in the node's memory on a comm whose ranks are one node: `bytes`
+ * held in the first rank's part of a node segment (module.h), every rank of the node
+ * reading and writing it in place. Kept on the comm in the kernel's module state
+ * `type` (whose destroy must be graph_node_array_free, run by cr_comm_destroy) from
+ * one call to the next: a fresh mapping costs a page fault per page. Collective;
+ * NULL on every rank when the comm spans nodes or its node cannot share memory. */
+cr_node_segment *graph_node_array(cr_graph *g, const cr_module_type *type, size_t bytes);
+void graph_node_array_free(cr_comm *comm, void *state);
+
 /* adj as 32-bit ids, half the bytes a sweep over the lists reads (the graph has fewer
  * than 2^32 vertices), kept with the graph; NULL when it has more. Local. */
 const uint32_t *graph_adj32(cr_graph *g);

@@ -16,7 +16,6 @@
 #include "graph/ghosts.h"
 
 #include "common/fatal.h"
-#include "courier/route.h"
 #include "mailbox/module.h"
 
 #include <math.h>
@@ -88,43 +87,16 @@ static double iterate_in_place(const cr_graph *g, const uint32_t *adj, const flo
     return change;
 }
 
-/* The node's arrays, kept on the comm from one call to the next: a fresh segment
- * costs its mapping and a page fault per page touched, 8 ms of a 40 ms run at scale
- * 18 on 2 ranks. Freed with the comm (collective there). */
-typedef struct node_values_state {
-    cr_node_segment *seg;
-    uint64_t n; /* the vertices it has room for */
-    bool none;  /* the comm's node cannot share memory: asked once */
-} node_values_state;
-
-static void node_values_free(cr_comm *comm, void *state)
-{
-    cr_module_node_segment_destroy(((node_values_state *)state)->seg);
-    graph_state_free(comm, state);
-}
-
 static const cr_module_type node_values_module = {.name = "graph pagerank on one node",
-                                                  .destroy = node_values_free};
+                                                  .destroy = graph_node_array_free};
 
 /* The node's two arrays of contributions (all in the first rank's part), or NULL
  * (on every rank) when the comm spans nodes or its node cannot share memory. */
 static cr_node_segment *node_values(cr_graph *g)
 {
-    if (cr_layout_nodes(cr_module_layout(g->comm)) != 1 || g->n > UINT32_MAX)
+    if (g->n > UINT32_MAX || g->n > SIZE_MAX / (2 * sizeof(float)))
         return NULL;
-    if (g->n > SIZE_MAX / (2 * sizeof(float)))
-        cr_fatal("cr_graph_pagerank: %llu vertices' contributions cannot be mapped",
-                 (unsigned long long)g->n);
-    bool fresh;
-    node_values_state *s = graph_state(g->comm, &node_values_module, sizeof *s, &fresh);
-    if (s->none || (s->seg && s->n == g->n))
-        return s->seg; /* the same on every rank: the graphs' n are */
-    cr_module_node_segment_destroy(s->seg);
-    s->seg = cr_module_node_segment_create(g->comm,
-                                           g->rank == 0 ? 2 * g->n * sizeof(float) : 0);
-    s->n = g->n;
-    s->none = s->seg == NULL;
-    return s->seg;
+    return graph_node_array(g, &node_values_module, 2 * g->n * sizeof(float));
 }
 
 static void pagerank_on_node(cr_graph *g, cr_node_segment *seg, const cr_pagerank_opts *o,

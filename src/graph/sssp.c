@@ -11,8 +11,14 @@
  * bucket is taken at once (the handler drains), one lowered into a later bucket waits
  * in its bin. The barrier that ends the wave finds every rank idle
  * and no record in flight: the bucket is settled, since every distance below
- * (k+1) delta is then final (weights are not negative). Records for one vertex that
- * meet in a buffer are merged by min (the combining handler's rule, at every hop). */
+ * (k+1) delta is then final (weights are not negative).
+ *
+ * Across ranks a vertex taken sends one record {slot, distance} to each rank that
+ * copies it (ghosts.c), which relaxes its own edges from that copy through the
+ * reverse index. On a comm whose ranks are one node there is no index: every
+ * vertex's distance lies in the node's memory, the owner alone writes it, and a rank
+ * relaxing an edge to another rank's vertex reads that distance in place and sends
+ * the owner a record {vertex, distance} only when it would lower it. */
 #include "graph/ghosts.h"
 
 #include "common/fatal.h"
@@ -36,6 +42,12 @@ typedef struct slot_distance {
     double d;
 } slot_distance;
 
+/* {the owner's local index of a vertex, a distance}: a record within one node. */
+typedef struct local_distance {
+    uint64_t local;
+    double d;
+} local_distance;
+
 typedef struct waiting_list {
     waiting *items;
     size_t n, cap;
@@ -48,7 +60,9 @@ typedef struct sssp_run {
     cr_graph *g;
     const graph_ghosts *gh;
     int h_light, h_heavy;
-    double *dist;
+    int h_near_light, h_near_heavy;
+    double *dist;           /* my vertices' (on one node: my range of node_dist) */
+    const double *node_dist; /* on one node: every vertex's, by id; else NULL */
     double *relaxed_at; /* the distance at which the vertex's edges were last relaxed */
     double delta, per_delta; /* the bucket width and 1 / it */
     uint64_t bucket; /* the one being settled */
@@ -64,7 +78,7 @@ typedef struct sssp_run {
 } sssp_run;
 
 typedef struct sssp_state {
-    int h_light, h_heavy;
+    int h_light, h_heavy, h_near_light, h_near_heavy;
     sssp_run *run; /* the call in progress, for the handler */
 } sssp_state;
 
@@ -176,10 +190,11 @@ static void enqueue(sssp_run *r, uint64_t local)
 
 /* ---------------------------------------------------------------- relaxing */
 
-/* Offer my vertex `local` the distance d. */
+/* Offer my vertex `local` the distance d. On one node the other ranks read my
+ * distances while I write them: the store is atomic (a plain one on x86). */
 static void lowered(sssp_run *r, uint64_t local, double d)
 {
-    r->dist[local] = d;
+    __atomic_store(&r->dist[local], &d, __ATOMIC_RELAXED);
     r->relaxations++;
     uint64_t b = bucket_of(r, d);
     if (b <= r->bucket && !r->heavy) /* (a heavy edge leads past the bucket, unless
@@ -241,6 +256,47 @@ static void relax_edges(sssp_run *r, uint64_t i, double d, bool light)
     }
 }
 
+/* The same on one node: my edges to my vertices in place; to the node's other ranks'
+ * vertices, their distance read where it lies and a record to the owner only when
+ * this one is lower (the owner, the only writer, checks it again). */
+static void relax_edges_on_node(sssp_run *r, uint64_t i, double d, bool light)
+{
+    const cr_graph *g = r->g;
+    const uint64_t *adj = g->adj;
+    const float *w = g->wadj;
+    uint64_t from = g->offsets[i], to = g->offsets[i + 1];
+    uint64_t cut = first_heavy(r, w, from, to);
+    if (light)
+        to = cut;
+    else
+        from = cut;
+    for (uint64_t k = from; k < to; k++) {
+        uint64_t v = adj[k];
+        double nd = d + (w ? (double)w[k] : 1.0);
+        if (v - g->first < g->count) {
+            if (nd < r->dist[v - g->first])
+                lowered(r, v - g->first, nd);
+            continue;
+        }
+        double now;
+        __atomic_load(&r->node_dist[v], &now, __ATOMIC_RELAXED);
+        if (!(nd < now))
+            continue;
+        int owner = cr_block_owner(g->n, g->size, v);
+        local_distance m = {v - cr_block_first(g->n, g->size, owner), nd};
+        cr_async(g->comm, owner, light ? r->h_near_light : r->h_near_heavy, &m, sizeof m);
+        r->messages++;
+    }
+}
+
+static void relax_edges_of(sssp_run *r, uint64_t i, double d, bool light)
+{
+    if (r->node_dist)
+        relax_edges_on_node(r, i, d, light);
+    else
+        relax_edges(r, i, d, light);
+}
+
 /* Take every queued vertex of the current bucket: relax its light edges (again, if
  * its distance has dropped since), and note it for the heavy ones. */
 static void drain(sssp_run *r)
@@ -255,7 +311,7 @@ static void drain(sssp_run *r)
         if (isinf(r->relaxed_at[i]))
             note_settled(r, i);
         r->relaxed_at[i] = d;
-        relax_edges(r, i, d, true);
+        relax_edges_of(r, i, d, true);
     }
 }
 
@@ -291,6 +347,30 @@ static void relax_from_ghost(sssp_run *r, const cr_batch *b, bool light)
     }
 }
 
+/* {my vertex, a distance} from a rank of my node. */
+static void relax_from_records(sssp_run *r, const cr_batch *b)
+{
+    for (size_t k = 0; k < b->count; k++) {
+        local_distance m;
+        memcpy(&m, cr_batch_payload(b, k), sizeof m);
+        relax(r, m.local, m.d);
+    }
+}
+
+static void on_near_light(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    sssp_run *r = ((sssp_state *)user)->run;
+    relax_from_records(r, b);
+    drain(r);
+}
+
+static void on_near_heavy(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    relax_from_records(((sssp_state *)user)->run, b);
+}
+
 static void on_light(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
@@ -322,6 +402,10 @@ static sssp_state *state_of(cr_comm *comm, sssp_run *run)
                                                             .name = "sssp light"}, s);
     s->h_heavy = cr_register_type(comm, &(cr_handler_type){.batch = on_heavy,
                                                             .name = "sssp heavy"}, s);
+    s->h_near_light = cr_register_type(comm, &(cr_handler_type){.batch = on_near_light,
+                                                                 .name = "sssp near light"}, s);
+    s->h_near_heavy = cr_register_type(comm, &(cr_handler_type){.batch = on_near_heavy,
+                                                                 .name = "sssp near heavy"}, s);
     return s;
 }
 
@@ -374,10 +458,22 @@ static void settle(sssp_run *r)
     cr_barrier(r->g->comm);
     r->heavy = true;
     for (size_t j = 0; j < r->nsettled; j++)
-        relax_edges(r, r->settled[j], r->dist[r->settled[j]], false);
+        relax_edges_of(r, r->settled[j], r->dist[r->settled[j]], false);
     r->nsettled = 0;
     cr_barrier(r->g->comm);
     r->heavy = false;
+}
+
+static const cr_module_type node_dist_module = {.name = "graph sssp on one node",
+                                               .destroy = graph_node_array_free};
+
+/* Every vertex's distance in the node's memory (held by its first rank), or NULL on
+ * every rank when the comm spans nodes or cannot share memory. */
+static cr_node_segment *node_distances(cr_graph *g)
+{
+    if (g->n > SIZE_MAX / sizeof(double))
+        return NULL;
+    return graph_node_array(g, &node_dist_module, g->n * sizeof(double));
 }
 
 int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dist,
@@ -405,15 +501,24 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     r.delta = o->delta > 0 ? o->delta : automatic_delta(g);
     r.per_delta = 1 / r.delta;
     r.relaxed_at = cr_xmalloc((g->count ? g->count : 1) * sizeof *r.relaxed_at);
+    cr_node_segment *seg = node_distances(g);
+    if (seg) {
+        r.node_dist = cr_module_node_segment_part(seg, 0);
+        r.dist = (double *)r.node_dist + g->first;
+    }
     for (uint64_t i = 0; i < g->count; i++)
-        dist[i] = r.relaxed_at[i] = INFINITY;
-    r.gh = graph_ghosts_reversed_of(g);
+        r.dist[i] = r.relaxed_at[i] = INFINITY;
+    if (seg)
+        cr_module_node_segment_barrier(seg); /* no rank reads a distance left before */
+    else
+        r.gh = graph_ghosts_reversed_of(g);
     sssp_state *s = state_of(g->comm, &r);
     r.h_light = s->h_light, r.h_heavy = s->h_heavy;
+    r.h_near_light = s->h_near_light, r.h_near_heavy = s->h_near_heavy;
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
 
     if (root - g->first < g->count) { /* the root waits in bucket 0 */
-        dist[root - g->first] = 0;
+        r.dist[root - g->first] = 0;
         r.relaxations++;
         wait_in(&r, 0, root - g->first);
     }
@@ -428,6 +533,8 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
         buckets++;
     }
     s->run = NULL;
+    if (seg)
+        memcpy(dist, r.dist, g->count * sizeof *dist);
     if (stats) {
         uint64_t mine[2] = {r.relaxations, r.messages}, all[2];
         cr_module_allreduce_u64(g->comm, mine, all, 2, CR_OP_SUM);
