@@ -32,12 +32,13 @@ static float contribution(double score, uint64_t degree)
     return degree ? (float)(score / (double)degree) : 0;
 }
 
-/* One iteration on my vertices: new scores from the contributions (mine and the
- * ghosts', as floats: GAP's precision, and half the bytes the sum reads at random),
- * and each vertex's next contribution written to `next` as its score is known (a
- * second array: the others still read this iteration's); returns my part of the L1
- * change. Four sums, so the additions do not wait for one another. */
-static double iterate(const cr_graph *g, const graph_ghosts *gh, const float *contrib,
+/* One iteration on my vertices: new scores from the contributions contrib[col[k]]
+ * (with ghosts: mine and the ghosts', by local slot; on one node: every vertex's, by
+ * id; as floats: GAP's precision, and half the bytes the sum reads at random), and
+ * each vertex's next contribution written to next[i] as its score is known (a second
+ * array: the others still read this iteration's); returns my part of the L1 change.
+ * Four sums, so the additions do not wait for one another. */
+static double iterate(const cr_graph *g, const uint32_t *col, const float *contrib,
                       double base, double damping, double *score, float *next)
 {
     double change = 0;
@@ -46,43 +47,17 @@ static double iterate(const cr_graph *g, const graph_ghosts *gh, const float *co
         uint64_t k = g->offsets[i], end = g->offsets[i + 1];
         uint64_t degree = end - k;
         for (; k + 4 <= end; k += 4) {
-            s0 += contrib[gh->col[k]];
-            s1 += contrib[gh->col[k + 1]];
-            s2 += contrib[gh->col[k + 2]];
-            s3 += contrib[gh->col[k + 3]];
+            s0 += contrib[col[k]];
+            s1 += contrib[col[k + 1]];
+            s2 += contrib[col[k + 2]];
+            s3 += contrib[col[k + 3]];
         }
         for (; k < end; k++)
-            s0 += contrib[gh->col[k]];
+            s0 += contrib[col[k]];
         double now = base + damping * (double)((s0 + s1) + (s2 + s3));
         change += fabs(now - score[i]);
         score[i] = now;
         next[i] = contribution(now, degree);
-    }
-    return change;
-}
-
-/* One iteration on one node: contrib and next are indexed by vertex id, every rank's
- * vertices in them; the sum reads the graph's lists as they are. */
-static double iterate_in_place(const cr_graph *g, const uint32_t *adj, const float *contrib,
-                               double base, double damping, double *score, float *next)
-{
-    double change = 0;
-    for (uint64_t i = 0; i < g->count; i++) {
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        uint64_t k = g->offsets[i], end = g->offsets[i + 1];
-        uint64_t degree = end - k;
-        for (; k + 4 <= end; k += 4) {
-            s0 += contrib[adj[k]];
-            s1 += contrib[adj[k + 1]];
-            s2 += contrib[adj[k + 2]];
-            s3 += contrib[adj[k + 3]];
-        }
-        for (; k < end; k++)
-            s0 += contrib[adj[k]];
-        double now = base + damping * (double)((s0 + s1) + (s2 + s3));
-        change += fabs(now - score[i]);
-        score[i] = now;
-        next[g->first + i] = contribution(now, degree);
     }
     return change;
 }
@@ -113,7 +88,8 @@ static void pagerank_on_node(cr_graph *g, cr_node_segment *seg, const cr_pageran
     int it = 0;
     double change = 0;
     while (it < o->max_iterations) {
-        double mine = iterate_in_place(g, adj, contrib, base, o->damping, score, next);
+        /* ids index the node's arrays: my vertices' start at my first */
+        double mine = iterate(g, adj, contrib, base, o->damping, score, next + g->first);
         float *t = contrib;
         contrib = next, next = t;
         /* every rank's next written before any reads it, and this iteration's reads
@@ -153,7 +129,7 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
     double change = 0;
     while (it < o->max_iterations) {
         graph_ghosts_push_floats(gh, contrib);
-        double mine = iterate(g, gh, contrib, base, o->damping, score, next);
+        double mine = iterate(g, gh->col, contrib, base, o->damping, score, next);
         float *t = contrib;
         contrib = next, next = t;
         cr_module_allreduce_double(g->comm, &mine, &change, 1, CR_OP_SUM);
