@@ -11,7 +11,10 @@
  *                one word: the totals are exact (no update lost or applied twice)
  *   ns_records   records sent to the next 16 ranks (every rank, at 16 or fewer) while
  *                ranks wait at the node barrier: the barrier keeps the comm's records
- *                moving, and each arrives once */
+ *                moving, and each arrives once
+ *
+ * and a segment no node can hold (4 PiB a rank) is refused on every rank, the comm
+ * still usable after. */
 #ifndef COURIER_TESTS_NODE_SCENARIOS_H
 #define COURIER_TESTS_NODE_SCENARIOS_H
 
@@ -171,6 +174,9 @@ static long ns_all(cr_comm *comm, size_t bytes, int rounds, int records)
     ns_atomics(x, s, 50);
     ns_records(x, s, records);
     cr_module_node_segment_destroy(s);
+    /* one that no node can hold: refused on every rank, and the comm goes on */
+    NS_CHECK(cr_module_node_segment_create(comm, (size_t)1 << 52) == NULL,
+             "a segment of 4 PiB per rank was made");
     /* a second segment on the same comm after the first is gone */
     s = cr_module_node_segment_create(comm, 64);
     NS_CHECK(s != NULL, "no second segment");

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 enum { ALIGN = 64 };
 
@@ -38,6 +39,31 @@ static bool one_machine(MPI_Comm members, int size)
     return all;
 }
 
+/* Whether the node's shared-memory filesystem (where MPI implementations on Linux
+ * back their shared windows) has room for the members' parts, half its free space
+ * at most; the same answer on every member. Where it cannot be asked, assumed. A
+ * window that does not fit would end the job inside MPI, not with Courier's line. */
+static int size_of(MPI_Comm members)
+{
+    int n;
+    MPI_Comm_size(members, &n);
+    return n;
+}
+
+static bool room_for(MPI_Comm members, size_t bytes)
+{
+    unsigned long long mine = bytes, total;
+    MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, members);
+    struct statvfs v;
+    unsigned long long limit = statvfs("/dev/shm", &v) != 0
+                                   ? (unsigned long long)INT64_MAX / 2
+                                   : (unsigned long long)v.f_bavail * v.f_frsize / 2;
+    /* each part within the limit first: then the sum of a node's parts cannot wrap */
+    int ok = mine <= limit / (unsigned long long)size_of(members) && total <= limit, all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, members);
+    return all;
+}
+
 bool cr_mpi_node_mem_create(MPI_Comm comm, int node, int size, int rank, size_t bytes,
                             cr_node_mem *out)
 {
@@ -49,12 +75,10 @@ bool cr_mpi_node_mem_create(MPI_Comm comm, int node, int size, int rank, size_t 
     if (got_size != size || got_rank != rank)
         cr_fatal("internal error: node %d has %d ranks here, %d by the layout", node, got_size,
                  size);
-    if (!one_machine(members, size)) {
+    if (!one_machine(members, size) || !room_for(members, bytes)) {
         MPI_Comm_free(&members);
         return false;
     }
-    if (bytes > (size_t)INT64_MAX - ALIGN)
-        cr_fatal("a node segment of %zu bytes per rank cannot be mapped", bytes);
     mpi_node_mem *m = cr_xcalloc(1, sizeof *m);
     m->members = members;
     MPI_Info info;

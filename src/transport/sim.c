@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -876,9 +877,15 @@ static bool node_mem_create(cr_transport *t, int node, int size, int rank, size_
     } else if (sh->members[node] != size) {
         cr_fatal("internal error: node %d has %d members and %d", node, sh->members[node], size);
     }
+    /* no room (more than half the machine's memory, as MPI's side refuses more than
+     * half the free shared memory): the caller gives up on every rank; the members
+     * that mapped theirs free the table, else the world's end does */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && bytes / 2 > (size_t)pages / 4 * (size_t)page)
+        return false;
     void *p = NULL;
     if (bytes > SIZE_MAX - MEM_ALIGN || posix_memalign(&p, MEM_ALIGN, bytes ? bytes : 1))
-        cr_fatal("out of memory: a node segment of %zu bytes per rank", bytes);
+        return false;
     memset(p, 0, bytes);
     sh->parts[node][rank] = p;
     sh->users[node]++;

@@ -59,8 +59,8 @@ typedef struct cr_node_mem_ops {
      * they can share memory) get one segment in *out, `bytes` this rank's part (the
      * members may ask for different sizes); part[i] may be read only once every
      * member has returned from create (the caller synchronises). False on
-     * every member of a node whose ranks cannot map one another's memory (out
-     * untouched). */
+     * every member of a node whose ranks cannot map one another's memory, or whose
+     * shared memory has no room for the parts (out untouched). */
     bool (*create)(cr_transport *t, int node, int size, int rank, size_t bytes,
                    cr_node_mem *out);
     /* Collective over the members, once none of them reads the segment: unmap it. */
