@@ -385,8 +385,14 @@ typedef struct cr_bc_stats {
  * every rank). Memory per rank: 24 bytes per local vertex, the levels' lists (8
  * bytes per local vertex), the graph's ghosts with a reverse index (4 bytes per edge
  * to another rank's vertex), and 8 bytes per local vertex on a simple unweighted
- * graph, else 4 per edge between two of mine (docs/kernels.md). Returns 0, or -1 on
- * every rank with one line in err. `stats` may be NULL. Collective. */
+ * graph, else 4 per edge between two of mine (docs/kernels.md). On a comm whose ranks
+ * are one node there are no ghosts and no records: every vertex's level, count and
+ * share of dependency lie in the node's shared memory (20 bytes per vertex of the
+ * graph, once per node, kept with the comm until cr_comm_destroy), levels are
+ * marked in place and counts and dependencies pulled by each vertex's owner, with a
+ * node barrier per level; memory per rank is then the levels' lists and the graph's
+ * lists as 32-bit ids. Returns 0, or -1 on every rank with one line in err. `stats`
+ * may be NULL. Collective. */
 int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *score,
                 cr_bc_stats *stats, char *err, size_t errlen);
 

@@ -234,6 +234,178 @@ static void sum_dependencies(bc_run *r, const bc_state *s, int32_t levels)
     }
 }
 
+/* ---------------------------------------------------------------- on one node */
+
+/* On a comm whose ranks are one node there are no ghosts and no records, as with
+ * GAP's threads: every vertex's level, path count and share of dependency lie in the
+ * node's memory (a node segment, module.h), each written by its owner alone but for
+ * the levels of the forward push.
+ * - Forward, per level: each rank marks every unreached neighbour of its frontier
+ *   with the next level (racing writers store the same value, so no atomic update is
+ *   needed); after a node barrier each rank gathers its own newly reached vertices,
+ *   in increasing order, and pulls each one's path count, the sum over its
+ *   neighbours of the previous level. Pushing the counts instead would need an
+ *   atomic addition per edge.
+ * - Backward, per level from the deepest: each rank pulls its level's dependencies
+ *   from the shares (1 + delta(w))/sigma(w) of the neighbours one level farther,
+ *   which their owners wrote before the node barrier that ended that level.
+ * Each edge is read once forward to push, once to pull the counts and once backward,
+ * as in the ghosts' version; what goes is the reverse index (most of the first
+ * call's time) and every record. */
+typedef struct bc_node {
+    cr_graph *g;
+    cr_node_segment *seg;
+    const uint32_t *adj; /* the graph's lists as 32-bit ids */
+    int32_t *level;      /* every vertex's, by id: -1 not reached */
+    double *sigma;       /* every vertex's shortest paths, once its level is known */
+    double *share;       /* every vertex's (1 + delta)/sigma, once its delta is known */
+    uint64_t *order, norder, ocap; /* my reached vertices (local), by level */
+    uint64_t *starts, nstarts, scap;
+} bc_node;
+
+static const cr_module_type node_arrays_module = {.name = "graph bc on one node",
+                                                  .destroy = graph_node_array_free};
+
+static size_t node_bytes_per_vertex(void)
+{
+    return 2 * sizeof(double) + sizeof(int32_t);
+}
+
+/* The node's three arrays (all in the first rank's part), or NULL on every rank
+ * when the comm spans nodes or its node cannot share memory. */
+static cr_node_segment *node_arrays(cr_graph *g)
+{
+    if (g->n > UINT32_MAX || g->n > SIZE_MAX / node_bytes_per_vertex())
+        return NULL;
+    return graph_node_array(g, &node_arrays_module, g->n * node_bytes_per_vertex());
+}
+
+static int32_t level_of(const bc_node *r, uint64_t v)
+{
+    return __atomic_load_n(&r->level[v], __ATOMIC_RELAXED);
+}
+
+static void node_note_level_start(bc_node *r)
+{
+    if (r->nstarts == r->scap) {
+        r->scap = r->scap ? 2 * r->scap : 64;
+        r->starts = cr_xrealloc(r->starts, r->scap * sizeof *r->starts);
+    }
+    r->starts[r->nstarts++] = r->norder;
+}
+
+static void node_reach(bc_node *r, uint64_t i)
+{
+    if (r->norder == r->ocap) {
+        r->ocap = r->ocap ? 2 * r->ocap : 1024;
+        r->order = cr_xrealloc(r->order, r->ocap * sizeof *r->order);
+    }
+    r->order[r->norder++] = i;
+}
+
+/* Every unreached neighbour of my level-d vertices gets level d + 1. */
+static void node_push_level(bc_node *r, int32_t d)
+{
+    const cr_graph *g = r->g;
+    for (uint64_t j = r->starts[d]; j < r->starts[d + 1]; j++) {
+        uint64_t u = r->order[j];
+        for (uint64_t k = g->offsets[u]; k < g->offsets[u + 1]; k++)
+            if (level_of(r, r->adj[k]) < 0)
+                __atomic_store_n(&r->level[r->adj[k]], d + 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* My vertices of level d + 1, in order, each with its count of paths pulled from
+ * its level-d neighbours; returns how many. */
+static uint64_t node_gather_level(bc_node *r, int32_t d)
+{
+    const cr_graph *g = r->g;
+    uint64_t before = r->norder;
+    for (uint64_t i = 0; i < g->count; i++) {
+        if (level_of(r, g->first + i) != d + 1)
+            continue;
+        double paths = 0;
+        for (uint64_t k = g->offsets[i]; k < g->offsets[i + 1]; k++)
+            if (level_of(r, r->adj[k]) == d)
+                paths += r->sigma[r->adj[k]];
+        r->sigma[g->first + i] = paths;
+        node_reach(r, i);
+    }
+    return r->norder - before;
+}
+
+/* The forward BFS from the source; returns the number of levels. */
+static int32_t node_count_paths(bc_node *r, uint64_t source)
+{
+    cr_graph *g = r->g;
+    for (uint64_t i = 0; i < g->count; i++)
+        r->level[g->first + i] = -1;
+    r->norder = r->nstarts = 0;
+    node_note_level_start(r);
+    cr_module_node_segment_barrier(r->seg); /* no rank sees a level left before */
+    if (source - g->first < g->count) {
+        r->level[source] = 0, r->sigma[source] = 1;
+        node_reach(r, source - g->first);
+    }
+    node_note_level_start(r); /* level d is order[starts[d] .. starts[d + 1]) */
+    for (int32_t d = 0;; d++) {
+        node_push_level(r, d);
+        cr_module_node_segment_barrier(r->seg); /* level d + 1 is marked */
+        uint64_t next = node_gather_level(r, d);
+        node_note_level_start(r);
+        /* every count of level d + 1 written before any rank pulls from it */
+        if (!graph_sum(g->comm, next))
+            return d + 1;
+    }
+}
+
+/* My level-d vertices' dependencies from their level-(d + 1) neighbours' shares,
+ * added to their scores, and their own shares written. */
+static void node_pull_dependencies(bc_node *r, int32_t d, double *score)
+{
+    const cr_graph *g = r->g;
+    for (uint64_t j = r->starts[d]; j < r->starts[d + 1]; j++) {
+        uint64_t w = r->order[j], id = g->first + w;
+        double sum = 0;
+        for (uint64_t k = g->offsets[w]; k < g->offsets[w + 1]; k++)
+            if (level_of(r, r->adj[k]) == d + 1)
+                sum += r->share[r->adj[k]];
+        double delta = r->sigma[id] * sum;
+        score[w] += delta;
+        r->share[id] = (1 + delta) / r->sigma[id];
+    }
+}
+
+static void node_sum_dependencies(bc_node *r, int32_t levels, double *score)
+{
+    const cr_graph *g = r->g;
+    for (uint64_t j = r->starts[levels - 1]; j < r->starts[levels]; j++) {
+        uint64_t id = g->first + r->order[j];
+        r->share[id] = 1 / r->sigma[id]; /* the deepest: no dependency */
+    }
+    for (int32_t d = levels - 2; d > 0; d--) { /* not the source's own dependency */
+        cr_module_node_segment_barrier(r->seg); /* level d + 1's shares are written */
+        node_pull_dependencies(r, d, score);
+    }
+    cr_module_node_segment_barrier(r->seg); /* every read done before the next source */
+}
+
+static uint64_t bc_on_node(cr_graph *g, cr_node_segment *seg, const uint64_t *sources,
+                           size_t nsources, double *score)
+{
+    double *base = cr_module_node_segment_part(seg, 0);
+    bc_node r = {.g = g, .seg = seg, .adj = graph_adj32(g), .sigma = base,
+                 .share = base + g->n, .level = (int32_t *)(base + 2 * g->n)};
+    uint64_t levels = 0;
+    for (size_t j = 0; j < nsources; j++) {
+        int32_t depth = node_count_paths(&r, sources[j]);
+        levels += (uint64_t)depth;
+        node_sum_dependencies(&r, depth, score);
+    }
+    free(r.order), free(r.starts);
+    return levels;
+}
+
 /* ---------------------------------------------------------------- the call */
 
 static const cr_module_type bc_module = {.name = "graph bc", .destroy = graph_state_free};
@@ -264,14 +436,21 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
                 bad = why;
     if (graph_agree(g->comm, bad, err, errlen))
         return -1;
+    for (uint64_t i = 0; i < g->count; i++)
+        score[i] = 0;
+    cr_node_segment *seg = node_arrays(g);
+    if (seg) {
+        uint64_t levels = bc_on_node(g, seg, sources, nsources, score);
+        if (stats)
+            *stats = (cr_bc_stats){.levels = levels};
+        return 0;
+    }
     uint64_t n = g->count ? g->count : 1;
     bc_run r = {.g = g, .v = cr_xmalloc(n * sizeof *r.v),
                 .mark = cr_xcalloc(n / 64 + 1, sizeof *r.mark)};
     r.gh = graph_ghosts_reverse_index_of(g);
     bc_state *s = state_of(g->comm, &r);
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
-    for (uint64_t i = 0; i < g->count; i++)
-        score[i] = 0;
     uint64_t levels = 0;
     for (size_t j = 0; j < nsources; j++) {
         int32_t depth = count_paths(&r, s, sources[j]);

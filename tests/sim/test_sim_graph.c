@@ -542,12 +542,59 @@ static void test_bfs(void **state)
                                ps[k] >= 64 ? 3000 : 500);
 }
 
+/* ---------------------------------------------------------------- kernels by layout */
+
+/* fn on P virtual ranks in nodes of node_size (0: one node, the kernels' arrays in
+ * the node's memory; 2: ghosts and records), under unequal rank speeds and stalls:
+ * a rank that read a value before its writer's barrier, or wrote over one still
+ * being read, moves a result from the sequential one. */
+static void run_on_nodes(int p, unsigned node_size, uint64_t seed, const char *what,
+                         void (*fn)(cr_comm *, void *), void *user)
+{
+    cr_config cfg;
+    sim_config(&cfg, "direct");
+    cfg.node_size = node_size;
+    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg, .max_slowness = 10,
+                     .stall_chance = 0.01};
+    char err[256];
+    snprintf(ctx, sizeof ctx, "%s, P=%d, nodes of %u, seed %llu", what, p, node_size,
+             (unsigned long long)seed);
+    if (cr_sim_run(&o, fn, user, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+}
+
+/* at(P, node size, seed) for P up to 17, one node and nodes of 2, two seeds. */
+static void each_layout(void (*at)(int, unsigned, uint64_t), uint64_t salt)
+{
+    static const int ps[] = {1, 2, 3, 5, 8, 17};
+    static const unsigned sizes[] = {0, 2};
+    int seeds = seeds_wanted() < 2 ? seeds_wanted() : 2;
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
+        for (size_t n = 0; n < 2; n++)
+            for (int seed = 1; seed <= seeds; seed++)
+                at(ps[k], sizes[n], (uint64_t)seed * salt + (uint64_t)ps[k]);
+}
+
+/* The sequential reference's graph of g, with its weights or without. */
+static void reference_of(const graph *g, bool weighted, ref_graph *ref)
+{
+    cr_edge *e = calloc(g->m, sizeof *e);
+    float *w = weighted ? calloc(g->m, sizeof *w) : NULL;
+    for (uint64_t j = 0; j < g->m; j++) {
+        e[j] = (cr_edge){g->edges[j].a, g->edges[j].b};
+        if (w)
+            memcpy(&w[j], &g->edges[j].w, sizeof *w);
+    }
+    if (ref_graph_build(ref, g->n, e, w, g->m))
+        fail_msg("out of memory");
+    free(e), free(w);
+}
+
 /* ---------------------------------------------------------------- PageRank */
 
 /* PageRank on one node (the scores in the node's memory, read in place, a node
- * barrier between iterations) and on nodes of 2 (ghosts), under unequal rank
- * speeds: an iteration that read a contribution before its writer's barrier, or
- * wrote over one still being read, would move a score from the sequential one. */
+ * barrier between iterations) and on nodes of 2 (ghosts), twice on one graph (the
+ * second reuses the node's arrays). */
 typedef struct pr_case {
     const graph *g;
     double *score; /* by vertex */
@@ -558,13 +605,11 @@ static void run_pagerank(cr_comm *comm, void *user)
 {
     pr_case *pc = user;
     cr_graph *cg = build_share(comm, pc->g);
-    uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
     cr_pagerank_stats st;
-    for (int twice = 0; twice < 2; twice++) /* the second reuses the node's arrays */
-        cr_graph_pagerank(cg, NULL, &pc->score[first], &st);
+    for (int twice = 0; twice < 2; twice++)
+        cr_graph_pagerank(cg, NULL, &pc->score[cr_graph_first(cg)], &st);
     if (cr_comm_rank(comm) == 0)
         pc->iterations = st.iterations;
-    (void)count;
     cr_graph_destroy(cg);
 }
 
@@ -572,23 +617,10 @@ static void run_pagerank_at(int p, unsigned node_size, uint64_t seed)
 {
     graph g = make_graph(300, 900, seed);
     pr_case pc = {&g, calloc(g.n, sizeof(double)), 0};
-    cr_config cfg;
-    sim_config(&cfg, "direct");
-    cfg.node_size = node_size;
-    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg, .max_slowness = 10,
-                     .stall_chance = 0.01};
-    char err[256];
-    snprintf(ctx, sizeof ctx, "PageRank, P=%d, nodes of %u, seed %llu", p, node_size,
-             (unsigned long long)seed);
-    if (cr_sim_run(&o, run_pagerank, &pc, NULL, err, sizeof err))
-        fail_msg("%s: %s", ctx, err);
-    cr_edge *e = calloc(g.m, sizeof *e);
-    for (uint64_t j = 0; j < g.m; j++)
-        e[j] = (cr_edge){g.edges[j].a, g.edges[j].b};
+    run_on_nodes(p, node_size, seed, "PageRank", run_pagerank, &pc);
     ref_graph ref;
+    reference_of(&g, false, &ref);
     double *want = calloc(g.n, sizeof *want);
-    if (ref_graph_build(&ref, g.n, e, NULL, g.m))
-        fail_msg("out of memory");
     int iterations = ref_pagerank(&ref, 0.85, 20, 1e-4, want);
     uint64_t wrong = 0;
     for (uint64_t v = 0; v < g.n; v++)
@@ -597,27 +629,21 @@ static void run_pagerank_at(int p, unsigned node_size, uint64_t seed)
         fail_msg("%s: %llu scores differ from the sequential ones, %d iterations (%d)", ctx,
                  (unsigned long long)wrong, pc.iterations, iterations);
     ref_graph_free(&ref);
-    free(e), free(want), free(pc.score), free(g.edges);
+    free(want), free(pc.score), free(g.edges);
 }
 
 static void test_pagerank(void **state)
 {
     (void)state;
-    static const int ps[] = {1, 2, 3, 5, 8, 17};
-    static const unsigned sizes[] = {0, 2}; /* 0: one node */
-    int seeds = seeds_wanted() < 2 ? seeds_wanted() : 2;
-    for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
-        for (size_t n = 0; n < 2; n++)
-            for (int seed = 1; seed <= seeds; seed++)
-                run_pagerank_at(ps[k], sizes[n], (uint64_t)seed * 131 + (uint64_t)ps[k]);
+    each_layout(run_pagerank_at, 131);
 }
 
 /* ---------------------------------------------------------------- shortest paths */
 
 /* Delta-stepping on one node (distances in the node's memory, read in place by the
  * relaxing rank, records only for lowered ones) and on nodes of 2 (ghosts), with
- * weights in eighths (many ties) and unequal rank speeds, two sources in a row on
- * one graph (the second reuses the node's array): against Dijkstra. */
+ * weights in eighths (many ties), two sources in a row on one graph (the second
+ * reuses the node's array): against Dijkstra. */
 typedef struct sp_case {
     const graph *g;
     uint64_t roots[2];
@@ -655,24 +681,10 @@ static void run_sssp_at(int p, unsigned node_size, uint64_t seed)
     graph g = make_graph(300, 900, seed);
     sp_case sc = {&g, {g.edges[0].a, g.edges[1].b},
                   {calloc(g.n, sizeof(double)), calloc(g.n, sizeof(double))}};
-    cr_config cfg;
-    sim_config(&cfg, "direct");
-    cfg.node_size = node_size;
-    cr_sim_opts o = {.ranks = p, .seed = seed, .cfg = &cfg, .max_slowness = 10,
-                     .stall_chance = 0.01};
-    char err[256];
-    snprintf(ctx, sizeof ctx, "SSSP, P=%d, nodes of %u, seed %llu", p, node_size,
-             (unsigned long long)seed);
-    if (cr_sim_run(&o, run_sssp, &sc, NULL, err, sizeof err))
-        fail_msg("%s: %s", ctx, err);
-    cr_edge *e = calloc(g.m, sizeof *e);
-    float *w = calloc(g.m, sizeof *w);
-    for (uint64_t j = 0; j < g.m; j++)
-        e[j] = (cr_edge){g.edges[j].a, g.edges[j].b}, memcpy(&w[j], &g.edges[j].w, sizeof *w);
+    run_on_nodes(p, node_size, seed, "SSSP", run_sssp, &sc);
     ref_graph ref;
+    reference_of(&g, true, &ref);
     double *want = calloc(g.n, sizeof *want);
-    if (ref_graph_build(&ref, g.n, e, w, g.m))
-        fail_msg("out of memory");
     for (int k = 0; k < 2; k++) {
         ref_sssp(&ref, sc.roots[k], want);
         uint64_t wrong = 0;
@@ -684,19 +696,65 @@ static void run_sssp_at(int p, unsigned node_size, uint64_t seed)
                      (unsigned long long)sc.roots[k], (unsigned long long)wrong);
     }
     ref_graph_free(&ref);
-    free(e), free(w), free(want), free(sc.dist[0]), free(sc.dist[1]), free(g.edges);
+    free(want), free(sc.dist[0]), free(sc.dist[1]), free(g.edges);
 }
 
 static void test_sssp(void **state)
 {
     (void)state;
-    static const int ps[] = {1, 2, 3, 5, 8, 17};
-    static const unsigned sizes[] = {0, 2}; /* 0: one node */
-    int seeds = seeds_wanted() < 2 ? seeds_wanted() : 2;
-    for (size_t k = 0; k < sizeof ps / sizeof ps[0] && ps[k] <= largest_p(); k++)
-        for (size_t n = 0; n < 2; n++)
-            for (int seed = 1; seed <= seeds; seed++)
-                run_sssp_at(ps[k], sizes[n], (uint64_t)seed * 137 + (uint64_t)ps[k]);
+    each_layout(run_sssp_at, 137);
+}
+
+/* ---------------------------------------------------------------- betweenness */
+
+/* Brandes' dependencies on one node (levels, counts and shares in the node's memory;
+ * levels pushed, counts and dependencies pulled by their owners) and on nodes of 2
+ * (ghosts), over three sources, then the same three again on one graph (the node's
+ * arrays reused, every level reset): against the sequential sums. */
+typedef struct bc_case {
+    const graph *g;
+    uint64_t sources[3];
+    double *score[2]; /* by vertex, per call */
+} bc_case;
+
+static void run_bc(cr_comm *comm, void *user)
+{
+    bc_case *bc = user;
+    cr_graph *cg = build_share(comm, bc->g);
+    char err[256];
+    for (int k = 0; k < 2; k++)
+        if (cr_graph_bc(cg, bc->sources, 3, &bc->score[k][cr_graph_first(cg)], NULL, err,
+                        sizeof err))
+            fail_msg("%s", err);
+    cr_graph_destroy(cg);
+}
+
+static void run_bc_at(int p, unsigned node_size, uint64_t seed)
+{
+    graph g = make_graph(300, 900, seed);
+    bc_case bc = {&g, {g.edges[0].a, g.edges[1].b, g.edges[2].a},
+                  {calloc(g.n, sizeof(double)), calloc(g.n, sizeof(double))}};
+    run_on_nodes(p, node_size, seed, "betweenness", run_bc, &bc);
+    ref_graph ref;
+    reference_of(&g, false, &ref);
+    double *want = calloc(g.n, sizeof *want);
+    ref_betweenness(&ref, bc.sources, 3, want);
+    for (int k = 0; k < 2; k++) {
+        uint64_t wrong = 0;
+        for (uint64_t v = 0; v < g.n; v++)
+            wrong += !(fabs(bc.score[k][v] - want[v]) <= 1e-9 * (1 + want[v]));
+        if (wrong)
+            fail_msg("%s: call %d: %llu scores differ from the sequential ones", ctx, k + 1,
+                     (unsigned long long)wrong);
+    }
+    ref_graph_free(&ref);
+    free(want), free(bc.score[0]), free(bc.score[1]), free(g.edges);
+}
+
+static void test_bc(void **state)
+{
+    (void)state;
+    each_layout(run_bc_at, 139);
 }
 
 int main(void)
@@ -709,6 +767,7 @@ int main(void)
                                        cmocka_unit_test(test_cc_local),
                                        cmocka_unit_test(test_bfs),
                                        cmocka_unit_test(test_pagerank),
-                                       cmocka_unit_test(test_sssp)};
+                                       cmocka_unit_test(test_sssp),
+                                       cmocka_unit_test(test_bc)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
