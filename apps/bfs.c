@@ -136,7 +136,7 @@ static int pick_roots(cr_graph *g, uint64_t seed, uint64_t want, uint64_t *roots
     for (uint64_t tries = 0; (uint64_t)have < want && tries < 64 * want + 1024; tries++) {
         uint64_t v = cr_rng_bounded(cr_rng_next(&s), n), degree = 0, any;
         if (cr_graph_owner(g, v) == cr_comm_rank(cr_graph_comm(g)))
-            cr_graph_neighbours(g, v - cr_graph_first(g), &degree);
+            degree = cr_graph_degree(g, v - cr_graph_first(g));
         MPI_Allreduce(&degree, &any, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
         bool repeat = false;
         for (int k = 0; k < have; k++)
@@ -204,7 +204,7 @@ static int read_roots(app *a, cr_graph *g, const char *path, uint64_t max, uint6
     for (int k = 0; k < have; k++) {
         uint64_t degree = 0, any;
         if (cr_graph_owner(g, roots[k]) == cr_comm_rank(cr_graph_comm(g)))
-            cr_graph_neighbours(g, roots[k] - cr_graph_first(g), &degree);
+            degree = cr_graph_degree(g, roots[k] - cr_graph_first(g));
         MPI_Allreduce(&degree, &any, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
         if (any == 0)
             app_error(a, "%s: root %llu has no edge (a search must start at a vertex with one)",

@@ -139,25 +139,22 @@ static void neighborhood(run *r)
         local[i] = cr_rng_hash64(first + i);
     uint64_t nloc = cr_graph_local_count(g), total = 0;
     for (uint64_t u = 0; u < nloc; u++) {
-        uint64_t deg;
-        cr_graph_neighbours(g, u, &deg);
+        uint64_t deg = cr_graph_degree(g, u);
         total += deg;
     }
     uint64_t *got = app_calloc(&r->b->a, total ? total : 1, 8, "the neighbours' entries");
     uint64_t k = 0;
     for (uint64_t u = 0; u < nloc; u++) {
-        uint64_t deg;
-        const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
+        uint64_t deg = cr_graph_degree(g, u);
         for (uint64_t j = 0; j < deg; j++)
-            read_into(r, nb[j], &got[k++]);
+            read_into(r, cr_graph_neighbour(g, u, j), &got[k++]);
     }
     complete(r);
     k = 0;
     for (uint64_t u = 0; u < nloc; u++) {
-        uint64_t deg;
-        const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
+        uint64_t deg = cr_graph_degree(g, u);
         for (uint64_t j = 0; j < deg; j++)
-            r->bad += got[k++] != cr_rng_hash64(nb[j]);
+            r->bad += got[k++] != cr_rng_hash64(cr_graph_neighbour(g, u, j));
     }
     free(got);
 }

@@ -225,24 +225,21 @@ static uint64_t neighborhood(cr_graph *g, cr_darray *a)
         local[i] = cr_rng_hash64(first + i);
     uint64_t nloc = cr_graph_local_count(g);
     for (uint64_t u = 0; u < nloc; u++) {
-        uint64_t deg;
-        cr_graph_neighbours(g, u, &deg);
+        uint64_t deg = cr_graph_degree(g, u);
         total += deg;
     }
     uint64_t *got = xcalloc(total, 8), k = 0;
     for (uint64_t u = 0; u < nloc; u++) {
-        uint64_t deg;
-        const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
+        uint64_t deg = cr_graph_degree(g, u);
         for (uint64_t j = 0; j < deg; j++)
-            cr_darray_read(a, nb[j], &got[k++]);
+            cr_darray_read(a, cr_graph_neighbour(g, u, j), &got[k++]);
     }
     cr_darray_step(a);
     k = 0;
     for (uint64_t u = 0; u < nloc; u++) {
-        uint64_t deg;
-        const uint64_t *nb = cr_graph_neighbours(g, u, &deg);
+        uint64_t deg = cr_graph_degree(g, u);
         for (uint64_t j = 0; j < deg; j++)
-            bad += got[k++] != cr_rng_hash64(nb[j]);
+            bad += got[k++] != cr_rng_hash64(cr_graph_neighbour(g, u, j));
     }
     free(got);
     return bad;

@@ -117,7 +117,7 @@ int kernel_sources(kernel_app *k, uint64_t salt, int want, uint64_t *sources)
     for (uint64_t tries = 0; have < want && tries < 64 * (uint64_t)want + 1024; tries++) {
         uint64_t v = cr_rng_bounded(cr_rng_next(&s), n), degree = 0, any;
         if (cr_graph_owner(g, v) == k->a.rank)
-            cr_graph_neighbours(g, v - cr_graph_first(g), &degree);
+            degree = cr_graph_degree(g, v - cr_graph_first(g));
         MPI_Allreduce(&degree, &any, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
         if (any > 0)
             sources[have++] = v;

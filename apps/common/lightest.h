@@ -19,14 +19,14 @@ static inline uint64_t app_edge_weight(uint64_t u, uint64_t v)
 /* The lightest neighbour of local vertex u_local (global id u), or u itself. */
 static inline uint64_t app_lightest_neighbour(cr_graph *g, uint64_t u_local, uint64_t u)
 {
-    uint64_t deg, best = u, bw = UINT64_MAX;
-    const uint64_t *nb = cr_graph_neighbours(g, u_local, &deg);
+    uint64_t deg = cr_graph_degree(g, u_local), best = u, bw = UINT64_MAX;
     for (uint64_t j = 0; j < deg; j++) {
-        if (nb[j] == u)
+        uint64_t v = cr_graph_neighbour(g, u_local, j);
+        if (v == u)
             continue;
-        uint64_t w = app_edge_weight(u, nb[j]);
-        if (w < bw || (w == bw && nb[j] < best))
-            bw = w, best = nb[j];
+        uint64_t w = app_edge_weight(u, v);
+        if (w < bw || (w == bw && v < best))
+            bw = w, best = v;
     }
     return best;
 }

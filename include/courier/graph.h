@@ -136,8 +136,12 @@ uint64_t cr_graph_vertices(const cr_graph *g);
 uint64_t cr_graph_first(const cr_graph *g);       /* global id of my first vertex */
 uint64_t cr_graph_local_count(const cr_graph *g); /* vertices I own */
 int cr_graph_owner(const cr_graph *g, uint64_t v);
-/* Neighbours of my local vertex i (global ids), and how many. */
-const uint64_t *cr_graph_neighbours(const cr_graph *g, uint64_t i, uint64_t *degree);
+/* How many neighbours my local vertex i has (a repeated edge counted each time, a
+ * self-loop twice), and the k-th of them (k below that) as a global id. The graph
+ * keeps its lists as 4-byte ids when it has fewer than 2^32 vertices, 8-byte ones
+ * otherwise, so it hands out ids one at a time. Local. */
+uint64_t cr_graph_degree(const cr_graph *g, uint64_t i);
+uint64_t cr_graph_neighbour(const cr_graph *g, uint64_t i, uint64_t k);
 cr_comm *cr_graph_comm(const cr_graph *g);
 /* This rank's edges as the graph holds them, each once (from its smaller end's list;
  * a self-loop's two ends make one edge), with their weights when the graph has them;
@@ -147,7 +151,7 @@ void cr_graph_edges(const cr_graph *g, cr_edge_list *out);
 /* Whether the graph has weights: some rank's edge list had them, and every rank's
  * that had edges. Local. */
 bool cr_graph_weighted(const cr_graph *g);
-/* The weights of my local vertex i's neighbours, in cr_graph_neighbours' order, or
+/* The weights of my local vertex i's neighbours, in cr_graph_neighbour's order, or
  * NULL when the graph has none. Owned by the graph. Local. */
 const float *cr_graph_weights(const cr_graph *g, uint64_t i);
 

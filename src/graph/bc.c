@@ -109,7 +109,7 @@ static inline void prefetch_lists(const bc_run *r, uint64_t j, uint64_t to)
     }
     if (j + 4 < to) {
         uint64_t u = r->order[j + 4];
-        __builtin_prefetch(r->g->adj + r->g->offsets[u] + gh->local_runs[u].from);
+        __builtin_prefetch(graph_ids_addr(r->g->adj, r->g->offsets[u] + gh->local_runs[u].from));
     }
 }
 
@@ -120,10 +120,10 @@ static inline void each_local(bc_run *r, uint64_t u, void (*f)(bc_run *, uint64_
 {
     const graph_ghosts *gh = r->gh;
     if (gh->local_runs) {
-        const uint64_t *adj = r->g->adj + r->g->offsets[u] + gh->local_runs[u].from;
-        uint64_t first = r->g->first;
+        const cr_graph *g = r->g;
+        uint64_t from = g->offsets[u] + gh->local_runs[u].from;
         for (uint32_t k = 0; k < gh->local_runs[u].count; k++)
-            f(r, adj[k] - first, x);
+            f(r, graph_nbr(g, from + k) - g->first, x);
         return;
     }
     for (uint64_t k = gh->local_off[u]; k < gh->local_off[u + 1]; k++)
@@ -275,8 +275,8 @@ static size_t node_bytes_per_vertex(void)
  * when the comm spans nodes or its node cannot share memory. */
 static cr_node_segment *node_arrays(cr_graph *g)
 {
-    if (g->n > UINT32_MAX || g->n > SIZE_MAX / node_bytes_per_vertex())
-        return NULL;
+    if (!graph_adj32(g) || g->n > SIZE_MAX / node_bytes_per_vertex())
+        return NULL; /* the lists are read as 4-byte ids */
     return graph_node_array(g, &node_arrays_module, g->n * node_bytes_per_vertex());
 }
 

@@ -138,7 +138,7 @@ static void relax_drain(bfs_run *r)
             r->stack_head = r->nstack = 0; /* empty: start over at the front */
         int32_t next = r->level[i] + 1;
         for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-            uint64_t w = g->adj[e];
+            uint64_t w = graph_nbr(g, e);
             int owner = cr_graph_owner(g, w);
             if (owner == g->rank) {
                 relax(r, w, u, next);
@@ -205,7 +205,7 @@ static void top_down_step(bfs_run *r, const uint64_t *frontier, size_t nfrontier
     for (size_t f = 0; f < nfrontier; f++) {
         uint64_t i = frontier[f], u = g->first + i;
         for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-            uint64_t v = g->adj[e];
+            uint64_t v = graph_nbr(g, e);
             if (v - g->first < g->count) { /* mine: no owner to compute (a division) */
                 visit(r, v, u);
                 continue;
@@ -359,8 +359,8 @@ static bool find_parent(bfs_run *r, const hybrid *h, uint64_t i)
 {
     const cr_graph *g = r->g;
     for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
-        if (in_frontier(h, g->adj[e])) {
-            visit(r, g->first + i, g->adj[e]);
+        if (in_frontier(h, graph_nbr(g, e))) {
+            visit(r, g->first + i, graph_nbr(g, e));
             return true;
         }
     return false;
@@ -647,7 +647,7 @@ static void end_run(bfs_run *r)
 static bool is_neighbour(const cr_graph *g, uint64_t i, uint64_t v)
 {
     for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
-        if (g->adj[e] == v)
+        if (graph_nbr(g, e) == v)
             return true;
     return false;
 }
@@ -676,7 +676,7 @@ static void check_vertex(bfs_run *r, uint64_t root, uint64_t i)
         }
     }
     for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-        uint64_t u = g->adj[e];
+        uint64_t u = graph_nbr(g, e);
         if (u <= v) /* each undirected edge once; self-loops need no check */
             continue;
         int64_t m[3] = {(int64_t)u, (int64_t)v, l};

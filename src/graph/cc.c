@@ -264,8 +264,8 @@ static void sample_local_neighbours(cc_run *r, uint64_t i)
     if (end - e > SAMPLE_SPAN)
         end = e + SAMPLE_SPAN;
     for (int linked = 0; e < end && linked < SAMPLE_NEIGHBOURS; e++)
-        if (owns(g, g->adj[e])) {
-            unite(r->parent, (uint32_t)i, (uint32_t)(g->adj[e] - g->first), NO_ROOT);
+        if (owns(g, graph_nbr(g, e))) {
+            unite(r->parent, (uint32_t)i, (uint32_t)(graph_nbr(g, e) - g->first), NO_ROOT);
             linked++;
         }
 }
@@ -290,8 +290,8 @@ static void local_phase(cc_run *r, uint64_t seed)
         if (find(p, (uint32_t)i) == giant)
             continue;
         for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
-            if (owns(g, g->adj[e]))
-                unite(p, (uint32_t)i, (uint32_t)(g->adj[e] - g->first), giant);
+            if (owns(g, graph_nbr(g, e)))
+                unite(p, (uint32_t)i, (uint32_t)(graph_nbr(g, e) - g->first), giant);
     }
     /* Compress every path, note each component's smallest id (its first vertex in
      * this ascending pass; the giant's root need not be it: it stayed the root), mark
@@ -345,7 +345,7 @@ static void cut_edges_outside(cc_run *r, uint64_t i)
     uint64_t u = g->first + i;
     uint32_t root = r->parent[i];
     for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-        uint64_t v = g->adj[e];
+        uint64_t v = graph_nbr(g, e);
         if (owns(g, v) || (!is_giant(r, v) && v < u))
             continue;
         int s = cr_block_owner(g->n, g->size, v);
@@ -386,7 +386,7 @@ static void giant_to_giant(cc_run *r, uint64_t mine)
             uint64_t from = pass == 0 ? lo : lo + SAMPLE_NEIGHBOURS;
             uint64_t to = pass == 0 && hi - lo > SAMPLE_NEIGHBOURS ? lo + SAMPLE_NEIGHBOURS : hi;
             for (uint64_t e = from; e < to; e++) {
-                uint64_t v = g->adj[e];
+                uint64_t v = graph_nbr(g, e);
                 if (owns(g, v) || !is_giant(r, v))
                     continue;
                 int s = cr_block_owner(g->n, g->size, v);

@@ -44,13 +44,12 @@ typedef struct offer_state {
 static void offer(offer_run *r, uint64_t i, uint64_t label)
 {
     cr_graph *g = r->g;
-    uint64_t deg;
-    const uint64_t *nb = cr_graph_neighbours(g, i, &deg);
-    for (uint64_t j = 0; j < deg; j++) {
-        if (nb[j] <= label)
+    for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+        uint64_t v = graph_nbr(g, e);
+        if (v <= label)
             continue; /* its own id is already at most this label */
-        uint64_t rec[2] = {nb[j], label};
-        cr_async(g->comm, cr_block_owner(g->n, g->size, nb[j]), r->h_offer, rec, sizeof rec);
+        uint64_t rec[2] = {v, label};
+        cr_async(g->comm, cr_block_owner(g->n, g->size, v), r->h_offer, rec, sizeof rec);
     }
 }
 
@@ -132,7 +131,7 @@ static uint64_t sv(cr_graph *g, const cr_cc_opts *opts, uint64_t *label)
         uint64_t k = 0;
         for (uint64_t i = 0; i < nl; i++)
             for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
-                cr_darray_read(gf, g->adj[e], &ngf[k++]);
+                cr_darray_read(gf, graph_nbr(g, e), &ngf[k++]);
         cr_darray_step(gf);
         memcpy(old, fl, nl * sizeof *old);
         k = 0;

@@ -61,36 +61,76 @@ uint64_t graph_local_of_slot(const cr_graph *g, uint64_t k)
     return lo;
 }
 
-/* Quicksort with insertion sort below 24 items: lists are mostly short. */
-void graph_sort_ids(uint64_t *a, uint64_t n)
+/* Quicksort with insertion sort below 24 items: lists are mostly short. One body for
+ * both widths of id. */
+#define DEFINE_SORT_IDS(name, type)                                                     \
+    void name(type *a, uint64_t n)                                                      \
+    {                                                                                   \
+        while (n > 24) {                                                                \
+            type p = a[n / 2];                                                          \
+            uint64_t i = 0, j = n - 1;                                                  \
+            for (;;) {                                                                  \
+                while (a[i] < p)                                                        \
+                    i++;                                                                \
+                while (a[j] > p)                                                        \
+                    j--;                                                                \
+                if (i >= j)                                                             \
+                    break;                                                              \
+                type t = a[i];                                                          \
+                a[i++] = a[j], a[j--] = t;                                              \
+            }                                                                           \
+            /* [0, j] <= p <= [j + 1, n): recurse on the smaller part */                \
+            if (j + 1 < n - j - 1) {                                                    \
+                name(a, j + 1);                                                         \
+                a += j + 1, n -= j + 1;                                                 \
+            } else {                                                                    \
+                name(a + j + 1, n - j - 1);                                             \
+                n = j + 1;                                                              \
+            }                                                                           \
+        }                                                                               \
+        for (uint64_t i = 1; i < n; i++) {                                              \
+            type x = a[i];                                                              \
+            uint64_t k = i;                                                             \
+            for (; k > 0 && a[k - 1] > x; k--)                                          \
+                a[k] = a[k - 1];                                                        \
+            a[k] = x;                                                                   \
+        }                                                                               \
+    }
+
+DEFINE_SORT_IDS(graph_sort_ids, uint64_t)
+DEFINE_SORT_IDS(graph_sort_ids32, uint32_t)
+
+void graph_ids_sort(graph_ids a, uint64_t from, uint64_t n)
 {
-    while (n > 24) {
-        uint64_t p = a[n / 2], i = 0, j = n - 1;
-        for (;;) {
-            while (a[i] < p)
-                i++;
-            while (a[j] > p)
-                j--;
-            if (i >= j)
-                break;
-            uint64_t t = a[i];
-            a[i++] = a[j], a[j--] = t;
-        }
-        /* [0, j] <= p <= [j + 1, n): recurse on the smaller part */
-        if (j + 1 < n - j - 1) {
-            graph_sort_ids(a, j + 1);
-            a += j + 1, n -= j + 1;
-        } else {
-            graph_sort_ids(a + j + 1, n - j - 1);
-            n = j + 1;
-        }
-    }
-    for (uint64_t i = 1; i < n; i++) {
-        uint64_t x = a[i], k = i;
-        for (; k > 0 && a[k - 1] > x; k--)
-            a[k] = a[k - 1];
-        a[k] = x;
-    }
+    if (a.u32)
+        graph_sort_ids32(a.u32 + from, n);
+    else
+        graph_sort_ids(a.u64 + from, n);
+}
+
+static bool wide_forced;
+
+void graph_ids_force_wide(bool wide)
+{
+    wide_forced = wide;
+}
+
+bool graph_ids_narrow(uint64_t n)
+{
+    return n <= UINT32_MAX && !wide_forced;
+}
+
+graph_ids graph_ids_alloc(uint64_t n, uint64_t vertices)
+{
+    if (graph_ids_narrow(vertices))
+        return (graph_ids){.u32 = graph_xmalloc_large(n, sizeof(uint32_t))};
+    return (graph_ids){.u64 = graph_xmalloc_large(n, sizeof(uint64_t))};
+}
+
+void graph_ids_free(graph_ids a)
+{
+    free(a.u32);
+    free(a.u64);
 }
 
 uint64_t graph_longest_list(const uint64_t *off, uint64_t n)
@@ -104,9 +144,14 @@ uint64_t graph_longest_list(const uint64_t *off, uint64_t n)
 
 uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t key)
 {
+    return graph_ids_lower_bound((graph_ids){.u64 = (uint64_t *)a}, lo, hi, key);
+}
+
+uint64_t graph_ids_lower_bound(graph_ids a, uint64_t lo, uint64_t hi, uint64_t key)
+{
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < key)
+        if (graph_id_at(a, mid) < key)
             lo = mid + 1;
         else
             hi = mid;
@@ -117,18 +162,6 @@ uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t
 void *graph_xmalloc_large(size_t n, size_t size)
 {
     return cr_xmalloc_large(n ? n : 1, size);
-}
-
-const uint32_t *graph_adj32(cr_graph *g)
-{
-    if (g->n > UINT32_MAX)
-        return NULL;
-    if (!g->adj32) {
-        g->adj32 = graph_xmalloc_large(g->nadj, sizeof *g->adj32);
-        for (uint64_t k = 0; k < g->nadj; k++)
-            g->adj32[k] = (uint32_t)g->adj[k];
-    }
-    return g->adj32;
 }
 
 typedef struct node_array_state {

@@ -66,14 +66,14 @@ static void build_csr(cr_graph *g, const arrivals *a)
     for (uint64_t i = 0; i < g->count; i++)
         g->offsets[i + 1] += g->offsets[i];
     g->nadj = a->count;
-    g->adj = graph_xmalloc_large(a->count, sizeof *g->adj);
+    g->adj = graph_ids_alloc(a->count, g->n);
     if (g->weighted)
         g->wadj = graph_xmalloc_large(a->count, sizeof *g->wadj);
     uint64_t *fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *fill);
     memcpy(fill, g->offsets, g->count * sizeof *fill);
     for (size_t i = 0; i < a->count; i++) {
         uint64_t k = fill[a->pairs[i][0]]++;
-        g->adj[k] = a->pairs[i][1];
+        graph_id_set(g->adj, k, a->pairs[i][1]);
         if (g->wadj)
             g->wadj[k] = weight_of(a->pairs[i][2]);
     }
@@ -111,7 +111,7 @@ static void on_halves(cr_comm *comm, const cr_batch *b, void *user)
         uint64_t e[3] = {0, 0, 0};
         memcpy(e, b->payloads + k * b->stride, b->len);
         uint64_t slot = p->fill[e[0] - g->first]++;
-        g->adj[slot] = e[1];
+        graph_id_set(g->adj, slot, e[1]);
         if (g->wadj)
             g->wadj[slot] = weight_of(e[2]);
     }
@@ -193,7 +193,7 @@ static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local, cr_edge_l
     for (uint64_t i = 0; i < g->count; i++)
         g->offsets[i + 1] += g->offsets[i];
     g->nadj = g->offsets[g->count];
-    g->adj = graph_xmalloc_large(g->nadj, sizeof *g->adj);
+    g->adj = graph_ids_alloc(g->nadj, g->n);
     if (g->weighted)
         g->wadj = graph_xmalloc_large(g->nadj, sizeof *g->wadj);
     p.fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *p.fill);
@@ -277,7 +277,7 @@ static void find_self_loops(cr_graph *g)
     for (uint64_t i = 0; i < g->count; i++) {
         uint64_t ends = 0;
         for (uint64_t k = g->offsets[i]; k < g->offsets[i + 1]; k++)
-            ends += g->adj[k] == g->first + i;
+            ends += graph_nbr(g, k) == g->first + i;
         if (!ends)
             continue;
         if (g->nloops == cap) {
@@ -311,10 +311,12 @@ static void sort_by_weight(cr_graph *g)
     for (uint64_t i = 0; i < g->count; i++) {
         uint64_t at = g->offsets[i], n = g->offsets[i + 1] - at;
         for (uint64_t k = 0; k < n; k++)
-            tmp[k] = (weighted_end){g->wadj[at + k], g->adj[at + k]};
+            tmp[k] = (weighted_end){g->wadj[at + k], graph_nbr(g, at + k)};
         qsort(tmp, n, sizeof *tmp, by_weight);
-        for (uint64_t k = 0; k < n; k++)
-            g->wadj[at + k] = tmp[k].w, g->adj[at + k] = tmp[k].v;
+        for (uint64_t k = 0; k < n; k++) {
+            g->wadj[at + k] = tmp[k].w;
+            graph_id_set(g->adj, at + k, tmp[k].v);
+        }
     }
     free(tmp);
 }
@@ -336,8 +338,6 @@ void cr_graph_simplify(cr_graph *g)
         free(g->ghosts);
         g->ghosts = NULL;
     }
-    free(g->adj32);
-    g->adj32 = NULL;
     uint64_t most = graph_longest_list(g->offsets, g->count), at = 0;
     weighted_end *tmp = g->wadj ? cr_xmalloc((most ? most : 1) * sizeof *tmp) : NULL;
     for (uint64_t i = 0; i < g->count; i++) {
@@ -345,20 +345,26 @@ void cr_graph_simplify(cr_graph *g)
         g->offsets[i] = at;
         if (tmp) {
             for (uint64_t k = 0; k < n; k++)
-                tmp[k] = (weighted_end){g->wadj[from + k], g->adj[from + k]};
+                tmp[k] = (weighted_end){g->wadj[from + k], graph_nbr(g, from + k)};
             qsort(tmp, n, sizeof *tmp, by_neighbour);
             for (uint64_t k = 0; k < n; k++)
-                if (tmp[k].v != self && (k == 0 || tmp[k].v != tmp[k - 1].v))
-                    g->adj[at] = tmp[k].v, g->wadj[at++] = tmp[k].w;
+                if (tmp[k].v != self && (k == 0 || tmp[k].v != tmp[k - 1].v)) {
+                    graph_id_set(g->adj, at, tmp[k].v);
+                    g->wadj[at++] = tmp[k].w;
+                }
         } else {
-            graph_sort_ids(g->adj + from, n);
-            for (uint64_t k = 0; k < n; k++)
-                if (g->adj[from + k] != self && (k == 0 || g->adj[from + k] != g->adj[from + k - 1]))
-                    g->adj[at++] = g->adj[from + k];
+            graph_ids_sort(g->adj, from, n);
+            uint64_t last = 0;
+            for (uint64_t k = 0; k < n; k++) {
+                uint64_t v = graph_nbr(g, from + k);
+                if (v != self && (k == 0 || v != last))
+                    graph_id_set(g->adj, at++, v);
+                last = v;
+            }
         }
     }
     /* the dropped copies' room goes back to the system (10% of an R-MAT graph's) */
-    release_pages(g->adj + at, (g->nadj - at) * sizeof *g->adj);
+    release_pages(graph_ids_addr(g->adj, at), (g->nadj - at) * graph_ids_width(g->adj));
     if (g->wadj)
         release_pages(g->wadj + at, (g->nadj - at) * sizeof *g->wadj);
     g->offsets[g->count] = g->nadj = at;
@@ -455,9 +461,8 @@ void cr_graph_destroy(cr_graph *g)
     if (!g)
         return;
     free(g->offsets);
-    free(g->adj);
+    graph_ids_free(g->adj);
     free(g->wadj);
-    free(g->adj32);
     if (g->ghosts)
         graph_ghosts_free(g->ghosts);
     free(g->ghosts);
@@ -475,10 +480,14 @@ int cr_graph_owner(const cr_graph *g, uint64_t v)
     return cr_block_owner(g->n, g->size, v);
 }
 
-const uint64_t *cr_graph_neighbours(const cr_graph *g, uint64_t i, uint64_t *degree)
+uint64_t cr_graph_degree(const cr_graph *g, uint64_t i)
 {
-    *degree = g->offsets[i + 1] - g->offsets[i];
-    return g->adj + g->offsets[i];
+    return g->offsets[i + 1] - g->offsets[i];
+}
+
+uint64_t cr_graph_neighbour(const cr_graph *g, uint64_t i, uint64_t k)
+{
+    return graph_nbr(g, g->offsets[i] + k);
 }
 
 bool cr_graph_weighted(const cr_graph *g)
@@ -521,7 +530,7 @@ void cr_graph_edges(const cr_graph *g, cr_edge_list *out)
     for (uint64_t i = 0; i < g->count; i++) {
         uint64_t u = g->first + i, loops = 0;
         for (uint64_t k = g->offsets[i]; k < g->offsets[i + 1]; k++) {
-            uint64_t v = g->adj[k];
+            uint64_t v = graph_nbr(g, k);
             /* each edge from its smaller end; a loop's two ends make one edge */
             if (v < u || (v == u && loops++ % 2))
                 continue;

@@ -181,13 +181,13 @@ static uint64_t id_index_lookup(const graph_id_index *x, uint64_t id)
  * index, or count + slot. With by_id, no col: *by_id gets an index from a remote id
  * to its slot instead, for the reverse index to be built from (the caller frees its
  * cells). */
-static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj,
+static void number_slots(graph_ghosts *gh, const uint64_t *offsets, graph_ids adj,
                          graph_id_index *by_id)
 {
     const cr_graph *g = gh->g;
     uint64_t nadj = offsets[g->count], remote = 0;
     for (uint64_t k = 0; k < nadj; k++)
-        remote += adj[k] - g->first >= g->count;
+        remote += graph_id_at(adj, k) - g->first >= g->count;
     uint64_t others = g->n - g->count;
     if (g->count + (remote < others ? remote : others) >= UINT32_MAX)
         cr_fatal("graph ghosts: rank %d has %llu vertices and up to %llu ghosts, more than "
@@ -198,7 +198,7 @@ static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64
     uint32_t *col = by_id ? NULL : graph_xmalloc_large(nadj, sizeof *col);
     gh->ids = cr_xmalloc((remote ? remote : 1) * sizeof *gh->ids);
     for (uint64_t k = 0; k < nadj; k++) {
-        uint64_t v = adj[k];
+        uint64_t v = graph_id_at(adj, k);
         if (v - g->first < g->count) {
             if (col)
                 col[k] = (uint32_t)(v - g->first);
@@ -223,13 +223,13 @@ static void number_slots(graph_ghosts *gh, const uint64_t *offsets, const uint64
 
 /* col rebuilt for ghosts numbered without it (graph_ghosts_reversed_of came first):
  * a remote id's slot is its place in the sorted ids. */
-static void fill_col(graph_ghosts *gh, const uint64_t *offsets, const uint64_t *adj)
+static void fill_col(graph_ghosts *gh, const uint64_t *offsets, graph_ids adj)
 {
     const cr_graph *g = gh->g;
     uint64_t nadj = offsets[g->count];
     gh->col = graph_xmalloc_large(nadj, sizeof *gh->col);
     for (uint64_t k = 0; k < nadj; k++) {
-        uint64_t v = adj[k];
+        uint64_t v = graph_id_at(adj, k);
         if (v - g->first < g->count) {
             gh->col[k] = (uint32_t)(v - g->first);
             continue;
@@ -308,7 +308,7 @@ static void subscribe(graph_ghosts *gh)
     s->gh = NULL;
 }
 
-static void ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+static void ghosts_build(cr_graph *g, const uint64_t *offsets, graph_ids adj,
                          graph_ghosts *gh, graph_id_index *by_id)
 {
     *gh = (graph_ghosts){.g = g};
@@ -316,13 +316,13 @@ static void ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *a
     subscribe(gh);
 }
 
-void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, graph_ids adj,
                         graph_ghosts *gh)
 {
     ghosts_build(g, offsets, adj, gh, NULL);
 }
 
-void graph_ghosts_build_indexed(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+void graph_ghosts_build_indexed(cr_graph *g, const uint64_t *offsets, graph_ids adj,
                                 graph_ghosts *gh)
 {
     graph_id_index by_id;
@@ -483,15 +483,15 @@ static void sort_reverse_by_weight(graph_ghosts *gh)
  * where remote entries are read). */
 typedef struct col_source {
     const graph_ghosts *gh;
-    const uint64_t *adj;         /* NULL: gh->col */
+    graph_ids adj;               /* none: gh->col */
     const graph_id_index *by_id;
 } col_source;
 
 static inline uint32_t col_at(const col_source *c, uint64_t k)
 {
-    if (!c->adj)
+    if (!c->adj.u32 && !c->adj.u64)
         return c->gh->col[k];
-    uint64_t v = c->adj[k], first = c->gh->g->first, count = c->gh->g->count;
+    uint64_t v = graph_id_at(c->adj, k), first = c->gh->g->first, count = c->gh->g->count;
     return (uint32_t)(v - first < count ? v - first : count + id_index_lookup(c->by_id, v));
 }
 
@@ -499,7 +499,9 @@ static inline uint32_t col_at(const col_source *c, uint64_t k)
 static inline bool is_local(const col_source *c, uint64_t k)
 {
     const cr_graph *g = c->gh->g;
-    return c->adj ? c->adj[k] - g->first < g->count : c->gh->col[k] < g->count;
+    if (!c->adj.u32 && !c->adj.u64)
+        return c->gh->col[k] < g->count;
+    return graph_id_at(c->adj, k) - g->first < g->count;
 }
 
 /* Each vertex's edges to my own vertices, in list order (lightest first, weighted). */
@@ -633,8 +635,8 @@ static bool local_runs(graph_ghosts *gh)
     gh->local_runs = cr_xmalloc((g->count ? g->count : 1) * sizeof *gh->local_runs);
     for (uint64_t i = 0; i < g->count; i++) {
         uint64_t start = g->offsets[i], end = g->offsets[i + 1];
-        uint64_t from = graph_lower_bound(g->adj, start, end, g->first);
-        uint64_t to = graph_lower_bound(g->adj, from, end, g->first + g->count);
+        uint64_t from = graph_ids_lower_bound(g->adj, start, end, g->first);
+        uint64_t to = graph_ids_lower_bound(g->adj, from, end, g->first + g->count);
         gh->local_runs[i] = (graph_run){(uint32_t)(from - start), (uint32_t)(to - from)};
     }
     return true;
@@ -663,7 +665,7 @@ static graph_ghosts *reverse_index_of(cr_graph *g, bool with_local)
     }
     /* ghosts with col came from graph_ghosts_of; without, from here (where the local
      * entries are read from the lists, which needs no table) */
-    const col_source c = {.gh = gh, .adj = gh->col ? NULL : g->adj};
+    const col_source c = {.gh = gh, .adj = gh->col ? (graph_ids){0} : g->adj};
     if (!gh->rev_off)
         reverse_from(gh, g->offsets, &c);
     if (with_local && !gh->local_off)

@@ -59,14 +59,14 @@ typedef struct graph_ghosts {
 } graph_ghosts;
 
 /* Number the remote ids of the adjacency (offsets, adj: a CSR over my vertices, of
- * global ids; the graph's own or one derived from it) and subscribe to them at their
+ * global ids of either width; the graph's own or one derived from it) and subscribe to them at their
  * owners. Collective (registers three handlers on the graph's comm at the first call
  * there). */
-void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+void graph_ghosts_build(cr_graph *g, const uint64_t *offsets, graph_ids adj,
                         graph_ghosts *gh);
 /* The same without col (NULL), with an index from a remote id to its slot instead
  * (graph_ghosts_slot): 6 bytes or so per ghost, not 4 per adjacency entry. Collective. */
-void graph_ghosts_build_indexed(cr_graph *g, const uint64_t *offsets, const uint64_t *adj,
+void graph_ghosts_build_indexed(cr_graph *g, const uint64_t *offsets, graph_ids adj,
                                 graph_ghosts *gh);
 /* After graph_ghosts_build_indexed: the slot of id, or UINT64_MAX if it is no ghost.
  * Local. */

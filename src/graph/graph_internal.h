@@ -6,8 +6,51 @@
 #include "common/block.h"
 #include "mailbox/module.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* A CSR's neighbour ids: 4 bytes each when the graph has fewer than 2^32 vertices
+ * (u32 set, GAP's width: half the memory and half the bytes a sweep reads), else 8
+ * (u64 set). */
+typedef struct graph_ids {
+    uint32_t *u32;
+    uint64_t *u64;
+} graph_ids;
+
+static inline uint64_t graph_id_at(graph_ids a, uint64_t k)
+{
+    return a.u32 ? a.u32[k] : a.u64[k];
+}
+
+static inline void graph_id_set(graph_ids a, uint64_t k, uint64_t v)
+{
+    if (a.u32)
+        a.u32[k] = (uint32_t)v;
+    else
+        a.u64[k] = v;
+}
+
+/* Whether a graph of n vertices keeps 4-byte ids. */
+bool graph_ids_narrow(uint64_t n);
+/* Tests only: graphs built after this call keep 8-byte ids whatever their size, so
+ * the wide lists' code runs on graphs small enough to test. Process-wide; call it on
+ * every rank alike, between graphs. */
+void graph_ids_force_wide(bool wide);
+
+/* Room for n ids of a graph of `vertices` vertices (graph_xmalloc_large); free with
+ * graph_ids_free. Local. */
+graph_ids graph_ids_alloc(uint64_t n, uint64_t vertices);
+void graph_ids_free(graph_ids a);
+/* The bytes of ids [from, from + n) (for prefetching and releasing pages). */
+static inline void *graph_ids_addr(graph_ids a, uint64_t k)
+{
+    return a.u32 ? (void *)(a.u32 + k) : (void *)(a.u64 + k);
+}
+static inline size_t graph_ids_width(graph_ids a)
+{
+    return a.u32 ? sizeof *a.u32 : sizeof *a.u64;
+}
 
 /* A local vertex with self-loops, and how many. */
 typedef struct cr_graph_loops {
@@ -21,7 +64,7 @@ struct cr_graph {
     uint64_t first;  /* my first vertex */
     uint64_t count;  /* vertices I own */
     uint64_t *offsets; /* CSR: neighbours of local i are adj[offsets[i] .. offsets[i+1]) */
-    uint64_t *adj;
+    graph_ids adj;     /* 4-byte ids below 2^32 vertices (graph_nbr reads either) */
     uint64_t nadj;
     bool simple;     /* cr_graph_simplify made it: no self-loop or repeated edge, each
                         list sorted by neighbour (by weight when weighted) */
@@ -32,8 +75,6 @@ struct cr_graph {
     uint64_t weight_bad;  /* the slot of my first negative or NaN weight, or UINT64_MAX */
     struct graph_ghosts *ghosts; /* graph_ghosts_of: built by the first kernel that
                                     needs them, kept with the graph */
-    uint32_t *adj32; /* graph_adj32: adj as 32-bit ids (a graph under 2^32 vertices),
-                        built by the first kernel that reads it, kept with the graph */
     cr_graph_loops *loops; /* my vertices with self-loops, by local index */
     size_t nloops;
     /* Nothing else: each kernel keeps its run and its handlers to itself (a module
@@ -65,7 +106,13 @@ void graph_state_free(cr_comm *comm, void *state);
 
 static inline void graph_prefetch_list(const cr_graph *g, uint64_t i)
 {
-    __builtin_prefetch(&g->adj[g->offsets[i]]);
+    __builtin_prefetch(graph_ids_addr(g->adj, g->offsets[i]));
+}
+
+/* The id in slot k of my adjacency. */
+static inline uint64_t graph_nbr(const cr_graph *g, uint64_t k)
+{
+    return graph_id_at(g->adj, k);
 }
 
 /* The longest of the n lists of a CSR's offsets (off[i] .. off[i + 1]). Local. */
@@ -73,9 +120,13 @@ uint64_t graph_longest_list(const uint64_t *off, uint64_t n);
 
 /* Sort n ids in place (lists are mostly short). Local. */
 void graph_sort_ids(uint64_t *a, uint64_t n);
+void graph_sort_ids32(uint32_t *a, uint64_t n);
+/* Sort ids [from, from + n) of a. Local. */
+void graph_ids_sort(graph_ids a, uint64_t from, uint64_t n);
 /* The first index in [lo, hi) of the ascending a whose value is not below key (hi if
  * none). Local. */
 uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t key);
+uint64_t graph_ids_lower_bound(graph_ids a, uint64_t lo, uint64_t hi, uint64_t key);
 /* cr_xmalloc(n * size), asking the system for huge pages (2 MiB) over the whole
  * pages inside it, before they are first touched: the kernels read the adjacency
  * at each vertex's start, and with small pages nearly every vertex's start misses the
@@ -91,9 +142,12 @@ void *graph_xmalloc_large(size_t n, size_t size);
 cr_node_segment *graph_node_array(cr_graph *g, const cr_module_type *type, size_t bytes);
 void graph_node_array_free(cr_comm *comm, void *state);
 
-/* adj as 32-bit ids, half the bytes a sweep over the lists reads (the graph has fewer
- * than 2^32 vertices), kept with the graph; NULL when it has more. Local. */
-const uint32_t *graph_adj32(cr_graph *g);
+/* adj as 32-bit ids (the graph has fewer than 2^32 vertices); NULL when it has more.
+ * Local. */
+static inline const uint32_t *graph_adj32(const cr_graph *g)
+{
+    return g->adj.u32;
+}
 
 /* This rank's largest weight and first bad (negative or NaN) one, scanned at the
  * first call and kept with the graph (its weights do not change). Local. */

@@ -69,8 +69,8 @@ static const cr_module_type node_values_module = {.name = "graph pagerank on one
  * (on every rank) when the comm spans nodes or its node cannot share memory. */
 static cr_node_segment *node_values(cr_graph *g)
 {
-    if (g->n > UINT32_MAX || g->n > SIZE_MAX / (2 * sizeof(float)))
-        return NULL;
+    if (!graph_adj32(g) || g->n > SIZE_MAX / (2 * sizeof(float)))
+        return NULL; /* the lists are read as 4-byte ids */
     return graph_node_array(g, &node_values_module, 2 * g->n * sizeof(float));
 }
 

@@ -262,7 +262,6 @@ static void relax_edges(sssp_run *r, uint64_t i, double d, bool light)
 static void relax_edges_on_node(sssp_run *r, uint64_t i, double d, bool light)
 {
     const cr_graph *g = r->g;
-    const uint64_t *adj = g->adj;
     const float *w = g->wadj;
     uint64_t from = g->offsets[i], to = g->offsets[i + 1];
     uint64_t cut = first_heavy(r, w, from, to);
@@ -271,7 +270,7 @@ static void relax_edges_on_node(sssp_run *r, uint64_t i, double d, bool light)
     else
         from = cut;
     for (uint64_t k = from; k < to; k++) {
-        uint64_t v = adj[k];
+        uint64_t v = graph_nbr(g, k);
         double nd = d + (w ? (double)w[k] : 1.0);
         if (v - g->first < g->count) {
             if (nd < r->dist[v - g->first])

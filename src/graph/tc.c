@@ -17,7 +17,8 @@
 #include <string.h>
 
 typedef struct csr {
-    uint64_t *off, *adj;
+    uint64_t *off;
+    graph_ids adj;
 } csr;
 
 /* Each vertex's distinct neighbours other than itself, sorted by id: the graph's own
@@ -27,20 +28,19 @@ static csr simple_lists(cr_graph *g, bool *copied)
     *copied = !g->simple || g->weighted; /* weighted lists are sorted by weight */
     if (!*copied)
         return (csr){g->offsets, g->adj};
-    csr s = {cr_xmalloc((g->count + 1) * sizeof *s.off),
-             cr_xmalloc((g->nadj ? g->nadj : 1) * sizeof *s.adj)};
+    csr s = {cr_xmalloc((g->count + 1) * sizeof *s.off), graph_ids_alloc(g->nadj, g->n)};
     uint64_t at = 0;
     for (uint64_t i = 0; i < g->count; i++) {
         uint64_t start = at, self = g->first + i;
         s.off[i] = start;
         for (uint64_t k = g->offsets[i]; k < g->offsets[i + 1]; k++)
-            if (g->adj[k] != self)
-                s.adj[at++] = g->adj[k];
-        graph_sort_ids(s.adj + start, at - start);
+            if (graph_nbr(g, k) != self)
+                graph_id_set(s.adj, at++, graph_nbr(g, k));
+        graph_ids_sort(s.adj, start, at - start);
         uint64_t kept = start;
         for (uint64_t k = start; k < at; k++)
-            if (k == start || s.adj[k] != s.adj[kept - 1])
-                s.adj[kept++] = s.adj[k];
+            if (k == start || graph_id_at(s.adj, k) != graph_id_at(s.adj, kept - 1))
+                graph_id_set(s.adj, kept++, graph_id_at(s.adj, k));
         at = kept;
     }
     s.off[g->count] = at;
@@ -115,7 +115,7 @@ static oriented oriented_lists(const numbering *nb, const csr *s, const uint64_t
     for (uint64_t i = 0; i < g->count; i++) {
         o.off[i] = at;
         for (uint64_t k = s->off[i]; k < s->off[i + 1]; k++) {
-            uint64_t v = s->adj[k], local = v - g->first;
+            uint64_t v = graph_id_at(s->adj, k), local = v - g->first;
             uint64_t slot = local < g->count ? UINT64_MAX : graph_ghosts_slot(nb->gh, v);
             uint64_t dv = slot == UINT64_MAX ? degree[local] : degree[g->count + slot];
             if (before(degree[i], g->first + i, dv, v))
@@ -206,7 +206,7 @@ uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats)
     oriented o = oriented_lists(&nb, &s, degree);
     free(degree);
     if (copied)
-        free(s.off), free(s.adj);
+        free(s.off), graph_ids_free(s.adj);
 
     graph_ghosts far;
     uint32_t *far_of = cr_xmalloc((near.nghost ? near.nghost : 1) * sizeof *far_of);
