@@ -83,7 +83,7 @@ void *cr_xmalloc_large(size_t n, size_t size)
     if (n && size > SIZE_MAX / n)
         cr_fatal("out of memory: %zu elements of %zu bytes overflow the address space", n, size);
     size_t bytes = n * size;
-    if (bytes < 2 * HUGE_PAGE)
+    if (bytes < HUGE_PAGE / 2)
         return cr_xmalloc(bytes);
     /* whole huge pages, aligned: the hint then covers every byte */
     size_t whole = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;

@@ -29,7 +29,8 @@ void *cr_xmalloc(size_t n);
 void *cr_xcalloc(size_t count, size_t n);
 void *cr_xrealloc(void *p, size_t n);
 /* cr_xmalloc of n * size bytes (n * size overflowing ends the job too) for a large
- * array: the 2 MiB pages within it are asked to be huge pages (madvise; a hint), since
+ * array: from 1 MiB up it is rounded up to whole 2 MiB pages, aligned, and asked to be
+ * huge pages (madvise; a hint), since
  * first touching small pages costs more than filling them where page faults are dear
  * (a virtual machine: docs/design-notes.md, "Page faults"). Freed with free(). */
 void *cr_xmalloc_large(size_t n, size_t size);

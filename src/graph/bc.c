@@ -395,7 +395,9 @@ static uint64_t bc_on_node(cr_graph *g, cr_node_segment *seg, const uint64_t *so
 {
     double *base = cr_module_node_segment_part(seg, 0);
     bc_node r = {.g = g, .seg = seg, .adj = graph_adj32(g), .sigma = base,
-                 .share = base + g->n, .level = (int32_t *)(base + 2 * g->n)};
+                 .share = base + g->n, .level = (int32_t *)(base + 2 * g->n),
+                 .ocap = g->count + 1}; /* every vertex of mine reached at most once */
+    r.order = cr_xmalloc_large(r.ocap, sizeof *r.order);
     uint64_t levels = 0;
     for (size_t j = 0; j < nsources; j++) {
         int32_t depth = node_count_paths(&r, sources[j]);
@@ -446,8 +448,9 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
         return 0;
     }
     uint64_t n = g->count ? g->count : 1;
-    bc_run r = {.g = g, .v = cr_xmalloc(n * sizeof *r.v),
-                .mark = cr_xcalloc(n / 64 + 1, sizeof *r.mark)};
+    bc_run r = {.g = g, .v = cr_xmalloc_large(n, sizeof *r.v),
+                .mark = cr_xcalloc(n / 64 + 1, sizeof *r.mark), .ocap = n};
+    r.order = cr_xmalloc_large(n, sizeof *r.order);
     r.gh = graph_ghosts_reverse_index_of(g);
     bc_state *s = state_of(g->comm, &r);
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */

@@ -520,8 +520,8 @@ void cr_graph_bfs_run(cr_graph *g, const cr_bfs_opts *opts, uint64_t root, cr_bf
                  "(alpha %g, beta %g, direction %d)", o->alpha, o->beta, (int)o->direction);
     memset(out, 0, sizeof *out);
     size_t n = g->count ? g->count : 1;
-    out->parent = cr_xmalloc(n * sizeof *out->parent);
-    out->level = cr_xmalloc(n * sizeof *out->level);
+    out->parent = cr_xmalloc_large(n, sizeof *out->parent);
+    out->level = cr_xmalloc_large(n, sizeof *out->level);
     bfs_run run = {.parent = out->parent, .level = out->level}, *r = &run;
     start_run(r, g);
     align_ranks(g);

@@ -525,15 +525,15 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
         cr_fatal("cr_graph_cc: this rank holds %llu vertices, more than 2^32 - 1",
                  (unsigned long long)nl);
     cc_run r = {.g = g};
-    r.parent = cr_xmalloc((nl + 1) * sizeof *r.parent);
-    r.min_id = cr_xmalloc((nl + 1) * sizeof *r.min_id);
+    r.parent = cr_xmalloc_large(nl + 1, sizeof *r.parent);
+    r.min_id = cr_xmalloc_large(nl + 1, sizeof *r.min_id);
     r.giant_bits = cr_xcalloc((g->n + 63) / 64 + 1, sizeof *r.giant_bits);
     r.giant_id = cr_xmalloc((size_t)g->size * sizeof *r.giant_id);
     r.attached_min = cr_xmalloc((size_t)g->size * sizeof *r.attached_min);
-    r.attach = cr_xmalloc((nl + 1) * sizeof *r.attach);
+    r.attach = cr_xmalloc_large(nl + 1, sizeof *r.attach);
     r.involved = cr_xcalloc(nl / 64 + 1, sizeof *r.involved);
-    r.outside = cr_xmalloc((nl + 1) * sizeof *r.outside);
-    r.attached = cr_xmalloc((nl + 1) * sizeof *r.attached);
+    r.outside = cr_xmalloc_large(nl + 1, sizeof *r.outside);
+    r.attached = cr_xmalloc_large(nl + 1, sizeof *r.attached);
     for (int s = 0; s < g->size; s++)
         r.giant_id[s] = r.attached_min[s] = NONE;
     for (uint64_t i = 0; i < nl; i++)

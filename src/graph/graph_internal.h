@@ -130,7 +130,7 @@ uint64_t graph_ids_lower_bound(graph_ids a, uint64_t lo, uint64_t hi, uint64_t k
 /* cr_xmalloc(n * size), asking the system for huge pages (2 MiB) over the whole
  * pages inside it, before they are first touched: the kernels read the adjacency
  * at each vertex's start, and with small pages nearly every vertex's start misses the
- * TLB as well as the cache. A hint; allocations under 4 MiB get none. */
+ * TLB as well as the cache. A hint; allocations under 1 MiB get none. */
 void *graph_xmalloc_large(size_t n, size_t size);
 
 /* A kernel's array in the node's memory on a comm whose ranks are one node: `bytes`

@@ -499,7 +499,7 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     sssp_run r = {.g = g, .dist = dist};
     r.delta = o->delta > 0 ? o->delta : automatic_delta(g);
     r.per_delta = 1 / r.delta;
-    r.relaxed_at = cr_xmalloc((g->count ? g->count : 1) * sizeof *r.relaxed_at);
+    r.relaxed_at = cr_xmalloc_large(g->count ? g->count : 1, sizeof *r.relaxed_at);
     cr_node_segment *seg = node_distances(g);
     if (seg) {
         r.node_dist = cr_module_node_segment_part(seg, 0);
