@@ -87,8 +87,19 @@ test)
     mpi_env
     timed "the suite" meson test -C build --print-errorlogs --no-suite large --no-suite hosts "${@:2}"
     if [ $# -le 1 ]; then
-        timed "the documented commands" scripts/check_doc_commands.py build
-        timed "the install checks" scripts/check_install.sh
+        # independent of each other, and mostly waiting on MPI's start-up: side by
+        # side, each one's output shown when both are done
+        out=$(mktemp -d)
+        timed "the documented commands" scripts/check_doc_commands.py build >"$out/doc" 2>&1 &
+        doc_pid=$!
+        timed "the install checks" scripts/check_install.sh >"$out/install" 2>&1 &
+        install_pid=$!
+        failed=0
+        wait "$doc_pid" || failed=1
+        wait "$install_pid" || failed=1
+        cat "$out/doc" "$out/install"
+        rm -rf "$out"
+        [ "$failed" = 0 ] || exit 1
     fi
     ;;
 test-sanitize)
