@@ -29,16 +29,51 @@ typedef struct bc_vertex {
     int32_t level; /* -1: not reached */
 } bc_vertex;
 
+/* My reached vertices by level, for either path: level d's are
+ * order[starts[d] .. starts[d + 1]). order has room for every vertex of mine, each
+ * reached at most once per source. */
+typedef struct bc_levels {
+    uint64_t *order, norder;
+    uint64_t *starts, nstarts, scap;
+} bc_levels;
+
+static void levels_init(bc_levels *l, uint64_t count)
+{
+    *l = (bc_levels){.order = cr_xmalloc_large(count + 1, sizeof *l->order)};
+}
+
+static void levels_free(bc_levels *l)
+{
+    free(l->order), free(l->starts);
+}
+
+/* The next level starts here (empty so far); levels_reset starts a source. */
+static void levels_open(bc_levels *l)
+{
+    if (l->nstarts == l->scap) {
+        l->scap = l->scap ? 2 * l->scap : 64;
+        l->starts = cr_xrealloc(l->starts, l->scap * sizeof *l->starts);
+    }
+    l->starts[l->nstarts++] = l->norder;
+}
+
+static void levels_reach(bc_levels *l, uint64_t i)
+{
+    l->order[l->norder++] = i;
+}
+
+static void levels_reset(bc_levels *l)
+{
+    l->norder = l->nstarts = 0;
+}
+
 typedef struct bc_run {
     cr_graph *g;
     const graph_ghosts *gh; /* my vertices' copies elsewhere, the ghosts' edges to mine */
     bc_vertex *v;    /* per local vertex: its level, paths and dependency, together
                         because an edge's visit reads two of them */
     int32_t cur;     /* forward: the frontier's level; backward: the level sending */
-    uint64_t *order; /* my reached vertices by level */
-    uint64_t norder, ocap;
-    uint64_t *starts; /* level d's vertices: order[starts[d] .. starts[d + 1]) */
-    uint64_t nstarts, scap;
+    bc_levels lv;
     uint64_t *mark;   /* a bit per local vertex, all clear between levels */
     uint64_t records;
 } bc_run;
@@ -62,11 +97,7 @@ static void add_paths(bc_run *r, uint64_t i, double paths)
     if (r->v[i].level < 0) {
         r->v[i].level = r->cur + 1;
         r->v[i].sigma = 0;
-        if (r->norder == r->ocap) {
-            r->ocap = r->ocap ? 2 * r->ocap : 1024;
-            r->order = cr_xrealloc(r->order, r->ocap * sizeof *r->order);
-        }
-        r->order[r->norder++] = i;
+        levels_reach(&r->lv, i);
     }
     if (r->v[i].level == r->cur + 1)
         r->v[i].sigma += paths;
@@ -103,12 +134,12 @@ static inline void prefetch_lists(const bc_run *r, uint64_t j, uint64_t to)
     if (!gh->local_runs)
         return;
     if (j + 16 < to) {
-        uint64_t u = r->order[j + 16];
+        uint64_t u = r->lv.order[j + 16];
         __builtin_prefetch(&gh->local_runs[u]);
         __builtin_prefetch(&r->g->offsets[u]);
     }
     if (j + 4 < to) {
-        uint64_t u = r->order[j + 4];
+        uint64_t u = r->lv.order[j + 4];
         __builtin_prefetch(graph_ids_addr(r->g->adj, r->g->offsets[u] + gh->local_runs[u].from));
     }
 }
@@ -135,7 +166,7 @@ static inline void each_local(bc_run *r, uint64_t u, void (*f)(bc_run *, uint64_
 static void spread_paths(bc_run *r, int h, uint64_t from, uint64_t to)
 {
     for (uint64_t j = from; j < to; j++) {
-        uint64_t u = r->order[j];
+        uint64_t u = r->lv.order[j];
         prefetch_lists(r, j, to);
         each_local(r, u, add_paths, r->v[u].sigma);
         send_to_copies(r, h, u, r->v[u].sigma);
@@ -151,24 +182,15 @@ static void sort_level(bc_run *r, uint64_t from, uint64_t to)
         return;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (uint64_t j = from; j < to; j++) {
-        uint64_t i = r->order[j];
+        uint64_t i = r->lv.order[j];
         r->mark[i >> 6] |= UINT64_C(1) << (i & 63);
         lo = i < lo ? i : lo, hi = i > hi ? i : hi;
     }
     uint64_t at = from;
     for (uint64_t w = lo >> 6; w <= hi >> 6; w++)
         for (uint64_t bits = r->mark[w]; bits; bits &= bits - 1)
-            r->order[at++] = 64 * w + (uint64_t)__builtin_ctzll(bits);
+            r->lv.order[at++] = 64 * w + (uint64_t)__builtin_ctzll(bits);
     memset(r->mark + (lo >> 6), 0, ((hi >> 6) - (lo >> 6) + 1) * sizeof *r->mark);
-}
-
-static void note_level_start(bc_run *r)
-{
-    if (r->nstarts == r->scap) {
-        r->scap = r->scap ? 2 * r->scap : 64;
-        r->starts = cr_xrealloc(r->starts, r->scap * sizeof *r->starts);
-    }
-    r->starts[r->nstarts++] = r->norder;
 }
 
 /* The BFS from the source counting paths; returns the number of levels. A rank
@@ -179,20 +201,20 @@ static int32_t count_paths(bc_run *r, const bc_state *s, uint64_t source)
     cr_graph *g = r->g;
     for (uint64_t i = 0; i < g->count; i++)
         r->v[i].level = -1, r->v[i].delta = 0;
-    r->norder = r->nstarts = 0;
+    levels_reset(&r->lv);
     r->cur = -1;
-    note_level_start(r);
+    levels_open(&r->lv);
     if (source - g->first < g->count)
         add_paths(r, source - g->first, 1);
     r->cur = 0;
-    note_level_start(r); /* level d is order[starts[d] .. starts[d + 1]) */
+    levels_open(&r->lv); /* level d is order[starts[d] .. starts[d + 1]) */
     for (;;) {
-        spread_paths(r, s->h_paths, r->starts[r->cur], r->starts[r->cur + 1]);
+        spread_paths(r, s->h_paths, r->lv.starts[r->cur], r->lv.starts[r->cur + 1]);
         cr_barrier(g->comm);
-        uint64_t next = r->norder - r->starts[r->cur + 1];
-        sort_level(r, r->starts[r->cur + 1], r->norder);
+        uint64_t next = r->lv.norder - r->lv.starts[r->cur + 1];
+        sort_level(r, r->lv.starts[r->cur + 1], r->lv.norder);
         r->cur++;
-        note_level_start(r);
+        levels_open(&r->lv);
         if (!graph_sum(g->comm, next))
             return r->cur;
     }
@@ -223,9 +245,9 @@ static void sum_dependencies(bc_run *r, const bc_state *s, int32_t levels)
 {
     cr_graph *g = r->g;
     for (r->cur = levels - 1; r->cur > 0; r->cur--) {
-        for (uint64_t j = r->starts[r->cur]; j < r->starts[r->cur + 1]; j++) {
-            uint64_t w = r->order[j];
-            prefetch_lists(r, j, r->starts[r->cur + 1]);
+        for (uint64_t j = r->lv.starts[r->cur]; j < r->lv.starts[r->cur + 1]; j++) {
+            uint64_t w = r->lv.order[j];
+            prefetch_lists(r, j, r->lv.starts[r->cur + 1]);
             double share = (1 + r->v[w].delta) / r->v[w].sigma;
             each_local(r, w, add_dependency, share);
             send_to_copies(r, s->h_deps, w, share);
@@ -259,8 +281,7 @@ typedef struct bc_node {
     int32_t *level;      /* every vertex's, by id: -1 not reached */
     double *sigma;       /* every vertex's shortest paths, once its level is known */
     double *share;       /* every vertex's (1 + delta)/sigma, once its delta is known */
-    uint64_t *order, norder, ocap; /* my reached vertices (local), by level */
-    uint64_t *starts, nstarts, scap;
+    bc_levels lv;        /* my reached vertices (local), by level */
 } bc_node;
 
 static const cr_module_type node_arrays_module = {.name = "graph bc on one node",
@@ -285,30 +306,12 @@ static int32_t level_of(const bc_node *r, uint64_t v)
     return __atomic_load_n(&r->level[v], __ATOMIC_RELAXED);
 }
 
-static void node_note_level_start(bc_node *r)
-{
-    if (r->nstarts == r->scap) {
-        r->scap = r->scap ? 2 * r->scap : 64;
-        r->starts = cr_xrealloc(r->starts, r->scap * sizeof *r->starts);
-    }
-    r->starts[r->nstarts++] = r->norder;
-}
-
-static void node_reach(bc_node *r, uint64_t i)
-{
-    if (r->norder == r->ocap) {
-        r->ocap = r->ocap ? 2 * r->ocap : 1024;
-        r->order = cr_xrealloc(r->order, r->ocap * sizeof *r->order);
-    }
-    r->order[r->norder++] = i;
-}
-
 /* Every unreached neighbour of my level-d vertices gets level d + 1. */
 static void node_push_level(bc_node *r, int32_t d)
 {
     const cr_graph *g = r->g;
-    for (uint64_t j = r->starts[d]; j < r->starts[d + 1]; j++) {
-        uint64_t u = r->order[j];
+    for (uint64_t j = r->lv.starts[d]; j < r->lv.starts[d + 1]; j++) {
+        uint64_t u = r->lv.order[j];
         for (uint64_t k = g->offsets[u]; k < g->offsets[u + 1]; k++)
             if (level_of(r, r->adj[k]) < 0)
                 __atomic_store_n(&r->level[r->adj[k]], d + 1, __ATOMIC_RELAXED);
@@ -320,7 +323,7 @@ static void node_push_level(bc_node *r, int32_t d)
 static uint64_t node_gather_level(bc_node *r, int32_t d)
 {
     const cr_graph *g = r->g;
-    uint64_t before = r->norder;
+    uint64_t before = r->lv.norder;
     for (uint64_t i = 0; i < g->count; i++) {
         if (level_of(r, g->first + i) != d + 1)
             continue;
@@ -329,9 +332,9 @@ static uint64_t node_gather_level(bc_node *r, int32_t d)
             if (level_of(r, r->adj[k]) == d)
                 paths += r->sigma[r->adj[k]];
         r->sigma[g->first + i] = paths;
-        node_reach(r, i);
+        levels_reach(&r->lv, i);
     }
-    return r->norder - before;
+    return r->lv.norder - before;
 }
 
 /* The forward BFS from the source; returns the number of levels. */
@@ -340,19 +343,19 @@ static int32_t node_count_paths(bc_node *r, uint64_t source)
     cr_graph *g = r->g;
     for (uint64_t i = 0; i < g->count; i++)
         r->level[g->first + i] = -1;
-    r->norder = r->nstarts = 0;
-    node_note_level_start(r);
+    levels_reset(&r->lv);
+    levels_open(&r->lv);
     cr_module_node_segment_barrier(r->seg); /* no rank sees a level left before */
     if (source - g->first < g->count) {
         r->level[source] = 0, r->sigma[source] = 1;
-        node_reach(r, source - g->first);
+        levels_reach(&r->lv, source - g->first);
     }
-    node_note_level_start(r); /* level d is order[starts[d] .. starts[d + 1]) */
+    levels_open(&r->lv); /* level d is order[starts[d] .. starts[d + 1]) */
     for (int32_t d = 0;; d++) {
         node_push_level(r, d);
         cr_module_node_segment_barrier(r->seg); /* level d + 1 is marked */
         uint64_t next = node_gather_level(r, d);
-        node_note_level_start(r);
+        levels_open(&r->lv);
         /* every count of level d + 1 written before any rank pulls from it */
         if (!graph_sum(g->comm, next))
             return d + 1;
@@ -364,8 +367,8 @@ static int32_t node_count_paths(bc_node *r, uint64_t source)
 static void node_pull_dependencies(bc_node *r, int32_t d, double *score)
 {
     const cr_graph *g = r->g;
-    for (uint64_t j = r->starts[d]; j < r->starts[d + 1]; j++) {
-        uint64_t w = r->order[j], id = g->first + w;
+    for (uint64_t j = r->lv.starts[d]; j < r->lv.starts[d + 1]; j++) {
+        uint64_t w = r->lv.order[j], id = g->first + w;
         double sum = 0;
         for (uint64_t k = g->offsets[w]; k < g->offsets[w + 1]; k++)
             if (level_of(r, r->adj[k]) == d + 1)
@@ -379,8 +382,8 @@ static void node_pull_dependencies(bc_node *r, int32_t d, double *score)
 static void node_sum_dependencies(bc_node *r, int32_t levels, double *score)
 {
     const cr_graph *g = r->g;
-    for (uint64_t j = r->starts[levels - 1]; j < r->starts[levels]; j++) {
-        uint64_t id = g->first + r->order[j];
+    for (uint64_t j = r->lv.starts[levels - 1]; j < r->lv.starts[levels]; j++) {
+        uint64_t id = g->first + r->lv.order[j];
         r->share[id] = 1 / r->sigma[id]; /* the deepest: no dependency */
     }
     for (int32_t d = levels - 2; d > 0; d--) { /* not the source's own dependency */
@@ -395,16 +398,15 @@ static uint64_t bc_on_node(cr_graph *g, cr_node_segment *seg, const uint64_t *so
 {
     double *base = cr_module_node_segment_part(seg, 0);
     bc_node r = {.g = g, .seg = seg, .adj = graph_adj32(g), .sigma = base,
-                 .share = base + g->n, .level = (int32_t *)(base + 2 * g->n),
-                 .ocap = g->count + 1}; /* every vertex of mine reached at most once */
-    r.order = cr_xmalloc_large(r.ocap, sizeof *r.order);
+                 .share = base + g->n, .level = (int32_t *)(base + 2 * g->n)};
+    levels_init(&r.lv, g->count);
     uint64_t levels = 0;
     for (size_t j = 0; j < nsources; j++) {
         int32_t depth = node_count_paths(&r, sources[j]);
         levels += (uint64_t)depth;
         node_sum_dependencies(&r, depth, score);
     }
-    free(r.order), free(r.starts);
+    levels_free(&r.lv);
     return levels;
 }
 
@@ -449,8 +451,8 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
     }
     uint64_t n = g->count ? g->count : 1;
     bc_run r = {.g = g, .v = cr_xmalloc_large(n, sizeof *r.v),
-                .mark = cr_xcalloc(n / 64 + 1, sizeof *r.mark), .ocap = n};
-    r.order = cr_xmalloc_large(n, sizeof *r.order);
+                .mark = cr_xcalloc(n / 64 + 1, sizeof *r.mark)};
+    levels_init(&r.lv, g->count);
     r.gh = graph_ghosts_reverse_index_of(g);
     bc_state *s = state_of(g->comm, &r);
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
@@ -466,6 +468,7 @@ int cr_graph_bc(cr_graph *g, const uint64_t *sources, size_t nsources, double *s
     s->run = NULL;
     if (stats)
         *stats = (cr_bc_stats){.levels = levels, .records = graph_sum(g->comm, r.records)};
-    free(r.v), free(r.order), free(r.starts), free(r.mark);
+    free(r.v), free(r.mark);
+    levels_free(&r.lv);
     return 0;
 }
