@@ -60,7 +60,7 @@ typedef struct sssp_run {
     cr_graph *g;
     const graph_ghosts *gh;
     int h_light, h_heavy;
-    int h_near_light, h_near_heavy;
+    int h_near;
     double *dist;           /* my vertices' (on one node: my range of node_dist) */
     const double *node_dist; /* on one node: every vertex's, by id; else NULL */
     double *relaxed_at; /* the distance at which the vertex's edges were last relaxed */
@@ -78,7 +78,7 @@ typedef struct sssp_run {
 } sssp_run;
 
 typedef struct sssp_state {
-    int h_light, h_heavy, h_near_light, h_near_heavy;
+    int h_light, h_heavy, h_near;
     sssp_run *run; /* the call in progress, for the handler */
 } sssp_state;
 
@@ -86,7 +86,7 @@ typedef struct sssp_state {
 
 static uint64_t bucket_of(const sssp_run *r, double d)
 {
-    double b = floor(d * r->per_delta); /* monotone in d, as the buckets need */
+    double b = d * r->per_delta; /* d >= 0: the conversion rounds down, as floor would */
     return b < 1.8e19 ? (uint64_t)b : UINT64_MAX - 1;
 }
 
@@ -211,18 +211,17 @@ static void relax(sssp_run *r, uint64_t local, double d)
 }
 
 /* The first of entries [from, to) heavier than delta (unweighted: every edge weighs
- * 1); a weighted graph's lists are lightest first. */
+ * 1); a weighted graph's lists are lightest first. A forward scan, not a binary
+ * search: the scan's loads run in the list's order and its first is the load the
+ * relaxation makes anyway, where a search's loads each wait on the one before (a
+ * third of the relaxation's time at scale 18, docs/design-notes.md); light edges are
+ * the few (weights up to delta, about largest / (4 average degree)). */
 static uint64_t first_heavy(const sssp_run *r, const float *w, uint64_t from, uint64_t to)
 {
     if (!w)
         return 1.0 <= r->delta ? to : from;
-    while (from < to) {
-        uint64_t mid = from + (to - from) / 2;
-        if ((double)w[mid] <= r->delta)
-            from = mid + 1;
-        else
-            to = mid;
-    }
+    while (from < to && (double)w[from] <= r->delta)
+        from++;
     return from;
 }
 
@@ -256,48 +255,54 @@ static void relax_edges(sssp_run *r, uint64_t i, double d, bool light)
     }
 }
 
-/* The same on one node: my edges to my vertices in place; to the node's other ranks'
- * vertices, their distance read where it lies and a record to the owner only when
- * this one is lower (the owner, the only writer, checks it again). */
-static void relax_edges_on_node(sssp_run *r, uint64_t i, double d, bool light)
+/* A record to the owner of v, a vertex of another rank of my node: d would lower
+ * its distance. */
+static void send_lower(sssp_run *r, uint64_t v, double d)
 {
     const cr_graph *g = r->g;
+    int owner = cr_block_owner(g->n, g->size, v);
+    local_distance m = {v - cr_block_first(g->n, g->size, owner), d};
+    cr_async(g->comm, owner, r->h_near, &m, sizeof m);
+    r->messages++;
+}
+
+/* The same on one node, in GAP's form: every edge of vertex i at once, light and
+ * heavy, since a heavy edge's end lands in a later bucket where it waits. A vertex
+ * whose distance drops again within the bucket relaxes its heavy edges twice, which
+ * is rare; in exchange its list is read once, not once for each class (each list's
+ * first lines are cache misses: half the time of the relaxations at scale 18,
+ * docs/design-notes.md "sssp on one node"), and the bucket ends in one barrier, not
+ * two. My edges to my vertices are relaxed in place; to the node's other ranks'
+ * vertices, their distance is read where it lies and a record goes to the owner only
+ * when this one is lower (the owner, the only writer, checks it again). */
+static void relax_all_on_node(sssp_run *r, uint64_t i, double d)
+{
+    /* in locals: lowered()'s stores could otherwise alias them, and the loop would
+     * read them again at every edge */
+    const cr_graph *g = r->g;
     const float *w = g->wadj;
-    uint64_t from = g->offsets[i], to = g->offsets[i + 1];
-    uint64_t cut = first_heavy(r, w, from, to);
-    if (light)
-        to = cut;
-    else
-        from = cut;
+    const uint32_t *adj32 = graph_adj32(g);
+    const double *mine = r->dist, *all = r->node_dist;
+    const uint64_t first = g->first, count = g->count;
+    const uint64_t from = g->offsets[i], to = g->offsets[i + 1];
     for (uint64_t k = from; k < to; k++) {
-        uint64_t v = graph_nbr(g, k);
+        uint64_t v = adj32 ? adj32[k] : graph_nbr(g, k);
         double nd = d + (w ? (double)w[k] : 1.0);
-        if (v - g->first < g->count) {
-            if (nd < r->dist[v - g->first])
-                lowered(r, v - g->first, nd);
+        if (v - first < count) {
+            if (nd < mine[v - first])
+                lowered(r, v - first, nd);
             continue;
         }
         double now;
-        __atomic_load(&r->node_dist[v], &now, __ATOMIC_RELAXED);
-        if (!(nd < now))
-            continue;
-        int owner = cr_block_owner(g->n, g->size, v);
-        local_distance m = {v - cr_block_first(g->n, g->size, owner), nd};
-        cr_async(g->comm, owner, light ? r->h_near_light : r->h_near_heavy, &m, sizeof m);
-        r->messages++;
+        __atomic_load(&all[v], &now, __ATOMIC_RELAXED);
+        if (nd < now)
+            send_lower(r, v, nd);
     }
 }
 
-static void relax_edges_of(sssp_run *r, uint64_t i, double d, bool light)
-{
-    if (r->node_dist)
-        relax_edges_on_node(r, i, d, light);
-    else
-        relax_edges(r, i, d, light);
-}
-
-/* Take every queued vertex of the current bucket: relax its light edges (again, if
- * its distance has dropped since), and note it for the heavy ones. */
+/* Take every queued vertex of the current bucket: relax its edges (again, if its
+ * distance has dropped since). Across nodes only the light ones, and the vertex is
+ * noted for the heavy ones; on one node all of them (relax_all_on_node). */
 static void drain(sssp_run *r)
 {
     while (r->head < r->nqueue) {
@@ -307,10 +312,15 @@ static void drain(sssp_run *r)
         double d = r->dist[i];
         if (r->relaxed_at[i] == d)
             continue; /* queued twice at one distance */
-        if (isinf(r->relaxed_at[i]))
-            note_settled(r, i);
+        bool first = isinf(r->relaxed_at[i]);
         r->relaxed_at[i] = d;
-        relax_edges_of(r, i, d, true);
+        if (r->node_dist) {
+            relax_all_on_node(r, i, d);
+            continue;
+        }
+        if (first)
+            note_settled(r, i);
+        relax_edges(r, i, d, true);
     }
 }
 
@@ -356,18 +366,12 @@ static void relax_from_records(sssp_run *r, const cr_batch *b)
     }
 }
 
-static void on_near_light(cr_comm *comm, const cr_batch *b, void *user)
+static void on_near(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
     sssp_run *r = ((sssp_state *)user)->run;
     relax_from_records(r, b);
     drain(r);
-}
-
-static void on_near_heavy(cr_comm *comm, const cr_batch *b, void *user)
-{
-    (void)comm;
-    relax_from_records(((sssp_state *)user)->run, b);
 }
 
 static void on_light(cr_comm *comm, const cr_batch *b, void *user)
@@ -401,10 +405,8 @@ static sssp_state *state_of(cr_comm *comm, sssp_run *run)
                                                             .name = "sssp light"}, s);
     s->h_heavy = cr_register_type(comm, &(cr_handler_type){.batch = on_heavy,
                                                             .name = "sssp heavy"}, s);
-    s->h_near_light = cr_register_type(comm, &(cr_handler_type){.batch = on_near_light,
-                                                                 .name = "sssp near light"}, s);
-    s->h_near_heavy = cr_register_type(comm, &(cr_handler_type){.batch = on_near_heavy,
-                                                                 .name = "sssp near heavy"}, s);
+    s->h_near = cr_register_type(comm, &(cr_handler_type){.batch = on_near,
+                                                           .name = "sssp near"}, s);
     return s;
 }
 
@@ -443,7 +445,8 @@ void cr_graph_sssp_opts_init(cr_sssp_opts *o)
 /* Settle bucket r->bucket (Meyer and Sanders, section 2): its waiting vertices taken
  * and their light edges relaxed until no distance in the bucket drops (one wave, ended
  * by a barrier); then the heavy edges of every vertex settled in it, once, at their
- * final distances: they lead only to later buckets. */
+ * final distances: they lead only to later buckets. On one node the wave has relaxed
+ * the heavy edges already (relax_all_on_node): the first barrier ends the bucket. */
 static void settle(sssp_run *r)
 {
     if (r->bucket >= r->base && r->bucket - r->base < r->nbins) {
@@ -455,9 +458,11 @@ static void settle(sssp_run *r)
     }
     drain(r);
     cr_barrier(r->g->comm);
+    if (r->node_dist)
+        return;
     r->heavy = true;
     for (size_t j = 0; j < r->nsettled; j++)
-        relax_edges_of(r, r->settled[j], r->dist[r->settled[j]], false);
+        relax_edges(r, r->settled[j], r->dist[r->settled[j]], false);
     r->nsettled = 0;
     cr_barrier(r->g->comm);
     r->heavy = false;
@@ -513,7 +518,7 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
         r.gh = graph_ghosts_reversed_of(g);
     sssp_state *s = state_of(g->comm, &r);
     r.h_light = s->h_light, r.h_heavy = s->h_heavy;
-    r.h_near_light = s->h_near_light, r.h_near_heavy = s->h_near_heavy;
+    r.h_near = s->h_near;
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
 
     if (root - g->first < g->count) { /* the root waits in bucket 0 */
