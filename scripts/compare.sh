@@ -420,7 +420,12 @@ gap() {
     local block=$1 bench=$2 app=$3 threads=$4 file=$5 trials=3
     shift 5
     [ "$app" = bfs ] && trials=$roots
-    OMP_NUM_THREADS=$threads one_core "$work/gapbs/$app" -f "$file" -s -n "$trials" "$@"
+    # on the cores Open MPI binds Courier's ranks to (rank i on core i): equal cores,
+    # where an unbound peer would take whichever core is quicker at the moment (a
+    # virtual machine's cores differ from minute to minute)
+    local cores=()
+    command -v taskset >/dev/null && [ "$threads" -le "$(nproc)" ] && cores=(taskset -c "0-$((threads - 1))")
+    OMP_NUM_THREADS=$threads one_core "${cores[@]}" "$work/gapbs/$app" -f "$file" -s -n "$trials" "$@"
     local times
     times=$(sed -n 's/^Trial Time: *\([0-9.]*\)$/\1/p' "$tmp/peer")
     [ "$(echo "$times" | wc -w)" = "$trials" ] || { cat "$tmp/peer" >&2; fail "GAP $app printed not $trials trial times"; }
