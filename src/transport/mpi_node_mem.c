@@ -9,13 +9,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 enum { ALIGN = 64 };
 
 typedef struct mpi_node_mem {
     MPI_Comm members;
-    MPI_Win win;
+    MPI_Win win;     /* MPI_WIN_NULL for a node of one rank */
+    void *alone;     /* a node of one rank: its private memory */
 } mpi_node_mem;
 
 static char *aligned(void *p)
@@ -64,6 +67,37 @@ static bool room_for(MPI_Comm members, size_t bytes)
     return all;
 }
 
+/* A node of one rank shares with nobody: its segment is private memory, on huge
+ * pages where the system grants them. Shared memory gets none where the system's
+ * shmem huge pages are off, and a fresh small page costs 40 times a huge one's share
+ * on a virtual machine (docs/design-notes.md, "Page faults"). Refused (false) beyond
+ * half the machine's memory, or when the allocation fails. */
+enum { HUGE_PAGE = 2 << 20 };
+
+static bool alone(MPI_Comm members, int rank, size_t bytes, cr_node_mem *out)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t limit = pages > 0 && page > 0 ? (size_t)pages / 2 * (size_t)page : SIZE_MAX / 2;
+    if (bytes > limit)
+        return false;
+    size_t whole = (bytes + ALIGN + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p;
+    if (posix_memalign(&p, HUGE_PAGE, whole))
+        return false;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, whole, MADV_HUGEPAGE);
+#endif
+    memset(p, 0, bytes + ALIGN);
+    mpi_node_mem *m = cr_xcalloc(1, sizeof *m);
+    m->members = members;
+    m->win = MPI_WIN_NULL;
+    m->alone = p;
+    char **part = cr_xcalloc(1, sizeof *part);
+    part[0] = aligned(p);
+    *out = (cr_node_mem){.rank = rank, .size = 1, .part = part, .impl = m};
+    return true;
+}
+
 bool cr_mpi_node_mem_create(MPI_Comm comm, int node, int size, int rank, size_t bytes,
                             cr_node_mem *out)
 {
@@ -75,12 +109,19 @@ bool cr_mpi_node_mem_create(MPI_Comm comm, int node, int size, int rank, size_t 
     if (got_size != size || got_rank != rank)
         cr_fatal("internal error: node %d has %d ranks here, %d by the layout", node, got_size,
                  size);
+    if (size == 1) { /* shared with nobody */
+        if (alone(members, rank, bytes, out))
+            return true;
+        MPI_Comm_free(&members);
+        return false;
+    }
     if (!one_machine(members, size) || !room_for(members, bytes)) {
         MPI_Comm_free(&members);
         return false;
     }
     mpi_node_mem *m = cr_xcalloc(1, sizeof *m);
     m->members = members;
+    m->win = MPI_WIN_NULL;
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -108,7 +149,9 @@ bool cr_mpi_node_mem_create(MPI_Comm comm, int node, int size, int rank, size_t 
 void cr_mpi_node_mem_destroy(cr_node_mem *nm)
 {
     mpi_node_mem *m = nm->impl;
-    MPI_Win_free(&m->win);
+    if (m->win != MPI_WIN_NULL)
+        MPI_Win_free(&m->win);
+    free(m->alone);
     MPI_Comm_free(&m->members);
     free(m);
     free(nm->part);
