@@ -48,10 +48,42 @@ typedef struct local_distance {
     double d;
 } local_distance;
 
+/* Waiting entries live in chunks of one pool kept with the comm across calls: a
+ * list emptied gives its chunks back, so a call touches fresh memory only for the
+ * most entries waiting at once, and a later call none. A fresh page is dear (12-20
+ * microseconds a small page on a virtual machine: docs/design-notes.md, "Page
+ * faults"); the pool's blocks are huge pages. */
+enum { CHUNK_ITEMS = 63, POOL_BLOCK = 2 << 20 };
+
+typedef struct wait_chunk {
+    struct wait_chunk *next;
+    size_t n;
+    waiting items[CHUNK_ITEMS];
+} wait_chunk; /* 1 KiB */
+
+typedef struct wait_pool {
+    wait_chunk *free;        /* chunks given back */
+    wait_chunk *fresh, *end; /* the newest block's chunks never handed out */
+    void **blocks;
+    size_t nblocks;
+} wait_pool;
+
 typedef struct waiting_list {
-    waiting *items;
-    size_t n, cap;
+    wait_chunk *top; /* the chunk being filled; the others follow it */
 } waiting_list;
+
+/* What a call needs beyond the graph, kept with the comm for the next call (the
+ * first call's set-up, which later ones reuse). */
+typedef struct sssp_scratch {
+    wait_pool pool;
+    waiting_list *bins;
+    uint64_t nbins;
+    uint64_t *queue;
+    size_t qcap;
+    uint64_t *settled;  /* room for every vertex of the rank */
+    double *relaxed_at; /* the same */
+    uint64_t vertices;  /* how many settled and relaxed_at hold */
+} sssp_scratch;
 
 /* Bins held at once: buckets further than this from the first wait in a list. */
 #define MAX_BINS ((uint64_t)1 << 16)
@@ -70,7 +102,8 @@ typedef struct sssp_run {
     uint64_t *queue; /* my vertices to take in this bucket, first in first out */
     size_t head, nqueue, qcap;
     uint64_t *settled; /* my vertices taken in this bucket, for their heavy edges */
-    size_t nsettled, scap;
+    size_t nsettled;
+    wait_pool *pool;
     waiting_list *bins; /* the later buckets: bins[k] holds bucket base + k */
     uint64_t nbins, base;
     waiting_list far;   /* buckets beyond the bins' reach */
@@ -80,6 +113,7 @@ typedef struct sssp_run {
 typedef struct sssp_state {
     int h_light, h_heavy, h_near;
     sssp_run *run; /* the call in progress, for the handler */
+    sssp_scratch scratch;
 } sssp_state;
 
 /* ---------------------------------------------------------------- the buckets */
@@ -90,21 +124,67 @@ static uint64_t bucket_of(const sssp_run *r, double d)
     return b < 1.8e19 ? (uint64_t)b : UINT64_MAX - 1;
 }
 
-static void push_to(waiting_list *l, waiting w)
+static wait_chunk *chunk_take(wait_pool *p)
 {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 64;
-        l->items = cr_xrealloc(l->items, l->cap * sizeof *l->items);
+    wait_chunk *c = p->free;
+    if (c) {
+        p->free = c->next;
+    } else {
+        if (p->fresh == p->end) {
+            p->blocks = cr_xrealloc(p->blocks, (p->nblocks + 1) * sizeof *p->blocks);
+            p->fresh = cr_xmalloc_large(POOL_BLOCK / sizeof *c, sizeof *c);
+            p->end = p->fresh + POOL_BLOCK / sizeof *c;
+            p->blocks[p->nblocks++] = p->fresh;
+        }
+        c = p->fresh++;
     }
-    l->items[l->n++] = w;
+    c->next = NULL;
+    c->n = 0;
+    return c;
 }
+
+static void pool_free(wait_pool *p)
+{
+    for (size_t k = 0; k < p->nblocks; k++)
+        free(p->blocks[k]);
+    free(p->blocks);
+    *p = (wait_pool){0};
+}
+
+static void push_to(wait_pool *p, waiting_list *l, waiting w)
+{
+    wait_chunk *c = l->top;
+    if (!c || c->n == CHUNK_ITEMS) {
+        c = chunk_take(p);
+        c->next = l->top;
+        l->top = c;
+    }
+    c->items[c->n++] = w;
+}
+
+/* The list's chunks back to the pool. */
+static void clear_list(wait_pool *p, waiting_list *l)
+{
+    wait_chunk *last = l->top;
+    if (!last)
+        return;
+    while (last->next)
+        last = last->next;
+    last->next = p->free;
+    p->free = l->top;
+    l->top = NULL;
+}
+
+#define EACH_WAITING(l, c, j)                                                             \
+    for (wait_chunk *c = (l)->top; c; c = c->next)                                        \
+        for (size_t j = 0; j < c->n; j++)
 
 /* Wait in bucket b: in its bin when b is within MAX_BINS of the bins' base, else in
  * the far list. */
 static void wait_in(sssp_run *r, uint64_t b, uint64_t local)
 {
     if (b < r->base || b - r->base >= MAX_BINS) {
-        push_to(&r->far, (waiting){b, local});
+        push_to(r->pool, &r->far, (waiting){b, local});
         return;
     }
     uint64_t at = b - r->base;
@@ -116,7 +196,7 @@ static void wait_in(sssp_run *r, uint64_t b, uint64_t local)
         memset(r->bins + r->nbins, 0, (n - r->nbins) * sizeof *r->bins);
         r->nbins = n;
     }
-    push_to(&r->bins[at], (waiting){b, local});
+    push_to(r->pool, &r->bins[at], (waiting){b, local});
 }
 
 /* A waiting entry still stands for work: its vertex's distance is in that bucket and
@@ -132,17 +212,25 @@ static bool live(const sssp_run *r, waiting w)
 static void rebase(sssp_run *r, uint64_t base)
 {
     for (uint64_t at = 0; at < r->nbins; at++) {
-        for (size_t j = 0; j < r->bins[at].n; j++)
-            push_to(&r->far, r->bins[at].items[j]);
-        r->bins[at].n = 0;
+        EACH_WAITING(&r->bins[at], c, j)
+            push_to(r->pool, &r->far, c->items[j]);
+        clear_list(r->pool, &r->bins[at]);
     }
     waiting_list far = r->far;
     r->far = (waiting_list){0};
     r->base = base;
-    for (size_t j = 0; j < far.n; j++)
-        if (live(r, far.items[j]))
-            wait_in(r, far.items[j].bucket, far.items[j].local);
-    free(far.items);
+    EACH_WAITING(&far, c, j)
+        if (live(r, c->items[j]))
+            wait_in(r, c->items[j].bucket, c->items[j].local);
+    clear_list(r->pool, &far);
+}
+
+static bool any_live(const sssp_run *r, const waiting_list *l)
+{
+    EACH_WAITING(l, c, j)
+        if (live(r, c->items[j]))
+            return true;
+    return false;
 }
 
 /* The smallest bucket with live work on this rank, UINT64_MAX for none. */
@@ -151,18 +239,14 @@ static uint64_t next_bucket(sssp_run *r)
     uint64_t best = UINT64_MAX, far = UINT64_MAX;
     uint64_t at = r->bucket > r->base ? r->bucket - r->base : 0;
     for (; at < r->nbins && best == UINT64_MAX; at++) {
-        waiting_list *l = &r->bins[at];
-        size_t j = 0;
-        while (j < l->n && !live(r, l->items[j]))
-            j++;
-        if (j < l->n)
+        if (any_live(r, &r->bins[at]))
             best = r->base + at;
         else
-            l->n = 0; /* nothing live: empty it */
+            clear_list(r->pool, &r->bins[at]); /* nothing live: empty it */
     }
-    for (size_t j = 0; j < r->far.n; j++)
-        if (r->far.items[j].bucket < far && live(r, r->far.items[j]))
-            far = r->far.items[j].bucket;
+    EACH_WAITING(&r->far, c, j)
+        if (c->items[j].bucket < far && live(r, c->items[j]))
+            far = c->items[j].bucket;
     if (far < best) {
         rebase(r, far);
         best = far;
@@ -170,12 +254,9 @@ static uint64_t next_bucket(sssp_run *r)
     return best;
 }
 
+/* (A vertex is noted once a call: settled has room for every vertex.) */
 static void note_settled(sssp_run *r, uint64_t local)
 {
-    if (r->nsettled == r->scap) {
-        r->scap = r->scap ? 2 * r->scap : 1024;
-        r->settled = cr_xrealloc(r->settled, r->scap * sizeof *r->settled);
-    }
     r->settled[r->nsettled++] = local;
 }
 
@@ -390,7 +471,18 @@ static void on_heavy(cr_comm *comm, const cr_batch *b, void *user)
 
 /* ---------------------------------------------------------------- the call */
 
-static const cr_module_type sssp_module = {.name = "graph sssp", .destroy = graph_state_free};
+static void sssp_state_free(cr_comm *comm, void *state)
+{
+    sssp_scratch *x = &((sssp_state *)state)->scratch;
+    pool_free(&x->pool);
+    free(x->bins);
+    free(x->queue);
+    free(x->settled);
+    free(x->relaxed_at);
+    graph_state_free(comm, state);
+}
+
+static const cr_module_type sssp_module = {.name = "graph sssp", .destroy = sssp_state_free};
 
 /* The handler, registered at the first call on this comm. Every rank has set its run
  * before it registers, so a faster rank's record finds it. */
@@ -451,10 +543,10 @@ static void settle(sssp_run *r)
 {
     if (r->bucket >= r->base && r->bucket - r->base < r->nbins) {
         waiting_list *l = &r->bins[r->bucket - r->base];
-        for (size_t j = 0; j < l->n; j++)
-            if (live(r, l->items[j]))
-                enqueue(r, l->items[j].local);
-        l->n = 0;
+        EACH_WAITING(l, c, j)
+            if (live(r, c->items[j]))
+                enqueue(r, c->items[j].local);
+        clear_list(r->pool, l);
     }
     drain(r);
     cr_barrier(r->g->comm);
@@ -478,6 +570,39 @@ static cr_node_segment *node_distances(cr_graph *g)
     if (g->n > SIZE_MAX / sizeof(double))
         return NULL;
     return graph_node_array(g, &node_dist_module, g->n * sizeof(double));
+}
+
+/* The scratch of earlier calls for this one, grown to this graph's vertices. */
+static void take_scratch(sssp_run *r, sssp_scratch *x)
+{
+    uint64_t n = r->g->count ? r->g->count : 1;
+    if (x->vertices < n) {
+        free(x->settled);
+        free(x->relaxed_at);
+        x->settled = cr_xmalloc_large(n, sizeof *x->settled);
+        x->relaxed_at = cr_xmalloc_large(n, sizeof *x->relaxed_at);
+        x->vertices = n;
+    }
+    if (x->qcap < n) {
+        free(x->queue);
+        x->queue = cr_xmalloc_large(n, sizeof *x->queue);
+        x->qcap = n;
+    }
+    r->pool = &x->pool;
+    r->bins = x->bins, r->nbins = x->nbins;
+    r->queue = x->queue, r->qcap = x->qcap;
+    r->settled = x->settled;
+    r->relaxed_at = x->relaxed_at;
+}
+
+/* The call's scratch back for the next call, every list emptied into the pool. */
+static void keep_scratch(sssp_run *r, sssp_scratch *x)
+{
+    for (uint64_t at = 0; at < r->nbins; at++)
+        clear_list(r->pool, &r->bins[at]);
+    clear_list(r->pool, &r->far);
+    x->bins = r->bins, x->nbins = r->nbins;
+    x->queue = r->queue, x->qcap = r->qcap;
 }
 
 int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dist,
@@ -504,7 +629,10 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     sssp_run r = {.g = g, .dist = dist};
     r.delta = o->delta > 0 ? o->delta : automatic_delta(g);
     r.per_delta = 1 / r.delta;
-    r.relaxed_at = cr_xmalloc_large(g->count ? g->count : 1, sizeof *r.relaxed_at);
+    sssp_state *s = state_of(g->comm, &r);
+    r.h_light = s->h_light, r.h_heavy = s->h_heavy;
+    r.h_near = s->h_near;
+    take_scratch(&r, &s->scratch);
     cr_node_segment *seg = node_distances(g);
     if (seg) {
         r.node_dist = cr_module_node_segment_part(seg, 0);
@@ -516,9 +644,6 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
         cr_module_node_segment_barrier(seg); /* no rank reads a distance left before */
     else
         r.gh = graph_ghosts_reversed_of(g);
-    sssp_state *s = state_of(g->comm, &r);
-    r.h_light = s->h_light, r.h_heavy = s->h_heavy;
-    r.h_near = s->h_near;
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
 
     if (root - g->first < g->count) { /* the root waits in bucket 0 */
@@ -545,12 +670,6 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
         *stats = (cr_sssp_stats){.delta = r.delta, .buckets = buckets, .relaxations = all[0],
                                  .messages = all[1]};
     }
-    free(r.relaxed_at);
-    free(r.queue);
-    free(r.settled);
-    for (uint64_t at = 0; at < r.nbins; at++)
-        free(r.bins[at].items);
-    free(r.bins);
-    free(r.far.items);
+    keep_scratch(&r, &s->scratch);
     return 0;
 }
