@@ -36,7 +36,7 @@ int main(int argc, char **argv)
     if (kernel_sources(&k, 0x6263ULL, want_sources, sources) < want_sources)
         app_error(&k.a, "too few vertices with an edge for %d sources", want_sources);
     uint64_t nl = cr_graph_local_count(k.g), n = cr_graph_vertices(k.g);
-    double *score = app_calloc(&k.a, nl + 1, sizeof *score, "the scores");
+    double *score = app_alloc_large(&k.a, nl + 1, sizeof *score, "the scores");
     double *all = k.validate && k.a.rank == 0 ? app_calloc(&k.a, n + 1, 8, "the scores") : NULL;
     double *want = all ? app_calloc(&k.a, n + 1, 8, "Brandes' scores") : NULL;
     double *seconds = app_calloc(&k.a, (size_t)k.trials, sizeof *seconds, "the times");

@@ -298,7 +298,7 @@ int main(int argc, char **argv)
     cr_graph *g = keep_list ? cr_graph_build(comm, &edges) : cr_graph_build_consume(comm, &edges);
     t_build = app_max_time(MPI_Wtime() - t_build);
     uint64_t n = cr_graph_vertices(g), nl = cr_graph_local_count(g), first = cr_graph_first(g);
-    uint64_t *label = app_calloc(&a, nl ? nl : 1, 8, "the labels");
+    uint64_t *label = app_alloc_large(&a, nl ? nl : 1, 8, "the labels");
 
     cr_cc_opts co;
     cr_graph_cc_opts_init(&co);

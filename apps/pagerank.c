@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     kernel_parsed(&k, argc, argv);
     kernel_load(&k, false);
     uint64_t nl = cr_graph_local_count(k.g), n = cr_graph_vertices(k.g);
-    double *score = app_calloc(&k.a, nl + 1, sizeof *score, "the scores");
+    double *score = app_alloc_large(&k.a, nl + 1, sizeof *score, "the scores");
     double *all = k.validate && k.a.rank == 0 ? app_calloc(&k.a, n + 1, 8, "the scores") : NULL;
     double *want = all ? app_calloc(&k.a, n + 1, 8, "the reference's scores") : NULL;
     double *seconds = app_calloc(&k.a, (size_t)k.trials, sizeof *seconds, "the times");

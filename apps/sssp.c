@@ -40,7 +40,7 @@ int main(int argc, char **argv)
     if (kernel_sources(&k, 0x73737370ULL, k.trials, sources) < k.trials)
         app_error(&k.a, "too few vertices with an edge for %d trials", k.trials);
     uint64_t nl = cr_graph_local_count(k.g), n = cr_graph_vertices(k.g);
-    double *dist = app_calloc(&k.a, nl + 1, sizeof *dist, "the distances");
+    double *dist = app_alloc_large(&k.a, nl + 1, sizeof *dist, "the distances");
     double *all = k.validate && k.a.rank == 0 ? app_calloc(&k.a, n + 1, 8, "the distances") : NULL;
     double *want = all ? app_calloc(&k.a, n + 1, 8, "Dijkstra's distances") : NULL;
     double *seconds = app_calloc(&k.a, (size_t)k.trials, sizeof *seconds, "the times");

@@ -160,7 +160,7 @@ void *app_alloc_large(const app *a, size_t count, size_t size, const char *what)
         app_fail(a, "out of memory: %s needs %zu x %zu bytes", what, count, size);
     size_t bytes = count * size;
     void *p = NULL;
-    if (bytes < 2 * huge)
+    if (bytes < huge / 2)
         return app_calloc(a, count, size, what);
     /* whole huge pages: aligned, rounded up, and asked for (a hint) */
     if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge))

@@ -47,7 +47,7 @@ void app_agree(const app *a, const char *err);
 void *app_calloc(const app *a, size_t count, size_t size, const char *what);
 
 /* For a large array that is filled at once: malloc-like memory (free() frees it, not
- * zeroed above 4 MiB), 2 MiB-aligned with huge pages asked for, so that touching it
+ * zeroed from 1 MiB up), 2 MiB-aligned with huge pages asked for, so that touching it
  * the first time costs a few page faults instead of one per 4 KiB; the same policy as
  * the library's large buffers. Failure ends the job as app_calloc's does. Local. */
 void *app_alloc_large(const app *a, size_t count, size_t size, const char *what);

@@ -319,6 +319,10 @@ static void sort_by_weight(cr_graph *g)
         }
     }
     free(tmp);
+    /* the largest and the first bad weight, while the lists are at hand: a graph's
+     * set-up, not a kernel's (sssp's first call would pay a pass over every weight) */
+    g->weights_scanned = false;
+    graph_weights_scan(g);
 }
 
 /* Each list sorted by neighbour (weighted: the lightest copy of a repeated edge
