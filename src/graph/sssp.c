@@ -31,10 +31,16 @@
 #include <string.h>
 
 /* A vertex waiting in a later bucket (lazily deleted: stale once its distance has
- * moved to another bucket or been relaxed). */
+ * moved to another bucket or been relaxed). In a bin the bucket is the bin's, and an
+ * entry is the vertex alone; beyond the bins' reach it is both. */
 typedef struct waiting {
     uint64_t bucket, local;
 } waiting;
+
+typedef struct far_list {
+    waiting *items;
+    size_t n, cap;
+} far_list;
 
 /* {a ghost's slot at the receiver, its distance}. */
 typedef struct slot_distance {
@@ -53,12 +59,12 @@ typedef struct local_distance {
  * most entries waiting at once, and a later call none. A fresh page is dear (12-20
  * microseconds a small page on a virtual machine: docs/design-notes.md, "Page
  * faults"); the pool's blocks are huge pages. */
-enum { CHUNK_ITEMS = 63, POOL_BLOCK = 2 << 20 };
+enum { CHUNK_ITEMS = 127, POOL_BLOCK = 2 << 20 };
 
 typedef struct wait_chunk {
     struct wait_chunk *next;
     size_t n;
-    waiting items[CHUNK_ITEMS];
+    uint64_t items[CHUNK_ITEMS]; /* my vertices, by local index */
 } wait_chunk; /* 1 KiB */
 
 typedef struct wait_pool {
@@ -106,7 +112,7 @@ typedef struct sssp_run {
     wait_pool *pool;
     waiting_list *bins; /* the later buckets: bins[k] holds bucket base + k */
     uint64_t nbins, base;
-    waiting_list far;   /* buckets beyond the bins' reach */
+    far_list far;       /* buckets beyond the bins' reach */
     uint64_t relaxations, messages;
 } sssp_run;
 
@@ -151,7 +157,7 @@ static void pool_free(wait_pool *p)
     *p = (wait_pool){0};
 }
 
-static void push_to(wait_pool *p, waiting_list *l, waiting w)
+static void push_to(wait_pool *p, waiting_list *l, uint64_t local)
 {
     wait_chunk *c = l->top;
     if (!c || c->n == CHUNK_ITEMS) {
@@ -159,7 +165,7 @@ static void push_to(wait_pool *p, waiting_list *l, waiting w)
         c->next = l->top;
         l->top = c;
     }
-    c->items[c->n++] = w;
+    c->items[c->n++] = local;
 }
 
 /* The list's chunks back to the pool. */
@@ -179,12 +185,21 @@ static void clear_list(wait_pool *p, waiting_list *l)
     for (wait_chunk *c = (l)->top; c; c = c->next)                                        \
         for (size_t j = 0; j < c->n; j++)
 
+static void push_far(far_list *l, waiting w)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->items = cr_xrealloc(l->items, l->cap * sizeof *l->items);
+    }
+    l->items[l->n++] = w;
+}
+
 /* Wait in bucket b: in its bin when b is within MAX_BINS of the bins' base, else in
  * the far list. */
 static void wait_in(sssp_run *r, uint64_t b, uint64_t local)
 {
     if (b < r->base || b - r->base >= MAX_BINS) {
-        push_to(r->pool, &r->far, (waiting){b, local});
+        push_far(&r->far, (waiting){b, local});
         return;
     }
     uint64_t at = b - r->base;
@@ -196,15 +211,15 @@ static void wait_in(sssp_run *r, uint64_t b, uint64_t local)
         memset(r->bins + r->nbins, 0, (n - r->nbins) * sizeof *r->bins);
         r->nbins = n;
     }
-    push_to(r->pool, &r->bins[at], (waiting){b, local});
+    push_to(r->pool, &r->bins[at], local);
 }
 
 /* A waiting entry still stands for work: its vertex's distance is in that bucket and
  * its edges have not been relaxed at that distance. */
-static bool live(const sssp_run *r, waiting w)
+static bool live(const sssp_run *r, uint64_t bucket, uint64_t local)
 {
-    double d = r->dist[w.local];
-    return bucket_of(r, d) == w.bucket && r->relaxed_at[w.local] != d;
+    double d = r->dist[local];
+    return bucket_of(r, d) == bucket && r->relaxed_at[local] != d;
 }
 
 /* Start the bins at bucket `base`: every waiting entry re-placed (rare: only when the
@@ -213,22 +228,22 @@ static void rebase(sssp_run *r, uint64_t base)
 {
     for (uint64_t at = 0; at < r->nbins; at++) {
         EACH_WAITING(&r->bins[at], c, j)
-            push_to(r->pool, &r->far, c->items[j]);
+            push_far(&r->far, (waiting){r->base + at, c->items[j]});
         clear_list(r->pool, &r->bins[at]);
     }
-    waiting_list far = r->far;
-    r->far = (waiting_list){0};
+    far_list far = r->far;
+    r->far = (far_list){0};
     r->base = base;
-    EACH_WAITING(&far, c, j)
-        if (live(r, c->items[j]))
-            wait_in(r, c->items[j].bucket, c->items[j].local);
-    clear_list(r->pool, &far);
+    for (size_t j = 0; j < far.n; j++)
+        if (live(r, far.items[j].bucket, far.items[j].local))
+            wait_in(r, far.items[j].bucket, far.items[j].local);
+    free(far.items);
 }
 
-static bool any_live(const sssp_run *r, const waiting_list *l)
+static bool any_live(const sssp_run *r, const waiting_list *l, uint64_t bucket)
 {
     EACH_WAITING(l, c, j)
-        if (live(r, c->items[j]))
+        if (live(r, bucket, c->items[j]))
             return true;
     return false;
 }
@@ -239,14 +254,14 @@ static uint64_t next_bucket(sssp_run *r)
     uint64_t best = UINT64_MAX, far = UINT64_MAX;
     uint64_t at = r->bucket > r->base ? r->bucket - r->base : 0;
     for (; at < r->nbins && best == UINT64_MAX; at++) {
-        if (any_live(r, &r->bins[at]))
+        if (any_live(r, &r->bins[at], r->base + at))
             best = r->base + at;
         else
             clear_list(r->pool, &r->bins[at]); /* nothing live: empty it */
     }
-    EACH_WAITING(&r->far, c, j)
-        if (c->items[j].bucket < far && live(r, c->items[j]))
-            far = c->items[j].bucket;
+    for (size_t j = 0; j < r->far.n; j++)
+        if (r->far.items[j].bucket < far && live(r, r->far.items[j].bucket, r->far.items[j].local))
+            far = r->far.items[j].bucket;
     if (far < best) {
         rebase(r, far);
         best = far;
@@ -544,8 +559,8 @@ static void settle(sssp_run *r)
     if (r->bucket >= r->base && r->bucket - r->base < r->nbins) {
         waiting_list *l = &r->bins[r->bucket - r->base];
         EACH_WAITING(l, c, j)
-            if (live(r, c->items[j]))
-                enqueue(r, c->items[j].local);
+            if (live(r, r->bucket, c->items[j]))
+                enqueue(r, c->items[j]);
         clear_list(r->pool, l);
     }
     drain(r);
@@ -583,10 +598,9 @@ static void take_scratch(sssp_run *r, sssp_scratch *x)
         x->relaxed_at = cr_xmalloc_large(n, sizeof *x->relaxed_at);
         x->vertices = n;
     }
-    if (x->qcap < n) {
-        free(x->queue);
-        x->queue = cr_xmalloc_large(n, sizeof *x->queue);
-        x->qcap = n;
+    if (!x->queue) { /* grown as needed: a bucket's queue is a small part of the vertices */
+        x->qcap = 1024;
+        x->queue = cr_xmalloc(x->qcap * sizeof *x->queue);
     }
     r->pool = &x->pool;
     r->bins = x->bins, r->nbins = x->nbins;
@@ -600,7 +614,8 @@ static void keep_scratch(sssp_run *r, sssp_scratch *x)
 {
     for (uint64_t at = 0; at < r->nbins; at++)
         clear_list(r->pool, &r->bins[at]);
-    clear_list(r->pool, &r->far);
+    free(r->far.items);
+    r->far = (far_list){0};
     x->bins = r->bins, x->nbins = r->nbins;
     x->queue = r->queue, x->qcap = r->qcap;
 }

@@ -642,12 +642,17 @@ static void test_pagerank(void **state)
 
 /* Delta-stepping on one node (distances in the node's memory, read in place by the
  * relaxing rank, records only for lowered ones) and on nodes of 2 (ghosts), with
- * weights in eighths (many ties), two sources in a row on one graph (the second
- * reuses the node's array): against Dijkstra. */
+ * weights in eighths (many ties), three calls in a row on one graph (the later ones
+ * reuse the node's array and the scratch), the third with buckets so narrow that
+ * most lie beyond the bins' reach (the far list, and the bins started again from
+ * it): against Dijkstra. */
+enum { SP_CALLS = 3 };
+static const double sp_delta[SP_CALLS] = {0.25, 0.25, 1e-6};
+
 typedef struct sp_case {
     const graph *g;
-    uint64_t roots[2];
-    double *dist[2]; /* by vertex */
+    uint64_t roots[SP_CALLS];
+    double *dist[SP_CALLS]; /* by vertex */
 } sp_case;
 
 static void run_sssp(cr_comm *comm, void *user)
@@ -667,10 +672,9 @@ static void run_sssp(cr_comm *comm, void *user)
     cr_graph_edges_free(&local);
     cr_sssp_opts o;
     cr_graph_sssp_opts_init(&o);
-    o.delta = 0.25;
     char err[256];
-    for (int k = 0; k < 2; k++)
-        if (cr_graph_sssp(cg, &o, sc->roots[k], &sc->dist[k][cr_graph_first(cg)], NULL, err,
+    for (int k = 0; k < SP_CALLS; k++)
+        if ((o.delta = sp_delta[k]), cr_graph_sssp(cg, &o, sc->roots[k], &sc->dist[k][cr_graph_first(cg)], NULL, err,
                           sizeof err))
             fail_msg("%s", err);
     cr_graph_destroy(cg);
@@ -679,13 +683,14 @@ static void run_sssp(cr_comm *comm, void *user)
 static void run_sssp_at(int p, unsigned node_size, uint64_t seed)
 {
     graph g = make_graph(300, 900, seed);
-    sp_case sc = {&g, {g.edges[0].a, g.edges[1].b},
-                  {calloc(g.n, sizeof(double)), calloc(g.n, sizeof(double))}};
+    sp_case sc = {&g, {g.edges[0].a, g.edges[1].b, g.edges[0].a}, {0}};
+    for (int k = 0; k < SP_CALLS; k++)
+        sc.dist[k] = calloc(g.n, sizeof(double));
     run_on_nodes(p, node_size, seed, "SSSP", run_sssp, &sc);
     ref_graph ref;
     reference_of(&g, true, &ref);
     double *want = calloc(g.n, sizeof *want);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < SP_CALLS; k++) {
         ref_sssp(&ref, sc.roots[k], want);
         uint64_t wrong = 0;
         for (uint64_t v = 0; v < g.n; v++)
@@ -696,7 +701,9 @@ static void run_sssp_at(int p, unsigned node_size, uint64_t seed)
                      (unsigned long long)sc.roots[k], (unsigned long long)wrong);
     }
     ref_graph_free(&ref);
-    free(want), free(sc.dist[0]), free(sc.dist[1]), free(g.edges);
+    for (int k = 0; k < SP_CALLS; k++)
+        free(sc.dist[k]);
+    free(want), free(g.edges);
 }
 
 static void test_sssp(void **state)
