@@ -145,6 +145,17 @@ uint64_t app_file_vertices(const app *a, const char *path, uint64_t seen, uint64
     return n;
 }
 
+#ifdef COURIER_APPS_JEMALLOC
+/* jemalloc's options for the apps (MALLOC_CONF still overrides them): memory freed is
+ * kept for the next allocation instead of being given back to the system. An app
+ * builds a graph or a table, frees its construction's buffers and then runs timed
+ * trials; given back, those pages would be faulted in afresh by the first trial,
+ * and a fresh page is dear on a virtual machine (docs/design-notes.md, "Page
+ * faults": the first sssp trial at scale 18 on one rank 0.083 -> 0.065 s). The
+ * cost: a process keeps its peak resident size until it ends. */
+const char *malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0";
+#endif
+
 void *app_calloc(const app *a, size_t count, size_t size, const char *what)
 {
     void *p = calloc(count ? count : 1, size ? size : 1);
