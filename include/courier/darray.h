@@ -69,6 +69,21 @@ typedef enum cr_darray_exchange {
                                       cr_barrier: runs on either transport */
 } cr_darray_exchange;
 
+/* Whether the ranks of a node reach each other's elements in place (docs/darray.md,
+ * "Within a node"). */
+typedef enum cr_darray_node {
+    CR_DARRAY_NODE_RECORDS = 0, /* the default: every element of another rank through
+                                   records, so an owner's own changes to its block are
+                                   seen by readers only once it handles their requests */
+    CR_DARRAY_NODE_IN_PLACE,    /* in place where it can be: an asynchronous write or
+                                   read of an element whose owner shares this rank's
+                                   node (route.h's layout) merges into or reads the
+                                   owner's block in the node's shared memory, with no
+                                   record, when the array's rule is one atomic
+                                   operation (8-byte elements; overwrite, add, min or
+                                   max) and it has no visitor; otherwise as records */
+} cr_darray_node;
+
 typedef struct cr_darray_opts {
     /* How a write meets the element (operators of courier/types.h):
      * 0 or CR_OP_LAST  overwrite. Lock-step: the write of the highest rank wins, of
@@ -98,6 +113,7 @@ typedef struct cr_darray_opts {
     cr_darray_aggregation aggregation; /* lock-step */
     int coalesce_reads; /* async reads also join an identical read in flight */
     cr_darray_exchange exchange; /* lock-step: how a stage's records move */
+    cr_darray_node node; /* asynchronous mode within a node */
 } cr_darray_opts;
 
 /* Defaults: overwrite, direct, hash aggregation, reads coalesced. Local. */
@@ -130,6 +146,15 @@ void *cr_darray_local(cr_darray *a, uint64_t *first, uint64_t *count);
 
 /* ---- asynchronous mode (on the mailbox; complete at cr_barrier) ---- */
 
+/* In place within a node (opts.node): while an element's owner shares this rank's
+ * node, its asynchronous writes merge into it at once (atomically) and its reads take
+ * its value at once (fn still runs later, as a handler). Any rank of the node may then
+ * change an element at any time between barriers: an owner reads its block
+ * (cr_darray_local) after a cr_barrier and changes it between barriers only through
+ * the array, and asynchronous writes are not mixed with lock-step steps in one phase.
+ * Registering a visitor turns in-place access off for the array (a visit changes the
+ * element on its owner, which an in-place merge would race with). */
+
 /* Merge `value` (elem_size bytes, copied) into element i by the merge rule. Local;
  * may run handlers as cr_async does. */
 void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value);
@@ -140,7 +165,8 @@ void cr_darray_async_read(cr_darray *a, uint64_t i, cr_dedup_reply_fn fn, void *
 /* Runs on the owner of element i with a pointer to it. */
 typedef void (*cr_darray_visit_fn)(cr_darray *a, uint64_t i, void *elem, const void *args,
                                    size_t len, void *user);
-/* Register a visitor; returns its id. Collective, as cr_register. */
+/* Register a visitor; returns its id. Collective, as cr_register; on an array with
+ * in-place access it is also a barrier of the node's ranks (runs handlers). */
 int cr_darray_register_visit(cr_darray *a, cr_darray_visit_fn fn, void *user);
 /* Run visitor `visit` on element i's owner with `len` bytes of `args` (copied).
  * Local; may run handlers. */
@@ -195,6 +221,9 @@ typedef struct cr_darray_stats {
     uint64_t auto_merged;       /* aggregation auto: the writes or reads of a step it
                                    merged (hash) */
     uint64_t auto_plain;        /* ... and those it sent unmerged (none) */
+    uint64_t in_place;          /* asynchronous writes and reads of this rank that
+                                   merged into or read an element of its node in place
+                                   (none of them a record) */
     uint64_t auto_routes[CR_DARRAY_AUTO_ROUTES]; /* route auto: the writes or reads of a
                                    step it sent over direct, the grid of two dimensions,
                                    of three, and the hypercube */

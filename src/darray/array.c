@@ -6,6 +6,7 @@
 
 #include "common/fatal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,3 +81,29 @@ void cr_darray_apply(const cr_darray *a, void *dst, const void *src)
     memcpy(dst, &x, 8);
 }
 
+
+void cr_darray_apply_shared(const cr_darray *a, void *dst, const void *src)
+{
+    _Atomic uint64_t *e = dst;
+    uint64_t v;
+    memcpy(&v, src, 8);
+    /* Relaxed: the ranks see each other's merges after the barrier that ends the
+     * phase, whose messages order them; within a phase only atomicity matters. */
+    if (a->opts.merge == CR_OP_LAST) {
+        atomic_store_explicit(e, v, memory_order_relaxed);
+        return;
+    }
+    if (a->opts.merge == CR_OP_SUM && a->opts.type != CR_DOUBLE) {
+        atomic_fetch_add_explicit(e, v, memory_order_relaxed);
+        return;
+    }
+    uint64_t old = atomic_load_explicit(e, memory_order_relaxed);
+    for (;;) {
+        uint64_t next = old;
+        cr_darray_apply(a, &next, &v);
+        if (next == old || atomic_compare_exchange_weak_explicit(e, &old, next,
+                                                                  memory_order_relaxed,
+                                                                  memory_order_relaxed))
+            return;
+    }
+}

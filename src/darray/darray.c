@@ -7,12 +7,20 @@
  * and the owner merges what arrives into the element by the same rule. Reads are
  * requests keyed by the index: merged wherever they meet, coalesced in flight if
  * the array allows, answered by the owner with the element. Visits are plain
- * records {index, args} to a handler per registered visitor. */
+ * records {index, args} to a handler per registered visitor.
+ *
+ * Within a node (docs/darray.md, "Within a node") the blocks live in the node's
+ * shared memory (mailbox/module.h, node segments), and a write or read of an element
+ * whose owner shares the node is no record at all: the write merges into the owner's
+ * block by one atomic operation, the read loads it and hands the value to this rank's
+ * own queue, so that the reader's function still runs as a handler. Every merge into
+ * such a block, the owner's included, is then atomic. */
 #include "darray/darray_internal.h"
 
 #include "common/fatal.h"
 #include "mailbox/module.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +51,7 @@ static void on_writes(cr_comm *comm, const cr_batch *b, void *user)
         const char *rec = cr_batch_payload(b, k);
         uint64_t i;
         memcpy(&i, rec, sizeof i);
-        cr_darray_apply(a, local_elem(a, i, "a write", cr_batch_src(b, k)), rec + 8);
+        cr_darray_apply_owned(a, local_elem(a, i, "a write", cr_batch_src(b, k)), rec + 8);
     }
     a->stats.reached_owner += b->count;
 }
@@ -113,24 +121,86 @@ static void check_index(const cr_darray *a, const char *fn, uint64_t i)
                  (unsigned long long)a->n);
 }
 
+/* Element i in the node's memory, or NULL when its owner is on another node (or the
+ * array reaches no element in place). */
+static inline _Atomic uint64_t *near_elem(const cr_darray *a, int owner, uint64_t i)
+{
+    if (!a->near || !a->near[owner].part)
+        return NULL;
+    return (_Atomic uint64_t *)(void *)(a->near[owner].part + (i - a->near[owner].first) * 8);
+}
+
+/* A read served in place, on its way to the reader's function: {fn, ctx, value}. */
+typedef struct near_read {
+    cr_dedup_reply_fn fn;
+    void *ctx;
+    uint64_t value;
+} near_read;
+
+static void on_near_reads(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)user;
+    for (size_t k = 0; k < b->count; k++) {
+        near_read r;
+        memcpy(&r, cr_batch_payload(b, k), sizeof r);
+        r.fn(comm, &r.value, sizeof r.value, r.ctx);
+    }
+}
+
 void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value)
 {
     check_index(a, "cr_darray_async_write", i);
+    int owner = cr_block_layout_owner(&a->layout, i);
+    _Atomic uint64_t *e = near_elem(a, owner, i);
+    if (e) {
+        cr_darray_apply_shared(a, (void *)e, value);
+        a->stats.in_place++;
+        return;
+    }
+    if (owner == a->rank && a->opts.node == CR_DARRAY_NODE_IN_PLACE) {
+        /* no other rank merges into this block in place: a plain merge, as the
+         * handler would make it */
+        cr_darray_apply(a, local_elem(a, i, "a write", a->rank), value);
+        a->stats.in_place++;
+        return;
+    }
     char *rec = async_record(a, i, value, a->elem);
-    cr_async(a->comm, cr_block_layout_owner(&a->layout, i), a->h_write, rec, 8 + a->elem);
+    cr_async(a->comm, owner, a->h_write, rec, 8 + a->elem);
 }
 
 void cr_darray_async_read(cr_darray *a, uint64_t i, cr_dedup_reply_fn fn, void *ctx)
 {
     check_index(a, "cr_darray_async_read", i);
-    cr_dedup_request(a->comm, cr_block_layout_owner(&a->layout, i), a->h_read, &i, sizeof i, fn,
-                     ctx);
+    int owner = cr_block_layout_owner(&a->layout, i);
+    _Atomic uint64_t *e = near_elem(a, owner, i);
+    bool mine = owner == a->rank && a->opts.node == CR_DARRAY_NODE_IN_PLACE && a->elem == 8;
+    if (e || mine) {
+        if (!fn)
+            cr_fatal("cr_darray_async_read: the reply function is NULL");
+        near_read r = {fn, ctx, 0};
+        if (e)
+            r.value = atomic_load_explicit(e, memory_order_relaxed);
+        else
+            memcpy(&r.value, local_elem(a, i, "a read", a->rank), 8);
+        cr_async(a->comm, a->rank, a->h_near_read, &r, sizeof r);
+        a->stats.in_place++;
+        return;
+    }
+    cr_dedup_request(a->comm, owner, a->h_read, &i, sizeof i, fn, ctx);
 }
 
 int cr_darray_register_visit(cr_darray *a, cr_darray_visit_fn fn, void *user)
 {
     if (!fn)
         cr_fatal("cr_darray_register_visit: the visit function is NULL");
+    if (a->near) {
+        /* a visit changes its element on the owner, unseen by in-place merges: from
+         * here on the node's elements are reached through records, once no rank of
+         * the node merges in place any more */
+        cr_module_node_segment_barrier(a->seg);
+        free(a->near);
+        a->near = NULL;
+    }
     darray_visit *v = cr_xmalloc(sizeof *v);
     *v = (darray_visit){.a = a, .fn = fn, .user = user};
     a->visits = cr_xrealloc(a->visits, (size_t)(a->nvisits + 1) * sizeof *a->visits);
@@ -204,12 +274,47 @@ static void check_opts(const cr_darray_opts *o, size_t elem_size)
     }
     if (o->aggregation > CR_DARRAY_AGG_AUTO)
         cr_fatal("cr_darray_create: unknown aggregation %d", (int)o->aggregation);
+    if (o->node > CR_DARRAY_NODE_IN_PLACE)
+        cr_fatal("cr_darray_create: unknown node access %d", (int)o->node);
     if (o->exchange > CR_DARRAY_EXCHANGE_MAILBOX)
         cr_fatal("cr_darray_create: unknown exchange %d", (int)o->exchange);
     if (o->route.kind != CR_ROUTE_DIRECT && o->route.kind != CR_ROUTE_GRID &&
         o->route.kind != CR_ROUTE_HYPERCUBE && o->route.kind != CR_ROUTE_AUTO)
         cr_fatal("cr_darray_create: the lock-step route must be direct, grid, hypercube or "
                  "auto");
+}
+
+/* In-place access needs a rule that one atomic operation applies. */
+static bool rule_is_atomic(const cr_darray *a)
+{
+    return a->elem == 8 && a->opts.merge != CR_OP_USER;
+}
+
+/* Where the blocks live (collective): with in-place access on a comm whose nodes
+ * share memory and some node holds two ranks, in a node segment, each rank's block
+ * its part, and the table of the node's blocks; else in this rank's own memory. */
+static void place_blocks(cr_darray *a)
+{
+    const cr_layout *l = cr_module_layout(a->comm);
+    bool shared_nodes = cr_layout_nodes(l) < a->size;
+    if (a->opts.node == CR_DARRAY_NODE_IN_PLACE && rule_is_atomic(a) && shared_nodes) {
+        if (a->count > SIZE_MAX / a->elem)
+            cr_fatal("cr_darray_create: rank %d's block of %llu elements cannot be mapped",
+                     a->rank, (unsigned long long)a->count);
+        a->seg = cr_module_node_segment_create(a->comm, (size_t)a->count * a->elem);
+    }
+    if (!a->seg) {
+        a->data = cr_xcalloc(a->count ? a->count : 1, a->elem);
+        return;
+    }
+    int k = cr_module_node_segment_rank(a->seg);
+    a->data = cr_module_node_segment_part(a->seg, k);
+    a->near = cr_xcalloc((size_t)a->size, sizeof *a->near);
+    for (int j = 0; j < cr_module_node_segment_size(a->seg); j++) {
+        int r = cr_module_node_segment_member(a->seg, j);
+        a->near[r] = (darray_near){cr_module_node_segment_part(a->seg, j),
+                                   cr_block_first(a->n, a->size, r)};
+    }
 }
 
 cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
@@ -234,7 +339,7 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
     a->size = cr_comm_size(comm);
     cr_darray_block(n, a->size, a->rank, &a->first, &a->count);
     a->layout = cr_block_layout_of(n, a->size);
-    a->data = cr_xcalloc(a->count ? a->count : 1, elem_size);
+    place_blocks(a);
     cr_darray_grid_init(a);
     darray_bytes_grow(&a->writes, 0); /* never NULL: the steps copy from them */
     darray_bytes_grow(&a->reads, 0);
@@ -247,6 +352,7 @@ cr_darray *cr_darray_create(cr_comm *comm, uint64_t n, size_t elem_size,
         comm,
         &(cr_dedup_request_type){.serve = serve_read, .key_len = 8, .coalesce = o.coalesce_reads},
         a);
+    a->h_near_read = cr_register_type(comm, &(cr_handler_type){.batch = on_near_reads}, a);
     return a;
 }
 
@@ -261,7 +367,11 @@ void cr_darray_destroy(cr_darray *a)
     free(a->scratch);
     darray_bytes_free(&a->writes);
     darray_bytes_free(&a->reads);
-    free(a->data);
+    free(a->near);
+    if (a->seg)
+        cr_module_node_segment_destroy(a->seg);
+    else
+        free(a->data);
     free(a);
 }
 
@@ -299,6 +409,30 @@ void cr_darray_stats_reset(cr_darray *a)
     a->stats = (cr_darray_stats){0};
 }
 
+static void check_sorted_count(const cr_darray *a, size_t n)
+{
+    if (n != a->count)
+        cr_fatal("cr_darray_sort: rank %d got %zu elements back for its block of %llu", a->rank,
+                 n, (unsigned long long)a->count);
+}
+
+/* A block in the node's memory stays where it is: cr_sort sorts a copy. */
+static void sort_shared_block(cr_darray *a, const cr_sort_opts *opts, cr_sort_stats *stats)
+{
+    size_t n = (size_t)a->count;
+    void *elems = NULL;
+    if (n) {
+        elems = cr_xmalloc(n * a->elem);
+        memcpy(elems, a->data, n * a->elem);
+    }
+    cr_sort(a->comm, &elems, &n, opts, stats);
+    check_sorted_count(a, n);
+    if (n)
+        memcpy(a->data, elems, n * a->elem);
+    free(elems);
+    cr_module_node_segment_barrier(a->seg); /* every block of the node in its new order */
+}
+
 void cr_darray_sort(cr_darray *a, const cr_sort_opts *opts, cr_sort_stats *stats)
 {
     if (!opts || opts->record_bytes != a->elem)
@@ -309,16 +443,18 @@ void cr_darray_sort(cr_darray *a, const cr_sort_opts *opts, cr_sort_stats *stats
                  opts->tolerance);
     /* asynchronous writes sent before are applied first */
     cr_barrier(a->comm);
-    void *elems = a->data;
     size_t n = (size_t)a->count;
+    if (a->seg) {
+        sort_shared_block(a, opts, stats);
+        return;
+    }
+    void *elems = a->data; /* cr_sort owns and may replace it */
     if (!n) {
         free(elems);
         elems = NULL;
     }
     a->data = NULL;
     cr_sort(a->comm, &elems, &n, opts, stats);
-    if (n != a->count)
-        cr_fatal("cr_darray_sort: rank %d got %zu elements back for its block of %llu", a->rank,
-                 n, (unsigned long long)a->count);
+    check_sorted_count(a, n);
     a->data = elems ? elems : cr_xcalloc(1, a->elem);
 }

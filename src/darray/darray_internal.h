@@ -11,6 +11,14 @@
 #include <stdint.h>
 
 typedef struct darray_visit darray_visit;
+typedef struct cr_node_segment cr_node_segment;
+
+/* A block of a rank of this rank's node, reached in place (docs/darray.md, "Within
+ * a node"): its elements and its first index; part NULL for a rank of another node. */
+typedef struct darray_near {
+    char *part;
+    uint64_t first;
+} darray_near;
 
 /* A growable byte vector. */
 typedef struct darray_bytes {
@@ -39,7 +47,12 @@ struct cr_darray {
     int rank, size;
     uint64_t first, count;
     cr_block_layout layout; /* the owners of indices */
-    char *data;       /* count * elem */
+    char *data;       /* count * elem: this rank's part of seg, or its own memory */
+    cr_node_segment *seg; /* the node's blocks, or NULL (no node memory, or node off) */
+    darray_near *near;    /* [size] while writes and reads of the node go in place,
+                             else NULL: the array's storage is then reached only
+                             through records, as without a node */
+    int h_near_read;      /* a read served in place, delivered to this rank's reader */
 
     int h_write;      /* asynchronous mode: handler of writes */
     int h_read;       /* request type of reads */
@@ -64,6 +77,19 @@ struct cr_darray {
 /* Merge `src` into the element `dst` by the array's rule (both elem bytes; for
  * overwrite, src replaces dst). */
 void cr_darray_apply(const cr_darray *a, void *dst, const void *src);
+/* The same on an element other ranks of the node may merge into at the same time
+ * (the array's near table is set): one atomic operation, or a compare-and-swap loop.
+ * Only for the rules in-place access allows (8 bytes; overwrite, add, min, max). */
+void cr_darray_apply_shared(const cr_darray *a, void *dst, const void *src);
+/* Apply to an element of this rank's block: shared while the node's ranks reach it in
+ * place, else plain. */
+static inline void cr_darray_apply_owned(const cr_darray *a, void *dst, const void *src)
+{
+    if (a->near)
+        cr_darray_apply_shared(a, dst, src);
+    else
+        cr_darray_apply(a, dst, src);
+}
 
 /* lockstep.c */
 void cr_darray_grid_init(cr_darray *a);

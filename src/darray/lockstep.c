@@ -734,7 +734,7 @@ static void step_writes(cr_darray *a)
     size_t voff = a->opts.merge == CR_OP_LAST ? 16 : 8;
     for (size_t j = 0; j < u; j++) {
         const char *r = final.data + j * rec;
-        cr_darray_apply(a, elem_at(a, index_of(r)), r + voff);
+        cr_darray_apply_owned(a, elem_at(a, index_of(r)), r + voff);
     }
     lap(g->ndims == 0 ? &a->stats.write_ns : &a->stats.hop_ns, &clock);
     free(seg);

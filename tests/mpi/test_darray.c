@@ -310,6 +310,108 @@ static void test_async(void **state)
     verdict();
 }
 
+/* ---- within a node: in-place access ---- */
+
+/* The writes of in_place_round whose owner shares this rank's node. */
+static uint64_t near_writes(cr_comm *comm, uint64_t n, uint64_t hot, int reps)
+{
+    const cr_layout *l = cr_comm_layout(comm);
+    int me = cr_layout_node_of(l, test_rank);
+    uint64_t near = 0;
+    for (uint64_t i = 0; i < hot; i++)
+        near += cr_layout_node_of(l, cr_darray_owner(n, test_size, i)) == me;
+    near *= (uint64_t)reps;
+    for (uint64_t i = 0; i < n; i++)
+        near += cr_layout_node_of(l, cr_darray_owner(n, test_size, i)) == me;
+    return near;
+}
+
+/* Every rank adds 1 to the hot elements 0 .. hot-1 `reps` times each (the ranks of
+ * a node racing on them), and i + 1 to every element once; a min array of doubles
+ * takes every rank's (negative) guess. Exact totals catch an in-place merge lost or applied twice; the count
+ * of in-place writes catches one sent as a record where the node's memory reaches
+ * it, or the reverse. */
+static void in_place_round(int node_size, cr_darray_node node)
+{
+    cr_config cfg;
+    cr_config_init(&cfg);
+    cfg.node_size = (size_t)node_size;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    const uint64_t n = 11 + 3 * (uint64_t)test_size, hot = 3;
+    const int reps = 20000;
+    cr_darray_opts o;
+    cr_darray_opts_init(&o);
+    o.merge = CR_OP_SUM;
+    o.type = CR_UINT64;
+    o.node = node;
+    cr_darray *sum = cr_darray_create(comm, n, 8, &o);
+    o.merge = CR_OP_MIN;
+    o.type = CR_DOUBLE;
+    cr_darray *low = cr_darray_create(comm, n, 8, &o);
+    cr_darray_stats_reset(sum);
+    for (int rep = 0; rep < reps; rep++)
+        for (uint64_t i = 0; i < hot; i++) {
+            uint64_t one = 1;
+            cr_darray_async_write(sum, i, &one);
+        }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t v = i + 1;
+        double guess = -(double)((i * 7 + (uint64_t)test_rank * 3) % 29) - 0.5; /* below 0 */
+        cr_darray_async_write(sum, i, &v);
+        cr_darray_async_write(low, i, &guess);
+    }
+    cr_darray_stats st;
+    cr_darray_stats_get(sum, &st);
+    uint64_t expect_near = node == CR_DARRAY_NODE_RECORDS ? 0 : near_writes(comm, n, hot, reps);
+    CHECK(st.in_place == expect_near, "node size %d, node %d: %llu writes in place, expected %llu",
+          node_size, (int)node, (unsigned long long)st.in_place,
+          (unsigned long long)expect_near);
+    cr_barrier(comm);
+    uint64_t *got = calloc(n, 8);
+    double *got_low = calloc(n, 8);
+    for (uint64_t i = 0; i < n; i++) {
+        cr_darray_async_read(sum, i, got_value, &got[i]);
+        cr_darray_async_read(low, i, got_value, &got_low[i]);
+    }
+    cr_barrier(comm);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t expect = (i + 1) * (uint64_t)test_size + (i < hot ? (uint64_t)reps * test_size : 0);
+        double least = 0;
+        for (int r = 0; r < test_size; r++) {
+            double g = -(double)((i * 7 + (uint64_t)r * 3) % 29) - 0.5;
+            least = g < least ? g : least;
+        }
+        CHECK(got[i] == expect, "node size %d, node %d: element %llu is %llu, expected %llu",
+              node_size, (int)node, (unsigned long long)i, (unsigned long long)got[i],
+              (unsigned long long)expect);
+        CHECK(got_low[i] == least, "node size %d, node %d: min element %llu is %g, expected %g",
+              node_size, (int)node, (unsigned long long)i, got_low[i], least);
+    }
+    /* the owner's block holds the same */
+    uint64_t first, count;
+    uint64_t *mine = cr_darray_local(sum, &first, &count);
+    for (uint64_t k = 0; k < count; k++)
+        CHECK(mine[k] == got[first + k], "node size %d: rank %d's block differs at %llu",
+              node_size, test_rank, (unsigned long long)(first + k));
+    free(got);
+    free(got_low);
+    cr_darray_destroy(low);
+    cr_darray_destroy(sum);
+    check_conserved(comm, UINT64_MAX);
+    cr_comm_destroy(comm);
+}
+
+static void test_in_place(void **state)
+{
+    (void)state;
+    static const int node_sizes[] = {0, 1, 2, 3};
+    for (int k = 0; k < 4; k++) {
+        in_place_round(node_sizes[k], CR_DARRAY_NODE_IN_PLACE);
+        in_place_round(node_sizes[k], CR_DARRAY_NODE_RECORDS);
+    }
+    verdict();
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +421,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_overload),
         cmocka_unit_test(test_one_index),
         cmocka_unit_test(test_async),
+        cmocka_unit_test(test_in_place),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }

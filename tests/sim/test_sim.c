@@ -2108,6 +2108,80 @@ static void test_darray_async(void **state)
             }
 }
 
+/* In-place access on virtual nodes of 1, 4 and 48 ranks: every rank adds to three hot
+ * elements and to every element, then reads them all; values exact, and each rank's
+ * in-place count is exactly its writes whose owner shares its node (a write sent as a
+ * record that the node's memory reaches, or the reverse, is caught). */
+static long in_place_fails;
+
+static void run_darray_in_place(cr_comm *comm, void *user)
+{
+    (void)user;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    const cr_layout *l = cr_comm_layout(comm);
+    cr_darray_opts o;
+    cr_darray_opts_init(&o);
+    o.merge = CR_OP_SUM;
+    o.type = CR_UINT64;
+    o.node = CR_DARRAY_NODE_IN_PLACE;
+    uint64_t n = p < 64 ? 3 * (uint64_t)p + 5 : 2 * (uint64_t)p + 7, hot = 3, reps = 5;
+    cr_darray *a = cr_darray_create(comm, n, 8, &o);
+    uint64_t near = 0, one = 1;
+    for (uint64_t r = 0; r < reps; r++)
+        for (uint64_t i = 0; i < hot; i++) {
+            cr_darray_async_write(a, i, &one);
+            near += cr_layout_node_of(l, cr_darray_owner(n, p, i)) == cr_layout_node_of(l, me);
+        }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t v = i + 1;
+        cr_darray_async_write(a, i, &v);
+        near += cr_layout_node_of(l, cr_darray_owner(n, p, i)) == cr_layout_node_of(l, me);
+    }
+    cr_darray_stats st;
+    cr_darray_stats_get(a, &st);
+    if (st.in_place != near && in_place_fails++ < 4)
+        fprintf(stderr, "rank %d: %llu writes in place, expected %llu\n", me,
+                (unsigned long long)st.in_place, (unsigned long long)near);
+    cr_barrier(comm);
+    uint64_t *got = calloc(n, 8);
+    for (uint64_t k = 0; k < n; k++)
+        cr_darray_async_read(a, (k * 5 + (uint64_t)me) % n, darray_got, &got[k]);
+    cr_barrier(comm);
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t i = (k * 5 + (uint64_t)me) % n;
+        uint64_t expect = (i + 1) * (uint64_t)p + (i < hot ? reps * (uint64_t)p : 0);
+        if (got[k] != expect && in_place_fails++ < 4)
+            fprintf(stderr, "rank %d: element %llu is %llu, expected %llu\n", me,
+                    (unsigned long long)i, (unsigned long long)got[k],
+                    (unsigned long long)expect);
+    }
+    free(got);
+    cr_darray_destroy(a);
+}
+
+static void test_darray_in_place(void **state)
+{
+    (void)state;
+    static const int ps[] = {1, 5, 64, 1024};
+    static const unsigned node_sizes[] = {1, 4, 48};
+    for (size_t k = 0; k < 4 && ps[k] <= largest_p(); k++)
+        for (size_t ns = ps[k] >= 1024 ? 2 : 0; ns < 3; ns++) /* P = 1024: nodes of 48 */
+            for (int seed = 1; seed <= (ps[k] >= 1024 ? 1 : 2); seed++) {
+                named_config nc = request_config("direct");
+                nc.cfg.node_size = node_sizes[ns];
+                cr_sim_opts o = {.ranks = ps[k], .seed = (uint64_t)seed * 31 + (uint64_t)ps[k],
+                                 .cfg = &nc.cfg, .max_slowness = 4};
+                char err[256];
+                snprintf(ctx, sizeof ctx, "darray in place, P=%d, nodes of %u, seed %d", ps[k],
+                         node_sizes[ns], seed);
+                in_place_fails = 0;
+                if (cr_sim_run(&o, run_darray_in_place, NULL, NULL, err, sizeof err))
+                    fail_msg("%s: %s", ctx, err);
+                if (in_place_fails)
+                    fail_msg("%s: %ld failures", ctx, in_place_fails);
+            }
+}
+
 /* The lock-step mode on virtual ranks (its stages move as mailbox records here):
  * tests/darray_scenarios.h's model, every rule, route and aggregation; hash and sort
  * must leave the same arrays, rank by rank. */
@@ -2762,6 +2836,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "requests")) {
         const struct CMUnitTest two[] = {cmocka_unit_test(test_requests),
                                          cmocka_unit_test(test_darray_async),
+                                         cmocka_unit_test(test_darray_in_place),
                                          cmocka_unit_test(test_darray_lockstep),
                                          cmocka_unit_test(test_darray_route_auto)};
         return cmocka_run_group_tests(two, NULL, NULL);
