@@ -59,6 +59,11 @@ static const char usage[] =
     "  --reps R         repetitions per mode; the median time is reported (default 3)\n"
     "  --seed S         random seed (default 1)\n"
     "  --hotspot        send every update to counters of rank 0 (all-to-one)\n"
+    "  --darray         courier and gather modes through the library's distributed array\n"
+    "                   (include/courier/darray.h, merge add): cr_darray_async_write per\n"
+    "                   update, cr_darray_async_read per read; counters owned by a rank\n"
+    "                   of the same node are updated and read in place in the node's\n"
+    "                   shared memory, the others by records (docs/darray.md)\n"
     "  --prepared       draw every update's owner and offset before the timed section,\n"
     "                   as bale's histogram does (courier and local modes): the timed\n"
     "                   loop only sends, or only adds; without --combine\n";
@@ -179,6 +184,16 @@ static void run_courier(cr_comm *comm, int h, table *t, uint64_t n, uint64_t see
     cr_barrier(comm);
 }
 
+/* --darray: the table is a cr_darray; one cr_darray_async_write per update. */
+static void run_darray(cr_comm *comm, cr_darray *arr, table *t, uint64_t n, uint64_t seed,
+                       int rank)
+{
+    uint64_t s = stream_seed(seed, rank), one = 1;
+    for (uint64_t i = 0; i < n; i++)
+        cr_darray_async_write(arr, draw(t, &s), &one);
+    cr_barrier(comm);
+}
+
 /* --prepared, as bale's histogram packs its updates before it starts the clock: an
  * update is (offset in the owner's block) << PREP_OWNER_BITS | owner. */
 #define PREP_OWNER_BITS 20
@@ -211,6 +226,17 @@ static void run_prepared(cr_comm *comm, int h, const uint64_t *prep, uint64_t n)
         }
         cr_async_many(comm, h, owner, off, sizeof *off, k);
     }
+    cr_barrier(comm);
+}
+
+/* --darray --prepared: the packed updates back to global indices. */
+static void run_darray_prepared(cr_comm *comm, cr_darray *arr, const table *t,
+                                const uint64_t *prep, uint64_t n)
+{
+    const uint64_t mask = (1u << PREP_OWNER_BITS) - 1, one = 1;
+    for (uint64_t i = 0; i < n; i++)
+        cr_darray_async_write(arr, block_start(t, (int)(prep[i] & mask)) +
+                                       (prep[i] >> PREP_OWNER_BITS), &one);
     cr_barrier(comm);
 }
 
@@ -472,6 +498,19 @@ static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint
     cr_barrier(comm);
 }
 
+/* --darray: one cr_darray_async_read per read, its answer by got_read. */
+static void run_darray_gather(cr_comm *comm, cr_darray *arr, gather *g, uint64_t n,
+                              uint64_t seed, int rank)
+{
+    uint64_t s = stream_seed(seed, rank);
+    g->answers = 0;
+    g->served = 0;
+    merged_gather = g;
+    for (uint64_t i = 0; i < n; i++)
+        cr_darray_async_read(arr, draw(g->t, &s), got_read, &g->got[i]);
+    cr_barrier(comm);
+}
+
 /* Every answer arrived once and holds hash(index asked), on every rank. */
 static int verify_gather(const gather *g, uint64_t n, uint64_t seed, int rank)
 {
@@ -576,7 +615,7 @@ static const char *const units[] = {"updates", "updates", "updates", "requests"}
 /* What the command line asked for. */
 typedef struct hist_opts {
     uint64_t n, total, seed;
-    int want[NMODES], reps, hotspot, per_record, combine, prepared;
+    int want[NMODES], reps, hotspot, per_record, combine, prepared, darray;
     double skew;
     app_shared sh; /* --buffer-kb, --seed, --route, --node-size and the common flags */
 } hist_opts;
@@ -594,6 +633,7 @@ static void parse_options(app *a, int argc, char **argv, hist_opts *o)
         {"hotspot", no_argument, 0, 'H'},
         {"handler", required_argument, 0, 'D'}, {"combine", no_argument, 0, 'C'},
         {"skew", required_argument, 0, 'k'},    {"prepared", no_argument, 0, 'P'},
+        {"darray", no_argument, 0, 'A'},
         APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -607,6 +647,7 @@ static void parse_options(app *a, int argc, char **argv, hist_opts *o)
         case 'D': o->per_record = app_parse_choice(a, "--handler", optarg, handler_names); break;
         case 'C': o->combine = 1; break;
         case 'P': o->prepared = 1; break;
+        case 'A': o->darray = 1; break;
         case 'k': o->skew = app_parse_double(a, "--skew", optarg, 1.0, 100.0); break;
         default: app_other_option(a, ch, optarg, &o->sh, argv);
         }
@@ -629,6 +670,9 @@ static void check_options(const app *a, const hist_opts *o)
     if (o->prepared && o->combine)
         app_usage_error(a, "--prepared and --combine do not go together (prepared updates "
                         "are plain offsets)");
+    if (o->darray && (o->combine || o->per_record))
+        app_usage_error(a, "--darray merges by the array's rule: it takes neither --combine "
+                        "nor --handler record");
     if (o->prepared && (a->size > (1 << PREP_OWNER_BITS) ||
                         total / (uint64_t)a->size >= (1ULL << (64 - PREP_OWNER_BITS))))
         app_usage_error(a, "--prepared packs an update in 64 bits: at most 2^%d ranks and "
@@ -663,6 +707,7 @@ typedef struct hist_run {
     char route_name[128];
     FILE *out; /* --csv, on rank 0 */
     table t;
+    cr_darray *arr; /* --darray: the table */
     gather g;
     int h, h_prepared, h_request;
     uint64_t *prep, *local_indices, *full;
@@ -730,6 +775,25 @@ static void allocate_local(app *a, const hist_opts *o, hist_run *r)
     app_agree(a, o->prepared && a->rank == 0 && !r->local_indices ? err : NULL);
 }
 
+/* --darray: the table's counters become the array's blocks (the same distribution). */
+static void table_in_darray(hist_run *r)
+{
+    cr_darray_opts ao;
+    cr_darray_opts_init(&ao);
+    ao.merge = CR_OP_SUM;
+    ao.type = CR_UINT64;
+    ao.node = CR_DARRAY_NODE_IN_PLACE;
+    r->arr = cr_darray_create(r->comm, r->t.total, sizeof(uint64_t), &ao);
+    uint64_t first, count;
+    free(r->t.count);
+    r->t.count = cr_darray_local(r->arr, &first, &count);
+    if (first != r->t.first || count != r->t.len) {
+        fprintf(stderr, "histogram: internal error: the darray's block differs from the "
+                        "table's\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
 static void set_up(app *a, const hist_opts *o, hist_run *r)
 {
     r->out = app_open_csv(a, o->sh.csv, "mode,ranks,updates_per_rank,table,buffer_bytes,route,"
@@ -745,6 +809,8 @@ static void set_up(app *a, const hist_opts *o, hist_run *r)
         r->t.range = o->total / (uint64_t)a->size; /* rank 0 owns at least this many */
     r->t.skew = o->skew;
     register_handlers(a, o, r);
+    if (o->darray)
+        table_in_darray(r);
     allocate_local(a, o, r);
     cr_route_format(&r->cfg.route, r->route_name, sizeof r->route_name);
     for (int m = 0; m < NMODES; m++)
@@ -755,7 +821,7 @@ static void set_up(app *a, const hist_opts *o, hist_run *r)
            "buffer %zu bytes, %d repetition(s), %s handlers%s%s\n",
            a->size, (unsigned long long)o->n, (unsigned long long)o->n * (unsigned long long)a->size,
            (unsigned long long)o->total, r->cfg.buffer_bytes, o->reps,
-           o->combine ? "combining" : handler_names[o->per_record],
+           o->darray ? "darray" : o->combine ? "combining" : handler_names[o->per_record],
            o->hotspot ? ", every update to rank 0" : "", o->skew != 1.0 ? ", skewed" : "");
     printf("  route %s over %d node(s)%s\n", r->route_name,
            cr_layout_nodes(cr_comm_layout(r->comm)), r->cfg.node_size ? " (virtual)" : "");
@@ -779,13 +845,22 @@ static void run_mode(const app *a, const hist_opts *o, hist_run *r, int m, int r
     double t0 = MPI_Wtime();
     switch (m) {
     case MODE_COURIER:
-        if (r->prep)
+        if (r->arr && r->prep)
+            run_darray_prepared(r->comm, r->arr, t, r->prep, n);
+        else if (r->arr)
+            run_darray(r->comm, r->arr, t, n, rseed, a->rank);
+        else if (r->prep)
             run_prepared(r->comm, r->h_prepared, r->prep, n);
         else
             (o->combine ? run_combining : run_courier)(r->comm, r->h, t, n, rseed, a->rank);
         break;
     case MODE_ALLTOALLV: run_alltoallv(a, t, n, rseed, a->rank, a->size); break;
-    case MODE_GATHER: run_gather(r->comm, r->h_request, &r->g, n, rseed, a->rank); break;
+    case MODE_GATHER:
+        if (r->arr)
+            run_darray_gather(r->comm, r->arr, &r->g, n, rseed, a->rank);
+        else
+            run_gather(r->comm, r->h_request, &r->g, n, rseed, a->rank);
+        break;
     default: {
         int ok = 0;
         r->times[m][rep] = run_local(t, r->full, r->local_indices, n, rseed, a->rank, a->size, &ok);
@@ -886,8 +961,11 @@ static void report(const app *a, const hist_opts *o, hist_run *r)
 
 static void tear_down(hist_run *r)
 {
+    if (r->arr)
+        cr_darray_destroy(r->arr); /* holds the table */
+    else
+        free(r->t.count);
     app_comm_destroy(r->comm);
-    free(r->t.count);
     free(r->full);
     free(r->local_indices);
     free(r->prep);

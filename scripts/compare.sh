@@ -53,9 +53,11 @@
 # Blocks:
 #   histogram   bale's histogram: 5,000,000 8-byte updates per rank into 10,000
 #               counters per rank, owners and offsets drawn before the clock
-#               (histogram --prepared) against bale's histo -M 2, 4, 8 (exstack,
+#               (histogram --prepared; also with --darray, in place within a node)
+#               against bale's histo -M 1, 2, 4, 8 (agp's atomics, exstack,
 #               exstack2, conveyors), each in its own process
-#   gather      bale's index gather, same sizes: histogram --mode gather against ig
+#   gather      bale's index gather, same sizes: histogram --mode gather (and with
+#               --darray) against ig
 #   graph       cc (3 trials), bfs (16 roots) on one R-MAT file (edge factor 16) against
 #               GAP's cc and bfs; boruvka on its generated weighted graph against kruskal (one
 #               core) on its own R-MAT graph of the same scale
@@ -333,6 +335,11 @@ block_bale() {
         "$mpirun" -np "$np" "$build/apps/histogram" --prepared --mode "$mode" --updates "$updates" \
             --table "$table" --reps 1 >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "histogram --mode $mode at $np ranks failed"; }
         record $block "$np ranks" courier M/s 1 "$(mode_rate "$tmp/out" "$mode")"
+        # the same through the darray: within a node in place (docs/darray.md)
+        "$mpirun" -np "$np" "$build/apps/histogram" --prepared --darray --mode "$mode" \
+            --updates "$updates" --table "$table" --reps 1 >"$tmp/out" 2>&1 ||
+            { cat "$tmp/out" >&2; fail "histogram --darray --mode $mode at $np ranks failed"; }
+        record $block "$np ranks" "courier darray" M/s 1 "$(mode_rate "$tmp/out" "$mode")"
     done
     "$mpirun" -np "$np" "$build/apps/histogram" --prepared --mode courier,local,gather \
         --updates "$updates" --table "$table" --reps 5 >"$tmp/out" 2>&1 ||
@@ -351,23 +358,23 @@ block_bale() {
         block=histogram
         [ $app = ig ] && block=gather
         wants $block || continue
-        for lib in exstack exstack2 conveyors; do
+        for lib in agp exstack exstack2 conveyors; do
             for b in $bale_b; do
-                [ $lib = conveyors ] && b=- # conveyors has no buffer knob
+                [ $lib = conveyors ] || [ $lib = agp ] && b=- # no buffer knob
                 bale_run "$app" "$np" "$lib" "$b" "$block"
-                [ $lib != conveyors ] || break
+                [ $lib != conveyors ] && [ $lib != agp ] || break
             done
         done
     done
 }
 
-# bale_run APP NP LIBRARY B BLOCK: one library in its own process (-M 2, 4 or 8);
+# bale_run APP NP LIBRARY B BLOCK: one library in its own process (-M 1, 2, 4 or 8);
 # bale prints the seconds all PEs took together; rate = updates x PEs / seconds. A
 # line of bale's own saying FAILED or ERROR records the side as failed. bale may crash
 # on exit after printing its time and check: that is not ours to judge.
 bale_run() {
     local app=$1 np=$2 lib=$3 b=$4 block=$5 model args side
-    case $lib in exstack) model=2 ;; exstack2) model=4 ;; conveyors) model=8 ;; esac
+    case $lib in agp) model=1 ;; exstack) model=2 ;; exstack2) model=4 ;; conveyors) model=8 ;; esac
     args=(-n "$updates" -T "$table_per_rank" -M "$model")
     side="bale $lib"
     [ "$b" = - ] || { args+=(-b "$b"); side="bale $lib -b $((b / 1024))K"; }
@@ -592,7 +599,7 @@ block_randperm() {
     [ $have_bale = 1 ] || return 0
     for lib in exstack exstack2 conveyors; do
         for b in $bale_b; do
-            case $lib in exstack) model=2 ;; exstack2) model=4 ;; conveyors) model=8 b=- ;; esac
+            case $lib in agp) model=1 ;; exstack) model=2 ;; exstack2) model=4 ;; conveyors) model=8 b=- ;; esac
             local args=(-n "$randperm_n" -M "$model")
             side="bale $lib"
             [ "$b" = - ] || { args+=(-b "$b"); side="bale $lib -b $((b / 1024))K"; }
