@@ -75,13 +75,14 @@ typedef enum cr_darray_node {
     CR_DARRAY_NODE_RECORDS = 0, /* the default: every element of another rank through
                                    records, so an owner's own changes to its block are
                                    seen by readers only once it handles their requests */
-    CR_DARRAY_NODE_IN_PLACE,    /* in place where it can be: an asynchronous write or
-                                   read of an element whose owner shares this rank's
+    CR_DARRAY_NODE_IN_PLACE,    /* in place where it can be: a write or read (either
+                                   mode) of an element whose owner shares this rank's
                                    node (route.h's layout) merges into or reads the
                                    owner's block in the node's shared memory, with no
                                    record, when the array's rule is one atomic
                                    operation (8-byte elements; overwrite, add, min or
-                                   max) and it has no visitor; otherwise as records */
+                                   max) and it has no visitor; otherwise as records
+                                   (lock-step overwrites too: their stamps decide) */
 } cr_darray_node;
 
 typedef struct cr_darray_opts {
@@ -113,7 +114,7 @@ typedef struct cr_darray_opts {
     cr_darray_aggregation aggregation; /* lock-step */
     int coalesce_reads; /* async reads also join an identical read in flight */
     cr_darray_exchange exchange; /* lock-step: how a stage's records move */
-    cr_darray_node node; /* asynchronous mode within a node */
+    cr_darray_node node; /* both modes, within a node */
 } cr_darray_opts;
 
 /* Defaults: overwrite, direct, hash aggregation, reads coalesced. Local. */
@@ -180,7 +181,10 @@ void cr_darray_write(cr_darray *a, uint64_t i, const void *value);
 void cr_darray_read(cr_darray *a, uint64_t i, void *dst);
 /* Execute every queued write, then every queued read. Collective; not from a
  * handler. Mailbox traffic keeps being handled while it waits; with the mailbox
- * exchange every stage is also a cr_barrier (all earlier traffic completes). */
+ * exchange every stage is also a cr_barrier (all earlier traffic completes). With
+ * in-place access (opts.node) the node's writes and reads are made in place between
+ * two barriers of the node's ranks, one as the step begins and one once its writes
+ * have landed; the owner's block holds the step's writes when it returns. */
 void cr_darray_step(cr_darray *a);
 
 /* What this rank's lock-step steps did, summed since creation (or the last reset). */
@@ -221,9 +225,10 @@ typedef struct cr_darray_stats {
     uint64_t auto_merged;       /* aggregation auto: the writes or reads of a step it
                                    merged (hash) */
     uint64_t auto_plain;        /* ... and those it sent unmerged (none) */
-    uint64_t in_place;          /* asynchronous writes and reads of this rank that
+    uint64_t in_place;          /* writes and reads of this rank, of either mode, that
                                    merged into or read an element of its node in place
-                                   (none of them a record) */
+                                   (none of them a record; lock-step ones also count
+                                   in requests) */
     uint64_t auto_routes[CR_DARRAY_AUTO_ROUTES]; /* route auto: the writes or reads of a
                                    step it sent over direct, the grid of two dimensions,
                                    of three, and the hypercube */

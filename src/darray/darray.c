@@ -121,15 +121,6 @@ static void check_index(const cr_darray *a, const char *fn, uint64_t i)
                  (unsigned long long)a->n);
 }
 
-/* Element i in the node's memory, or NULL when its owner is on another node (or the
- * array reaches no element in place). */
-static inline _Atomic uint64_t *near_elem(const cr_darray *a, int owner, uint64_t i)
-{
-    if (!a->near || !a->near[owner].part)
-        return NULL;
-    return (_Atomic uint64_t *)(void *)(a->near[owner].part + (i - a->near[owner].first) * 8);
-}
-
 /* A read served in place, on its way to the reader's function: {fn, ctx, value}. */
 typedef struct near_read {
     cr_dedup_reply_fn fn;
@@ -151,7 +142,7 @@ void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value)
 {
     check_index(a, "cr_darray_async_write", i);
     int owner = cr_block_layout_owner(&a->layout, i);
-    _Atomic uint64_t *e = near_elem(a, owner, i);
+    _Atomic uint64_t *e = cr_darray_near_elem(a, owner, i);
     if (e) {
         cr_darray_apply_shared(a, (void *)e, value);
         a->stats.in_place++;
@@ -172,7 +163,7 @@ void cr_darray_async_read(cr_darray *a, uint64_t i, cr_dedup_reply_fn fn, void *
 {
     check_index(a, "cr_darray_async_read", i);
     int owner = cr_block_layout_owner(&a->layout, i);
-    _Atomic uint64_t *e = near_elem(a, owner, i);
+    _Atomic uint64_t *e = cr_darray_near_elem(a, owner, i);
     bool mine = owner == a->rank && a->opts.node == CR_DARRAY_NODE_IN_PLACE && a->elem == 8;
     if (e || mine) {
         if (!fn)

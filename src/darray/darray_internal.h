@@ -7,6 +7,7 @@
 #include "courier/darray.h"
 #include "common/block.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -73,6 +74,15 @@ struct cr_darray {
     uint64_t write_seq;
     cr_darray_stats stats;
 };
+
+/* Element i in the node's memory, or NULL when its owner is on another node (or the
+ * array reaches no element in place). */
+static inline _Atomic uint64_t *cr_darray_near_elem(const cr_darray *a, int owner, uint64_t i)
+{
+    if (!a->near || !a->near[owner].part)
+        return NULL;
+    return (_Atomic uint64_t *)(void *)(a->near[owner].part + (i - a->near[owner].first) * 8);
+}
 
 /* Merge `src` into the element `dst` by the array's rule (both elem bytes; for
  * overwrite, src replaces dst). */

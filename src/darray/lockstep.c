@@ -1081,6 +1081,55 @@ static void step_reads(cr_darray *a)
     a->reads.len = 0;
 }
 
+/* ---- within the node ------------------------------------------------------------ */
+
+/* The queued writes whose owner shares this rank's node merge into their elements in
+ * place, by one atomic operation each, and leave the queue; the others stay for the
+ * exchanges. Overwrites stay records: their stamps decide at the owner which one is
+ * last, and an atomic store in place would let the fastest rank decide. */
+static void near_writes(cr_darray *a)
+{
+    if (a->opts.merge == CR_OP_LAST)
+        return;
+    size_t rec = write_rec(a), m = a->writes.len / rec, kept = 0;
+    char *w = a->writes.data;
+    for (size_t j = 0; j < m; j++) {
+        const char *r = w + j * rec;
+        uint64_t i = index_of(r);
+        _Atomic uint64_t *e = cr_darray_near_elem(a, cr_block_layout_owner(&a->layout, i), i);
+        if (e) {
+            cr_darray_apply_shared(a, (void *)e, r + 8);
+            continue;
+        }
+        if (kept != j)
+            memmove(w + kept * rec, r, rec);
+        kept++;
+    }
+    a->stats.requests += m - kept;
+    a->stats.in_place += m - kept;
+    a->writes.len = kept * rec;
+}
+
+/* The queued reads of elements in the node's memory, answered by a load each. */
+static void near_reads(cr_darray *a)
+{
+    size_t nq = a->reads.len / sizeof(read_entry), kept = 0;
+    read_entry *q = (read_entry *)a->reads.data;
+    for (size_t j = 0; j < nq; j++) {
+        uint64_t i = q[j].index;
+        _Atomic uint64_t *e = cr_darray_near_elem(a, cr_block_layout_owner(&a->layout, i), i);
+        if (e) {
+            uint64_t v = atomic_load_explicit(e, memory_order_relaxed);
+            memcpy(q[j].dst, &v, sizeof v);
+            continue;
+        }
+        q[kept++] = q[j];
+    }
+    a->stats.requests += nq - kept;
+    a->stats.in_place += nq - kept;
+    a->reads.len = kept * sizeof *q;
+}
+
 /* ---- the public calls ------------------------------------------------------------ */
 
 void cr_darray_write(cr_darray *a, uint64_t i, const void *value)
@@ -1118,8 +1167,23 @@ void cr_darray_step(cr_darray *a)
         cr_fatal("cr_darray_step was called from inside a handler");
     if (cr_module_busy(a->comm))
         cr_fatal("cr_darray_step was called while the comm waits (from a callback)");
-    step_writes(a);
-    step_reads(a);
+    if (a->near) {
+        /* The node's elements in place, between barriers of the node's ranks. The
+         * first: no rank writes in place before every rank of the node has entered
+         * the step (and so is done with its block and its reads of the last one).
+         * The second: every write of the step, in place and by records from other
+         * nodes, has landed before any rank reads in place, and before the step
+         * returns (a rank may read its block with cr_darray_local after it). */
+        cr_module_node_segment_barrier(a->seg);
+        near_writes(a);
+        step_writes(a);
+        cr_module_node_segment_barrier(a->seg);
+        near_reads(a);
+        step_reads(a);
+    } else {
+        step_writes(a);
+        step_reads(a);
+    }
     a->write_seq = 0;
     a->stats.steps++;
 }

@@ -401,6 +401,99 @@ static void in_place_round(int node_size, cr_darray_node node)
     cr_comm_destroy(comm);
 }
 
+/* Whether some node of the comm holds two ranks or more (the array then keeps its
+ * blocks in the node's memory and a step reaches the node's elements in place). */
+static int some_node_shared(cr_comm *comm)
+{
+    const cr_layout *l = cr_comm_layout(comm);
+    for (int k = 0; k < cr_layout_nodes(l); k++)
+        if (cr_layout_node_size(l, k) >= 2)
+            return 1;
+    return 0;
+}
+
+/* The same totals through lock-step steps: the writes of a step whose owner shares the
+ * writer's node merge in place (min and sum racing on the hot elements), the reads of
+ * the node load in place; the counts of in-place writes and reads are exact, and the
+ * owner's block holds the step's result when the step returns. */
+static void lockstep_in_place_round(int node_size, cr_darray_node node)
+{
+    cr_config cfg;
+    cr_config_init(&cfg);
+    cfg.node_size = (size_t)node_size;
+    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
+    const uint64_t n = 13 + 5 * (uint64_t)test_size, hot = 2;
+    const int reps = 3000;
+    cr_darray_opts o;
+    cr_darray_opts_init(&o);
+    o.merge = CR_OP_SUM;
+    o.type = CR_UINT64;
+    o.node = node;
+    cr_darray *sum = cr_darray_create(comm, n, 8, &o);
+    o.merge = CR_OP_MIN;
+    o.type = CR_DOUBLE;
+    cr_darray *low = cr_darray_create(comm, n, 8, &o);
+    int in_place = node == CR_DARRAY_NODE_IN_PLACE && some_node_shared(comm);
+    for (int step = 0; step < 2; step++) {
+        cr_darray_stats_reset(sum);
+        for (int rep = 0; rep < reps; rep++)
+            for (uint64_t i = 0; i < hot; i++) {
+                uint64_t one = 1;
+                cr_darray_write(sum, i, &one);
+            }
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t v = i + 1;
+            double guess = -(double)((i * 5 + (uint64_t)test_rank * 3 + step) % 31) - 0.25;
+            cr_darray_write(sum, i, &v);
+            cr_darray_write(low, i, &guess);
+        }
+        cr_darray_step(sum);
+        cr_darray_step(low);
+        uint64_t *got = calloc(n, 8);
+        double *got_low = calloc(n, 8);
+        for (uint64_t i = 0; i < n; i++) {
+            cr_darray_read(sum, i, &got[i]);
+            cr_darray_read(low, i, &got_low[i]);
+        }
+        cr_darray_step(sum);
+        cr_darray_step(low);
+        cr_darray_stats st;
+        cr_darray_stats_get(sum, &st);
+        uint64_t expect_near = in_place ? near_writes(comm, n, hot, reps) + near_writes(comm, n, 0, 0) : 0;
+        CHECK(st.in_place == expect_near,
+              "lock-step, node size %d, node %d: %llu writes and reads in place, expected %llu",
+              node_size, (int)node, (unsigned long long)st.in_place,
+              (unsigned long long)expect_near);
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t s1 = (uint64_t)step + 1;
+            uint64_t expect = s1 * ((i + 1) * (uint64_t)test_size +
+                                    (i < hot ? (uint64_t)reps * test_size : 0));
+            double least = 0;
+            for (int t = 0; t <= step; t++)
+                for (int r = 0; r < test_size; r++) {
+                    double g = -(double)((i * 5 + (uint64_t)r * 3 + (uint64_t)t) % 31) - 0.25;
+                    least = g < least ? g : least;
+                }
+            CHECK(got[i] == expect, "lock-step, node size %d, node %d: element %llu is %llu, "
+                  "expected %llu", node_size, (int)node, (unsigned long long)i,
+                  (unsigned long long)got[i], (unsigned long long)expect);
+            CHECK(got_low[i] == least, "lock-step, node size %d, node %d: min element %llu is "
+                  "%g, expected %g", node_size, (int)node, (unsigned long long)i, got_low[i], least);
+        }
+        uint64_t first, count;
+        uint64_t *mine = cr_darray_local(sum, &first, &count);
+        for (uint64_t k = 0; k < count; k++)
+            CHECK(mine[k] == got[first + k], "lock-step, node size %d: rank %d's block differs "
+                  "at %llu", node_size, test_rank, (unsigned long long)(first + k));
+        free(got);
+        free(got_low);
+    }
+    cr_darray_destroy(low);
+    cr_darray_destroy(sum);
+    check_conserved(comm, UINT64_MAX);
+    cr_comm_destroy(comm);
+}
+
 static void test_in_place(void **state)
 {
     (void)state;
@@ -408,6 +501,8 @@ static void test_in_place(void **state)
     for (int k = 0; k < 4; k++) {
         in_place_round(node_sizes[k], CR_DARRAY_NODE_IN_PLACE);
         in_place_round(node_sizes[k], CR_DARRAY_NODE_RECORDS);
+        lockstep_in_place_round(node_sizes[k], CR_DARRAY_NODE_IN_PLACE);
+        lockstep_in_place_round(node_sizes[k], CR_DARRAY_NODE_RECORDS);
     }
     verdict();
 }

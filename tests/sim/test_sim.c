@@ -2155,6 +2155,37 @@ static void run_darray_in_place(cr_comm *comm, void *user)
                     (unsigned long long)i, (unsigned long long)got[k],
                     (unsigned long long)expect);
     }
+    /* a lock-step step: every rank adds 1 to every element, then reads them back; in
+     * place are the writes and reads of the node's elements, when some node holds two
+     * ranks (the blocks are then in the node's memory) */
+    int shared = 0;
+    for (int k = 0; k < cr_layout_nodes(l); k++)
+        shared |= cr_layout_node_size(l, k) >= 2;
+    cr_darray_stats_reset(a);
+    uint64_t near_step = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        cr_darray_write(a, i, &one);
+        near_step += cr_layout_node_of(l, cr_darray_owner(n, p, i)) == cr_layout_node_of(l, me);
+    }
+    cr_darray_step(a);
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t i = (k * 3 + (uint64_t)me) % n;
+        cr_darray_read(a, i, &got[k]);
+        near_step += cr_layout_node_of(l, cr_darray_owner(n, p, i)) == cr_layout_node_of(l, me);
+    }
+    cr_darray_step(a);
+    cr_darray_stats_get(a, &st);
+    if (st.in_place != (shared ? near_step : 0) && in_place_fails++ < 4)
+        fprintf(stderr, "rank %d: %llu lock-step writes and reads in place, expected %llu\n",
+                me, (unsigned long long)st.in_place, (unsigned long long)(shared ? near_step : 0));
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t i = (k * 3 + (uint64_t)me) % n;
+        uint64_t expect = (i + 2) * (uint64_t)p + (i < hot ? reps * (uint64_t)p : 0);
+        if (got[k] != expect && in_place_fails++ < 4)
+            fprintf(stderr, "rank %d: after the step, element %llu is %llu, expected %llu\n",
+                    me, (unsigned long long)i, (unsigned long long)got[k],
+                    (unsigned long long)expect);
+    }
     free(got);
     cr_darray_destroy(a);
 }
