@@ -53,6 +53,10 @@ static const char usage[] =
     "                    mailbox under each route of --route (grid and hypercube as\n"
     "                    mailbox routes, with virtual nodes of --node-size)\n"
     "  --node-size K     async: virtual nodes of K ranks (default 2)\n"
+    "  --in-place        lockstep: the ranks of a node (COURIER_NODE_SIZE, or MPI's)\n"
+    "                    write and read each other's elements in place, in the node's\n"
+    "                    shared memory (cr_darray_opts.node; docs/darray.md); async\n"
+    "                    runs keep records (the neighborhood reads without a barrier)\n"
     "  --reps R          repetitions; the median time is reported (default 3)\n"
     "  --seed S          graph seed (default 1)\n";
 
@@ -84,6 +88,7 @@ typedef struct bench {
     uint64_t entries;   /* overload: per rank */
     int reps;
     unsigned node_size;
+    bool in_place; /* --in-place: lock-step arrays reach the node's elements in place */
     bool stats; /* --stats: the comms print their counters */
 } bench;
 
@@ -262,6 +267,8 @@ static result measure(bench *b, int pattern, int lockstep, int route, int agg)
             app_fail(&b->a, "internal error: %s", err);
     }
     o.aggregation = (cr_darray_aggregation)agg;
+    if (lockstep && b->in_place)
+        o.node = CR_DARRAY_NODE_IN_PLACE;
     if (pattern == PAT_OVERLOAD)
         o.merge = CR_OP_SUM, o.type = CR_UINT64;
     uint64_t n = pattern == PAT_OVERLOAD ? b->entries * (uint64_t)b->a.size : b->n;
@@ -395,7 +402,8 @@ int main(int argc, char **argv)
         {"edgefactor", required_argument, 0, 'e'}, {"entries", required_argument, 0, 'E'},
         {"route", required_argument, 0, 'R'},     {"aggregation", required_argument, 0, 'A'},
         {"mode", required_argument, 0, 'm'},      {"node-size", required_argument, 0, 'N'},
-        {"reps", required_argument, 0, 'r'},      APP_LONG_SEED,
+        {"reps", required_argument, 0, 'r'},      {"in-place", no_argument, 0, 'I'},
+        APP_LONG_SEED,
         APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -411,6 +419,7 @@ int main(int argc, char **argv)
         case 'm': modes = app_parse_choice(&b.a, "--mode", optarg, mode_names); break;
         case 'N': b.node_size = (unsigned)app_parse_u64(&b.a, "--node-size", optarg, 1, 65536); break;
         case 'r': b.reps = (int)app_parse_u64(&b.a, "--reps", optarg, 1, 100); break;
+        case 'I': b.in_place = true; break;
         default: app_other_option(&b.a, ch, optarg, &sh, argv);
         }
     }
