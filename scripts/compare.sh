@@ -387,7 +387,7 @@ bale_run() {
     fi
     local rate
     rate=$(awk -v total=$((np * updates)) '
-        ($1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 {
+        ($1 == "AGP:" || $1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 {
             printf "%.2f\n", total / $2 / 1e6}' "$tmp/bale")
     if [ -z "$rate" ]; then
         say "bale $app $lib at $np ranks printed no time: $(tail -1 "$tmp/bale")"
@@ -606,7 +606,7 @@ block_randperm() {
             (cd "$work/bale/bin" && OMPI_MCA_osc=^rdma timeout 300 $(shmem_launcher "$np") \
                 ./randperm "${args[@]}" >"$tmp/bale" 2>&1 || true)
             rate=$(awk -v total=$((np * randperm_n)) '
-                ($1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 {
+                ($1 == "AGP:" || $1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 {
                     printf "%.2f\n", total / $2 / 1e6}' "$tmp/bale")
             if grep -qE 'FAIL|ERROR' "$tmp/bale" || [ -z "$rate" ]; then
                 say "bale randperm $lib at $np ranks: $(grep -m1 -E 'FAIL|ERROR' "$tmp/bale" || tail -1 "$tmp/bale")"
