@@ -3,12 +3,15 @@
 
     scripts/publish_results.py --write          rewrite the README's and
                                                 docs/performance.md's tables from the
-                                                two latest files in docs/results/
+                                                two latest runs of each block in
+                                                docs/results/
     scripts/publish_results.py --check          exit 1 if either differs from what
                                                 --write would write (a test)
     scripts/publish_results.py --print FILE...  print the tables of these files
 
-The comparison on one host (compare.sh --full) is in the files named *-full.tsv;
+The comparison on one host is in the files named *-full.tsv (compare.sh --full,
+every block), *-bale.tsv (--blocks histogram,gather) and *-kernels.tsv (--blocks
+kernels,graph); each block's table rows come from the two latest files holding it.
 the one across emulated hosts (compare.sh --hosts 2), in *-hosts.tsv, is rendered
 into performance.md's "hosts" table from the two latest of those.
 
@@ -90,6 +93,42 @@ class Run:
         """Every trial of every round, in order, by trial number across rounds."""
         per = self.figures.get(key, {}).get(side, {})
         return [t for t in per.values() if t]
+
+
+class Slot(Run):
+    """The n-th latest figures of every block, gathered from the files that hold the
+    block (a run of some blocks only, --blocks, adds to the others' latest)."""
+
+    def __init__(self):
+        self.path, self.figures, self.units, self.failed = None, OrderedDict(), {}, set()
+        self.sources = []  # the runs it took blocks from, newest first
+
+    def take(self, run, block):
+        for key, sides in run.figures.items():
+            if key[0] == block:
+                self.figures[key] = sides
+                self.units[key] = run.units[key]
+        self.failed |= {f for f in run.failed if f[0][0] == block}
+        if run not in self.sources:
+            self.sources.append(run)
+
+
+def latest_by_block(kinds=("full", "bale", "kernels"), n=2):
+    """n slots: the i-th holds each block's i-th latest run among these kinds of file."""
+    files = [p for k in kinds for p in glob.glob(os.path.join(RESULTS, f"*-{k}.tsv"))]
+    if not files:
+        sys.exit(f"no result files in {RESULTS}")
+    runs = [Run(p) for p in sorted(files, key=os.path.basename, reverse=True)]
+    blocks = OrderedDict()
+    for r in reversed(runs):  # the oldest full run's order of blocks first
+        for key in r.figures:
+            blocks.setdefault(key[0], None)
+    slots = [Slot() for _ in range(n)]
+    for block in blocks:
+        holding = [r for r in runs if any(k[0] == block for k in r.figures)]
+        for slot, r in zip(slots, holding):
+            slot.take(r, block)
+    return [s for s in slots if s.figures]
 
 
 def lower_is_better(unit):
@@ -300,14 +339,42 @@ def table_hosts(runs):
     return "\n".join(out)
 
 
+def link(r):
+    return f"[{os.path.basename(r.path)}](docs/results/{os.path.basename(r.path)})"
+
+
+def lead_of(runs):
+    """Which files a table's ratios come from, in their order."""
+    if not isinstance(runs[0], Slot):
+        named = ", ".join(about(r) for r in runs)
+        sources = "; ".join(link(r) for r in runs)
+        return (f"Ratios of the runs {named} ({sources}), in that order; rendered by "
+                f"`scripts/publish_results.py` from the result files.\n\n")
+    lines = []
+    blocks = OrderedDict()
+    for key in runs[0].figures:
+        blocks.setdefault(key[0], None)
+    for block in blocks:
+        used = []
+        for slot in runs:
+            src = next((r for r in slot.sources
+                        if any(k[0] == block for k in r.figures)
+                        and all(slot.figures.get(k) is r.figures[k]
+                                for k in r.figures if k[0] == block)), None)
+            if src:
+                used.append(src)
+        lines.append(f"- {block}: " + "; ".join(f"{r.date}, commit {r.commit}, --{r.mode} "
+                                                 f"({link(r)})" for r in used))
+    machine = runs[0].sources[0].machine
+    return (f"Each block's two latest runs, in that order (the first ratio from the "
+            f"first), on {machine}; rendered by `scripts/publish_results.py` from the "
+            f"result files:\n\n" + "\n".join(lines) + "\n\n")
+
+
 def render(runs, host_runs=()):
     """name -> text of each published table."""
     a = runs[0]
-    sources = "; ".join(f"[{os.path.basename(r.path)}](docs/results/{os.path.basename(r.path)})"
-                        for r in runs)
-    named = ", ".join(about(r) for r in runs)
-    lead = (f"Ratios of the runs {named} ({sources}), in that order; rendered by "
-            f"`scripts/publish_results.py` from the result files.\n\n")
+    lead = lead_of(runs)
     # merging is Courier against itself, not against a peer: in performance.md only
     # the README keeps the equal-core rows; the 1-core COST rows are in performance.md
     readme = lead + table_headline(runs, skip=("merging", "README"))
@@ -362,7 +429,7 @@ def main():
         for name in ("graph", "details"):
             print(f"\n{perf[name]}")
         return 0
-    runs = latest("full")
+    runs = latest_by_block()
     readme, perf = render(runs, latest("hosts", required=False))
     wanted = {README: splice(open(README).read(), "headline", readme, README)}
     text = open(PERF).read()
@@ -379,8 +446,8 @@ def main():
     for p in stale:
         with open(p, "w") as f:
             f.write(wanted[p])
-    print(f"publish_results: {len(stale)} file(s) rewritten from "
-          + ", ".join(os.path.basename(r.path) for r in runs))
+    used = OrderedDict((os.path.basename(r.path), None) for s in runs for r in s.sources)
+    print(f"publish_results: {len(stale)} file(s) rewritten from " + ", ".join(used))
     return 0
 
 
