@@ -107,3 +107,18 @@ void cr_darray_apply_shared(const cr_darray *a, void *dst, const void *src)
             return;
     }
 }
+
+_Atomic uint64_t *cr_darray_near_elem(const cr_darray *a, int owner, uint64_t i)
+{
+    if (!a->near || !a->near[owner].part)
+        return NULL;
+    return (_Atomic uint64_t *)(void *)(a->near[owner].part + (i - a->near[owner].first) * 8);
+}
+
+void cr_darray_apply_owned(const cr_darray *a, void *dst, const void *src)
+{
+    if (a->near)
+        cr_darray_apply_shared(a, dst, src);
+    else
+        cr_darray_apply(a, dst, src);
+}

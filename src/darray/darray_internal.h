@@ -77,12 +77,7 @@ struct cr_darray {
 
 /* Element i in the node's memory, or NULL when its owner is on another node (or the
  * array reaches no element in place). */
-static inline _Atomic uint64_t *cr_darray_near_elem(const cr_darray *a, int owner, uint64_t i)
-{
-    if (!a->near || !a->near[owner].part)
-        return NULL;
-    return (_Atomic uint64_t *)(void *)(a->near[owner].part + (i - a->near[owner].first) * 8);
-}
+_Atomic uint64_t *cr_darray_near_elem(const cr_darray *a, int owner, uint64_t i);
 
 /* Merge `src` into the element `dst` by the array's rule (both elem bytes; for
  * overwrite, src replaces dst). */
@@ -93,13 +88,7 @@ void cr_darray_apply(const cr_darray *a, void *dst, const void *src);
 void cr_darray_apply_shared(const cr_darray *a, void *dst, const void *src);
 /* Apply to an element of this rank's block: shared while the node's ranks reach it in
  * place, else plain. */
-static inline void cr_darray_apply_owned(const cr_darray *a, void *dst, const void *src)
-{
-    if (a->near)
-        cr_darray_apply_shared(a, dst, src);
-    else
-        cr_darray_apply(a, dst, src);
-}
+void cr_darray_apply_owned(const cr_darray *a, void *dst, const void *src);
 
 /* lockstep.c */
 void cr_darray_grid_init(cr_darray *a);
