@@ -101,7 +101,7 @@ class Slot(Run):
 
     def __init__(self):
         self.path, self.figures, self.units, self.failed = None, OrderedDict(), {}, set()
-        self.sources = []  # the runs it took blocks from, newest first
+        self.source = OrderedDict()  # block -> the run its figures come from
 
     def take(self, run, block):
         for key, sides in run.figures.items():
@@ -109,8 +109,7 @@ class Slot(Run):
                 self.figures[key] = sides
                 self.units[key] = run.units[key]
         self.failed |= {f for f in run.failed if f[0][0] == block}
-        if run not in self.sources:
-            self.sources.append(run)
+        self.source[block] = run
 
 
 def latest_by_block(kinds=("full", "bale", "kernels"), n=2):
@@ -350,22 +349,11 @@ def lead_of(runs):
         sources = "; ".join(link(r) for r in runs)
         return (f"Ratios of the runs {named} ({sources}), in that order; rendered by "
                 f"`scripts/publish_results.py` from the result files.\n\n")
-    lines = []
-    blocks = OrderedDict()
-    for key in runs[0].figures:
-        blocks.setdefault(key[0], None)
-    for block in blocks:
-        used = []
-        for slot in runs:
-            src = next((r for r in slot.sources
-                        if any(k[0] == block for k in r.figures)
-                        and all(slot.figures.get(k) is r.figures[k]
-                                for k in r.figures if k[0] == block)), None)
-            if src:
-                used.append(src)
-        lines.append(f"- {block}: " + "; ".join(f"{r.date}, commit {r.commit}, --{r.mode} "
-                                                 f"({link(r)})" for r in used))
-    machine = runs[0].sources[0].machine
+    lines = [f"- {block}: " + "; ".join(f"{r.date}, commit {r.commit}, --{r.mode} ({link(r)})"
+                                         for r in (slot.source[block] for slot in runs
+                                                   if block in slot.source))
+             for block in runs[0].source]
+    machine = next(iter(runs[0].source.values())).machine
     return (f"Each block's two latest runs, in that order (the first ratio from the "
             f"first), on {machine}; rendered by `scripts/publish_results.py` from the "
             f"result files:\n\n" + "\n".join(lines) + "\n\n")
@@ -446,7 +434,7 @@ def main():
     for p in stale:
         with open(p, "w") as f:
             f.write(wanted[p])
-    used = OrderedDict((os.path.basename(r.path), None) for s in runs for r in s.sources)
+    used = OrderedDict((os.path.basename(r.path), None) for s in runs for r in s.source.values())
     print(f"publish_results: {len(stale)} file(s) rewritten from " + ", ".join(used))
     return 0
 

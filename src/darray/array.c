@@ -115,10 +115,7 @@ _Atomic uint64_t *cr_darray_near_elem(const cr_darray *a, int owner, uint64_t i)
     return (_Atomic uint64_t *)(void *)(a->near[owner].part + (i - a->near[owner].first) * 8);
 }
 
-void cr_darray_apply_owned(const cr_darray *a, void *dst, const void *src)
+cr_darray_apply_fn cr_darray_owned_apply(const cr_darray *a)
 {
-    if (a->near)
-        cr_darray_apply_shared(a, dst, src);
-    else
-        cr_darray_apply(a, dst, src);
+    return a->near ? cr_darray_apply_shared : cr_darray_apply;
 }

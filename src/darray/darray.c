@@ -47,11 +47,12 @@ static void on_writes(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
     cr_darray *a = user;
+    cr_darray_apply_fn apply = cr_darray_owned_apply(a);
     for (size_t k = 0; k < b->count; k++) {
         const char *rec = cr_batch_payload(b, k);
         uint64_t i;
         memcpy(&i, rec, sizeof i);
-        cr_darray_apply_owned(a, local_elem(a, i, "a write", cr_batch_src(b, k)), rec + 8);
+        apply(a, local_elem(a, i, "a write", cr_batch_src(b, k)), rec + 8);
     }
     a->stats.reached_owner += b->count;
 }
@@ -142,7 +143,7 @@ void cr_darray_async_write(cr_darray *a, uint64_t i, const void *value)
 {
     check_index(a, "cr_darray_async_write", i);
     int owner = cr_block_layout_owner(&a->layout, i);
-    _Atomic uint64_t *e = cr_darray_near_elem(a, owner, i);
+    _Atomic uint64_t *e = a->near ? cr_darray_near_elem(a, owner, i) : NULL;
     if (e) {
         cr_darray_apply_shared(a, (void *)e, value);
         a->stats.in_place++;
@@ -163,7 +164,7 @@ void cr_darray_async_read(cr_darray *a, uint64_t i, cr_dedup_reply_fn fn, void *
 {
     check_index(a, "cr_darray_async_read", i);
     int owner = cr_block_layout_owner(&a->layout, i);
-    _Atomic uint64_t *e = cr_darray_near_elem(a, owner, i);
+    _Atomic uint64_t *e = a->near ? cr_darray_near_elem(a, owner, i) : NULL;
     bool mine = owner == a->rank && a->opts.node == CR_DARRAY_NODE_IN_PLACE && a->elem == 8;
     if (e || mine) {
         if (!fn)

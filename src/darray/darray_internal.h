@@ -86,9 +86,10 @@ void cr_darray_apply(const cr_darray *a, void *dst, const void *src);
  * (the array's near table is set): one atomic operation, or a compare-and-swap loop.
  * Only for the rules in-place access allows (8 bytes; overwrite, add, min, max). */
 void cr_darray_apply_shared(const cr_darray *a, void *dst, const void *src);
-/* Apply to an element of this rank's block: shared while the node's ranks reach it in
- * place, else plain. */
-void cr_darray_apply_owned(const cr_darray *a, void *dst, const void *src);
+/* How this rank merges into its own block: shared while the node's ranks reach it
+ * in place, else plain (chosen once per batch or step, not per record). */
+typedef void (*cr_darray_apply_fn)(const cr_darray *a, void *dst, const void *src);
+cr_darray_apply_fn cr_darray_owned_apply(const cr_darray *a);
 
 /* lockstep.c */
 void cr_darray_grid_init(cr_darray *a);

@@ -732,9 +732,10 @@ static void step_writes(cr_darray *a)
     size_t u = hash_unique(a, in, m, rec, &final, NULL, merge_write);
     count_at_owner(a, m, seg, m - u);
     size_t voff = a->opts.merge == CR_OP_LAST ? 16 : 8;
+    cr_darray_apply_fn apply = cr_darray_owned_apply(a);
     for (size_t j = 0; j < u; j++) {
         const char *r = final.data + j * rec;
-        cr_darray_apply_owned(a, elem_at(a, index_of(r)), r + voff);
+        apply(a, elem_at(a, index_of(r)), r + voff);
     }
     lap(g->ndims == 0 ? &a->stats.write_ns : &a->stats.hop_ns, &clock);
     free(seg);
@@ -1167,23 +1168,23 @@ void cr_darray_step(cr_darray *a)
         cr_fatal("cr_darray_step was called from inside a handler");
     if (cr_module_busy(a->comm))
         cr_fatal("cr_darray_step was called while the comm waits (from a callback)");
-    if (a->near) {
-        /* The node's elements in place, between barriers of the node's ranks. The
-         * first: no rank writes in place before every rank of the node has entered
-         * the step (and so is done with its block and its reads of the last one).
-         * The second: every write of the step, in place and by records from other
-         * nodes, has landed before any rank reads in place, and before the step
-         * returns (a rank may read its block with cr_darray_local after it). */
+    /* With in-place access the node's elements are reached between barriers of the
+     * node's ranks. The first: no rank writes in place before every rank of the node
+     * has entered the step (and so is done with its block and its reads of the last
+     * one). The second: every write of the step, in place and by records from other
+     * nodes, has landed before any rank reads in place, and before the step returns
+     * (a rank may read its block with cr_darray_local after it). */
+    bool in_place = a->near != NULL;
+    if (in_place) {
         cr_module_node_segment_barrier(a->seg);
         near_writes(a);
-        step_writes(a);
+    }
+    step_writes(a);
+    if (in_place) {
         cr_module_node_segment_barrier(a->seg);
         near_reads(a);
-        step_reads(a);
-    } else {
-        step_writes(a);
-        step_reads(a);
     }
+    step_reads(a);
     a->write_seq = 0;
     a->stats.steps++;
 }

@@ -326,28 +326,38 @@ static uint64_t near_writes(cr_comm *comm, uint64_t n, uint64_t hot, int reps)
     return near;
 }
 
-/* Every rank adds 1 to the hot elements 0 .. hot-1 `reps` times each (the ranks of
- * a node racing on them), and i + 1 to every element once; a min array of doubles
- * takes every rank's (negative) guess. Exact totals catch an in-place merge lost or applied twice; the count
- * of in-place writes catches one sent as a record where the node's memory reaches
- * it, or the reverse. */
-static void in_place_round(int node_size, cr_darray_node node)
+/* A comm of virtual nodes of node_size ranks (0: MPI's nodes) with two arrays of n
+ * elements under this node access: a uint64 sum and a double min. */
+static cr_comm *in_place_arrays(int node_size, cr_darray_node node, uint64_t n, cr_darray **sum,
+                                cr_darray **low)
 {
     cr_config cfg;
     cr_config_init(&cfg);
     cfg.node_size = (size_t)node_size;
     cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
-    const uint64_t n = 11 + 3 * (uint64_t)test_size, hot = 3;
-    const int reps = 20000;
     cr_darray_opts o;
     cr_darray_opts_init(&o);
     o.merge = CR_OP_SUM;
     o.type = CR_UINT64;
     o.node = node;
-    cr_darray *sum = cr_darray_create(comm, n, 8, &o);
+    *sum = cr_darray_create(comm, n, 8, &o);
     o.merge = CR_OP_MIN;
     o.type = CR_DOUBLE;
-    cr_darray *low = cr_darray_create(comm, n, 8, &o);
+    *low = cr_darray_create(comm, n, 8, &o);
+    return comm;
+}
+
+/* Every rank adds 1 to the hot elements 0 .. hot-1 `reps` times each (the ranks of
+ * a node racing on them), and i + 1 to every element once; a min array of doubles
+ * takes every rank's (negative) guess. Exact totals catch an in-place merge lost or
+ * applied twice; the count of in-place writes catches one sent as a record where the
+ * node's memory reaches it, or the reverse. */
+static void in_place_round(int node_size, cr_darray_node node)
+{
+    const uint64_t n = 11 + 3 * (uint64_t)test_size, hot = 3;
+    const int reps = 20000;
+    cr_darray *sum, *low;
+    cr_comm *comm = in_place_arrays(node_size, node, n, &sum, &low);
     cr_darray_stats_reset(sum);
     for (int rep = 0; rep < reps; rep++)
         for (uint64_t i = 0; i < hot; i++) {
@@ -418,21 +428,10 @@ static int some_node_shared(cr_comm *comm)
  * owner's block holds the step's result when the step returns. */
 static void lockstep_in_place_round(int node_size, cr_darray_node node)
 {
-    cr_config cfg;
-    cr_config_init(&cfg);
-    cfg.node_size = (size_t)node_size;
-    cr_comm *comm = cr_comm_create(MPI_COMM_WORLD, &cfg);
     const uint64_t n = 13 + 5 * (uint64_t)test_size, hot = 2;
     const int reps = 3000;
-    cr_darray_opts o;
-    cr_darray_opts_init(&o);
-    o.merge = CR_OP_SUM;
-    o.type = CR_UINT64;
-    o.node = node;
-    cr_darray *sum = cr_darray_create(comm, n, 8, &o);
-    o.merge = CR_OP_MIN;
-    o.type = CR_DOUBLE;
-    cr_darray *low = cr_darray_create(comm, n, 8, &o);
+    cr_darray *sum, *low;
+    cr_comm *comm = in_place_arrays(node_size, node, n, &sum, &low);
     int in_place = node == CR_DARRAY_NODE_IN_PLACE && some_node_shared(comm);
     for (int step = 0; step < 2; step++) {
         cr_darray_stats_reset(sum);
