@@ -1,6 +1,6 @@
 /* cr_comm: creation (the settings every rank must agree on, routing) and destruction,
  * handler registration with the check that every rank registers the same handlers,
- * and the small accessors. cr_async and the receive path are in core.c. */
+ * and the small accessors. Sending is in send.c, the receive path in dispatch.c. */
 #include "mailbox/mailbox_internal.h"
 
 #include "common/code_id.h"

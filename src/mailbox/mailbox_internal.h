@@ -7,6 +7,7 @@
 
 #include "courier/mailbox.h"
 #include "courier/tune.h"
+#include "mailbox/backoff.h"
 #include "mailbox/combine.h"
 #include "mailbox/outbuf.h"
 #include "mailbox/park.h"
@@ -52,8 +53,7 @@ typedef struct cr_engine {
     ev_timer flush_timer;
     ev_timer watchdog;
     ev_signal dump;      /* SIGUSR1 prints the rank's state (first comm only) */
-    unsigned empty_polls;
-    double sleep;        /* current back-off sleep in seconds, 0 while spinning */
+    cr_backoff backoff_state; /* empty polls and the current sleep (backoff.h) */
     double sleep_start;  /* trace time the current sleep began */
     double sim_timer;    /* simulation: virtual time the flush timer last ran */
     double last_full;    /* loop time of the last full iteration from user code's polls */
@@ -62,7 +62,7 @@ typedef struct cr_engine {
 
 /* Records appended from user code between two polls of the network. */
 #define CR_POLL_EVERY 1024
-/* ... at most, after polls that found nothing (see count_sent in core.c). */
+/* ... at most, after polls that found nothing (see cr_count_sent in send.c). */
 #define CR_POLL_MAX 16384
 
 /* Buffers this rank sent to itself, in order, waiting for the event loop to handle
@@ -76,21 +76,31 @@ typedef struct cr_selfq {
 
 /* The flow policy (docs/flow_control.md), chosen once when the comm is created, the
  * way the transport is: what a rank does with a buffer that arrives, the receiving
- * half of a poll, and whether handlers and forwarding wait over the cap. core.c
- * holds the two tables and the one receive path both use. */
+ * half of a poll, where a walk over received records stops, what a handler's and a
+ * forwarder's sends may wait for, and the memory bound that follows. Dispatch
+ * (dispatch.c) calls the table and never asks which policy is on; the two tables are
+ * in flow_waits.c and flow_deep_held.c. */
 typedef struct cr_flow_ops {
     const char *name;
-    /* Records carry their generation, the deepest parked is handled first, and a
-     * walk over a run stops once the rank is paused (deep-held). */
-    bool generations;
-    /* Reentrant handlers and forwarding wait by handling over the cap (waits). */
-    bool waits_in_calls;
     /* A buffer arrived from src (or this rank handed one to itself): valid only
      * during the call. */
     void (*take)(cr_comm *c, int src, const char *buf, size_t len);
     /* The receiving half of a poll from the loop (no handler running); `worked`:
      * the poll already completed sends. Returns the work done. */
     size_t (*poll)(cr_comm *c, bool worked);
+    /* The generation of what a handler of a record of generation `gen` sends. */
+    uint16_t (*child_gen)(unsigned gen);
+    /* Does a walk stop after one record of a handler so marked (cr_handler_type
+     * reentrant), whose children may be deeper than the rest of the run? */
+    bool (*stops_after)(bool reentrant);
+    /* Does a walk stop here, the rank paused? Asked after each record passed on. */
+    bool (*paused)(const cr_comm *c);
+    /* A reentrant handler appended a record (its call has nothing left to do). */
+    void (*reentrant_sent)(cr_comm *c);
+    /* A record was passed on for another rank. */
+    void (*after_forward)(cr_comm *c);
+    /* cr_memory_bound: the most the mailbox holds for trees `depth` deep. */
+    uint64_t (*memory_bound)(const cr_comm *c, unsigned depth);
 } cr_flow_ops;
 extern const cr_flow_ops cr_flow_waits, cr_flow_deep_held;
 
@@ -102,9 +112,9 @@ typedef struct cr_module {
 } cr_module;
 
 /* Flow control: what bounds a rank's memory and when user code and handlers wait
- * (docs/flow_control.md; core.c and flush.c). */
+ * (docs/flow_control.md; the flow_*.c policies and flush.c). */
 typedef struct cr_flow {
-    int nest;             /* waits by handling inside each other now (core.c, "waiting by handling") */
+    int nest;             /* waits by handling inside each other now (flow_waits.c) */
     bool in_reentrant;    /* the handler running now is reentrant (cr_handler_type) */
     bool throttling;      /* user code waits for room (flush.c): its time is counted there */
     uint64_t sent_in_waits; /* payload bytes sent by handlers run inside waits, ever: not
@@ -165,7 +175,7 @@ struct cr_comm {
     cr_outbufs out;
     cr_selfq self; /* buffers to this rank, not yet handled */
     cr_combine_index combine; /* records of combining handlers in the send buffers */
-    cr_combine_key pending_key; /* the combining record being appended (core.c) */
+    cr_combine_key pending_key; /* the combining record being appended (append.c) */
     int ncombining;           /* combining handlers registered */
     cr_engine engine;
     cr_term term;
@@ -181,7 +191,7 @@ struct cr_comm {
     uint64_t mpi_handled_total; /* data messages fully handled, ever */
 
     int handler_depth;    /* > 0 while a received buffer is being handled */
-    const cr_flow_ops *fops; /* COURIER_FLOW: waits or deep-held (core.c) */
+    const cr_flow_ops *fops; /* COURIER_FLOW: waits or deep-held (flow_*.c) */
     uint16_t send_gen;    /* the generation of what is appended now (record.h) */
     cr_park park;         /* under deep-held: received buffers not yet handled */
     unsigned relief_streak; /* under deep-held: reliefs taken since the rank last handled
@@ -217,7 +227,7 @@ static inline bool cr_can_wait(const cr_comm *c)
 }
 
 /* flush.c: sending buffers */
-/* The handler id of multicast records (core.c, cr_async_mcast): never registered
+/* The handler id of multicast records (multicast.c): never registered
  * (CR_MAX_HANDLERS keeps user ids below it). */
 #define CR_MCAST_HANDLER 0xFFFFu
 /* Free cr_async_mcast's working blocks (at cr_comm_destroy). */
@@ -264,7 +274,7 @@ void cr_term_register_wave(cr_comm *c);
 int cr_register_checked(cr_comm *c, const cr_handler_type *type, void *user, const char *kind,
                         uint64_t extra);
 
-/* core.c: handling what arrived */
+/* dispatch.c: receive and handle up to `budget` buffers from other ranks */
 size_t cr_recv_poll(cr_comm *c, int budget);
 
 /* The next hop of a record to dest: dest itself, or the route's choice. The one
@@ -305,10 +315,10 @@ bool cr_selfq_pop(cr_comm *c, cr_block *out);
 void cr_selfq_free(cr_comm *c);
 /* flush.c: the newest buffer to this rank itself; false when there is none. */
 bool cr_selfq_pop_newest(cr_comm *c, cr_block *out);
-/* core.c: handle one buffer this rank sent itself (the newest if `newest`, else the
+/* dispatch.c: handle one buffer this rank sent itself (the newest if `newest`, else the
  * oldest); false when there is none. */
 bool cr_self_handle_one(cr_comm *c, bool newest);
-/* core.c: handle up to `budget` buffers this rank sent itself; returns how many. */
+/* dispatch.c: handle up to `budget` buffers this rank sent itself; returns how many. */
 size_t cr_self_poll(cr_comm *c, int budget);
 /* work.c: complete sends, then (outside handlers) receive and handle. Returns the
  * work done. */
@@ -348,7 +358,7 @@ void cr_note_memory(cr_comm *c);
 
 /* Over the memory cap: the send buffers, the sends in flight and the queue to itself
  * together hold COURIER_BUFFER_CAP bytes. User code then waits in the event loop,
- * reentrant handlers and forwarded records wait by handling (core.c, "waiting by handling"). */
+ * reentrant handlers and forwarded records wait by handling (flow_waits.c). */
 static inline bool cr_over_cap(const cr_comm *c)
 {
     return cr_held_bytes(c) >= c->cfg.buffer_cap_bytes;
@@ -359,9 +369,12 @@ static inline void cr_update_room(cr_comm *c)
     size_t other = c->flow.inflight_bytes + c->flow.self_bytes;
     c->flow.buffer_room = c->cfg.buffer_cap_bytes > other ? c->cfg.buffer_cap_bytes - other : 0;
 }
-/* core.c: handle received buffers until the rank is below the cap, unless
- * COURIER_NEST_LIMIT such waits are already on the stack (docs/flow_control.md). */
-void cr_wait_by_handling(cr_comm *c);
+/* The most buffer bytes one record can take: the largest payload sent, padded, with
+ * a route block and a run header of its own (the memory bounds' record term). */
+static inline uint64_t cr_flow_record_bound(const cr_comm *c)
+{
+    return cr_rec_pad(c->flow.largest_record) + sizeof(cr_rec_route) + sizeof(cr_run_hdr);
+}
 /* flush.c: user code over the cap waits in the event loop until it is below. */
 void cr_wait_below_cap(cr_comm *c);
 

@@ -7,7 +7,7 @@
  * sends in flight are below the cap. A buffer counts as handled, for the barrier,
  * once its last run is.
  *
- * Pure storage: nothing here runs a handler (core.c does). Memory: a copy of each
+ * Pure storage: nothing here runs a handler (flow_deep_held.c does). Memory: a copy of each
  * parked buffer (its bytes are `bytes`), 20 bytes per parked run, and the copies of
  * buffers handled before, kept for reuse. */
 #ifndef COURIER_MAILBOX_PARK_H

@@ -12,18 +12,13 @@
 #include "mailbox/mailbox_internal.h"
 
 #include "common/fatal.h"
+#include "mailbox/backoff.h"
 
 #include <sched.h>
 #include <signal.h>
 
 /* A signal belongs to one libev loop at a time: the first comm takes SIGUSR1. */
 static cr_comm *signal_owner;
-
-/* Empty polls before yielding, and before sleeping. */
-#define SPIN_POLLS 64
-#define YIELD_POLLS 256
-#define SLEEP_MIN 20e-6
-#define SLEEP_MAX 1e-3
 
 /* A transport with a yield operation (the simulation) has no libev loop: the
  * mailbox runs the same prepare and check work itself, on the transport's clock,
@@ -45,8 +40,7 @@ double cr_clock(cr_comm *c)
 
 static void wake_up(cr_engine *e)
 {
-    e->empty_polls = 0;
-    e->sleep = 0;
+    cr_backoff_reset(&e->backoff_state);
     if (e->loop && ev_is_active(&e->backoff)) {
         ev_timer_stop(e->loop, &e->backoff);
         ev_idle_start(e->loop, &e->idle);
@@ -99,20 +93,19 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
     cr_engine *e = &c->engine;
     if (e->last_poll_worked)
         return;
-    e->empty_polls++;
-    if (e->empty_polls < SPIN_POLLS)
-        return;
     /* A module's work in flight (a collective) completes within its message time:
      * yield, but do not sleep through it. */
-    if (e->empty_polls < SPIN_POLLS + YIELD_POLLS || c->modules_in_flight) {
+    cr_backoff_step step = cr_backoff_next(&e->backoff_state, c->modules_in_flight);
+    if (step == CR_BACKOFF_SPIN)
+        return;
+    if (step == CR_BACKOFF_YIELD) {
         sched_yield();
         return;
     }
-    e->sleep = e->sleep == 0 ? SLEEP_MIN : (2 * e->sleep < SLEEP_MAX ? 2 * e->sleep : SLEEP_MAX);
     ev_idle_stop(loop, &e->idle);
     if (c->trace)
         e->sleep_start = cr_trace_now(c->trace);
-    ev_timer_set(&e->backoff, e->sleep, 0);
+    ev_timer_set(&e->backoff, e->backoff_state.sleep, 0);
     ev_timer_start(loop, &e->backoff);
 }
 
@@ -122,7 +115,7 @@ static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
     cr_comm *c = w->data;
     if (c->trace)
         cr_trace_span(c->trace, "idle sleep", c->engine.sleep_start, "planned_us",
-                      (int64_t)(c->engine.sleep * 1e6), NULL, 0);
+                      (int64_t)(c->engine.backoff_state.sleep * 1e6), NULL, 0);
     /* Keep the sleep level: only a poll that finds work resets it (wake_up). */
     ev_idle_start(loop, &c->engine.idle);
     c->engine.work->idle(c); /* e.g. rank 0 takes watchdog reports while it idles */
@@ -181,7 +174,7 @@ void cr_engine_init(cr_comm *c, const cr_loop_work *work)
     ev_prepare_init(&e->prepare, on_prepare);
     ev_check_init(&e->check, on_check);
     ev_idle_init(&e->idle, on_idle);
-    ev_timer_init(&e->backoff, on_backoff, SLEEP_MIN, 0);
+    ev_timer_init(&e->backoff, on_backoff, CR_BACKOFF_SLEEP_MIN, 0);
     ev_timer_init(&e->flush_timer, on_flush_timer, c->cfg.flush_interval, c->cfg.flush_interval);
     /* Half the interval: ranks report to rank 0 half an interval before it sums up. */
     ev_timer_init(&e->watchdog, on_watchdog, c->cfg.watchdog_seconds / 2,
@@ -282,8 +275,7 @@ void cr_wait_until(cr_comm *c, bool (*done)(cr_comm *, void *), void *arg, const
             cr_trace_wait_end(c->trace);
         return;
     }
-    e->empty_polls = 0;
-    e->sleep = 0;
+    cr_backoff_reset(&e->backoff_state);
     e->last_poll_worked = false;
     ev_idle_start(e->loop, &e->idle);
     if (c->cfg.watchdog_seconds > 0) {

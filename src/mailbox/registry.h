@@ -16,7 +16,7 @@ typedef struct cr_handler_entry {
     void *combine_user;
     bool reentrant;     /* waits by handling over the cap (cr_handler_type.reentrant) */
     const char *name;   /* cr_handler_type.name, or NULL */
-    /* Combining that does not pay (core.c): looks-ups in the current window, how many
+    /* Combining that does not pay (append.c): looks-ups in the current window, how many
      * of them merged, and records left to append without looking. */
     uint32_t combine_tries, combine_hits, combine_skip;
 } cr_handler_entry;

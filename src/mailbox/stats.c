@@ -93,18 +93,5 @@ void cr_stats_reset(cr_comm *c)
 
 uint64_t cr_memory_bound(const cr_comm *c, unsigned depth)
 {
-    const cr_config *cfg = &c->cfg;
-    uint64_t cap = cfg->buffer_cap_bytes, k = cr_rec_pad(c->tune.largest_buffer);
-    uint64_t record = cr_rec_pad(c->flow.largest_record) + sizeof(cr_rec_route) + sizeof(cr_run_hdr);
-    if (!c->fops->generations) {
-        if (c->stats.cap_overruns > 0 || c->flow.unheld_output)
-            return UINT64_MAX;
-        return cap + ((uint64_t)cfg->nest_limit + 1) * record + ((uint64_t)cfg->max_inflight + 1) * k;
-    }
-    if (depth > CR_REC_GEN_MAX)
-        return UINT64_MAX;
-    uint64_t y = c->flow.peak_call_wire > record ? c->flow.peak_call_wire : record;
-    uint64_t b = cap + y + k;
-    return cap + y + 2 * k + c->park_cap + b + c->flow.peak_relief_bytes +
-           ((uint64_t)depth + 1) * (k + y);
+    return c->fops->memory_bound(c, depth);
 }

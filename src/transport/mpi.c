@@ -185,7 +185,7 @@ static void next_phase(cr_transport *t)
 }
 
 /* Receive and deliver one matched message of any size. The delivery may poll again
- * (a reentrant handler waiting over the cap, src/mailbox/core.c), so the
+ * (a reentrant handler waiting over the cap, src/mailbox/flow_waits.c), so the
  * receive buffer is detached while it is delivered: a nested receive takes another. */
 static void receive_matched(mpi_transport *m, MPI_Message *msg, MPI_Status *status,
                             cr_deliver_fn deliver, void *arg)

@@ -124,7 +124,7 @@ typedef struct sim_transport {
     int mems_created;
     /* Receive buffers not in use: a block is copied out of its sender's memory when it
      * is received, one buffer per delivery in progress (deliveries nest when a
-     * reentrant handler waits, src/mailbox/core.c). */
+     * reentrant handler waits, src/mailbox/flow_waits.c). */
     char **spare;
     size_t *spare_cap;
     int nspare, spare_max;

@@ -1,0 +1,152 @@
+/* The one place a record is appended to the buffer of its next hop.
+ *
+ * cr_async, cr_async_bcast, the multicast, forwarding and the broadcast's fan-out
+ * all append through cr_append, which alone decides the next hop and merges
+ * combining records (dedup). The common case is a few instructions and is inlined
+ * into every caller; the slow half (a new run, a full buffer, the cap) and the
+ * look-up of a combining record are out of line, in append.c. */
+#ifndef COURIER_MAILBOX_APPEND_H
+#define COURIER_MAILBOX_APPEND_H
+
+#include "mailbox/mailbox_internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* append.c: the slow half of an append (a new run, a buffer due to be sent, the cap)
+ * and the look-up of a combining record (true when it merged). */
+void cr_append_slow(cr_comm *c, int hop, cr_outbuf *b, uint64_t key, size_t stride,
+                    const cr_rec_route *route, const void *payload, size_t len,
+                    cr_combine_slot *slot);
+bool cr_merge_combining(cr_comm *c, int hop, int dest, int origin, int handler,
+                        const void *payload, size_t len, cr_combine_slot **slot);
+
+/* send.c: the checks every sending call makes (a clear fatal error on bad input),
+ * the counts of what user code sent (which may poll the network, and under waits make
+ * a reentrant handler wait), and the broadcast's fan-out on the node it reached. */
+void cr_bad_message(const cr_comm *c, const char *fn, int handler, const void *payload,
+                    size_t len);
+static inline void cr_check_message(const cr_comm *c, const char *fn, int handler,
+                                    const void *payload, size_t len)
+{
+    if ((unsigned)handler >= c->handlers.count || len > CR_MAX_PAYLOAD || (len && !payload))
+        cr_bad_message(c, fn, handler, payload, len);
+}
+/* Is `handler` a combining one? Then its payloads must hold its key (fatal if not). */
+bool cr_check_key(const cr_comm *c, const char *fn, int handler, size_t len);
+void cr_count_sent(cr_comm *c, uint64_t msgs, size_t len);
+void cr_bcast_fanout(cr_comm *c, int handler, int origin, const void *payload, size_t len);
+
+/* A combining handler's record was just written at `payload` in hop's buffer b:
+ * point the index slot at it (combine.h). The slot dies when the buffer is sent. */
+static inline void cr_index_record(cr_comm *c, cr_combine_slot *slot, int hop,
+                                   const cr_outbuf *b, const char *payload)
+{
+    slot->hash = c->pending_key.hash;
+    slot->hop = (uint32_t)hop;
+    slot->gen = b->gen;
+    slot->off = (uint32_t)(payload - b->data);
+    slot->dest = c->pending_key.dest;
+    slot->len = c->pending_key.len;
+    slot->handler = c->pending_key.handler;
+}
+
+/* The common case of an append, a few instructions: the record joins the open run
+ * of hop's buffer b, which stays below its threshold, its capacity and the cap.
+ * False when cr_append_slow must decide. */
+static inline bool cr_append_fast(cr_comm *c, int hop, cr_outbuf *b, uint64_t key,
+                                  size_t stride, const cr_rec_route *route,
+                                  const void *payload, size_t len, cr_combine_slot *slot)
+{
+    cr_outbufs *o = &c->out;
+    if (b->run_key != key || b->len + stride >= b->limit || o->total + stride >= c->flow.buffer_room)
+        return false;
+    char *at = b->data + b->len;
+    b->len += stride;
+    o->total += stride;
+    if (++b->run_count == CR_RUN_MAX)
+        b->run_key = CR_RUN_NONE;
+    cr_rec_write(at, route, payload, (uint32_t)len);
+    if (slot)
+        cr_index_record(c, slot, hop, b, at + (route ? sizeof *route : 0));
+    return true;
+}
+
+/* One look-up of hop's entry (created on first use) for the whole append. */
+static inline void cr_append_record(cr_comm *c, int hop, uint64_t key, size_t stride,
+                                    const cr_rec_route *route, const void *payload,
+                                    size_t len, cr_combine_slot *slot)
+{
+    cr_outbuf *b = cr_outbufs_at(&c->out, hop);
+    if (!cr_append_fast(c, hop, b, key, stride, route, payload, len, slot))
+        cr_append_slow(c, hop, b, key, stride, route, payload, len, slot);
+}
+
+/* Append a record to the buffer of `hop` (routed if route != NULL), flushing by size
+ * and cap as it goes. */
+static inline void cr_append_to_buffer(cr_comm *c, int hop, int handler, uint16_t flags,
+                                       const cr_rec_route *route, const void *payload,
+                                       size_t len, cr_combine_slot *slot)
+{
+    uint16_t run_flags = route ? (uint16_t)(flags | CR_REC_ROUTED) : 0;
+    uint64_t key = cr_run_key((uint16_t)handler, cr_run_bits(run_flags, c->send_gen), (uint32_t)len);
+    size_t stride = cr_rec_stride(len, route != NULL);
+    cr_append_record(c, hop, key, stride, route, payload, len, slot);
+}
+
+/* Does this record go through the combining index? Not for a handler that does not
+ * combine, nor while its look-ups do not pay (append.c, cr_merge_combining). */
+static inline bool cr_combining(cr_comm *c, int handler, uint16_t flags)
+{
+    if (c->ncombining == 0 || flags != 0 || (unsigned)handler >= c->handlers.count)
+        return false; /* (the multicast's records are for no registered handler) */
+    cr_handler_entry *h = &c->handlers.entries[handler];
+    if (h->key_len == 0)
+        return false;
+    if (h->combine_skip) {
+        h->combine_skip--;
+        return false;
+    }
+    return true;
+}
+
+/* A record for handler on rank `dest`, created by rank `origin` (this rank for
+ * cr_async and cr_async_bcast, the creator when passing a record on), goes to the
+ * buffer of the next hop, which only cr_next_hop computes; flags: CR_REC_BCAST for a
+ * broadcast copy to fan out at dest. Inline: it is cr_async's per-record path. */
+static inline void cr_append(cr_comm *c, int dest, int origin, int handler, uint16_t flags,
+                             const void *payload, size_t len)
+{
+    int hop = cr_next_hop(c, dest);
+    cr_combine_slot *slot = NULL;
+    if (cr_combining(c, handler, flags) &&
+        cr_merge_combining(c, hop, dest, origin, handler, payload, len, &slot))
+        return;
+    if (hop == dest && origin == c->rank && flags == 0) {
+        cr_append_to_buffer(c, hop, handler, 0, NULL, payload, len, slot);
+        return;
+    }
+    cr_rec_route route = {.dest = dest, .origin = origin};
+    cr_append_to_buffer(c, hop, handler, flags, &route, payload, len, slot);
+    if (origin == c->rank)
+        return;
+    /* A record this rank passes on for another: no later cr_flush or barrier on this
+     * rank is promised to cover it, so its buffer goes once traffic pauses. */
+    c->stats.forwarded++;
+    cr_outbuf *b = cr_outbufs_at(&c->out, hop);
+    if (b->len > 0) {
+        b->relay = 1;
+        c->relay_pending = true;
+    }
+}
+
+/* A record passed on for another rank counts against the cap like any other; what
+ * follows depends on the flow policy (under waits, the forwarder handles buffers
+ * before it passes on the next record). */
+static inline void cr_after_forward(cr_comm *c)
+{
+    c->fops->after_forward(c);
+}
+
+#endif
