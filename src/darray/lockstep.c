@@ -607,12 +607,13 @@ static void counts_of_sorted(const cr_darray *a, int d, const char *in, size_t m
  * the steps below are written once for all three. */
 typedef struct frame frame;
 struct darray_aggregation {
-    bool sorted; /* requests sorted once at their source and kept in sorted segments;
-                    replies split by search (sort), or by position (none, hash) */
     bool merges; /* requests merged at the owner count in merged_hops */
+    /* A step's m requests of rec bytes at their source, before the first hop: sorted
+     * once by index (sort, whose hops keep sorted segments), or left as they are. */
+    void (*at_source)(const cr_darray *a, char *data, size_t m, size_t rec);
     /* One hop: the m records of `in` (as received: nseg sorted segments of seg[k]
-     * records when sorted) become the records to send in dimension d, in `out`,
-     * ordered by next hop with counts[] per hop; pos[j] (when not sorted, reads
+     * records under sort) become the records to send in dimension d, in `out`,
+     * ordered by next hop with counts[] per hop; pos[j] (reads split by position
      * only) is where in[j]'s request went. Returns the records to send. */
     size_t (*hop)(const cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
                   int nseg, size_t rec, darray_bytes *out, size_t *counts, uint32_t *pos,
@@ -621,6 +622,14 @@ struct darray_aggregation {
      * reads, each once; f->pos or f->U hold what split_replies needs. Returns them,
      * with their number in *served. */
     const uint64_t *(*serve)(const cr_darray *a, frame *f, size_t *served);
+    /* A read's hop begins (f->nR requests reached it): what the split on the way back
+     * needs besides the requests, f->pos where it splits by position. */
+    void (*read_hop_begins)(frame *f);
+    /* ... and its requests have gone on: what the split does not need is freed. */
+    void (*read_hop_sent)(frame *f);
+    /* The replies to f's requests, vu[k] for f->U[k], become the replies to what
+     * reached the hop, v[j] for f->R[j] (4.5). */
+    void (*split)(const cr_darray *a, const frame *f, const char *vu, char *v);
 };
 
 static size_t hop_none(const cr_darray *a, int d, const char *in, size_t m, const size_t *seg,
@@ -709,8 +718,7 @@ static void step_writes(cr_darray *a)
     a->agg = step_plan(a, a->writes.data, m, rec, 0);
     darray_bytes out = {0}, recv = {0}, final = {0};
     uint64_t clock = now_ns();
-    if (a->agg->sorted) /* sorted once, at the source */
-        sort_by_index(a->writes.data, m, rec, a->n);
+    a->agg->at_source(a, a->writes.data, m, rec);
     const char *in = a->writes.data;
     size_t *seg = cr_xmalloc(sizeof *seg), *counts = NULL; /* the input's sorted segments */
     seg[0] = m;
@@ -787,22 +795,24 @@ static size_t exponential_lower_bound(const uint64_t *u, size_t start, size_t en
     return hi;
 }
 
-/* The replies to f's requests, vu[k] for f->U[k], become the replies to what reached
- * the hop, v[j] for f->R[j] (4.5): by position (none, hash), or by searching each
- * sorted segment of R in the sorted U (sort, Algorithm 5). */
-static void split_replies(const cr_darray *a, const frame *f, const char *vu, char *v)
+/* None and hash split by position: R[j]'s reply is U[pos[j]]'s, or R's own where the
+ * requests were served where they stand (none, at the owner: no positions). */
+static void split_by_position(const cr_darray *a, const frame *f, const char *vu, char *v)
 {
     size_t e = a->elem;
-    const uint64_t *r = (const uint64_t *)f->R.data;
-    if (!a->agg->sorted && !f->pos) { /* served where they stand (none, at the owner) */
+    if (!f->pos) {
         memcpy(v, vu, f->nR * e);
         return;
     }
-    if (!a->agg->sorted) {
-        for (size_t j = 0; j < f->nR; j++)
-            memcpy(v + j * e, vu + (size_t)f->pos[j] * e, e);
-        return;
-    }
+    for (size_t j = 0; j < f->nR; j++)
+        memcpy(v + j * e, vu + (size_t)f->pos[j] * e, e);
+}
+
+/* Sort splits by searching each sorted segment of R in the sorted U (Algorithm 5). */
+static void split_by_search(const cr_darray *a, const frame *f, const char *vu, char *v)
+{
+    size_t e = a->elem;
+    const uint64_t *r = (const uint64_t *)f->R.data;
     const uint64_t *u = (const uint64_t *)f->U.data;
     size_t nu = f->U.len / 8, j = 0;
     for (int k = 0; k < f->nrseg; k++) {
@@ -848,15 +858,55 @@ static const uint64_t *serve_sort(const cr_darray *a, frame *f, size_t *served)
     return (const uint64_t *)f->U.data;
 }
 
-static const darray_aggregation aggregation_none = {false, false, hop_none, serve_none};
-static const darray_aggregation aggregation_hash = {false, true, hop_hash, serve_hash};
-static const darray_aggregation aggregation_sort = {true, true, hop_sort, serve_sort};
+/* What each aggregation does at the source and around a read's hop. */
+static void as_they_are(const cr_darray *a, char *data, size_t m, size_t rec)
+{
+    (void)a, (void)data, (void)m, (void)rec;
+}
+
+static void sorted_once(const cr_darray *a, char *data, size_t m, size_t rec)
+{
+    sort_by_index(data, m, rec, a->n);
+}
+
+static void keep_positions(frame *f)
+{
+    f->pos = cr_xmalloc((f->nR ? f->nR : 1) * sizeof *f->pos);
+}
+
+/* Split by position, the replies need only pos[] on their way back: the hop's
+ * requests go now, not after the step (with log2 P frames alive at once, they were
+ * most of a step's memory). */
+static void free_requests(frame *f)
+{
+    darray_bytes_free(&f->R);
+    darray_bytes_free(&f->U);
+}
+
+/* Sort keeps its requests: its split searches them. */
+static void keep_requests(frame *f)
+{
+    (void)f;
+}
+
+static const darray_aggregation aggregation_none = {
+    .merges = false, .at_source = as_they_are, .hop = hop_none, .serve = serve_none,
+    .read_hop_begins = keep_positions, .read_hop_sent = free_requests,
+    .split = split_by_position};
+static const darray_aggregation aggregation_hash = {
+    .merges = true, .at_source = as_they_are, .hop = hop_hash, .serve = serve_hash,
+    .read_hop_begins = keep_positions, .read_hop_sent = free_requests,
+    .split = split_by_position};
+static const darray_aggregation aggregation_sort = {
+    .merges = true, .at_source = sorted_once, .hop = hop_sort, .serve = serve_sort,
+    .read_hop_begins = keep_requests, .read_hop_sent = keep_requests,
+    .split = split_by_search};
 
 /* ---- aggregation auto ------------------------------------------------------------ */
 
 /* Merging pays where identical requests are common; where nearly every request is
  * for a different index it costs a table pass per hop and saves nothing (the same
- * judgement as the mailbox's combining, src/mailbox/core.c). So `auto` estimates,
+ * judgement as the mailbox's combining, src/mailbox/append.c). So `auto` estimates,
  * before each step's writes and again before its reads, how many of the requests of
  * all ranks are for distinct indices, and merges (hash) only when at least a quarter
  * of them repeat: the estimate's standard error (1.04 / sqrt(256), 6.5%) is a quarter
@@ -1011,8 +1061,7 @@ static void step_reads(cr_darray *a)
     a->stats.requests += nq;
     a->agg = step_plan(a, a->reads.data, nq, sizeof *q, a->elem);
     uint64_t clock = now_ns();
-    if (a->agg->sorted)
-        sort_by_index((char *)q, nq, sizeof *q, a->n);
+    a->agg->at_source(a, (char *)q, nq, sizeof *q);
     frame *fr = cr_xcalloc((size_t)g->ndims + 1, sizeof *fr);
     /* frame 0's requests: this rank's own, one segment */
     fr[0].nR = nq;
@@ -1027,8 +1076,7 @@ static void step_reads(cr_darray *a)
         frame *f = &fr[d], *next = &fr[d + 1];
         int n = g->dims[d];
         f->scounts = cr_xmalloc((size_t)n * sizeof *f->scounts);
-        if (!a->agg->sorted)
-            f->pos = cr_xmalloc((f->nR ? f->nR : 1) * sizeof *f->pos);
+        a->agg->read_hop_begins(f);
         size_t u = a->agg->hop(a, d, f->R.data, f->nR, f->rseg, f->nrseg, 8, &f->U, f->scounts,
                                f->pos, NULL);
         count_merged(a, d, f->nR, u);
@@ -1038,14 +1086,7 @@ static void step_reads(cr_darray *a)
         next->nR = exchange_dim(a, d, f->U.data, f->scounts, 8, &next->R, next->rseg, false);
         clock = now_ns();
         a->stats.hop_records += next->nR;
-        /* Split by position (none, hash), the replies need only pos[] on their way
-         * back: the hop's requests go now, not after the step (with log2 P frames
-         * alive at once, they were most of a step's memory). Sort keeps them: its
-         * split searches them. */
-        if (!a->agg->sorted) {
-            darray_bytes_free(&f->R);
-            darray_bytes_free(&f->U);
-        }
+        a->agg->read_hop_sent(f);
     }
     /* The owner merges what reached it from its partners of the last dimension (and
      * itself), reads each element once, and splits the values as any hop does. */
@@ -1059,7 +1100,7 @@ static void step_reads(cr_darray *a)
     for (size_t j = 0; j < served; j++)
         memcpy(vals + j * e, elem_at(a, rk[j]), e);
     lap(g->ndims == 0 ? &a->stats.write_ns : &a->stats.hop_ns, &clock);
-    split_replies(a, last, vu.data, v.data);
+    a->agg->split(a, last, vu.data, v.data);
     /* and the replies go back the way the requests came, split at every hop */
     for (int d = g->ndims - 1; d >= 0; d--) {
         frame *f = &fr[d];
@@ -1068,7 +1109,7 @@ static void step_reads(cr_darray *a)
         clock = now_ns();
         v.len = 0;
         darray_bytes_grow(&v, f->nR * e);
-        split_replies(a, f, vu.data, v.data);
+        a->agg->split(a, f, vu.data, v.data);
         a->stats.read_records += f->nR;
     }
     for (size_t j = 0; j < nq; j++)
