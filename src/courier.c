@@ -14,7 +14,7 @@
 #include "mailbox/config.h"
 #include "mailbox/mailbox_internal.h"
 #include "nbx/exchange_internal.h"
-#include "transport/mpi.h"
+#include "transport/mpi_transport.h"
 
 #include "common/fatal.h"
 
@@ -389,8 +389,8 @@ static void uniform_epoch(MPI_Comm mc, const cr_config *cfg, cr_route_kind route
     *sharing = k.slowdown > 1 ? k.slowdown : 1;
     cr_tune_traffic traffic = {.records_per_dest = (double)per_dest, .record_bytes = 8};
     cr_route rt = {.kind = route};
-    if (cr_tune_predict(cr_comm_layout(comm), &rt, comm->cfg.buffer_bytes,
-                        comm->cfg.buffer_cap_bytes, &traffic, &k, pred) != 0)
+    if (cr_tune_predict(cr_comm_layout(comm), &rt, cr_comm_config(comm)->buffer_bytes,
+                        cr_comm_config(comm)->buffer_cap_bytes, &traffic, &k, pred) != 0)
         cr_fatal("cr_calibrate: the model cannot predict route %d on %d ranks", (int)route, size);
     cr_comm_destroy(comm);
 }

@@ -110,7 +110,7 @@ static const choice *choose(const cr_comm *c, const cr_tune_traffic *t, int n, c
     *cache = q;
     /* a buffer below every candidate is the only size the choice may use */
     bool sizes = q.buffer_auto && q.most >= cr_tune_buffer_sizes[0];
-    size_t fixed = sizes ? 0 : q.buffer_auto ? q.most : c->cfg.buffer_bytes;
+    size_t fixed = sizes ? 0 : q.buffer_auto ? q.most : c->tune.now.buffer_bytes;
     cache->chosen = cr_tune_choose_over(c->layout, q.route_auto ? NULL : &q.route, fixed, q.cap,
                                         t, n, &q.costs, cache->table, &cache->n);
     /* no buffer above what the transport's receives were sized for */
@@ -272,6 +272,26 @@ bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, siz
     return ok;
 }
 
+/* The one place the run-time choices change (cr_choice): the route, the buffer size,
+ * the park's cap that follows from it, and the configuration in effect that
+ * cr_comm_config shows. The router, the buffers' threshold and the room follow at
+ * the callers: a route moves collectively, a buffer size locally. */
+static void set_choice(cr_comm *c, const cr_route *route, size_t buffer_bytes)
+{
+    cr_tune_state *s = &c->tune;
+    s->now.route = *route;
+    s->now.buffer_bytes = buffer_bytes;
+    /* By default a rank parks at most what one sender may have in flight towards it:
+     * its window of sends (docs/flow_control.md). */
+    s->now.park_cap = c->cfg.park_cap_bytes ? c->cfg.park_cap_bytes
+                                            : (size_t)c->cfg.max_inflight * buffer_bytes;
+    if (buffer_bytes > s->largest_buffer)
+        s->largest_buffer = buffer_bytes;
+    s->in_effect = c->cfg;
+    s->in_effect.route = *route;
+    s->in_effect.buffer_bytes = buffer_bytes;
+}
+
 void cr_autotune_first(cr_comm *c)
 {
     cr_tune_state *s = &c->tune;
@@ -281,6 +301,9 @@ void cr_autotune_first(cr_comm *c)
     /* the transport's receives were sized for cfg.buffer_bytes: choose no larger */
     s->most = c->cfg.buffer_bytes;
     s->largest_buffer = c->cfg.buffer_bytes;
+    cr_route route = c->cfg.route;
+    size_t buffer_bytes = c->cfg.buffer_bytes;
+    set_choice(c, &route, buffer_bytes); /* what the choice below starts from */
     if (!s->route_auto && !s->buffer_auto)
         return;
     cr_tune_traffic t = assumed_traffic(c->size);
@@ -290,9 +313,10 @@ void cr_autotune_first(cr_comm *c)
                  "could be predicted for %d ranks", c->size);
     const cr_tune_prediction *best = &ch->table[ch->chosen];
     if (s->route_auto)
-        c->cfg.route = best->route;
+        route = best->route;
     if (s->buffer_auto)
-        c->cfg.buffer_bytes = best->buffer_bytes;
+        buffer_bytes = best->buffer_bytes;
+    set_choice(c, &route, buffer_bytes);
     if (c->cfg.verbosity >= 1 && c->rank == 0)
         print_first_choice(c, ch);
 }
@@ -304,11 +328,11 @@ static cr_tune_prediction predict_current(const cr_comm *c, const choice *ch)
     const cr_route *now = cr_router_route(c->router);
     for (int i = 0; i < ch->n; i++)
         if (same_route(&ch->table[i].route, now) &&
-            ch->table[i].buffer_bytes == c->cfg.buffer_bytes)
+            ch->table[i].buffer_bytes == c->tune.now.buffer_bytes)
             return ch->table[i];
     cr_tune_prediction p[1];
     int n = 0;
-    if (cr_tune_choose_over(c->layout, now, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
+    if (cr_tune_choose_over(c->layout, now, c->tune.now.buffer_bytes, c->cfg.buffer_cap_bytes,
                             ch->traffic, ch->ntraffic, &c->tune.costs, p, &n) != 0)
         p[0].seconds = -1;
     return p[0];
@@ -333,7 +357,7 @@ void cr_autotune_take_route(cr_comm *c, const cr_route *route)
                  "layout: %s", err);
     cr_router_destroy(c->router);
     c->router = next;
-    c->cfg.route = *route;
+    set_choice(c, route, c->tune.now.buffer_bytes);
     c->routed = route->kind != CR_ROUTE_DIRECT && c->size > 1;
     cr_modules_route_changed(c);
     /* no rank leaves the barrier under the old route while another sends under the new */
@@ -343,12 +367,8 @@ void cr_autotune_take_route(cr_comm *c, const cr_route *route)
 
 static void take_buffer(cr_comm *c, size_t bytes)
 {
-    c->cfg.buffer_bytes = bytes;
-    if (bytes > c->tune.largest_buffer)
-        c->tune.largest_buffer = bytes;
+    set_choice(c, &c->tune.now.route, bytes);
     cr_outbufs_set_threshold(&c->out, bytes);
-    if (!c->cfg.park_cap_bytes)
-        c->park_cap = (size_t)c->cfg.max_inflight * bytes;
     cr_update_room(c);
 }
 
@@ -359,7 +379,7 @@ static void print_epoch(const cr_comm *c, double records, const cr_tune_traffic 
     char name[128];
     const cr_route *route = cr_router_route(c->router);
     cr_tune_prediction now = {.seconds = -1};
-    cr_tune_predict(c->layout, route, c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes, t,
+    cr_tune_predict(c->layout, route, c->tune.now.buffer_bytes, c->cfg.buffer_cap_bytes, t,
                     &c->tune.costs, &now);
     cr_route_format(route, name, sizeof name);
     char merging[96] = "";
@@ -370,7 +390,7 @@ static void print_epoch(const cr_comm *c, double records, const cr_tune_traffic 
             "measured on rank 0, %.1f us predicted for route %s, buffer %zu bytes "
             "(docs/tuning.md)\n",
             (unsigned long long)c->tune.epochs, records, t->record_bytes, merging,
-            measured * 1e6, now.seconds * 1e6, name, c->cfg.buffer_bytes);
+            measured * 1e6, now.seconds * 1e6, name, c->tune.now.buffer_bytes);
 }
 
 static void print_move(const cr_comm *c, const choice *ch, const cr_tune_prediction *from,
@@ -401,7 +421,7 @@ static double own_time(const cr_comm *c, const cr_term_epoch *sums, const cr_tun
     if (c->engine.loop == NULL) /* simulated: its clock counts steps, not seconds */
         return 0;
     cr_tune_prediction now;
-    if (cr_tune_predict(c->layout, cr_router_route(c->router), c->cfg.buffer_bytes,
+    if (cr_tune_predict(c->layout, cr_router_route(c->router), c->tune.now.buffer_bytes,
                         c->cfg.buffer_cap_bytes, t, &c->tune.costs, &now) != 0)
         return 0;
     double mean = (double)sums->ns * 1e-9 / c->size;
@@ -487,7 +507,7 @@ void cr_autotune_epoch(cr_comm *c, const cr_term_epoch *sums)
         print_move(c, ch, &current, own);
     if (moves_route)
         cr_autotune_take_route(c, &best->route);
-    if (best->buffer_bytes != c->cfg.buffer_bytes)
+    if (best->buffer_bytes != c->tune.now.buffer_bytes)
         take_buffer(c, best->buffer_bytes);
     c->stats.tune_switches++;
 }

@@ -42,10 +42,10 @@ static uint64_t route_digest(const cr_config *cfg)
 static void setup_routing(cr_comm *c)
 {
     char err[512] = "", why[600];
-    c->router = cr_router_create(&c->cfg.route, c->layout, err, sizeof err);
+    c->router = cr_router_create(&c->tune.now.route, c->layout, err, sizeof err);
     snprintf(why, sizeof why, "invalid configuration: %s", err);
     abort_if_any(c->tp, c->router ? NULL : why);
-    c->routed = c->cfg.route.kind != CR_ROUTE_DIRECT && c->size > 1;
+    c->routed = c->tune.now.route.kind != CR_ROUTE_DIRECT && c->size > 1;
 }
 
 /* Every rank must use the same route and collective settings. */
@@ -78,7 +78,7 @@ static void print_settings(const cr_comm *c)
             "watchdog %g s, receive by %s, transport %s, shared memory within a node %s "
             "(%zu B per rank)\n",
             c->size, c->layout->nnodes, c->cfg.node_size ? " (virtual)" : "", route,
-            cr_router_max_hops(c->router), c->cfg.buffer_bytes, c->cfg.buffer_cap_bytes,
+            cr_router_max_hops(c->router), c->tune.now.buffer_bytes, c->cfg.buffer_cap_bytes,
             c->cfg.max_inflight, c->fops->name, c->cfg.nest_limit, c->cfg.flush_interval, c->cfg.watchdog_seconds,
             c->cfg.recv_mode == CR_RECV_PREPOST ? "pre-posted receives" : "probe",
             c->tp->ops->name, c->cfg.shm && c->cfg.shm_bytes ? "on" : "off", c->cfg.shm_bytes);
@@ -90,7 +90,7 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     abort_if_any(tp, config_error);
     cr_comm *c = cr_xcalloc(1, sizeof *c);
     c->tp = tp;
-    c->cfg = *cfg;
+    memcpy((void *)&c->cfg, cfg, sizeof *cfg); /* the one write: cfg is const from here */
     c->rank = tp->rank;
     c->size = tp->size;
     check_agreement(c);
@@ -104,16 +104,13 @@ cr_comm *cr_comm_create_on(cr_transport *tp, cr_layout *layout, const cr_config 
     cr_registry_init(&c->handlers);
     c->fops = c->cfg.flow == CR_FLOW_DEEP_HELD ? &cr_flow_deep_held : &cr_flow_waits;
     cr_park_init(&c->park);
-    /* By default a rank parks at most what one sender may have in flight towards it:
-     * its window of sends (docs/flow_control.md). */
-    c->park_cap = c->cfg.park_cap_bytes ? c->cfg.park_cap_bytes
-                                        : (size_t)c->cfg.max_inflight * c->cfg.buffer_bytes;
+    size_t buffer_bytes = c->tune.now.buffer_bytes;
     int pool = (int)c->cfg.max_inflight;
     size_t pool_bytes_limit = (size_t)64 << 20;
-    if ((size_t)pool * c->cfg.buffer_bytes > pool_bytes_limit)
-        pool = (int)(pool_bytes_limit / c->cfg.buffer_bytes);
+    if ((size_t)pool * buffer_bytes > pool_bytes_limit)
+        pool = (int)(pool_bytes_limit / buffer_bytes);
     /* Above dense_ranks destinations, only the partners a rank uses get state. */
-    cr_outbufs_init(&c->out, c->size, c->cfg.buffer_bytes, pool,
+    cr_outbufs_init(&c->out, c->size, buffer_bytes, pool,
                     (unsigned)c->size > c->cfg.dense_ranks);
     cr_update_room(c);
     cr_term_init(&c->term, tp);
@@ -176,7 +173,7 @@ int cr_comm_size(const cr_comm *c)
 
 const cr_config *cr_comm_config(const cr_comm *c)
 {
-    return &c->cfg;
+    return &c->tune.in_effect;
 }
 
 const cr_layout *cr_comm_layout(const cr_comm *c)

@@ -101,7 +101,7 @@ static size_t deep_poll(cr_comm *c, bool worked)
      * holds to another, and nobody waits for them. Other ranks' buffers are taken
      * while what came from them holds less than the park cap. */
     size_t work = cr_self_poll(c, CR_RECV_BUDGET);
-    for (int k = 0; k < CR_RECV_BUDGET && c->park.others_bytes < c->park_cap; k++) {
+    for (int k = 0; k < CR_RECV_BUDGET && c->park.others_bytes < c->tune.now.park_cap; k++) {
         size_t got = cr_recv_poll(c, 1);
         if (!got)
             break;
@@ -118,7 +118,7 @@ static size_t deep_poll(cr_comm *c, bool worked)
      * while the rank has handled nothing since waits twice as many polls, up to
      * park_relief_polls: a rank whose reliefs do not set it moving again stops
      * filling its park with them. */
-    bool refusing = c->park.others_bytes >= c->park_cap;
+    bool refusing = c->park.others_bytes >= c->tune.now.park_cap;
     if (work || worked || !refusing || !deep_paused(c)) {
         c->refused_polls = 0;
         return work;
@@ -169,7 +169,7 @@ static uint64_t deep_memory_bound(const cr_comm *c, unsigned depth)
     uint64_t record = cr_flow_record_bound(c);
     uint64_t y = c->flow.peak_call_wire > record ? c->flow.peak_call_wire : record;
     uint64_t b = cap + y + k;
-    return cap + y + 2 * k + c->park_cap + b + c->flow.peak_relief_bytes +
+    return cap + y + 2 * k + c->tune.now.park_cap + b + c->flow.peak_relief_bytes +
            ((uint64_t)depth + 1) * (k + y);
 }
 

@@ -15,7 +15,7 @@
 #include "mailbox/registry.h"
 #include "mailbox/termination.h"
 #include "mailbox/trace.h"
-#include "nlnr/route_internal.h"
+#include "route/route_internal.h"
 #include "transport/transport.h"
 
 #include <ev.h>
@@ -137,8 +137,20 @@ typedef struct cr_flow {
                               before an append takes the slow path (cr_update_room) */
 } cr_flow;
 
+/* What tuning decides at run time (autotune.c, docs/tuning.md): the route, the
+ * buffer size, and the park's cap that follows from the buffer size unless
+ * COURIER_PARK_CAP fixes it. It starts from the configuration (or the first choice
+ * under auto), and only cr_autotune_* change it, through one function. */
+typedef struct cr_choice {
+    cr_route route;      /* the route records take now (never CR_ROUTE_AUTO) */
+    size_t buffer_bytes; /* the send buffers' threshold now */
+    size_t park_cap;     /* deep-held: the most a rank parks from other ranks */
+} cr_choice;
+
 /* COURIER_ROUTE=auto and COURIER_BUFFER_SIZE=auto (autotune.c, docs/tuning.md). */
 typedef struct cr_tune_state {
+    cr_choice now;         /* what the comm runs with now */
+    cr_config in_effect;   /* the configuration with `now` in it: cr_comm_config's answer */
     bool route_auto, buffer_auto; /* chosen by the model, at creation and between epochs */
     cr_route route_given;  /* the route configured (kind CR_ROUTE_AUTO when chosen) */
     size_t most;           /* the buffer size configured: the transport's receives take
@@ -169,7 +181,9 @@ struct cr_comm {
     bool modules_in_flight; /* some module has work in flight: the loop must not sleep */
     int rank;
     int size;
-    cr_config cfg;
+    /* The configuration as given (defaults, environment, the caller's fields): never
+     * written after cr_comm_create_on, so const. What tuning changes is c->tune.now. */
+    const cr_config cfg;
 
     cr_registry handlers;
     cr_outbufs out;
@@ -198,7 +212,6 @@ struct cr_comm {
                                a parked record */
     unsigned refused_polls; /* under deep-held: polls in a row that refused buffers and
                                found nothing else to do */
-    size_t park_cap;      /* cfg.park_cap_bytes, or its automatic value */
     int trace_phases;     /* cr_trace_begin calls not yet ended */
     int last_handler;     /* id + 1 of the handler that ran last; 0 = none yet (the
                              watchdog names it) */
