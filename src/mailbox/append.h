@@ -22,22 +22,6 @@ void cr_append_slow(cr_comm *c, int hop, cr_outbuf *b, uint64_t key, size_t stri
 bool cr_merge_combining(cr_comm *c, int hop, int dest, int origin, int handler,
                         const void *payload, size_t len, cr_combine_slot **slot);
 
-/* send.c: the checks every sending call makes (a clear fatal error on bad input),
- * the counts of what user code sent (which may poll the network, and under waits make
- * a reentrant handler wait), and the broadcast's fan-out on the node it reached. */
-void cr_bad_message(const cr_comm *c, const char *fn, int handler, const void *payload,
-                    size_t len);
-static inline void cr_check_message(const cr_comm *c, const char *fn, int handler,
-                                    const void *payload, size_t len)
-{
-    if ((unsigned)handler >= c->handlers.count || len > CR_MAX_PAYLOAD || (len && !payload))
-        cr_bad_message(c, fn, handler, payload, len);
-}
-/* Is `handler` a combining one? Then its payloads must hold its key (fatal if not). */
-bool cr_check_key(const cr_comm *c, const char *fn, int handler, size_t len);
-void cr_count_sent(cr_comm *c, uint64_t msgs, size_t len);
-void cr_bcast_fanout(cr_comm *c, int handler, int origin, const void *payload, size_t len);
-
 /* A combining handler's record was just written at `payload` in hop's buffer b:
  * point the index slot at it (combine.h). The slot dies when the buffer is sent. */
 static inline void cr_index_record(cr_comm *c, cr_combine_slot *slot, int hop,

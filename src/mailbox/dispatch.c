@@ -11,6 +11,7 @@
 
 #include "common/fatal.h"
 #include "mailbox/append.h"
+#include "mailbox/send.h"
 #include "mailbox/multicast.h"
 #include "mailbox/record.h"
 

@@ -9,6 +9,7 @@
 
 #include "common/fatal.h"
 #include "mailbox/append.h"
+#include "mailbox/send.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,6 +3,7 @@
  * through cr_append (append.h); cr_async's common case is written out here so that
  * it calls nothing. */
 #include "mailbox/append.h"
+#include "mailbox/send.h"
 
 #include "common/fatal.h"
 #include "mailbox/record.h"
@@ -212,7 +213,7 @@ static int bcast_entry(const cr_comm *c, int node)
 {
     const cr_layout *l = c->layout;
     int size = cr_layout_node_size(l, node);
-    if (c->cfg.route.kind == CR_ROUTE_NLNR)
+    if (c->tune.now.route.kind == CR_ROUTE_NLNR)
         return cr_layout_member(l, node, l->node_of[c->rank] % size);
     return cr_layout_member(l, node, l->local_index[c->rank] % size);
 }
