@@ -1,22 +1,22 @@
 /* Allgather schedules: ring, neighbor exchange, recursive doubling, Bruck and
  * Sparbit (Loch, "Sparbit", master's thesis, section 4.2, Algorithm 1). Block b is
- * rank b's contribution; plans name blocks by owner, so where a block sits in
+ * rank b's contribution; schedules name blocks by owner, so where a block sits in
  * memory is the executor's business. */
-#include "coll/plan.h"
+#include "coll/schedule.h"
 
 #include "common/fatal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static void plan_init(cr_ag_plan *p)
+static void schedule_init(cr_ag_schedule *p)
 {
     memset(p, 0, sizeof *p);
     cr_xgrow((void **)&p->round_start, &p->cap_rounds, 2, sizeof(int));
     p->round_start[0] = 0;
 }
 
-void cr_ag_plan_free(cr_ag_plan *p)
+void cr_ag_schedule_free(cr_ag_schedule *p)
 {
     free(p->round_start);
     free(p->xfers);
@@ -25,20 +25,20 @@ void cr_ag_plan_free(cr_ag_plan *p)
 }
 
 /* Start a transfer of `count` blocks; fill them in with add_block. */
-static void xfer(cr_ag_plan *p, bool send, int peer)
+static void xfer(cr_ag_schedule *p, bool send, int peer)
 {
     cr_xgrow((void **)&p->xfers, &p->cap_xfers, p->nxfers + 1, sizeof *p->xfers);
     p->xfers[p->nxfers++] = (cr_ag_xfer){.send = send, .peer = peer, .first = p->nblocks};
 }
 
-static void add_block(cr_ag_plan *p, int block)
+static void add_block(cr_ag_schedule *p, int block)
 {
     cr_xgrow((void **)&p->blocks, &p->cap_blocks, p->nblocks + 1, sizeof *p->blocks);
     p->blocks[p->nblocks++] = block;
     p->xfers[p->nxfers - 1].count++;
 }
 
-static void end_round(cr_ag_plan *p)
+static void end_round(cr_ag_schedule *p)
 {
     if (p->nxfers == p->round_start[p->nrounds])
         return;
@@ -47,13 +47,13 @@ static void end_round(cr_ag_plan *p)
 }
 
 /* Ring: in round i, pass on the block received in round i-1 (first one's own). */
-static void plan_ring(cr_ag_plan *p, int size, int rank)
+static void schedule_ring(cr_ag_schedule *p, int size, int rank)
 {
     for (int i = 0; i < size - 1; i++) {
-        xfer(p, true, cr_plan_mod(rank + 1, size));
-        add_block(p, cr_plan_mod(rank - i, size));
-        xfer(p, false, cr_plan_mod(rank - 1, size));
-        add_block(p, cr_plan_mod(rank - i - 1, size));
+        xfer(p, true, cr_schedule_mod(rank + 1, size));
+        add_block(p, cr_schedule_mod(rank - i, size));
+        xfer(p, false, cr_schedule_mod(rank - 1, size));
+        add_block(p, cr_schedule_mod(rank - i - 1, size));
         end_round(p);
     }
 }
@@ -67,14 +67,14 @@ static int pair_received(int rank, int step, int npairs)
     /* the pair whose blocks `rank` received in `step` (step >= 1) */
     int i = rank / 2, sign = rank % 2 ? 1 : -1;
     int dist = step % 2 ? (step + 1) / 2 : -(step / 2);
-    return cr_plan_mod(i + sign * dist, npairs);
+    return cr_schedule_mod(i + sign * dist, npairs);
 }
 
-static void plan_neighbor(cr_ag_plan *p, int size, int rank)
+static void schedule_neighbor(cr_ag_schedule *p, int size, int rank)
 {
     int npairs = size / 2, even = rank % 2 == 0;
     int partner = even ? rank + 1 : rank - 1;
-    int outside = even ? cr_plan_mod(rank - 1, size) : cr_plan_mod(rank + 1, size);
+    int outside = even ? cr_schedule_mod(rank - 1, size) : cr_schedule_mod(rank + 1, size);
     xfer(p, true, partner);
     add_block(p, rank);
     xfer(p, false, partner);
@@ -96,7 +96,7 @@ static void plan_neighbor(cr_ag_plan *p, int size, int rank)
 
 /* Recursive doubling, size a power of two: in round l exchange the 2^l blocks of my
  * aligned group with the partner rank ^ 2^l. */
-static void plan_recdouble(cr_ag_plan *p, int size, int rank)
+static void schedule_recdouble(cr_ag_schedule *p, int size, int rank)
 {
     for (int half = 1; half < size; half <<= 1) {
         int partner = rank ^ half;
@@ -113,16 +113,16 @@ static void plan_recdouble(cr_ag_plan *p, int size, int rank)
 
 /* Bruck: in the round with distance d = 2^l, send the blocks rank .. rank + d - 1
  * (all I have, at most size - d of them) to rank - d, and receive rank + d onwards. */
-static void plan_bruck(cr_ag_plan *p, int size, int rank)
+static void schedule_bruck(cr_ag_schedule *p, int size, int rank)
 {
     for (int d = 1; d < size; d <<= 1) {
         int count = d < size - d ? d : size - d;
-        xfer(p, true, cr_plan_mod(rank - d, size));
+        xfer(p, true, cr_schedule_mod(rank - d, size));
         for (int b = 0; b < count; b++)
-            add_block(p, cr_plan_mod(rank + b, size));
-        xfer(p, false, cr_plan_mod(rank + d, size));
+            add_block(p, cr_schedule_mod(rank + b, size));
+        xfer(p, false, cr_schedule_mod(rank + d, size));
         for (int b = 0; b < count; b++)
-            add_block(p, cr_plan_mod(rank + d + b, size));
+            add_block(p, cr_schedule_mod(rank + d + b, size));
         end_round(p);
     }
 }
@@ -138,7 +138,7 @@ uint64_t cr_sparbit_ignore_steps(uint64_t p)
 /* Sparbit (thesis Algorithm 1): distances halve from the largest power of two
  * below size; a rank forwards every block it has except, on the distances marked by
  * cr_sparbit_ignore_steps, the one that came from a tree in which it is a leaf. */
-static void plan_sparbit(cr_ag_plan *p, int size, int rank)
+static void schedule_sparbit(cr_ag_schedule *p, int size, int rank)
 {
     if (size == 1)
         return;
@@ -150,33 +150,33 @@ static void plan_sparbit(cr_ag_plan *p, int size, int rank)
     long data = 1;
     for (int i = 0; i < log; i++) {
         int ignore = (d & (long)ignore_steps) ? 1 : 0;
-        xfer(p, true, cr_plan_mod(rank + d, size));
+        xfer(p, true, cr_schedule_mod(rank + d, size));
         for (long j = 0; j < data - ignore; j++)
-            add_block(p, cr_plan_mod(rank - 2 * j * d, size));
-        xfer(p, false, cr_plan_mod(rank - d, size));
+            add_block(p, cr_schedule_mod(rank - 2 * j * d, size));
+        xfer(p, false, cr_schedule_mod(rank - d, size));
         for (long j = 0; j < data - ignore; j++)
-            add_block(p, cr_plan_mod(rank - (2 * j + 1) * d, size));
+            add_block(p, cr_schedule_mod(rank - (2 * j + 1) * d, size));
         end_round(p);
         d >>= 1;
         data = 2 * data - ignore;
     }
 }
 
-bool cr_plan_allgather(cr_ag_plan *plan, cr_allgather_algo algo, int p, int rank)
+bool cr_schedule_allgather(cr_ag_schedule *schedule, cr_allgather_algo algo, int p, int rank)
 {
     if (p < 1 || rank < 0 || rank >= p)
         return false;
-    if (algo == CR_PLAN_AG_NEIGHBOR && p % 2)
+    if (algo == CR_SCHEDULE_AG_NEIGHBOR && p % 2)
         return false;
-    if (algo == CR_PLAN_AG_RECDOUBLE && (p & (p - 1)))
+    if (algo == CR_SCHEDULE_AG_RECDOUBLE && (p & (p - 1)))
         return false;
-    plan_init(plan);
+    schedule_init(schedule);
     switch (algo) {
-    case CR_PLAN_AG_RING: plan_ring(plan, p, rank); break;
-    case CR_PLAN_AG_NEIGHBOR: plan_neighbor(plan, p, rank); break;
-    case CR_PLAN_AG_RECDOUBLE: plan_recdouble(plan, p, rank); break;
-    case CR_PLAN_AG_BRUCK: plan_bruck(plan, p, rank); break;
-    case CR_PLAN_AG_SPARBIT: plan_sparbit(plan, p, rank); break;
+    case CR_SCHEDULE_AG_RING: schedule_ring(schedule, p, rank); break;
+    case CR_SCHEDULE_AG_NEIGHBOR: schedule_neighbor(schedule, p, rank); break;
+    case CR_SCHEDULE_AG_RECDOUBLE: schedule_recdouble(schedule, p, rank); break;
+    case CR_SCHEDULE_AG_BRUCK: schedule_bruck(schedule, p, rank); break;
+    case CR_SCHEDULE_AG_SPARBIT: schedule_sparbit(schedule, p, rank); break;
     }
     return true;
 }

@@ -1,7 +1,7 @@
 /* Allreduce schedules: binomial tree, pairwise exchange, adapted n-way
  * dissemination and Bruck's global combine (End, Yahyapour, Simmendinger, Alrutz:
  * "Butterfly-like Algorithms for GASPI Split Phase Allreduce", section III). */
-#include "coll/plan.h"
+#include "coll/schedule.h"
 
 #include "common/fatal.h"
 
@@ -10,20 +10,20 @@
 
 /* ---------------------------------------------------------------- building */
 
-static void add_op(cr_red_plan *p, cr_red_opcode code, int dst, int a, int b, int peer)
+static void add_op(cr_red_schedule *p, cr_red_opcode code, int dst, int a, int b, int peer)
 {
     cr_xgrow((void **)&p->ops, &p->cap_ops, p->nops + 1, sizeof *p->ops);
     p->ops[p->nops++] = (cr_red_op){.code = (uint8_t)code, .dst = (int16_t)dst,
                                      .a = (int16_t)a, .b = (int16_t)b, .peer = peer};
 }
 
-static void send_op(cr_red_plan *p, int slot, int peer) { add_op(p, CR_RED_SEND, -1, slot, -1, peer); }
-static void recv_op(cr_red_plan *p, int slot, int peer) { add_op(p, CR_RED_RECV, slot, -1, -1, peer); }
-static void copy_op(cr_red_plan *p, int dst, int src) { add_op(p, CR_RED_COPY, dst, src, -1, -1); }
-static void combine_op(cr_red_plan *p, int dst, int a, int b) { add_op(p, CR_RED_COMBINE, dst, a, b, -1); }
+static void send_op(cr_red_schedule *p, int slot, int peer) { add_op(p, CR_RED_SEND, -1, slot, -1, peer); }
+static void recv_op(cr_red_schedule *p, int slot, int peer) { add_op(p, CR_RED_RECV, slot, -1, -1, peer); }
+static void copy_op(cr_red_schedule *p, int dst, int src) { add_op(p, CR_RED_COPY, dst, src, -1, -1); }
+static void combine_op(cr_red_schedule *p, int dst, int a, int b) { add_op(p, CR_RED_COMBINE, dst, a, b, -1); }
 
 /* Close the current round (empty rounds are dropped) and start the next. */
-static void end_round(cr_red_plan *p)
+static void end_round(cr_red_schedule *p)
 {
     if (p->nops == p->round_start[p->nrounds])
         return;
@@ -31,7 +31,7 @@ static void end_round(cr_red_plan *p)
     p->round_start[++p->nrounds] = p->nops;
 }
 
-static void plan_init(cr_red_plan *p, int nslots)
+static void schedule_init(cr_red_schedule *p, int nslots)
 {
     memset(p, 0, sizeof *p);
     p->nslots = nslots;
@@ -39,7 +39,7 @@ static void plan_init(cr_red_plan *p, int nslots)
     p->round_start[0] = 0;
 }
 
-void cr_red_plan_free(cr_red_plan *p)
+void cr_red_schedule_free(cr_red_schedule *p)
 {
     free(p->round_start);
     free(p->ops);
@@ -54,9 +54,9 @@ enum { IN = 0, ACC = 1, TMP = 2 };
  * Every combine puts the lower ranks' part first, so the result is the same
  * sequence of operations whatever the rank. A rank works on its input where it lies
  * (slot IN, never written) until a combination or the result lands in ACC. */
-static void plan_tree(cr_red_plan *p, int size, int rank)
+static void schedule_tree(cr_red_schedule *p, int size, int rank)
 {
-    plan_init(p, 3);
+    schedule_init(p, 3);
     int top = 1, cur = IN;
     while (top < size)
         top <<= 1;
@@ -92,9 +92,9 @@ static void plan_tree(cr_red_plan *p, int size, int rank)
  * rank's value first, so they compute the same value. A rank works on its input
  * itself (slot IN, never written) until its first combination lands in ACC: no
  * copy of the input. */
-static void plan_pairwise(cr_red_plan *p, int size, int rank)
+static void schedule_pairwise(cr_red_schedule *p, int size, int rank)
 {
-    plan_init(p, 3);
+    schedule_init(p, 3);
     int p2 = 1;
     while (2 * p2 <= size)
         p2 *= 2;
@@ -200,7 +200,7 @@ int cr_dissem_smallest_n(int p, int max_n)
 /* Combine into dst every block received in rounds 1..k-1 that holds inputs older
  * than the newest `drop` ones, oldest last. Used for the receiver's side of the
  * adaption: the newest `drop` inputs are its input and the first blocks received. */
-static void combine_without_newest(cr_red_plan *p, int dst, int drop, int n, int k)
+static void combine_without_newest(cr_red_schedule *p, int dst, int drop, int n, int k)
 {
     long covered = 1; /* the input */
     bool started = false;
@@ -220,14 +220,14 @@ static void combine_without_newest(cr_red_plan *p, int dst, int drop, int n, int
         }
 }
 
-static bool plan_dissem(cr_red_plan *p, int size, int rank, int n)
+static bool schedule_dissem(cr_red_schedule *p, int size, int rank, int n)
 {
     cr_dissem_adaption a;
     if (!cr_dissem_adaption_for(size, n, &a))
         return false;
     int k = a.rounds;
     int save = 3 + k * n, rest = save + 1;
-    plan_init(p, rest + 1);
+    schedule_init(p, rest + 1);
     p->result = ACC;
     copy_op(p, ACC, IN);
     end_round(p);
@@ -239,8 +239,8 @@ static bool plan_dissem(cr_red_plan *p, int size, int rank, int n)
     long unit = 1; /* (n+1)^(l-1) */
     for (int l = 1; l < k; l++, unit *= n + 1) {
         for (int j = 1; j <= n; j++) {
-            send_op(p, ACC, cr_plan_mod(rank + j * unit, size));
-            recv_op(p, RB(l, j, n), cr_plan_mod(rank - j * unit, size));
+            send_op(p, ACC, cr_schedule_mod(rank + j * unit, size));
+            recv_op(p, RB(l, j, n), cr_schedule_mod(rank - j * unit, size));
         }
         for (int j = 1; j <= n; j++) {
             combine_op(p, ACC, ACC, RB(l, j, n));
@@ -253,12 +253,12 @@ static bool plan_dissem(cr_red_plan *p, int size, int rank, int n)
     /* Last round: `full` whole blocks, and the partial one if rest > 0. */
     long m = a.block;
     for (int j = 1; j <= a.full; j++) {
-        send_op(p, ACC, cr_plan_mod(rank + j * m, size));
-        recv_op(p, RB(k, j, n), cr_plan_mod(rank - j * m, size));
+        send_op(p, ACC, cr_schedule_mod(rank + j * m, size));
+        recv_op(p, RB(k, j, n), cr_schedule_mod(rank - j * m, size));
     }
     if (a.rest) {
-        send_op(p, save, cr_plan_mod(rank + (a.full + 1) * m, size));
-        recv_op(p, RB(k, a.full + 1, n), cr_plan_mod(rank - (a.full + 1) * m, size));
+        send_op(p, save, cr_schedule_mod(rank + (a.full + 1) * m, size));
+        recv_op(p, RB(k, a.full + 1, n), cr_schedule_mod(rank - (a.full + 1) * m, size));
     }
     int base = ACC;
     if (a.drop_len) {
@@ -281,14 +281,14 @@ static bool plan_dissem(cr_red_plan *p, int size, int rank, int n)
  * size - 1 (most significant first) it receives S1 from alpha peers at distances
  * j(c+1) and S0 from the n - alpha peers after them, so that c grows to
  * (n+1)c + alpha; after the last digit c == size - 1. */
-static void plan_bruck(cr_red_plan *p, int size, int rank, int n)
+static void schedule_bruck(cr_red_schedule *p, int size, int rank, int n)
 {
     int digits[64], k = 0;
     for (int v = size - 1; v > 0; v /= n + 1)
         digits[k++] = v % (n + 1);
     enum { S0 = 1, S1 = 2 };
     int rb = 3; /* RB slots: n per round */
-    plan_init(p, rb + k * n);
+    schedule_init(p, rb + k * n);
     p->result = S1;
     copy_op(p, S1, IN);
     end_round(p);
@@ -297,13 +297,13 @@ static void plan_bruck(cr_red_plan *p, int size, int rank, int n)
         int alpha = digits[k - 1 - l];
         int got = 0;
         for (int j = 1; j <= alpha; j++) {
-            send_op(p, S1, cr_plan_mod(rank - j * (c + 1), size));
-            recv_op(p, rb + l * n + got++, cr_plan_mod(rank + j * (c + 1), size));
+            send_op(p, S1, cr_schedule_mod(rank - j * (c + 1), size));
+            recv_op(p, rb + l * n + got++, cr_schedule_mod(rank + j * (c + 1), size));
         }
         if (c > 0)
             for (int j = 1; j <= n - alpha; j++) {
-                send_op(p, S0, cr_plan_mod(rank - alpha * (c + 1) - j * c, size));
-                recv_op(p, rb + l * n + got++, cr_plan_mod(rank + alpha * (c + 1) + j * c, size));
+                send_op(p, S0, cr_schedule_mod(rank - alpha * (c + 1) - j * c, size));
+                recv_op(p, rb + l * n + got++, cr_schedule_mod(rank + alpha * (c + 1) + j * c, size));
             }
         bool last = l == k - 1;
         for (int g = 0; g < got; g++) {
@@ -321,20 +321,20 @@ static void plan_bruck(cr_red_plan *p, int size, int rank, int n)
     }
 }
 
-/* True when no op of the plan writes slot 0, the input. */
-static bool input_kept(const cr_red_plan *plan)
+/* True when no op of the schedule writes slot 0, the input. */
+static bool input_kept(const cr_red_schedule *schedule)
 {
-    for (int i = 0; i < plan->nops; i++)
-        if (plan->ops[i].code != CR_RED_SEND && plan->ops[i].dst == 0)
+    for (int i = 0; i < schedule->nops; i++)
+        if (schedule->ops[i].code != CR_RED_SEND && schedule->ops[i].dst == 0)
             return false;
     return true;
 }
 
 /* Binomial broadcast of slot 0 from rank 0: in the round for distance d, the ranks
  * below d send to the rank d above them. */
-void cr_plan_bcast(cr_red_plan *p, int size, int rank)
+void cr_schedule_bcast(cr_red_schedule *p, int size, int rank)
 {
-    plan_init(p, 1);
+    schedule_init(p, 1);
     p->result = IN;
     for (long d = 1; d < size; d <<= 1) {
         if (rank < d && rank + d < size)
@@ -346,25 +346,25 @@ void cr_plan_bcast(cr_red_plan *p, int size, int rank)
     p->keeps_input = input_kept(p); /* only where this rank sends and never receives */
 }
 
-static bool build_allreduce(cr_red_plan *plan, cr_allreduce_algo algo, int p, int rank, int n)
+static bool build_allreduce(cr_red_schedule *schedule, cr_allreduce_algo algo, int p, int rank, int n)
 {
     switch (algo) {
-    case CR_PLAN_AR_TREE: plan_tree(plan, p, rank); return true;
-    case CR_PLAN_AR_PAIRWISE: plan_pairwise(plan, p, rank); return true;
-    case CR_PLAN_AR_DISSEM: return n >= 1 && plan_dissem(plan, p, rank, n);
-    case CR_PLAN_AR_BRUCK:
+    case CR_SCHEDULE_AR_TREE: schedule_tree(schedule, p, rank); return true;
+    case CR_SCHEDULE_AR_PAIRWISE: schedule_pairwise(schedule, p, rank); return true;
+    case CR_SCHEDULE_AR_DISSEM: return n >= 1 && schedule_dissem(schedule, p, rank, n);
+    case CR_SCHEDULE_AR_BRUCK:
         if (n < 1)
             return false;
-        plan_bruck(plan, p, rank, n);
+        schedule_bruck(schedule, p, rank, n);
         return true;
     }
     return false;
 }
 
-bool cr_plan_allreduce(cr_red_plan *plan, cr_allreduce_algo algo, int p, int rank, int n)
+bool cr_schedule_allreduce(cr_red_schedule *schedule, cr_allreduce_algo algo, int p, int rank, int n)
 {
-    if (p < 1 || rank < 0 || rank >= p || !build_allreduce(plan, algo, p, rank, n))
+    if (p < 1 || rank < 0 || rank >= p || !build_allreduce(schedule, algo, p, rank, n))
         return false;
-    plan->keeps_input = input_kept(plan);
+    schedule->keeps_input = input_kept(schedule);
     return true;
 }

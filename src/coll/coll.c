@@ -1,12 +1,13 @@
-/* The split-phase executor: runs any plan (src/coll/plan.h) one round at a time.
+/* The split-phase executor: runs any schedule (src/coll/schedule.h) one round at a time.
  * A round posts all its sends and receives, and when they have all completed runs
  * its local operations. Requests advance from cr_request_test, cr_request_wait and the comm's
  * event loop (cr_coll_progress, called after every poll). */
 #include "coll/coll_internal.h"
-#include "coll/plan.h"
+#include "coll/schedule.h"
 #include "coll/shared.h"
 
 #include "common/fatal.h"
+#include "common/op.h"
 #include "mailbox/module.h"
 
 #include <ctype.h>
@@ -25,7 +26,7 @@ typedef struct coll_state {
     cr_chan *ch;             /* the collectives' channel, opened on first use */
     uint64_t seq;            /* collectives started (their tags) */
     struct cr_request *active; /* started and not complete */
-    struct cr_coll_cache *cache; /* plans built so far */
+    struct cr_coll_cache *cache; /* schedules built so far */
     struct cr_request *spare;  /* the last finished request, its buffers kept for the
                                   next: a short collective allocates nothing */
     uint64_t shared_seq;     /* shared-memory collectives started (src/coll/shared.h) */
@@ -38,7 +39,7 @@ struct cr_request {
     cr_request *prev, *next; /* the comm's active list */
     int tag;
     bool is_reduce, done, posted, in_fixup;
-    bool result_in_recv; /* the main plan's last round wrote the result to recv */
+    bool result_in_recv; /* the main schedule's last round wrote the result to recv */
     const cr_node_area *area; /* set: a shared-memory collective, number shared_seq */
     uint64_t shared_seq;
     char name[32];
@@ -47,8 +48,8 @@ struct cr_request {
     cr_chan_req *mreqs; /* the round's transfers */
     int nmreqs, cap_mreqs;
 
-    /* allreduce; plans are shared, owned by the comm's cache */
-    const cr_red_plan *plan, *fixup;
+    /* allreduce; schedules are shared, owned by the comm's cache */
+    const cr_red_schedule *schedule, *fixup;
     bool needs_fixup;
     char *slots, *stage;
     size_t vec_bytes, count;
@@ -60,7 +61,7 @@ struct cr_request {
     const void *input; /* the caller's send, read as slot 0 (slot()), or NULL */
 
     /* allgather(v) */
-    const cr_ag_plan *ag;
+    const cr_ag_schedule *ag;
     const char *own;  /* my block in the caller's buffer, until copied into recv */
     size_t *sizes, *offsets;
     char *pack;
@@ -136,28 +137,13 @@ static size_t dtype_size(cr_dtype t)
     return t == CR_INT32 || t == CR_FLOAT ? 4 : 8;
 }
 
-#define COMBINE_LOOP(T)                                                                  \
+/* Element by element with the operator's arithmetic (common/op.h). */
+#define COMBINE_LOOP(T, OP)                                                              \
     do {                                                                                 \
         T *d = dst;                                                                      \
         const T *x = a, *y = b;                                                          \
-        switch (op) {                                                                    \
-        case CR_OP_SUM: for (size_t i = 0; i < n; i++) d[i] = x[i] + y[i]; break;        \
-        case CR_OP_MIN: for (size_t i = 0; i < n; i++) d[i] = y[i] < x[i] ? y[i] : x[i]; break; \
-        case CR_OP_MAX: for (size_t i = 0; i < n; i++) d[i] = y[i] > x[i] ? y[i] : x[i]; break; \
-        default: break;                                                                  \
-        }                                                                                \
-    } while (0)
-
-#define BITS_LOOP(T)                                                                     \
-    do {                                                                                 \
-        T *d = dst;                                                                      \
-        const T *x = a, *y = b;                                                          \
-        if (op == CR_OP_BAND)                                                            \
-            for (size_t i = 0; i < n; i++) d[i] = x[i] & y[i];                           \
-        else if (op == CR_OP_BOR)                                                        \
-            for (size_t i = 0; i < n; i++) d[i] = x[i] | y[i];                           \
-        else                                                                             \
-            COMBINE_LOOP(T);                                                             \
+        for (size_t i = 0; i < n; i++)                                                   \
+            d[i] = OP(op, x[i], y[i]);                                                   \
     } while (0)
 
 /* dst = a combined with b (dst may be a or b). */
@@ -177,11 +163,11 @@ static void combine(cr_request *q, void *dst, const void *a, const void *b)
         return;
     }
     switch (q->type) {
-    case CR_INT32: BITS_LOOP(int32_t); break;
-    case CR_INT64: BITS_LOOP(int64_t); break;
-    case CR_UINT64: BITS_LOOP(uint64_t); break;
-    case CR_FLOAT: COMBINE_LOOP(float); break;
-    case CR_DOUBLE: COMBINE_LOOP(double); break;
+    case CR_INT32: COMBINE_LOOP(int32_t, cr_op_i32); break;
+    case CR_INT64: COMBINE_LOOP(int64_t, cr_op_i64); break;
+    case CR_UINT64: COMBINE_LOOP(uint64_t, cr_op_u64); break;
+    case CR_FLOAT: COMBINE_LOOP(float, cr_op_f32); break;
+    case CR_DOUBLE: COMBINE_LOOP(double, cr_op_f64); break;
     }
 }
 
@@ -214,8 +200,8 @@ static void post_recv(cr_request *q, int peer, void *buf, size_t len)
 
 /* ---------------------------------------------------------------- allreduce rounds */
 
-/* Slot s of the plan running. Slot 0 is the broadcast's vector in the fixup, and the
- * caller's input itself where the plan never writes it (cr_red_plan.keeps_input):
+/* Slot s of the schedule running. Slot 0 is the broadcast's vector in the fixup, and the
+ * caller's input itself where the schedule never writes it (cr_red_schedule.keeps_input):
  * read only then, hence the cast. */
 static char *slot(cr_request *q, int s)
 {
@@ -226,7 +212,7 @@ static char *slot(cr_request *q, int s)
 
 /* Receives are posted before sends, so that a large message finds its receive
  * waiting instead of taking the unexpected-message path. */
-static void post_reduce_round(cr_request *q, const cr_red_plan *p)
+static void post_reduce_round(cr_request *q, const cr_red_schedule *p)
 {
     int lo = p->round_start[q->round], hi = p->round_start[q->round + 1];
     int staged = 0;
@@ -250,11 +236,11 @@ static void post_reduce_round(cr_request *q, const cr_red_plan *p)
     }
 }
 
-/* The main plan's last op, when it combines into the result slot: it may write the
+/* The main schedule's last op, when it combines into the result slot: it may write the
  * caller's buffer instead, which saves copying the result there (a 64 KiB
  * allreduce's butterfly at 2 ranks took 10% less). -1 otherwise, and for an empty
  * vector (no buffer to write). */
-static int result_op(const cr_request *q, const cr_red_plan *p)
+static int result_op(const cr_request *q, const cr_red_schedule *p)
 {
     int last = p->round_start[q->round + 1] - 1;
     if (q->in_fixup || !q->vec_bytes || q->round != p->nrounds - 1 ||
@@ -264,7 +250,7 @@ static int result_op(const cr_request *q, const cr_red_plan *p)
     return op->code == CR_RED_COMBINE && op->dst == p->result ? last : -1;
 }
 
-static void finish_reduce_round(cr_request *q, const cr_red_plan *p)
+static void finish_reduce_round(cr_request *q, const cr_red_schedule *p)
 {
     int direct = result_op(q, p);
     for (int i = p->round_start[q->round]; i < p->round_start[q->round + 1]; i++) {
@@ -278,15 +264,15 @@ static void finish_reduce_round(cr_request *q, const cr_red_plan *p)
     q->result_in_recv = direct >= 0;
 }
 
-/* The main plan is done: deliver its result, and start the broadcast that makes
+/* The main schedule is done: deliver its result, and start the broadcast that makes
  * rounding identical everywhere if the algorithm needs one. */
-static void reduce_plan_done(cr_request *q)
+static void reduce_schedule_done(cr_request *q)
 {
     if (q->in_fixup) { /* the broadcast wrote recv itself */
         q->done = true;
         return;
     }
-    const char *result = slot(q, q->plan->result);
+    const char *result = slot(q, q->schedule->result);
     if (!q->result_in_recv && result != q->recv) /* the input in place, at one rank */
         copy_bytes(q->recv, result, q->vec_bytes);
     if (q->needs_fixup) {
@@ -432,7 +418,7 @@ static int nrounds(const cr_request *q)
 {
     if (!q->is_reduce)
         return q->ag->nrounds;
-    return q->in_fixup ? q->fixup->nrounds : q->plan->nrounds;
+    return q->in_fixup ? q->fixup->nrounds : q->schedule->nrounds;
 }
 
 static void unlink_active(cr_request *q)
@@ -519,7 +505,7 @@ static bool step(cr_request *q)
     while (!q->done) {
         if (q->round >= nrounds(q)) {
             if (q->is_reduce) {
-                reduce_plan_done(q);
+                reduce_schedule_done(q);
             } else {
                 copy_own_block(q); /* one rank: no round posted it */
                 q->done = true;
@@ -527,7 +513,7 @@ static bool step(cr_request *q)
             moved = true;
             continue;
         }
-        const cr_red_plan *rp = q->in_fixup ? q->fixup : q->plan;
+        const cr_red_schedule *rp = q->in_fixup ? q->fixup : q->schedule;
         if (!q->posted) {
             q->nmreqs = 0;
             if (q->is_reduce)
@@ -569,17 +555,17 @@ static int coll_poll(cr_comm *c, void *state)
 }
 
 
-/* ---------------------------------------------------------------- plan cache */
+/* ---------------------------------------------------------------- schedule cache */
 
-/* A plan depends only on the algorithm, its ports and the comm's size and rank, so
+/* A schedule depends only on the algorithm, its ports and the comm's size and rank, so
  * each is built once per comm, on first use. */
 #define CACHE_PORTS 65
 typedef struct cr_coll_cache {
-    cr_red_plan red[4][CACHE_PORTS];
+    cr_red_schedule red[4][CACHE_PORTS];
     signed char red_state[4][CACHE_PORTS]; /* 0 not built, 1 built, -1 does not exist */
-    cr_red_plan bcast;
+    cr_red_schedule bcast;
     bool bcast_built;
-    cr_ag_plan ag[5];
+    cr_ag_schedule ag[5];
     signed char ag_state[5];
 } cr_coll_cache;
 
@@ -594,33 +580,33 @@ static cr_coll_cache *cache_of(cr_comm *c)
     return st->cache;
 }
 
-/* The plan, or NULL where the algorithm does not exist for this P (dissemination). */
-static const cr_red_plan *cached_reduce_plan(cr_comm *c, cr_allreduce_algo algo, int n)
+/* The schedule, or NULL where the algorithm does not exist for this P (dissemination). */
+static const cr_red_schedule *cached_reduce_schedule(cr_comm *c, cr_allreduce_algo algo, int n)
 {
     cr_coll_cache *k = cache_of(c);
     int port = n >= 0 && n < CACHE_PORTS ? n : 0;
     if (k->red_state[algo][port] == 0)
         k->red_state[algo][port] =
-            cr_plan_allreduce(&k->red[algo][port], algo, cr_comm_size(c), cr_comm_rank(c), n) ? 1 : -1;
+            cr_schedule_allreduce(&k->red[algo][port], algo, cr_comm_size(c), cr_comm_rank(c), n) ? 1 : -1;
     return k->red_state[algo][port] > 0 ? &k->red[algo][port] : NULL;
 }
 
-static const cr_red_plan *cached_bcast_plan(cr_comm *c)
+static const cr_red_schedule *cached_bcast_schedule(cr_comm *c)
 {
     cr_coll_cache *k = cache_of(c);
     if (!k->bcast_built) {
-        cr_plan_bcast(&k->bcast, cr_comm_size(c), cr_comm_rank(c));
+        cr_schedule_bcast(&k->bcast, cr_comm_size(c), cr_comm_rank(c));
         k->bcast_built = true;
     }
     return &k->bcast;
 }
 
-/* The plan, or NULL where the algorithm does not apply to this P. */
-static const cr_ag_plan *cached_gather_plan(cr_comm *c, cr_allgather_algo algo)
+/* The schedule, or NULL where the algorithm does not apply to this P. */
+static const cr_ag_schedule *cached_gather_schedule(cr_comm *c, cr_allgather_algo algo)
 {
     cr_coll_cache *k = cache_of(c);
     if (k->ag_state[algo] == 0)
-        k->ag_state[algo] = cr_plan_allgather(&k->ag[algo], algo, cr_comm_size(c), cr_comm_rank(c)) ? 1 : -1;
+        k->ag_state[algo] = cr_schedule_allgather(&k->ag[algo], algo, cr_comm_size(c), cr_comm_rank(c)) ? 1 : -1;
     return k->ag_state[algo] > 0 ? &k->ag[algo] : NULL;
 }
 
@@ -632,12 +618,12 @@ static void free_cache(coll_state *st)
     for (int a = 0; a < 4; a++)
         for (int n = 0; n < CACHE_PORTS; n++)
             if (k->red_state[a][n] > 0)
-                cr_red_plan_free(&k->red[a][n]);
+                cr_red_schedule_free(&k->red[a][n]);
     if (k->bcast_built)
-        cr_red_plan_free(&k->bcast);
+        cr_red_schedule_free(&k->bcast);
     for (int a = 0; a < 5; a++)
         if (k->ag_state[a] > 0)
-            cr_ag_plan_free(&k->ag[a]);
+            cr_ag_schedule_free(&k->ag[a]);
     free(k);
     st->cache = NULL;
 }
@@ -780,12 +766,12 @@ static bool is_float(cr_dtype t)
     return t == CR_FLOAT || t == CR_DOUBLE;
 }
 
-static void plan_reduce(cr_request *q, cr_allreduce_algorithm algo, int ports)
+static void schedule_reduce(cr_request *q, cr_allreduce_algorithm algo, int ports)
 {
     cr_comm *c = q->c;
     if (algo == CR_ALLREDUCE_DISSEMINATION) {
         int n = ports > 0 ? ports : cr_dissem_smallest_n(cr_comm_size(c), 8);
-        if (n > 0 && (q->plan = cached_reduce_plan(c, CR_PLAN_AR_DISSEM, n))) {
+        if (n > 0 && (q->schedule = cached_reduce_schedule(c, CR_SCHEDULE_AR_DISSEM, n))) {
             snprintf(q->name, sizeof q->name, "dissemination(%d)", n);
             return;
         }
@@ -793,11 +779,11 @@ static void plan_reduce(cr_request *q, cr_allreduce_algorithm algo, int ports)
     }
     if (algo == CR_ALLREDUCE_BRUCK) {
         int n = ports > 0 ? ports : 1;
-        q->plan = cached_reduce_plan(c, CR_PLAN_AR_BRUCK, n);
+        q->schedule = cached_reduce_schedule(c, CR_SCHEDULE_AR_BRUCK, n);
         snprintf(q->name, sizeof q->name, "bruck(%d)", n);
         return;
     }
-    q->plan = cached_reduce_plan(c, algo == CR_ALLREDUCE_BINOMIAL ? CR_PLAN_AR_TREE : CR_PLAN_AR_PAIRWISE, 0);
+    q->schedule = cached_reduce_schedule(c, algo == CR_ALLREDUCE_BINOMIAL ? CR_SCHEDULE_AR_TREE : CR_SCHEDULE_AR_PAIRWISE, 0);
     snprintf(q->name, sizeof q->name, "%s", cr_allreduce_name(algo));
 }
 
@@ -842,19 +828,19 @@ cr_request *cr_iallreduce(cr_comm *c, const void *send, void *recv, size_t count
     }
     if (algo == CR_ALLREDUCE_AUTO)
         algo = cr_allreduce_auto(cr_comm_size(c), q->vec_bytes, exact, &ports);
-    plan_reduce(q, (cr_allreduce_algorithm)algo, ports);
+    schedule_reduce(q, (cr_allreduce_algorithm)algo, ports);
     /* Dissemination and Bruck combine in a different order on every rank: where that
      * can change the rounding, rank 0's result is broadcast. */
     bool rotated = !strncmp(q->name, "dissemination", 13) || !strncmp(q->name, "bruck", 5);
     q->needs_fixup = rotated && cr_comm_size(c) > 1 && !exact;
     if (q->needs_fixup) {
-        q->fixup = cached_bcast_plan(c);
+        q->fixup = cached_bcast_schedule(c);
         strncat(q->name, "+bcast", sizeof q->name - strlen(q->name) - 1);
     }
-    grow_bytes(&q->slots, &q->slots_cap, (size_t)q->plan->nslots * q->vec_bytes + 1);
-    /* the caller keeps send valid until the request completes: a plan that only
+    grow_bytes(&q->slots, &q->slots_cap, (size_t)q->schedule->nslots * q->vec_bytes + 1);
+    /* the caller keeps send valid until the request completes: a schedule that only
      * reads its input reads it there, without a copy */
-    q->input = q->plan->keeps_input && q->vec_bytes ? send : NULL;
+    q->input = q->schedule->keeps_input && q->vec_bytes ? send : NULL;
     if (!q->input)
         copy_bytes(q->slots, send, q->vec_bytes);
     if (cr_comm_config(c)->verbosity >= 2 && cr_comm_rank(c) == 0)
@@ -873,12 +859,12 @@ void cr_allreduce(cr_comm *c, const void *send, void *recv, size_t count, cr_dty
 
 /* ---------------------------------------------------------------- allgather(v) */
 
-static const cr_allgather_algo plan_of[] = {
-    [CR_ALLGATHER_RING] = CR_PLAN_AG_RING,
-    [CR_ALLGATHER_NEIGHBOR] = CR_PLAN_AG_NEIGHBOR,
-    [CR_ALLGATHER_RECDOUBLING] = CR_PLAN_AG_RECDOUBLE,
-    [CR_ALLGATHER_BRUCK] = CR_PLAN_AG_BRUCK,
-    [CR_ALLGATHER_SPARBIT] = CR_PLAN_AG_SPARBIT,
+static const cr_allgather_algo schedule_of[] = {
+    [CR_ALLGATHER_RING] = CR_SCHEDULE_AG_RING,
+    [CR_ALLGATHER_NEIGHBOR] = CR_SCHEDULE_AG_NEIGHBOR,
+    [CR_ALLGATHER_RECDOUBLING] = CR_SCHEDULE_AG_RECDOUBLE,
+    [CR_ALLGATHER_BRUCK] = CR_SCHEDULE_AG_BRUCK,
+    [CR_ALLGATHER_SPARBIT] = CR_SCHEDULE_AG_SPARBIT,
 };
 
 /* A gather request with room for every rank's block size and offset, which the
@@ -922,9 +908,9 @@ static cr_request *start_gather(cr_request *q, const void *send, const cr_coll_o
     }
     if (algo == CR_ALLGATHER_AUTO)
         algo = cr_allgather_auto(p, largest);
-    if (!(q->ag = cached_gather_plan(c, plan_of[algo]))) {
+    if (!(q->ag = cached_gather_schedule(c, schedule_of[algo]))) {
         algo = CR_ALLGATHER_BRUCK; /* neighbor needs even p, recursive doubling 2^k */
-        q->ag = cached_gather_plan(c, CR_PLAN_AG_BRUCK);
+        q->ag = cached_gather_schedule(c, CR_SCHEDULE_AG_BRUCK);
     }
     snprintf(q->name, sizeof q->name, "%s", cr_allgather_name((cr_allgather_algorithm)algo));
     char *mine = q->recv + offsets[cr_comm_rank(c)];

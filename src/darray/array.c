@@ -5,6 +5,7 @@
 #include "darray/darray_internal.h"
 
 #include "common/fatal.h"
+#include "common/op.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -65,18 +66,10 @@ void cr_darray_apply(const cr_darray *a, void *dst, const void *src)
     } x, y;
     memcpy(&x, dst, 8);
     memcpy(&y, src, 8);
-    bool add = o->merge == CR_OP_SUM, min = o->merge == CR_OP_MIN;
     switch (o->type) {
-    case CR_INT64:
-        x.i = add ? (int64_t)((uint64_t)x.i + (uint64_t)y.i)
-                  : (min ? (y.i < x.i ? y.i : x.i) : (y.i > x.i ? y.i : x.i));
-        break;
-    case CR_UINT64:
-        x.u = add ? x.u + y.u : (min ? (y.u < x.u ? y.u : x.u) : (y.u > x.u ? y.u : x.u));
-        break;
-    default:
-        x.d = add ? x.d + y.d : (min ? (y.d < x.d ? y.d : x.d) : (y.d > x.d ? y.d : x.d));
-        break;
+    case CR_INT64: x.i = cr_op_i64(o->merge, x.i, y.i); break;
+    case CR_UINT64: x.u = cr_op_u64(o->merge, x.u, y.u); break;
+    default: x.d = cr_op_f64(o->merge, x.d, y.d); break;
     }
     memcpy(dst, &x, 8);
 }

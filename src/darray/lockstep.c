@@ -20,6 +20,7 @@
 #include "courier/nbx.h"
 
 #include "common/fatal.h"
+#include "common/search.h"
 #include "courier/rng.h"
 #include "courier/tune.h"
 #include "mailbox/module.h"
@@ -783,16 +784,11 @@ static size_t exponential_lower_bound(const uint64_t *u, size_t start, size_t en
         step *= 2;
     }
     size_t hi = lo + step < end ? lo + step : end; /* u[hi] >= target, or hi = end */
-    if (lo < end && u[lo] >= target)
+    if (lo >= end)
+        return end;
+    if (u[lo] >= target)
         return lo;
-    while (lo + 1 < hi) { /* u[lo] < target */
-        size_t mid = lo + (hi - lo) / 2;
-        if (u[mid] < target)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return hi;
+    return (size_t)cr_lower_bound_u64(u, lo + 1, hi, target); /* u[lo] < target */
 }
 
 /* None and hash split by position: R[j]'s reply is U[pos[j]]'s, or R's own where the

@@ -6,6 +6,7 @@
 #include "courier/dedup.h"
 
 #include "common/fatal.h"
+#include "common/op.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -31,17 +32,17 @@ static size_t value_offset(const void *user)
         }                                                                                \
     }
 
-RULE(sum_i64, int64_t, (int64_t)((uint64_t)a + (uint64_t)b)) /* wraps, never traps */
-RULE(sum_u64, uint64_t, a + b)
-RULE(sum_f64, double, a + b)
-RULE(min_i64, int64_t, b < a ? b : a)
-RULE(min_u64, uint64_t, b < a ? b : a)
-RULE(min_f64, double, b < a ? b : a)
-RULE(max_i64, int64_t, b > a ? b : a)
-RULE(max_u64, uint64_t, b > a ? b : a)
-RULE(max_f64, double, b > a ? b : a)
-RULE(bor_u64, uint64_t, a | b)
-RULE(band_u64, uint64_t, a & b)
+RULE(sum_i64, int64_t, cr_op_i64(CR_OP_SUM, a, b))
+RULE(sum_u64, uint64_t, cr_op_u64(CR_OP_SUM, a, b))
+RULE(sum_f64, double, cr_op_f64(CR_OP_SUM, a, b))
+RULE(min_i64, int64_t, cr_op_i64(CR_OP_MIN, a, b))
+RULE(min_u64, uint64_t, cr_op_u64(CR_OP_MIN, a, b))
+RULE(min_f64, double, cr_op_f64(CR_OP_MIN, a, b))
+RULE(max_i64, int64_t, cr_op_i64(CR_OP_MAX, a, b))
+RULE(max_u64, uint64_t, cr_op_u64(CR_OP_MAX, a, b))
+RULE(max_f64, double, cr_op_f64(CR_OP_MAX, a, b))
+RULE(bor_u64, uint64_t, cr_op_u64(CR_OP_BOR, a, b))
+RULE(band_u64, uint64_t, cr_op_u64(CR_OP_BAND, a, b))
 
 static void keep_first(void *dst, const void *src, size_t len, void *user)
 {

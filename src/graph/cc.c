@@ -457,7 +457,7 @@ static void share_super_edges(cc_run *r)
 
 static uint64_t position(const uint64_t *ids, size_t n, uint64_t id)
 {
-    uint64_t lo = graph_lower_bound(ids, 0, n, id);
+    uint64_t lo = cr_lower_bound_u64(ids, 0, n, id);
     return lo < n && ids[lo] == id ? lo : NONE;
 }
 

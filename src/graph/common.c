@@ -142,21 +142,13 @@ uint64_t graph_longest_list(const uint64_t *off, uint64_t n)
     return most;
 }
 
-uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t key)
-{
-    return graph_ids_lower_bound((graph_ids){.u64 = (uint64_t *)a}, lo, hi, key);
-}
-
 uint64_t graph_ids_lower_bound(graph_ids a, uint64_t lo, uint64_t hi, uint64_t key)
 {
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (graph_id_at(a, mid) < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    if (!a.u32)
+        return cr_lower_bound_u64(a.u64, lo, hi, key);
+    if (key > UINT32_MAX) /* above every 4-byte id */
+        return hi;
+    return cr_lower_bound_u32(a.u32, lo, hi, (uint32_t)key);
 }
 
 void *graph_xmalloc_large(size_t n, size_t size)

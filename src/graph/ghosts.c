@@ -235,7 +235,7 @@ static void fill_col(graph_ghosts *gh, const uint64_t *offsets, graph_ids adj)
             continue;
         }
         /* v is among the ids */
-        gh->col[k] = (uint32_t)(g->count + graph_lower_bound(gh->ids, 0, gh->nghost, v));
+        gh->col[k] = (uint32_t)(g->count + cr_lower_bound_u64(gh->ids, 0, gh->nghost, v));
     }
 }
 
@@ -366,7 +366,7 @@ static void push_values(const graph_ghosts *gh, void *values, size_t size)
     for (size_t m = 0; m < in.count; m++) {
         /* the sender's vertices I copy are one run of slots, in the same order */
         uint64_t first = cr_block_first(g->n, g->size, in.sources[m]);
-        uint64_t lo = graph_lower_bound(gh->ids, 0, gh->nghost, first);
+        uint64_t lo = cr_lower_bound_u64(gh->ids, 0, gh->nghost, first);
         if (lo + in.sizes[m] / size > gh->nghost)
             cr_fatal("graph ghosts: rank %d sent %zu values, more than this rank copies",
                      in.sources[m], in.sizes[m] / size);

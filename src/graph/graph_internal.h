@@ -4,6 +4,7 @@
 
 #include "courier/graph.h"
 #include "common/block.h"
+#include "common/search.h"
 #include "mailbox/module.h"
 
 #include <stdbool.h>
@@ -125,7 +126,6 @@ void graph_sort_ids32(uint32_t *a, uint64_t n);
 void graph_ids_sort(graph_ids a, uint64_t from, uint64_t n);
 /* The first index in [lo, hi) of the ascending a whose value is not below key (hi if
  * none). Local. */
-uint64_t graph_lower_bound(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t key);
 uint64_t graph_ids_lower_bound(graph_ids a, uint64_t lo, uint64_t hi, uint64_t key);
 /* cr_xmalloc(n * size), asking the system for huge pages (2 MiB) over the whole
  * pages inside it, before they are first touched: the kernels read the adjacency

@@ -202,7 +202,7 @@ uint64_t cr_graph_tc(cr_graph *g, cr_tc_stats *stats)
     for (uint64_t i = 0; i < g->count; i++)
         degree[i] = s.off[i + 1] - s.off[i];
     graph_ghosts_push(&near, degree);
-    numbering nb = {g, &near, graph_lower_bound(near.ids, 0, near.nghost, g->first)};
+    numbering nb = {g, &near, cr_lower_bound_u64(near.ids, 0, near.nghost, g->first)};
     oriented o = oriented_lists(&nb, &s, degree);
     free(degree);
     if (copied)

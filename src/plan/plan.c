@@ -9,6 +9,7 @@
 #include "courier/plan.h"
 
 #include "common/fatal.h"
+#include "common/search.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -101,19 +102,6 @@ static void hops_grow(hop_table *t)
         t->used++;
     }
     hops_free(&old);
-}
-
-/* The first index in [lo, hi) of the ascending v whose value is not below b. */
-static uint64_t lower_bound(const int *v, uint64_t lo, uint64_t hi, int b)
-{
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < b)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 /* ---------------------------------------------------------------- the plan */
@@ -407,7 +395,7 @@ static void channels_free(channels *c)
 /* The channel (a, b), which exists for every hop of a phase-I path. */
 static uint64_t channel_find(const channels *c, int a, int b)
 {
-    uint64_t lo = lower_bound(c->dest, c->ptr[a], c->ptr[a + 1], b);
+    uint64_t lo = cr_lower_bound_int(c->dest, c->ptr[a], c->ptr[a + 1], b);
     if (lo == c->ptr[a + 1] || c->dest[lo] != b)
         cr_fatal("plan: no channel %d -> %d after phase I", a, b);
     return lo;
@@ -534,7 +522,7 @@ static void paths_direct(cr_plan *p)
 /* Whether a had a message of its own for b, and which (x, if not NULL). */
 static bool originally_sends(const cr_plan *p, int a, int b, uint64_t *x)
 {
-    uint64_t lo = lower_bound(p->dest, p->ptr[a], p->ptr[a + 1], b);
+    uint64_t lo = cr_lower_bound_int(p->dest, p->ptr[a], p->ptr[a + 1], b);
     if (x)
         *x = lo;
     return lo < p->ptr[a + 1] && p->dest[lo] == b;

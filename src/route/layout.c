@@ -1,6 +1,6 @@
 /* Node layouts: which ranks share a node, as the transport found it or virtual
  * (blocks). */
-#include "nlnr/route_internal.h"
+#include "route/route_internal.h"
 
 #include "common/fatal.h"
 

@@ -1,7 +1,7 @@
 /* Routes: parsing, resolution for a layout, and next_hop, a pure function of
  * (me, dest). No route keeps per-record state: a rank decides the next hop from the
  * final destination alone, so records carry only their destination and origin. */
-#include "nlnr/route_internal.h"
+#include "route/route_internal.h"
 
 #include "common/fatal.h"
 

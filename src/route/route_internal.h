@@ -1,7 +1,7 @@
 /* The layout and router structures, shared with the mailbox, which reads node ids
  * on its hot path. Not installed. */
-#ifndef COURIER_NLNR_ROUTE_INTERNAL_H
-#define COURIER_NLNR_ROUTE_INTERNAL_H
+#ifndef COURIER_ROUTE_ROUTE_INTERNAL_H
+#define COURIER_ROUTE_ROUTE_INTERNAL_H
 
 #include "courier/route.h"
 

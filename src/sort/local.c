@@ -1,6 +1,6 @@
 /* The sort's local parts: the order, the radix and merge sorts, the bucket search
- * and the sample's positions (sort_internal.h). */
-#include "sort/sort_internal.h"
+ * and the sample's positions (local.h). */
+#include "sort/local.h"
 
 #include "common/fatal.h"
 #include "courier/rng.h"

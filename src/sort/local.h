@@ -1,8 +1,8 @@
 /* The sort module's pure parts (src/sort/local.c): the order records are sorted by,
  * the local sorts, and the bucket search against splitters. No communication;
  * tested alone (tests/unit/test_sort_local.c). Not installed. */
-#ifndef COURIER_SORT_INTERNAL_H
-#define COURIER_SORT_INTERNAL_H
+#ifndef COURIER_SORT_LOCAL_H
+#define COURIER_SORT_LOCAL_H
 
 #include "courier/sort.h"
 

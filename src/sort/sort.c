@@ -23,7 +23,7 @@
 #include "courier/coll.h"
 #include "courier/sort.h"
 #include "mailbox/module.h"
-#include "sort/sort_internal.h"
+#include "sort/local.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * large blocks. The tag carries the sender's barrier phase parity, and a rank
  * receives only its own phase's tags, so a block sent after a barrier is never
  * handled by a rank still inside it (at most two adjacent phases coexist). */
-#include "transport/mpi.h"
+#include "transport/mpi_transport.h"
 
 #include "common/fatal.h"
 #include "transport/mpi_node_mem.h"

@@ -1,6 +1,6 @@
 /* The MPI transport (see transport.h). Not installed. */
-#ifndef COURIER_TRANSPORT_MPI_H
-#define COURIER_TRANSPORT_MPI_H
+#ifndef COURIER_TRANSPORT_MPI_TRANSPORT_H
+#define COURIER_TRANSPORT_MPI_TRANSPORT_H
 
 #include "transport/transport.h"
 

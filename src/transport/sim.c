@@ -19,6 +19,7 @@
 #include "transport/sim.h"
 
 #include "common/fatal.h"
+#include "common/op.h"
 #include "courier/rng.h"
 
 #include <setjmp.h>
@@ -367,13 +368,9 @@ static reduction *join(cr_sim_world *w, reduction pair[2], uint64_t gen, int n, 
                  (unsigned long long)gen);
     for (int i = 0; i < n; i++) {
         if (is_double) {
-            double x = d[i], *y = &slot->d[i];
-            *y = op == CR_OP_SUM ? *y + x : op == CR_OP_MIN ? (x < *y ? x : *y)
-                                                                    : (x > *y ? x : *y);
+            slot->d[i] = cr_op_f64(op, slot->d[i], d[i]);
         } else {
-            uint64_t x = u[i], *y = &slot->u[i];
-            *y = op == CR_OP_SUM ? *y + x : op == CR_OP_MIN ? (x < *y ? x : *y)
-                                                                    : (x > *y ? x : *y);
+            slot->u[i] = cr_op_u64(op, slot->u[i], u[i]);
         }
     }
     slot->joined++;

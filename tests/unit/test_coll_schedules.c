@@ -1,7 +1,7 @@
-/* Collective plans, checked by simulating all ranks at once.
+/* Collective schedules, checked by simulating all ranks at once.
  *
  * Allreduce: every slot holds a multiset of inputs (a count per rank) and a hash of
- * the expression tree that produced it. A plan is right when every rank's result
+ * the expression tree that produced it. A schedule is right when every rank's result
  * holds every input exactly once; that is what makes a non-idempotent reduction such
  * as a sum correct. Equal expression hashes on all ranks mean the ranks perform the
  * same sequence of operations, so floating-point results are bit-identical.
@@ -10,10 +10,10 @@
  * blocks it has.
  *
  * The simulator runs the ranks' rounds with rendezvous semantics (a send completes
- * when its receive is posted, messages between two ranks match in order), so a plan
+ * when its receive is posted, messages between two ranks match in order), so a schedule
  * that could deadlock fails here too. */
 #include "coll/coll_internal.h"
-#include "coll/plan.h"
+#include "coll/schedule.h"
 #include "courier/nbx.h"
 
 #include <setjmp.h>
@@ -75,7 +75,7 @@ static uint64_t mix(uint64_t x)
 }
 
 typedef struct red_rank {
-    cr_red_plan plan;
+    cr_red_schedule schedule;
     value *slots;
     int round;
     bool posted;
@@ -86,7 +86,7 @@ static red_rank rr[MAXP];
 
 static bool red_round_done(int p, int r)
 {
-    cr_red_plan *pl = &rr[r].plan;
+    cr_red_schedule *pl = &rr[r].schedule;
     int a = pl->round_start[rr[r].round], b = pl->round_start[rr[r].round + 1];
     for (int i = a; i < b; i++) {
         cr_red_op *op = &pl->ops[i];
@@ -101,7 +101,7 @@ static bool red_round_done(int p, int r)
 
 static void red_post(int r)
 {
-    cr_red_plan *pl = &rr[r].plan;
+    cr_red_schedule *pl = &rr[r].schedule;
     int a = pl->round_start[rr[r].round], b = pl->round_start[rr[r].round + 1];
     assert_true(b - a <= 64);
     for (int i = a; i < b; i++) {
@@ -119,7 +119,7 @@ static void red_post(int r)
 
 static void red_finish_round(int p, int r)
 {
-    cr_red_plan *pl = &rr[r].plan;
+    cr_red_schedule *pl = &rr[r].schedule;
     int a = pl->round_start[rr[r].round], b = pl->round_start[rr[r].round + 1];
     for (int i = a; i < b; i++) {
         cr_red_op *op = &pl->ops[i];
@@ -142,16 +142,16 @@ static void red_finish_round(int p, int r)
     rr[r].posted = false;
 }
 
-/* Run the plans of all p ranks; returns false (with a message) on any error. */
+/* Run the schedules of all p ranks; returns false (with a message) on any error. */
 static bool simulate_allreduce(cr_allreduce_algo algo, int p, int n, bool *same_shape,
                                int *max_rounds)
 {
     chans_reset(p);
     for (int r = 0; r < p; r++) {
         memset(&rr[r], 0, sizeof rr[r]);
-        if (!cr_plan_allreduce(&rr[r].plan, algo, p, r, n))
+        if (!cr_schedule_allreduce(&rr[r].schedule, algo, p, r, n))
             return false;
-        rr[r].slots = calloc((size_t)rr[r].plan.nslots, sizeof(value));
+        rr[r].slots = calloc((size_t)rr[r].schedule.nslots, sizeof(value));
         rr[r].slots[0].count[r] = 1;
         rr[r].slots[0].shape = mix((uint64_t)r + 1);
     }
@@ -159,7 +159,7 @@ static bool simulate_allreduce(cr_allreduce_algo algo, int p, int n, bool *same_
     for (bool progress = true; progress;) {
         progress = false;
         for (int r = 0; r < p; r++) {
-            if (rr[r].round == rr[r].plan.nrounds)
+            if (rr[r].round == rr[r].schedule.nrounds)
                 continue;
             if (!rr[r].posted) {
                 red_post(r);
@@ -173,18 +173,18 @@ static bool simulate_allreduce(cr_allreduce_algo algo, int p, int n, bool *same_
     }
     bool ok = true;
     for (int r = 0; r < p; r++) {
-        if (rr[r].round != rr[r].plan.nrounds)
+        if (rr[r].round != rr[r].schedule.nrounds)
             fail_msg("algo %d p=%d n=%d: rank %d stuck in round %d (deadlock)", algo, p, n, r,
                      rr[r].round);
-        value *res = &rr[r].slots[rr[r].plan.result];
+        value *res = &rr[r].slots[rr[r].schedule.result];
         for (int k = 0; k < p; k++)
             if (res->count[k] != 1)
                 fail_msg("algo %d p=%d n=%d: rank %d has input %d %d times", algo, p, n, r, k,
                          res->count[k]);
-        if (res->shape != rr[0].slots[rr[0].plan.result].shape)
+        if (res->shape != rr[0].slots[rr[0].schedule.result].shape)
             ok = false;
-        if (rr[r].plan.nrounds > *max_rounds)
-            *max_rounds = rr[r].plan.nrounds;
+        if (rr[r].schedule.nrounds > *max_rounds)
+            *max_rounds = rr[r].schedule.nrounds;
     }
     for (int s = 0; s < p; s++)
         for (int d = 0; d < p; d++)
@@ -194,7 +194,7 @@ static bool simulate_allreduce(cr_allreduce_algo algo, int p, int n, bool *same_
     *same_shape = ok;
     for (int r = 0; r < p; r++) {
         free(rr[r].slots);
-        cr_red_plan_free(&rr[r].plan);
+        cr_red_schedule_free(&rr[r].schedule);
     }
     return true;
 }
@@ -216,10 +216,10 @@ static void test_tree_and_pairwise_exact_and_identical(void **state)
     for (int i = 0; i < NSIZES; i++) {
         int p = sizes[i], rounds;
         bool same;
-        assert_true(simulate_allreduce(CR_PLAN_AR_TREE, p, 0, &same, &rounds));
+        assert_true(simulate_allreduce(CR_SCHEDULE_AR_TREE, p, 0, &same, &rounds));
         assert_true(same); /* bit-identical on every rank */
         assert_true(rounds <= 2 * ceil_log(p, 2) + 1);
-        assert_true(simulate_allreduce(CR_PLAN_AR_PAIRWISE, p, 0, &same, &rounds));
+        assert_true(simulate_allreduce(CR_SCHEDULE_AR_PAIRWISE, p, 0, &same, &rounds));
         assert_true(same);
         int p2 = 1;
         while (2 * p2 <= p)
@@ -230,32 +230,32 @@ static void test_tree_and_pairwise_exact_and_identical(void **state)
     }
 }
 
-/* Every allreduce plan only reads its input (slot 0), so the executor reads it where
- * the caller holds it; a plan that writes slot 0 (the broadcast's receivers) says so. */
-static void test_plans_keep_their_input(void **state)
+/* Every allreduce schedule only reads its input (slot 0), so the executor reads it where
+ * the caller holds it; a schedule that writes slot 0 (the broadcast's receivers) says so. */
+static void test_schedules_keep_their_input(void **state)
 {
     (void)state;
     for (int i = 0; i < NSIZES; i++)
         for (int rank = 0; rank < sizes[i]; rank++)
-            for (int algo = CR_PLAN_AR_TREE; algo <= CR_PLAN_AR_BRUCK; algo++)
+            for (int algo = CR_SCHEDULE_AR_TREE; algo <= CR_SCHEDULE_AR_BRUCK; algo++)
                 for (int n = 1; n <= 3; n++) {
-                    cr_red_plan plan = {0};
-                    if (!cr_plan_allreduce(&plan, (cr_allreduce_algo)algo, sizes[i], rank, n)) {
-                        cr_red_plan_free(&plan);
+                    cr_red_schedule schedule = {0};
+                    if (!cr_schedule_allreduce(&schedule, (cr_allreduce_algo)algo, sizes[i], rank, n)) {
+                        cr_red_schedule_free(&schedule);
                         continue;
                     }
-                    if (!plan.keeps_input)
+                    if (!schedule.keeps_input)
                         fail_msg("algorithm %d, %d ports, p %d, rank %d writes its input", algo,
                                  n, sizes[i], rank);
-                    cr_red_plan_free(&plan);
+                    cr_red_schedule_free(&schedule);
                 }
-    cr_red_plan bcast = {0};
-    cr_plan_bcast(&bcast, 4, 0);
+    cr_red_schedule bcast = {0};
+    cr_schedule_bcast(&bcast, 4, 0);
     assert_true(bcast.keeps_input);
-    cr_red_plan_free(&bcast);
-    cr_plan_bcast(&bcast, 4, 1);
+    cr_red_schedule_free(&bcast);
+    cr_schedule_bcast(&bcast, 4, 1);
     assert_false(bcast.keeps_input);
-    cr_red_plan_free(&bcast);
+    cr_red_schedule_free(&bcast);
 }
 
 static void test_bruck_exact_for_every_n(void **state)
@@ -265,14 +265,14 @@ static void test_bruck_exact_for_every_n(void **state)
         for (int n = 1; n <= 5; n++) {
             int p = sizes[i], rounds;
             bool same;
-            assert_true(simulate_allreduce(CR_PLAN_AR_BRUCK, p, n, &same, &rounds));
+            assert_true(simulate_allreduce(CR_SCHEDULE_AR_BRUCK, p, n, &same, &rounds));
             /* a local copy, then ceil(log_{n+1} p) communication rounds */
             assert_int_equal(rounds, 1 + ceil_log(p, n + 1));
         }
 }
 
 /* The adapted dissemination counts every input once, also where p is not a power
- * of n+1; where no adaption exists, the planner says so. */
+ * of n+1; where no adaption exists, the scheduler says so. */
 static void test_dissemination_adapted_is_exact(void **state)
 {
     (void)state;
@@ -283,8 +283,8 @@ static void test_dissemination_adapted_is_exact(void **state)
             bool exists = cr_dissem_adaption_for(p, n, &a);
             int rounds;
             bool same;
-            bool planned = simulate_allreduce(CR_PLAN_AR_DISSEM, p, n, &same, &rounds);
-            assert_int_equal(planned, exists);
+            bool scheduled = simulate_allreduce(CR_SCHEDULE_AR_DISSEM, p, n, &same, &rounds);
+            assert_int_equal(scheduled, exists);
             if (!exists) {
                 refused++;
                 continue;
@@ -333,7 +333,7 @@ static void test_dissemination_paper_example(void **state)
 /* ---------------------------------------------------------------- allgather */
 
 typedef struct ag_rank {
-    cr_ag_plan plan;
+    cr_ag_schedule schedule;
     int *have; /* times each block arrived (own block counts 1) */
     int round;
     bool posted;
@@ -344,7 +344,7 @@ static ag_rank ar[MAXP];
 
 static void ag_post(int r)
 {
-    cr_ag_plan *pl = &ar[r].plan;
+    cr_ag_schedule *pl = &ar[r].schedule;
     int a = pl->round_start[ar[r].round], b = pl->round_start[ar[r].round + 1];
     assert_true(b - a <= 8);
     for (int i = a; i < b; i++) {
@@ -369,7 +369,7 @@ static void ag_post(int r)
 
 static bool ag_round_done(int r)
 {
-    cr_ag_plan *pl = &ar[r].plan;
+    cr_ag_schedule *pl = &ar[r].schedule;
     int a = pl->round_start[ar[r].round], b = pl->round_start[ar[r].round + 1];
     for (int i = a; i < b; i++) {
         cr_ag_xfer *x = &pl->xfers[i];
@@ -383,7 +383,7 @@ static bool ag_round_done(int r)
 
 static void ag_finish_round(int r)
 {
-    cr_ag_plan *pl = &ar[r].plan;
+    cr_ag_schedule *pl = &ar[r].schedule;
     int a = pl->round_start[ar[r].round], b = pl->round_start[ar[r].round + 1];
     for (int i = a; i < b; i++) {
         cr_ag_xfer *x = &pl->xfers[i];
@@ -408,7 +408,7 @@ static int simulate_allgather(cr_allgather_algo algo, int p)
     chans_reset(p);
     for (int r = 0; r < p; r++) {
         memset(&ar[r], 0, sizeof ar[r]);
-        if (!cr_plan_allgather(&ar[r].plan, algo, p, r))
+        if (!cr_schedule_allgather(&ar[r].schedule, algo, p, r))
             return -1;
         ar[r].have = calloc((size_t)p, sizeof(int));
         ar[r].have[r] = 1;
@@ -416,7 +416,7 @@ static int simulate_allgather(cr_allgather_algo algo, int p)
     for (bool progress = true; progress;) {
         progress = false;
         for (int r = 0; r < p; r++) {
-            if (ar[r].round == ar[r].plan.nrounds)
+            if (ar[r].round == ar[r].schedule.nrounds)
                 continue;
             if (!ar[r].posted) {
                 ag_post(r);
@@ -430,30 +430,30 @@ static int simulate_allgather(cr_allgather_algo algo, int p)
     }
     int rounds = 0;
     for (int r = 0; r < p; r++) {
-        if (ar[r].round != ar[r].plan.nrounds)
+        if (ar[r].round != ar[r].schedule.nrounds)
             fail_msg("allgather %d p=%d: rank %d stuck in round %d", algo, p, r, ar[r].round);
         for (int b = 0; b < p; b++)
             if (ar[r].have[b] != 1)
                 fail_msg("allgather %d p=%d: rank %d has block %d %d times", algo, p, r, b,
                          ar[r].have[b]);
-        if (ar[r].plan.nrounds > rounds)
-            rounds = ar[r].plan.nrounds;
+        if (ar[r].schedule.nrounds > rounds)
+            rounds = ar[r].schedule.nrounds;
         free(ar[r].have);
-        cr_ag_plan_free(&ar[r].plan);
+        cr_ag_schedule_free(&ar[r].schedule);
     }
     return rounds;
 }
 
-static void test_allgather_plans(void **state)
+static void test_allgather_schedules(void **state)
 {
     (void)state;
     for (int p = 1; p <= MAXP; p++) {
         int lg = ceil_log(p, 2);
-        assert_int_equal(simulate_allgather(CR_PLAN_AG_RING, p), p - 1);
-        assert_int_equal(simulate_allgather(CR_PLAN_AG_BRUCK, p), lg);
-        assert_int_equal(simulate_allgather(CR_PLAN_AG_SPARBIT, p), lg);
-        assert_int_equal(simulate_allgather(CR_PLAN_AG_NEIGHBOR, p), p % 2 ? -1 : p / 2);
-        assert_int_equal(simulate_allgather(CR_PLAN_AG_RECDOUBLE, p), (p & (p - 1)) ? -1 : lg);
+        assert_int_equal(simulate_allgather(CR_SCHEDULE_AG_RING, p), p - 1);
+        assert_int_equal(simulate_allgather(CR_SCHEDULE_AG_BRUCK, p), lg);
+        assert_int_equal(simulate_allgather(CR_SCHEDULE_AG_SPARBIT, p), lg);
+        assert_int_equal(simulate_allgather(CR_SCHEDULE_AG_NEIGHBOR, p), p % 2 ? -1 : p / 2);
+        assert_int_equal(simulate_allgather(CR_SCHEDULE_AG_RECDOUBLE, p), (p & (p - 1)) ? -1 : lg);
     }
 }
 
@@ -523,20 +523,20 @@ static void test_auto_choices(void **state)
     assert_int_equal(cr_allgather_auto(7, 4096), CR_ALLGATHER_BRUCK);
     assert_int_equal(cr_allgather_auto(6, 1 << 20), CR_ALLGATHER_RING);
     assert_int_equal(cr_allgather_auto(8, 1 << 20), CR_ALLGATHER_NEIGHBOR);
-    static const cr_allgather_algo plan_of[] = {
-        [CR_ALLGATHER_RING] = CR_PLAN_AG_RING, [CR_ALLGATHER_NEIGHBOR] = CR_PLAN_AG_NEIGHBOR,
-        [CR_ALLGATHER_RECDOUBLING] = CR_PLAN_AG_RECDOUBLE, [CR_ALLGATHER_BRUCK] = CR_PLAN_AG_BRUCK,
-        [CR_ALLGATHER_SPARBIT] = CR_PLAN_AG_SPARBIT};
+    static const cr_allgather_algo schedule_of[] = {
+        [CR_ALLGATHER_RING] = CR_SCHEDULE_AG_RING, [CR_ALLGATHER_NEIGHBOR] = CR_SCHEDULE_AG_NEIGHBOR,
+        [CR_ALLGATHER_RECDOUBLING] = CR_SCHEDULE_AG_RECDOUBLE, [CR_ALLGATHER_BRUCK] = CR_SCHEDULE_AG_BRUCK,
+        [CR_ALLGATHER_SPARBIT] = CR_SCHEDULE_AG_SPARBIT};
     for (int p = 1; p <= 64; p++)
         for (size_t bytes = 1; bytes <= (1u << 22); bytes *= 4) {
-            cr_ag_plan plan;
-            assert_true(cr_plan_allgather(&plan, plan_of[cr_allgather_auto(p, bytes)], p, 0));
-            cr_ag_plan_free(&plan);
-            cr_red_plan rp;
+            cr_ag_schedule schedule;
+            assert_true(cr_schedule_allgather(&schedule, schedule_of[cr_allgather_auto(p, bytes)], p, 0));
+            cr_ag_schedule_free(&schedule);
+            cr_red_schedule rp;
             cr_allreduce_algorithm a = cr_allreduce_auto(p, bytes, true, &ports);
             if (a == CR_ALLREDUCE_DISSEMINATION) {
-                assert_true(cr_plan_allreduce(&rp, CR_PLAN_AR_DISSEM, p, 0, cr_dissem_smallest_n(p, 8)));
-                cr_red_plan_free(&rp);
+                assert_true(cr_schedule_allreduce(&rp, CR_SCHEDULE_AR_DISSEM, p, 0, cr_dissem_smallest_n(p, 8)));
+                cr_red_schedule_free(&rp);
             }
         }
 }
@@ -578,10 +578,10 @@ int main(void)
         cmocka_unit_test(test_parsers_say_why),
         cmocka_unit_test(test_auto_choices),
         cmocka_unit_test(test_bruck_exact_for_every_n),
-        cmocka_unit_test(test_plans_keep_their_input),
+        cmocka_unit_test(test_schedules_keep_their_input),
         cmocka_unit_test(test_dissemination_adapted_is_exact),
         cmocka_unit_test(test_dissemination_paper_example),
-        cmocka_unit_test(test_allgather_plans),
+        cmocka_unit_test(test_allgather_schedules),
         cmocka_unit_test(test_sparbit_ignore_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,8 @@
-/* The sort's local parts (src/sort/sort_internal.h): the options' checks, the radix
+/* The sort's local parts (src/sort/local.h): the options' checks, the radix
  * sort against a reference insertion order for every key type and width, stable on
  * ties and tags, with keys that tie at every digit; the merge sort with a comparator,
  * stable; the bucket search against a linear count; the sample's strata. */
-#include "sort/sort_internal.h"
+#include "sort/local.h"
 
 #include "courier/rng.h"
 
