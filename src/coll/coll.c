@@ -137,13 +137,23 @@ static size_t dtype_size(cr_dtype t)
     return t == CR_INT32 || t == CR_FLOAT ? 4 : 8;
 }
 
-/* Element by element with the operator's arithmetic (common/op.h). */
+/* Element by element with the operator's arithmetic (common/op.h): one loop per
+ * operator, so that each sees a constant operator and vectorises. */
+#define OP_LOOP(T, OP, K)                                                                \
+    for (size_t i = 0; i < n; i++)                                                       \
+        d[i] = OP(K, x[i], y[i])
 #define COMBINE_LOOP(T, OP)                                                              \
     do {                                                                                 \
         T *d = dst;                                                                      \
         const T *x = a, *y = b;                                                          \
-        for (size_t i = 0; i < n; i++)                                                   \
-            d[i] = OP(op, x[i], y[i]);                                                   \
+        switch (op) {                                                                    \
+        case CR_OP_SUM: OP_LOOP(T, OP, CR_OP_SUM); break;                                \
+        case CR_OP_MIN: OP_LOOP(T, OP, CR_OP_MIN); break;                                \
+        case CR_OP_MAX: OP_LOOP(T, OP, CR_OP_MAX); break;                                \
+        case CR_OP_BOR: OP_LOOP(T, OP, CR_OP_BOR); break;                                \
+        case CR_OP_BAND: OP_LOOP(T, OP, CR_OP_BAND); break;                              \
+        default: break;                                                                  \
+        }                                                                                \
     } while (0)
 
 /* dst = a combined with b (dst may be a or b). */

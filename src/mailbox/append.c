@@ -1,6 +1,5 @@
 /* The out-of-line half of an append (append.h): a record that opens a run, fills
- * its buffer or reaches the cap, and the look-up of a combining record in the index
- * of what waits in the buffers (combine.h). */
+ * its buffer or reaches the cap. */
 #include "mailbox/append.h"
 
 #include "mailbox/combine.h"
@@ -37,52 +36,4 @@ void cr_append_slow(cr_comm *c, int hop, cr_outbuf *b, uint64_t key, size_t stri
      * work than the memory bound allows (docs/flow_control.md). */
     if (cr_over_cap(c) && cr_can_wait(c))
         cr_wait_below_cap(c);
-}
-
-
-/* When keys rarely repeat within a buffer, looking them up costs more than the
- * merges save (a cache miss in the index per record): a handler whose look-ups
- * merged fewer than 1 in COMBINE_PAYS over a window of COMBINE_WINDOW appends its
- * next COMBINE_REST records without looking, then looks again. Merging is an
- * optimisation, so skipping it is always correct. */
-#define COMBINE_WINDOW 1024
-#define COMBINE_PAYS 16
-#define COMBINE_REST (32 * COMBINE_WINDOW)
-
-static void judge_combining(cr_handler_entry *h, bool merged)
-{
-    h->combine_hits += merged;
-    if (++h->combine_tries < COMBINE_WINDOW)
-        return;
-    if (h->combine_hits * COMBINE_PAYS < h->combine_tries)
-        h->combine_skip = COMBINE_REST;
-    h->combine_tries = h->combine_hits = 0;
-}
-
-/* A record of a combining handler (cr_handler_type.key_len > 0) on its way to `dest`
- * through `hop`: if a record with the same handler, destination, length and key
- * waits in hop's buffer, merge this one into it and return true; else return the
- * index slot the record should be entered in (*slot, possibly NULL) and false.
- * Merging at the source and at every forwarding hop is the same code. */
-bool cr_merge_combining(cr_comm *c, int hop, int dest, int origin, int handler,
-                        const void *payload, size_t len, cr_combine_slot **slot)
-{
-    cr_handler_entry *h = &c->handlers.entries[handler];
-    cr_combine_key k = {.hop = hop, .dest = dest, .handler = (uint16_t)handler,
-                        .len = (uint32_t)len, .key = payload, .key_len = h->key_len};
-    k.hash = cr_combine_hash(hop, dest, k.handler, payload, h->key_len);
-    bool found;
-    *slot = cr_combine_find(&c->combine, &c->out, &k, &found);
-    judge_combining(h, found);
-    if (!found) {
-        c->pending_key = k;
-        return false;
-    }
-    h->combine(cr_outbufs_at(&c->out, hop)->data + (*slot)->off, payload, len, h->combine_user);
-    if (origin == c->rank)
-        c->stats.merged_at_source++;
-    else
-        c->stats.merged_at_hops++;
-    c->stats.merged_bytes += len;
-    return true;
 }

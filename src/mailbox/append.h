@@ -3,8 +3,8 @@
  * cr_async, cr_async_bcast, the multicast, forwarding and the broadcast's fan-out
  * all append through cr_append, which alone decides the next hop and merges
  * combining records (dedup). The common case is a few instructions and is inlined
- * into every caller; the slow half (a new run, a full buffer, the cap) and the
- * look-up of a combining record are out of line, in append.c. */
+ * into every caller, with the look-up of a combining record; the slow half (a new
+ * run, a full buffer, the cap) is out of line, in append.c. */
 #ifndef COURIER_MAILBOX_APPEND_H
 #define COURIER_MAILBOX_APPEND_H
 
@@ -14,13 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* append.c: the slow half of an append (a new run, a buffer due to be sent, the cap)
- * and the look-up of a combining record (true when it merged). */
+/* append.c: the slow half of an append (a new run, a buffer due to be sent, the
+ * cap). */
 void cr_append_slow(cr_comm *c, int hop, cr_outbuf *b, uint64_t key, size_t stride,
                     const cr_rec_route *route, const void *payload, size_t len,
                     cr_combine_slot *slot);
-bool cr_merge_combining(cr_comm *c, int hop, int dest, int origin, int handler,
-                        const void *payload, size_t len, cr_combine_slot **slot);
 
 /* A combining handler's record was just written at `payload` in hop's buffer b:
  * point the index slot at it (combine.h). The slot dies when the buffer is sent. */
@@ -77,6 +75,54 @@ static inline void cr_append_to_buffer(cr_comm *c, int hop, int handler, uint16_
     uint64_t key = cr_run_key((uint16_t)handler, cr_run_bits(run_flags, c->send_gen), (uint32_t)len);
     size_t stride = cr_rec_stride(len, route != NULL);
     cr_append_record(c, hop, key, stride, route, payload, len, slot);
+}
+
+/* When keys rarely repeat within a buffer, looking them up costs more than the
+ * merges save (a cache miss in the index per record): a handler whose look-ups
+ * merged fewer than 1 in COMBINE_PAYS over a window of COMBINE_WINDOW appends its
+ * next COMBINE_REST records without looking, then looks again. Merging is an
+ * optimisation, so skipping it is always correct. */
+#define COMBINE_WINDOW 1024
+#define COMBINE_PAYS 16
+#define COMBINE_REST (32 * COMBINE_WINDOW)
+
+static inline void cr_judge_combining(cr_handler_entry *h, bool merged)
+{
+    h->combine_hits += merged;
+    if (++h->combine_tries < COMBINE_WINDOW)
+        return;
+    if (h->combine_hits * COMBINE_PAYS < h->combine_tries)
+        h->combine_skip = COMBINE_REST;
+    h->combine_tries = h->combine_hits = 0;
+}
+
+/* A record of a combining handler (cr_handler_type.key_len > 0) on its way to `dest`
+ * through `hop`: if a record with the same handler, destination, length and key
+ * waits in hop's buffer, merge this one into it and return true; else return the
+ * index slot the record should be entered in (*slot, possibly NULL) and false.
+ * Merging at the source and at every forwarding hop is the same code. */
+static inline bool cr_merge_combining(cr_comm *c, int hop, int dest, int origin, int handler,
+                                      const void *payload, size_t len,
+                                      cr_combine_slot **slot)
+{
+    cr_handler_entry *h = &c->handlers.entries[handler];
+    cr_combine_key k = {.hop = hop, .dest = dest, .handler = (uint16_t)handler,
+                        .len = (uint32_t)len, .key = payload, .key_len = h->key_len};
+    k.hash = cr_combine_hash(hop, dest, k.handler, payload, h->key_len);
+    bool found;
+    *slot = cr_combine_find(&c->combine, &c->out, &k, &found);
+    cr_judge_combining(h, found);
+    if (!found) {
+        c->pending_key = k;
+        return false;
+    }
+    h->combine(cr_outbufs_at(&c->out, hop)->data + (*slot)->off, payload, len, h->combine_user);
+    if (origin == c->rank)
+        c->stats.merged_at_source++;
+    else
+        c->stats.merged_at_hops++;
+    c->stats.merged_bytes += len;
+    return true;
 }
 
 /* Does this record go through the combining index? Not for a handler that does not

@@ -24,7 +24,7 @@ void cr_bad_message(const cr_comm *c, const char *fn, int handler, const void *p
     cr_fatal("%s: payload is NULL but its length is %zu", fn, len);
 }
 
-bool cr_check_key(const cr_comm *c, const char *fn, int handler, size_t len)
+static inline bool check_key(const cr_comm *c, const char *fn, int handler, size_t len)
 {
     size_t key_len = c->handlers.entries[handler].key_len;
     if (len < key_len)
@@ -32,6 +32,11 @@ bool cr_check_key(const cr_comm *c, const char *fn, int handler, size_t len)
                  "handler %d",
                  fn, len, key_len, handler);
     return key_len > 0;
+}
+
+bool cr_check_key(const cr_comm *c, const char *fn, int handler, size_t len)
+{
+    return check_key(c, fn, handler, len);
 }
 
 /* User code polls the network every poll_every records it sends: CR_POLL_EVERY
@@ -54,7 +59,7 @@ static void poll_from_user_code(cr_comm *c)
     c->poll_countdown = c->poll_every;
 }
 
-void cr_count_sent(cr_comm *c, uint64_t msgs, size_t len)
+static inline void count_sent(cr_comm *c, uint64_t msgs, size_t len)
 {
     c->stats.msgs_sent += msgs;
     c->stats.bytes_sent += msgs * len;
@@ -66,6 +71,11 @@ void cr_count_sent(cr_comm *c, uint64_t msgs, size_t len)
      * is left to be done: the policy may make a reentrant handler wait here. */
     if (c->flow.in_reentrant)
         c->fops->reentrant_sent(c);
+}
+
+void cr_count_sent(cr_comm *c, uint64_t msgs, size_t len)
+{
+    count_sent(c, msgs, len);
 }
 
 static void async_checked(cr_comm *c, int dest, int handler, const void *payload, size_t len);
@@ -194,7 +204,7 @@ __attribute__((noinline)) static void async_checked(cr_comm *c, int dest, int ha
     if ((unsigned)dest >= (unsigned)c->size)
         cr_fatal("cr_async: destination rank %d is out of range [0, %d)", dest, c->size);
     cr_check_message(c, "cr_async", handler, payload, len);
-    bool combines = c->ncombining > 0 && cr_check_key(c, "cr_async", handler, len);
+    bool combines = c->ncombining > 0 && check_key(c, "cr_async", handler, len);
     if (c->routed || combines) {
         cr_append(c, dest, c->rank, handler, 0, payload, len);
     } else {
@@ -203,7 +213,7 @@ __attribute__((noinline)) static void async_checked(cr_comm *c, int dest, int ha
         size_t stride = cr_rec_pad(len);
         cr_append_record(c, dest, key, stride, NULL, payload, len, NULL);
     }
-    cr_count_sent(c, 1, len);
+    count_sent(c, 1, len);
 }
 
 /* The rank of `node` where this rank's broadcast copy enters: the end of the node
@@ -240,13 +250,13 @@ void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
 {
     cr_check_message(c, "cr_async_bcast", handler, payload, len);
     if (c->ncombining > 0)
-        cr_check_key(c, "cr_async_bcast", handler, len);
+        check_key(c, "cr_async_bcast", handler, len);
     payload = stable_payload(c, payload, len);
     const cr_layout *l = c->layout;
     if (!c->routed || l->nnodes == c->size) {
         for (int r = 0; r < c->size; r++)
             cr_append(c, (c->rank + 1 + r) % c->size, c->rank, handler, 0, payload, len);
-        cr_count_sent(c, (uint64_t)c->size, len);
+        count_sent(c, (uint64_t)c->size, len);
         return;
     }
     int mine = l->node_of[c->rank];
@@ -259,7 +269,7 @@ void cr_async_bcast(cr_comm *c, int handler, const void *payload, size_t len)
         }
         cr_append(c, bcast_entry(c, node), c->rank, handler, CR_REC_BCAST, payload, len);
     }
-    cr_count_sent(c, (uint64_t)c->size, len);
+    count_sent(c, (uint64_t)c->size, len);
 }
 
 /* A broadcast copy reached its node: pass it to every other rank of the node. */
