@@ -879,8 +879,8 @@ static void free_requests(frame *f)
     darray_bytes_free(&f->U);
 }
 
-/* Sort keeps its requests: its split searches them. */
-static void keep_requests(frame *f)
+/* Sort needs no positions and keeps its requests: its split searches them. */
+static void leave_frame(frame *f)
 {
     (void)f;
 }
@@ -895,7 +895,7 @@ static const darray_aggregation aggregation_hash = {
     .split = split_by_position};
 static const darray_aggregation aggregation_sort = {
     .merges = true, .at_source = sorted_once, .hop = hop_sort, .serve = serve_sort,
-    .read_hop_begins = keep_requests, .read_hop_sent = keep_requests,
+    .read_hop_begins = leave_frame, .read_hop_sent = leave_frame,
     .split = split_by_search};
 
 /* ---- aggregation auto ------------------------------------------------------------ */

@@ -173,10 +173,11 @@ static inline void cr_append(cr_comm *c, int dest, int origin, int handler, uint
 
 /* A record passed on for another rank counts against the cap like any other; what
  * follows depends on the flow policy (under waits, the forwarder handles buffers
- * before it passes on the next record). */
-static inline void cr_after_forward(cr_comm *c)
+ * before it passes on the next record). True when a walk should stop here (under
+ * deep-held, the rank is paused). */
+static inline bool cr_after_forward(cr_comm *c)
 {
-    c->fops->after_forward(c);
+    return c->fops->forwarded(c);
 }
 
 #endif

@@ -149,9 +149,9 @@ static size_t walk_routed(cr_comm *c, int src, const cr_handler_entry *h, const 
         c->send_gen = run->gen;
         cr_append(c, r.dest, r.origin, run->handler, run->flags & CR_REC_BCAST, payload,
                   run->len);
-        cr_after_forward(c);
+        bool paused = cr_after_forward(c);
         start = i;
-        if (c->fops->paused(c))
+        if (paused)
             break;
     }
     c->send_gen = child_gen(c, run->gen);
@@ -196,15 +196,16 @@ static size_t walk_mcast(cr_comm *c, int src, const cr_run_view *run, size_t fro
         if ((unsigned)r.dest >= (unsigned)c->size || (unsigned)r.origin >= (unsigned)c->size)
             corrupt_route(c, src, r);
         i++;
-        bool reentrant = false;
+        bool stop;
         if (r.dest != c->rank) {
             c->send_gen = run->gen;
             cr_append(c, r.dest, r.origin, CR_MCAST_HANDLER, 0, rec, run->len);
-            cr_after_forward(c);
+            stop = cr_after_forward(c);
         } else {
-            reentrant = mcast_arrived(c, src, run, rec, r.origin);
+            bool reentrant = mcast_arrived(c, src, run, rec, r.origin);
+            stop = c->fops->stops_after(reentrant) || c->fops->paused(c);
         }
-        if (c->fops->stops_after(reentrant) || c->fops->paused(c))
+        if (stop)
             break;
     }
     return i;

@@ -158,6 +158,12 @@ static void nothing(cr_comm *c)
     (void)c;
 }
 
+/* Between two records a route passes on, the rank checks for the pause. */
+static bool deep_forwarded(cr_comm *c)
+{
+    return deep_paused(c);
+}
+
 /* The bound of docs/flow_control.md under deep-held, for trees `depth` generations
  * deep: the cap, one handler call's output, the blocks in flight, the park and what
  * the reliefs put there. None past the deepest generation records can tell apart. */
@@ -181,6 +187,6 @@ const cr_flow_ops cr_flow_deep_held = {
     .stops_after = stops_after_reentrant,
     .paused = deep_paused,
     .reentrant_sent = nothing,
-    .after_forward = nothing,
+    .forwarded = deep_forwarded,
     .memory_bound = deep_memory_bound,
 };

@@ -166,10 +166,11 @@ static void waits_reentrant_sent(cr_comm *c)
 /* Over the cap, a forwarder handles buffers before it passes on the next record.
  * Between two records of the run no user code is interrupted, so this needs no
  * opt-in. */
-static void waits_after_forward(cr_comm *c)
+static bool waits_forwarded(cr_comm *c)
 {
     if (c->cfg.nest_limit > 0 && cr_over_cap(c))
         wait_by_handling(c);
+    return false; /* a walk is never stopped */
 }
 
 /* Records carry no generation: what a handler sends is generation 0. */
@@ -214,6 +215,6 @@ const cr_flow_ops cr_flow_waits = {
     .stops_after = never_stops,
     .paused = never_paused,
     .reentrant_sent = waits_reentrant_sent,
-    .after_forward = waits_after_forward,
+    .forwarded = waits_forwarded,
     .memory_bound = waits_memory_bound,
 };

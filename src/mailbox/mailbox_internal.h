@@ -93,12 +93,13 @@ typedef struct cr_flow_ops {
     /* Does a walk stop after one record of a handler so marked (cr_handler_type
      * reentrant), whose children may be deeper than the rest of the run? */
     bool (*stops_after)(bool reentrant);
-    /* Does a walk stop here, the rank paused? Asked after each record passed on. */
+    /* Is the rank paused, so that a walk stops here? */
     bool (*paused)(const cr_comm *c);
     /* A reentrant handler appended a record (its call has nothing left to do). */
     void (*reentrant_sent)(cr_comm *c);
-    /* A record was passed on for another rank. */
-    void (*after_forward)(cr_comm *c);
+    /* A record was passed on for another rank: what the policy does then, and
+     * whether the walk stops here (one call per record passed on). */
+    bool (*forwarded)(cr_comm *c);
     /* cr_memory_bound: the most the mailbox holds for trees `depth` deep. */
     uint64_t (*memory_bound)(const cr_comm *c, unsigned depth);
 } cr_flow_ops;
