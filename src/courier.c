@@ -78,7 +78,7 @@ static const char *resolve_config(cr_config *out, const cr_config *given, char *
 static cr_layout *layout_of(cr_transport *tp, unsigned node_size)
 {
     int *node_of = cr_xmalloc((size_t)tp->size * sizeof *node_of);
-    tp->ops->nodes(tp, node_of);
+    tp->ops->group->nodes(tp, node_of);
     cr_layout *l = node_size > 0 ? cr_layout_create_cut(tp->size, node_of, (int)node_size)
                                  : cr_layout_create(tp->size, node_of);
     free(node_of);
@@ -113,7 +113,7 @@ static bool calibrate_first(cr_transport *tp, const cr_config *use)
     bool want = use->tune_calibrate &&
                 (use->route.kind == CR_ROUTE_AUTO || use->buffer_auto);
     uint64_t local[2] = {want, !want}, agreed[2];
-    tp->ops->allreduce_u64(tp, local, agreed, 2, CR_OP_MIN);
+    tp->ops->group->allreduce_u64(tp, local, agreed, 2, CR_OP_MIN);
     if (agreed[0] != !agreed[1])
         cr_fatal("ranks disagree on COURIER_TUNE=calibrate (or on what is auto); set them the "
                  "same on every rank");
@@ -433,8 +433,8 @@ static void survey(MPI_Comm mc, const cr_config *cfg, cr_calibration *out)
             out->partner_off = r;
     }
     cr_tune_shape_here(&out->shape, cr_layout_node_size(l, home));
-    out->shape.machine_ranks = comm->tp->ops->machine_ranks
-                                   ? comm->tp->ops->machine_ranks(comm->tp) : 0;
+    out->shape.machine_ranks = comm->tp->ops->host->machine_ranks
+                                   ? comm->tp->ops->host->machine_ranks(comm->tp) : 0;
     cr_comm_destroy(comm);
 }
 

@@ -162,7 +162,7 @@ static void print_first_choice(const cr_comm *c, const choice *ch)
  * box). 1 when the transport's ranks do not share processors in time. */
 static double slowdown_here(cr_comm *c, const cr_tune_shape *here)
 {
-    int ranks = c->tp->ops->machine_ranks ? c->tp->ops->machine_ranks(c->tp) : 0;
+    int ranks = c->tp->ops->host->machine_ranks ? c->tp->ops->host->machine_ranks(c->tp) : 0;
     if (ranks <= here->processors || here->processors <= 0)
         return 1;
     return (double)ranks / here->processors;
@@ -174,7 +174,7 @@ static double slowdown_here(cr_comm *c, const cr_tune_shape *here)
  * cost grows faster than that (docs/tuning.md, "Calibration"). */
 static void note_other_sharing(cr_comm *c, const cr_tune_shape *file, const cr_tune_shape *here)
 {
-    int ranks = c->tp->ops->machine_ranks ? c->tp->ops->machine_ranks(c->tp) : 0;
+    int ranks = c->tp->ops->host->machine_ranks ? c->tp->ops->host->machine_ranks(c->tp) : 0;
     if (c->rank != 0 || c->cfg.verbosity < 1 || !file->machine_ranks || !ranks ||
         here->processors <= 0 || file->processors <= 0)
         return;
@@ -193,7 +193,7 @@ static void note_other_sharing(cr_comm *c, const cr_tune_shape *file, const cr_t
 static bool machine_costs(cr_comm *c)
 {
     double m[3];
-    if (!c->tp->ops->machine_costs || !c->tp->ops->machine_costs(c->tp, m))
+    if (!c->tp->ops->host->machine_costs || !c->tp->ops->host->machine_costs(c->tp, m))
         return false;
     cr_tune_costs *k = &c->tune.costs;
     k->alpha_on = k->alpha_off = m[0];
@@ -227,7 +227,7 @@ static int load_tune_file(cr_comm *c, const cr_tune_shape *here, cr_tune_shape *
         v[COST_WORDS + 2] = file->machine_ranks;
         v[COST_WORDS + 3] = FILE_LOADED;
     }
-    c->tp->ops->allreduce_double(c->tp, v, all, COST_WORDS + 4, CR_OP_SUM);
+    c->tp->ops->group->allreduce_double(c->tp, v, all, COST_WORDS + 4, CR_OP_SUM);
     int verdict = (int)all[COST_WORDS + 3];
     if (verdict == FILE_LOADED) {
         memcpy(&c->tune.costs, all, sizeof c->tune.costs);
@@ -252,10 +252,10 @@ bool cr_autotune_costs(cr_comm *c, const cr_tune_costs *measured, char *why, siz
      * sharing scales the costs, and its ranks (and the largest node's) pick the
      * file's calibration; costs measured in this job already include whatever
      * sharing it has */
-    int ranks = c->tp->ops->machine_ranks ? c->tp->ops->machine_ranks(c->tp) : 0;
+    int ranks = c->tp->ops->host->machine_ranks ? c->tp->ops->host->machine_ranks(c->tp) : 0;
     double mine[3] = {measured ? 1 : slowdown_here(c, &here), ranks, here.ranks_per_node};
     double most[3];
-    c->tp->ops->allreduce_double(c->tp, mine, most, 3, CR_OP_MAX);
+    c->tp->ops->group->allreduce_double(c->tp, mine, most, 3, CR_OP_MAX);
     here.machine_ranks = (int)most[1];
     here.ranks_per_node = (int)most[2];
     char err[400] = "";
@@ -362,7 +362,7 @@ void cr_autotune_take_route(cr_comm *c, const cr_route *route)
     cr_modules_route_changed(c);
     /* no rank leaves the barrier under the old route while another sends under the new */
     uint64_t none = 0, ignored = 0;
-    c->tp->ops->allreduce_u64(c->tp, &none, &ignored, 1, CR_OP_MAX);
+    c->tp->ops->group->allreduce_u64(c->tp, &none, &ignored, 1, CR_OP_MAX);
 }
 
 static void take_buffer(cr_comm *c, size_t bytes)

@@ -29,7 +29,7 @@ void cr_term_join(cr_term *t, cr_wave_kind kind, uint64_t a, uint64_t b,
     t->local[4] = epoch->bytes;
     t->local[5] = epoch->ns;
     t->local[6] = epoch->merged;
-    t->tp->ops->wave_join(t->tp, t->local);
+    t->tp->ops->group->wave_join(t->tp, t->local);
     t->joined = true;
 }
 
@@ -42,7 +42,7 @@ static const char *kind_name(uint64_t kind)
 
 bool cr_term_test(cr_term *t)
 {
-    if (!t->tp->ops->wave_test(t->tp, t->global))
+    if (!t->tp->ops->group->wave_test(t->tp, t->global))
         return false;
     t->joined = false;
     if (t->global[0] != t->local[0] * (uint64_t)t->tp->size)
@@ -96,7 +96,7 @@ static bool barrier_done(cr_comm *c, void *arg)
                          (int64_t)t->handled_before);
     if (!quiet)
         return false;
-    c->tp->ops->next_phase(c->tp);
+    c->tp->data->ops->next_phase(c->tp->data);
     cr_trace_flush(c->trace); /* what a later abort or kill would lose ends here */
     return true;
 }

@@ -19,13 +19,13 @@
 static void abort_if_any(cr_transport *tp, const char *err)
 {
     uint64_t mine = err != NULL ? (uint64_t)tp->rank : UINT64_MAX, first = UINT64_MAX;
-    tp->ops->allreduce_u64(tp, &mine, &first, 1, CR_OP_MIN);
+    tp->ops->group->allreduce_u64(tp, &mine, &first, 1, CR_OP_MIN);
     if (first == UINT64_MAX)
         return;
     if (first == mine)
         cr_fatal("%s", err);
     uint64_t none = 0, ignored = 0;
-    tp->ops->allreduce_u64(tp, &none, &ignored, 1, CR_OP_MAX);
+    tp->ops->group->allreduce_u64(tp, &none, &ignored, 1, CR_OP_MAX);
 }
 
 /* Route and node size, hashed, so that all ranks can check they agree. */
@@ -56,7 +56,7 @@ static void check_agreement(cr_comm *c)
                      (uint64_t)c->cfg.allgather << 8 | (uint64_t)c->cfg.allreduce_ports << 12;
     uint64_t flow = (uint64_t)c->cfg.flow;
     uint64_t local[6] = {route, ~route, colls, ~colls, flow, ~flow}, agreed[6];
-    c->tp->ops->allreduce_u64(c->tp, local, agreed, 6, CR_OP_MIN);
+    c->tp->ops->group->allreduce_u64(c->tp, local, agreed, 6, CR_OP_MIN);
     if (agreed[0] != ~agreed[1])
         cr_fatal("ranks disagree on the route or the node size (COURIER_ROUTE, COURIER_NODE_SIZE "
                  "or cr_config.route / node_size); set them the same on every rank");
@@ -223,14 +223,14 @@ static void check_handler_agrees(cr_comm *c, int id, const cr_handler_type *type
 {
     cr_transport *tp = c->tp;
     uint64_t local[2] = {signature, ~signature}, agreed[2];
-    tp->ops->allreduce_u64(tp, local, agreed, 2, CR_OP_MIN);
+    tp->ops->group->allreduce_u64(tp, local, agreed, 2, CR_OP_MIN);
     if (agreed[0] == ~agreed[1])
         return;
     /* A rank holding the smallest signature, and one holding another. */
     uint64_t me = (uint64_t)c->rank;
     uint64_t who[2] = {signature == agreed[0] ? me : UINT64_MAX,
                        signature != agreed[0] ? me : UINT64_MAX}, first[2];
-    tp->ops->allreduce_u64(tp, who, first, 2, CR_OP_MIN);
+    tp->ops->group->allreduce_u64(tp, who, first, 2, CR_OP_MIN);
     char err[400];
     snprintf(err, sizeof err,
              "cr_register: the ranks' handler tables differ at handler id %d: rank %llu and "

@@ -300,5 +300,5 @@ size_t cr_self_poll(cr_comm *c, int budget)
 
 size_t cr_recv_poll(cr_comm *c, int budget)
 {
-    return c->tp->ops->poll(c->tp, budget, deliver, c);
+    return c->tp->data->ops->poll(c->tp->data, budget, deliver, c);
 }

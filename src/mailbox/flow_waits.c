@@ -59,7 +59,7 @@ static size_t handle_one(cr_comm *c)
 static void tick_while_waiting(cr_comm *c, double *next_tick)
 {
     double half = c->cfg.watchdog_seconds / 2;
-    if (half <= 0 || c->tp->ops->yield) /* the simulation has no watchdog */
+    if (half <= 0 || c->tp->ops->host->yield) /* the simulation has no watchdog */
         return;
     double now = cr_clock(c);
     if (*next_tick == 0) {
@@ -76,8 +76,8 @@ static void tick_while_waiting(cr_comm *c, double *next_tick)
  * instead. */
 static void back_off(cr_comm *c, cr_backoff *b, double *next_tick)
 {
-    if (c->tp->ops->yield) {
-        c->tp->ops->yield(c->tp);
+    if (c->tp->ops->host->yield) {
+        c->tp->ops->host->yield(c->tp);
         return;
     }
     cr_backoff_step step = cr_backoff_next(b, false);

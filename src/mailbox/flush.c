@@ -16,7 +16,7 @@ static void give_back(void *arg, char *data, size_t cap)
 
 int cr_complete_sends(cr_comm *c)
 {
-    int done = c->tp->ops->complete(c->tp, give_back, c);
+    int done = c->tp->data->ops->complete(c->tp->data, give_back, c);
     if (done > 0)
         c->flow.cap_blocked = false; /* a cap flush may find a slot now */
     return done;
@@ -211,7 +211,7 @@ bool cr_flush_dest(cr_comm *c, int dest, cr_flush_cause cause, bool may_wait)
     if (b->deferred)
         c->flow.ndeferred--;
     cr_block blk = cr_outbufs_take(&c->out, dest);
-    if (c->tp->ops->send(c->tp, dest, blk.data, blk.len, blk.cap)) {
+    if (c->tp->data->ops->send(c->tp->data, dest, blk.data, blk.len, blk.cap)) {
         /* Copied on its way (a ring in shared memory): the block is free again, and
          * the next buffer filled is this one, still in the core's cache. */
         cr_outbufs_recycle(&c->out, blk.data, blk.cap);

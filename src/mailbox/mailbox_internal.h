@@ -303,11 +303,11 @@ static inline int cr_next_hop(const cr_comm *c, int dest)
 /* Sends in flight, and whether another may start now. */
 static inline int cr_inflight(cr_comm *c)
 {
-    return c->tp->ops->inflight(c->tp);
+    return c->tp->data->ops->inflight(c->tp->data);
 }
 static inline bool cr_slot_free(cr_comm *c)
 {
-    return c->tp->ops->slots_free(c->tp) > 0;
+    return c->tp->data->ops->slots_free(c->tp->data) > 0;
 }
 
 /* comm.c: what a comm left open holds, in one line (the MPI transport prints it when

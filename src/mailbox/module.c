@@ -104,56 +104,57 @@ void cr_module_note_work(cr_comm *c)
 
 const cr_node_area *cr_module_node_area(cr_comm *c)
 {
-    return c->tp->ops->node_area ? c->tp->ops->node_area(c->tp) : NULL;
+    const cr_node_mem_ops *mem = c->tp->ops->node_mem;
+    return mem && mem->area ? mem->area(c->tp) : NULL;
 }
 
 cr_chan *cr_module_chan_open(cr_comm *c)
 {
-    return c->tp->ops->chan_open(c->tp);
+    return c->tp->ops->chan->open(c->tp);
 }
 
 void cr_module_chan_close(cr_comm *c, cr_chan *ch)
 {
-    c->tp->ops->chan_close(ch);
+    c->tp->ops->chan->close(ch);
 }
 
 void cr_module_chan_isend(cr_comm *c, cr_chan *ch, int dest, int tag, const void *buf,
                           size_t len, bool synchronous, cr_chan_req *r)
 {
-    c->tp->ops->chan_isend(ch, dest, tag, buf, len, synchronous, r);
+    c->tp->ops->chan->isend(ch, dest, tag, buf, len, synchronous, r);
 }
 
 void cr_module_chan_irecv(cr_comm *c, cr_chan *ch, int src, int tag, void *buf, size_t len,
                           cr_chan_req *r)
 {
-    c->tp->ops->chan_irecv(ch, src, tag, buf, len, r);
+    c->tp->ops->chan->irecv(ch, src, tag, buf, len, r);
 }
 
 void cr_module_chan_isendv(cr_comm *c, cr_chan *ch, int dest, int tag, const char *base,
                            const size_t *offs, const size_t *lens, int n, cr_chan_req *r)
 {
-    c->tp->ops->chan_isendv(ch, dest, tag, base, offs, lens, n, r);
+    c->tp->ops->chan->isendv(ch, dest, tag, base, offs, lens, n, r);
 }
 
 void cr_module_chan_irecvv(cr_comm *c, cr_chan *ch, int src, int tag, char *base,
                            const size_t *offs, const size_t *lens, int n, cr_chan_req *r)
 {
-    c->tp->ops->chan_irecvv(ch, src, tag, base, offs, lens, n, r);
+    c->tp->ops->chan->irecvv(ch, src, tag, base, offs, lens, n, r);
 }
 
 bool cr_module_chan_probe(cr_comm *c, cr_chan *ch, int src, int tag, cr_chan_msg *m)
 {
-    return c->tp->ops->chan_probe(ch, src, tag, m);
+    return c->tp->ops->chan->probe(ch, src, tag, m);
 }
 
 void cr_module_chan_recv_probed(cr_comm *c, cr_chan *ch, cr_chan_msg *m, void *buf)
 {
-    c->tp->ops->chan_recv_probed(ch, m, buf);
+    c->tp->ops->chan->recv_probed(ch, m, buf);
 }
 
 bool cr_module_chan_test(cr_comm *c, cr_chan *ch, cr_chan_req *r)
 {
-    return c->tp->ops->chan_test(ch, r);
+    return c->tp->ops->chan->test(ch, r);
 }
 
 /* Stops at the first request still pending: a poll of a thousand sends in flight
@@ -162,26 +163,26 @@ bool cr_module_chan_test(cr_comm *c, cr_chan *ch, cr_chan_req *r)
 bool cr_module_chan_testall(cr_comm *c, cr_chan *ch, cr_chan_req *r, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!c->tp->ops->chan_test(ch, &r[i]))
+        if (!c->tp->ops->chan->test(ch, &r[i]))
             return false;
     return true;
 }
 
 void cr_module_chan_ibarrier(cr_comm *c, cr_chan *ch, cr_chan_req *r)
 {
-    c->tp->ops->chan_ibarrier(ch, r);
+    c->tp->ops->chan->ibarrier(ch, r);
 }
 
 void cr_module_chan_ialltoall(cr_comm *c, cr_chan *ch, const void *send, void *recv,
                               size_t bytes, cr_chan_req *r)
 {
-    c->tp->ops->chan_ialltoall(ch, send, recv, bytes, r);
+    c->tp->ops->chan->ialltoall(ch, send, recv, bytes, r);
 }
 
 void cr_module_chan_ireduce_scatter_sum(cr_comm *c, cr_chan *ch, const uint64_t *in,
                                         uint64_t *out, cr_chan_req *r)
 {
-    c->tp->ops->chan_ireduce_scatter_sum(ch, in, out, r);
+    c->tp->ops->chan->ireduce_scatter_sum(ch, in, out, r);
 }
 
 static void check_reduction(int n, cr_op op)
@@ -196,14 +197,14 @@ void cr_module_allreduce_u64(cr_comm *c, const uint64_t *in, uint64_t *out, int 
                              cr_op op)
 {
     check_reduction(n, op);
-    c->tp->ops->allreduce_u64(c->tp, in, out, n, op);
+    c->tp->ops->group->allreduce_u64(c->tp, in, out, n, op);
 }
 
 void cr_module_allreduce_double(cr_comm *c, const double *in, double *out, int n,
                                 cr_op op)
 {
     check_reduction(n, op);
-    c->tp->ops->allreduce_double(c->tp, in, out, n, op);
+    c->tp->ops->group->allreduce_double(c->tp, in, out, n, op);
 }
 
 const cr_layout *cr_module_layout(const cr_comm *c)
@@ -218,7 +219,7 @@ const cr_tune_costs *cr_module_tune_costs(const cr_comm *c)
 
 double cr_module_now(const cr_comm *c)
 {
-    return c->tp->ops->now(c->tp);
+    return c->tp->ops->host->now(c->tp);
 }
 
 int cr_module_next_hop(const cr_comm *c, int dest)

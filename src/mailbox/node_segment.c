@@ -49,7 +49,7 @@ cr_node_segment *cr_module_node_segment_create(cr_comm *c, size_t bytes)
                                 cr_layout_local_index(l, c->rank), bytes + HEADER, &s->mem);
     /* one answer for the job: a module then has one code path on every rank */
     uint64_t mine = s->mapped, all;
-    c->tp->ops->allreduce_u64(c->tp, &mine, &all, 1, CR_OP_MIN);
+    c->tp->ops->group->allreduce_u64(c->tp, &mine, &all, 1, CR_OP_MIN);
     if (!all) {
         if (s->mapped)
             ops->destroy(c->tp, &s->mem);

@@ -30,12 +30,12 @@ static bool simulated(const cr_comm *c)
 
 double cr_now(cr_comm *c)
 {
-    return simulated(c) ? c->tp->ops->now(c->tp) : ev_now(c->engine.loop);
+    return simulated(c) ? c->tp->ops->host->now(c->tp) : ev_now(c->engine.loop);
 }
 
 double cr_clock(cr_comm *c)
 {
-    return simulated(c) ? c->tp->ops->now(c->tp) : ev_time();
+    return simulated(c) ? c->tp->ops->host->now(c->tp) : ev_time();
 }
 
 static void wake_up(cr_engine *e)
@@ -83,7 +83,7 @@ static void simulated_iteration(cr_comm *c, bool may_yield)
         c->engine.work->timer(c, now);
     }
     if (may_yield)
-        c->tp->ops->yield(c->tp);
+        c->tp->ops->host->yield(c->tp);
 }
 
 static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
@@ -161,7 +161,7 @@ void cr_engine_init(cr_comm *c, const cr_loop_work *work)
 {
     cr_engine *e = &c->engine;
     *e = (cr_engine){.work = work};
-    if (c->tp->ops->yield) {
+    if (c->tp->ops->host->yield) {
         c->now = c->last_activity = cr_now(c);
         return;
     }

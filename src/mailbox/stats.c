@@ -38,9 +38,9 @@ void cr_module_print_counters(cr_comm *c, FILE *out, const char *title,
     double *mn = v + n, *mx = v + 2 * n, *sum = v + 3 * n;
     for (size_t i = 0; i < n; i++)
         v[i] = (double)values[i];
-    c->tp->ops->allreduce_double(c->tp, v, mn, (int)n, CR_OP_MIN);
-    c->tp->ops->allreduce_double(c->tp, v, mx, (int)n, CR_OP_MAX);
-    c->tp->ops->allreduce_double(c->tp, v, sum, (int)n, CR_OP_SUM);
+    c->tp->ops->group->allreduce_double(c->tp, v, mn, (int)n, CR_OP_MIN);
+    c->tp->ops->group->allreduce_double(c->tp, v, mx, (int)n, CR_OP_MAX);
+    c->tp->ops->group->allreduce_double(c->tp, v, sum, (int)n, CR_OP_SUM);
     if (c->rank == 0) {
         int width = 33 - (int)strlen(title); /* the columns of cr_stats_print */
         fprintf(out, "%s over %d ranks %*s %16s %16s\n", title, c->size, width < 4 ? 4 : width,
@@ -73,8 +73,8 @@ void cr_stats_get(const cr_comm *c, cr_stats *out)
     out->peak_buffered_bytes = cr_outbufs_peak(&c->out);
     out->send_states = (uint64_t)c->out.nentries;
     out->peak_memory_bytes = cr_peak_memory(c);
-    if (c->tp->ops->shm_sends)
-        out->shm_sends = c->tp->ops->shm_sends(c->tp) - c->shm_sends_base;
+    if (c->tp->data->ops->shared_sends)
+        out->shm_sends = c->tp->data->ops->shared_sends(c->tp->data) - c->shm_sends_base;
 }
 
 void cr_stats_reset(cr_comm *c)
@@ -83,8 +83,8 @@ void cr_stats_reset(cr_comm *c)
     c->tune.bytes_before_reset += c->stats.bytes_sent;
     c->tune.merged_before_reset += c->stats.merged_at_source + c->stats.merged_at_hops;
     memset(&c->stats, 0, sizeof c->stats);
-    if (c->tp->ops->shm_sends)
-        c->shm_sends_base = c->tp->ops->shm_sends(c->tp);
+    if (c->tp->data->ops->shared_sends)
+        c->shm_sends_base = c->tp->data->ops->shared_sends(c->tp->data);
     cr_note_memory(c); /* the peaks start from what is held now */
     cr_outbufs_clear_sent(&c->out);
     c->out.peak = c->out.total;

@@ -46,7 +46,7 @@ static void part_name(char *out, size_t len, const char *path, int rank)
 static void barrier(cr_transport *tp)
 {
     uint64_t x = 0, y;
-    tp->ops->allreduce_u64(tp, &x, &y, 1, CR_OP_SUM);
+    tp->ops->group->allreduce_u64(tp, &x, &y, 1, CR_OP_SUM);
 }
 
 /* Append the buffered events to the part and close the JSON after them, so the file
@@ -101,7 +101,7 @@ static void flush_at_exit(void)
 cr_trace *cr_trace_open(const char *path, cr_transport *tp)
 {
     uint64_t mine = path && path[0] && !active, all;
-    tp->ops->allreduce_u64(tp, &mine, &all, 1, CR_OP_MIN);
+    tp->ops->group->allreduce_u64(tp, &mine, &all, 1, CR_OP_MIN);
     if (!all)
         return NULL;
     cr_trace *t = cr_xcalloc(1, sizeof *t);
@@ -114,7 +114,7 @@ cr_trace *cr_trace_open(const char *path, cr_transport *tp)
     part_name(t->part, sizeof t->part, path, t->rank);
     t->out = fopen(t->part, "w");
     uint64_t ok = t->out != NULL, all_ok;
-    tp->ops->allreduce_u64(tp, &ok, &all_ok, 1, CR_OP_MIN);
+    tp->ops->group->allreduce_u64(tp, &ok, &all_ok, 1, CR_OP_MIN);
     if (!ok)
         cr_fatal("COURIER_TRACE: cannot create '%s': %s", t->part, strerror(errno));
     if (!all_ok)
@@ -133,7 +133,7 @@ cr_trace *cr_trace_open(const char *path, cr_transport *tp)
     add_event(t, line, (size_t)n);
     cr_trace_flush(t);
     barrier(tp);
-    t->t0 = tp->ops->now(tp);
+    t->t0 = tp->ops->host->now(tp);
     t->flushed_at = 0;
     active = t;
     cr_fatal_hook_add(flush_hook, t);
@@ -145,7 +145,7 @@ cr_trace *cr_trace_open(const char *path, cr_transport *tp)
 
 double cr_trace_now(const cr_trace *t)
 {
-    return (t->tp->ops->now(t->tp) - t->t0) * 1e6;
+    return (t->tp->ops->host->now(t->tp) - t->t0) * 1e6;
 }
 
 static int args(char *out, size_t room, const char *k1, int64_t v1, const char *k2, int64_t v2,

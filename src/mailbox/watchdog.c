@@ -82,7 +82,7 @@ void cr_print_state(cr_comm *c, FILE *out, const char *why)
 
 void cr_watchdog_init(cr_comm *c)
 {
-    if (!c->tp->ops->report_send) /* the simulation has no clock to watch */
+    if (!c->tp->ops->host->report_send) /* the simulation has no clock to watch */
         return;
     c->watch = cr_xcalloc(1, sizeof *c->watch);
 }
@@ -92,7 +92,7 @@ static void collect(cr_comm *c)
 {
     cr_watchdog *w = c->watch;
     cr_watch_report r;
-    while (c->tp->ops->report_take(c->tp, &r, sizeof r)) {
+    while (c->tp->ops->host->report_take(c->tp, &r, sizeof r)) {
         w->received++;
         if (!w->last) {
             w->last = cr_xcalloc((size_t)c->size, sizeof *w->last);
@@ -239,7 +239,7 @@ static void report(cr_comm *c, double quiet)
     cr_watch_report r;
     fill_report(c, &r);
     cr_trace_flush(c->trace); /* a hung job may be killed next: keep the timeline */
-    if (c->tp->ops->report_send(c->tp, &r, sizeof r)) {
+    if (c->tp->ops->host->report_send(c->tp, &r, sizeof r)) {
         w->sent_at = now;
         return;
     }
@@ -291,11 +291,11 @@ void cr_watchdog_free(cr_comm *c)
     cr_watchdog *w = c->watch;
     if (!w)
         return;
-    uint64_t sent = c->tp->ops->reports_sent(c->tp), total = 0;
-    c->tp->ops->allreduce_u64(c->tp, &sent, &total, 1, CR_OP_SUM);
+    uint64_t sent = c->tp->ops->host->reports_sent(c->tp), total = 0;
+    c->tp->ops->group->allreduce_u64(c->tp, &sent, &total, 1, CR_OP_SUM);
     cr_watch_report r;
     while (c->rank == 0 && w->received < total)
-        if (c->tp->ops->report_take(c->tp, &r, sizeof r))
+        if (c->tp->ops->host->report_take(c->tp, &r, sizeof r))
             w->received++;
     free(w->last);
     free(w->at);

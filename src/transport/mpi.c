@@ -7,15 +7,19 @@
  * mode keeps a ring of MPI_Irecv of small_max bytes posted and probes only for
  * large blocks. The tag carries the sender's barrier phase parity, and a rank
  * receives only its own phase's tags, so a block sent after a barrier is never
- * handled by a rank still inside it (at most two adjacent phases coexist). */
+ * handled by a rank still inside it (at most two adjacent phases coexist). Between
+ * the ranks of one node, this data plane is composed with the node's rings in shared
+ * memory (mpi_shm.c, near_far.c); this file holds only what MPI does. */
 #include "transport/mpi_transport.h"
 
 #include "common/fatal.h"
 #include "transport/mpi_node_mem.h"
 #include "transport/mpi_shm.h"
+#include "transport/near_far.h"
 #include "transport/node_check.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +36,8 @@ enum { TAG_SMALL = 2, TAG_LARGE = 4, TAG_REPORT = 7 };
 
 typedef struct mpi_transport {
     cr_transport base;
+    cr_data_plane plane;  /* MPI's own data plane */
+    cr_data_plane *joined; /* it composed with the node's rings; NULL without them */
     MPI_Comm data;  /* blocks */
     MPI_Comm term;  /* termination waves */
     MPI_Comm ctrl;  /* blocking reductions, watchdog reports; modules duplicate it */
@@ -50,7 +56,6 @@ typedef struct mpi_transport {
     int machine_ranks; /* ranks of the comm on this machine (machine_ranks) */
     /* the rings to and from the other ranks of the node; NULL when off */
     shm_node *shm;
-    bool shm_first;
 
     /* probe mode: one buffer, grown to the largest message seen */
     char *rbuf;
@@ -84,6 +89,11 @@ static mpi_transport *mt(cr_transport *t)
     return (mpi_transport *)t;
 }
 
+static mpi_transport *of_plane(const cr_data_plane *d)
+{
+    return (mpi_transport *)((char *)d - offsetof(mpi_transport, plane));
+}
+
 static int tag(const mpi_transport *m, int base)
 {
     return base | (int)(m->parity & 1);
@@ -91,20 +101,19 @@ static int tag(const mpi_transport *m, int base)
 
 /* ---------------------------------------------------------------- sends */
 
-/* A block waiting for a ring slot holds a send slot too, so that the bound on sends
- * in flight covers both paths. */
-static int slots_free(cr_transport *t)
+static int slots_free(cr_data_plane *d)
 {
-    return mt(t)->nfree - shm_held(mt(t)->shm);
+    return of_plane(d)->nfree;
 }
 
-static int inflight(cr_transport *t)
+static int inflight(cr_data_plane *d)
 {
-    return mt(t)->nslots - mt(t)->nfree + shm_held(mt(t)->shm);
+    return of_plane(d)->nslots - of_plane(d)->nfree;
 }
 
-static void send_mpi(mpi_transport *m, int dest, char *data, size_t len, size_t cap)
+static bool send_block(cr_data_plane *d, int dest, char *data, size_t len, size_t cap)
 {
+    mpi_transport *m = of_plane(d);
     if (m->nfree == 0)
         cr_fatal("internal error: a send without a free slot");
     if (len > INT_MAX)
@@ -119,27 +128,18 @@ static void send_mpi(mpi_transport *m, int dest, char *data, size_t len, size_t 
     bool large = m->prepost && len > m->small_max;
     MPI_Issend(data, (int)len, MPI_BYTE, dest, tag(m, large ? TAG_LARGE : TAG_SMALL), m->data,
                &m->sreqs[s]);
-}
-
-static bool send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
-{
-    mpi_transport *m = mt(t);
-    if (shm_reaches(m->shm, dest))
-        return shm_send(m->shm, dest, data, len, cap, m->parity & 1);
-    send_mpi(m, dest, data, len, cap);
     return false;
 }
 
-static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
+static int complete(cr_data_plane *d, cr_give_back_fn give_back, void *arg)
 {
-    mpi_transport *m = mt(t);
-    int moved = shm_complete(m->shm, give_back, arg);
+    mpi_transport *m = of_plane(d);
     if (m->nfree == m->nslots)
-        return moved;
+        return 0;
     int ndone = 0;
     MPI_Testsome(m->hiwater, m->sreqs, &ndone, m->completed, MPI_STATUSES_IGNORE);
     if (ndone == MPI_UNDEFINED)
-        return moved;
+        return 0;
     for (int i = 0; i < ndone; i++) {
         int s = m->completed[i];
         give_back(arg, m->sdata[s], m->scap[s]);
@@ -148,7 +148,7 @@ static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
     }
     while (m->hiwater > 0 && m->sreqs[m->hiwater - 1] == MPI_REQUEST_NULL)
         m->hiwater--;
-    return moved + ndone;
+    return ndone;
 }
 
 /* ---------------------------------------------------------------- receives */
@@ -174,9 +174,9 @@ static void cancel_posted(mpi_transport *m)
     }
 }
 
-static void next_phase(cr_transport *t)
+static void next_phase(cr_data_plane *d)
 {
-    mpi_transport *m = mt(t);
+    mpi_transport *m = of_plane(d);
     if (m->npost)
         cancel_posted(m);
     m->parity ^= 1u;
@@ -276,8 +276,9 @@ static size_t poll_prepost(mpi_transport *m, int budget, cr_deliver_fn deliver, 
     return got + poll_probe(m, TAG_LARGE, left > 1 ? left : 1, deliver, arg);
 }
 
-static size_t poll_mpi(mpi_transport *m, int budget, cr_deliver_fn deliver, void *arg)
+static size_t poll(cr_data_plane *d, int budget, cr_deliver_fn deliver, void *arg)
 {
+    mpi_transport *m = of_plane(d);
     if (budget <= 0)
         return 0;
     if (m->prepost)
@@ -285,22 +286,16 @@ static size_t poll_mpi(mpi_transport *m, int budget, cr_deliver_fn deliver, void
     return poll_probe(m, TAG_SMALL, budget, deliver, arg);
 }
 
-/* The rings and MPI take turns at going first, so neither path starves the other
- * when the budget is small. */
-static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg)
-{
-    mpi_transport *m = mt(t);
-    if (!m->shm)
-        return poll_mpi(m, budget, deliver, arg);
-    size_t got;
-    m->shm_first = !m->shm_first;
-    if (m->shm_first) {
-        got = shm_poll(m->shm, budget, m->parity & 1, deliver, arg);
-        return got + poll_mpi(m, budget - (int)got, deliver, arg);
-    }
-    got = poll_mpi(m, budget, deliver, arg);
-    return got + shm_poll(m->shm, budget - (int)got, m->parity & 1, deliver, arg);
-}
+static const cr_data_ops mpi_data_ops = {
+    .slots_free = slots_free,
+    .inflight = inflight,
+    .reaches = NULL,
+    .send = send_block,
+    .complete = complete,
+    .poll = poll,
+    .next_phase = next_phase,
+    .shared_sends = NULL,
+};
 
 /* ---------------------------------------------------------------- collectives */
 
@@ -441,11 +436,6 @@ static uint64_t reports_sent(cr_transport *t)
     return mt(t)->reports;
 }
 
-static uint64_t ring_sends(cr_transport *t)
-{
-    return shm_sends(mt(t)->shm);
-}
-
 static const cr_node_area *node_area(cr_transport *t)
 {
     return shm_area(mt(t)->shm);
@@ -463,8 +453,11 @@ static void node_mem_destroy(cr_transport *t, cr_node_mem *m)
     cr_mpi_node_mem_destroy(m);
 }
 
-static const cr_node_mem_ops node_mem_ops = {.create = node_mem_create,
-                                             .destroy = node_mem_destroy};
+static const cr_node_mem_ops node_mem_ops = {
+    .area = node_area,
+    .create = node_mem_create,
+    .destroy = node_mem_destroy,
+};
 
 /* ---------------------------------------------------------------- module channels */
 
@@ -642,6 +635,7 @@ static void destroy(cr_transport *t)
 {
     mpi_transport *m = mt(t);
     unwatch_finalize(m);
+    cr_near_far_destroy(m->joined);
     shm_node_destroy(m->shm);
     if (m->report != MPI_REQUEST_NULL)
         MPI_Wait(&m->report, MPI_STATUS_IGNORE);
@@ -666,39 +660,44 @@ static void destroy(cr_transport *t)
     free(m);
 }
 
-static const cr_transport_ops mpi_ops = {
-    .name = "mpi",
-    .slots_free = slots_free,
-    .inflight = inflight,
-    .send = send_block,
-    .complete = complete,
-    .poll = poll,
-    .next_phase = next_phase,
+static const cr_group_ops group_ops = {
     .wave_join = wave_join,
     .wave_test = wave_test,
     .allreduce_u64 = allreduce_u64,
     .allreduce_double = allreduce_double,
     .nodes = nodes,
-    .chan_open = chan_open,
-    .chan_close = chan_close,
-    .chan_isend = chan_isend,
-    .chan_irecv = chan_irecv,
-    .chan_isendv = chan_isendv,
-    .chan_irecvv = chan_irecvv,
-    .chan_probe = chan_probe,
-    .chan_recv_probed = chan_recv_probed,
-    .chan_test = chan_test,
-    .chan_ibarrier = chan_ibarrier,
-    .chan_ialltoall = chan_ialltoall,
-    .chan_ireduce_scatter_sum = chan_ireduce_scatter_sum,
+};
+
+static const cr_chan_ops chan_ops = {
+    .open = chan_open,
+    .close = chan_close,
+    .isend = chan_isend,
+    .irecv = chan_irecv,
+    .isendv = chan_isendv,
+    .irecvv = chan_irecvv,
+    .probe = chan_probe,
+    .recv_probed = chan_recv_probed,
+    .test = chan_test,
+    .ibarrier = chan_ibarrier,
+    .ialltoall = chan_ialltoall,
+    .ireduce_scatter_sum = chan_ireduce_scatter_sum,
+};
+
+static const cr_host_ops host_ops = {
     .now = now,
     .yield = NULL,
     .report_send = report_send,
     .report_take = report_take,
     .reports_sent = reports_sent,
-    .shm_sends = ring_sends,
     .machine_ranks = machine_ranks,
-    .node_area = node_area,
+    .machine_costs = NULL,
+};
+
+static const cr_transport_ops mpi_ops = {
+    .name = "mpi",
+    .group = &group_ops,
+    .chan = &chan_ops,
+    .host = &host_ops,
     .node_mem = &node_mem_ops,
     .destroy = destroy,
 };
@@ -807,6 +806,7 @@ cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts
     cr_fatal_set_job(world_rank, abort_job);
     mpi_transport *m = cr_xcalloc(1, sizeof *m);
     m->base.ops = &mpi_ops;
+    m->plane.ops = &mpi_data_ops;
     MPI_Comm_rank(comm, &m->base.rank);
     MPI_Comm_size(comm, &m->base.size);
     MPI_Comm_dup(comm, &m->data);
@@ -835,6 +835,8 @@ cr_transport *cr_transport_mpi_create(MPI_Comm comm, const cr_transport_mpi_opts
                    .node_size = opts->node_size,
                    .max_slots = 16};
     m->shm = shm_node_create(m->ctrl, &so);
+    m->joined = m->shm ? cr_near_far_create(shm_plane(m->shm), &m->plane) : NULL;
+    m->base.data = m->joined ? m->joined : &m->plane;
     MPI_Comm machine;
     MPI_Comm_split_type(m->ctrl, MPI_COMM_TYPE_SHARED, m->base.rank, MPI_INFO_NULL, &machine);
     MPI_Comm_size(machine, &m->machine_ranks);

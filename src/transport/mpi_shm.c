@@ -19,6 +19,8 @@
 #include "common/fatal.h"
 #include "transport/ring.h"
 
+#include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,8 @@ typedef struct assembly {
 } assembly;
 
 struct shm_node {
+    cr_data_plane plane; /* first: the plane's functions find the node from it */
+    unsigned parity;     /* the phase this rank sends and receives in */
     MPI_Comm node;
     MPI_Win win;
     int npeers;         /* the other ranks of the node */
@@ -65,6 +69,8 @@ struct shm_node {
     cr_node_area area;  /* after the rings in every rank's segment */
     char **area_base;
 };
+
+static const cr_data_ops shm_ops;
 
 static size_t ring_stride(unsigned nslots, size_t slot_bytes)
 {
@@ -178,6 +184,7 @@ shm_node *shm_node_create(MPI_Comm comm, const shm_opts *opts)
         return NULL;
     }
     shm_node *s = cr_xcalloc(1, sizeof *s);
+    s->plane.ops = &shm_ops;
     s->node = node;
     s->npeers = g - 1;
     s->nslots = nslots;
@@ -242,9 +249,14 @@ void shm_node_destroy(shm_node *s)
     free(s);
 }
 
-bool shm_reaches(const shm_node *s, int dest)
+static shm_node *node_of(const cr_data_plane *d)
 {
-    return s && s->peer_of[dest] >= 0;
+    return (shm_node *)((char *)d - offsetof(shm_node, plane));
+}
+
+static bool reaches(const cr_data_plane *d, int dest)
+{
+    return node_of(d)->peer_of[dest] >= 0;
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -274,26 +286,36 @@ static void enqueue(shm_node *s, const queued *e)
     s->nqueued[e->peer]++;
 }
 
-bool shm_send(shm_node *s, int dest, char *data, size_t len, size_t cap, unsigned parity)
+static bool send(cr_data_plane *d, int dest, char *data, size_t len, size_t cap)
 {
+    shm_node *s = node_of(d);
     queued e = {.data = data, .len = len, .cap = cap, .peer = s->peer_of[dest],
-                .tag = parity & TAG_PARITY};
+                .tag = s->parity & TAG_PARITY};
     if (s->nqueued[e.peer] == 0 && put_pieces(s, &e))
         return true;
     enqueue(s, &e);
     return false;
 }
 
-int shm_held(const shm_node *s)
+/* The node never refuses a block: what does not fit waits in the queue (and takes
+ * one of the far plane's slots meanwhile, near_far.c). */
+static int slots_free(cr_data_plane *d)
 {
-    return s ? s->nqueue : 0;
+    (void)d;
+    return INT_MAX;
+}
+
+static int held(cr_data_plane *d)
+{
+    return node_of(d)->nqueue;
 }
 
 /* Walk the queue in send order; a pair found blocked stays blocked for the rest of the
  * walk, so its later blocks cannot pass its earlier ones. */
-int shm_complete(shm_node *s, cr_give_back_fn give_back, void *arg)
+static int complete(cr_data_plane *d, cr_give_back_fn give_back, void *arg)
 {
-    if (!s || s->nqueue == 0)
+    shm_node *s = node_of(d);
+    if (s->nqueue == 0)
         return 0;
     unsigned stamp = ++s->stamp;
     int kept = 0, done = 0;
@@ -394,16 +416,17 @@ static size_t drain(shm_node *s, int p, size_t budget, unsigned parity, cr_deliv
     return got;
 }
 
-size_t shm_poll(shm_node *s, int budget, unsigned parity, cr_deliver_fn deliver, void *arg)
+static size_t poll(cr_data_plane *d, int budget, cr_deliver_fn deliver, void *arg)
 {
-    if (!s || budget <= 0)
+    shm_node *s = node_of(d);
+    if (budget <= 0)
         return 0;
     size_t got = 0;
     int start = s->next_peer;
     s->next_peer = (start + 1) % s->npeers;
     for (int k = 0; k < s->npeers && got < (size_t)budget; k++) {
         int p = (start + k) % s->npeers;
-        got += drain(s, p, (size_t)budget - got, parity & TAG_PARITY, deliver, arg);
+        got += drain(s, p, (size_t)budget - got, s->parity & TAG_PARITY, deliver, arg);
     }
     return got;
 }
@@ -413,7 +436,28 @@ const cr_node_area *shm_area(const shm_node *s)
     return s ? &s->area : NULL;
 }
 
-uint64_t shm_sends(const shm_node *s)
+static void next_phase(cr_data_plane *d)
 {
-    return s ? s->sends : 0;
+    node_of(d)->parity ^= 1u;
+}
+
+static uint64_t shared_sends(const cr_data_plane *d)
+{
+    return node_of(d)->sends;
+}
+
+static const cr_data_ops shm_ops = {
+    .slots_free = slots_free,
+    .inflight = held,
+    .reaches = reaches,
+    .send = send,
+    .complete = complete,
+    .poll = poll,
+    .next_phase = next_phase,
+    .shared_sends = shared_sends,
+};
+
+cr_data_plane *shm_plane(shm_node *s)
+{
+    return s ? &s->plane : NULL;
 }

@@ -28,28 +28,16 @@ shm_node *shm_node_create(MPI_Comm comm, const shm_opts *opts);
 /* Collective over the node, with nothing in flight: free the segment. */
 void shm_node_destroy(shm_node *s);
 
-/* Local. True if blocks to comm rank `dest` go through a ring. */
-bool shm_reaches(const shm_node *s, int dest);
-
-/* Local: send data[0, len) (a block of capacity cap) to dest, tagged with the
- * sender's phase parity. True if it was copied into the ring (the caller has the block
- * back); false if it waits in the queue, in its pair's order, for slots: the node holds
- * it until shm_complete gives it back. A block larger than a slot travels in pieces. */
-bool shm_send(shm_node *s, int dest, char *data, size_t len, size_t cap, unsigned parity);
-/* Local: blocks the node holds (queued for a slot). */
-int shm_held(const shm_node *s);
-/* Local: copy the queued blocks that fit now, in each pair's order, and give each
- * back. Returns how many left the queue. */
-int shm_complete(shm_node *s, cr_give_back_fn give_back, void *arg);
-/* Local: deliver up to budget blocks of phase parity `parity` from the rings, each
- * where it lies (a large one assembled first); deliver may poll again. Returns how
- * many. */
-size_t shm_poll(shm_node *s, int budget, unsigned parity, cr_deliver_fn deliver, void *arg);
+/* Local: the node's rings as a data plane (transport.h), to compose with MPI's
+ * (near_far.h); NULL when s is. It reaches the other ranks of the node. A block is
+ * copied into its pair's ring (send returns true: the caller has it back) or waits in
+ * a queue, in its pair's order, for slots, held until complete gives it back; a block
+ * larger than a slot travels in pieces. poll delivers each block where it lies (a
+ * large one assembled first); a delivery may poll again. shared_sends counts the
+ * blocks copied into rings since creation. */
+cr_data_plane *shm_plane(shm_node *s);
 
 /* Local: the node's area for the collectives (transport.h). */
 const cr_node_area *shm_area(const shm_node *s);
-
-/* Local: blocks copied into rings since creation. */
-uint64_t shm_sends(const shm_node *s);
 
 #endif

@@ -23,6 +23,7 @@
 #include "courier/rng.h"
 
 #include <setjmp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -114,6 +115,7 @@ struct cr_sim_world {
 
 typedef struct sim_transport {
     cr_transport base;
+    cr_data_plane plane;
     cr_sim_world *w;
     shared_comm *sc;
     unsigned phase;
@@ -134,6 +136,11 @@ typedef struct sim_transport {
 static sim_transport *st(cr_transport *t)
 {
     return (sim_transport *)t;
+}
+
+static sim_transport *of_plane(const cr_data_plane *d)
+{
+    return (sim_transport *)((char *)d - offsetof(sim_transport, plane));
 }
 
 /* ---------------------------------------------------------------- coroutines */
@@ -186,25 +193,25 @@ static void rank_main(void)
 
 /* ---------------------------------------------------------------- blocks */
 
-static int slots_free(cr_transport *t)
+static int slots_free(cr_data_plane *d)
 {
-    return st(t)->nslots - st(t)->inflight;
+    return of_plane(d)->nslots - of_plane(d)->inflight;
 }
 
-static int inflight(cr_transport *t)
+static int inflight(cr_data_plane *d)
 {
-    return st(t)->inflight;
+    return of_plane(d)->inflight;
 }
 
-static bool send_block(cr_transport *t, int dest, char *data, size_t len, size_t cap)
+static bool send_block(cr_data_plane *d, int dest, char *data, size_t len, size_t cap)
 {
-    sim_transport *s = st(t);
+    sim_transport *s = of_plane(d);
     if (s->inflight == s->nslots)
         cr_fatal("internal error: a send without a free slot");
     if ((unsigned)dest >= (unsigned)s->w->p)
         cr_fatal("internal error: send to rank %d of %d", dest, s->w->p);
     block *b = cr_xcalloc(1, sizeof *b);
-    *b = (block){.src = t->rank, .phase = s->phase, .data = data, .len = len, .cap = cap};
+    *b = (block){.src = s->base.rank, .phase = s->phase, .data = data, .len = len, .cap = cap};
     for (int i = 0; i < s->nslots; i++)
         if (!s->slots[i]) {
             s->slots[i] = b;
@@ -222,9 +229,9 @@ static bool send_block(cr_transport *t, int dest, char *data, size_t len, size_t
     return false;
 }
 
-static int complete(cr_transport *t, cr_give_back_fn give_back, void *arg)
+static int complete(cr_data_plane *d, cr_give_back_fn give_back, void *arg)
 {
-    sim_transport *s = st(t);
+    sim_transport *s = of_plane(d);
     int done = 0;
     for (int i = 0; i < s->nslots && s->inflight > 0; i++) {
         block *b = s->slots[i];
@@ -321,9 +328,9 @@ static void keep_spare(sim_transport *s, char *buf, size_t cap)
 /* A block is received as MPI receives a synchronous send: copied into the
  * receiver's buffer, and from then on the send is complete, whether or not its
  * records have been handled. */
-static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg)
+static size_t poll(cr_data_plane *d, int budget, cr_deliver_fn deliver, void *arg)
 {
-    sim_transport *s = st(t);
+    sim_transport *s = of_plane(d);
     size_t got = 0;
     while (budget-- > 0) {
         block *b = choose(s);
@@ -343,10 +350,21 @@ static size_t poll(cr_transport *t, int budget, cr_deliver_fn deliver, void *arg
     return got;
 }
 
-static void next_phase(cr_transport *t)
+static void next_phase(cr_data_plane *d)
 {
-    st(t)->phase ^= 1u;
+    of_plane(d)->phase ^= 1u;
 }
+
+static const cr_data_ops sim_data_ops = {
+    .slots_free = slots_free,
+    .inflight = inflight,
+    .reaches = NULL,
+    .send = send_block,
+    .complete = complete,
+    .poll = poll,
+    .next_phase = next_phase,
+    .shared_sends = NULL,
+};
 
 /* ---------------------------------------------------------------- collectives */
 
@@ -908,8 +926,11 @@ static void node_mem_destroy(cr_transport *t, cr_node_mem *m)
     *m = (cr_node_mem){0};
 }
 
-static const cr_node_mem_ops sim_node_mem_ops = {.create = node_mem_create,
-                                                 .destroy = node_mem_destroy};
+static const cr_node_mem_ops sim_node_mem_ops = {
+    .area = NULL,
+    .create = node_mem_create,
+    .destroy = node_mem_destroy,
+};
 
 static void nodes(cr_transport *t, int *node_of)
 {
@@ -950,38 +971,46 @@ void cr_sim_world_set_costs(cr_sim_world *w, double message, double byte, double
     w->costs[0] = message, w->costs[1] = byte, w->costs[2] = record;
 }
 
-static const cr_transport_ops sim_ops = {
-    .name = "simulation",
-    .slots_free = slots_free,
-    .inflight = inflight,
-    .send = send_block,
-    .complete = complete,
-    .poll = poll,
-    .next_phase = next_phase,
+static const cr_group_ops group_ops = {
     .wave_join = wave_join,
     .wave_test = wave_test,
     .allreduce_u64 = allreduce_u64,
     .allreduce_double = allreduce_double,
     .nodes = nodes,
-    .chan_open = chan_open,
-    .chan_close = chan_close,
-    .chan_isend = chan_isend,
-    .chan_irecv = chan_irecv,
-    .chan_isendv = chan_isendv,
-    .chan_irecvv = chan_irecvv,
-    .chan_probe = chan_probe,
-    .chan_recv_probed = chan_recv_probed,
-    .chan_test = chan_test,
-    .chan_ibarrier = chan_ibarrier,
-    .chan_ialltoall = chan_ialltoall,
-    .chan_ireduce_scatter_sum = chan_ireduce_scatter_sum,
-    .machine_costs = machine_costs,
-    .node_mem = &sim_node_mem_ops,
+};
+
+static const cr_chan_ops chan_ops = {
+    .open = chan_open,
+    .close = chan_close,
+    .isend = chan_isend,
+    .irecv = chan_irecv,
+    .isendv = chan_isendv,
+    .irecvv = chan_irecvv,
+    .probe = chan_probe,
+    .recv_probed = chan_recv_probed,
+    .test = chan_test,
+    .ibarrier = chan_ibarrier,
+    .ialltoall = chan_ialltoall,
+    .ireduce_scatter_sum = chan_ireduce_scatter_sum,
+};
+
+/* No reports: the simulation has no clock for a watchdog to watch. */
+static const cr_host_ops host_ops = {
     .now = now,
     .yield = sim_yield,
     .report_send = NULL,
     .report_take = NULL,
     .reports_sent = NULL,
+    .machine_ranks = NULL,
+    .machine_costs = machine_costs,
+};
+
+static const cr_transport_ops sim_ops = {
+    .name = "simulation",
+    .group = &group_ops,
+    .chan = &chan_ops,
+    .host = &host_ops,
+    .node_mem = &sim_node_mem_ops,
     .destroy = destroy,
 };
 
@@ -997,7 +1026,8 @@ cr_transport *cr_sim_transport_create(cr_sim_world *w, int rank, unsigned max_in
         w->comms[w->ncomms++] = sc;
     }
     sim_transport *s = cr_xcalloc(1, sizeof *s);
-    s->base = (cr_transport){.ops = &sim_ops, .rank = rank, .size = w->p};
+    s->base = (cr_transport){.ops = &sim_ops, .data = &s->plane, .rank = rank, .size = w->p};
+    s->plane.ops = &sim_data_ops;
     s->w = w;
     s->sc = w->comms[index];
     s->nslots = (int)max_inflight;

@@ -117,9 +117,9 @@ static void inject(cr_comm *c, const void *buf, int len)
 {
     char *copy = malloc((size_t)len);
     memcpy(copy, buf, (size_t)len);
-    while (c->tp->ops->slots_free(c->tp) == 0)
+    while (c->tp->data->ops->slots_free(c->tp->data) == 0)
         cr_progress(c);
-    c->tp->ops->send(c->tp, (c->rank + 1) % c->size, copy, (size_t)len, (size_t)len);
+    c->tp->data->ops->send(c->tp->data, (c->rank + 1) % c->size, copy, (size_t)len, (size_t)len);
     c->mpi_sent_total++;
 }
 
