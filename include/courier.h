@@ -18,5 +18,6 @@
 #include "courier/sim.h"
 #include "courier/sort.h"
 #include "courier/tune.h"
+#include "courier/calibrate.h"
 
 #endif

@@ -16,14 +16,12 @@
  * A second form predicts a distributed array's lock-step step over a grid of its
  * own (cr_tune_step_predict), from which the array's route `auto` chooses.
  *
- * Every function but cr_calibrate is local and pure: it depends on its arguments
- * only, so every rank that calls it with the same arguments gets the same answer, and
+ * Every function is local and pure: it depends on its arguments only, so every rank that calls it with the same arguments gets the same answer, and
  * never runs handlers. Errors (docs/architecture.md): none ends the job; an argument
  * out of range gives -1. */
 #ifndef COURIER_TUNE_H
 #define COURIER_TUNE_H
 
-#include "courier/mailbox.h"
 #include "courier/route.h"
 
 #include <stdbool.h>
@@ -119,41 +117,6 @@ int cr_tune_costs_add(const char *path, const cr_tune_costs *c, const cr_tune_sh
  * Local. */
 int cr_tune_costs_load(const char *path, const cr_tune_shape *here, cr_tune_costs *c,
                        cr_tune_shape *shape, char *err, size_t errlen);
-
-/* How long cr_calibrate measures; a field left 0 takes its default. */
-#define CR_CALIBRATE_MAX_REPEATS 15
-typedef struct cr_calibrate_opts {
-    uint64_t hops;    /* messages bounced between two ranks per measurement (2000) */
-    uint64_t records; /* records appended and handled per measurement (1M) */
-    int repeats;      /* measurements of each figure, the median taken (5; at most
-                         CR_CALIBRATE_MAX_REPEATS) */
-} cr_calibrate_opts;
-
-/* What cr_calibrate found. */
-typedef struct cr_calibration {
-    cr_tune_costs costs;  /* what it could not measure keeps cr_tune_costs_default's */
-    cr_tune_shape shape;  /* rank 0's node: its processors and ranks */
-    int ranks;            /* of the comm measured on */
-    int partner_on;       /* the rank measured within rank 0's node, -1 if none */
-    int partner_off;      /* ... on another node, -1 if none (the costs between nodes
-                             are then the defaults) */
-    double sharing;       /* the ranks over the processors of the busiest machine while
-                             it measured, at least 1: costs.forward is per unit of it */
-} cr_calibration;
-
-/* Measure the costs on the machine in front of it, over the runtime itself
- * (docs/tuning.md, "Calibration"): between rank 0 and the first other rank of its
- * node (and of another node), a stream of 8-byte records each way through 1 KiB and
- * through 64 KiB buffers (alpha: what one more message costs) and a token bounced
- * from handler to handler, small and 64 KiB (beta); a run of 16-byte records rank 0
- * sends itself and handles (append, handle); a stream between ranks 0 and 1 on the
- * direct route and on the hypercube (the difference is route_record). Runs on comms of its own over `comm`, created from `cfg` (NULL: the
- * defaults with the environment) on the direct route with nothing auto, and destroys
- * them; runs their handlers only. Collective over `comm`; every rank gets the same
- * result. COURIER_TUNE=calibrate calls it inside cr_comm_create (200 hops, 50,000
- * records, 3 repeats: a few milliseconds); courier-calibrate with its defaults. */
-void cr_calibrate(MPI_Comm comm, const cr_config *cfg, const cr_calibrate_opts *opts,
-                  cr_calibration *out);
 
 /* The traffic of an epoch: every rank sends `records_per_dest` records of
  * `record_bytes` payload bytes to every other rank. When the records merge on

@@ -217,6 +217,12 @@ const cr_tune_costs *cr_module_tune_costs(const cr_comm *c)
     return &c->tune.costs;
 }
 
+int cr_module_machine_ranks(const cr_comm *c)
+{
+    const cr_host_ops *host = c->tp->ops->host;
+    return host->machine_ranks ? host->machine_ranks(c->tp) : 0;
+}
+
 double cr_module_now(const cr_comm *c)
 {
     return c->tp->ops->host->now(c->tp);

@@ -71,6 +71,10 @@ void cr_module_note_work(cr_comm *comm);
  * comm. Local. */
 const cr_layout *cr_module_layout(const cr_comm *comm);
 const cr_tune_costs *cr_module_tune_costs(const cr_comm *comm);
+/* The ranks of this comm on this rank's machine, which share its processors (MPI's
+ * shared-memory node, not COURIER_NODE_SIZE's virtual ones); 0 when the transport's
+ * ranks do not share processors in time (the simulation). Local. */
+int cr_module_machine_ranks(const cr_comm *comm);
 /* The memory this rank shares with the other ranks of its node (transport.h), or
  * NULL. Local. */
 const cr_node_area *cr_module_node_area(cr_comm *comm);
