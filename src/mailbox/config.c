@@ -29,7 +29,25 @@ typedef enum setting_kind {
     SET_INT,     /* int */
     SET_BOOL,    /* bool, from 0 or 1 */
     SET_SECONDS, /* double seconds; the variable takes the units s, ms, us */
+    SET_CHOICE,  /* an enum (stored as an int) or a bool, named by one of its words */
 } setting_kind;
+
+/* A word a SET_CHOICE variable takes, the value it stands for and the value's name in
+ * C (for the message of cr_config_validate). */
+typedef struct choice {
+    const char *word;
+    int value;
+    const char *c_name;
+} choice;
+static const choice recv_choices[] = {{"probe", CR_RECV_PROBE, "CR_RECV_PROBE"},
+                                      {"prepost", CR_RECV_PREPOST, "CR_RECV_PREPOST"},
+                                      {NULL, 0, NULL}};
+static const choice on_off[] = {{"on", 1, "true"}, {"off", 0, "false"}, {NULL, 0, NULL}};
+static const choice flow_choices[] = {{"waits", CR_FLOW_WAITS, "CR_FLOW_WAITS"},
+                                      {"deep-held", CR_FLOW_DEEP_HELD, "CR_FLOW_DEEP_HELD"},
+                                      {NULL, 0, NULL}};
+static const choice tune_choices[] = {{"calibrate", 1, "true"}, {"off", 0, "false"},
+                                      {NULL, 0, NULL}};
 
 typedef struct setting {
     const char *env;   /* its variable */
@@ -40,41 +58,57 @@ typedef struct setting {
     double dflt;
     bool zero_is_off;  /* 0 is allowed below min: the feature is off */
     const char *doc;   /* what it sets (docs/configuration.md says more) */
+    bool is_bool;      /* SET_CHOICE: the field is a bool, not an enum */
+    const choice *choices; /* SET_CHOICE: in the order messages list them, ended by a
+                              NULL word */
 } setting;
+
+_Static_assert(sizeof(cr_recv_mode) == sizeof(int) && sizeof(cr_flow_policy) == sizeof(int),
+               "SET_CHOICE stores an enum as an int");
 
 #define AT(f) #f, offsetof(cr_config, f)
 static const setting settings[] = {
     {"COURIER_BUFFER_SIZE", AT(buffer_bytes), SET_SIZE, 1, (double)GiB, 64 * KiB, false,
-     "flush threshold of a destination's send buffer"},
+     "flush threshold of a destination's send buffer", false, NULL},
     {"COURIER_BUFFER_CAP", AT(buffer_cap_bytes), SET_SIZE, 1, 64.0 * (double)GiB, 32 * MiB,
-     false, "bytes a rank's send buffers may hold before it waits"},
+     false, "bytes a rank's send buffers may hold before it waits", false, NULL},
     {"COURIER_MAX_INFLIGHT", AT(max_inflight), SET_UINT, 1, 65536, 32, false,
-     "sends in flight per rank at most"},
+     "sends in flight per rank at most", false, NULL},
     {"COURIER_NEST_LIMIT", AT(nest_limit), SET_UINT, 0, 64, 16, false,
-     "how deep a reentrant handler over the cap may handle buffers"},
+     "how deep a reentrant handler over the cap may handle buffers", false, NULL},
     {"COURIER_PARK_CAP", AT(park_cap_bytes), SET_SIZE, 1, 64.0 * (double)GiB, 0, true,
      "under COURIER_FLOW=deep-held, bytes from other ranks a rank parks before it stops "
-     "taking buffers (0: COURIER_MAX_INFLIGHT buffers of COURIER_BUFFER_SIZE)"},
+     "taking buffers (0: COURIER_MAX_INFLIGHT buffers of COURIER_BUFFER_SIZE)", false, NULL},
     {"COURIER_PARK_RELIEF", AT(park_relief_polls), SET_UINT, 0, 1 << 20, 64, false,
      "most polls without progress before a paused rank with a full park takes a buffer; the "
-     "first relief comes after one, each further one after twice as many (0: never)"},
+     "first relief comes after one, each further one after twice as many (0: never)", false,
+     NULL},
     {"COURIER_FLUSH_INTERVAL", AT(flush_interval), SET_SECONDS, 0, 3600, 0.005, false,
-     "longest a partly filled buffer waits while the rank is idle"},
+     "longest a partly filled buffer waits while the rank is idle", false, NULL},
     {"COURIER_WATCHDOG", AT(watchdog_seconds), SET_SECONDS, WATCHDOG_MIN, 86400, 60, true,
-     "seconds without progress before the watchdog reports (0: off)"},
+     "seconds without progress before the watchdog reports (0: off)", false, NULL},
     {"COURIER_WATCHDOG_ABORT", AT(watchdog_abort), SET_UINT, 0, 1000, 0, false,
-     "reports after which the watchdog ends the job (0: never)"},
+     "reports after which the watchdog ends the job (0: never)", false, NULL},
     {"COURIER_STATS", AT(print_stats), SET_BOOL, 0, 1, 0, false,
-     "print the counters when the comm is destroyed"},
-    {"COURIER_VERBOSE", AT(verbosity), SET_INT, 0, 3, 0, false, "diagnostic output level"},
+     "print the counters when the comm is destroyed", false, NULL},
+    {"COURIER_VERBOSE", AT(verbosity), SET_INT, 0, 3, 0, false, "diagnostic output level",
+     false, NULL},
     {"COURIER_DENSE_RANKS", AT(dense_ranks), SET_UINT, 0, 1 << 30, 1024, false,
      "largest job whose ranks keep send state for every destination (above it: only for "
-     "the destinations used; 0: always only those)"},
+     "the destinations used; 0: always only those)", false, NULL},
     {"COURIER_NODE_SIZE", AT(node_size), SET_UINT, 0, 1 << 30, 0, false,
-     "ranks per virtual node (0: the nodes MPI reports)"},
+     "ranks per virtual node (0: the nodes MPI reports)", false, NULL},
     {"COURIER_SHM_BYTES", AT(shm_bytes), SET_SIZE, 0, 64.0 * (double)GiB, 16 * MiB, false,
      "shared memory a rank offers the other ranks of its node for their rings (too little "
-     "for two slots per sender: the node's blocks go through MPI)"},
+     "for two slots per sender: the node's blocks go through MPI)", false, NULL},
+    {"COURIER_RECV", AT(recv_mode), SET_CHOICE, 0, 0, CR_RECV_PROBE, false,
+     "how a rank receives blocks (docs/receive.md)", false, recv_choices},
+    {"COURIER_SHM", AT(shm), SET_CHOICE, 0, 0, 1, false,
+     "blocks between ranks of a node through rings in shared memory", true, on_off},
+    {"COURIER_FLOW", AT(flow), SET_CHOICE, 0, 0, CR_FLOW_DEEP_HELD, false,
+     "the flow policy (docs/flow_control.md)", false, flow_choices},
+    {"COURIER_TUNE", AT(tune_calibrate), SET_CHOICE, 0, 0, 0, false,
+     "when something is auto, measure the costs at creation", true, tune_choices},
 };
 #undef AT
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -92,6 +126,13 @@ static double value_of(const cr_config *cfg, const setting *t)
     case SET_UINT: memcpy(&u, at, sizeof u); return u;
     case SET_INT: memcpy(&i, at, sizeof i); return i;
     case SET_BOOL: memcpy(&b, at, sizeof b); return b;
+    case SET_CHOICE:
+        if (t->is_bool) {
+            memcpy(&b, at, sizeof b);
+            return b;
+        }
+        memcpy(&i, at, sizeof i);
+        return i;
     default: memcpy(&d, at, sizeof d); return d;
     }
 }
@@ -110,12 +151,46 @@ static void store(cr_config *cfg, const setting *t, double v)
     case SET_INT: memcpy(at, &i, sizeof i); break;
     case SET_BOOL: memcpy(at, &b, sizeof b); break;
     case SET_SECONDS: memcpy(at, &v, sizeof v); break;
+    case SET_CHOICE:
+        if (t->is_bool)
+            memcpy(at, &b, sizeof b);
+        else
+            memcpy(at, &i, sizeof i);
+        break;
+    }
+}
+
+/* The choice of t whose word is `word` (or, when word is NULL, whose value is v), or
+ * NULL. */
+static const choice *choice_of(const setting *t, const char *word, double v)
+{
+    for (int k = 0; t->choices[k].word; k++)
+        if (word ? !strcmp(word, t->choices[k].word) : v == t->choices[k].value)
+            return &t->choices[k];
+    return NULL;
+}
+
+/* "a or b", "a, b or c": the choices' words (or their names in C). */
+static void list_choices(const setting *t, bool in_c, char *out, size_t len)
+{
+    int n = 0;
+    while (t->choices && t->choices[n].word)
+        n++;
+    size_t used = 0;
+    out[0] = '\0';
+    for (int k = 0; k < n && used < len; k++) {
+        const char *sep = k == 0 ? "" : k == n - 1 ? " or " : ", ";
+        int w = snprintf(out + used, len - used, "%s%s", sep,
+                         in_c ? t->choices[k].c_name : t->choices[k].word);
+        used += w > 0 ? (size_t)w : 0;
     }
 }
 
 /* NaN is in no range. */
 static bool in_range(const setting *t, double v)
 {
+    if (t->kind == SET_CHOICE)
+        return choice_of(t, NULL, v) != NULL;
     return (t->zero_is_off && v == 0) || (v >= t->min && v <= t->max);
 }
 
@@ -124,9 +199,6 @@ void cr_config_init(cr_config *cfg)
     memset(cfg, 0, sizeof *cfg); /* padding too, so configs compare bytewise */
     for (size_t i = 0; i < NSETTINGS; i++)
         store(cfg, &settings[i], settings[i].dflt);
-    cfg->recv_mode = CR_RECV_PROBE;
-    cfg->shm = true;
-    cfg->flow = CR_FLOW_DEEP_HELD;
     cfg->route = (cr_route){.kind = CR_ROUTE_DIRECT};
     cfg->exchange = CR_NBX_PROTOCOL_NBX;
     cfg->allreduce = CR_ALLREDUCE_AUTO;
@@ -215,6 +287,17 @@ static int env_setting(const setting *t, cr_config *cfg, char *err, size_t errle
         cfg->buffer_auto = true; /* chosen when the comm is created (courier/tune.h) */
         return 0;
     }
+    if (t->kind == SET_CHOICE) {
+        const choice *ch = choice_of(t, s, 0);
+        if (ch) {
+            store(cfg, t, ch->value);
+            return 0;
+        }
+        char words[128];
+        list_choices(t, false, words, sizeof words);
+        cr_set_error(err, errlen, "%s='%s' is not valid: expected %s", t->env, s, words);
+        return -1;
+    }
     double v = 0;
     bool parsed;
     if (t->kind == SET_SIZE) {
@@ -277,44 +360,6 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
         if (env_setting(&settings[i], &c, err, errlen) < 0)
             return -1;
 
-    const char *recv = getenv("COURIER_RECV");
-    if (recv) {
-        if (!strcmp(recv, "probe"))
-            c.recv_mode = CR_RECV_PROBE;
-        else if (!strcmp(recv, "prepost"))
-            c.recv_mode = CR_RECV_PREPOST;
-        else {
-            cr_set_error(err, errlen, "COURIER_RECV='%s' is not valid: expected probe or prepost",
-                      recv);
-            return -1;
-        }
-    }
-
-    const char *shm = getenv("COURIER_SHM");
-    if (shm) {
-        if (!strcmp(shm, "on"))
-            c.shm = true;
-        else if (!strcmp(shm, "off"))
-            c.shm = false;
-        else {
-            cr_set_error(err, errlen, "COURIER_SHM='%s' is not valid: expected on or off", shm);
-            return -1;
-        }
-    }
-
-    const char *flow = getenv("COURIER_FLOW");
-    if (flow) {
-        if (!strcmp(flow, "waits"))
-            c.flow = CR_FLOW_WAITS;
-        else if (!strcmp(flow, "deep-held"))
-            c.flow = CR_FLOW_DEEP_HELD;
-        else {
-            cr_set_error(err, errlen, "COURIER_FLOW='%s' is not valid: expected waits or deep-held",
-                         flow);
-            return -1;
-        }
-    }
-
     const char *route = getenv("COURIER_ROUTE");
     if (route) {
         char why[256];
@@ -324,15 +369,6 @@ int cr_mailbox_config_from_env(cr_config *cfg, char *err, size_t errlen)
                       reason ? reason + strlen("is not valid: ") : why);
             return -1;
         }
-    }
-    const char *tune = getenv("COURIER_TUNE");
-    if (tune) {
-        if (strcmp(tune, "calibrate") && strcmp(tune, "off")) {
-            cr_set_error(err, errlen, "COURIER_TUNE='%s' is not valid: expected calibrate or off",
-                         tune);
-            return -1;
-        }
-        c.tune_calibrate = !strcmp(tune, "calibrate");
     }
     if (path_from_env("COURIER_TRACE", c.trace_path, sizeof c.trace_path, err, errlen) ||
         path_from_env("COURIER_TUNE_FILE", c.tune_file, sizeof c.tune_file, err, errlen))
@@ -352,7 +388,11 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
         double v = value_of(cfg, t);
         if (in_range(t, v))
             continue;
-        if (t->kind == SET_SECONDS)
+        char names[128];
+        list_choices(t, true, names, sizeof names);
+        if (t->kind == SET_CHOICE)
+            cr_set_error(err, errlen, "%s=%.0f is not valid: expected %s", t->field, v, names);
+        else if (t->kind == SET_SECONDS)
             cr_set_error(err, errlen, "%s=%g is out of range: expected %s%g to %g seconds",
                          t->field, v, t->zero_is_off ? "0 (off) or " : "", t->min, t->max);
         else
@@ -363,16 +403,6 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
     if (cfg->tune_calibrate && cfg->tune_file[0]) {
         cr_set_error(err, errlen, "COURIER_TUNE=calibrate and COURIER_TUNE_FILE (%s) both give "
                      "the costs auto chooses with; set one of them", cfg->tune_file);
-        return -1;
-    }
-    if (cfg->recv_mode != CR_RECV_PROBE && cfg->recv_mode != CR_RECV_PREPOST) {
-        cr_set_error(err, errlen, "recv_mode=%d is not valid: expected CR_RECV_PROBE or CR_RECV_PREPOST",
-                  (int)cfg->recv_mode);
-        return -1;
-    }
-    if (cfg->flow != CR_FLOW_WAITS && cfg->flow != CR_FLOW_DEEP_HELD) {
-        cr_set_error(err, errlen, "flow=%d is not valid: expected CR_FLOW_WAITS or CR_FLOW_DEEP_HELD",
-                     (int)cfg->flow);
         return -1;
     }
     if (memchr(cfg->trace_path, '\0', sizeof cfg->trace_path) == NULL) {
@@ -402,8 +432,7 @@ int cr_mailbox_config_validate(const cr_config *cfg, char *err, size_t errlen)
 /* The COURIER_* variables the library reads besides the settings table's (the
  * modules' included). */
 static const char *const other_variables[] = {
-    "COURIER_RECV", "COURIER_ROUTE", "COURIER_TRACE", "COURIER_FLOW", "COURIER_SHM",
-    "COURIER_TUNE_FILE", "COURIER_TUNE",
+    "COURIER_ROUTE", "COURIER_TRACE", "COURIER_TUNE_FILE",
     "COURIER_EXCHANGE", "COURIER_ALLREDUCE", "COURIER_ALLGATHER",
 };
 #define NOTHER (sizeof other_variables / sizeof other_variables[0])

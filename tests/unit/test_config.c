@@ -249,6 +249,10 @@ static void test_validate_checks_both_bounds(void **state)
     EXPECT_VALID(recv_mode, CR_RECV_PREPOST);
     EXPECT_INVALID(recv_mode, (cr_recv_mode)-1, "recv_mode=");
     EXPECT_INVALID(recv_mode, (cr_recv_mode)2, "recv_mode=");
+    EXPECT_VALID(flow, CR_FLOW_WAITS);
+    EXPECT_VALID(flow, CR_FLOW_DEEP_HELD);
+    EXPECT_INVALID(flow, (cr_flow_policy)-1, "expected CR_FLOW_WAITS or CR_FLOW_DEEP_HELD");
+    EXPECT_INVALID(flow, (cr_flow_policy)7, "flow=7");
     EXPECT_VALID(node_size, 1u << 30);
     EXPECT_INVALID(node_size, (1u << 30) + 1, "node_size=");
     EXPECT_VALID(exchange, CR_NBX_PROTOCOL_NBX);
