@@ -1327,6 +1327,76 @@ static void test_deep_in_place(void **state)
         }
 }
 
+/* Deepest first (docs/flow_control.md, deep-held rule 1): a buffer of records of a
+ * reentrant handler is walked one record at a time, and what each record sends this
+ * rank itself is handled before the next record of the buffer, as deeper work. Rank 0
+ * sends rank 1 ORDER_PARENTS records of a reentrant handler in one buffer; each sends
+ * rank 1 a child, and rank 1 logs the order it handles them in. A walk that did not
+ * stop after a reentrant handler's record would log every parent first. */
+#define ORDER_PARENTS 6
+static int order_log[4 * ORDER_PARENTS], order_n;
+static int order_child;
+
+/* A child fills a buffer of its own (ORDER_CHILD_BYTES > the buffer size), so it is
+ * flushed to this rank's own queue as soon as it is sent. */
+#define ORDER_CHILD_BYTES 300
+
+static void on_order_child(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)comm, (void)src, (void)len, (void)user;
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    if (order_n < 4 * ORDER_PARENTS)
+        order_log[order_n++] = -1 - (int)v; /* a child: negative */
+}
+
+static void on_order_parent(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)src, (void)len, (void)user;
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    if (order_n < 4 * ORDER_PARENTS)
+        order_log[order_n++] = (int)v;
+    char child[ORDER_CHILD_BYTES] = {0};
+    memcpy(child, &v, sizeof v);
+    cr_async(comm, cr_comm_rank(comm), order_child, child, sizeof child);
+}
+
+static void run_order(cr_comm *comm, void *user)
+{
+    (void)user;
+    int parent = cr_register_type(comm, &(cr_handler_type){.fn = on_order_parent,
+                                                           .reentrant = true}, NULL);
+    order_child = cr_register(comm, on_order_child, NULL);
+    cr_barrier(comm);
+    if (cr_comm_rank(comm) == 0)
+        for (uint32_t v = 0; v < ORDER_PARENTS; v++)
+            cr_async(comm, 1, parent, &v, sizeof v);
+    cr_barrier(comm);
+}
+
+static void test_deep_order(void **state)
+{
+    (void)state;
+    named_config nc = deep(NULL);
+    nc.cfg.buffer_bytes = 256; /* the parents travel in one buffer */
+    nc.cfg.buffer_cap_bytes = 1 << 20; /* and the rank is never paused */
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        order_n = 0;
+        char err[256];
+        cr_sim_opts o = {.ranks = 2, .seed = seed, .cfg = &nc.cfg};
+        snprintf(ctx, sizeof ctx, "deep-held handling order, seed %llu", (unsigned long long)seed);
+        if (cr_sim_run(&o, run_order, NULL, NULL, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        EXPECT_EQ((uint64_t)order_n, 2 * ORDER_PARENTS);
+        for (int k = 0; k < ORDER_PARENTS; k++)
+            if (order_log[2 * k] != k || order_log[2 * k + 1] != -1 - k)
+                fail_msg("%s: entry %d is %d, %d (parents k >= 0, children -1 - k): each "
+                         "parent's child must be handled before the next parent", ctx, 2 * k,
+                         order_log[2 * k], order_log[2 * k + 1]);
+    }
+}
+
 /* The pause counts the sends in flight: with many slots and small buffers, a pause
  * on the send buffers alone would let a rank put its whole window on its way, far
  * above the bound (the run of test_deep_fanout with 32 slots). */
@@ -2883,7 +2953,8 @@ int main(int argc, char **argv)
         return cmocka_run_group_tests(one, NULL, NULL);
     }
     if (argc > 1 && !strcmp(argv[1], "deep")) {
-        const struct CMUnitTest some[] = {cmocka_unit_test(test_deep_relief),
+        const struct CMUnitTest some[] = {cmocka_unit_test(test_deep_order),
+                                          cmocka_unit_test(test_deep_relief),
                                           cmocka_unit_test(test_deep_in_place),
                                           cmocka_unit_test(test_deep_counts_inflight),
                                           cmocka_unit_test(test_deep_fanout),
