@@ -89,6 +89,20 @@ typedef struct slot_value {
     double x;
 } slot_value;
 
+/* Each record of b names a ghost slot and a value: `apply` it to every local vertex
+ * that has the slot's vertex as a neighbour (the forward paths and the backward
+ * dependencies walk the same reverse index). */
+static inline void to_local_neighbours(const cr_batch *b, bc_run *r,
+                                       void (*apply)(bc_run *, uint64_t, double))
+{
+    for (size_t k = 0; k < b->count; k++) {
+        slot_value m;
+        memcpy(&m, cr_batch_payload(b, k), sizeof m);
+        for (uint64_t e = r->gh->rev_off[m.slot]; e < r->gh->rev_off[m.slot + 1]; e++)
+            apply(r, r->gh->rev_local[e], m.x);
+    }
+}
+
 /* ---------------------------------------------------------------- forward */
 
 /* u's count `paths` reaches my vertex i from level cur. */
@@ -106,13 +120,7 @@ static void add_paths(bc_run *r, uint64_t i, double paths)
 static void on_paths(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
-    bc_run *r = ((bc_state *)user)->run;
-    for (size_t k = 0; k < b->count; k++) {
-        slot_value m;
-        memcpy(&m, cr_batch_payload(b, k), sizeof m);
-        for (uint64_t e = r->gh->rev_off[m.slot]; e < r->gh->rev_off[m.slot + 1]; e++)
-            add_paths(r, r->gh->rev_local[e], m.x);
-    }
+    to_local_neighbours(b, ((bc_state *)user)->run, add_paths);
 }
 
 /* Send my vertex u's value to every rank that copies it. */
@@ -232,13 +240,7 @@ static void add_dependency(bc_run *r, uint64_t i, double share)
 static void on_deps(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
-    bc_run *r = ((bc_state *)user)->run;
-    for (size_t k = 0; k < b->count; k++) {
-        slot_value m;
-        memcpy(&m, cr_batch_payload(b, k), sizeof m);
-        for (uint64_t e = r->gh->rev_off[m.slot]; e < r->gh->rev_off[m.slot + 1]; e++)
-            add_dependency(r, r->gh->rev_local[e], m.x);
-    }
+    to_local_neighbours(b, ((bc_state *)user)->run, add_dependency);
 }
 
 static void sum_dependencies(bc_run *r, const bc_state *s, int32_t levels)

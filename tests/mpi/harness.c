@@ -62,3 +62,16 @@ int run_mpi_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t 
     MPI_Finalize();
     return any ? 1 : 0;
 }
+
+void config_on_route(cr_config *cfg, const char *route, size_t buffer_bytes)
+{
+    cr_config_init(cfg);
+    char err[200];
+    if (cr_route_parse(route, &cfg->route, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        exit(2);
+    }
+    cfg->node_size = 2;
+    if (buffer_bytes)
+        cfg->buffer_bytes = buffer_bytes;
+}

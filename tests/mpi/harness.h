@@ -41,6 +41,11 @@ struct cr_comm;
  * Collective; call it after a cr_barrier. */
 void check_conserved(struct cr_comm *comm, uint64_t expect);
 
+/* The defaults with `route` (a cr_route_parse text; a bad one ends the test with
+ * status 2), virtual nodes of 2 ranks and, when not 0, `buffer_bytes`. Local. */
+struct cr_config;
+void config_on_route(struct cr_config *cfg, const char *route, size_t buffer_bytes);
+
 /* MPI_Init, run the group (output from rank 0 only), MPI_Finalize. */
 int run_mpi_tests(int argc, char **argv, const struct CMUnitTest *tests, size_t n,
                   const char *group);

@@ -18,12 +18,7 @@ static const char *const routes[] = {"direct", "nr", "nlnr", "grid", "hypercube"
 static cr_config config_for(const char *route, size_t buffer_bytes)
 {
     cr_config cfg;
-    cr_config_init(&cfg);
-    char err[200];
-    if (cr_route_parse(route, &cfg.route, err, sizeof err))
-        fprintf(stderr, "%s\n", err), exit(2);
-    cfg.node_size = 2;
-    cfg.buffer_bytes = buffer_bytes;
+    config_on_route(&cfg, route, buffer_bytes);
     return cfg;
 }
 

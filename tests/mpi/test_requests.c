@@ -20,12 +20,7 @@ static const char *const routes[] = {"direct", "nr", "nlnr", "grid", "hypercube"
 static cr_config config_for(const char *route)
 {
     cr_config cfg;
-    cr_config_init(&cfg);
-    char err[200];
-    if (cr_route_parse(route, &cfg.route, err, sizeof err))
-        fprintf(stderr, "%s\n", err), exit(2);
-    cfg.node_size = 2;
-    cfg.buffer_bytes = 256;
+    config_on_route(&cfg, route, 256);
     cfg.flush_interval = 0;
     return cfg;
 }

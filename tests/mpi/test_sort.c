@@ -15,13 +15,7 @@
 static cr_comm *comm_for(const char *route, size_t buffer_bytes)
 {
     cr_config cfg;
-    cr_config_init(&cfg);
-    char err[200];
-    if (cr_route_parse(route, &cfg.route, err, sizeof err))
-        fprintf(stderr, "%s\n", err), exit(2);
-    cfg.node_size = 2;
-    if (buffer_bytes)
-        cfg.buffer_bytes = buffer_bytes;
+    config_on_route(&cfg, route, buffer_bytes);
     return cr_comm_create(MPI_COMM_WORLD, &cfg);
 }
 
