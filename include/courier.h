@@ -17,6 +17,7 @@
 #include "courier/route.h"
 #include "courier/sim.h"
 #include "courier/sort.h"
+#include "courier/spmat.h"
 #include "courier/tune.h"
 #include "courier/calibrate.h"
 

@@ -1,0 +1,480 @@
+/* The distributed sparse matrix (include/courier/spmat.h, docs/bale.md). */
+#include "courier/spmat.h"
+
+#include "courier/coll.h"
+#include "courier/rng.h"
+#include "mailbox/module.h"
+
+#include "common/block.h"
+#include "common/fatal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows above this are refused: 2^40 rows of 10 entries are 80 TiB of columns. */
+#define MAX_ROWS (UINT64_C(1) << 40)
+
+struct cr_spmat {
+    cr_comm *comm;
+    uint64_t rows, cols, nnz; /* of the whole matrix */
+    uint64_t first, count;    /* this rank's rows */
+    uint64_t *offsets;        /* count + 1 */
+    uint64_t *col;            /* offsets[count] */
+    double *val;              /* the same, or NULL */
+};
+
+/* ---------------------------------------------------------------- the module */
+
+/* A transpose being built on this rank: its rows [first, first + count) of the
+ * result, the entries counted per row, then placed. */
+typedef struct transpose_job {
+    uint64_t first, count;
+    uint64_t *offsets; /* counts, then the offsets (count + 1) */
+    uint64_t *fill;    /* entries placed per row */
+    uint64_t *col;
+    double *val;
+} transpose_job;
+
+typedef struct spmat_state {
+    int h_count, h_entry;
+    transpose_job *job;
+} spmat_state;
+
+static int spmat_poll(cr_comm *comm, void *state)
+{
+    (void)comm, (void)state;
+    return -1; /* no work of its own: everything it does runs in its handlers */
+}
+
+static void spmat_state_destroy(cr_comm *comm, void *state)
+{
+    (void)comm;
+    free(state);
+}
+
+static const cr_module_type spmat_module = {.name = "spmat", .poll = spmat_poll,
+                                            .destroy = spmat_state_destroy};
+
+/* An entry of the transpose: its row (a column of the input), its column and value. */
+typedef struct entry {
+    uint64_t row, col;
+    double val;
+} entry;
+
+/* Phase 1: one record per entry of the input, naming its row of the transpose. */
+static void on_counts(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    transpose_job *j = ((spmat_state *)user)->job;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t row;
+        memcpy(&row, cr_batch_payload(b, k), sizeof row);
+        j->offsets[row - j->first]++;
+    }
+}
+
+/* Phase 2: the entries, each placed after those of its row already there. */
+static void on_entries(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    transpose_job *j = ((spmat_state *)user)->job;
+    for (size_t k = 0; k < b->count; k++) {
+        entry e = {0};
+        memcpy(&e, cr_batch_payload(b, k), b->len);
+        uint64_t r = e.row - j->first, at = j->offsets[r] + j->fill[r]++;
+        j->col[at] = e.col;
+        if (j->val)
+            j->val[at] = e.val;
+    }
+}
+
+static spmat_state *state_of(cr_comm *comm)
+{
+    spmat_state *s = cr_module_state(comm, &spmat_module);
+    if (s)
+        return s;
+    s = cr_xcalloc(1, sizeof *s);
+    cr_module_attach(comm, &spmat_module, s);
+    s->h_count = cr_register_type(comm, &(cr_handler_type){.batch = on_counts,
+                                                           .name = "spmat count"}, s);
+    s->h_entry = cr_register_type(comm, &(cr_handler_type){.batch = on_entries,
+                                                           .name = "spmat entry"}, s);
+    return s;
+}
+
+static void not_from_handler(cr_comm *comm, const char *what)
+{
+    if (cr_module_in_handler(comm))
+        cr_fatal("%s called from a handler: it is collective, call it from user code", what);
+}
+
+/* ---------------------------------------------------------------- making one */
+
+static uint64_t *alloc_u64(uint64_t n, const char *what)
+{
+    if (n > SIZE_MAX / 8 / 2)
+        cr_fatal("spmat: %s of %llu entries does not fit in memory", what, (unsigned long long)n);
+    uint64_t *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    if (!p)
+        cr_fatal("spmat: out of memory for %s (%llu entries)", what, (unsigned long long)n);
+    return p;
+}
+
+/* An empty matrix of this shape with this rank's block of rows, its nnz still 0. */
+static cr_spmat *shell(cr_comm *comm, uint64_t rows, uint64_t cols)
+{
+    cr_spmat *a = cr_xcalloc(1, sizeof *a);
+    a->comm = comm;
+    a->rows = rows;
+    a->cols = cols;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    a->first = cr_block_first(rows, p, me);
+    a->count = cr_block_count(rows, p, me);
+    a->offsets = alloc_u64(a->count + 1, "a matrix's offsets");
+    a->offsets[0] = 0;
+    return a;
+}
+
+/* The entries of all ranks. Collective. */
+static void count_all(cr_spmat *a)
+{
+    uint64_t mine = a->offsets[a->count];
+    cr_allreduce(a->comm, &mine, &a->nnz, 1, CR_UINT64, CR_OP_SUM, NULL);
+}
+
+/* Every rank's error, or none: the first one found, on every rank. Collective. */
+static int agree(cr_comm *comm, const char *mine, char *err, size_t errlen)
+{
+    int bad = mine != NULL, any = 0;
+    cr_allreduce(comm, &bad, &any, 1, CR_INT32, CR_OP_MAX, NULL);
+    if (!any)
+        return 0;
+    int me = bad ? cr_comm_rank(comm) : cr_comm_size(comm), first = 0;
+    cr_allreduce(comm, &me, &first, 1, CR_INT32, CR_OP_MIN, NULL);
+    uint64_t line[32] = {0}, all[32]; /* the first erring rank's line, as words */
+    if (me == first)
+        snprintf((char *)line, sizeof line, "%.255s", mine);
+    cr_allreduce(comm, line, all, 32, CR_UINT64, CR_OP_BOR, NULL);
+    cr_set_error(err, errlen, "%s", (const char *)all);
+    return -1;
+}
+
+void cr_spmat_er_init(cr_spmat_er *g)
+{
+    *g = (cr_spmat_er){.nz_per_row = 10, .seed = 1};
+}
+
+/* bale's resolution of the density: the probability of each off-diagonal entry. */
+static double edge_probability(const cr_spmat_er *g)
+{
+    if (g->edge_prob > 0)
+        return g->edge_prob;
+    if (g->rows < 2)
+        return 0;
+    double p = (g->loops ? g->nz_per_row - 1 : g->nz_per_row) / (double)(g->rows - 1);
+    if (!g->directed)
+        p *= 2;
+    return p < 0 ? 0 : p > 1 ? 1 : p;
+}
+
+static const char *bad_er(const cr_spmat_er *g)
+{
+    if (g->rows == 0 || g->rows > MAX_ROWS)
+        return "rows must be from 1 to 2^40";
+    if (!(g->edge_prob >= 0 && g->edge_prob <= 1))
+        return "the edge probability must be from 0 to 1";
+    if (!(g->nz_per_row >= 0) || !isfinite(g->nz_per_row))
+        return "the entries per row must be a number of at least 0";
+    return NULL;
+}
+
+/* A uniform double in (0, 1]. */
+static double unit(uint64_t *rng)
+{
+    return (double)((cr_rng_next(rng) >> 11) + 1) * 0x1p-53;
+}
+
+/* The gap to the next entry: 1 + a geometric variable (Batagelj and Brandes, ALG1):
+ * the number of candidates skipped before the next one present. */
+static uint64_t gap(uint64_t *rng, double log_q)
+{
+    if (log_q == 0)
+        return UINT64_MAX; /* p = 0: none */
+    double skip = floor(log(unit(rng)) / log_q);
+    return skip >= 1e18 ? UINT64_MAX : 1 + (uint64_t)skip;
+}
+
+typedef struct growing {
+    uint64_t *col;
+    double *val;
+    uint64_t n, cap;
+} growing;
+
+static void push(growing *g, uint64_t col, double val, bool weighted)
+{
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 1024;
+        g->col = realloc(g->col, g->cap * sizeof *g->col);
+        if (weighted)
+            g->val = realloc(g->val, g->cap * sizeof *g->val);
+        if (!g->col || (weighted && !g->val))
+            cr_fatal("spmat: out of memory for %llu entries", (unsigned long long)g->cap);
+    }
+    g->col[g->n] = col;
+    if (weighted)
+        g->val[g->n] = val;
+    g->n++;
+}
+
+/* Row i: its candidates are the columns below i (undirected) or every column but i
+ * (directed), in order; the diagonal is added in its place with loops. */
+static void draw_row(const cr_spmat_er *g, double log_q, uint64_t i, growing *out)
+{
+    uint64_t rng = cr_rng_hash64(g->seed ^ cr_rng_hash64(i + 0x5b1e));
+    uint64_t candidates = g->directed ? g->rows - 1 : i;
+    bool diag_done = !g->loops;
+    for (uint64_t c = gap(&rng, log_q) - 1; c < candidates; ) {
+        uint64_t col = g->directed && c >= i ? c + 1 : c;
+        if (!diag_done && col > i) {
+            push(out, i, unit(&rng), g->weighted);
+            diag_done = true;
+        }
+        push(out, col, g->weighted ? unit(&rng) : 0, g->weighted);
+        uint64_t step = gap(&rng, log_q);
+        c = step > candidates - c ? candidates : c + step;
+    }
+    if (!diag_done)
+        push(out, i, unit(&rng), g->weighted);
+}
+
+cr_spmat *cr_spmat_erdos_renyi(cr_comm *comm, const cr_spmat_er *g, char *err, size_t errlen)
+{
+    not_from_handler(comm, "cr_spmat_erdos_renyi");
+    const char *bad = bad_er(g);
+    if (bad) { /* the same arguments on every rank: the same answer */
+        cr_set_error(err, errlen, "cr_spmat_erdos_renyi: %s", bad);
+        return NULL;
+    }
+    double p = edge_probability(g);
+    double log_q = p >= 1 ? -INFINITY : log1p(-p);
+    cr_spmat *a = shell(comm, g->rows, g->rows);
+    growing out = {0};
+    for (uint64_t r = 0; r < a->count; r++) {
+        draw_row(g, log_q, a->first + r, &out);
+        a->offsets[r + 1] = out.n;
+    }
+    a->col = out.col ? out.col : alloc_u64(0, "a matrix's columns");
+    a->val = g->weighted ? (out.val ? out.val : malloc(sizeof(double))) : NULL;
+    count_all(a);
+    return a;
+}
+
+/* This rank's rows checked: offsets from 0, increasing; columns in range, each row's
+ * increasing. NULL if they are, else what is wrong. */
+static const char *bad_rows(uint64_t count, uint64_t cols, const uint64_t *offsets,
+                            const uint64_t *col, char *line, size_t len)
+{
+    if (offsets[0] != 0)
+        return "offsets[0] is not 0";
+    for (uint64_t r = 0; r < count; r++) {
+        if (offsets[r + 1] < offsets[r]) {
+            snprintf(line, len, "offsets decrease at local row %llu", (unsigned long long)r);
+            return line;
+        }
+        for (uint64_t k = offsets[r]; k < offsets[r + 1]; k++)
+            if (col[k] >= cols || (k > offsets[r] && col[k] <= col[k - 1])) {
+                snprintf(line, len, "local row %llu: column %llu is %s", (unsigned long long)r,
+                         (unsigned long long)col[k], col[k] >= cols ? "out of range"
+                                                                    : "not above the one before");
+                return line;
+            }
+    }
+    return NULL;
+}
+
+cr_spmat *cr_spmat_create(cr_comm *comm, uint64_t rows, uint64_t cols, const uint64_t *offsets,
+                          const uint64_t *col_index, const double *vals, char *err, size_t errlen)
+{
+    not_from_handler(comm, "cr_spmat_create");
+    char line[200];
+    const char *bad = rows > MAX_ROWS || cols > MAX_ROWS ? "rows and columns must be at most 2^40"
+                                                         : NULL;
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    uint64_t count = cr_block_count(rows, p, me);
+    if (!bad && !offsets)
+        bad = "offsets is NULL";
+    if (!bad)
+        bad = bad_rows(count, cols, offsets, col_index, line, sizeof line);
+    char why[300];
+    if (agree(comm, bad ? (snprintf(why, sizeof why, "cr_spmat_create: %s", bad), why) : NULL,
+              err, errlen))
+        return NULL;
+    cr_spmat *a = shell(comm, rows, cols);
+    uint64_t n = offsets[count];
+    memcpy(a->offsets, offsets, (count + 1) * sizeof *offsets);
+    a->col = alloc_u64(n, "a matrix's columns");
+    memcpy(a->col, col_index, n * sizeof *col_index);
+    if (vals) {
+        a->val = malloc((size_t)(n ? n : 1) * sizeof *a->val);
+        if (!a->val)
+            cr_fatal("spmat: out of memory for %llu values", (unsigned long long)n);
+        memcpy(a->val, vals, n * sizeof *vals);
+    }
+    count_all(a);
+    return a;
+}
+
+void cr_spmat_destroy(cr_spmat *a)
+{
+    if (!a)
+        return;
+    free(a->offsets);
+    free(a->col);
+    free(a->val);
+    free(a);
+}
+
+uint64_t cr_spmat_rows(const cr_spmat *a) { return a->rows; }
+uint64_t cr_spmat_cols(const cr_spmat *a) { return a->cols; }
+uint64_t cr_spmat_nnz(const cr_spmat *a) { return a->nnz; }
+bool cr_spmat_weighted(const cr_spmat *a) { return a->val != NULL; }
+cr_comm *cr_spmat_comm(const cr_spmat *a) { return a->comm; }
+
+cr_spmat_local cr_spmat_local_rows(const cr_spmat *a)
+{
+    return (cr_spmat_local){.first_row = a->first, .rows = a->count, .offsets = a->offsets,
+                            .cols = a->col, .vals = a->val};
+}
+
+/* ---------------------------------------------------------------- transpose */
+
+/* Sort one row's entries by column (insertion sort: rows are short; a long one
+ * falls back to a merge through scratch). */
+static int by_col(const void *x, const void *y)
+{
+    const entry *a = x, *b = y;
+    return (a->col > b->col) - (a->col < b->col);
+}
+
+static void sort_row(uint64_t *col, double *val, uint64_t n)
+{
+    if (n < 2)
+        return;
+    if (n <= 32) {
+        for (uint64_t i = 1; i < n; i++) {
+            uint64_t c = col[i];
+            double v = val ? val[i] : 0;
+            uint64_t k = i;
+            for (; k > 0 && col[k - 1] > c; k--) {
+                col[k] = col[k - 1];
+                if (val)
+                    val[k] = val[k - 1];
+            }
+            col[k] = c;
+            if (val)
+                val[k] = v;
+        }
+        return;
+    }
+    entry *e = malloc(n * sizeof *e);
+    if (!e)
+        cr_fatal("spmat: out of memory sorting a row of %llu entries", (unsigned long long)n);
+    for (uint64_t k = 0; k < n; k++)
+        e[k] = (entry){.col = col[k], .val = val ? val[k] : 0};
+    qsort(e, n, sizeof *e, by_col);
+    for (uint64_t k = 0; k < n; k++) {
+        col[k] = e[k].col;
+        if (val)
+            val[k] = e[k].val;
+    }
+    free(e);
+}
+
+/* Phase 1: the entries of each row of the transpose, counted at its owner; then the
+ * offsets. Collective. */
+static void count_phase(const cr_spmat *a, spmat_state *st, transpose_job *j)
+{
+    cr_block_layout l = cr_block_layout_of(a->cols, cr_comm_size(a->comm));
+    uint64_t n = a->offsets[a->count];
+    for (uint64_t k = 0; k < n; k++)
+        cr_async(a->comm, cr_block_layout_owner(&l, a->col[k]), st->h_count, &a->col[k],
+                 sizeof a->col[k]);
+    cr_barrier(a->comm);
+    uint64_t sum = 0;
+    for (uint64_t r = 0; r < j->count; r++) {
+        uint64_t c = j->offsets[r];
+        j->offsets[r] = sum;
+        sum += c;
+    }
+    j->offsets[j->count] = sum;
+}
+
+/* Phase 2: each entry (i, c) to the owner of row c of the transpose. Collective. */
+static void place_phase(const cr_spmat *a, spmat_state *st)
+{
+    cr_block_layout l = cr_block_layout_of(a->cols, cr_comm_size(a->comm));
+    size_t len = a->val ? sizeof(entry) : 2 * sizeof(uint64_t);
+    for (uint64_t r = 0; r < a->count; r++)
+        for (uint64_t k = a->offsets[r]; k < a->offsets[r + 1]; k++) {
+            entry e = {.row = a->col[k], .col = a->first + r, .val = a->val ? a->val[k] : 0};
+            cr_async(a->comm, cr_block_layout_owner(&l, e.row), st->h_entry, &e, len);
+        }
+    cr_barrier(a->comm);
+}
+
+cr_spmat *cr_spmat_transpose(const cr_spmat *a)
+{
+    not_from_handler(a->comm, "cr_spmat_transpose");
+    spmat_state *st = state_of(a->comm);
+    cr_spmat *t = shell(a->comm, a->cols, a->rows);
+    transpose_job j = {.first = t->first, .count = t->count, .offsets = t->offsets};
+    memset(j.offsets, 0, (j.count + 1) * sizeof *j.offsets);
+    j.fill = alloc_u64(j.count, "the transpose's row fill");
+    memset(j.fill, 0, j.count * sizeof *j.fill);
+    st->job = &j;
+    cr_barrier(a->comm); /* every rank's job is set before the first count arrives */
+    count_phase(a, st, &j);
+    uint64_t n = j.offsets[j.count];
+    j.col = t->col = alloc_u64(n, "the transpose's columns");
+    if (a->val) {
+        j.val = t->val = malloc((size_t)(n ? n : 1) * sizeof *t->val);
+        if (!t->val)
+            cr_fatal("spmat: out of memory for %llu values", (unsigned long long)n);
+    }
+    place_phase(a, st);
+    st->job = NULL;
+    for (uint64_t r = 0; r < j.count; r++)
+        if (j.fill[r] != j.offsets[r + 1] - j.offsets[r])
+            cr_fatal("internal error: row %llu of the transpose got %llu entries of %llu",
+                     (unsigned long long)(j.first + r), (unsigned long long)j.fill[r],
+                     (unsigned long long)(j.offsets[r + 1] - j.offsets[r]));
+    free(j.fill);
+    for (uint64_t r = 0; r < t->count; r++)
+        sort_row(t->col + t->offsets[r], t->val ? t->val + t->offsets[r] : NULL,
+                 t->offsets[r + 1] - t->offsets[r]);
+    count_all(t);
+    return t;
+}
+
+/* ---------------------------------------------------------------- comparing */
+
+static bool same_local(const cr_spmat *a, const cr_spmat *b)
+{
+    if (a->rows != b->rows || a->cols != b->cols || a->count != b->count ||
+        (a->val == NULL) != (b->val == NULL))
+        return false;
+    uint64_t n = a->offsets[a->count];
+    if (memcmp(a->offsets, b->offsets, (a->count + 1) * sizeof *a->offsets) ||
+        memcmp(a->col, b->col, n * sizeof *a->col))
+        return false;
+    return !a->val || !memcmp(a->val, b->val, n * sizeof *a->val);
+}
+
+bool cr_spmat_equal(const cr_spmat *a, const cr_spmat *b)
+{
+    not_from_handler(a->comm, "cr_spmat_equal");
+    int same = same_local(a, b), all = 0;
+    cr_allreduce(a->comm, &same, &all, 1, CR_INT32, CR_OP_MIN, NULL);
+    return all != 0;
+}

@@ -1,0 +1,226 @@
+/* cr_spmat (include/courier/spmat.h) under mpirun. The reference is the same matrix
+ * made on a comm of this rank alone (MPI_COMM_SELF): it holds every row, so each rank
+ * checks its block of the distributed matrix against it (the generator gives the same
+ * matrix at every rank count), and the distributed transpose against a transpose the
+ * test computes itself from the whole matrix. */
+#include "harness.h"
+
+#include <courier.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static cr_comm *world(const char *route)
+{
+    cr_config cfg;
+    config_on_route(&cfg, route, 256); /* small buffers: entries in many buffers */
+    return cr_comm_create(MPI_COMM_WORLD, &cfg);
+}
+
+static cr_comm *alone(void)
+{
+    cr_config cfg;
+    cr_config_init(&cfg);
+    return cr_comm_create(MPI_COMM_SELF, &cfg);
+}
+
+/* Rows [first, first + count) of `whole` (a matrix of one rank) equal `part`'s rows. */
+static void check_rows_equal(const cr_spmat_local *part, const cr_spmat_local *whole,
+                             const char *what)
+{
+    for (uint64_t r = 0; r < part->rows; r++) {
+        uint64_t i = part->first_row + r;
+        uint64_t n = part->offsets[r + 1] - part->offsets[r];
+        uint64_t m = whole->offsets[i + 1] - whole->offsets[i];
+        CHECK(n == m, "%s: row %llu has %llu entries, the reference %llu", what,
+              (unsigned long long)i, (unsigned long long)n, (unsigned long long)m);
+        if (n != m)
+            return;
+        const uint64_t *c = part->cols + part->offsets[r], *w = whole->cols + whole->offsets[i];
+        CHECK(!memcmp(c, w, n * sizeof *c), "%s: row %llu's columns differ", what,
+              (unsigned long long)i);
+        if (part->vals && whole->vals)
+            CHECK(!memcmp(part->vals + part->offsets[r], whole->vals + whole->offsets[i],
+                          n * sizeof(double)),
+                  "%s: row %llu's values differ", what, (unsigned long long)i);
+    }
+}
+
+/* The rules of the generator on this rank's rows. */
+static void check_er_rows(const cr_spmat_local *l, const cr_spmat_er *g)
+{
+    for (uint64_t r = 0; r < l->rows; r++) {
+        uint64_t i = l->first_row + r;
+        bool diag = false;
+        for (uint64_t k = l->offsets[r]; k < l->offsets[r + 1]; k++) {
+            uint64_t c = l->cols[k];
+            CHECK(c < g->rows, "row %llu: column %llu", (unsigned long long)i,
+                  (unsigned long long)c);
+            CHECK(k == l->offsets[r] || c > l->cols[k - 1], "row %llu: columns not increasing",
+                  (unsigned long long)i);
+            CHECK(g->directed || c <= i, "row %llu: column %llu above the diagonal",
+                  (unsigned long long)i, (unsigned long long)c);
+            diag |= c == i;
+            if (l->vals)
+                CHECK(l->vals[k] > 0 && l->vals[k] <= 1, "row %llu: value %g",
+                      (unsigned long long)i, l->vals[k]);
+        }
+        CHECK(diag == g->loops, "row %llu: diagonal %s", (unsigned long long)i,
+              diag ? "present without loops" : "missing with loops");
+    }
+}
+
+/* The transpose of a whole matrix, computed here. */
+typedef struct plain {
+    uint64_t *offsets, *cols;
+    double *vals;
+} plain;
+
+static plain transpose_whole(const cr_spmat_local *w, uint64_t cols)
+{
+    plain t = {calloc(cols + 1, 8), NULL, NULL};
+    uint64_t n = w->offsets[w->rows];
+    t.cols = malloc((n ? n : 1) * 8);
+    t.vals = w->vals ? malloc((n ? n : 1) * 8) : NULL;
+    for (uint64_t k = 0; k < n; k++)
+        t.offsets[w->cols[k] + 1]++;
+    for (uint64_t c = 0; c < cols; c++)
+        t.offsets[c + 1] += t.offsets[c];
+    uint64_t *fill = calloc(cols + 1, 8);
+    for (uint64_t i = 0; i < w->rows; i++) /* rows in order: each column's rows increase */
+        for (uint64_t k = w->offsets[i]; k < w->offsets[i + 1]; k++) {
+            uint64_t c = w->cols[k], at = t.offsets[c] + fill[c]++;
+            t.cols[at] = i;
+            if (t.vals)
+                t.vals[at] = w->vals[k];
+        }
+    free(fill);
+    return t;
+}
+
+static void run_er(const char *route, cr_spmat_er g)
+{
+    cr_comm *comm = world(route), *self = alone();
+    char err[300];
+    cr_spmat *a = cr_spmat_erdos_renyi(comm, &g, err, sizeof err);
+    cr_spmat *whole = cr_spmat_erdos_renyi(self, &g, err, sizeof err);
+    CHECK(a && whole, "cr_spmat_erdos_renyi: %s", err);
+    if (!a || !whole)
+        return;
+    cr_spmat_local l = cr_spmat_local_rows(a), w = cr_spmat_local_rows(whole);
+    CHECK(cr_spmat_nnz(a) == cr_spmat_nnz(whole), "%llu entries, the reference %llu",
+          (unsigned long long)cr_spmat_nnz(a), (unsigned long long)cr_spmat_nnz(whole));
+    check_er_rows(&l, &g);
+    check_rows_equal(&l, &w, "the generator");
+
+    cr_spmat *t = cr_spmat_transpose(a);
+    plain ref = transpose_whole(&w, g.rows);
+    cr_spmat_local tl = cr_spmat_local_rows(t);
+    cr_spmat_local rl = {.first_row = 0, .rows = g.rows, .offsets = ref.offsets,
+                         .cols = ref.cols, .vals = ref.vals};
+    CHECK(cr_spmat_nnz(t) == cr_spmat_nnz(a), "the transpose has %llu entries of %llu",
+          (unsigned long long)cr_spmat_nnz(t), (unsigned long long)cr_spmat_nnz(a));
+    CHECK(cr_spmat_rows(t) == g.rows && cr_spmat_weighted(t) == g.weighted, "its shape");
+    check_rows_equal(&tl, &rl, "the transpose");
+    cr_spmat *back = cr_spmat_transpose(t);
+    CHECK(cr_spmat_equal(back, a), "the transpose of the transpose is not the input");
+    CHECK(!cr_spmat_equal(t, a) || cr_spmat_nnz(a) == 0 || g.directed == false,
+          "a directed matrix equal to its transpose");
+    free(ref.offsets), free(ref.cols), free(ref.vals);
+    cr_spmat_destroy(back);
+    cr_spmat_destroy(t);
+    cr_spmat_destroy(whole);
+    cr_spmat_destroy(a);
+    cr_comm_destroy(self);
+    cr_comm_destroy(comm);
+}
+
+static void test_er_and_transpose(void **state)
+{
+    (void)state;
+    static const char *const routes[] = {"direct", "nlnr"};
+    for (int r = 0; r < 2; r++) {
+        cr_spmat_er g;
+        cr_spmat_er_init(&g);
+        g.rows = 301;
+        run_er(routes[r], g); /* lower triangular */
+        g.directed = true, g.weighted = true, g.seed = 7;
+        run_er(routes[r], g);
+        g.loops = true, g.nz_per_row = 3;
+        run_er(routes[r], g);
+        g.directed = false, g.rows = 5, g.edge_prob = 1; /* fewer rows than ranks */
+        run_er(routes[r], g);
+        g.directed = true, g.loops = false, g.edge_prob = 0, g.nz_per_row = 0; /* empty */
+        run_er(routes[r], g);
+    }
+    verdict();
+}
+
+/* A matrix not square, from arrays: row i holds the columns i, i + 3, ... below 11. */
+static void test_create_and_refuse(void **state)
+{
+    (void)state;
+    cr_comm *comm = world("direct");
+    uint64_t rows = 13, cols = 11, first, count;
+    cr_darray_block(rows, test_size, test_rank, &first, &count);
+    uint64_t *off = calloc(count + 1, 8), *col = malloc(cols * count * 8 + 8);
+    for (uint64_t r = 0; r < count; r++) {
+        off[r + 1] = off[r];
+        for (uint64_t c = (first + r) % cols; c < cols; c += 3)
+            col[off[r + 1]++] = c;
+    }
+    char err[300] = "";
+    cr_spmat *a = cr_spmat_create(comm, rows, cols, off, col, NULL, err, sizeof err);
+    CHECK(a != NULL, "cr_spmat_create: %s", err);
+    if (a) {
+        uint64_t want = 0;
+        for (uint64_t i = 0; i < rows; i++)
+            want += (cols - i % cols + 2) / 3;
+        CHECK(cr_spmat_nnz(a) == want, "%llu entries, expected %llu",
+              (unsigned long long)cr_spmat_nnz(a), (unsigned long long)want);
+        cr_spmat *t = cr_spmat_transpose(a);
+        CHECK(cr_spmat_rows(t) == cols && cr_spmat_cols(t) == rows, "the transpose's shape");
+        cr_spmat_local tl = cr_spmat_local_rows(t);
+        for (uint64_t r = 0; r < tl.rows; r++) /* row c of the transpose: i with i%11 <= c, c-i%11 = 0 mod 3 */
+            for (uint64_t k = tl.offsets[r]; k < tl.offsets[r + 1]; k++) {
+                uint64_t c = tl.first_row + r, i = tl.cols[k];
+                CHECK(i < rows && i % cols <= c && (c - i % cols) % 3 == 0,
+                      "transpose row %llu holds %llu", (unsigned long long)c,
+                      (unsigned long long)i);
+            }
+        cr_spmat *back = cr_spmat_transpose(t);
+        CHECK(cr_spmat_equal(back, a), "the transpose of the transpose");
+        cr_spmat_destroy(back);
+        cr_spmat_destroy(t);
+        cr_spmat_destroy(a);
+    }
+    /* the last rank's first row gets a column out of range: every rank refuses */
+    if (test_rank == test_size - 1 && count > 0 && off[1] > off[0])
+        col[0] = cols;
+    bool bad_somewhere = sum_all(test_rank == test_size - 1 && count > 0 && off[1] > off[0]);
+    err[0] = '\0';
+    a = cr_spmat_create(comm, rows, cols, off, col, NULL, err, sizeof err);
+    if (bad_somewhere)
+        CHECK(a == NULL && strstr(err, "out of range"), "a column out of range accepted: '%s'", err);
+    cr_spmat_destroy(a);
+    cr_spmat_er g;
+    cr_spmat_er_init(&g);
+    g.rows = 10, g.edge_prob = 1.5;
+    CHECK(!cr_spmat_erdos_renyi(comm, &g, err, sizeof err) && strstr(err, "probability"),
+          "a probability of 1.5 accepted: '%s'", err);
+    g.edge_prob = 0, g.rows = 0;
+    CHECK(!cr_spmat_erdos_renyi(comm, &g, err, sizeof err) && strstr(err, "rows"),
+          "0 rows accepted: '%s'", err);
+    free(off), free(col);
+    cr_comm_destroy(comm);
+    verdict();
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_er_and_transpose),
+        cmocka_unit_test(test_create_and_refuse),
+    };
+    return RUN_MPI_TESTS(argc, argv, tests);
+}
