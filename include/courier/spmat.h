@@ -86,6 +86,27 @@ cr_spmat_local cr_spmat_local_rows(const cr_spmat *a);
  * the transpose it holds. */
 cr_spmat *cr_spmat_transpose(const cr_spmat *a);
 
+/* Collective: the matrix with its rows and columns permuted as bale's permute_matrix
+ * defines it: row i of a becomes row rperm[i] and column j becomes column cperm[j].
+ * rperm is this rank's block of the row permutation (cr_darray_block of the rows:
+ * rperm[k] is the new place of row first + k), cperm its block of the column
+ * permutation (cr_darray_block of the columns). Rows travel whole to the owners of
+ * their new places; each entry's new column is asked of its column's owner (an index
+ * gather). NULL, with one line in err on every rank, if rperm is not a permutation
+ * or cperm gives a column out of range (cperm is not otherwise checked to be one). */
+cr_spmat *cr_spmat_permute(const cr_spmat *a, const uint64_t *rperm, const uint64_t *cperm,
+                           char *err, size_t errlen);
+
+/* Collective: a uniform random permutation of 0 .. n-1 (a seed's), this rank's block
+ * of it (cr_darray_block), malloc'd: perm[k] is the place of first + k. Made by
+ * sorting distinct random keys (cr_sort), the same at every rank count. */
+uint64_t *cr_spmat_random_permutation(cr_comm *comm, uint64_t n, uint64_t seed);
+
+/* Collective: this rank's block of the inverse of a permutation of 0 .. n-1 given by
+ * its blocks, malloc'd; NULL, with one line in err on every rank, if it is not one. */
+uint64_t *cr_spmat_inverse(cr_comm *comm, uint64_t n, const uint64_t *perm, char *err,
+                           size_t errlen);
+
 /* Collective: whether a and b (on the same comm) have the same dimensions, the same
  * entries and the same values. */
 bool cr_spmat_equal(const cr_spmat *a, const cr_spmat *b);

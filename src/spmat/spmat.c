@@ -3,6 +3,7 @@
 
 #include "courier/coll.h"
 #include "courier/rng.h"
+#include "courier/sort.h"
 #include "mailbox/module.h"
 
 #include "common/block.h"
@@ -26,6 +27,31 @@ struct cr_spmat {
 
 /* ---------------------------------------------------------------- the module */
 
+/* Entries appended as they come: columns, and values when weighted. */
+typedef struct growing_arena {
+    uint64_t *col;
+    double *val;
+    uint64_t n, cap;
+} growing_arena;
+
+#define ROW_MISSING UINT64_MAX
+
+static void push(growing_arena *g, uint64_t col, double val, bool weighted)
+{
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 1024;
+        g->col = realloc(g->col, g->cap * sizeof *g->col);
+        if (weighted)
+            g->val = realloc(g->val, g->cap * sizeof *g->val);
+        if (!g->col || (weighted && !g->val))
+            cr_fatal("spmat: out of memory for %llu entries", (unsigned long long)g->cap);
+    }
+    g->col[g->n] = col;
+    if (weighted)
+        g->val[g->n] = val;
+    g->n++;
+}
+
 /* A transpose being built on this rank: its rows [first, first + count) of the
  * result, the entries counted per row, then placed. */
 typedef struct transpose_job {
@@ -36,9 +62,34 @@ typedef struct transpose_job {
     double *val;
 } transpose_job;
 
+/* A permutation being applied on this rank: its rows of the result as they arrive
+ * (phase 1), then its entries' new columns as they come back (phase 2). */
+typedef struct permute_job {
+    uint64_t first, count;   /* this rank's rows of the result */
+    uint64_t *len;           /* per row: its entries, or ROW_MISSING */
+    uint64_t *at;            /* per row: where it starts in the arena */
+    growing_arena *arena;    /* the rows' entries, in arrival order */
+    bool weighted;
+    uint64_t bad_row;        /* a row that arrived twice or out of range (or UINT64_MAX) */
+    const uint64_t *cperm;   /* this rank's block of the column permutation */
+    uint64_t cfirst, ccount;
+    uint64_t bad_col;        /* a new column out of range (or UINT64_MAX) */
+    uint64_t cols;           /* of the matrix */
+    uint64_t *col;           /* the result's columns, relabelled in phase 2 */
+} permute_job;
+
+/* A block of a distributed array filled by (index, value) records. */
+typedef struct scatter_job {
+    uint64_t first, count;
+    uint64_t *block;
+    uint64_t bad;            /* an index out of the block, or one filled twice */
+} scatter_job;
+
 typedef struct spmat_state {
-    int h_count, h_entry;
+    int h_count, h_entry, h_row, h_ask, h_answer, h_scatter;
     transpose_job *job;
+    permute_job *perm;
+    scatter_job *scatter;
 } spmat_state;
 
 static int spmat_poll(cr_comm *comm, void *state)
@@ -89,6 +140,77 @@ static void on_entries(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
+/* Permute, phase 1: a row of the result, [new row][columns][values]. */
+static void on_row(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src;
+    permute_job *j = ((spmat_state *)user)->perm;
+    uint64_t row;
+    memcpy(&row, payload, sizeof row);
+    size_t width = j->weighted ? 16 : 8;
+    uint64_t n = (len - 8) / width, r = row - j->first;
+    if (row < j->first || r >= j->count || j->len[r] != ROW_MISSING) {
+        if (j->bad_row == UINT64_MAX)
+            j->bad_row = row;
+        return;
+    }
+    j->len[r] = n;
+    j->at[r] = j->arena->n;
+    const char *cols = (const char *)payload + 8, *vals = cols + n * 8;
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t c;
+        double v = 0;
+        memcpy(&c, cols + k * 8, 8);
+        if (j->weighted)
+            memcpy(&v, vals + k * 8, 8);
+        push(j->arena, c, v, j->weighted);
+    }
+}
+
+/* Permute, phase 2: {column, entry}: the column's new label, sent back. */
+static void on_ask(cr_comm *comm, const cr_batch *b, void *user)
+{
+    spmat_state *st = user;
+    permute_job *j = st->perm;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t q[2];
+        memcpy(q, cr_batch_payload(b, k), sizeof q);
+        uint64_t answer[2] = {q[1], j->cperm[q[0] - j->cfirst]};
+        cr_async(comm, cr_batch_src(b, k), st->h_answer, answer, sizeof answer);
+    }
+}
+
+static void on_answer(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    permute_job *j = ((spmat_state *)user)->perm;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t a[2];
+        memcpy(a, cr_batch_payload(b, k), sizeof a);
+        if (a[1] >= j->cols && j->bad_col == UINT64_MAX)
+            j->bad_col = a[1];
+        j->col[a[0]] = a[1];
+    }
+}
+
+/* {index, value}: the value at its place in this rank's block. */
+static void on_scatter(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    scatter_job *j = ((spmat_state *)user)->scatter;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t e[2];
+        memcpy(e, cr_batch_payload(b, k), sizeof e);
+        uint64_t at = e[0] - j->first;
+        if (e[0] < j->first || at >= j->count || j->block[at] != ROW_MISSING) {
+            if (j->bad == UINT64_MAX)
+                j->bad = e[0];
+            continue;
+        }
+        j->block[at] = e[1];
+    }
+}
+
 static spmat_state *state_of(cr_comm *comm)
 {
     spmat_state *s = cr_module_state(comm, &spmat_module);
@@ -100,6 +222,13 @@ static spmat_state *state_of(cr_comm *comm)
                                                            .name = "spmat count"}, s);
     s->h_entry = cr_register_type(comm, &(cr_handler_type){.batch = on_entries,
                                                            .name = "spmat entry"}, s);
+    s->h_row = cr_register_type(comm, &(cr_handler_type){.fn = on_row, .name = "spmat row"}, s);
+    s->h_ask = cr_register_type(comm, &(cr_handler_type){.batch = on_ask,
+                                                         .name = "spmat column ask"}, s);
+    s->h_answer = cr_register_type(comm, &(cr_handler_type){.batch = on_answer,
+                                                            .name = "spmat column answer"}, s);
+    s->h_scatter = cr_register_type(comm, &(cr_handler_type){.batch = on_scatter,
+                                                             .name = "spmat scatter"}, s);
     return s;
 }
 
@@ -205,31 +334,9 @@ static uint64_t gap(uint64_t *rng, double log_q)
     return skip >= 1e18 ? UINT64_MAX : 1 + (uint64_t)skip;
 }
 
-typedef struct growing {
-    uint64_t *col;
-    double *val;
-    uint64_t n, cap;
-} growing;
-
-static void push(growing *g, uint64_t col, double val, bool weighted)
-{
-    if (g->n == g->cap) {
-        g->cap = g->cap ? 2 * g->cap : 1024;
-        g->col = realloc(g->col, g->cap * sizeof *g->col);
-        if (weighted)
-            g->val = realloc(g->val, g->cap * sizeof *g->val);
-        if (!g->col || (weighted && !g->val))
-            cr_fatal("spmat: out of memory for %llu entries", (unsigned long long)g->cap);
-    }
-    g->col[g->n] = col;
-    if (weighted)
-        g->val[g->n] = val;
-    g->n++;
-}
-
 /* Row i: its candidates are the columns below i (undirected) or every column but i
  * (directed), in order; the diagonal is added in its place with loops. */
-static void draw_row(const cr_spmat_er *g, double log_q, uint64_t i, growing *out)
+static void draw_row(const cr_spmat_er *g, double log_q, uint64_t i, growing_arena *out)
 {
     uint64_t rng = cr_rng_hash64(g->seed ^ cr_rng_hash64(i + 0x5b1e));
     uint64_t candidates = g->directed ? g->rows - 1 : i;
@@ -259,7 +366,7 @@ cr_spmat *cr_spmat_erdos_renyi(cr_comm *comm, const cr_spmat_er *g, char *err, s
     double p = edge_probability(g);
     double log_q = p >= 1 ? -INFINITY : log1p(-p);
     cr_spmat *a = shell(comm, g->rows, g->rows);
-    growing out = {0};
+    growing_arena out = {0};
     for (uint64_t r = 0; r < a->count; r++) {
         draw_row(g, log_q, a->first + r, &out);
         a->offsets[r + 1] = out.n;
@@ -477,4 +584,223 @@ bool cr_spmat_equal(const cr_spmat *a, const cr_spmat *b)
     int same = same_local(a, b), all = 0;
     cr_allreduce(a->comm, &same, &all, 1, CR_INT32, CR_OP_MIN, NULL);
     return all != 0;
+}
+
+/* ---------------------------------------------------------------- permutations */
+
+/* The first of the errors the ranks found, as one line on every rank (or 0).
+ * Collective. */
+static int agree_index(cr_comm *comm, uint64_t bad, const char *what, char *err, size_t errlen)
+{
+    uint64_t first = 0;
+    cr_allreduce(comm, &bad, &first, 1, CR_UINT64, CR_OP_MIN, NULL);
+    if (first == UINT64_MAX)
+        return 0;
+    cr_set_error(err, errlen, "%s %llu", what, (unsigned long long)first);
+    return -1;
+}
+
+/* Collective: this rank's block of an array of n filled by the (index[k], value[k])
+ * of every rank: NULL, with err, if an index is out of range, filled twice or not at
+ * all. */
+static uint64_t *scatter_block(cr_comm *comm, uint64_t n, const uint64_t *index,
+                               const uint64_t *value, uint64_t m, const char *what, char *err,
+                               size_t errlen)
+{
+    spmat_state *st = state_of(comm);
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    scatter_job j = {.first = cr_block_first(n, p, me), .count = cr_block_count(n, p, me),
+                     .bad = UINT64_MAX};
+    j.block = alloc_u64(j.count, "a permutation's block");
+    for (uint64_t k = 0; k < j.count; k++)
+        j.block[k] = ROW_MISSING;
+    st->scatter = &j;
+    cr_barrier(comm); /* every rank's block is ready before the first record */
+    cr_block_layout l = cr_block_layout_of(n, p);
+    for (uint64_t k = 0; k < m; k++) {
+        if (index[k] >= n) {
+            j.bad = j.bad < index[k] ? j.bad : index[k];
+            continue;
+        }
+        uint64_t e[2] = {index[k], value[k]};
+        cr_async(comm, cr_block_layout_owner(&l, index[k]), st->h_scatter, e, sizeof e);
+    }
+    cr_barrier(comm);
+    st->scatter = NULL;
+    for (uint64_t k = 0; k < j.count && j.bad == UINT64_MAX; k++)
+        if (j.block[k] == ROW_MISSING)
+            j.bad = j.first + k;
+    if (agree_index(comm, j.bad, what, err, errlen)) {
+        free(j.block);
+        return NULL;
+    }
+    return j.block;
+}
+
+uint64_t *cr_spmat_inverse(cr_comm *comm, uint64_t n, const uint64_t *perm, char *err,
+                           size_t errlen)
+{
+    not_from_handler(comm, "cr_spmat_inverse");
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    uint64_t first = cr_block_first(n, p, me), count = cr_block_count(n, p, me);
+    uint64_t *mine = alloc_u64(count, "a permutation's indices");
+    for (uint64_t k = 0; k < count; k++)
+        mine[k] = first + k;
+    uint64_t *inv = scatter_block(comm, n, perm, mine, count,
+                                  "cr_spmat_inverse: not a permutation: the value", err, errlen);
+    free(mine);
+    return inv;
+}
+
+/* A random permutation's record: a key (distinct: the mix is a bijection) and the
+ * index it belongs to. */
+typedef struct keyed {
+    uint64_t key, index;
+} keyed;
+
+uint64_t *cr_spmat_random_permutation(cr_comm *comm, uint64_t n, uint64_t seed)
+{
+    not_from_handler(comm, "cr_spmat_random_permutation");
+    int p = cr_comm_size(comm), me = cr_comm_rank(comm);
+    uint64_t first = cr_block_first(n, p, me), count = cr_block_count(n, p, me);
+    keyed *rec = count ? malloc(count * sizeof *rec) : NULL;
+    if (count && !rec)
+        cr_fatal("spmat: out of memory for %llu keys", (unsigned long long)count);
+    uint64_t salt = cr_rng_hash64(seed + 0x7e3a);
+    for (uint64_t k = 0; k < count; k++)
+        rec[k] = (keyed){cr_rng_hash64(salt + first + k), first + k};
+    cr_sort_opts o;
+    cr_sort_opts_init(&o);
+    o.record_bytes = sizeof(keyed);
+    o.key_type = CR_UINT64;
+    o.key_offset = 0;
+    o.seed = seed;
+    size_t got = (size_t)count;
+    void *records = rec;
+    cr_sort(comm, &records, &got, &o, NULL);
+    /* exact blocks: the records at positions [first, first + count) in key order */
+    uint64_t *index = alloc_u64(got, "a permutation's indices");
+    uint64_t *place = alloc_u64(got, "a permutation's places");
+    for (size_t k = 0; k < got; k++) {
+        index[k] = ((keyed *)records)[k].index;
+        place[k] = first + k;
+    }
+    free(records);
+    char err[200];
+    uint64_t *perm = scatter_block(comm, n, index, place, got, "internal error: index", err,
+                                   sizeof err);
+    if (!perm)
+        cr_fatal("cr_spmat_random_permutation: %s", err);
+    free(index), free(place);
+    return perm;
+}
+
+/* Permute, phase 1: every row to the owner of its new row, in one record. */
+static void send_rows(const cr_spmat *a, spmat_state *st, const uint64_t *rperm, uint64_t *bad)
+{
+    cr_block_layout l = cr_block_layout_of(a->rows, cr_comm_size(a->comm));
+    size_t width = a->val ? 16 : 8, cap = 0;
+    char *rec = NULL;
+    for (uint64_t r = 0; r < a->count; r++) {
+        if (rperm[r] >= a->rows) {
+            *bad = *bad < rperm[r] ? *bad : rperm[r];
+            continue;
+        }
+        uint64_t n = a->offsets[r + 1] - a->offsets[r];
+        size_t len = 8 + (size_t)n * width;
+        if (len > cap) {
+            cap = len * 2;
+            rec = realloc(rec, cap);
+            if (!rec)
+                cr_fatal("spmat: out of memory for a row of %llu entries", (unsigned long long)n);
+        }
+        memcpy(rec, &rperm[r], 8);
+        memcpy(rec + 8, a->col + a->offsets[r], n * 8);
+        if (a->val)
+            memcpy(rec + 8 + n * 8, a->val + a->offsets[r], n * 8);
+        cr_async(a->comm, cr_block_layout_owner(&l, rperm[r]), st->h_row, rec, len);
+    }
+    free(rec);
+    cr_barrier(a->comm);
+}
+
+/* The arrived rows in order of their new index, into t. */
+static void gather_rows(cr_spmat *t, permute_job *j)
+{
+    for (uint64_t r = 0; r < j->count; r++)
+        t->offsets[r + 1] = t->offsets[r] + j->len[r];
+    uint64_t n = t->offsets[j->count];
+    t->col = alloc_u64(n, "the permuted matrix's columns");
+    if (j->weighted) {
+        t->val = malloc((size_t)(n ? n : 1) * sizeof *t->val);
+        if (!t->val)
+            cr_fatal("spmat: out of memory for %llu values", (unsigned long long)n);
+    }
+    for (uint64_t r = 0; r < j->count; r++) {
+        memcpy(t->col + t->offsets[r], j->arena->col + j->at[r], j->len[r] * 8);
+        if (j->weighted)
+            memcpy(t->val + t->offsets[r], j->arena->val + j->at[r], j->len[r] * 8);
+    }
+}
+
+/* Permute, phase 2: each entry's column to its new label, asked of the column's
+ * owner (an index gather). */
+static void relabel_columns(cr_spmat *t, spmat_state *st)
+{
+    cr_block_layout l = cr_block_layout_of(t->cols, cr_comm_size(t->comm));
+    uint64_t n = t->offsets[t->count];
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t q[2] = {t->col[k], k};
+        cr_async(t->comm, cr_block_layout_owner(&l, q[0]), st->h_ask, q, sizeof q);
+    }
+    cr_barrier(t->comm);
+}
+
+cr_spmat *cr_spmat_permute(const cr_spmat *a, const uint64_t *rperm, const uint64_t *cperm,
+                           char *err, size_t errlen)
+{
+    not_from_handler(a->comm, "cr_spmat_permute");
+    spmat_state *st = state_of(a->comm);
+    int p = cr_comm_size(a->comm), me = cr_comm_rank(a->comm);
+    cr_spmat *t = shell(a->comm, a->rows, a->cols);
+    growing_arena arena = {0};
+    permute_job j = {.first = t->first, .count = t->count, .arena = &arena,
+                     .weighted = a->val != NULL, .bad_row = UINT64_MAX, .cperm = cperm,
+                     .cfirst = cr_block_first(a->cols, p, me),
+                     .ccount = cr_block_count(a->cols, p, me), .bad_col = UINT64_MAX,
+                     .cols = a->cols};
+    j.len = alloc_u64(j.count, "the permuted rows' lengths");
+    j.at = alloc_u64(j.count, "the permuted rows' places");
+    for (uint64_t r = 0; r < j.count; r++)
+        j.len[r] = ROW_MISSING;
+    st->perm = &j;
+    cr_barrier(a->comm);
+    uint64_t bad = UINT64_MAX;
+    send_rows(a, st, rperm, &bad);
+    bad = bad < j.bad_row ? bad : j.bad_row;
+    for (uint64_t r = 0; r < j.count && bad == UINT64_MAX; r++)
+        if (j.len[r] == ROW_MISSING)
+            bad = j.first + r;
+    int failed = agree_index(a->comm, bad, "cr_spmat_permute: the row permutation is not one: "
+                             "row", err, errlen);
+    if (!failed) {
+        gather_rows(t, &j);
+        free(arena.col), free(arena.val);
+        arena = (growing_arena){0};
+        j.col = t->col;
+        relabel_columns(t, st);
+        failed = agree_index(a->comm, j.bad_col, "cr_spmat_permute: the column permutation "
+                             "gives column", err, errlen);
+    }
+    st->perm = NULL;
+    free(arena.col), free(arena.val), free(j.len), free(j.at);
+    if (failed) {
+        cr_spmat_destroy(t);
+        return NULL;
+    }
+    for (uint64_t r = 0; r < t->count; r++)
+        sort_row(t->col + t->offsets[r], t->val ? t->val + t->offsets[r] : NULL,
+                 t->offsets[r + 1] - t->offsets[r]);
+    count_all(t);
+    return t;
 }

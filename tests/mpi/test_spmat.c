@@ -156,6 +156,110 @@ static void test_er_and_transpose(void **state)
     verdict();
 }
 
+/* The permuted whole matrix, computed here: row i to rp[i], column j to cp[j]. */
+static plain permute_whole(const cr_spmat_local *w, const uint64_t *rp, const uint64_t *cp)
+{
+    uint64_t n = w->rows, nnz = w->offsets[n];
+    plain t = {calloc(n + 1, 8), malloc((nnz ? nnz : 1) * 8),
+               w->vals ? malloc((nnz ? nnz : 1) * 8) : NULL};
+    uint64_t *from = malloc((n ? n : 1) * 8); /* the row that lands at each place */
+    for (uint64_t i = 0; i < n; i++)
+        from[rp[i]] = i;
+    for (uint64_t r = 0; r < n; r++)
+        t.offsets[r + 1] = t.offsets[r] + w->offsets[from[r] + 1] - w->offsets[from[r]];
+    for (uint64_t r = 0; r < n; r++) {
+        uint64_t at = t.offsets[r], len = t.offsets[r + 1] - at;
+        for (uint64_t k = 0; k < len; k++) { /* insertion by new column: rows are short */
+            uint64_t src = w->offsets[from[r]] + k, c = cp[w->cols[src]], q = k;
+            double v = w->vals ? w->vals[src] : 0;
+            for (; q > 0 && t.cols[at + q - 1] > c; q--) {
+                t.cols[at + q] = t.cols[at + q - 1];
+                if (t.vals)
+                    t.vals[at + q] = t.vals[at + q - 1];
+            }
+            t.cols[at + q] = c;
+            if (t.vals)
+                t.vals[at + q] = v;
+        }
+    }
+    free(from);
+    return t;
+}
+
+static void run_permute(const char *route, cr_spmat_er g, uint64_t seed)
+{
+    cr_comm *comm = world(route), *self = alone();
+    char err[300];
+    cr_spmat *a = cr_spmat_erdos_renyi(comm, &g, err, sizeof err);
+    cr_spmat *whole = cr_spmat_erdos_renyi(self, &g, err, sizeof err);
+    uint64_t n = g.rows;
+    uint64_t *rp = cr_spmat_random_permutation(comm, n, seed);
+    uint64_t *cp = cr_spmat_random_permutation(comm, n, seed + 1);
+    uint64_t *rp_all = cr_spmat_random_permutation(self, n, seed);
+    uint64_t *cp_all = cr_spmat_random_permutation(self, n, seed + 1);
+    uint64_t first, count;
+    cr_darray_block(n, test_size, test_rank, &first, &count);
+    CHECK(!memcmp(rp, rp_all + first, count * 8), "the permutation differs from one rank's");
+    unsigned char *seen = calloc(n + 1, 1);
+    for (uint64_t i = 0; i < n; i++) {
+        CHECK(rp_all[i] < n && !seen[rp_all[i]], "not a permutation at %llu",
+              (unsigned long long)i);
+        if (rp_all[i] < n)
+            seen[rp_all[i]] = 1;
+    }
+    free(seen);
+    cr_spmat *p = cr_spmat_permute(a, rp, cp, err, sizeof err);
+    CHECK(p != NULL, "cr_spmat_permute: %s", err);
+    if (p) {
+        cr_spmat_local w = cr_spmat_local_rows(whole), pl = cr_spmat_local_rows(p);
+        plain ref = permute_whole(&w, rp_all, cp_all);
+        cr_spmat_local rl = {.first_row = 0, .rows = n, .offsets = ref.offsets, .cols = ref.cols,
+                             .vals = ref.vals};
+        check_rows_equal(&pl, &rl, "the permuted matrix");
+        CHECK(cr_spmat_nnz(p) == cr_spmat_nnz(a), "entries lost or made");
+        uint64_t *ri = cr_spmat_inverse(comm, n, rp, err, sizeof err);
+        uint64_t *ci = cr_spmat_inverse(comm, n, cp, err, sizeof err);
+        CHECK(ri && ci, "cr_spmat_inverse: %s", err);
+        cr_spmat *back = ri && ci ? cr_spmat_permute(p, ri, ci, err, sizeof err) : NULL;
+        CHECK(back && cr_spmat_equal(back, a), "the inverse permutations do not give it back");
+        free(ref.offsets), free(ref.cols), free(ref.vals);
+        free(ri), free(ci);
+        cr_spmat_destroy(back);
+        cr_spmat_destroy(p);
+    }
+    /* a row permutation that is not one: two rows to place 0 (when there are two) */
+    if (n >= 2) {
+        for (uint64_t k = 0; k < count; k++)
+            if (first + k < 2)
+                rp[k] = 0;
+        cr_spmat *bad = cr_spmat_permute(a, rp, cp, err, sizeof err);
+        CHECK(bad == NULL && strstr(err, "not one"), "a repeated place accepted: '%s'", err);
+        cr_spmat_destroy(bad);
+        CHECK(cr_spmat_inverse(comm, n, rp, err, sizeof err) == NULL &&
+                  strstr(err, "not a permutation"),
+              "the inverse of no permutation: '%s'", err);
+    }
+    free(rp), free(cp), free(rp_all), free(cp_all);
+    cr_spmat_destroy(whole);
+    cr_spmat_destroy(a);
+    cr_comm_destroy(self);
+    cr_comm_destroy(comm);
+}
+
+static void test_permute(void **state)
+{
+    (void)state;
+    cr_spmat_er g;
+    cr_spmat_er_init(&g);
+    g.rows = 257;
+    run_permute("direct", g, 3);
+    g.directed = true, g.weighted = true, g.loops = true;
+    run_permute("nlnr", g, 5);
+    g.rows = 3, g.edge_prob = 1; /* fewer rows than ranks */
+    run_permute("direct", g, 9);
+    verdict();
+}
+
 /* A matrix not square, from arrays: row i holds the columns i, i + 3, ... below 11. */
 static void test_create_and_refuse(void **state)
 {
@@ -221,6 +325,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_er_and_transpose),
         cmocka_unit_test(test_create_and_refuse),
+        cmocka_unit_test(test_permute),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
