@@ -13,7 +13,8 @@
 #            output, the peers' output and the publisher still fit together (part of
 #            the test suite), including coll_bench's self-test and bale's -b sweep
 #   --blocks LIST  only these blocks, comma-separated: histogram, gather, graph,
-#            kernels, containers, coll, merging, sort, randperm (default all)
+#            kernels, containers, coll, merging, sort, randperm, matrix (default
+#            all)
 #   --out FILE     write the result file here
 #   --hosts 2      across emulated hosts instead (scripts/hosts.sh): the histogram and
 #            the gather against bale, the histogram with its updates drawn inside
@@ -79,7 +80,7 @@ build=
 mode=quick
 hosts=
 out=
-blocks=histogram,gather,graph,kernels,containers,coll,merging,sort,randperm
+blocks=histogram,gather,graph,kernels,containers,coll,merging,sort,randperm,matrix
 while [ $# -gt 0 ]; do
     case $1 in
     --quick | --full | --smoke) mode=${1#--} ;;
@@ -97,8 +98,8 @@ done
 [ -n "$build" ] || { usage >&2; exit 2; }
 [ -f "$build/build.ninja" ] || { echo "compare.sh: $build is not a Meson build folder" >&2; exit 2; }
 for b in ${blocks//,/ }; do
-    case $b in histogram | gather | graph | kernels | containers | coll | merging | sort | randperm) ;;
-    *) echo "compare.sh: unknown block '$b' (histogram, gather, graph, kernels, containers, coll, merging, sort, randperm)" >&2; exit 2 ;;
+    case $b in histogram | gather | graph | kernels | containers | coll | merging | sort | randperm | matrix) ;;
+    *) echo "compare.sh: unknown block '$b' (histogram, gather, graph, kernels, containers, coll, merging, sort, randperm, matrix)" >&2; exit 2 ;;
     esac
 done
 wants() { [[ ",$blocks," == *",$1,"* ]]; }
@@ -135,6 +136,8 @@ sort_records=4M
 [ "$mode" = smoke ] && sort_records=100K
 randperm_n=1000000
 [ "$mode" = smoke ] && randperm_n=20000
+matrix_rows=500000 # bale's default rows per PE for its matrix apps
+[ "$mode" = smoke ] && matrix_rows=20000
 big_table_per_rank=$((1 << 20))
 [ "$mode" = smoke ] && big_table_per_rank=100000
 
@@ -195,7 +198,7 @@ build_peers() {
             skip "kruskal: no $peers/kruskal.c (set PEERS)"
         fi
     fi
-    if wants histogram || wants gather || wants hosts || wants randperm; then
+    if wants histogram || wants gather || wants hosts || wants randperm || wants matrix; then
         if [ -x "$work/bale/bin/histo" ] && [ -x "$work/bale/bin/ig" ]; then
             have_bale=1
         elif [ ! -d "$peers/bale/src/bale_classic" ]; then
@@ -618,6 +621,40 @@ block_randperm() {
     done
 }
 
+# matrix APP NP: apps/transpose_matrix or apps/permute_matrix against bale's app of
+# the same name (-M 2, 4, 8: exstack and exstack2 with -b swept, conveyors), both
+# at bale's defaults (matrix_rows rows per rank, 10 entries per row, lower
+# triangular); the rate is each side's own entries over its time: Courier's per
+# trial, bale's its mean over the PEs; a bale run that fails its check or prints no
+# time is recorded as failed
+block_matrix() {
+    local name=$1 np=$2 lib b model side rate
+    "$mpirun" -np "$np" "$build/apps/$name" -n "$matrix_rows" --reps 3 >"$tmp/out" 2>&1 ||
+        { cat "$tmp/out" >&2; fail "$name at $np ranks failed its check"; }
+    record_trials matrix "$name, $np ranks" courier "M entries/s" $(awk '$1 == "trial" {print $5}' "$tmp/out")
+    [ $have_bale = 1 ] || return 0
+    for lib in exstack exstack2 conveyors; do
+        for b in $bale_b; do
+            case $lib in exstack) model=2 ;; exstack2) model=4 ;; conveyors) model=8 b=- ;; esac
+            local args=(-n "$matrix_rows" -M "$model")
+            side="bale $lib"
+            [ "$b" = - ] || { args+=(-b "$b"); side="bale $lib -b $((b / 1024))K"; }
+            (cd "$work/bale/bin" && OMPI_MCA_osc=^rdma timeout 300 $(shmem_launcher "$np") \
+                ./"$name" "${args[@]}" >"$tmp/bale" 2>&1 || true)
+            rate=$(awk '
+                $2 == "nonzeros" {nnz = $1}
+                ($1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 && nnz > 0 {
+                    printf "%.2f\n", nnz / $2 / 1e6}' "$tmp/bale")
+            if grep -qE 'FAIL|ERROR' "$tmp/bale" || [ -z "$rate" ]; then
+                say "bale $name $lib at $np ranks: $(grep -m1 -E 'FAIL|ERROR' "$tmp/bale" || tail -1 "$tmp/bale")"
+                rate=failed
+            fi
+            record matrix "$name, $np ranks" "$side" "M entries/s" 1 "$rate"
+            [ $lib != conveyors ] || break
+        done
+    done
+}
+
 # sort NP RECORDS: apps/sort's three modes alternating within one run (cr_sort, the
 # bulk-synchronous sample sort over MPI_Alltoallv, one core sorting every rank's
 # records with the faster of a radix sort and qsort while the others sleep), every
@@ -647,7 +684,8 @@ machine() {
 
 # COMPARE_NO_BUILD=1 (the test suite, which has just built them): use the apps as they are
 [ -n "${COMPARE_NO_BUILD:-}" ] || ninja -C "$build" apps/histogram apps/cc apps/bfs apps/boruvka \
-    apps/sssp apps/pagerank apps/tc apps/bc apps/container_bench apps/coll_bench >/dev/null
+    apps/sssp apps/pagerank apps/tc apps/bc apps/container_bench apps/coll_bench \
+    apps/randperm apps/sort apps/transpose_matrix apps/permute_matrix >/dev/null
 build_peers
 started=$(date -u '+%F %H:%M UTC')
 stamp=$(date -u '+%Y-%m-%dT%H%M')
@@ -682,6 +720,13 @@ for ((round = 1; round <= rounds; round++)); do
     fi
     if wants sort; then
         for np in $ranks; do timed "sort, $np ranks" block_sort "$np" "$sort_records"; done
+    fi
+    if wants matrix; then
+        for np in $ranks; do
+            for app in transpose_matrix permute_matrix; do
+                timed "$app, $np ranks" block_matrix "$app" "$np"
+            done
+        done
     fi
     if wants merging; then
         for np in $ranks; do
