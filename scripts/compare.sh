@@ -621,8 +621,8 @@ block_randperm() {
     done
 }
 
-# matrix APP NP: apps/transpose_matrix or apps/permute_matrix against bale's app of
-# the same name (-M 2, 4, 8: exstack and exstack2 with -b swept, conveyors), both
+# matrix APP NP: apps/transpose_matrix, apps/permute_matrix or apps/toposort against
+# bale's app of the same name (bale's toposort is built as topo) (-M 2, 4, 8: exstack and exstack2 with -b swept, conveyors), both
 # at bale's defaults (matrix_rows rows per rank, 10 entries per row, lower
 # triangular); the rate is each side's own entries over its time: Courier's per
 # trial, bale's its mean over the PEs; a bale run that fails its check or prints no
@@ -639,8 +639,10 @@ block_matrix() {
             local args=(-n "$matrix_rows" -M "$model")
             side="bale $lib"
             [ "$b" = - ] || { args+=(-b "$b"); side="bale $lib -b $((b / 1024))K"; }
+            local exe=$name
+            [ "$name" != toposort ] || exe=topo
             (cd "$work/bale/bin" && OMPI_MCA_osc=^rdma timeout 300 $(shmem_launcher "$np") \
-                ./"$name" "${args[@]}" >"$tmp/bale" 2>&1 || true)
+                ./"$exe" "${args[@]}" >"$tmp/bale" 2>&1 || true)
             rate=$(awk '
                 $2 == "nonzeros" {nnz = $1}
                 ($1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 && nnz > 0 {
@@ -685,7 +687,7 @@ machine() {
 # COMPARE_NO_BUILD=1 (the test suite, which has just built them): use the apps as they are
 [ -n "${COMPARE_NO_BUILD:-}" ] || ninja -C "$build" apps/histogram apps/cc apps/bfs apps/boruvka \
     apps/sssp apps/pagerank apps/tc apps/bc apps/container_bench apps/coll_bench \
-    apps/randperm apps/sort apps/transpose_matrix apps/permute_matrix >/dev/null
+    apps/randperm apps/sort apps/transpose_matrix apps/permute_matrix apps/toposort >/dev/null
 build_peers
 started=$(date -u '+%F %H:%M UTC')
 stamp=$(date -u '+%Y-%m-%dT%H%M')
@@ -723,7 +725,7 @@ for ((round = 1; round <= rounds; round++)); do
     fi
     if wants matrix; then
         for np in $ranks; do
-            for app in transpose_matrix permute_matrix; do
+            for app in transpose_matrix permute_matrix toposort; do
                 timed "$app, $np ranks" block_matrix "$app" "$np"
             done
         done

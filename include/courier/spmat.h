@@ -107,6 +107,24 @@ uint64_t *cr_spmat_random_permutation(cr_comm *comm, uint64_t n, uint64_t seed);
 uint64_t *cr_spmat_inverse(cr_comm *comm, uint64_t n, const uint64_t *perm, char *err,
                            size_t errlen);
 
+/* Collective: bale's toposort. m is a permuted unit upper triangular matrix (a
+ * unit upper triangular one with its rows and columns permuted) and mt its
+ * transpose (cr_spmat_transpose, which the caller makes once). Finds permutations
+ * that make it unit upper triangular again: *rperm (this rank's block of the rows)
+ * and *cperm (its block of the columns), malloc'd, with cr_spmat_permute's meaning.
+ * By levels (docs/bale.md): the rows with a single entry left are pivots; each
+ * level's pivots take the last free places (the places claimed per rank by one
+ * allgather), tell their columns' owners, which delete the column from every other
+ * row holding it, and the rows left with one entry are the next level's. -1, with a
+ * line in err on every rank, if m is not square or not such a matrix (rows that
+ * never get down to one entry). */
+int cr_spmat_toposort(const cr_spmat *m, const cr_spmat *mt, uint64_t **rperm, uint64_t **cperm,
+                      char *err, size_t errlen);
+
+/* Collective: whether a is unit upper triangular in structure: square, and every
+ * row's first entry on the diagonal (values are not looked at). */
+bool cr_spmat_is_unit_upper(const cr_spmat *a);
+
 /* Collective: whether a and b (on the same comm) have the same dimensions, the same
  * entries and the same values. */
 bool cr_spmat_equal(const cr_spmat *a, const cr_spmat *b);

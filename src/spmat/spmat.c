@@ -85,11 +85,27 @@ typedef struct scatter_job {
     uint64_t bad;            /* an index out of the block, or one filled twice */
 } scatter_job;
 
+/* A topological sort in progress on this rank (cr_spmat_toposort): its rows' counts
+ * and column sums, its columns' rows (the transpose's), and the pivots of the next
+ * level as they appear. */
+typedef struct topo_job {
+    uint64_t first;          /* this rank's first row (and first column) */
+    uint64_t *count, *sum;   /* per row: entries left, and the sum of their columns */
+    uint64_t *rperm;         /* per row: its place, once pivoted */
+    uint64_t *cperm;         /* per column of this rank: its place, once pivoted */
+    const cr_spmat *mt;      /* the transpose: row c holds the rows with an entry in c */
+    uint64_t *next;          /* rows that have one entry left, for the next level */
+    uint64_t nnext, cap;
+    uint64_t conflicts;      /* columns two pivots claimed (no triangular matrix) */
+    int h_delete;
+} topo_job;
+
 typedef struct spmat_state {
-    int h_count, h_entry, h_row, h_ask, h_answer, h_scatter;
+    int h_count, h_entry, h_row, h_ask, h_answer, h_scatter, h_pivot, h_delete;
     transpose_job *job;
     permute_job *perm;
     scatter_job *scatter;
+    topo_job *topo;
 } spmat_state;
 
 static int spmat_poll(cr_comm *comm, void *state)
@@ -211,6 +227,54 @@ static void on_scatter(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
+/* Toposort: {column, place, pivot row}: the column takes the place, and every other
+ * row with an entry in it loses that entry. */
+static void on_pivot(cr_comm *comm, const cr_batch *b, void *user)
+{
+    topo_job *j = ((spmat_state *)user)->topo;
+    cr_block_layout l = cr_block_layout_of(j->mt->cols, cr_comm_size(comm));
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t q[3];
+        memcpy(q, cr_batch_payload(b, k), sizeof q);
+        uint64_t c = q[0] - j->first;
+        if (j->cperm[c] != UINT64_MAX) { /* a second pivot on one column */
+            j->conflicts++;
+            continue;
+        }
+        j->cperm[c] = q[1];
+        for (uint64_t e = j->mt->offsets[c]; e < j->mt->offsets[c + 1]; e++) {
+            uint64_t del[2] = {j->mt->col[e], q[0]};
+            if (del[0] != q[2])
+                cr_async(comm, cr_block_layout_owner(&l, del[0]), j->h_delete, del, sizeof del);
+        }
+    }
+}
+
+/* Toposort: {row, column}: the row loses its entry in the column; with one left, it
+ * is a pivot of the next level. */
+static void on_delete(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    topo_job *j = ((spmat_state *)user)->topo;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t d[2];
+        memcpy(d, cr_batch_payload(b, k), sizeof d);
+        uint64_t r = d[0] - j->first;
+        if (j->count[r] == 0)
+            continue; /* pivoted already: only a matrix that is not triangular gets here */
+        j->sum[r] -= d[1];
+        if (--j->count[r] != 1)
+            continue;
+        if (j->nnext == j->cap) {
+            j->cap = j->cap ? 2 * j->cap : 1024;
+            j->next = realloc(j->next, j->cap * sizeof *j->next);
+            if (!j->next)
+                cr_fatal("spmat: out of memory for %llu pivots", (unsigned long long)j->cap);
+        }
+        j->next[j->nnext++] = r;
+    }
+}
+
 static spmat_state *state_of(cr_comm *comm)
 {
     spmat_state *s = cr_module_state(comm, &spmat_module);
@@ -229,6 +293,10 @@ static spmat_state *state_of(cr_comm *comm)
                                                             .name = "spmat column answer"}, s);
     s->h_scatter = cr_register_type(comm, &(cr_handler_type){.batch = on_scatter,
                                                              .name = "spmat scatter"}, s);
+    s->h_pivot = cr_register_type(comm, &(cr_handler_type){.batch = on_pivot,
+                                                           .name = "spmat pivot"}, s);
+    s->h_delete = cr_register_type(comm, &(cr_handler_type){.batch = on_delete,
+                                                            .name = "spmat delete"}, s);
     return s;
 }
 
@@ -803,4 +871,121 @@ cr_spmat *cr_spmat_permute(const cr_spmat *a, const uint64_t *rperm, const uint6
                  t->offsets[r + 1] - t->offsets[r]);
     count_all(t);
     return t;
+}
+
+/* ---------------------------------------------------------------- toposort */
+
+/* This level's pivots take the next places from the top down: rank q's pivots the
+ * run below ranks 0 .. q-1's. Each pivot row takes its place, and its column's owner
+ * is told. Returns the pivots of all ranks. Collective. */
+static uint64_t pivot_level(const cr_spmat *m, spmat_state *st, topo_job *j, uint64_t *rows,
+                            uint64_t n, uint64_t *top)
+{
+    int p = cr_comm_size(m->comm), me = cr_comm_rank(m->comm);
+    uint64_t kept = 0; /* a row that lost its last entry (no triangular matrix) is none */
+    for (uint64_t k = 0; k < n; k++)
+        if (j->count[rows[k]] == 1)
+            rows[kept++] = rows[k];
+    n = kept;
+    uint64_t *counts = alloc_u64((uint64_t)p, "the level's counts");
+    cr_allgather(m->comm, &n, sizeof n, counts, NULL);
+    uint64_t below = 0, all = 0;
+    for (int q = 0; q < p; q++) {
+        below += q < me ? counts[q] : 0;
+        all += counts[q];
+    }
+    free(counts);
+    cr_block_layout l = cr_block_layout_of(m->cols, p);
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t r = rows[k], place = *top - 1 - below - k;
+        j->rperm[r] = place;
+        j->count[r] = 0;
+        uint64_t q[3] = {j->sum[r], place, j->first + r};
+        if (q[0] >= m->cols) { /* a sum gone wrong: no triangular matrix */
+            j->conflicts++;
+            continue;
+        }
+        cr_async(m->comm, cr_block_layout_owner(&l, q[0]), st->h_pivot, q, sizeof q);
+    }
+    *top -= all;
+    cr_barrier(m->comm); /* the columns placed, their entries deleted, the next pivots found */
+    return all;
+}
+
+/* The rows of one entry, this level's pivots. */
+static uint64_t first_pivots(const cr_spmat *m, topo_job *j)
+{
+    uint64_t n = 0;
+    for (uint64_t r = 0; r < m->count; r++) {
+        j->count[r] = m->offsets[r + 1] - m->offsets[r];
+        j->sum[r] = 0;
+        for (uint64_t k = m->offsets[r]; k < m->offsets[r + 1]; k++)
+            j->sum[r] += m->col[k];
+        if (j->count[r] == 1)
+            j->next[n++] = r;
+    }
+    return n;
+}
+
+int cr_spmat_toposort(const cr_spmat *m, const cr_spmat *mt, uint64_t **rperm, uint64_t **cperm,
+                      char *err, size_t errlen)
+{
+    not_from_handler(m->comm, "cr_spmat_toposort");
+    spmat_state *st = state_of(m->comm);
+    const char *bad = m->rows != m->cols ? "the matrix is not square"
+                      : mt->rows != m->cols || mt->cols != m->rows || mt->comm != m->comm
+                          ? "the second matrix is not the first's transpose"
+                          : NULL;
+    if (bad) {
+        cr_set_error(err, errlen, "cr_spmat_toposort: %s", bad);
+        return -1;
+    }
+    topo_job j = {.first = m->first, .mt = mt, .h_delete = st->h_delete};
+    j.count = alloc_u64(m->count, "the rows' counts");
+    j.sum = alloc_u64(m->count, "the rows' column sums");
+    j.rperm = alloc_u64(m->count, "the row permutation");
+    j.cperm = alloc_u64(mt->count, "the column permutation");
+    for (uint64_t c = 0; c < mt->count; c++)
+        j.cperm[c] = UINT64_MAX;
+    j.cap = m->count ? m->count : 1;
+    j.next = alloc_u64(j.cap, "the pivots");
+    uint64_t *level = NULL, top = m->rows;
+    st->topo = &j;
+    j.nnext = first_pivots(m, &j);
+    cr_barrier(m->comm); /* every rank's job is set before the first pivot arrives */
+    for (;;) {
+        /* this level's pivots: the rows that reached one entry, each once */
+        free(level);
+        level = j.next;
+        uint64_t n = j.nnext;
+        j.next = NULL, j.nnext = j.cap = 0;
+        if (pivot_level(m, st, &j, level, n, &top) == 0)
+            break;
+    }
+    st->topo = NULL;
+    free(level), free(j.next), free(j.count), free(j.sum);
+    uint64_t left[2] = {top, j.conflicts}, all_left[2] = {0, 0};
+    cr_allreduce(m->comm, left, all_left, 2, CR_UINT64, CR_OP_MAX, NULL);
+    if (all_left[0] > 0 || all_left[1] > 0) {
+        free(j.rperm), free(j.cperm);
+        cr_set_error(err, errlen, "cr_spmat_toposort: the matrix is not a permuted unit upper "
+                     "triangular one: %llu rows never had a single entry left%s",
+                     (unsigned long long)all_left[0],
+                     all_left[1] ? ", and pivots met on one column" : "");
+        return -1;
+    }
+    *rperm = j.rperm;
+    *cperm = j.cperm;
+    return 0;
+}
+
+bool cr_spmat_is_unit_upper(const cr_spmat *a)
+{
+    not_from_handler(a->comm, "cr_spmat_is_unit_upper");
+    int ok = a->rows == a->cols;
+    for (uint64_t r = 0; ok && r < a->count; r++)
+        ok = a->offsets[r + 1] > a->offsets[r] && a->col[a->offsets[r]] == a->first + r;
+    int all = 0;
+    cr_allreduce(a->comm, &ok, &all, 1, CR_INT32, CR_OP_MIN, NULL);
+    return all != 0;
 }

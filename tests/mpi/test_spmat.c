@@ -260,6 +260,63 @@ static void test_permute(void **state)
     verdict();
 }
 
+/* bale's toposort input (a lower triangle with its diagonal, transposed, rows and
+ * columns permuted) sorted back: both results permutations, and the matrix they
+ * permute unit upper triangular. A matrix that is not such (a directed one without
+ * its diagonal) is refused on every rank. */
+static void run_toposort(const char *route, uint64_t rows, double nz, uint64_t seed)
+{
+    cr_comm *comm = world(route);
+    char err[300];
+    cr_spmat_er g;
+    cr_spmat_er_init(&g);
+    g.rows = rows, g.nz_per_row = nz, g.loops = true, g.seed = seed;
+    cr_spmat *lower = cr_spmat_erdos_renyi(comm, &g, err, sizeof err);
+    cr_spmat *upper = cr_spmat_transpose(lower);
+    CHECK(cr_spmat_is_unit_upper(upper), "the transposed lower triangle is not unit upper");
+    CHECK(rows < 2 || !cr_spmat_is_unit_upper(lower) || cr_spmat_nnz(lower) == rows,
+          "a lower triangle with entries below the diagonal taken for upper");
+    uint64_t *rp = cr_spmat_random_permutation(comm, rows, seed + 1);
+    uint64_t *cp = cr_spmat_random_permutation(comm, rows, seed + 2);
+    cr_spmat *m = cr_spmat_permute(upper, rp, cp, err, sizeof err);
+    cr_spmat *mt = cr_spmat_transpose(m);
+    uint64_t *tr = NULL, *tc = NULL;
+    int rc = cr_spmat_toposort(m, mt, &tr, &tc, err, sizeof err);
+    CHECK(rc == 0, "cr_spmat_toposort: %s", err);
+    if (rc == 0) {
+        uint64_t *ci = cr_spmat_inverse(comm, rows, tc, err, sizeof err);
+        CHECK(ci != NULL, "the column result is not a permutation: %s", err);
+        cr_spmat *t = cr_spmat_permute(m, tr, tc, err, sizeof err);
+        CHECK(t && cr_spmat_is_unit_upper(t), "the sorted matrix is not unit upper triangular");
+        CHECK(t && cr_spmat_nnz(t) == cr_spmat_nnz(upper), "entries lost");
+        cr_spmat_destroy(t);
+        free(ci), free(tr), free(tc);
+    }
+    /* a directed matrix without its diagonal: every rank refuses it alike */
+    cr_spmat_er d = g;
+    d.directed = true, d.loops = false, d.nz_per_row = 3;
+    cr_spmat *bad = cr_spmat_erdos_renyi(comm, &d, err, sizeof err);
+    cr_spmat *badt = cr_spmat_transpose(bad);
+    tr = tc = NULL;
+    rc = cr_spmat_toposort(bad, badt, &tr, &tc, err, sizeof err);
+    CHECK(rows < 4 || (rc == -1 && strstr(err, "not a permuted unit upper triangular")),
+          "a directed matrix sorted: rc %d, '%s'", rc, err);
+    free(tr), free(tc);
+    cr_spmat_destroy(badt), cr_spmat_destroy(bad);
+    free(rp), free(cp);
+    cr_spmat_destroy(mt), cr_spmat_destroy(m), cr_spmat_destroy(upper), cr_spmat_destroy(lower);
+    cr_comm_destroy(comm);
+}
+
+static void test_toposort(void **state)
+{
+    (void)state;
+    run_toposort("direct", 400, 6, 11);
+    run_toposort("nlnr", 211, 3, 12);
+    run_toposort("direct", 3, 2, 13); /* fewer rows than ranks */
+    verdict();
+}
+
 /* A matrix not square, from arrays: row i holds the columns i, i + 3, ... below 11. */
 static void test_create_and_refuse(void **state)
 {
@@ -326,6 +383,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_er_and_transpose),
         cmocka_unit_test(test_create_and_refuse),
         cmocka_unit_test(test_permute),
+        cmocka_unit_test(test_toposort),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
