@@ -621,22 +621,25 @@ block_randperm() {
     done
 }
 
-# matrix APP NP: apps/transpose_matrix, apps/permute_matrix or apps/toposort against
-# bale's app of the same name (bale's toposort is built as topo) (-M 2, 4, 8: exstack and exstack2 with -b swept, conveyors), both
-# at bale's defaults (matrix_rows rows per rank, 10 entries per row, lower
-# triangular); the rate is each side's own entries over its time: Courier's per
-# trial, bale's its mean over the PEs; a bale run that fails its check or prints no
-# time is recorded as failed
+# matrix APP NP: apps/transpose_matrix, apps/permute_matrix, apps/toposort or
+# apps/triangles against bale's app of the same name (its toposort is built as topo):
+# -M 2, 4, 8, exstack and exstack2 with -b swept, conveyors; both at bale's default
+# sizes (matrix_rows rows per rank, 10 entries per row, lower triangular; a fifth of
+# the rows for triangles, as bale's defaults are). The rate is each side's own
+# entries over its time: Courier's per trial, bale's its mean over the PEs; a bale
+# run that fails its check or prints no time is recorded as failed.
 block_matrix() {
     local name=$1 np=$2 lib b model side rate
-    "$mpirun" -np "$np" "$build/apps/$name" -n "$matrix_rows" --reps 3 >"$tmp/out" 2>&1 ||
+    local rows=$matrix_rows
+    [ "$name" != triangles ] || rows=$((matrix_rows / 5))
+    "$mpirun" -np "$np" "$build/apps/$name" -n "$rows" --reps 3 >"$tmp/out" 2>&1 ||
         { cat "$tmp/out" >&2; fail "$name at $np ranks failed its check"; }
     record_trials matrix "$name, $np ranks" courier "M entries/s" $(awk '$1 == "trial" {print $5}' "$tmp/out")
     [ $have_bale = 1 ] || return 0
     for lib in exstack exstack2 conveyors; do
         for b in $bale_b; do
             case $lib in exstack) model=2 ;; exstack2) model=4 ;; conveyors) model=8 b=- ;; esac
-            local args=(-n "$matrix_rows" -M "$model")
+            local args=(-n "$rows" -M "$model")
             side="bale $lib"
             [ "$b" = - ] || { args+=(-b "$b"); side="bale $lib -b $((b / 1024))K"; }
             local exe=$name
@@ -687,7 +690,8 @@ machine() {
 # COMPARE_NO_BUILD=1 (the test suite, which has just built them): use the apps as they are
 [ -n "${COMPARE_NO_BUILD:-}" ] || ninja -C "$build" apps/histogram apps/cc apps/bfs apps/boruvka \
     apps/sssp apps/pagerank apps/tc apps/bc apps/container_bench apps/coll_bench \
-    apps/randperm apps/sort apps/transpose_matrix apps/permute_matrix apps/toposort >/dev/null
+    apps/randperm apps/sort apps/transpose_matrix apps/permute_matrix apps/toposort \
+    apps/triangles >/dev/null
 build_peers
 started=$(date -u '+%F %H:%M UTC')
 stamp=$(date -u '+%Y-%m-%dT%H%M')
@@ -725,7 +729,7 @@ for ((round = 1; round <= rounds; round++)); do
     fi
     if wants matrix; then
         for np in $ranks; do
-            for app in transpose_matrix permute_matrix toposort; do
+            for app in transpose_matrix permute_matrix toposort triangles; do
                 timed "$app, $np ranks" block_matrix "$app" "$np"
             done
         done

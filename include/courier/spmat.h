@@ -125,6 +125,15 @@ int cr_spmat_toposort(const cr_spmat *m, const cr_spmat *mt, uint64_t **rperm, u
  * row's first entry on the diagonal (values are not looked at). */
 bool cr_spmat_is_unit_upper(const cr_spmat *a);
 
+/* Collective: the triangles of the graph whose strictly lower triangle l is (bale's
+ * triangles, the push form): each row's pairs of entries go to the row of the larger
+ * one, which holds the smaller or not. With u NULL the rows of l are used (bale's
+ * algorithm 0, L & L*U), with u the transpose of l its rows (algorithm 1, L & U*L:
+ * other pairs, the same count). *count on every rank; -1 with a line in err if l is
+ * not square and strictly lower triangular, or u is not its transpose. */
+int cr_spmat_triangles(const cr_spmat *l, const cr_spmat *u, uint64_t *count, char *err,
+                       size_t errlen);
+
 /* Collective: whether a and b (on the same comm) have the same dimensions, the same
  * entries and the same values. */
 bool cr_spmat_equal(const cr_spmat *a, const cr_spmat *b);

@@ -100,8 +100,15 @@ typedef struct topo_job {
     int h_delete;
 } topo_job;
 
+/* Triangles being counted on this rank: the lower triangle's rows it holds. */
+typedef struct triangle_job {
+    const cr_spmat *l;
+    uint64_t found;
+} triangle_job;
+
 typedef struct spmat_state {
-    int h_count, h_entry, h_row, h_ask, h_answer, h_scatter, h_pivot, h_delete;
+    int h_count, h_entry, h_row, h_ask, h_answer, h_scatter, h_pivot, h_delete, h_wedge;
+    triangle_job *tri;
     transpose_job *job;
     permute_job *perm;
     scatter_job *scatter;
@@ -275,6 +282,33 @@ static void on_delete(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
+/* Whether row r (local) of a holds column c: a binary search of its columns. */
+static bool row_has(const cr_spmat *a, uint64_t r, uint64_t c)
+{
+    uint64_t lo = a->offsets[r], hi = a->offsets[r + 1];
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (a->col[mid] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < a->offsets[r + 1] && a->col[lo] == c;
+}
+
+/* Triangles: {a, b} (b < a), two neighbours of a third vertex; a triangle if row a of
+ * the lower triangle holds b. */
+static void on_wedges(cr_comm *comm, const cr_batch *b, void *user)
+{
+    (void)comm;
+    triangle_job *j = ((spmat_state *)user)->tri;
+    for (size_t k = 0; k < b->count; k++) {
+        uint64_t w[2];
+        memcpy(w, cr_batch_payload(b, k), sizeof w);
+        j->found += row_has(j->l, w[0] - j->l->first, w[1]);
+    }
+}
+
 static spmat_state *state_of(cr_comm *comm)
 {
     spmat_state *s = cr_module_state(comm, &spmat_module);
@@ -297,6 +331,8 @@ static spmat_state *state_of(cr_comm *comm)
                                                            .name = "spmat pivot"}, s);
     s->h_delete = cr_register_type(comm, &(cr_handler_type){.batch = on_delete,
                                                             .name = "spmat delete"}, s);
+    s->h_wedge = cr_register_type(comm, &(cr_handler_type){.batch = on_wedges,
+                                                           .name = "spmat wedge"}, s);
     return s;
 }
 
@@ -988,4 +1024,48 @@ bool cr_spmat_is_unit_upper(const cr_spmat *a)
     int all = 0;
     cr_allreduce(a->comm, &ok, &all, 1, CR_INT32, CR_OP_MIN, NULL);
     return all != 0;
+}
+
+/* ---------------------------------------------------------------- triangles */
+
+/* Whether a holds only entries below its diagonal on this rank. */
+static bool strictly_lower_here(const cr_spmat *a)
+{
+    for (uint64_t r = 0; r < a->count; r++)
+        for (uint64_t k = a->offsets[r]; k < a->offsets[r + 1]; k++)
+            if (a->col[k] >= a->first + r)
+                return false;
+    return true;
+}
+
+int cr_spmat_triangles(const cr_spmat *l, const cr_spmat *u, uint64_t *count, char *err,
+                       size_t errlen)
+{
+    not_from_handler(l->comm, "cr_spmat_triangles");
+    int ok = l->rows == l->cols && strictly_lower_here(l), all = 0;
+    cr_allreduce(l->comm, &ok, &all, 1, CR_INT32, CR_OP_MIN, NULL);
+    if (!all || (u && (u->rows != l->cols || u->cols != l->rows || u->comm != l->comm))) {
+        cr_set_error(err, errlen, "cr_spmat_triangles: %s",
+                     !all ? "the matrix is not strictly lower triangular"
+                          : "the second matrix is not the first's transpose");
+        return -1;
+    }
+    spmat_state *st = state_of(l->comm);
+    triangle_job j = {.l = l};
+    st->tri = &j;
+    cr_barrier(l->comm); /* every rank's job is set before the first wedge arrives */
+    /* each row's pairs of entries: of L's rows (L & L*U) or of U's (L & U*L); the
+     * pair goes to the row of the larger, which holds the smaller or not */
+    const cr_spmat *rows = u ? u : l;
+    cr_block_layout lay = cr_block_layout_of(l->rows, cr_comm_size(l->comm));
+    for (uint64_t r = 0; r < rows->count; r++)
+        for (uint64_t x = rows->offsets[r]; x < rows->offsets[r + 1]; x++)
+            for (uint64_t y = rows->offsets[r]; y < x; y++) {
+                uint64_t w[2] = {rows->col[x], rows->col[y]};
+                cr_async(l->comm, cr_block_layout_owner(&lay, w[0]), st->h_wedge, w, sizeof w);
+            }
+    cr_barrier(l->comm);
+    st->tri = NULL;
+    cr_allreduce(l->comm, &j.found, count, 1, CR_UINT64, CR_OP_SUM, NULL);
+    return 0;
 }

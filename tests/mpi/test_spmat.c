@@ -317,6 +317,58 @@ static void test_toposort(void **state)
     verdict();
 }
 
+/* Triangles in both of bale's push forms against a count of the whole graph made
+ * here (every triple of vertices that are pairwise neighbours, by search); a matrix
+ * with an entry on or above the diagonal is refused. */
+static uint64_t triangles_whole(const cr_spmat_local *w)
+{
+    uint64_t found = 0;
+    for (uint64_t c = 0; c < w->rows; c++)                       /* the largest vertex */
+        for (uint64_t x = w->offsets[c]; x < w->offsets[c + 1]; x++) /* the middle one */
+            for (uint64_t y = w->offsets[c]; y < w->offsets[c + 1]; y++) { /* the smallest */
+                uint64_t b = w->cols[x], a = w->cols[y];
+                if (a >= b)
+                    continue;
+                for (uint64_t k = w->offsets[b]; k < w->offsets[b + 1]; k++)
+                    found += w->cols[k] == a;
+            }
+    return found;
+}
+
+static void test_triangles(void **state)
+{
+    (void)state;
+    static const double dens[] = {12, 4, 30};
+    static const uint64_t rows[] = {500, 301, 60};
+    for (int c = 0; c < 3; c++) {
+        cr_comm *comm = world(c == 1 ? "nlnr" : "direct"), *self = alone();
+        cr_spmat_er g;
+        cr_spmat_er_init(&g);
+        g.rows = rows[c], g.nz_per_row = dens[c], g.seed = 40 + (uint64_t)c;
+        char err[300];
+        cr_spmat *l = cr_spmat_erdos_renyi(comm, &g, err, sizeof err);
+        cr_spmat *whole = cr_spmat_erdos_renyi(self, &g, err, sizeof err);
+        cr_spmat_local w = cr_spmat_local_rows(whole);
+        uint64_t want = triangles_whole(&w), got0 = 0, got1 = 0;
+        cr_spmat *u = cr_spmat_transpose(l);
+        CHECK(cr_spmat_triangles(l, NULL, &got0, err, sizeof err) == 0, "%s", err);
+        CHECK(cr_spmat_triangles(l, u, &got1, err, sizeof err) == 0, "%s", err);
+        CHECK(got0 == want && got1 == want, "%llu and %llu triangles, the whole graph has %llu",
+              (unsigned long long)got0, (unsigned long long)got1, (unsigned long long)want);
+        CHECK(want > 0 || c == 1, "no triangle to count: the case checks nothing");
+        /* with loops, the diagonal is in: refused */
+        g.loops = true;
+        cr_spmat *d = cr_spmat_erdos_renyi(comm, &g, err, sizeof err);
+        CHECK(cr_spmat_triangles(d, NULL, &got0, err, sizeof err) == -1 &&
+                  strstr(err, "not strictly lower"),
+              "a diagonal accepted: '%s'", err);
+        cr_spmat_destroy(d), cr_spmat_destroy(u), cr_spmat_destroy(whole), cr_spmat_destroy(l);
+        cr_comm_destroy(self);
+        cr_comm_destroy(comm);
+    }
+    verdict();
+}
+
 /* A matrix not square, from arrays: row i holds the columns i, i + 3, ... below 11. */
 static void test_create_and_refuse(void **state)
 {
@@ -384,6 +436,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_create_and_refuse),
         cmocka_unit_test(test_permute),
         cmocka_unit_test(test_toposort),
+        cmocka_unit_test(test_triangles),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
