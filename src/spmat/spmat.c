@@ -475,8 +475,15 @@ cr_spmat *cr_spmat_erdos_renyi(cr_comm *comm, const cr_spmat_er *g, char *err, s
         draw_row(g, log_q, a->first + r, &out);
         a->offsets[r + 1] = out.n;
     }
-    a->col = out.col ? out.col : alloc_u64(0, "a matrix's columns");
-    a->val = g->weighted ? (out.val ? out.val : malloc(sizeof(double))) : NULL;
+    /* the arrays grew by doubling: give back what the last doubling did not use */
+    a->col = out.n ? realloc(out.col, out.n * sizeof *out.col) : NULL;
+    a->col = a->col ? a->col : out.col ? out.col : alloc_u64(0, "a matrix's columns");
+    if (g->weighted) {
+        a->val = out.n ? realloc(out.val, out.n * sizeof *out.val) : NULL;
+        a->val = a->val ? a->val : out.val ? out.val : malloc(sizeof(double));
+        if (!a->val)
+            cr_fatal("spmat: out of memory for a value");
+    }
     count_all(a);
     return a;
 }
@@ -515,6 +522,8 @@ cr_spmat *cr_spmat_create(cr_comm *comm, uint64_t rows, uint64_t cols, const uin
     uint64_t count = cr_block_count(rows, p, me);
     if (!bad && !offsets)
         bad = "offsets is NULL";
+    if (!bad && !col_index && offsets[count] > 0)
+        bad = "the columns are NULL";
     if (!bad)
         bad = bad_rows(count, cols, offsets, col_index, line, sizeof line);
     char why[300];
