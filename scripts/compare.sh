@@ -646,10 +646,13 @@ block_matrix() {
             [ "$name" != toposort ] || exe=topo
             (cd "$work/bale/bin" && OMPI_MCA_osc=^rdma timeout 300 $(shmem_launcher "$np") \
                 ./"$exe" "${args[@]}" >"$tmp/bale" 2>&1 || true)
+            # the time follows its library's name, which toposort prints after its
+            # level count
             rate=$(awk '
                 $2 == "nonzeros" {nnz = $1}
-                ($1 == "Exstack:" || $1 == "Exstack2:" || $1 == "Conveyor:") && $2 > 0 && nnz > 0 {
-                    printf "%.2f\n", nnz / $2 / 1e6}' "$tmp/bale")
+                {for (i = 1; i < NF; i++)
+                    if (($i == "Exstack:" || $i == "Exstack2:" || $i == "Conveyor:") &&
+                        $(i + 1) > 0 && nnz > 0) printf "%.2f\n", nnz / $(i + 1) / 1e6}' "$tmp/bale")
             if grep -qE 'FAIL|ERROR' "$tmp/bale" || [ -z "$rate" ]; then
                 say "bale $name $lib at $np ranks: $(grep -m1 -E 'FAIL|ERROR' "$tmp/bale" || tail -1 "$tmp/bale")"
                 rate=failed
