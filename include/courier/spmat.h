@@ -126,8 +126,9 @@ int cr_spmat_toposort(const cr_spmat *m, const cr_spmat *mt, uint64_t **rperm, u
 bool cr_spmat_is_unit_upper(const cr_spmat *a);
 
 /* Collective: the triangles of the graph whose strictly lower triangle l is (bale's
- * triangles, the push form): each row's pairs of entries go to the row of the larger
- * one, which holds the smaller or not. With u NULL the rows of l are used (bale's
+ * triangles, the push form): for each entry of a row, the row's entries before it go
+ * in one record to that entry's row, which counts those it holds (a merge of two
+ * sorted lists). With u NULL the rows of l are used (bale's
  * algorithm 0, L & L*U), with u the transpose of l its rows (algorithm 1, L & U*L:
  * other pairs, the same count). *count on every rank; -1 with a line in err if l is
  * not square and strictly lower triangular, or u is not its transpose. */

@@ -282,30 +282,25 @@ static void on_delete(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
-/* Whether row r (local) of a holds column c: a binary search of its columns. */
-static bool row_has(const cr_spmat *a, uint64_t r, uint64_t c)
+/* Triangles: [b_1 < b_2 < ... < b_k][a], the b all below a, all neighbours of a
+ * third vertex with a: each b_i that row a of the lower triangle holds closes a
+ * triangle. Both lists are sorted, so one merge of the two counts them. */
+static void on_wedges(cr_comm *comm, int src, const void *payload, size_t len, void *user)
 {
-    uint64_t lo = a->offsets[r], hi = a->offsets[r + 1];
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (a->col[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < a->offsets[r + 1] && a->col[lo] == c;
-}
-
-/* Triangles: {a, b} (b < a), two neighbours of a third vertex; a triangle if row a of
- * the lower triangle holds b. */
-static void on_wedges(cr_comm *comm, const cr_batch *b, void *user)
-{
-    (void)comm;
+    (void)comm, (void)src;
     triangle_job *j = ((spmat_state *)user)->tri;
-    for (size_t k = 0; k < b->count; k++) {
-        uint64_t w[2];
-        memcpy(w, cr_batch_payload(b, k), sizeof w);
-        j->found += row_has(j->l, w[0] - j->l->first, w[1]);
+    size_t k = len / 8 - 1, i = 0;
+    uint64_t a;
+    memcpy(&a, (const char *)payload + k * 8, sizeof a);
+    const char *bs = payload;
+    uint64_t r = a - j->l->first, e = j->l->offsets[r], end = j->l->offsets[r + 1];
+    while (i < k && e < end) {
+        uint64_t b;
+        memcpy(&b, bs + i * 8, 8);
+        uint64_t c = j->l->col[e];
+        j->found += b == c;
+        i += b <= c;
+        e += c <= b;
     }
 }
 
@@ -331,8 +326,8 @@ static spmat_state *state_of(cr_comm *comm)
                                                            .name = "spmat pivot"}, s);
     s->h_delete = cr_register_type(comm, &(cr_handler_type){.batch = on_delete,
                                                             .name = "spmat delete"}, s);
-    s->h_wedge = cr_register_type(comm, &(cr_handler_type){.batch = on_wedges,
-                                                           .name = "spmat wedge"}, s);
+    s->h_wedge = cr_register_type(comm, &(cr_handler_type){.fn = on_wedges,
+                                                           .name = "spmat wedges"}, s);
     return s;
 }
 
@@ -1067,12 +1062,15 @@ int cr_spmat_triangles(const cr_spmat *l, const cr_spmat *u, uint64_t *count, ch
      * pair goes to the row of the larger, which holds the smaller or not */
     const cr_spmat *rows = u ? u : l;
     cr_block_layout lay = cr_block_layout_of(l->rows, cr_comm_size(l->comm));
-    for (uint64_t r = 0; r < rows->count; r++)
-        for (uint64_t x = rows->offsets[r]; x < rows->offsets[r + 1]; x++)
-            for (uint64_t y = rows->offsets[r]; y < x; y++) {
-                uint64_t w[2] = {rows->col[x], rows->col[y]};
-                cr_async(l->comm, cr_block_layout_owner(&lay, w[0]), st->h_wedge, w, sizeof w);
-            }
+    /* one record per entry x of a row: the row's entries up to x, as they lie; x's
+     * row, where the record goes, may hold those before x */
+    for (uint64_t r = 0; r < rows->count; r++) {
+        const uint64_t *row = rows->col + rows->offsets[r];
+        uint64_t n = rows->offsets[r + 1] - rows->offsets[r];
+        for (uint64_t x = 1; x < n; x++)
+            cr_async(l->comm, cr_block_layout_owner(&lay, row[x]), st->h_wedge, row,
+                     (x + 1) * sizeof *row);
+    }
     cr_barrier(l->comm);
     st->tri = NULL;
     cr_allreduce(l->comm, &j.found, count, 1, CR_UINT64, CR_OP_SUM, NULL);
