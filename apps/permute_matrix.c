@@ -30,18 +30,9 @@ int main(int argc, char **argv)
     bale_matrix_init(&m);
     app_shared sh;
     app_shared_init(&sh);
-    static const struct option opts[] = {BALE_MATRIX_LONG, APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
-                                         APP_LONG_BUFFER_KB, APP_LONG_COMMON, {0, 0, 0, 0}};
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, BALE_MATRIX_SHORT, opts, NULL)) != -1)
-        if (!bale_matrix_option(&a, ch, optarg, &m))
-            app_other_option(&a, ch, optarg, &sh, argv);
-    app_no_operands(&a, argc, argv);
-    bale_matrix_finish(&a, &m, 3.5); /* the input, the permuted, the way back, arenas */
-
-    app_comm_flags flags = app_shared_comm_flags(&sh);
-    cr_comm *comm = app_comm_create(&a, &flags, NULL);
+    bale_matrix_parse(&a, argc, argv, &m, &sh);
+    /* the input, the permuted, the way back, arenas */
+    cr_comm *comm = bale_matrix_start(&a, &m, &sh, 3.5);
     cr_spmat *in = bale_matrix_make(&a, comm, &m);
     bale_matrix_describe(&a, "permute_matrix", in, &m, sh.quiet);
     uint64_t n = cr_spmat_rows(in);

@@ -66,19 +66,10 @@ int main(int argc, char **argv)
     bale_matrix_init(&m);
     app_shared sh;
     app_shared_init(&sh);
-    static const struct option opts[] = {BALE_MATRIX_LONG, APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
-                                         APP_LONG_BUFFER_KB, APP_LONG_COMMON, {0, 0, 0, 0}};
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, BALE_MATRIX_SHORT, opts, NULL)) != -1)
-        if (!bale_matrix_option(&a, ch, optarg, &m))
-            app_other_option(&a, ch, optarg, &sh, argv);
-    app_no_operands(&a, argc, argv);
+    bale_matrix_parse(&a, argc, argv, &m, &sh);
     m.g.directed = false, m.g.loops = true, m.g.weighted = false; /* as bale forces them */
-    bale_matrix_finish(&a, &m, 4); /* the matrix, its transpose, the check's, arenas */
-
-    app_comm_flags flags = app_shared_comm_flags(&sh);
-    cr_comm *comm = app_comm_create(&a, &flags, NULL);
+    /* the matrix, its transpose, the check's, arenas */
+    cr_comm *comm = bale_matrix_start(&a, &m, &sh, 4);
     cr_spmat *in = permuted_triangle(&a, comm, &m);
     cr_spmat *tr = cr_spmat_transpose(in);
     bale_matrix_describe(&a, "toposort", in, &m, sh.quiet);

@@ -26,18 +26,9 @@ int main(int argc, char **argv)
     bale_matrix_init(&m);
     app_shared sh;
     app_shared_init(&sh);
-    static const struct option opts[] = {BALE_MATRIX_LONG, APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
-                                         APP_LONG_BUFFER_KB, APP_LONG_COMMON, {0, 0, 0, 0}};
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, BALE_MATRIX_SHORT, opts, NULL)) != -1)
-        if (!bale_matrix_option(&a, ch, optarg, &m))
-            app_other_option(&a, ch, optarg, &sh, argv);
-    app_no_operands(&a, argc, argv);
-    bale_matrix_finish(&a, &m, 3); /* the input, its transpose and that one's */
-
-    app_comm_flags flags = app_shared_comm_flags(&sh);
-    cr_comm *comm = app_comm_create(&a, &flags, NULL);
+    bale_matrix_parse(&a, argc, argv, &m, &sh);
+    /* the input, its transpose and that one's */
+    cr_comm *comm = bale_matrix_start(&a, &m, &sh, 3);
     cr_spmat *in = bale_matrix_make(&a, comm, &m);
     bale_matrix_describe(&a, "transpose_matrix", in, &m, sh.quiet);
     bool check = app_validate_or(&sh, APP_VALIDATE_YES) != APP_VALIDATE_NO;

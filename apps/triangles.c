@@ -66,28 +66,14 @@ int main(int argc, char **argv)
     bale_matrix_args m;
     bale_matrix_init(&m);
     m.per_rank = 100000; /* bale's default for triangles */
-    int alg = 0;
+    m.takes_alg = true;
     app_shared sh;
     app_shared_init(&sh);
-    static const struct option opts[] = {BALE_MATRIX_LONG, {"alg", required_argument, 0, 'a'},
-                                         APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_BUFFER_KB,
-                                         APP_LONG_COMMON, {0, 0, 0, 0}};
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, BALE_MATRIX_SHORT "a:", opts, NULL)) != -1) {
-        if (ch == 'a')
-            alg = (int)app_parse_u64(&a, "-a", optarg, 0, 1);
-        else if (!bale_matrix_option(&a, ch, optarg, &m))
-            app_other_option(&a, ch, optarg, &sh, argv);
-    }
-    app_no_operands(&a, argc, argv);
+    bale_matrix_parse(&a, argc, argv, &m, &sh);
     m.g.directed = false, m.g.loops = false, m.g.weighted = false; /* a simple graph */
-    bale_matrix_finish(&a, &m, 2.5);
-
-    app_comm_flags flags = app_shared_comm_flags(&sh);
-    cr_comm *comm = app_comm_create(&a, &flags, NULL);
+    cr_comm *comm = bale_matrix_start(&a, &m, &sh, 2.5);
     cr_spmat *l = bale_matrix_make(&a, comm, &m);
-    cr_spmat *u = alg == 1 ? cr_spmat_transpose(l) : NULL;
+    cr_spmat *u = m.alg == 1 ? cr_spmat_transpose(l) : NULL;
     bale_matrix_describe(&a, "triangles", l, &m, sh.quiet);
     bool checked = app_validate_or(&sh, APP_VALIDATE_YES) != APP_VALIDATE_NO;
     uint64_t want = checked ? reference(&a, &m) : 0;
@@ -107,7 +93,7 @@ int main(int argc, char **argv)
         bale_trial_done(&a, &t, s, cr_spmat_nnz(l), valid, sh.quiet);
     }
     if (a.rank == 0 && !sh.quiet)
-        printf("  %llu triangles (algorithm %d)\n", (unsigned long long)count, alg);
+        printf("  %llu triangles (algorithm %d)\n", (unsigned long long)count, m.alg);
     bale_trials_summary(&a, &t, cr_spmat_nnz(l), checked);
     if (sh.stats)
         cr_stats_print(comm, stdout);

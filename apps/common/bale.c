@@ -24,6 +24,7 @@ bool bale_matrix_option(const app *a, int ch, const char *value, bale_matrix_arg
     case 'F': return true;
     case 's': m->g.seed = app_parse_u64(a, "--seed", value, 0, UINT64_MAX); return true;
     case 'r': m->reps = (int)app_parse_u64(a, "--reps", value, 1, 1000); return true;
+    case 'a': m->alg = (int)app_parse_u64(a, "-a", value, 0, 1); return true;
     default: return false;
     }
 }
@@ -81,4 +82,30 @@ void bale_trials_summary(const app *a, const bale_trials *t, uint64_t entries, b
         printf("  courier    mean %.4f s (%.4f-%.4f)  %.2f M entries/s  %s\n", mean, t->lo,
                t->hi, (double)entries / mean / 1e6,
                !checked ? "not validated" : t->ok ? "validated" : "VALIDATION FAILED");
+}
+
+void bale_matrix_parse(app *a, int argc, char **argv, bale_matrix_args *m, app_shared *sh)
+{
+    /* -a, --alg only where the app takes it, so that elsewhere it is unknown */
+    static const struct option plain[] = {BALE_MATRIX_LONG, APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
+                                          APP_LONG_BUFFER_KB, APP_LONG_COMMON, {0, 0, 0, 0}};
+    static const struct option with_alg[] = {BALE_MATRIX_LONG, {"alg", required_argument, 0, 'a'},
+                                             APP_LONG_ROUTE, APP_LONG_NODE_SIZE,
+                                             APP_LONG_BUFFER_KB, APP_LONG_COMMON, {0, 0, 0, 0}};
+    const struct option *opts = m->takes_alg ? with_alg : plain;
+    const char *shorts = m->takes_alg ? BALE_MATRIX_SHORT "a:" : BALE_MATRIX_SHORT;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, shorts, opts, NULL)) != -1)
+        if (!bale_matrix_option(a, ch, optarg, m))
+            app_other_option(a, ch, optarg, sh, argv);
+    app_no_operands(a, argc, argv);
+}
+
+cr_comm *bale_matrix_start(const app *a, bale_matrix_args *m, const app_shared *sh,
+                           double copies)
+{
+    bale_matrix_finish(a, m, copies);
+    app_comm_flags flags = app_shared_comm_flags(sh);
+    return app_comm_create(a, &flags, NULL);
 }

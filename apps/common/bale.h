@@ -15,6 +15,8 @@ typedef struct bale_matrix_args {
     cr_spmat_er g;
     uint64_t per_rank, total;
     int reps;
+    bool takes_alg; /* the app takes -a (triangles) */
+    int alg;
 } bale_matrix_args;
 
 #define BALE_MATRIX_SHORT "n:N:z:e:dlwFs:"
@@ -43,6 +45,13 @@ typedef struct bale_matrix_args {
 void bale_matrix_init(bale_matrix_args *m);
 /* Local: take option ch if it is one of the matrix's; false if not. */
 bool bale_matrix_option(const app *a, int ch, const char *value, bale_matrix_args *m);
+/* Local: every option of argv (bale's, the mailbox's and the common ones), into m
+ * and sh; a usage error for any other. */
+void bale_matrix_parse(app *a, int argc, char **argv, bale_matrix_args *m, app_shared *sh);
+/* Collective, after the app has fixed what it forces: bale_matrix_finish, then the
+ * comm the shared flags ask for. */
+struct cr_comm *bale_matrix_start(const app *a, bale_matrix_args *m, const app_shared *sh,
+                                  double copies);
 /* Local, after the options: the rows; a usage error if `copies` copies of the matrix
  * (16 bytes an entry, 24 weighted) need more than the machine's memory. */
 void bale_matrix_finish(const app *a, bale_matrix_args *m, double copies);
