@@ -99,6 +99,7 @@ void ref_sssp(const ref_graph *r, uint64_t root, double *dist)
 
 /* ---- PageRank ---- */
 
+/* One Jacobi step: next from score (GAP's check). */
 static double pagerank_step(const ref_graph *r, double damping, const double *score,
                             double *next)
 {
@@ -115,16 +116,57 @@ static double pagerank_step(const ref_graph *r, double damping, const double *sc
     return change;
 }
 
+/* One Gauss-Seidel sweep: each new score replaces the old at once. */
+static double pagerank_sweep(const ref_graph *r, double damping, double *score)
+{
+    double base = (1 - damping) / (double)r->n, change = 0;
+    for (uint64_t v = 0; v < r->n; v++) {
+        double sum = 0;
+        for (uint64_t k = r->off[v]; k < r->off[v + 1]; k++) {
+            uint64_t u = r->adj[k];
+            sum += score[u] / (double)(r->off[u + 1] - r->off[u]);
+        }
+        double now = base + damping * sum;
+        change += fabs(now - score[v]);
+        score[v] = now;
+    }
+    return change;
+}
+
+/* Scale the scores of the vertices with edges to the mass they hold at the fixed
+ * point, (their count) / n; returns |f - 1| times their mass before, the most the
+ * scaling changes the scores by in L1. */
+static double pagerank_mass_correction(const ref_graph *r, double *score)
+{
+    double mass = 0, linked = 0;
+    for (uint64_t v = 0; v < r->n; v++)
+        if (r->off[v + 1] > r->off[v])
+            mass += score[v], linked += 1;
+    if (mass <= 0)
+        return 0;
+    double f = linked / (double)r->n / mass;
+    for (uint64_t v = 0; v < r->n; v++)
+        if (r->off[v + 1] > r->off[v])
+            score[v] *= f;
+    return fabs(f - 1) * mass;
+}
+
 int ref_pagerank(const ref_graph *r, double damping, int iterations, double tolerance,
-                 double *score)
+                 bool gauss_seidel, double *score)
 {
     double *next = malloc((r->n + 1) * sizeof *next);
     for (uint64_t v = 0; v < r->n; v++)
         score[v] = 1 / (double)r->n;
     int it = 0;
     while (it < iterations) {
-        double change = pagerank_step(r, damping, score, next);
-        memcpy(score, next, r->n * sizeof *score);
+        double change;
+        if (gauss_seidel) {
+            change = pagerank_sweep(r, damping, score);
+            change += pagerank_mass_correction(r, score);
+        } else {
+            change = pagerank_step(r, damping, score, next);
+            memcpy(score, next, r->n * sizeof *score);
+        }
         it++;
         if (change < tolerance)
             break;

@@ -6,6 +6,7 @@
 
 #include <courier/graph.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,10 +25,12 @@ void ref_graph_free(ref_graph *r);
 /* Dijkstra's distances from root (weight 1 for an unweighted graph; INFINITY when
  * unreachable) into dist[0 .. n). */
 void ref_sssp(const ref_graph *r, uint64_t root, double *dist);
-/* GAP's PageRank: `iterations` at most, stopping below the L1 `tolerance`. Returns
- * the iterations done. */
+/* GAP's PageRank: `iterations` sweeps at most, stopping below the L1 `tolerance`;
+ * Gauss-Seidel in vertex order (each new score read at once), each sweep followed by
+ * the mass correction, as cr_graph_pagerank on one rank sweeps by default; else
+ * Jacobi. Returns the sweeps done. */
 int ref_pagerank(const ref_graph *r, double damping, int iterations, double tolerance,
-                 double *score);
+                 bool gauss_seidel, double *score);
 /* The L1 change one more serial iteration makes to `score` (GAP's check). */
 double ref_pagerank_change(const ref_graph *r, double damping, const double *score);
 /* Triangles of the simple graph (repeated edges and self-loops left out). */

@@ -319,6 +319,7 @@ typedef struct cr_pagerank_opts {
     double damping;     /* 0.85 */
     int max_iterations; /* 20 */
     double tolerance;   /* stop when the L1 change of an iteration is below it: 1e-4 */
+    bool jacobi;        /* false: Gauss-Seidel where the ranks share a node, as GAP */
 } cr_pagerank_opts;
 
 typedef struct cr_pagerank_stats {
@@ -326,15 +327,20 @@ typedef struct cr_pagerank_stats {
     double change;    /* the L1 change of the last iteration, over all ranks */
     uint64_t ghosts;  /* other ranks' vertices my vertices are adjacent to */
     uint64_t records; /* contributions sent per iteration, over all ranks */
+    bool in_place;    /* the sweeps were Gauss-Seidel (on one node, jacobi false) */
 } cr_pagerank_stats;
 
 /* Defaults as GAP's: damping 0.85, 20 iterations, tolerance 1e-4. Local. */
 void cr_graph_pagerank_opts_init(cr_pagerank_opts *o);
 
-/* PageRank as the GAP benchmark defines it: every score starts at 1/n; an iteration
+/* PageRank as the GAP benchmark defines it: every score starts at 1/n; a sweep
  * gives vertex v (1 - damping)/n + damping * (sum over v's edges {u, v} of
- * score(u)/degree(u)), all vertices at once; it stops after max_iterations or when
- * the L1 change is below the tolerance. A vertex without edges gives nothing away (as
+ * score(u)/degree(u)); it stops after max_iterations sweeps or when the L1 change of
+ * one is below the tolerance. Across nodes the sweeps are Jacobi (all vertices at
+ * once from the last sweep's scores). On one node they are Gauss-Seidel, as GAP's
+ * (each new score read at once by the vertices swept after it; fewer sweeps), unless
+ * o->jacobi: at more than one rank the scores then differ from run to run within the
+ * tolerance, as GAP's threads' do, where Jacobi's are the same on every run. A vertex without edges gives nothing away (as
  * in GAP, the scores then sum to less than 1). Pulled with ghosts: each rank holds a
  * copy of the contribution of every other rank's vertex its vertices are adjacent to,
  * refreshed each iteration by one record per such vertex and rank (not one per
