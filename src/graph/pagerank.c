@@ -76,11 +76,12 @@ static double iterate(const cr_graph *g, const uint32_t *col, const float *contr
 }
 
 /* One Gauss-Seidel sweep on my vertices over the node's array of contributions by
- * id, each replaced as its score is known; returns my part of the L1 change. */
-static double sweep_in_place(const cr_graph *g, const uint32_t *adj, _Atomic float *contrib,
-                             double base, double damping, double *score)
+ * id, each replaced as its score is known. Adds to sums my part of the L1 change,
+ * of the mass of the vertices with edges, and of their count. */
+static void sweep_in_place(const cr_graph *g, const uint32_t *adj, _Atomic float *contrib,
+                           double base, double damping, double *score, double sums[3])
 {
-    double change = 0;
+    double change = 0, mass = 0, linked = 0;
 #define LOAD(v) atomic_load_explicit(&contrib[v], memory_order_relaxed)
     for (uint64_t i = 0; i < g->count; i++) {
         float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -97,11 +98,14 @@ static double sweep_in_place(const cr_graph *g, const uint32_t *adj, _Atomic flo
         double now = base + damping * (double)((s0 + s1) + (s2 + s3));
         change += fabs(now - score[i]);
         score[i] = now;
-        atomic_store_explicit(&contrib[g->first + i], contribution(now, degree),
-                              memory_order_relaxed);
+        if (degree) {
+            mass += now, linked += 1;
+            atomic_store_explicit(&contrib[g->first + i], (float)(now / (double)degree),
+                                  memory_order_relaxed);
+        }
     }
 #undef LOAD
-    return change;
+    sums[0] += change, sums[1] += mass, sums[2] += linked;
 }
 
 static const cr_module_type node_values_module = {.name = "graph pagerank on one node",
@@ -126,23 +130,16 @@ static double node_jacobi_sweep(const cr_graph *g, float **contrib, float **next
     return mine;
 }
 
-/* The sum of my vertices' scores and how many there are, of those with edges. */
-static void linked_mass(const cr_graph *g, const double *score, double *mass, double *linked)
-{
-    for (uint64_t i = 0; i < g->count; i++)
-        if (g->offsets[i + 1] > g->offsets[i])
-            *mass += score[i], *linked += 1;
-}
-
 /* Scale my linked vertices' scores by f, and their contributions with them. */
 static void rescale(const cr_graph *g, _Atomic float *shared, double *score, double f)
 {
+    float ff = (float)f;
     for (uint64_t i = 0; i < g->count; i++) {
-        uint64_t degree = g->offsets[i + 1] - g->offsets[i];
-        if (!degree)
+        if (g->offsets[i + 1] == g->offsets[i])
             continue;
         score[i] *= f;
-        atomic_store_explicit(&shared[g->first + i], contribution(score[i], degree),
+        _Atomic float *c = &shared[g->first + i];
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) * ff,
                               memory_order_relaxed);
     }
 }
@@ -159,9 +156,8 @@ static void rescale(const cr_graph *g, _Atomic float *shared, double *score, dou
 static double gauss_seidel_step(cr_graph *g, cr_node_segment *seg, _Atomic float *shared,
                                 double base, double damping, double *score)
 {
-    double mine[3] = {sweep_in_place(g, graph_adj32(g), shared, base, damping, score), 0, 0};
-    double all[3];
-    linked_mass(g, score, &mine[1], &mine[2]);
+    double mine[3] = {0, 0, 0}, all[3];
+    sweep_in_place(g, graph_adj32(g), shared, base, damping, score, mine);
     cr_module_node_segment_barrier(seg); /* every rank's sweep done */
     cr_module_allreduce_double(g->comm, mine, all, 3, CR_OP_SUM);
     double f = all[1] > 0 ? all[2] / (double)g->n / all[1] : 1;
