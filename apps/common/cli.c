@@ -118,31 +118,50 @@ double app_physical_memory(void)
     return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
 }
 
+const char *app_vertices_refusal(const app *a, const char *path, uint64_t n, uint64_t edges,
+                                 uint64_t given, double bytes_owned, double bytes_all,
+                                 char *buf, size_t len)
+{
+    if (n == 0 && !given) {
+        snprintf(buf, len, "%s: the graph has no vertices (no edges in the file)", path);
+        return buf;
+    }
+    if (given && n > given) {
+        snprintf(buf, len, "%s: vertex id %llu is not below --vertices %llu", path,
+                 (unsigned long long)(n - 1), (unsigned long long)given);
+        return buf;
+    }
+    if (given)
+        n = given;
+    double need = (double)n / a->size * bytes_owned + (double)n * bytes_all;
+    if (!given && n > (1u << 20) && n / 64 > edges) {
+        snprintf(buf, len, "%s: vertex id %llu makes %llu vertices for %llu edges, about %.1f "
+                 "GiB per rank; ids are used as they are, so they must be dense (0 .. n-1): "
+                 "relabel the file", path, (unsigned long long)(n - 1), (unsigned long long)n,
+                 (unsigned long long)edges, need / (1 << 30));
+        return buf;
+    }
+    double phys = app_physical_memory();
+    if (phys > 0 && need * a->size > phys) {
+        snprintf(buf, len, "%s: %llu vertices need about %.1f GiB per rank, %.1f GiB on this "
+                 "machine's %d ranks, more than its %.1f GiB", path, (unsigned long long)n,
+                 need / (1 << 30), need * a->size / (1 << 30), a->size, phys / (1 << 30));
+        return buf;
+    }
+    return NULL;
+}
+
 uint64_t app_file_vertices(const app *a, const char *path, uint64_t seen, uint64_t edges,
                            uint64_t given, double bytes_owned, double bytes_all)
 {
     uint64_t n;
     MPI_Allreduce(&seen, &n, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (n == 0 && !given)
-        app_error(a, "%s: the graph has no vertices (no edges in the file)", path);
-    if (given && n > given)
-        app_error(a, "%s: vertex id %llu is not below --vertices %llu", path,
-                  (unsigned long long)(n - 1), (unsigned long long)given);
-    if (given)
-        n = given;
-    double need = (double)n / a->size * bytes_owned + (double)n * bytes_all;
-    if (!given && n > (1u << 20) && n / 64 > edges)
-        app_error(a, "%s: vertex id %llu makes %llu vertices for %llu edges, about %.1f GiB per "
-                  "rank; ids are used as they are, so they must be dense (0 .. n-1): relabel "
-                  "the file",
-                  path, (unsigned long long)(n - 1), (unsigned long long)n,
-                  (unsigned long long)edges, need / (1 << 30));
-    double phys = app_physical_memory();
-    if (phys > 0 && need * a->size > phys)
-        app_error(a, "%s: %llu vertices need about %.1f GiB per rank, %.1f GiB on this machine's "
-                  "%d ranks, more than its %.1f GiB", path, (unsigned long long)n,
-                  need / (1 << 30), need * a->size / (1 << 30), a->size, phys / (1 << 30));
-    return n;
+    char buf[512];
+    const char *refusal = app_vertices_refusal(a, path, n, edges, given, bytes_owned,
+                                               bytes_all, buf, sizeof buf);
+    if (refusal)
+        app_error(a, "%s", refusal);
+    return given ? given : n;
 }
 
 #ifdef COURIER_APPS_JEMALLOC

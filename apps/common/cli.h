@@ -64,6 +64,11 @@ double app_physical_memory(void);
  * one would make over 64 times as many vertices as edges (above 2^20), or when the
  * vertices need more than this machine's memory at `bytes_owned` per vertex a rank
  * owns plus `bytes_all` per vertex of the whole graph. */
+/* The same rules without ending the job: the one-line refusal (in buf), or NULL, for
+ * the whole graph's vertex count n. Local. */
+const char *app_vertices_refusal(const app *a, const char *path, uint64_t n, uint64_t edges,
+                                 uint64_t given, double bytes_owned, double bytes_all,
+                                 char *buf, size_t len);
 uint64_t app_file_vertices(const app *a, const char *path, uint64_t seen, uint64_t edges,
                            uint64_t given, double bytes_owned, double bytes_all);
 

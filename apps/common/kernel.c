@@ -80,9 +80,41 @@ void kernel_trial_done(kernel_app *k)
     }
 }
 
+/* cr_graph_read's check: the apps' rules for a file's vertex ids. */
+static const char *check_file(void *user, uint64_t nvertices, uint64_t edges)
+{
+    static char refusal[512];
+    const kernel_app *k = user;
+    return app_vertices_refusal(&k->a, k->sh.graph, nvertices, edges, 0, 64, 0, refusal,
+                                sizeof refusal);
+}
+
+/* A file not written again is read three times instead of held: the job's peak is
+ * the graph, not the edge list and the graph (cr_graph_read). */
+static void read_streamed(kernel_app *k)
+{
+    app *a = &k->a;
+    app_comm_flags flags = app_shared_comm_flags(&k->sh);
+    k->comm = app_comm_create(a, &flags, NULL);
+    app_progress(a, "reading the graph and building it (simple: no self-loops or repeated "
+                 "edges, as GAP builds it)");
+    cr_graph_read_opts o = {.format = CR_FILE_AUTO, .check = check_file, .user = k};
+    char err[512];
+    k->g = cr_graph_read(k->comm, k->sh.graph, &o, &k->total_edges, err, sizeof err);
+    if (!k->g)
+        app_error(a, "%s", err);
+    if (k->validate_when == APP_VALIDATE_AUTO)
+        k->validate = k->total_edges <= (UINT64_C(1) << 22);
+    cr_graph_simplify(k->g); /* GAP's kernels run on the simple graph */
+}
+
 void kernel_load(kernel_app *k, bool weighted)
 {
     app *a = &k->a;
+    if (k->sh.graph && !k->write_graph) {
+        read_streamed(k);
+        return;
+    }
     FILE *write_to = app_open_graph_file(a, k->write_graph);
     char err[512];
     if (weighted && !k->sh.graph)

@@ -123,6 +123,27 @@ cr_graph *cr_graph_build_consume(cr_comm *comm, cr_edge_list *local);
  * the two). */
 typedef enum cr_graph_shuffle { CR_SHUFFLE_MAILBOX, CR_SHUFFLE_EXCHANGE } cr_graph_shuffle;
 cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle);
+
+/* Read an edge-list file (the forms and shares of cr_graph_read_edges) and build its
+ * graph without holding the edge list: the file is read three times in chunks of
+ * 1 MiB (the vertex count, the degrees, the edges), so a rank's peak is its part of
+ * the graph plus buffers, where cr_graph_read_edges and cr_graph_build_consume hold
+ * the list (16 bytes an edge) while the graph is built. The graph is the one
+ * cr_graph_build makes from the same file. `o` may be NULL (CR_FILE_AUTO, no weights
+ * file, no check). *edges_read (may be NULL): the file's edges over all ranks.
+ * Collective. A bad file, or one the check refuses: NULL on every rank, err holding
+ * one line; a file that changes between the readings ends the job with one line. */
+typedef struct cr_graph_read_opts {
+    cr_file_format format;    /* CR_FILE_AUTO */
+    const char *weights_path; /* Graph500 only, or NULL */
+    /* Called on every rank after the first reading, with the vertex count and the
+     * edges over all ranks, before anything is allocated for them: NULL to go on, or
+     * a one-line refusal (the same on every rank). May be NULL. */
+    const char *(*check)(void *user, uint64_t nvertices, uint64_t edges);
+    void *user;
+} cr_graph_read_opts;
+cr_graph *cr_graph_read(cr_comm *comm, const char *path, const cr_graph_read_opts *o,
+                        uint64_t *edges_read, char *err, size_t errlen);
 void cr_graph_destroy(cr_graph *g);
 
 /* Make g the simple graph under it, as GAP's builder does: self-loops and repeated

@@ -85,16 +85,21 @@ static void build_csr(cr_graph *g, const arrivals *a)
 /* The mailbox's build never holds the halves apart from the adjacency: a first pass
  * counts every vertex's degree at its owner (one 8-byte record per edge end), the
  * owners size the CSR, and a second pass sends each half straight to its slot. Its
- * peak is the edge list plus the CSR, not the edge list plus twice the halves. */
-typedef struct placing {
+ * peak is the edges' source plus the CSR, not the edge list plus twice the halves.
+ * The passes take edges one at a time (graph_placer, graph_internal.h), so the
+ * source may be a list or a file read again (cr_graph_read). */
+struct graph_placer {
     cr_graph *g;
-    uint64_t *fill; /* next free slot of each local vertex */
-} placing;
+    uint64_t *fill;    /* next free slot of each local vertex */
+    uint64_t overflow; /* halves beyond their vertex's count (a source that changed) */
+    int h_degree, h_half;
+    size_t half;       /* a half's bytes: u, v and, weighted, the weight's bits */
+};
 
 static void on_degrees(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
-    cr_graph *g = ((placing *)user)->g;
+    cr_graph *g = ((graph_placer *)user)->g;
     for (size_t k = 0; k < b->count; k++) {
         uint64_t u;
         memcpy(&u, b->payloads + k * b->stride, sizeof u);
@@ -105,16 +110,83 @@ static void on_degrees(cr_comm *comm, const cr_batch *b, void *user)
 static void on_halves(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
-    placing *p = user;
+    graph_placer *p = user;
     cr_graph *g = p->g;
     for (size_t k = 0; k < b->count; k++) {
         uint64_t e[3] = {0, 0, 0};
         memcpy(e, b->payloads + k * b->stride, b->len);
-        uint64_t slot = p->fill[e[0] - g->first]++;
+        uint64_t i = e[0] - g->first, slot = p->fill[i];
+        if (slot >= g->offsets[i + 1]) { /* more than were counted: never written */
+            p->overflow++;
+            continue;
+        }
+        p->fill[i]++;
         graph_id_set(g->adj, slot, e[1]);
         if (g->wadj)
             g->wadj[slot] = weight_of(e[2]);
     }
+}
+
+graph_placer *graph_placer_begin(cr_graph *g)
+{
+    graph_placer *p = cr_xcalloc(1, sizeof *p);
+    p->g = g;
+    p->half = g->weighted ? 24 : 16;
+    g->offsets = cr_xcalloc(g->count + 1, sizeof *g->offsets);
+    /* registered after the state they use exists: they may run inside cr_register */
+    p->h_degree = cr_register_type(g->comm, &(cr_handler_type){.batch = on_degrees}, p);
+    p->h_half = cr_register_type(g->comm, &(cr_handler_type){.batch = on_halves}, p);
+    return p;
+}
+
+void graph_placer_count(graph_placer *p, uint64_t u, uint64_t v)
+{
+    cr_graph *g = p->g; /* self-loops too: degrees count ends */
+    cr_async(g->comm, cr_block_owner(g->n, g->size, u), p->h_degree, &u, sizeof u);
+    cr_async(g->comm, cr_block_owner(g->n, g->size, v), p->h_degree, &v, sizeof v);
+}
+
+void graph_placer_size(graph_placer *p)
+{
+    cr_graph *g = p->g;
+    cr_barrier(g->comm);
+    for (uint64_t i = 0; i < g->count; i++)
+        g->offsets[i + 1] += g->offsets[i];
+    g->nadj = g->offsets[g->count];
+    g->adj = graph_ids_alloc(g->nadj, g->n);
+    if (g->weighted)
+        g->wadj = graph_xmalloc_large(g->nadj, sizeof *g->wadj);
+    p->fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *p->fill);
+    memcpy(p->fill, g->offsets, g->count * sizeof *p->fill);
+    /* A faster rank's halves belong to the transport's next phase: this rank
+     * receives none before its own barrier has returned, so its adjacency exists. */
+}
+
+void graph_placer_place(graph_placer *p, uint64_t u, uint64_t v, uint64_t wbits)
+{
+    cr_graph *g = p->g;
+    uint64_t e[3] = {u, v, wbits}, r[3] = {v, u, wbits};
+    cr_async(g->comm, cr_block_owner(g->n, g->size, u), p->h_half, e, p->half);
+    cr_async(g->comm, cr_block_owner(g->n, g->size, v), p->h_half, r, p->half);
+}
+
+void graph_placer_end(graph_placer *p)
+{
+    cr_graph *g = p->g;
+    cr_barrier(g->comm);
+    for (uint64_t i = 0; i < g->count; i++)
+        if (p->fill[i] != g->offsets[i + 1])
+            cr_fatal("cr_graph_build: vertex %llu received %llu edge ends, but %llu were "
+                     "counted (did the edges change between the passes?)",
+                     (unsigned long long)(g->first + i),
+                     (unsigned long long)(p->fill[i] - g->offsets[i] +
+                                          (i + 1 == g->count ? p->overflow : 0)),
+                     (unsigned long long)(g->offsets[i + 1] - g->offsets[i]));
+    if (p->overflow)
+        cr_fatal("cr_graph_build: %llu edge ends more than were counted (did the edges "
+                 "change between the passes?)", (unsigned long long)p->overflow);
+    free(p->fill);
+    free(p);
 }
 
 /* ---- a list the build may consume: packed to 4-byte ids for the second pass ------ */
@@ -176,46 +248,19 @@ static const unsigned char *pack_edges(cr_edge_list *l)
 
 static void shuffle_by_mailbox(cr_graph *g, const cr_edge_list *local, cr_edge_list *owned)
 {
-    placing p = {.g = g};
-    g->offsets = cr_xcalloc(g->count + 1, sizeof *g->offsets);
-    /* registered after the state they use exists: they may run inside cr_register */
-    int h_degree = cr_register_type(g->comm, &(cr_handler_type){.batch = on_degrees}, &p);
-    int h_half = cr_register_type(g->comm, &(cr_handler_type){.batch = on_halves}, &p);
-    for (size_t i = 0; i < local->count; i++) { /* self-loops too: degrees count ends */
-        uint64_t u = local->edges[i].u, v = local->edges[i].v;
-        cr_async(g->comm, cr_block_owner(g->n, g->size, u), h_degree, &u, sizeof u);
-        cr_async(g->comm, cr_block_owner(g->n, g->size, v), h_degree, &v, sizeof v);
-    }
-    cr_barrier(g->comm);
+    graph_placer *p = graph_placer_begin(g);
+    for (size_t i = 0; i < local->count; i++)
+        graph_placer_count(p, local->edges[i].u, local->edges[i].v);
     edge_source src = {.list = local};
     if (owned && g->n - 1 <= UINT32_MAX && owned->count)
         src.packed = pack_edges(owned);
-    for (uint64_t i = 0; i < g->count; i++)
-        g->offsets[i + 1] += g->offsets[i];
-    g->nadj = g->offsets[g->count];
-    g->adj = graph_ids_alloc(g->nadj, g->n);
-    if (g->weighted)
-        g->wadj = graph_xmalloc_large(g->nadj, sizeof *g->wadj);
-    p.fill = cr_xmalloc((g->count ? g->count : 1) * sizeof *p.fill);
-    memcpy(p.fill, g->offsets, g->count * sizeof *p.fill);
-    /* A faster rank's halves belong to the transport's next phase: this rank
-     * receives none before its own barrier has returned, so its adjacency exists. */
-    size_t half = g->weighted ? 24 : 16; /* u, v and, weighted, the weight's bits */
+    graph_placer_size(p);
     for (size_t i = 0; i < local->count; i++) {
-        uint64_t u, v, w = edge_weight_bits(local, i);
+        uint64_t u, v;
         edge_at(&src, i, &u, &v);
-        uint64_t e[3] = {u, v, w}, r[3] = {v, u, w};
-        cr_async(g->comm, cr_block_owner(g->n, g->size, u), h_half, e, half);
-        cr_async(g->comm, cr_block_owner(g->n, g->size, v), h_half, r, half);
+        graph_placer_place(p, u, v, edge_weight_bits(local, i));
     }
-    cr_barrier(g->comm);
-    for (uint64_t i = 0; i < g->count; i++)
-        if (p.fill[i] != g->offsets[i + 1])
-            cr_fatal("cr_graph_build: vertex %llu received %llu edge ends, but %llu were "
-                     "counted", (unsigned long long)(g->first + i),
-                     (unsigned long long)(p.fill[i] - g->offsets[i]),
-                     (unsigned long long)(g->offsets[i + 1] - g->offsets[i]));
-    free(p.fill);
+    graph_placer_end(p);
 }
 
 /* Bulk-synchronous shuffle: bucket both halves of every edge by owner, one
@@ -428,24 +473,36 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
     return build(comm, local, shuffle, NULL);
 }
 
+cr_graph *graph_setup(cr_comm *comm, uint64_t nvertices, bool weights, bool edges)
+{
+    cr_graph *g = cr_xcalloc(1, sizeof *g);
+    g->comm = comm;
+    g->rank = cr_comm_rank(comm);
+    g->size = cr_comm_size(comm);
+    g->n = vertices_over_ranks(comm, nvertices);
+    /* weighted when some rank has weights and every rank with edges has them */
+    uint64_t has[2] = {weights, weights || !edges}, all[2];
+    cr_module_allreduce_u64(comm, has, all, 2, CR_OP_SUM);
+    g->weighted = all[0] > 0 && all[1] == (uint64_t)g->size;
+    g->first = cr_block_first(g->n, g->size, g->rank);
+    g->count = cr_block_first(g->n, g->size, g->rank + 1) - g->first;
+    return g;
+}
+
+void graph_finish(cr_graph *g)
+{
+    if (g->wadj)
+        sort_by_weight(g);
+    find_self_loops(g);
+}
+
 /* owned: the same list when the build may pack it (cr_graph_build_consume). */
 static cr_graph *build(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffle shuffle,
                        cr_edge_list *owned)
 {
     if (shuffle != CR_SHUFFLE_MAILBOX && shuffle != CR_SHUFFLE_EXCHANGE)
         cr_fatal("cr_graph_build_with: shuffle %d is not valid", (int)shuffle);
-    cr_graph *g = cr_xcalloc(1, sizeof *g);
-    g->comm = comm;
-    g->rank = cr_comm_rank(comm);
-    g->size = cr_comm_size(comm);
-    g->n = vertices_over_ranks(comm, local->nvertices);
-    /* weighted when some rank has weights and every rank with edges has them */
-    uint64_t has[2] = {local->weights != NULL, local->weights != NULL || local->count == 0}, all[2];
-    cr_module_allreduce_u64(comm, has, all, 2, CR_OP_SUM);
-    g->weighted = all[0] > 0 && all[1] == (uint64_t)g->size;
-    g->first = cr_block_first(g->n, g->size, g->rank);
-    g->count = cr_block_first(g->n, g->size, g->rank + 1) - g->first;
-
+    cr_graph *g = graph_setup(comm, local->nvertices, local->weights != NULL, local->count > 0);
     if (shuffle == CR_SHUFFLE_EXCHANGE) {
         arrivals a = {.g = g};
         shuffle_by_exchange(g, local, &a);
@@ -454,9 +511,7 @@ static cr_graph *build(cr_comm *comm, const cr_edge_list *local, cr_graph_shuffl
     } else {
         shuffle_by_mailbox(g, local, owned);
     }
-    if (g->wadj)
-        sort_by_weight(g);
-    find_self_loops(g);
+    graph_finish(g);
     return g;
 }
 

@@ -30,6 +30,36 @@ static void note_vertex(cr_edge_list *out, uint64_t u, uint64_t v)
         out->nvertices = top;
 }
 
+/* Where a reader's edges go: kept in the list, or handed over in chunks. */
+typedef struct edge_sink {
+    cr_edge_list *list;
+    size_t chunk; /* 0: keep them all */
+    graph_chunk_fn fn;
+    void *user;
+} edge_sink;
+
+static int sink_flush(edge_sink *s, char *err, size_t errlen)
+{
+    if (!s->chunk || !s->list->count)
+        return 0;
+    int rc = s->fn(s->user, s->list, err, errlen);
+    s->list->count = 0;
+    return rc;
+}
+
+static int sink_edge(edge_sink *s, uint64_t u, uint64_t v, const float *w, char *err,
+                     size_t errlen)
+{
+    cr_edge_list_push(s->list, u, v, w);
+    return s->chunk && s->list->count == s->chunk ? sink_flush(s, err, errlen) : 0;
+}
+
+/* Room for `count` edges at once (a chunk's at most). */
+static void sink_reserve(edge_sink *s, size_t count, bool weighted)
+{
+    cr_edge_list_reserve(s->list, s->chunk && s->chunk < count ? s->chunk : count, weighted);
+}
+
 /* A vertex id: decimal digits after spaces or tabs, below 2^62. By hand rather than
  * strtoull, which took 40% of reading a large edge list (locale, bases, signs). */
 static bool parse_id(const char **s, uint64_t *out)
@@ -87,6 +117,7 @@ typedef struct text_form {
     int weighted;      /* -1: no edge seen yet */
     bool settled;      /* the probe has seen what it needs */
     cr_edge_list *out;
+    edge_sink *sink;
 } text_form;
 
 static bool line_end(char c)
@@ -197,8 +228,7 @@ static int edge_line(const cr_line *l, void *user, char *err, size_t errlen)
         return -1;
     }
     note_vertex(t->out, u, v);
-    cr_edge_list_push(t->out, u, v, has_w ? &w : NULL);
-    return 0;
+    return sink_edge(t->sink, u, v, has_w ? &w : NULL, err, errlen);
 }
 
 /* "%%MatrixMarket matrix coordinate FIELD SYMMETRY": pattern means no weights. */
@@ -266,10 +296,11 @@ static int count_line(const cr_line *l, void *user, char *err, size_t errlen)
 /* Each rank parses the lines that begin in its byte range of the file (src/io);
  * the form is probed from the file's start first, so every rank applies the same
  * rules. */
-static int read_text(const char *path, int rank, int size, cr_edge_list *out, char *err,
+static int read_text(const char *path, int rank, int size, edge_sink *sink, char *err,
                      size_t errlen)
 {
-    text_form t = {.weighted = -1, .out = out};
+    cr_edge_list *out = sink->list;
+    text_form t = {.weighted = -1, .out = out, .sink = sink};
     cr_io_opts o;
     cr_io_opts_init(&o);
     o.max_line = LINE_MAX_BYTES;
@@ -289,7 +320,7 @@ static int read_text(const char *path, int rank, int size, cr_edge_list *out, ch
     /* The list at its size at once: the lines of this rank's share, counted by a
      * mapped scan first (about a tenth of the parse), bound its edges. Not for a
      * compressed file, which would be decompressed twice: its list grows. */
-    if (!cr_io_compressed(path)) {
+    if (!cr_io_compressed(path) && !sink->chunk) {
         cr_io_opts count_opts;
         cr_io_opts_init(&count_opts);
         count_opts.unterminated = true;
@@ -300,9 +331,13 @@ static int read_text(const char *path, int rank, int size, cr_edge_list *out, ch
                              errlen))
             return -1;
         cr_edge_list_reserve(out, lines, t.weighted == 1);
+    } else if (sink->chunk) {
+        sink_reserve(sink, sink->chunk, t.weighted == 1);
     }
     o.read_bytes = 0;
-    return cr_io_read_share(paths, 1, &o, rank, size, edge_line, &t, NULL, err, errlen);
+    if (cr_io_read_share(paths, 1, &o, rank, size, edge_line, &t, NULL, err, errlen))
+        return -1;
+    return sink_flush(sink, err, errlen);
 }
 
 static uint64_t get_le(const unsigned char *p, int bytes)
@@ -337,9 +372,10 @@ static void my_block(uint64_t m, int rank, int size, uint64_t *lo, uint64_t *hi)
     *hi = (uint64_t)((unsigned __int128)m * (unsigned)(rank + 1) / (unsigned)size);
 }
 
-static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_list *out,
+static int read_binary(const char *path, FILE *f, int rank, int size, edge_sink *sink,
                        char *err, size_t errlen)
 {
+    cr_edge_list *out = sink->list;
     unsigned char h[BIN_HEADER];
     if (!read_at(f, 0, h, sizeof h) || memcmp(h, magic, sizeof magic)) {
         cr_set_error(err, errlen, "%s: not a Courier binary edge list (bad header)", path);
@@ -368,7 +404,7 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
     }
     uint64_t lo, hi;
     my_block(m, rank, size, &lo, &hi);
-    cr_edge_list_reserve(out, (size_t)(hi - lo), weighted);
+    sink_reserve(sink, (size_t)(hi - lo), weighted);
     unsigned char rec[16];
     for (uint64_t i = lo; i < hi; i++) {
         unsigned char wb[4];
@@ -392,14 +428,16 @@ static int read_binary(const char *path, FILE *f, int rank, int size, cr_edge_li
                          "number (NaN or infinite)", path, i);
             return -1;
         }
-        cr_edge_list_push(out, u, v, weighted ? &w : NULL);
+        if (sink_edge(sink, u, v, weighted ? &w : NULL, err, errlen))
+            return -1;
     }
-    return 0;
+    return sink_flush(sink, err, errlen);
 }
 
 static int read_graph500(const char *path, FILE *f, const char *wpath, int rank, int size,
-                         cr_edge_list *out, char *err, size_t errlen)
+                         edge_sink *sink, char *err, size_t errlen)
 {
+    cr_edge_list *out = sink->list;
     off_t bytes = file_size(f);
     if (bytes < 0 || bytes % 12) {
         cr_set_error(err, errlen, "%s: size %lld is not a multiple of 12 bytes (a Graph500 "
@@ -446,18 +484,23 @@ static int read_graph500(const char *path, FILE *f, const char *wpath, int rank,
             return -1;
         }
         note_vertex(out, u, v);
-        cr_edge_list_push(out, u, v, wf ? &w : NULL);
+        if (sink_edge(sink, u, v, wf ? &w : NULL, err, errlen)) {
+            if (wf)
+                fclose(wf);
+            return -1;
+        }
     }
     if (rc)
         cr_set_error(err, errlen, "%s: read error", path);
     if (wf)
         fclose(wf);
-    return rc;
+    return rc ? rc : sink_flush(sink, err, errlen);
 }
 
-int cr_graph_read_edges(const char *path, cr_file_format format, const char *weights_path, int rank,
-                        int size, cr_edge_list *out, char *err, size_t errlen)
+static int read_into(const char *path, cr_file_format format, const char *weights_path,
+                     int rank, int size, edge_sink *sink, char *err, size_t errlen)
 {
+    cr_edge_list *out = sink->list;
     memset(out, 0, sizeof *out);
     FILE *f = cr_io_fopen_regular(path, err, errlen);
     if (!f)
@@ -483,16 +526,35 @@ int cr_graph_read_edges(const char *path, cr_file_format format, const char *wei
     switch (format) {
     case CR_FILE_TEXT: {
         locale_t previous = cr_numbers_c_begin(); /* weights read with '.' in any locale */
-        rc = read_text(path, rank, size, out, err, errlen);
+        rc = read_text(path, rank, size, sink, err, errlen);
         cr_numbers_c_end(previous);
         break;
     }
-    case CR_FILE_BINARY: rc = read_binary(path, f, rank, size, out, err, errlen); break;
-    default: rc = read_graph500(path, f, weights_path, rank, size, out, err, errlen); break;
+    case CR_FILE_BINARY: rc = read_binary(path, f, rank, size, sink, err, errlen); break;
+    default: rc = read_graph500(path, f, weights_path, rank, size, sink, err, errlen); break;
     }
     fclose(f);
     if (rc)
         cr_graph_edges_free(out);
+    return rc;
+}
+
+int cr_graph_read_edges(const char *path, cr_file_format format, const char *weights_path, int rank,
+                        int size, cr_edge_list *out, char *err, size_t errlen)
+{
+    edge_sink sink = {.list = out};
+    return read_into(path, format, weights_path, rank, size, &sink, err, errlen);
+}
+
+int graph_read_chunks(const char *path, cr_file_format format, const char *weights_path,
+                      int rank, int size, size_t chunk, graph_chunk_fn fn, void *user,
+                      uint64_t *nvertices, char *err, size_t errlen)
+{
+    cr_edge_list list;
+    edge_sink sink = {.list = &list, .chunk = chunk ? chunk : 1, .fn = fn, .user = user};
+    int rc = read_into(path, format, weights_path, rank, size, &sink, err, errlen);
+    *nvertices = rc ? 0 : list.nvertices;
+    cr_graph_edges_free(&list);
     return rc;
 }
 

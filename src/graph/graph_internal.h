@@ -167,5 +167,39 @@ void cr_edge_list_push(cr_edge_list *l, uint64_t u, uint64_t v, const float *w);
  * the allocator may keep the old ones resident for a while after. Local. */
 void cr_edge_list_reserve(cr_edge_list *l, size_t count, bool weighted);
 
+/* ---- building (dgraph.c) ---- */
+
+/* A graph with no edges yet: the vertex count the largest of the ranks' `nvertices`
+ * (refused with one line beyond what a rank can hold), weighted when some rank has
+ * weights and every rank with edges has them, my block of vertices. Collective. */
+cr_graph *graph_setup(cr_comm *comm, uint64_t nvertices, bool weights, bool edges);
+/* After the CSR is filled: weighted lists lightest first, the self-loops found.
+ * Local. */
+void graph_finish(cr_graph *g);
+
+/* The mailbox's two passes over a source of edges, one edge at a time: begin;
+ * count every edge (its ends' degrees go to their owners); size (collective: a
+ * barrier, then the CSR allocated); place every edge again, the same ones
+ * (weights as the bits of their float); end (collective: a barrier, and the job
+ * ends with one line when the halves did not match the counts). */
+typedef struct graph_placer graph_placer;
+graph_placer *graph_placer_begin(cr_graph *g);
+void graph_placer_count(graph_placer *p, uint64_t u, uint64_t v);
+void graph_placer_size(graph_placer *p);
+void graph_placer_place(graph_placer *p, uint64_t u, uint64_t v, uint64_t wbits);
+void graph_placer_end(graph_placer *p);
+
+/* ---- reading in chunks (edge_files.c) ---- */
+
+/* Called with each chunk of at most `chunk` edges of this rank's share of a file,
+ * in the file's order (the list is emptied after; its weights are set when the file
+ * has them). Returns 0, or -1 with a one-line error to stop the reading. */
+typedef int (*graph_chunk_fn)(void *user, const cr_edge_list *chunk, char *err, size_t errlen);
+/* cr_graph_read_edges, with the edges handed over in chunks instead of kept. Sets
+ * *nvertices as cr_graph_read_edges sets nvertices. Local. */
+int graph_read_chunks(const char *path, cr_file_format format, const char *weights_path,
+                      int rank, int size, size_t chunk, graph_chunk_fn fn, void *user,
+                      uint64_t *nvertices, char *err, size_t errlen);
+
 
 #endif

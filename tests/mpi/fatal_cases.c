@@ -123,6 +123,22 @@ static void inject(cr_comm *c, const void *buf, int len)
     c->mpi_sent_total++;
 }
 
+/* cr_graph_read's check, run on every rank between the readings: rank 0 appends an
+ * edge to the file (a file that changes while it is read), then everyone goes on. */
+static const char *grow_file(void *user, uint64_t nvertices, uint64_t edges)
+{
+    (void)nvertices, (void)edges;
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        FILE *f = fopen(user, "a");
+        fputs("3 0\n", f);
+        fclose(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -250,6 +266,19 @@ int main(int argc, char **argv)
     } else if (!strcmp(what, "graph-count-beyond-memory")) {
         cr_edge_list none = {.nvertices = c->rank == 0 ? CR_GRAPH_MAX_VERTICES : 4};
         cr_graph_build(c, &none);
+    } else if (!strcmp(what, "graph-file-changed")) {
+        /* the check runs between the first reading and the second: it adds an edge */
+        char path[] = "/tmp/courier-fatal-graph-XXXXXX";
+        if (c->rank == 0) {
+            int fd = mkstemp(path);
+            FILE *f = fdopen(fd, "w");
+            fputs("0 1\n1 2\n2 3\n", f);
+            fclose(f);
+        }
+        MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+        cr_graph_read_opts o = {.check = grow_file, .user = path};
+        char err[256];
+        cr_graph_read(c, path, &o, NULL, err, sizeof err);
     } else if (!strcmp(what, "register-vs-barrier")) {
         if (c->rank == 0)
             cr_register(c, nop, NULL);

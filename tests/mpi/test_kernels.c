@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const routes[] = {"direct", "nr", "nlnr", "hypercube", "grid"};
 #define NROUTES 5
@@ -557,6 +558,142 @@ static void test_two_kernels_one_graph(void **state)
     verdict();
 }
 
+/* ---------------------------------------------------------------- read, not held */
+
+typedef struct end {
+    uint64_t v;
+    float w;
+} end;
+
+static int by_end(const void *x, const void *y)
+{
+    const end *a = x, *b = y;
+    if (a->v != b->v)
+        return a->v < b->v ? -1 : 1;
+    return a->w < b->w ? -1 : a->w > b->w;
+}
+
+/* Vertex i's list in g, sorted by neighbour then weight (the multigraph's lists are
+ * in the order the halves arrived). */
+static end *sorted_list(cr_graph *g, uint64_t i)
+{
+    uint64_t d = cr_graph_degree(g, i);
+    const float *w = cr_graph_weights(g, i);
+    end *e = malloc((d + 1) * sizeof *e);
+    for (uint64_t k = 0; k < d; k++)
+        e[k] = (end){cr_graph_neighbour(g, i, k), w ? w[k] : 0};
+    qsort(e, d, sizeof *e, by_end);
+    return e;
+}
+
+/* Every list of a and b the same multiset of (neighbour, weight). */
+static void check_same_graph(cr_graph *a, cr_graph *b, const char *what)
+{
+    CHECK(cr_graph_vertices(a) == cr_graph_vertices(b) &&
+              cr_graph_local_count(a) == cr_graph_local_count(b) &&
+              cr_graph_weighted(a) == cr_graph_weighted(b),
+          "%s: %llu vertices, %llu", what, (unsigned long long)cr_graph_vertices(a),
+          (unsigned long long)cr_graph_vertices(b));
+    if (cr_graph_local_count(a) != cr_graph_local_count(b))
+        return;
+    for (uint64_t i = 0; i < cr_graph_local_count(a); i++) {
+        uint64_t d = cr_graph_degree(a, i);
+        CHECK(d == cr_graph_degree(b, i), "%s: vertex %llu: degree %llu, %llu", what,
+              (unsigned long long)(cr_graph_first(a) + i), (unsigned long long)d,
+              (unsigned long long)cr_graph_degree(b, i));
+        if (d != cr_graph_degree(b, i))
+            continue;
+        end *x = sorted_list(a, i), *y = sorted_list(b, i);
+        for (uint64_t k = 0; k < d; k++)
+            CHECK(x[k].v == y[k].v && x[k].w == y[k].w, "%s: vertex %llu, entry %llu", what,
+                  (unsigned long long)(cr_graph_first(a) + i), (unsigned long long)k);
+        free(x), free(y);
+    }
+}
+
+/* A path all ranks share, written by rank 0 (then every rank may read it). */
+static void shared_file(char *path, const char *text, const cr_edge_list *l,
+                        cr_file_format format)
+{
+    if (test_rank == 0) {
+        int fd = mkstemp(path);
+        FILE *f = fdopen(fd, "w");
+        if (text)
+            fputs(text, f);
+        fclose(f);
+        char err[256];
+        if (l && cr_graph_write_edges(path, format, l, err, sizeof err))
+            fail_msg("%s", err);
+    }
+    MPI_Bcast(path, (int)strlen(path) + 1, MPI_CHAR, 0, MPI_COMM_WORLD);
+}
+
+static void remove_file(const char *path)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test_rank == 0)
+        unlink(path);
+}
+
+static const char *refuse(void *user, uint64_t nvertices, uint64_t edges)
+{
+    (void)nvertices;
+    *(uint64_t *)user = edges;
+    return "refused by the check";
+}
+
+/* cr_graph_read builds from a file the graph cr_graph_build makes from its list, as
+ * a multigraph and simplified, for text with and without weights and for the binary
+ * form, at every rank count; it counts the file's edges; a bad line anywhere and a
+ * refusal of the check give NULL on every rank with one line. */
+static void test_read_streamed(void **state)
+{
+    (void)state;
+    case_graph c = generated(CR_GEN_RMAT, 9, 8, 255);
+    cr_edge_list plain = c.all;
+    plain.weights = NULL;
+    const cr_edge_list *lists[] = {&plain, &c.all, &c.all};
+    cr_file_format forms[] = {CR_FILE_TEXT, CR_FILE_TEXT, CR_FILE_BINARY};
+    cr_comm *comm = open_comm("direct");
+    for (int f = 0; f < 3; f++) {
+        char path[] = "/tmp/courier-read-XXXXXX", err[256];
+        shared_file(path, NULL, lists[f], forms[f]);
+        cr_edge_list mine = c.mine;
+        if (f == 0)
+            mine.weights = NULL;
+        cr_graph *want = cr_graph_build(comm, &mine);
+        uint64_t edges = 0;
+        cr_graph *got = cr_graph_read(comm, path, NULL, &edges, err, sizeof err);
+        CHECK(got != NULL, "%s", err);
+        if (got) {
+            CHECK(edges == c.all.count, "%llu edges read of %zu", (unsigned long long)edges,
+                  c.all.count);
+            check_same_graph(got, want, "the multigraph");
+            cr_graph_simplify(got), cr_graph_simplify(want);
+            check_same_graph(got, want, "the simple graph");
+            cr_graph_destroy(got);
+        }
+        cr_graph_destroy(want);
+        remove_file(path);
+    }
+    char bad[] = "/tmp/courier-read-XXXXXX", err[256] = "";
+    shared_file(bad, "0 1\n1 2\n2 3\n3 4\n4 5\n5 six\n6 7\n", NULL, CR_FILE_TEXT);
+    CHECK(cr_graph_read(comm, bad, NULL, NULL, err, sizeof err) == NULL && strstr(err, bad) &&
+              strstr(err, "six"), "a bad line: '%s'", err);
+    remove_file(bad);
+    char good[] = "/tmp/courier-read-XXXXXX";
+    shared_file(good, "0 1\n1 2\n", NULL, CR_FILE_TEXT);
+    uint64_t seen = 0;
+    cr_graph_read_opts o = {.check = refuse, .user = &seen};
+    CHECK(cr_graph_read(comm, good, &o, NULL, err, sizeof err) == NULL &&
+              !strcmp(err, "refused by the check") && seen == 2,
+          "the check's refusal: '%s', %llu edges", err, (unsigned long long)seen);
+    remove_file(good);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
 /* ---------------------------------------------------------------- 8-byte ids */
 
 /* A graph of 2^32 vertices or more keeps its lists as 8-byte ids (and its kernels
@@ -591,6 +728,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gnm),
         cmocka_unit_test(test_rgg),
         cmocka_unit_test(test_wide_ids),
+        cmocka_unit_test(test_read_streamed),
     };
     return RUN_MPI_TESTS(argc, argv, tests);
 }
