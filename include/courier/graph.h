@@ -136,7 +136,8 @@ cr_graph *cr_graph_build_with(cr_comm *comm, const cr_edge_list *local, cr_graph
 typedef struct cr_graph_read_opts {
     cr_file_format format;    /* CR_FILE_AUTO */
     const char *weights_path; /* Graph500 only, or NULL */
-    /* Called on every rank after the first reading, with the vertex count and the
+    uint64_t nvertices;       /* 0: 1 + the largest id; else this many (ids below it) */
+    /* Called on every rank after the first reading, with 1 + the largest id and the
      * edges over all ranks, before anything is allocated for them: NULL to go on, or
      * a one-line refusal (the same on every rank). May be NULL. */
     const char *(*check)(void *user, uint64_t nvertices, uint64_t edges);

@@ -11,6 +11,7 @@
 #include "mailbox/module.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 enum { CHUNK = 1 << 16 }; /* edges per chunk: 1 MiB of list */
@@ -61,7 +62,8 @@ static void read_again(const char *path, const cr_graph_read_opts *o, cr_graph *
 
 /* The first reading's verdict, the same on every rank: the file's error, or the
  * caller's check of the totals. */
-static int first_verdict(cr_comm *comm, const cr_graph_read_opts *o, int rc, const char *mine,
+static int first_verdict(cr_comm *comm, const char *path, const cr_graph_read_opts *o, int rc,
+                         const char *mine,
                          uint64_t nv, const reading *first, uint64_t *total, char *err,
                          size_t errlen)
 {
@@ -71,6 +73,12 @@ static int first_verdict(cr_comm *comm, const cr_graph_read_opts *o, int rc, con
     cr_module_allreduce_u64(comm, &nv, &most, 1, CR_OP_MAX);
     cr_module_allreduce_u64(comm, &first->edges, total, 1, CR_OP_SUM);
     const char *refusal = o->check ? o->check(o->user, most, *total) : NULL;
+    char beyond[320];
+    if (!refusal && o->nvertices && most > o->nvertices) {
+        snprintf(beyond, sizeof beyond, "%.200s: vertex id %" PRIu64 " is not below the %" PRIu64
+                 " vertices asked for", path, most - 1, o->nvertices);
+        refusal = beyond;
+    }
     return graph_agree(comm, refusal, err, errlen);
 }
 
@@ -86,9 +94,10 @@ cr_graph *cr_graph_read(cr_comm *comm, const char *path, const cr_graph_read_opt
     int rc = graph_read_chunks(path, o->format, o->weights_path, cr_comm_rank(comm),
                                cr_comm_size(comm), CHUNK, on_chunk, &first, &nv, mine,
                                sizeof mine);
-    if (first_verdict(comm, o, rc, mine, nv, &first, &total, err, errlen))
+    if (first_verdict(comm, path, o, rc, mine, nv, &first, &total, err, errlen))
         return NULL;
-    cr_graph *g = graph_setup(comm, nv, first.weighted, first.edges > 0);
+    cr_graph *g = graph_setup(comm, o->nvertices ? o->nvertices : nv, first.weighted,
+                              first.edges > 0);
     reading counting = {.placer = graph_placer_begin(g)};
     read_again(path, o, g, &counting, first.edges);
     graph_placer_size(counting.placer);
