@@ -85,13 +85,14 @@ void *cr_xmalloc_large(size_t n, size_t size)
     size_t bytes = n * size;
     if (bytes < HUGE_PAGE / 2)
         return cr_xmalloc(bytes);
-    /* whole huge pages, aligned: the hint then covers every byte */
-    size_t whole = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    void *p = NULL;
-    if (whole < bytes || posix_memalign(&p, HUGE_PAGE, whole))
+    void *p = malloc(bytes);
+    if (!p)
         cr_fatal("out of memory allocating %zu bytes", bytes);
 #ifdef MADV_HUGEPAGE
-    (void)madvise(p, whole, MADV_HUGEPAGE);
+    uintptr_t from = ((uintptr_t)p + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    uintptr_t to = ((uintptr_t)p + bytes) / HUGE_PAGE * HUGE_PAGE;
+    if (to > from)
+        (void)madvise((void *)from, to - from, MADV_HUGEPAGE);
 #endif
     return p;
 }

@@ -29,10 +29,12 @@ void *cr_xmalloc(size_t n);
 void *cr_xcalloc(size_t count, size_t n);
 void *cr_xrealloc(void *p, size_t n);
 /* cr_xmalloc of n * size bytes (n * size overflowing ends the job too) for a large
- * array: from 1 MiB up it is rounded up to whole 2 MiB pages, aligned, and asked to be
- * huge pages (madvise; a hint), since
- * first touching small pages costs more than filling them where page faults are dear
- * (a virtual machine: docs/design-notes.md, "Page faults"). Freed with free(). */
+ * array: from 1 MiB up, the whole 2 MiB pages inside it are asked to be huge pages
+ * (madvise; a hint), since first touching small pages costs more than filling them
+ * where page faults are dear (a virtual machine: docs/design-notes.md, "Page
+ * faults"). Not aligned to 2 MiB: the allocator did not give a freed aligned block
+ * back to the next aligned request of its size, so a kernel called once per trial
+ * took fresh memory every call (design-notes.md, "Large blocks"). Freed with free(). */
 void *cr_xmalloc_large(size_t n, size_t size);
 
 /* Make the array *v (capacity *cap elements of `elem` bytes) hold at least `need`
