@@ -78,6 +78,24 @@ void *cr_xmalloc(size_t n)
 
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
+void *cr_xmalloc_huge(size_t n, size_t size)
+{
+    if (n && size > SIZE_MAX / n)
+        cr_fatal("out of memory: %zu elements of %zu bytes overflow the address space", n, size);
+    size_t bytes = n * size;
+    if (bytes < HUGE_PAGE / 2)
+        return cr_xmalloc(bytes);
+    /* whole huge pages, aligned: the hint then covers every byte */
+    size_t whole = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p = NULL;
+    if (whole < bytes || posix_memalign(&p, HUGE_PAGE, whole))
+        cr_fatal("out of memory allocating %zu bytes", bytes);
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, whole, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 void *cr_xmalloc_large(size_t n, size_t size)
 {
     if (n && size > SIZE_MAX / n)

@@ -36,6 +36,12 @@ void *cr_xrealloc(void *p, size_t n);
  * back to the next aligned request of its size, so a kernel called once per trial
  * took fresh memory every call (design-notes.md, "Large blocks"). Freed with free(). */
 void *cr_xmalloc_large(size_t n, size_t size);
+/* The same, rounded up to whole 2 MiB pages and aligned to them, so that every byte
+ * is covered by the hint: for arrays kept from one call to the next (a graph's
+ * lists, a comm's scratch), which then cost one fault per 2 MiB in the first call
+ * instead of one per 4 KiB. Not for arrays allocated and freed every call (see
+ * cr_xmalloc_large). Freed with free(). */
+void *cr_xmalloc_huge(size_t n, size_t size);
 
 /* Make the array *v (capacity *cap elements of `elem` bytes) hold at least `need`
  * elements, doubling from 16. */

@@ -153,7 +153,7 @@ uint64_t graph_ids_lower_bound(graph_ids a, uint64_t lo, uint64_t hi, uint64_t k
 
 void *graph_xmalloc_large(size_t n, size_t size)
 {
-    return cr_xmalloc_large(n ? n : 1, size);
+    return cr_xmalloc_huge(n ? n : 1, size); /* kept with the graph */
 }
 
 typedef struct node_array_state {

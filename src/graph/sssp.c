@@ -138,7 +138,7 @@ static wait_chunk *chunk_take(wait_pool *p)
     } else {
         if (p->fresh == p->end) {
             p->blocks = cr_xrealloc(p->blocks, (p->nblocks + 1) * sizeof *p->blocks);
-            p->fresh = cr_xmalloc_large(POOL_BLOCK / sizeof *c, sizeof *c);
+            p->fresh = cr_xmalloc_huge(POOL_BLOCK / sizeof *c, sizeof *c); /* kept */
             p->end = p->fresh + POOL_BLOCK / sizeof *c;
             p->blocks[p->nblocks++] = p->fresh;
         }
@@ -594,8 +594,8 @@ static void take_scratch(sssp_run *r, sssp_scratch *x)
     if (x->vertices < n) {
         free(x->settled);
         free(x->relaxed_at);
-        x->settled = cr_xmalloc_large(n, sizeof *x->settled);
-        x->relaxed_at = cr_xmalloc_large(n, sizeof *x->relaxed_at);
+        x->settled = cr_xmalloc_huge(n, sizeof *x->settled); /* kept with the comm */
+        x->relaxed_at = cr_xmalloc_huge(n, sizeof *x->relaxed_at);
         x->vertices = n;
     }
     if (!x->queue) { /* grown as needed: a bucket's queue is a small part of the vertices */
