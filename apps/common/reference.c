@@ -99,18 +99,24 @@ void ref_sssp(const ref_graph *r, uint64_t root, double *dist)
 
 /* ---- PageRank ---- */
 
+/* What v's neighbours give it: each one's score over its degree. */
+static double incoming(const ref_graph *r, const double *score, uint64_t v)
+{
+    double sum = 0;
+    for (uint64_t k = r->off[v]; k < r->off[v + 1]; k++) {
+        uint64_t u = r->adj[k];
+        sum += score[u] / (double)(r->off[u + 1] - r->off[u]);
+    }
+    return sum;
+}
+
 /* One Jacobi step: next from score (GAP's check). */
 static double pagerank_step(const ref_graph *r, double damping, const double *score,
                             double *next)
 {
     double base = (1 - damping) / (double)r->n, change = 0;
     for (uint64_t v = 0; v < r->n; v++) {
-        double sum = 0;
-        for (uint64_t k = r->off[v]; k < r->off[v + 1]; k++) {
-            uint64_t u = r->adj[k];
-            sum += score[u] / (double)(r->off[u + 1] - r->off[u]);
-        }
-        next[v] = base + damping * sum;
+        next[v] = base + damping * incoming(r, score, v);
         change += fabs(next[v] - score[v]);
     }
     return change;
@@ -121,12 +127,7 @@ static double pagerank_sweep(const ref_graph *r, double damping, double *score)
 {
     double base = (1 - damping) / (double)r->n, change = 0;
     for (uint64_t v = 0; v < r->n; v++) {
-        double sum = 0;
-        for (uint64_t k = r->off[v]; k < r->off[v + 1]; k++) {
-            uint64_t u = r->adj[k];
-            sum += score[u] / (double)(r->off[u + 1] - r->off[u]);
-        }
-        double now = base + damping * sum;
+        double now = base + damping * incoming(r, score, v);
         change += fabs(now - score[v]);
         score[v] = now;
     }

@@ -78,11 +78,17 @@ void *cr_xmalloc(size_t n)
 
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
-void *cr_xmalloc_huge(size_t n, size_t size)
+/* n * size, or the job ends when it overflows. */
+static size_t array_bytes(size_t n, size_t size)
 {
     if (n && size > SIZE_MAX / n)
         cr_fatal("out of memory: %zu elements of %zu bytes overflow the address space", n, size);
-    size_t bytes = n * size;
+    return n * size;
+}
+
+void *cr_xmalloc_huge(size_t n, size_t size)
+{
+    size_t bytes = array_bytes(n, size);
     if (bytes < HUGE_PAGE / 2)
         return cr_xmalloc(bytes);
     /* whole huge pages, aligned: the hint then covers every byte */
@@ -98,9 +104,7 @@ void *cr_xmalloc_huge(size_t n, size_t size)
 
 void *cr_xmalloc_large(size_t n, size_t size)
 {
-    if (n && size > SIZE_MAX / n)
-        cr_fatal("out of memory: %zu elements of %zu bytes overflow the address space", n, size);
-    size_t bytes = n * size;
+    size_t bytes = array_bytes(n, size);
     if (bytes < HUGE_PAGE / 2)
         return cr_xmalloc(bytes);
     void *p = malloc(bytes);
