@@ -71,10 +71,11 @@ int main(int argc, char **argv)
         MPI_Allreduce(&far, &both[0], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (kernel_trial_lines(&k))
             printf("  source %llu: %llu reached, farthest at %g; %.4f s, delta %g, %llu "
-                   "buckets, %llu relaxations (%llu sent)\n",
+                   "buckets, %llu relaxations (%llu sent), %llu taken\n",
                    (unsigned long long)sources[t], (unsigned long long)total, both[0],
                    seconds[t], st.delta, (unsigned long long)st.buckets,
-                   (unsigned long long)st.relaxations, (unsigned long long)st.messages);
+                   (unsigned long long)st.relaxations, (unsigned long long)st.messages,
+                   (unsigned long long)st.taken);
         if (!k.validate)
             continue;
         kernel_gather(&k, dist, all);

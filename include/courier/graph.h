@@ -312,6 +312,8 @@ typedef struct cr_sssp_stats {
     uint64_t buckets;     /* buckets processed (each ends with a barrier), over all ranks */
     uint64_t relaxations; /* distances lowered, over all ranks */
     uint64_t messages;    /* relaxations sent to other ranks, over all ranks */
+    uint64_t taken;       /* vertices whose edges were relaxed, a vertex once for each
+                             distance it was taken at, over all ranks */
 } cr_sssp_stats;
 
 /* Defaults: delta 0 (automatic). Local. */
@@ -325,13 +327,15 @@ void cr_graph_sssp_opts_init(cr_sssp_opts *o);
  * in a buffer are merged by a combining handler (min) at every hop. An unweighted
  * graph has weight 1 on every edge. dist[i] is my local vertex i's distance (INFINITY
  * when unreachable); `dist` has cr_graph_local_count(g) entries, owned by the caller.
- * Memory per rank: 16 bytes per local vertex and the buckets' lists (8 bytes per
- * lowered distance waiting). On a comm whose ranks are one node, every vertex's
- * distance lies in the node's shared memory (8 bytes per vertex of the graph, once
- * per node, kept with the comm until cr_comm_destroy): a rank reads another's
- * distance in place and sends a record only when it would lower it. Returns 0, or -1 on every rank with one line in err
- * when root is not a vertex, delta is negative or not a number, or a weight is
- * negative or not a number. `o` and `stats` may be NULL. Collective. */
+ * Memory per rank: 16 bytes per local vertex across nodes, and the buckets' lists (4
+ * bytes per lowered distance waiting). On a comm whose ranks are one node, every
+ * vertex's distance lies in the node's shared memory (8 bytes per vertex of the
+ * graph, once per node, kept with the comm until cr_comm_destroy): a rank reads
+ * another's distance in place and sends a record only when it would lower it; a rank
+ * keeps a bit per local vertex (waiting or not), and a vertex waits in a bucket's list
+ * once however often it drops within that bucket. Returns 0, or -1 on every rank with
+ * one line in err when root is not a vertex, delta is negative or not a number, or a
+ * weight is negative or not a number. `o` and `stats` may be NULL. Collective. */
 int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dist,
                   cr_sssp_stats *stats, char *err, size_t errlen);
 

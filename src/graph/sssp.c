@@ -58,13 +58,14 @@ typedef struct local_distance {
  * list emptied gives its chunks back, so a call touches fresh memory only for the
  * most entries waiting at once, and a later call none. A fresh page is dear (12-20
  * microseconds a small page on a virtual machine: docs/design-notes.md, "Page
- * faults"); the pool's blocks are huge pages. */
-enum { CHUNK_ITEMS = 127, POOL_BLOCK = 2 << 20 };
+ * faults"); the pool's blocks are huge pages. An entry is 4 bytes: a vertex of a
+ * rank's first 2^32 (any other waits in the far list). */
+enum { CHUNK_ITEMS = 253, POOL_BLOCK = 2 << 20 };
 
 typedef struct wait_chunk {
     struct wait_chunk *next;
-    size_t n;
-    uint64_t items[CHUNK_ITEMS]; /* my vertices, by local index */
+    uint32_t n;
+    uint32_t items[CHUNK_ITEMS]; /* my vertices, by local index */
 } wait_chunk; /* 1 KiB */
 
 typedef struct wait_pool {
@@ -86,9 +87,11 @@ typedef struct sssp_scratch {
     uint64_t nbins;
     uint64_t *queue;
     size_t qcap;
-    uint64_t *settled;  /* room for every vertex of the rank */
+    uint64_t *settled;  /* across nodes: room for every vertex of the rank */
     double *relaxed_at; /* the same */
     uint64_t vertices;  /* how many settled and relaxed_at hold */
+    uint64_t *queued;   /* on one node: a bit per vertex of the rank */
+    uint64_t queued_bits;
 } sssp_scratch;
 
 /* Bins held at once: buckets further than this from the first wait in a list. */
@@ -101,7 +104,9 @@ typedef struct sssp_run {
     int h_near;
     double *dist;           /* my vertices' (on one node: my range of node_dist) */
     const double *node_dist; /* on one node: every vertex's, by id; else NULL */
-    double *relaxed_at; /* the distance at which the vertex's edges were last relaxed */
+    double *relaxed_at; /* across nodes: the distance at which the vertex's edges were
+                           last relaxed */
+    uint64_t *queued; /* on one node: my vertices waiting to be taken (bit i: local i) */
     double delta, per_delta; /* the bucket width and 1 / it */
     uint64_t bucket; /* the one being settled */
     bool heavy;      /* relaxing the settled vertices' heavy edges */
@@ -113,7 +118,7 @@ typedef struct sssp_run {
     waiting_list *bins; /* the later buckets: bins[k] holds bucket base + k */
     uint64_t nbins, base;
     far_list far;       /* buckets beyond the bins' reach */
-    uint64_t relaxations, messages;
+    uint64_t relaxations, messages, taken;
 } sssp_run;
 
 typedef struct sssp_state {
@@ -157,7 +162,7 @@ static void pool_free(wait_pool *p)
     *p = (wait_pool){0};
 }
 
-static void push_to(wait_pool *p, waiting_list *l, uint64_t local)
+static void push_to(wait_pool *p, waiting_list *l, uint32_t local)
 {
     wait_chunk *c = l->top;
     if (!c || c->n == CHUNK_ITEMS) {
@@ -194,11 +199,11 @@ static void push_far(far_list *l, waiting w)
     l->items[l->n++] = w;
 }
 
-/* Wait in bucket b: in its bin when b is within MAX_BINS of the bins' base, else in
- * the far list. */
+/* Wait in bucket b: in its bin when b is within MAX_BINS of the bins' base (and the
+ * vertex's index fits an entry), else in the far list. */
 static void wait_in(sssp_run *r, uint64_t b, uint64_t local)
 {
-    if (b < r->base || b - r->base >= MAX_BINS) {
+    if (b < r->base || b - r->base >= MAX_BINS || local > UINT32_MAX) {
         push_far(&r->far, (waiting){b, local});
         return;
     }
@@ -211,15 +216,23 @@ static void wait_in(sssp_run *r, uint64_t b, uint64_t local)
         memset(r->bins + r->nbins, 0, (n - r->nbins) * sizeof *r->bins);
         r->nbins = n;
     }
-    push_to(r->pool, &r->bins[at], local);
+    push_to(r->pool, &r->bins[at], (uint32_t)local);
+}
+
+static bool is_queued(const sssp_run *r, uint64_t local)
+{
+    return r->queued[local >> 6] >> (local & 63) & 1;
 }
 
 /* A waiting entry still stands for work: its vertex's distance is in that bucket and
- * its edges have not been relaxed at that distance. */
+ * its edges have not been relaxed at that distance (on one node: the vertex waits to
+ * be taken, and an entry of another bucket is stale). */
 static bool live(const sssp_run *r, uint64_t bucket, uint64_t local)
 {
     double d = r->dist[local];
-    return bucket_of(r, d) == bucket && r->relaxed_at[local] != d;
+    if (bucket_of(r, d) != bucket)
+        return false;
+    return r->queued ? is_queued(r, local) : r->relaxed_at[local] != d;
 }
 
 /* Start the bins at bucket `base`: every waiting entry re-placed (rare: only when the
@@ -286,13 +299,22 @@ static void enqueue(sssp_run *r, uint64_t local)
 
 /* ---------------------------------------------------------------- relaxing */
 
-/* Offer my vertex `local` the distance d. On one node the other ranks read my
- * distances while I write them: the store is atomic (a plain one on x86). */
-static void lowered(sssp_run *r, uint64_t local, double d)
+/* Offer my vertex `local`, at distance `was`, the lower distance d. On one node the
+ * other ranks read my distances while I write them: the store is atomic (a plain one
+ * on x86). There a vertex waits once for each bucket it enters: one still waiting in
+ * the bucket it stays in is not queued again (its entry is taken at its distance of
+ * the moment), where a list per bucket would otherwise hold it as often as it drops. */
+static void lowered(sssp_run *r, uint64_t local, double was, double d)
 {
     __atomic_store(&r->dist[local], &d, __ATOMIC_RELAXED);
     r->relaxations++;
     uint64_t b = bucket_of(r, d);
+    if (r->queued) {
+        uint64_t bit = (uint64_t)1 << (local & 63);
+        if ((r->queued[local >> 6] & bit) && bucket_of(r, was) == b)
+            return;
+        r->queued[local >> 6] |= bit;
+    }
     if (b <= r->bucket && !r->heavy) /* (a heavy edge leads past the bucket, unless
                                         rounding says otherwise: then it waits) */
         enqueue(r, local);
@@ -302,8 +324,9 @@ static void lowered(sssp_run *r, uint64_t local, double d)
 
 static void relax(sssp_run *r, uint64_t local, double d)
 {
-    if (d < r->dist[local])
-        lowered(r, local, d);
+    double was = r->dist[local];
+    if (d < was)
+        lowered(r, local, was, d);
 }
 
 /* The first of entries [from, to) heavier than delta (unweighted: every edge weighs
@@ -341,7 +364,7 @@ static void relax_edges(sssp_run *r, uint64_t i, double d, bool light)
         uint32_t c = col[k];
         double nd = d + (w ? (double)w[k] : 1.0);
         if (nd < dist[c])
-            lowered(r, c, nd);
+            lowered(r, c, dist[c], nd);
     }
     const graph_ghosts *gh = r->gh;
     for (uint64_t j = gh->sub_off[i]; j < gh->sub_off[i + 1]; j++) {
@@ -385,8 +408,9 @@ static void relax_all_on_node(sssp_run *r, uint64_t i, double d)
         uint64_t v = adj32 ? adj32[k] : graph_nbr(g, k);
         double nd = d + (w ? (double)w[k] : 1.0);
         if (v - first < count) {
-            if (nd < mine[v - first])
-                lowered(r, v - first, nd);
+            double was = mine[v - first];
+            if (nd < was)
+                lowered(r, v - first, was, nd);
             continue;
         }
         double now;
@@ -406,14 +430,19 @@ static void drain(sssp_run *r)
         if (r->head == r->nqueue)
             r->head = r->nqueue = 0; /* empty: start over at the front */
         double d = r->dist[i];
+        if (r->queued) {
+            if (!is_queued(r, i))
+                continue; /* taken already at this distance */
+            r->queued[i >> 6] &= ~((uint64_t)1 << (i & 63));
+            r->taken++;
+            relax_all_on_node(r, i, d);
+            continue;
+        }
         if (r->relaxed_at[i] == d)
             continue; /* queued twice at one distance */
         bool first = isinf(r->relaxed_at[i]);
         r->relaxed_at[i] = d;
-        if (r->node_dist) {
-            relax_all_on_node(r, i, d);
-            continue;
-        }
+        r->taken++;
         if (first)
             note_settled(r, i);
         relax_edges(r, i, d, true);
@@ -447,7 +476,7 @@ static void relax_from_ghost(sssp_run *r, const cr_batch *b, bool light)
             if (light && w > delta)
                 break; /* lightest first: the rest are heavy */
             if (m.d + w < dist[to[e]])
-                lowered(r, to[e], m.d + w);
+                lowered(r, to[e], dist[to[e]], m.d + w);
         }
     }
 }
@@ -494,6 +523,7 @@ static void sssp_state_free(cr_comm *comm, void *state)
     free(x->queue);
     free(x->settled);
     free(x->relaxed_at);
+    free(x->queued);
     graph_state_free(comm, state);
 }
 
@@ -587,11 +617,20 @@ static cr_node_segment *node_distances(cr_graph *g)
     return graph_node_array(g, &node_dist_module, g->n * sizeof(double));
 }
 
-/* The scratch of earlier calls for this one, grown to this graph's vertices. */
-static void take_scratch(sssp_run *r, sssp_scratch *x)
+/* The scratch of earlier calls for this one, grown to this graph's vertices: on one
+ * node a bit per vertex, across nodes two words. */
+static void take_scratch(sssp_run *r, sssp_scratch *x, bool on_node)
 {
     uint64_t n = r->g->count ? r->g->count : 1;
-    if (x->vertices < n) {
+    if (on_node && x->queued_bits < n) {
+        free(x->queued);
+        x->queued = cr_xmalloc((n + 63) / 64 * sizeof *x->queued); /* kept with the comm */
+        x->queued_bits = (n + 63) / 64 * 64;
+    }
+    if (on_node) {
+        memset(x->queued, 0, (n + 63) / 64 * sizeof *x->queued);
+        r->queued = x->queued;
+    } else if (x->vertices < n) {
         free(x->settled);
         free(x->relaxed_at);
         x->settled = cr_xmalloc_huge(n, sizeof *x->settled); /* kept with the comm */
@@ -647,14 +686,17 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     sssp_state *s = state_of(g->comm, &r);
     r.h_light = s->h_light, r.h_heavy = s->h_heavy;
     r.h_near = s->h_near;
-    take_scratch(&r, &s->scratch);
     cr_node_segment *seg = node_distances(g);
+    take_scratch(&r, &s->scratch, seg != NULL);
     if (seg) {
         r.node_dist = cr_module_node_segment_part(seg, 0);
         r.dist = (double *)r.node_dist + g->first;
+        for (uint64_t i = 0; i < g->count; i++)
+            r.dist[i] = INFINITY;
+    } else {
+        for (uint64_t i = 0; i < g->count; i++)
+            r.dist[i] = r.relaxed_at[i] = INFINITY;
     }
-    for (uint64_t i = 0; i < g->count; i++)
-        r.dist[i] = r.relaxed_at[i] = INFINITY;
     if (seg)
         cr_module_node_segment_barrier(seg); /* no rank reads a distance left before */
     else
@@ -664,6 +706,8 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     if (root - g->first < g->count) { /* the root waits in bucket 0 */
         r.dist[root - g->first] = 0;
         r.relaxations++;
+        if (r.queued)
+            r.queued[(root - g->first) >> 6] |= (uint64_t)1 << ((root - g->first) & 63);
         wait_in(&r, 0, root - g->first);
     }
     uint64_t buckets = 0;
@@ -680,10 +724,10 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     if (seg)
         memcpy(dist, r.dist, g->count * sizeof *dist);
     if (stats) {
-        uint64_t mine[2] = {r.relaxations, r.messages}, all[2];
-        cr_module_allreduce_u64(g->comm, mine, all, 2, CR_OP_SUM);
+        uint64_t mine[3] = {r.relaxations, r.messages, r.taken}, all[3];
+        cr_module_allreduce_u64(g->comm, mine, all, 3, CR_OP_SUM);
         *stats = (cr_sssp_stats){.delta = r.delta, .buckets = buckets, .relaxations = all[0],
-                                 .messages = all[1]};
+                                 .messages = all[1], .taken = all[2]};
     }
     keep_scratch(&r, &s->scratch);
     return 0;

@@ -292,6 +292,40 @@ static void test_sssp_known(void **state)
     verdict();
 }
 
+/* A vertex is taken once for each distance it is taken at: 0 -1- 2 -1- 1 and
+ * 0 -10- 1, one bucket (delta 100). Taking 0 queues 2 and 1 (at 10); taking 2 lowers
+ * 1 to 2 while it is still queued, and 1 is then taken once, at 2: 3 vertices taken
+ * at one rank, where taking every entry would make 4. At every count, a vertex is
+ * taken only after a distance was lowered for it. */
+static void test_sssp_waits_once(void **state)
+{
+    (void)state;
+    static const double e[][3] = {{0, 2, 1}, {0, 1, 10}, {2, 1, 1}};
+    case_graph c = listed(3, e, 3);
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    static const double want[] = {0, 2, 1};
+    double dist[4];
+    char err[256];
+    cr_sssp_opts o = {.delta = 100};
+    cr_sssp_stats st;
+    CHECK(cr_graph_sssp(g, &o, 0, dist, &st, err, sizeof err) == 0, "%s", err);
+    for (uint64_t i = 0; i < cr_graph_local_count(g); i++)
+        CHECK(dist[i] == want[cr_graph_first(g) + i], "vertex %llu at %g",
+              (unsigned long long)(cr_graph_first(g) + i), dist[i]);
+    CHECK(st.relaxations == 4, "%llu distances lowered, expected 4 (the root's and three)",
+          (unsigned long long)st.relaxations);
+    CHECK(st.taken <= st.relaxations, "%llu vertices taken for %llu distances lowered",
+          (unsigned long long)st.taken, (unsigned long long)st.relaxations);
+    if (test_size == 1)
+        CHECK(st.taken == 3, "%llu vertices taken, expected 3 (vertex 1 queued twice?)",
+              (unsigned long long)st.taken);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
 static void test_negative_weight(void **state)
 {
     (void)state;
@@ -718,6 +752,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sssp_known),
+        cmocka_unit_test(test_sssp_waits_once),
         cmocka_unit_test(test_negative_weight),
         cmocka_unit_test(test_tc_known),
         cmocka_unit_test(test_bc_known),
