@@ -330,7 +330,8 @@ void cr_graph_sssp_opts_init(cr_sssp_opts *o);
  * Memory per rank: 16 bytes per local vertex across nodes, and the buckets' lists (4
  * bytes per lowered distance waiting). On a comm whose ranks are one node, every
  * vertex's distance lies in the node's shared memory (8 bytes per vertex of the
- * graph, once per node, kept with the comm until cr_comm_destroy): a rank reads
+ * graph, once per node, kept with the comm until cr_comm_destroy; on a comm of one
+ * rank, in `dist` itself): a rank reads
  * another's distance in place and sends a record only when it would lower it; a rank
  * keeps a bit per local vertex (waiting or not), and a vertex waits in a bucket's list
  * once however often it drops within that bucket. Returns 0, or -1 on every rank with

@@ -686,10 +686,14 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     sssp_state *s = state_of(g->comm, &r);
     r.h_light = s->h_light, r.h_heavy = s->h_heavy;
     r.h_near = s->h_near;
-    cr_node_segment *seg = node_distances(g);
-    take_scratch(&r, &s->scratch, seg != NULL);
-    if (seg) {
+    /* a comm of one rank is a node of one: its distances are the caller's array */
+    cr_node_segment *seg = g->size > 1 ? node_distances(g) : NULL;
+    if (seg)
         r.node_dist = cr_module_node_segment_part(seg, 0);
+    else if (g->size == 1)
+        r.node_dist = dist;
+    take_scratch(&r, &s->scratch, r.node_dist != NULL);
+    if (r.node_dist) {
         r.dist = (double *)r.node_dist + g->first;
         for (uint64_t i = 0; i < g->count; i++)
             r.dist[i] = INFINITY;
@@ -699,7 +703,7 @@ int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dis
     }
     if (seg)
         cr_module_node_segment_barrier(seg); /* no rank reads a distance left before */
-    else
+    else if (!r.node_dist)
         r.gh = graph_ghosts_reversed_of(g);
     graph_sum(g->comm, 0); /* every rank's run is set before any record is sent */
 
