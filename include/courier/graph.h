@@ -376,8 +376,9 @@ void cr_graph_pagerank_opts_init(cr_pagerank_opts *o);
  * per adjacency entry (the adjacency in local slots, kept with the graph), 16 per
  * local vertex, 16 per ghost and 16 per subscriber. On a comm whose ranks are one
  * node (and a graph under 2^32 vertices) there are no ghosts: every vertex's
- * contribution lies in the node's shared memory (8 bytes per vertex of the graph,
- * once per node, kept with the comm until cr_comm_destroy) and is read in place; 4
+ * contribution lies in the node's shared memory (4 bytes per vertex of the graph,
+ * 8 with `jacobi`, once per node, kept with the comm until cr_comm_destroy) and is
+ * read in place; 4
  * bytes per adjacency entry and 8 per local vertex per rank. `o` and `stats` may be
  * NULL. Collective. */
 void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,

@@ -174,7 +174,7 @@ cr_node_segment *graph_node_array(cr_graph *g, const cr_module_type *type, size_
         return NULL;
     bool fresh;
     node_array_state *s = graph_state(g->comm, type, sizeof *s, &fresh);
-    if (s->none || (s->seg && s->bytes == bytes))
+    if (s->none || (s->seg && s->bytes >= bytes))
         return s->seg; /* the same on every rank: so are the graphs and the sizes */
     cr_module_node_segment_destroy(s->seg);
     s->seg = cr_module_node_segment_create(g->comm, g->rank == 0 ? bytes : 0);

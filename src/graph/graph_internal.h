@@ -133,8 +133,9 @@ uint64_t graph_ids_lower_bound(graph_ids a, uint64_t lo, uint64_t hi, uint64_t k
  * TLB as well as the cache. A hint; allocations under 1 MiB get none. */
 void *graph_xmalloc_large(size_t n, size_t size);
 
-/* A kernel's array in the node's memory on a comm whose ranks are one node: `bytes`
- * held in the first rank's part of a node segment (module.h), every rank of the node
+/* A kernel's array in the node's memory on a comm whose ranks are one node: at least
+ * `bytes` held in the first rank's part of a node segment (module.h; a larger one of
+ * an earlier call is kept), every rank of the node
  * reading and writing it in place. Kept on the comm in the kernel's module state
  * `type` (whose destroy must be graph_node_array_free, run by cr_comm_destroy) from
  * one call to the next: a fresh mapping costs a page fault per page. Collective;

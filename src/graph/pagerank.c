@@ -111,13 +111,14 @@ static void sweep_in_place(const cr_graph *g, const uint32_t *adj, _Atomic float
 static const cr_module_type node_values_module = {.name = "graph pagerank on one node",
                                                   .destroy = graph_node_array_free};
 
-/* The node's two arrays of contributions (all in the first rank's part), or NULL
- * (on every rank) when the comm spans nodes or its node cannot share memory. */
-static cr_node_segment *node_values(cr_graph *g)
+/* The node's arrays of contributions (all in the first rank's part): one for
+ * Gauss-Seidel, two for Jacobi. NULL (on every rank) when the comm spans nodes or its
+ * node cannot share memory. */
+static cr_node_segment *node_values(cr_graph *g, int arrays)
 {
     if (!graph_adj32(g) || g->n > SIZE_MAX / (2 * sizeof(float)))
         return NULL; /* the lists are read as 4-byte ids */
-    return graph_node_array(g, &node_values_module, 2 * g->n * sizeof(float));
+    return graph_node_array(g, &node_values_module, (size_t)arrays * g->n * sizeof(float));
 }
 
 /* Jacobi on one node: sweep k reads one array and writes the other. */
@@ -211,7 +212,7 @@ void cr_graph_pagerank(cr_graph *g, const cr_pagerank_opts *o, double *score,
         cr_graph_pagerank_opts_init(&defaults);
         o = &defaults;
     }
-    cr_node_segment *seg = node_values(g);
+    cr_node_segment *seg = node_values(g, o->jacobi ? 2 : 1);
     if (seg) {
         pagerank_on_node(g, seg, o, score, stats);
         return;
