@@ -336,7 +336,9 @@ void cr_graph_sssp_opts_init(cr_sssp_opts *o);
  * keeps a bit per local vertex (waiting or not), and a vertex waits in a bucket's list
  * once however often it drops within that bucket. Returns 0, or -1 on every rank with
  * one line in err when root is not a vertex, delta is negative or not a number, or a
- * weight is negative or not a number. `o` and `stats` may be NULL. Collective. */
+ * weight is negative or not a number. `o` and `stats` may be NULL. On one node a
+ * graph whose weights are all whole numbers from 0 to 255 is relaxed from the
+ * graph's copy of them in one byte (docs/graph.md). Collective. */
 int cr_graph_sssp(cr_graph *g, const cr_sssp_opts *o, uint64_t root, double *dist,
                   cr_sssp_stats *stats, char *err, size_t errlen);
 

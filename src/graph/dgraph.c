@@ -522,6 +522,7 @@ void cr_graph_destroy(cr_graph *g)
     free(g->offsets);
     graph_ids_free(g->adj);
     free(g->wadj);
+    free(g->w8);
     if (g->ghosts)
         graph_ghosts_free(g->ghosts);
     free(g->ghosts);
@@ -559,6 +560,16 @@ const float *cr_graph_weights(const cr_graph *g, uint64_t i)
     return g->wadj ? g->wadj + g->offsets[i] : NULL;
 }
 
+/* Whether every weight fits a byte exactly (bale's and GAP's generators draw whole
+ * weights 1..255). */
+static bool weights_fit_a_byte(const cr_graph *g)
+{
+    for (uint64_t k = 0; k < g->nadj; k++)
+        if (!(g->wadj[k] >= 0 && g->wadj[k] <= 255 && g->wadj[k] == (float)(uint8_t)g->wadj[k]))
+            return false;
+    return true;
+}
+
 void graph_weights_scan(cr_graph *g)
 {
     if (g->weights_scanned)
@@ -570,6 +581,13 @@ void graph_weights_scan(cr_graph *g)
             g->weight_bad = k;
         if (g->wadj[k] > g->weight_most)
             g->weight_most = g->wadj[k];
+    }
+    free(g->w8); /* of lists since reordered */
+    g->w8 = NULL;
+    if (g->wadj && g->nadj && weights_fit_a_byte(g)) {
+        g->w8 = graph_xmalloc_large(g->nadj, 1);
+        for (uint64_t k = 0; k < g->nadj; k++)
+            g->w8[k] = (uint8_t)g->wadj[k];
     }
     g->weights_scanned = true;
 }

@@ -400,13 +400,14 @@ static void relax_all_on_node(sssp_run *r, uint64_t i, double d)
      * read them again at every edge */
     const cr_graph *g = r->g;
     const float *w = g->wadj;
+    const uint8_t *w8 = g->w8;
     const uint32_t *adj32 = graph_adj32(g);
     const double *mine = r->dist, *all = r->node_dist;
     const uint64_t first = g->first, count = g->count;
     const uint64_t from = g->offsets[i], to = g->offsets[i + 1];
     for (uint64_t k = from; k < to; k++) {
         uint64_t v = adj32 ? adj32[k] : graph_nbr(g, k);
-        double nd = d + (w ? (double)w[k] : 1.0);
+        double nd = d + (w8 ? (double)w8[k] : w ? (double)w[k] : 1.0);
         if (v - first < count) {
             double was = mine[v - first];
             if (nd < was)

@@ -326,6 +326,30 @@ static void test_sssp_waits_once(void **state)
     verdict();
 }
 
+/* Whole weights 0..255 are relaxed from a copy in one byte; any other weight keeps
+ * every weight in floats. Weights just outside (256, 255.5, 0.25) beside whole ones:
+ * a byte copy of them would make vertex 1 0 (256 wraps), vertex 2 255 and vertex 3 0. */
+static void test_sssp_weights_beyond_a_byte(void **state)
+{
+    (void)state;
+    static const double e[][3] = {{0, 1, 256}, {0, 2, 255.5}, {0, 3, 0.25}, {3, 4, 255},
+                                  {4, 5, 0}};
+    case_graph c = listed(6, e, sizeof e / sizeof e[0]);
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    static const double want[] = {0, 256, 255.5, 0.25, 255.25, 255.25};
+    double dist[8];
+    char err[256];
+    CHECK(cr_graph_sssp(g, NULL, 0, dist, NULL, err, sizeof err) == 0, "%s", err);
+    for (uint64_t i = 0; i < cr_graph_local_count(g); i++)
+        CHECK(dist[i] == want[cr_graph_first(g) + i], "vertex %llu at %g, expected %g",
+              (unsigned long long)(cr_graph_first(g) + i), dist[i], want[cr_graph_first(g) + i]);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
 static void test_negative_weight(void **state)
 {
     (void)state;
@@ -753,6 +777,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sssp_known),
         cmocka_unit_test(test_sssp_waits_once),
+        cmocka_unit_test(test_sssp_weights_beyond_a_byte),
         cmocka_unit_test(test_negative_weight),
         cmocka_unit_test(test_tc_known),
         cmocka_unit_test(test_bc_known),
