@@ -326,6 +326,46 @@ static void test_sssp_waits_once(void **state)
     verdict();
 }
 
+/* Every rank lowers one vertex at once: root 0 reaches m middles at 1, and middle i
+ * reaches the target t at 1 + (M - i), so each middle taken lowers t again, from
+ * every rank of the node in turn; t must end at 1 + M - m, every call. An offer
+ * applied without checking it against the distance of the moment (an owner's, or a
+ * store where ranks lower in place) leaves t higher. In one bucket and in many. */
+static void test_sssp_one_vertex_lowered_by_all(void **state)
+{
+    (void)state;
+    enum { M = 4000, m = 3000 };
+    double (*e)[3] = malloc(2 * m * sizeof *e);
+    for (int i = 1; i <= m; i++) {
+        e[2 * (i - 1)][0] = 0, e[2 * (i - 1)][1] = i, e[2 * (i - 1)][2] = 1;
+        e[2 * (i - 1) + 1][0] = i, e[2 * (i - 1) + 1][1] = m + 1, e[2 * (i - 1) + 1][2] = M - i;
+    }
+    case_graph c = listed(m + 2, e, 2 * m);
+    free(e);
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &c.mine);
+    double *dist = malloc((cr_graph_local_count(g) + 1) * sizeof *dist);
+    char err[256];
+    for (int call = 0; call < 20; call++) {
+        cr_sssp_opts o = {.delta = call % 2 ? 1e9 : 50};
+        cr_sssp_stats st;
+        CHECK(cr_graph_sssp(g, &o, 0, dist, &st, err, sizeof err) == 0, "%s", err);
+        for (uint64_t i = 0; i < cr_graph_local_count(g); i++) {
+            uint64_t v = cr_graph_first(g) + i;
+            double want = v == 0 ? 0 : v <= m ? 1 : 1 + M - m;
+            CHECK(dist[i] == want, "call %d: vertex %llu at %g, expected %g", call,
+                  (unsigned long long)v, dist[i], want);
+        }
+        CHECK(st.taken <= st.relaxations, "%llu vertices taken for %llu distances lowered",
+              (unsigned long long)st.taken, (unsigned long long)st.relaxations);
+    }
+    free(dist);
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    case_free(&c);
+    verdict();
+}
+
 /* Whole weights 0..255 are relaxed from a copy in one byte; any other weight keeps
  * every weight in floats. Weights just outside (256, 255.5, 0.25) beside whole ones:
  * a byte copy of them would make vertex 1 0 (256 wraps), vertex 2 255 and vertex 3 0. */
@@ -778,6 +818,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sssp_known),
         cmocka_unit_test(test_sssp_waits_once),
         cmocka_unit_test(test_sssp_weights_beyond_a_byte),
+        cmocka_unit_test(test_sssp_one_vertex_lowered_by_all),
         cmocka_unit_test(test_negative_weight),
         cmocka_unit_test(test_tc_known),
         cmocka_unit_test(test_bc_known),
