@@ -560,14 +560,11 @@ const float *cr_graph_weights(const cr_graph *g, uint64_t i)
     return g->wadj ? g->wadj + g->offsets[i] : NULL;
 }
 
-/* Whether every weight fits a byte exactly (bale's and GAP's generators draw whole
- * weights 1..255). */
-static bool weights_fit_a_byte(const cr_graph *g)
+/* A weight a byte holds exactly (bale's and GAP's generators draw whole weights 1 to
+ * 255). */
+static bool whole_byte(float w)
 {
-    for (uint64_t k = 0; k < g->nadj; k++)
-        if (!(g->wadj[k] >= 0 && g->wadj[k] <= 255 && g->wadj[k] == (float)(uint8_t)g->wadj[k]))
-            return false;
-    return true;
+    return w >= 0 && w <= 255 && w == (float)(uint8_t)w;
 }
 
 void graph_weights_scan(cr_graph *g)
@@ -576,25 +573,24 @@ void graph_weights_scan(cr_graph *g)
         return;
     g->weight_most = 0;
     g->weight_bad = UINT64_MAX;
+    bool bytes = g->wadj && g->nadj;
     for (uint64_t k = 0; g->wadj && k < g->nadj; k++) {
         if (!(g->wadj[k] >= 0) && g->weight_bad == UINT64_MAX)
             g->weight_bad = k;
         if (g->wadj[k] > g->weight_most)
             g->weight_most = g->wadj[k];
+        bytes = bytes && whole_byte(g->wadj[k]);
     }
     free(g->w8); /* of lists since reordered */
     g->w8 = NULL;
-    if (g->wadj && g->nadj && weights_fit_a_byte(g)) {
+    /* only sssp on one node reads the copy: across nodes it would be memory unused */
+    if (bytes && cr_layout_nodes(cr_module_layout(g->comm)) == 1) {
         g->w8 = graph_xmalloc_large(g->nadj, 1);
         for (uint64_t k = 0; k < g->nadj; k++)
             g->w8[k] = (uint8_t)g->wadj[k];
     }
     g->weights_scanned = true;
 }
-
-
-
-
 
 void cr_graph_edges(const cr_graph *g, cr_edge_list *out)
 {

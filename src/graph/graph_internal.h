@@ -71,8 +71,9 @@ struct cr_graph {
                         list sorted by neighbour (by weight when weighted) */
     bool weighted;   /* every rank's edge list had weights */
     float *wadj;     /* weighted: the weight of adj[k] is wadj[k]; else NULL */
-    uint8_t *w8;     /* every weight a whole number in 0..255: wadj again in one byte
-                        (sssp's relaxation loop reads a quarter of the bytes); else NULL */
+    uint8_t *w8;     /* on a comm of one node, every weight a whole number in 0..255:
+                        wadj again in one byte (sssp's relaxation loop on one node
+                        reads a quarter of the bytes); else NULL */
     bool weights_scanned; /* graph_weights_scan has filled w8 and the two below */
     float weight_most;    /* my largest weight (0 unweighted or none) */
     uint64_t weight_bad;  /* the slot of my first negative or NaN weight, or UINT64_MAX */

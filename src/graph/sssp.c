@@ -333,8 +333,8 @@ static void relax(sssp_run *r, uint64_t local, double d)
  * 1); a weighted graph's lists are lightest first. A forward scan, not a binary
  * search: the scan's loads run in the list's order and its first is the load the
  * relaxation makes anyway, where a search's loads each wait on the one before (a
- * third of the relaxation's time at scale 18, docs/design-notes-kernels.md); light edges are
- * the few (weights up to delta, about largest / (4 average degree)). */
+ * third of the relaxation's time at scale 18, docs/design-notes-kernels.md); light
+ * edges are the few (weights up to delta, about largest / (4 average degree)). */
 static uint64_t first_heavy(const sssp_run *r, const float *w, uint64_t from, uint64_t to)
 {
     if (!w)
@@ -390,8 +390,8 @@ static void send_lower(sssp_run *r, uint64_t v, double d)
  * whose distance drops again within the bucket relaxes its heavy edges twice, which
  * is rare; in exchange its list is read once, not once for each class (each list's
  * first lines are cache misses: half the time of the relaxations at scale 18,
- * docs/design-notes-kernels.md, "sssp on one node"), and the bucket ends in one barrier, not
- * two. My edges to my vertices are relaxed in place; to the node's other ranks'
+ * docs/design-notes-kernels.md, "sssp on one node"), and the bucket ends in one
+ * barrier, not two. My edges to my vertices are relaxed in place; to the node's other ranks'
  * vertices, their distance is read where it lies and a record goes to the owner only
  * when this one is lower (the owner, the only writer, checks it again). */
 static void relax_all_on_node(sssp_run *r, uint64_t i, double d)
