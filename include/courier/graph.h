@@ -256,13 +256,15 @@ typedef struct cr_graph_cc_stats {
 } cr_graph_cc_stats;
 
 /* Connected components: label[i] = the smallest vertex id in the component of my
- * local vertex i (label has cr_graph_local_count(g) entries, owned by the caller).
+ * local vertex i (label has cr_graph_local_count(g) entries, owned by the caller;
+ * during the call it also holds each component's smallest id, so its contents
+ * before the call do not matter).
  * The local part is done locally (union-find over the edges both of whose ends
  * this rank owns, Afforest's sampling to skip the largest component's edges), then
  * only what crosses ranks travels: each rank's largest component as a bitmap, at
  * most one record per cut edge between two vertices outside those components, and
- * the few edges between components (docs/graph.md). Memory per rank: 16 bytes per
- * local vertex, one bit per vertex of the graph, 16 bytes per edge between
+ * the few edges between components (docs/forest.md). Memory per rank, besides label:
+ * 16 bytes per local vertex, one bit per vertex of the graph, 16 bytes per edge between
  * components over all ranks. Collective; registers four handlers on the graph's
  * comm at its first call (may run handlers, as cr_register); `stats` may be NULL. */
 void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats);

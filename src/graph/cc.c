@@ -75,7 +75,10 @@ typedef struct cc_run {
     uint32_t *parent;  /* local union-find over local indices; after the local phase
                           every entry is its vertex's root */
     uint32_t giant;    /* the root of my giant, NO_ROOT if I have no vertices */
-    uint64_t *min_id;  /* per local root: the smallest global id in its component */
+    uint64_t *min_id;  /* per local root: the smallest global id in its component;
+                          the caller's label array (only roots' entries are used, and
+                          the last step turns it into labels in place), so a call
+                          touches no fresh 8 bytes per vertex of its own */
     uint64_t *giant_bits; /* bit v: vertex v is in its owner's giant (n bits) */
     uint64_t *giant_id;   /* per rank: its giant's smallest id, NONE if it has none */
     int32_t *attach;      /* per local root outside the giant: the rank whose giant it
@@ -500,17 +503,21 @@ static void label_vertices(cc_run *r, uint64_t *label)
             best[root] = best[k];
     }
     /* The label of each root whose component may have joined others (the giant's, and
-     * those of the listed vertices; the rest keep their smallest id), into min_id; a
-     * root met twice gets the same value again (node_of and the sets do not change).
+     * those of the listed vertices; the rest keep their smallest id), into min_id,
+     * each root once: node_of reads the root's entry, which this loop overwrites.
      * Then every vertex's label: its root's. */
     uint64_t nroots = r->noutside + (r->giant != NO_ROOT);
     for (uint64_t k = 0; k < nroots; k++) {
         uint32_t i = k < r->noutside ? r->outside[k] : r->giant, root = r->parent[i];
+        if (k < r->noutside && r->min_id[root] != g->first + i)
+            continue; /* once per root: at its smallest vertex, listed whenever any is */
         uint64_t node = node_of(r, i), at = position(ids, n, node);
         r->min_id[root] = at == NONE ? node : best[find(p, (uint32_t)at)];
     }
+    /* min_id is label: a root's entry is final, and a vertex that is no root is
+     * nobody's root, so writing its entry loses nothing still to be read. */
     for (uint64_t i = 0; i < g->count; i++)
-        label[i] = r->min_id[r->parent[i]];
+        label[i] = label[r->parent[i]];
     free(best);
     free(p);
     free(ids);
@@ -526,7 +533,7 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
                  (unsigned long long)nl);
     cc_run r = {.g = g};
     r.parent = cr_xmalloc_large(nl + 1, sizeof *r.parent);
-    r.min_id = cr_xmalloc_large(nl + 1, sizeof *r.min_id);
+    r.min_id = label;
     r.giant_bits = cr_xcalloc((g->n + 63) / 64 + 1, sizeof *r.giant_bits);
     r.giant_id = cr_xmalloc((size_t)g->size * sizeof *r.giant_id);
     r.attached_min = cr_xmalloc((size_t)g->size * sizeof *r.attached_min);
@@ -555,7 +562,6 @@ void cr_graph_cc(cr_graph *g, uint64_t *label, cr_graph_cc_stats *stats)
     }
     ((cc_state *)r.st)->run = NULL;
     free(r.parent);
-    free(r.min_id);
     free(r.giant_bits);
     free(r.giant_id);
     free(r.attached_min);

@@ -336,7 +336,8 @@ static void run_cc(cr_comm *comm, void *user)
     cc_result *res = user;
     cr_graph *cg = build_share(comm, cc_graph);
     uint64_t first = cr_graph_first(cg), count = cr_graph_local_count(cg);
-    uint64_t *label = calloc(count + 1, 8);
+    uint64_t *label = malloc((count + 1) * 8);
+    memset(label, 0x5a, (count + 1) * 8); /* what label holds before the call must not matter */
     cr_cc_opts o;
     cr_graph_cc_opts_init(&o);
     o.algorithm = cc_algorithm;
