@@ -37,6 +37,9 @@ typedef struct bfs_run {
     int32_t cur_level;
     uint64_t *next; /* local indices reached in the current level */
     size_t nnext, next_cap;
+    uint64_t *spare; /* the frontier being expanded: next's storage for the level after,
+                        so a search grows two arrays once instead of one a level */
+    size_t spare_cap;
     uint64_t *stack; /* async: queue of local vertices whose level just dropped */
     size_t stack_head, nstack, stack_cap; /* entries [stack_head, nstack) are queued */
     uint64_t relaxations; /* async: level improvements, re-visits included */
@@ -231,13 +234,15 @@ static void start_search(bfs_run *r, uint64_t root)
     }
 }
 
-/* The next frontier: what the last level reached. The caller frees the old one. */
+/* The next frontier: what the last level reached. It stays valid until the next
+ * call, which hands its storage back to next (the run frees both at its end). */
 static uint64_t *take_next(bfs_run *r, size_t *n)
 {
     uint64_t *frontier = r->next;
+    size_t cap = r->next_cap;
     *n = r->nnext;
-    r->next = NULL;
-    r->nnext = r->next_cap = 0;
+    r->next = r->spare, r->next_cap = r->spare_cap, r->nnext = 0;
+    r->spare = frontier, r->spare_cap = cap;
     return frontier;
 }
 
@@ -250,14 +255,12 @@ static int search_levels(bfs_run *r, uint64_t root, bool merged)
     start_search(r, root);
     int levels = 0;
     for (r->cur_level = 0;; r->cur_level++) {
-        free(frontier);
         frontier = take_next(r, &nfrontier);
         if (sum_over_ranks(g, nfrontier) == 0)
             break;
         levels++;
         top_down_step(r, frontier, nfrontier, sent, merged);
     }
-    free(frontier);
     free(sent);
     return levels;
 }
@@ -279,6 +282,11 @@ typedef struct hybrid {
     size_t ntodo;      /* unvisited that have edges, in increasing order */
     bool have_todo;
     uint64_t *seg;     /* this rank's frontier bits */
+    uint64_t *next_seg; /* what a bottom-up level reached, as bits of mine: the next
+                           frontier is a bitmap, not a list (a list of the ~2/3 of the
+                           vertices a first bottom-up level finds wrote 8 bytes each) */
+    uint64_t next_count, next_edges; /* its vertices and their edges */
+    bool next_in_bits; /* the last level was bottom-up: the frontier is next_seg */
     uint64_t *all;     /* every rank's segment, as gathered */
     uint64_t *bits;    /* the whole frontier, n bits */
     size_t *sizes, *offsets; /* allgatherv layout, bytes */
@@ -303,6 +311,8 @@ static void hybrid_init(cr_graph *g, hybrid *h)
     }
     h->todo = NULL, h->ntodo = 0, h->have_todo = false;
     h->seg = cr_xcalloc(words_for(g->count) + 1, sizeof *h->seg);
+    h->next_seg = cr_xcalloc(words_for(g->count) + 1, sizeof *h->next_seg);
+    h->next_count = h->next_edges = 0, h->next_in_bits = false;
     h->all = cr_xmalloc(total + sizeof(uint64_t));
     h->nbits_words = words_for(g->n);
     h->bits = cr_xcalloc(h->nbits_words + 1, sizeof *h->bits);
@@ -312,6 +322,7 @@ static void hybrid_free(hybrid *h)
 {
     free(h->todo);
     free(h->seg);
+    free(h->next_seg);
     free(h->all);
     free(h->bits);
     free(h->sizes);
@@ -338,12 +349,43 @@ static bool in_frontier(const hybrid *h, uint64_t v)
     return h->bits[v >> 6] >> (v & 63) & 1;
 }
 
+/* My frontier's bits: from the list a top-down level made, or the bits the last
+ * bottom-up level set (then next_seg is cleared for the level to come). */
+static void frontier_bits(const cr_graph *g, hybrid *h, const uint64_t *frontier, size_t nfrontier)
+{
+    if (!h->next_in_bits) /* next_seg is clear between levels */
+        for (size_t f = 0; f < nfrontier; f++)
+            h->next_seg[frontier[f] >> 6] |= UINT64_C(1) << (frontier[f] & 63);
+    uint64_t *seg = h->seg;
+    h->seg = h->next_seg, h->next_seg = seg;
+    memset(h->next_seg, 0, words_for(g->count) * sizeof *h->next_seg);
+    h->next_count = h->next_edges = 0;
+}
+
+/* The bits the last bottom-up level set, as the list a top-down level expands, in the
+ * spare array (next may already hold visits of the level after: a rank that is
+ * still in the level's reduction handles the visits of ranks already expanding). */
+static uint64_t *frontier_list_from_bits(bfs_run *r, hybrid *h, size_t *n)
+{
+    const cr_graph *g = r->g;
+    if (r->spare_cap < h->next_count) {
+        r->spare_cap = (size_t)h->next_count;
+        r->spare = cr_xrealloc(r->spare, r->spare_cap * sizeof *r->spare);
+    }
+    size_t k = 0;
+    for (size_t w = 0; w < words_for(g->count); w++)
+        for (uint64_t bits = h->next_seg[w]; bits; bits &= bits - 1)
+            r->spare[k++] = (uint64_t)w * 64 + (uint64_t)__builtin_ctzll(bits);
+    memset(h->next_seg, 0, words_for(g->count) * sizeof *h->next_seg);
+    h->next_count = h->next_edges = 0, h->next_in_bits = false;
+    *n = k;
+    return r->spare;
+}
+
 /* Every rank gets the whole frontier as a bitmap. */
 static void gather_frontier(cr_graph *g, hybrid *h, const uint64_t *frontier, size_t nfrontier)
 {
-    memset(h->seg, 0, words_for(g->count) * sizeof *h->seg);
-    for (size_t f = 0; f < nfrontier; f++)
-        h->seg[frontier[f] >> 6] |= UINT64_C(1) << (frontier[f] & 63);
+    frontier_bits(g, h, frontier, nfrontier);
     cr_allgatherv(g->comm, h->seg, h->all, h->sizes, h->offsets, NULL);
     memset(h->bits, 0, (h->nbits_words + 1) * sizeof *h->bits);
     for (int r = 0; r < g->size; r++) {
@@ -354,13 +396,17 @@ static void gather_frontier(cr_graph *g, hybrid *h, const uint64_t *frontier, si
 }
 
 /* Unvisited vertex i of mine takes its first neighbour in the frontier as its
- * parent; false if it has none. */
-static bool find_parent(bfs_run *r, const hybrid *h, uint64_t i)
+ * parent, and its bit in the next frontier; false if it has none. */
+static bool find_parent(bfs_run *r, hybrid *h, uint64_t i)
 {
     const cr_graph *g = r->g;
     for (uint64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
         if (in_frontier(h, graph_nbr(g, e))) {
-            visit(r, g->first + i, graph_nbr(g, e));
+            r->level[i] = r->cur_level + 1;
+            r->parent[i] = (int64_t)graph_nbr(g, e);
+            h->next_seg[i >> 6] |= UINT64_C(1) << (i & 63);
+            h->next_count++;
+            h->next_edges += g->offsets[i + 1] - g->offsets[i];
             return true;
         }
     return false;
@@ -416,6 +462,7 @@ static void bottom_up_step(bfs_run *r, hybrid *h, const uint64_t *frontier, size
         scan_todo(r, h);
     else
         scan_all(r, h);
+    h->next_in_bits = true;
     out->scan_seconds += cr_module_now(g->comm) - t1;
 }
 
@@ -457,9 +504,13 @@ static int search_hybrid(bfs_run *r, const cr_bfs_opts *o, uint64_t root, cr_bfs
     out->bottom_up_levels = 0;
     out->scan_seconds = out->frontier_seconds = out->top_down_seconds = 0;
     for (r->cur_level = 0;; r->cur_level++) {
-        free(frontier);
-        frontier = take_next(r, &nfrontier);
-        uint64_t mf = degree_sum(g, frontier, nfrontier);
+        uint64_t mf;
+        if (h.next_in_bits) {
+            nfrontier = (size_t)h.next_count, mf = h.next_edges;
+        } else {
+            frontier = take_next(r, &nfrontier);
+            mf = degree_sum(g, frontier, nfrontier);
+        }
         unvisited_edges -= mf; /* the frontier was reached by the last level */
         uint64_t mine[3] = {nfrontier, mf, unvisited_edges}, sums[3];
         cr_allreduce(g->comm, mine, sums, 3, CR_UINT64, CR_OP_SUM, NULL);
@@ -472,11 +523,12 @@ static int search_hybrid(bfs_run *r, const cr_bfs_opts *o, uint64_t root, cr_bfs
             out->bottom_up_levels++;
         } else {
             double t0 = cr_module_now(g->comm);
+            if (h.next_in_bits)
+                frontier = frontier_list_from_bits(r, &h, &nfrontier);
             top_down_step(r, frontier, nfrontier, sent, false);
             out->top_down_seconds += cr_module_now(g->comm) - t0;
         }
     }
-    free(frontier);
     free(sent);
     hybrid_free(&h);
     return levels;
@@ -641,6 +693,7 @@ static void end_run(bfs_run *r)
 {
     ((bfs_state *)r->st)->run = NULL;
     free(r->next);
+    free(r->spare);
     free(r->stack);
 }
 
