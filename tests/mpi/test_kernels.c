@@ -408,6 +408,41 @@ static void test_negative_weight(void **state)
     verdict();
 }
 
+/* A weighted graph's lists hold their lightest edge first, ties by neighbour: a star
+ * whose weights are negative, zero of both signs (-0 kept as 0), tiny, tied and
+ * infinite. */
+static void test_lists_lightest_first(void **state)
+{
+    (void)state;
+    static const float w[] = {3, -2.5f, 0.0f, -0.0f, INFINITY, 3, 1e-30f, -INFINITY};
+    static const uint64_t want_v[] = {8, 2, 3, 4, 7, 1, 6, 5};
+    static const float want_w[] = {-INFINITY, -2.5f, 0, 0, 1e-30f, 3, 3, INFINITY};
+    cr_edge_list l = {.nvertices = 9};
+    if (test_rank == 0) {
+        l.edges = malloc(8 * sizeof *l.edges), l.weights = malloc(8 * sizeof *l.weights);
+        for (size_t k = 0; k < 8; k++)
+            l.edges[k] = (cr_edge){0, k + 1}, l.weights[k] = w[k];
+        l.count = l.cap = 8;
+    }
+    cr_comm *comm = open_comm("direct");
+    cr_graph *g = cr_graph_build(comm, &l);
+    if (cr_graph_first(g) == 0 && cr_graph_local_count(g) > 0) {
+        CHECK(cr_graph_degree(g, 0) == 8, "vertex 0 has %llu edges",
+              (unsigned long long)cr_graph_degree(g, 0));
+        const float *got = cr_graph_weights(g, 0);
+        for (uint64_t j = 0; j < 8 && cr_graph_degree(g, 0) == 8; j++)
+            CHECK(cr_graph_neighbour(g, 0, j) == want_v[j] && got[j] == want_w[j] &&
+                      !signbit(got[j]) == !signbit(want_w[j]),
+                  "place %llu: neighbour %llu weight %g, expected %llu weight %g",
+                  (unsigned long long)j, (unsigned long long)cr_graph_neighbour(g, 0, j),
+                  (double)got[j], (unsigned long long)want_v[j], (double)want_w[j]);
+    }
+    cr_graph_destroy(g);
+    cr_comm_destroy(comm);
+    cr_graph_edges_free(&l);
+    verdict();
+}
+
 /* K4 on 0..3 (4 triangles), with every edge twice and self-loops; 4..9 a cycle of six
  * and a star: no triangle. */
 static void test_tc_known(void **state)
@@ -820,6 +855,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sssp_weights_beyond_a_byte),
         cmocka_unit_test(test_sssp_one_vertex_lowered_by_all),
         cmocka_unit_test(test_negative_weight),
+        cmocka_unit_test(test_lists_lightest_first),
         cmocka_unit_test(test_tc_known),
         cmocka_unit_test(test_bc_known),
         cmocka_unit_test(test_two_kernels_one_graph),
