@@ -349,8 +349,15 @@ static bool in_frontier(const hybrid *h, uint64_t v)
     return h->bits[v >> 6] >> (v & 63) & 1;
 }
 
+/* next_seg empty again, for the level to come. */
+static void clear_next_bits(const cr_graph *g, hybrid *h)
+{
+    memset(h->next_seg, 0, words_for(g->count) * sizeof *h->next_seg);
+    h->next_count = h->next_edges = 0;
+}
+
 /* My frontier's bits: from the list a top-down level made, or the bits the last
- * bottom-up level set (then next_seg is cleared for the level to come). */
+ * bottom-up level set. */
 static void frontier_bits(const cr_graph *g, hybrid *h, const uint64_t *frontier, size_t nfrontier)
 {
     if (!h->next_in_bits) /* next_seg is clear between levels */
@@ -358,8 +365,7 @@ static void frontier_bits(const cr_graph *g, hybrid *h, const uint64_t *frontier
             h->next_seg[frontier[f] >> 6] |= UINT64_C(1) << (frontier[f] & 63);
     uint64_t *seg = h->seg;
     h->seg = h->next_seg, h->next_seg = seg;
-    memset(h->next_seg, 0, words_for(g->count) * sizeof *h->next_seg);
-    h->next_count = h->next_edges = 0;
+    clear_next_bits(g, h);
 }
 
 /* The bits the last bottom-up level set, as the list a top-down level expands, in the
@@ -376,8 +382,8 @@ static uint64_t *frontier_list_from_bits(bfs_run *r, hybrid *h, size_t *n)
     for (size_t w = 0; w < words_for(g->count); w++)
         for (uint64_t bits = h->next_seg[w]; bits; bits &= bits - 1)
             r->spare[k++] = (uint64_t)w * 64 + (uint64_t)__builtin_ctzll(bits);
-    memset(h->next_seg, 0, words_for(g->count) * sizeof *h->next_seg);
-    h->next_count = h->next_edges = 0, h->next_in_bits = false;
+    clear_next_bits(g, h);
+    h->next_in_bits = false;
     *n = k;
     return r->spare;
 }

@@ -372,10 +372,10 @@ static float weight_of_key(uint32_t k)
 /* With 4-byte ids each end is one 8-byte key, {weight, id}, sorted as integers by
  * the lists' sort: qsort's call per comparison of 16-byte structs took a quarter of
  * a weighted scale-18 graph's loading. Wider ids keep qsort. */
-static void sort_list_by_weight(cr_graph *g, uint64_t at, uint64_t n, uint64_t *keys,
-                                weighted_end *ends)
+static void sort_list_by_weight(cr_graph *g, uint64_t at, uint64_t n, void *scratch)
 {
     if (graph_adj32(g)) {
+        uint64_t *keys = scratch;
         for (uint64_t k = 0; k < n; k++)
             keys[k] = (uint64_t)weight_key(g->wadj[at + k]) << 32 | g->adj.u32[at + k];
         graph_sort_ids(keys, n);
@@ -385,6 +385,7 @@ static void sort_list_by_weight(cr_graph *g, uint64_t at, uint64_t n, uint64_t *
         }
         return;
     }
+    weighted_end *ends = scratch;
     for (uint64_t k = 0; k < n; k++)
         ends[k] = (weighted_end){g->wadj[at + k], graph_nbr(g, at + k)};
     qsort(ends, n, sizeof *ends, by_weight);
@@ -397,10 +398,9 @@ static void sort_list_by_weight(cr_graph *g, uint64_t at, uint64_t n, uint64_t *
 static void sort_by_weight(cr_graph *g)
 {
     uint64_t most = graph_longest_list(g->offsets, g->count);
-    weighted_end *tmp = cr_xmalloc((most ? most : 1) * sizeof *tmp);
+    weighted_end *tmp = cr_xmalloc((most ? most : 1) * sizeof *tmp); /* >= 8 bytes an end */
     for (uint64_t i = 0; i < g->count; i++)
-        sort_list_by_weight(g, g->offsets[i], g->offsets[i + 1] - g->offsets[i],
-                            (uint64_t *)tmp, tmp);
+        sort_list_by_weight(g, g->offsets[i], g->offsets[i + 1] - g->offsets[i], tmp);
     free(tmp);
     /* the largest and the first bad weight, while the lists are at hand: a graph's
      * set-up, not a kernel's (sssp's first call would pay a pass over every weight) */
