@@ -27,6 +27,30 @@ COLOURS = {"handle": "#2ca02c", "cr_barrier": "#9e9e9e", "cr_comm_destroy": "#9e
 OTHER_WAIT = "#ff7f0e"
 
 
+def read_part(part):
+    """One rank's part: a complete trace, or, when a kill cut the rank's last write
+    (the closing brackets missing), its header and every whole event line before the
+    cut, marked "cut"."""
+    with open(part, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    lines = text.split("\n")
+    try:
+        doc = json.loads(lines[0] + "]}")
+    except ValueError:
+        sys.exit(f"trace_timeline: {part}: not a Courier trace part (its first line is cut)")
+    for line in lines[1:]:
+        try:
+            doc["traceEvents"].append(json.loads(line.lstrip(",")))
+        except ValueError:
+            break
+    doc["cut"] = True
+    return doc
+
+
 def load(path):
     """A merged trace, or, when the job ended before merging (an abort, a kill), the
     parts PATH.rank<R>.part it left: each is a complete trace of its own. Says which
@@ -39,10 +63,11 @@ def load(path):
         found = sorted(glob.glob(glob.escape(path) + ".rank*.part"))
         if not found:
             sys.exit(f"trace_timeline: {path}: no such trace, and no {path}.rank*.part parts")
-        seen, empty = set(), []
+        seen, empty, cut = set(), [], []
         for part in found:
-            with open(part, encoding="utf-8") as f:
-                doc = json.load(f)
+            doc = read_part(part)
+            if doc.get("cut"):
+                cut.append(doc["otherData"]["rank"])
             events += doc["traceEvents"]
             rank = doc["otherData"]["rank"]
             seen.add(rank)
@@ -54,7 +79,9 @@ def load(path):
               f"{len(found)} parts" + (f"; missing ranks: {', '.join(map(str, missing))}"
                                        if missing else "")
               + (f"; no events in the parts of ranks {', '.join(map(str, sorted(empty)))}"
-                 if empty else ""), file=sys.stderr)
+                 if empty else "")
+              + (f"; cut by a kill while writing, read to their last whole event: the parts "
+                 f"of ranks {', '.join(map(str, sorted(cut)))}" if cut else ""), file=sys.stderr)
     ranks = sorted({e["pid"] for e in events if e.get("ph") in ("X", "i")})
     if not ranks:
         sys.exit(f"trace_timeline: {path} holds no events to draw")

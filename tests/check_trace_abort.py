@@ -4,7 +4,8 @@ on rank 0 after user phases and a barrier, inside a second barrier and a phase l
 open) with COURIER_TRACE set; it must fail, and leave one part per rank, each a
 complete JSON trace; rank 0's must hold the user phases it ended before the abort,
 and the barrier and phase it ended in, marked unfinished. Then TIMELINE (scripts/trace_timeline.py) must draw
-the parts and say the trace was not merged.
+the parts and say the trace was not merged, and read rank 1's part once its last
+event is cut in the middle (a kill inside a write), saying so.
 
 tests/check_trace_abort.py --events RANKS COMMAND...: COMMAND is a job that a handler
 ends with MPI_Abort after seconds of traffic, which Courier does not see; it must fail
@@ -72,6 +73,18 @@ def check_phases(timeline, ranks, cmd):
                            text=True)
         if t.returncode != 0 or "was not merged" not in t.stderr:
             fail(f"the timeline did not read the parts: {t.returncode} {t.stdout} {t.stderr}")
+        # A kill inside a write cuts a part: the timeline reads it to its last whole event.
+        cut = path + ".rank1.part"
+        with open(cut, encoding="utf-8") as f:
+            text = f.read()
+        whole = text.rstrip("]}\n").rstrip("\n").rsplit("\n", 1)[0]
+        with open(cut, "w", encoding="utf-8") as f:
+            f.write(text[:len(whole) + 1 + 20])  # twenty characters into its last event
+        t = subprocess.run([timeline, os.path.join(d, "t.png"), path], capture_output=True,
+                           text=True)
+        if t.returncode != 0 or "cut by a kill while writing" not in t.stderr \
+                or "ranks 1" not in t.stderr:
+            fail(f"the timeline did not read a cut part: {t.returncode} {t.stdout} {t.stderr}")
     print(f"check_trace_abort: {ranks} parts, each complete JSON; rank 0's has the user "
           "phases and its barrier; the timeline drew them")
 

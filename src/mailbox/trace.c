@@ -4,8 +4,11 @@
 #include "common/fatal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #define PART_BUFFER ((size_t)1 << 20)
 #define EVENT_MAX 1024 /* one event line at most (user phase names are cut to fit) */
@@ -20,7 +23,8 @@ struct cr_trace {
     FILE *out;
     char *buf;       /* events not yet in the part file */
     size_t len;
-    long file_end;   /* where the part's trailer starts: the next events go there */
+    off_t file_end;  /* where the part's trailer starts: the next events go there */
+    bool write_failed;
     char path[4096]; /* the merged file */
     char part[4200]; /* this rank's part */
     cr_transport *tp;
@@ -51,17 +55,27 @@ static void barrier(cr_transport *tp)
 
 /* Append the buffered events to the part and close the JSON after them, so the file
  * is a complete document after every flush: whatever ends the process later (an
- * abort, a kill after a watchdog report), what was flushed can be read. */
+ * abort, a kill after a watchdog report), what was flushed can be read. Events and
+ * trailer go in one pwrite: a kill between two writes would leave the events without
+ * their trailer, and only a kill inside the one write can still cut it. */
 void cr_trace_flush(cr_trace *t)
 {
     if (!t || !t->out)
         return;
-    if (fseek(t->out, t->file_end, SEEK_SET) == 0 &&
-        fwrite(t->buf, 1, t->len, t->out) == t->len) {
-        t->file_end += (long)t->len;
-        fputs(TRAILER, t->out);
+    memcpy(t->buf + t->len, TRAILER, sizeof TRAILER - 1);
+    size_t n = t->len + sizeof TRAILER - 1, done = 0;
+    while (done < n) {
+        ssize_t w = pwrite(fileno(t->out), t->buf + done, n - done, t->file_end + (off_t)done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            t->write_failed = true;
+            break;
+        }
+        done += (size_t)w;
     }
-    fflush(t->out);
+    if (done == n)
+        t->file_end += (off_t)t->len;
     t->len = 0;
     if (t->tp)
         t->flushed_at = cr_trace_now(t);
@@ -119,14 +133,16 @@ cr_trace *cr_trace_open(const char *path, cr_transport *tp)
         cr_fatal("COURIER_TRACE: cannot create '%s': %s", t->part, strerror(errno));
     if (!all_ok)
         barrier(tp); /* ended by the failing rank's abort */
-    t->buf = cr_xmalloc(PART_BUFFER);
+    t->buf = cr_xmalloc(PART_BUFFER + sizeof TRAILER); /* room to write the trailer with it */
     /* A part is a trace of its own: a header line, one event per line (every one but
      * the first starting with a comma), and the trailer line. */
     fprintf(t->out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":%d,\"ranks\":%d},"
             "\"traceEvents\":[\n", t->rank, t->size);
     fprintf(t->out, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
             "\"args\":{\"name\":\"rank %d\"}}\n", t->rank, t->rank);
-    t->file_end = ftell(t->out);
+    if (fflush(t->out) != 0)
+        t->write_failed = true;
+    t->file_end = (off_t)ftell(t->out); /* from here on, pwrite only */
     char line[EVENT_MAX];
     int n = snprintf(line, sizeof line, ",{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
                      "\"tid\":0,\"args\":{\"sort_index\":%d}}\n", t->rank, t->rank);
@@ -303,7 +319,7 @@ void cr_trace_close(cr_trace *t)
     cr_fatal_hook_remove(flush_hook, t);
     if (active == t)
         active = NULL;
-    if (ferror(t->out) | (fclose(t->out) != 0))
+    if (t->write_failed | ferror(t->out) | (fclose(t->out) != 0))
         fprintf(stderr, "courier: rank %d: COURIER_TRACE: writing '%s' failed\n", t->rank,
                 t->part);
     t->out = NULL;
