@@ -1,10 +1,23 @@
 /* randperm: bale's random permutation on Courier. A uniform random permutation of
  * 0 .. N-1, block-distributed, made by dart throwing (Gibbons, Matias and
  * Ramachandran, as bale's README defines it): each rank throws its block of the
- * values at random slots of a target table of 2N slots, distributed cyclically; a
- * dart that lands in a taken slot goes back to its thrower, which throws it again
- * from the handler; once every dart has stuck (one cr_barrier), each rank packs its
- * slots' values in order and sends them to their places in the permutation. */
+ * values at random slots of a target table of 2N slots, distributed cyclically; once
+ * every dart has stuck (one cr_barrier), each rank packs its slots' values in order
+ * and sends them to their places in the permutation.
+ *
+ * Two darts that meet in a slot are settled by a priority drawn for each value
+ * (one random order of all the values, the same on every rank), not by which came
+ * first: the slot keeps the higher, and its rank throws the other again. The first
+ * come would keep a rank's darts to its own slots ahead of darts still in buffers,
+ * and since the slots pack rank by rank, a rank's values would lean to its own part
+ * of the permutation (a chi-square test at 3 ranks saw it). With one order every
+ * value's darts are its list of wishes and the slots' choice is that order: the
+ * stuck darts are the proposers' stable matching of Gale and Shapley, the same
+ * whatever order the darts arrive in, and the same as throwing the values one after
+ * another in the priority order, which is uniform. A value's k-th wish is a hash of
+ * the seed, the value and k, so a seed gives the same table at any rank count and
+ * any timing, and the same permutation at a given rank count (the slots pack rank
+ * by rank). */
 #include "cli.h"
 
 #include <courier.h>
@@ -17,8 +30,8 @@
 
 static const char usage[] =
     "Usage: mpirun -np P randperm [-n N | -N TOTAL] [--reps R] [-s SEED]\n"
-    "                             [--chi-square TRIALS] [--route R] [--node-size K]\n"
-    "                             [--buffer-kb K]\n"
+    "                             [--chi-square TRIALS] [--fingerprint] [--route R]\n"
+    "                             [--node-size K] [--buffer-kb K]\n"
     "\n"
     "Makes a uniform random permutation of 0 .. TOTAL-1 in a block-distributed array\n"
     "by dart throwing (bale's randperm), and prints the mean time of the trials.\n"
@@ -26,11 +39,14 @@ static const char usage[] =
     "  -n, --per-rank N      values per rank (default 1M; K, M and G suffixes)\n"
     "  -N, --total TOTAL     values in all instead (blocks differ by at most one)\n"
     "  --reps R              trials (default 3)\n"
-    "  -s, --seed S          the darts' seed (default 1; each trial and rank its own\n"
-    "                        stream)\n"
+    "  -s, --seed S          the darts' seed (default 1; each trial its own): a seed\n"
+    "                        makes the same permutation at the same rank count\n"
     "  --chi-square TRIALS   instead: TRIALS permutations of a small TOTAL (at most 6;\n"
     "                        default 4), and a chi-square test of how often each of\n"
     "                        the TOTAL! permutations came out; fails below p = 1e-6\n"
+    "  --fingerprint         print a fingerprint of each trial's permutation: the\n"
+    "                        same for the same seed, TOTAL and rank count, whatever\n"
+    "                        the route, buffer size or timing\n"
     "  --route R, --node-size K, --buffer-kb K   the mailbox's route, virtual nodes\n"
     "                        and buffer size\n"
     "\n"
@@ -39,12 +55,17 @@ static const char usage[] =
     "values counted), and each rank holds its block.\n";
 
 #define EMPTY UINT64_MAX
+/* A dart in a slot or on its way: the value, and how many wishes it has used. */
+#define VALUE_BITS 40
+#define VALUE_MASK ((UINT64_C(1) << VALUE_BITS) - 1)
+#define MAX_TOTAL (UINT64_C(1) << VALUE_BITS)
+#define MAX_THROWS ((UINT64_C(1) << (64 - VALUE_BITS)) - 2) /* keeps EMPTY apart */
 
 static const app *the_app; /* for app_fail from the handlers */
 
 typedef struct dart {
     uint64_t slot;  /* the local index on the slot's rank */
-    uint64_t value;
+    uint64_t value; /* the value, and in its top bits the wishes it has used */
 } dart;
 
 typedef struct perm_run {
@@ -53,26 +74,44 @@ typedef struct perm_run {
     uint64_t total, slots;  /* N and M = 2N */
     uint64_t *target;       /* this rank's slots (cyclic: slot s on rank s mod P) */
     uint64_t local_slots;
-    uint64_t rng;
+    uint64_t wish_key;      /* this permutation's wishes (see throw_dart) */
+    uint64_t priority_key;  /* this permutation's order of the values (see priority) */
     uint64_t throws;        /* darts this rank threw (retries included) */
-    int h_dart, h_retry, h_place, h_mark;
+    int h_dart, h_place, h_mark;
     uint64_t *perm;         /* this rank's block of the permutation */
     uint64_t first, count, placed;
     unsigned char *seen;    /* validation: this rank's values marked */
     uint64_t duplicates;
 } perm_run;
 
-static void throw_dart(perm_run *r, uint64_t value)
+/* Throw a value at its next wish: wish k of value v is the same on every rank. */
+static void throw_dart(perm_run *r, uint64_t dart_word)
 {
-    uint64_t s = cr_rng_bounded(cr_rng_next(&r->rng), r->slots);
-    dart d = {.slot = s / (uint64_t)r->size, .value = value};
+    uint64_t value = dart_word & VALUE_MASK, used = dart_word >> VALUE_BITS;
+    if (used >= MAX_THROWS)
+        app_fail(the_app, "value %llu was thrown %llu times", (unsigned long long)value,
+                 (unsigned long long)used);
+    uint64_t wish = cr_rng_hash64(r->wish_key ^ cr_rng_hash64(dart_word));
+    uint64_t s = cr_rng_bounded(wish, r->slots);
+    dart d = {.slot = s / (uint64_t)r->size, .value = dart_word + (UINT64_C(1) << VALUE_BITS)};
     r->throws++;
     cr_async(r->comm, (int)(s % (uint64_t)r->size), r->h_dart, &d, sizeof d);
 }
 
-/* On the slot's rank: the dart sticks if the slot is free, else goes back. */
+/* A value's rank in this permutation's random order of the values: the same on every
+ * rank, drawn afresh for each permutation (ties, at 2^-64, go to the smaller value). */
+static bool outranks(const perm_run *r, uint64_t a, uint64_t b)
+{
+    a &= VALUE_MASK, b &= VALUE_MASK;
+    uint64_t pa = cr_rng_hash64(r->priority_key ^ a), pb = cr_rng_hash64(r->priority_key ^ b);
+    return pa < pb || (pa == pb && a < b);
+}
+
+/* On the slot's rank: the dart sticks if the slot is free; if not, the slot keeps
+ * the value that outranks the other, and the other is thrown again from here. */
 static void on_darts(cr_comm *comm, const cr_batch *b, void *user)
 {
+    (void)comm;
     perm_run *r = user;
     for (size_t i = 0; i < b->count; i++) {
         dart d;
@@ -80,22 +119,16 @@ static void on_darts(cr_comm *comm, const cr_batch *b, void *user)
         if (d.slot >= r->local_slots)
             app_fail(the_app, "a dart for slot %llu of %llu",
                      (unsigned long long)d.slot, (unsigned long long)r->local_slots);
-        if (r->target[d.slot] == EMPTY)
-            r->target[d.slot] = d.value;
-        else
-            cr_async(comm, cr_batch_src(b, i), r->h_retry, &d.value, sizeof d.value);
-    }
-}
-
-/* On the thrower: a dart that met a taken slot is thrown again. */
-static void on_retries(cr_comm *comm, const cr_batch *b, void *user)
-{
-    (void)comm;
-    perm_run *r = user;
-    for (size_t i = 0; i < b->count; i++) {
-        uint64_t v;
-        memcpy(&v, cr_batch_payload(b, i), sizeof v);
-        throw_dart(r, v);
+        uint64_t *slot = &r->target[d.slot];
+        if (*slot == EMPTY) {
+            *slot = d.value;
+        } else if (outranks(r, d.value, *slot)) {
+            uint64_t bumped = *slot;
+            *slot = d.value;
+            throw_dart(r, bumped);
+        } else {
+            throw_dart(r, d.value);
+        }
     }
 }
 
@@ -133,19 +166,20 @@ static void on_marks(cr_comm *comm, const cr_batch *b, void *user)
 static void make_permutation(perm_run *r, uint64_t seed)
 {
     int p = r->size, me = r->rank;
-    r->rng = cr_rng_hash64(seed * 0x9e3779b97f4a7c15ULL + (uint64_t)me);
+    r->wish_key = cr_rng_hash64(seed * 0x9e3779b97f4a7c15ULL);
+    r->priority_key = cr_rng_hash64(~seed);
     for (uint64_t i = 0; i < r->local_slots; i++)
         r->target[i] = EMPTY;
     r->placed = 0;
     cr_barrier(r->comm);
     for (uint64_t i = 0; i < r->count; i++)
         throw_dart(r, r->first + i);
-    cr_barrier(r->comm); /* every dart has stuck: retries are messages handlers sent */
+    cr_barrier(r->comm); /* every dart has stuck: throws again are messages handlers sent */
     /* pack, then send each run to its places */
     uint64_t stuck = 0;
     for (uint64_t i = 0; i < r->local_slots; i++)
         if (r->target[i] != EMPTY)
-            r->target[stuck++] = r->target[i];
+            r->target[stuck++] = r->target[i] & VALUE_MASK;
     uint64_t *counts = malloc((size_t)p * sizeof *counts), pos = 0;
     if (!counts)
         app_fail(the_app, "out of memory for %d counts", p);
@@ -196,6 +230,17 @@ static bool validate(const app *a, perm_run *r)
                 "missing, %llu ranks without their whole block\n", (unsigned long long)sum[0],
                 (unsigned long long)sum[1], (unsigned long long)sum[2]);
     return !(sum[0] || sum[1] || sum[2]);
+}
+
+/* A fingerprint of the whole permutation (which value at which place), the same on
+ * every rank: equal for equal permutations, and unequal otherwise but by chance. */
+static uint64_t fingerprint(perm_run *r)
+{
+    uint64_t mine = 0, all = 0;
+    for (uint64_t i = 0; i < r->count; i++)
+        mine += cr_rng_hash64((r->first + i) ^ cr_rng_hash64(r->perm[i]));
+    cr_allreduce(r->comm, &mine, &all, 1, CR_UINT64, CR_OP_SUM, NULL);
+    return all;
 }
 
 /* The index of a permutation of 0 .. n-1 among the n! (its Lehmer code). */
@@ -254,13 +299,14 @@ int main(int argc, char **argv)
     app_init(&a, "randperm", usage, &argc, &argv);
     the_app = &a;
     uint64_t per_rank = 1 << 20, total = 0, seed = 1, chi_trials = 0;
+    bool print_fingerprint = false;
     int reps = 3;
     app_shared sh;
     app_shared_init(&sh);
     static const struct option opts[] = {
         {"per-rank", required_argument, 0, 'n'}, {"total", required_argument, 0, 'N'},
         {"reps", required_argument, 0, 'r'},     {"seed", required_argument, 0, 's'},
-        {"chi-square", required_argument, 0, 'c'},
+        {"chi-square", required_argument, 0, 'c'}, {"fingerprint", no_argument, 0, 'f'},
         APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_BUFFER_KB, APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -271,6 +317,7 @@ int main(int argc, char **argv)
         case 'r': reps = (int)app_parse_u64(&a, "--reps", optarg, 1, 1000); break;
         case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'c': chi_trials = app_parse_u64(&a, "--chi-square", optarg, 1, 10000000); break;
+        case 'f': print_fingerprint = true; break;
         default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
@@ -282,6 +329,8 @@ int main(int argc, char **argv)
                         "is more than 6", (unsigned long long)total);
     if (!total)
         total = per_rank * (uint64_t)a.size;
+    if (total > MAX_TOTAL)
+        app_usage_error(&a, "%llu values in all: at most 2^40", (unsigned long long)total);
     double need = (double)total * (2 * 8 + 8 + 1) * 1.5;
     double mem = app_physical_memory();
     if (mem > 0 && need > mem)
@@ -297,7 +346,6 @@ int main(int argc, char **argv)
     r.perm = app_alloc_large(&a, r.count ? r.count : 1, 8, "the permutation's block");
     r.seen = app_calloc(&a, r.count ? r.count : 1, 1, "the validation's marks");
     r.h_dart = cr_register_type(r.comm, &(cr_handler_type){.batch = on_darts, .name = "dart"}, &r);
-    r.h_retry = cr_register_type(r.comm, &(cr_handler_type){.batch = on_retries, .name = "dart again"}, &r);
     r.h_place = cr_register(r.comm, on_place, &r);
     r.h_mark = cr_register_type(r.comm, &(cr_handler_type){.batch = on_marks, .name = "mark"}, &r);
     bool check = app_validate_or(&sh, APP_VALIDATE_YES) != APP_VALIDATE_NO, ok = true;
@@ -319,6 +367,9 @@ int main(int argc, char **argv)
             ok = ok && valid;
             uint64_t throws = 0;
             cr_allreduce(r.comm, &r.throws, &throws, 1, CR_UINT64, CR_OP_SUM, NULL);
+            uint64_t print = print_fingerprint ? fingerprint(&r) : 0;
+            if (print_fingerprint && a.rank == 0)
+                printf("  trial %d  permutation %016llx\n", t + 1, (unsigned long long)print);
             sum += s;
             lo = t == 0 || s < lo ? s : lo;
             hi = s > hi ? s : hi;
