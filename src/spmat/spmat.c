@@ -234,6 +234,42 @@ static void on_scatter(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
+/* Records ahead of the one handled whose memory is asked for now: each pivot and
+ * each delete reads a place in arrays far larger than the caches, at random, and
+ * the loads of several records in flight at once overlap their misses. */
+#define PREFETCH_AHEAD 8
+
+static void prefetch_pivot(const topo_job *j, const cr_batch *b, size_t k)
+{
+    if (k >= b->count)
+        return;
+    uint64_t col;
+    memcpy(&col, cr_batch_payload(b, k), sizeof col);
+    __builtin_prefetch(&j->cperm[col - j->first]);
+    __builtin_prefetch(&j->mt->offsets[col - j->first]);
+}
+
+/* Half as far ahead, the offset asked for above has arrived: ask for the column's
+ * list of rows. */
+static void prefetch_column(const topo_job *j, const cr_batch *b, size_t k)
+{
+    if (k >= b->count)
+        return;
+    uint64_t col;
+    memcpy(&col, cr_batch_payload(b, k), sizeof col);
+    __builtin_prefetch(&j->mt->col[j->mt->offsets[col - j->first]]);
+}
+
+static void prefetch_delete(const topo_job *j, const cr_batch *b, size_t k)
+{
+    if (k >= b->count)
+        return;
+    uint64_t row;
+    memcpy(&row, cr_batch_payload(b, k), sizeof row);
+    __builtin_prefetch(&j->count[row - j->first]);
+    __builtin_prefetch(&j->sum[row - j->first]);
+}
+
 /* Toposort: {column, place, pivot row}: the column takes the place, and every other
  * row with an entry in it loses that entry. */
 static void on_pivot(cr_comm *comm, const cr_batch *b, void *user)
@@ -241,6 +277,8 @@ static void on_pivot(cr_comm *comm, const cr_batch *b, void *user)
     topo_job *j = ((spmat_state *)user)->topo;
     cr_block_layout l = cr_block_layout_of(j->mt->cols, cr_comm_size(comm));
     for (size_t k = 0; k < b->count; k++) {
+        prefetch_pivot(j, b, k + PREFETCH_AHEAD);
+        prefetch_column(j, b, k + PREFETCH_AHEAD / 2);
         uint64_t q[3];
         memcpy(q, cr_batch_payload(b, k), sizeof q);
         uint64_t c = q[0] - j->first;
@@ -264,6 +302,7 @@ static void on_delete(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     topo_job *j = ((spmat_state *)user)->topo;
     for (size_t k = 0; k < b->count; k++) {
+        prefetch_delete(j, b, k + PREFETCH_AHEAD);
         uint64_t d[2];
         memcpy(d, cr_batch_payload(b, k), sizeof d);
         uint64_t r = d[0] - j->first;
