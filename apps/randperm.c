@@ -55,6 +55,7 @@ static const char usage[] =
     "values counted), and each rank holds its block.\n";
 
 #define EMPTY UINT64_MAX
+#define PREFETCH_AHEAD 8 /* darts ahead whose slot is asked for (the table is large) */
 /* A dart in a slot or on its way: the value, and how many wishes it has used. */
 #define VALUE_BITS 40
 #define VALUE_MASK ((UINT64_C(1) << VALUE_BITS) - 1)
@@ -114,6 +115,11 @@ static void on_darts(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     perm_run *r = user;
     for (size_t i = 0; i < b->count; i++) {
+        if (i + PREFETCH_AHEAD < b->count) { /* overlap the misses of the darts ahead */
+            uint64_t ahead;
+            memcpy(&ahead, cr_batch_payload(b, i + PREFETCH_AHEAD), sizeof ahead);
+            __builtin_prefetch(&r->target[ahead]);
+        }
         dart d;
         memcpy(&d, cr_batch_payload(b, i), sizeof d);
         if (d.slot >= r->local_slots)

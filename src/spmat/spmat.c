@@ -142,6 +142,11 @@ static void on_counts(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     transpose_job *j = ((spmat_state *)user)->job;
     for (size_t k = 0; k < b->count; k++) {
+        if (k + 8 < b->count) {
+            uint64_t ahead;
+            memcpy(&ahead, cr_batch_payload(b, k + 8), sizeof ahead);
+            __builtin_prefetch(&j->offsets[ahead - j->first]);
+        }
         uint64_t row;
         memcpy(&row, cr_batch_payload(b, k), sizeof row);
         j->offsets[row - j->first]++;
@@ -154,6 +159,12 @@ static void on_entries(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     transpose_job *j = ((spmat_state *)user)->job;
     for (size_t k = 0; k < b->count; k++) {
+        if (k + 8 < b->count) {
+            uint64_t ahead;
+            memcpy(&ahead, cr_batch_payload(b, k + 8), sizeof ahead);
+            __builtin_prefetch(&j->offsets[ahead - j->first]);
+            __builtin_prefetch(&j->fill[ahead - j->first]);
+        }
         entry e = {0};
         memcpy(&e, cr_batch_payload(b, k), b->len);
         uint64_t r = e.row - j->first, at = j->offsets[r] + j->fill[r]++;
@@ -196,6 +207,11 @@ static void on_ask(cr_comm *comm, const cr_batch *b, void *user)
     spmat_state *st = user;
     permute_job *j = st->perm;
     for (size_t k = 0; k < b->count; k++) {
+        if (k + 8 < b->count) {
+            uint64_t ahead;
+            memcpy(&ahead, cr_batch_payload(b, k + 8), sizeof ahead);
+            __builtin_prefetch(&j->cperm[ahead - j->cfirst]);
+        }
         uint64_t q[2];
         memcpy(q, cr_batch_payload(b, k), sizeof q);
         uint64_t answer[2] = {q[1], j->cperm[q[0] - j->cfirst]};
@@ -222,6 +238,11 @@ static void on_scatter(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     scatter_job *j = ((spmat_state *)user)->scatter;
     for (size_t k = 0; k < b->count; k++) {
+        if (k + 8 < b->count) {
+            uint64_t ahead;
+            memcpy(&ahead, cr_batch_payload(b, k + 8), sizeof ahead);
+            __builtin_prefetch(&j->block[ahead - j->first]);
+        }
         uint64_t e[2];
         memcpy(e, cr_batch_payload(b, k), sizeof e);
         uint64_t at = e[0] - j->first;
