@@ -458,11 +458,18 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
     stats.received = job.recv_n;
     double t3 = cr_module_now(comm);
     stats.exchange_seconds = t3 - t2;
-    /* The input, sent, is the local sort's scratch when it is large enough, or else
-     * the final block's (records that are their key sort in place): memory touched
-     * already costs nothing to fill again, fresh memory costs its page faults. */
-    size_t input_bytes = n * o.rb;
-    char *scratch = input_bytes >= job.recv_n * job.width ? rec : NULL;
+    /* The input, sent, is the local sort's scratch (memory touched already costs
+     * nothing to fill again). When the bucket is larger (on about half the ranks,
+     * by a little), a buffer of the bucket's size takes the input's place: sorting in
+     * place instead chases cycles through the bucket at three times the cost, more
+     * than a fresh buffer's page faults (docs/design-notes.md, "cr_sort's scratch"). */
+    size_t input_bytes = n * o.rb, need = job.recv_n * job.width;
+    if (input_bytes < need && job.recv_n > 1) {
+        free(rec);
+        rec = cr_xmalloc_large(job.recv_n, job.width);
+        input_bytes = need;
+    }
+    char *scratch = input_bytes >= need ? rec : NULL;
     char *sorted = sort_entries(&o, job.recv, scratch, job.recv_n, job.width, opts->stable);
     char *spare = rec;
     size_t spare_bytes = input_bytes;
