@@ -92,10 +92,14 @@ int main(int argc, char **argv)
              * the sequential reference's; over a scale-20 R-MAT graph (16M edges, 8
              * iterations) the scores differ by up to 1.2e-6. A contribution lost or
              * counted twice moves a score by about 1 / degree, far above 1e-5. */
-            for (uint64_t v = 0; v < n && exact; v++)
-                if (fabs(all[v] - want[v]) > worst * want[v])
-                    worst = fabs(all[v] - want[v]) / want[v];
-            if (worst > 1e-5 || (st.change < po.tolerance && change >= po.tolerance)) {
+            for (uint64_t v = 0; v < n && exact; v++) {
+                double off = fabs(all[v] - want[v]);
+                if (!(off <= worst * want[v])) /* a NaN score too */
+                    worst = isnan(off) ? INFINITY : off / want[v];
+            }
+            /* written so that a NaN anywhere fails */
+            if (!(worst <= 1e-5) || isnan(st.change) || isnan(change) ||
+                (st.change < po.tolerance && !(change < po.tolerance))) {
                 fprintf(stderr, "pagerank: VALIDATION FAILED: largest relative difference from "
                         "the sequential scores %.3g, one more iteration changes them by %.3g\n",
                         worst, change);

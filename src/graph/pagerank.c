@@ -29,6 +29,7 @@
 #include "common/fatal.h"
 #include "mailbox/module.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -76,15 +77,18 @@ static double iterate(const cr_graph *g, const uint32_t *col, const float *contr
 }
 
 /* One Gauss-Seidel sweep on my vertices over the node's array of contributions by
- * id, each replaced as its score is known. The scores of my vertices with edges are
- * held divided by `scale` (the last correction's factor, applied here as they are
- * read rather than in a pass of its own). Adds to sums my part of the L1 change,
- * of the mass of the vertices with edges, and of their count. */
+ * id, each replaced as its score is known. The array holds every contribution
+ * divided by `frame`, the product of the mass corrections so far (below): a
+ * correction then changes one number, not every contribution, and a sum of stored
+ * values is multiplied by it once. The scores of my vertices with edges are held
+ * divided by `scale` (the last correction's factor, applied here as they are read).
+ * Adds to sums my part of the L1 change, of the mass of the vertices with edges, and
+ * of their count. */
 static void sweep_in_place(const cr_graph *g, const uint32_t *adj, _Atomic float *contrib,
-                           double base, double damping, double scale, double *score,
-                           double sums[3])
+                           double base, double damping, double frame, double scale,
+                           double *score, double sums[3])
 {
-    double change = 0, mass = 0, linked = 0;
+    double change = 0, mass = 0, linked = 0, pull = damping * frame;
 #define LOAD(v) atomic_load_explicit(&contrib[v], memory_order_relaxed)
     for (uint64_t i = 0; i < g->count; i++) {
         float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -98,13 +102,13 @@ static void sweep_in_place(const cr_graph *g, const uint32_t *adj, _Atomic float
         }
         for (; k < end; k++)
             s0 += LOAD(adj[k]);
-        double now = base + damping * (double)((s0 + s1) + (s2 + s3));
+        double now = base + pull * (double)((s0 + s1) + (s2 + s3));
         change += fabs(now - score[i] * (degree ? scale : 1.0));
         score[i] = now;
         if (degree) {
             mass += now, linked += 1;
-            atomic_store_explicit(&contrib[g->first + i], (float)(now / (double)degree),
-                                  memory_order_relaxed);
+            atomic_store_explicit(&contrib[g->first + i],
+                                  (float)(now / ((double)degree * frame)), memory_order_relaxed);
         }
     }
 #undef LOAD
@@ -134,18 +138,6 @@ static double node_jacobi_sweep(const cr_graph *g, float **contrib, float **next
     return mine;
 }
 
-/* Scale my linked vertices' contributions by f: the others' are 0 and stay so, so
- * no test of the degree (a branch per vertex, mispredicted on R-MAT, made this pass
- * 15% of a sweep). Their scores take f in the next sweep, or at the end. */
-static void rescale_contributions(const cr_graph *g, _Atomic float *shared, double f)
-{
-    float ff = (float)f;
-    _Atomic float *mine = shared + g->first;
-    for (uint64_t i = 0; i < g->count; i++)
-        atomic_store_explicit(&mine[i], atomic_load_explicit(&mine[i], memory_order_relaxed) * ff,
-                              memory_order_relaxed);
-}
-
 /* The scores of my linked vertices times f (the last correction's, at the end). */
 static void rescale_scores(const cr_graph *g, double *score, double f)
 {
@@ -160,20 +152,25 @@ static void rescale_scores(const cr_graph *g, double *score, double f)
  * to that; Gauss-Seidel does not, and the slowest error it leaves is the mass's,
  * shrinking by about d a sweep: scaling the linked scores back to their fixed
  * point's mass removes it (at 2 ranks, where the ranks' blocks meet stale values,
- * 12 sweeps became 5). The change reported bounds the L1 change of the corrected
- * scores: the sweep's own plus |f - 1| times the mass scaled. Returns it. */
+ * 12 sweeps became 5). The factor goes into *frame, which every rank multiplies
+ * alike (it is the allreduce's), so the stored contributions need no pass of their
+ * own (a pass over them took 8% of a sweep). The change reported bounds the L1
+ * change of the corrected scores: the sweep's own, plus |f - 1| times the mass
+ * scaled, plus the rounding of the contributions to floats (about 2^-24 of each, and
+ * d times the mass in all), which a sweep whose inputs stopped moving does not see:
+ * a tolerance below it is not reached, rather than claimed. Returns it. */
 static double gauss_seidel_step(cr_graph *g, cr_node_segment *seg, _Atomic float *shared,
-                                double base, double damping, double *score, double *scale)
+                                double base, double damping, double *score, double *frame,
+                                double *scale)
 {
     double mine[3] = {0, 0, 0}, all[3];
-    sweep_in_place(g, graph_adj32(g), shared, base, damping, *scale, score, mine);
+    sweep_in_place(g, graph_adj32(g), shared, base, damping, *frame, *scale, score, mine);
     cr_module_node_segment_barrier(seg); /* every rank's sweep done */
     cr_module_allreduce_double(g->comm, mine, all, 3, CR_OP_SUM);
     double f = all[1] > 0 ? all[2] / (double)g->n / all[1] : 1;
-    if (f != 1)
-        rescale_contributions(g, shared, f);
+    *frame *= f;
     *scale = f;
-    return all[0] + fabs(f - 1) * all[1];
+    return all[0] + fabs(f - 1) * all[1] + damping * all[1] * FLT_EPSILON;
 }
 
 /* Jacobi over the node: every rank's next written before any reads it, and this
@@ -201,10 +198,11 @@ static void pagerank_on_node(cr_graph *g, cr_node_segment *seg, const cr_pageran
     }
     cr_module_node_segment_barrier(seg);
     int it = 0;
-    double change = 0, scale = 1;
+    double change = 0, frame = 1, scale = 1;
     while (it < o->max_iterations) {
         change = o->jacobi ? jacobi_step(g, seg, &contrib, &next, base, o->damping, score)
-                           : gauss_seidel_step(g, seg, shared, base, o->damping, score, &scale);
+                           : gauss_seidel_step(g, seg, shared, base, o->damping, score, &frame,
+                                               &scale);
         it++;
         if (change < o->tolerance)
             break;
