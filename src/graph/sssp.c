@@ -344,6 +344,11 @@ static uint64_t first_heavy(const sssp_run *r, const float *w, uint64_t from, ui
     return from;
 }
 
+/* How far ahead the relaxations ask for memory (measured at scale 18, 2 ranks on
+ * one node: 8 to 32 edges within 5%, none 25-35% slower; docs/design-notes-kernels.md,
+ * "sssp's prefetch"). */
+enum { PREFETCH_EDGES = 16, PREFETCH_LIST = 4, PREFETCH_OFFSETS = 8 };
+
 /* Relax my vertex i's edges of one class (light: weight at most delta) at distance d:
  * to my vertices in place, to the others by one record {slot, d} per rank that
  * copies i, which relaxes its own edges from i. */
@@ -361,6 +366,8 @@ static void relax_edges(sssp_run *r, uint64_t i, double d, bool light)
     else
         from = cut;
     for (uint64_t k = from; k < to; k++) {
+        if (k + PREFETCH_EDGES < to) /* as in relax_all_on_node */
+            __builtin_prefetch(&dist[col[k + PREFETCH_EDGES]]);
         uint32_t c = col[k];
         double nd = d + (w ? (double)w[k] : 1.0);
         if (nd < dist[c])
@@ -406,6 +413,11 @@ static void relax_all_on_node(sssp_run *r, uint64_t i, double d)
     const uint64_t first = g->first, count = g->count;
     const uint64_t from = g->offsets[i], to = g->offsets[i + 1];
     for (uint64_t k = from; k < to; k++) {
+        /* the distance PREFETCH_EDGES edges on, which the loop reaches after as many
+         * independent loads (a distance another rank wrote is a transfer between
+         * cores): written here, not in a helper, so the compiler keeps it */
+        if (adj32 && k + PREFETCH_EDGES < to)
+            __builtin_prefetch(&all[adj32[k + PREFETCH_EDGES]]);
         uint64_t v = adj32 ? adj32[k] : graph_nbr(g, k);
         double nd = d + (w8 ? (double)w8[k] : w ? (double)w[k] : 1.0);
         if (v - first < count) {
@@ -436,6 +448,21 @@ static void drain(sssp_run *r)
                 continue; /* taken already at this distance */
             r->queued[i >> 6] &= ~((uint64_t)1 << (i & 63));
             r->taken++;
+            /* The vertices queued after this one: their offsets PREFETCH_OFFSETS on,
+             * the head of their lists (and weights) PREFETCH_LIST on, so taking a
+             * vertex does not wait on three misses in a row (offsets, list, distance
+             * of its first neighbour). Written in place: see relax_all_on_node. */
+            if (r->head + PREFETCH_OFFSETS < r->nqueue)
+                __builtin_prefetch(&r->g->offsets[r->queue[r->head + PREFETCH_OFFSETS]]);
+            if (r->head + PREFETCH_LIST < r->nqueue) {
+                uint64_t at = r->g->offsets[r->queue[r->head + PREFETCH_LIST]];
+                if (graph_adj32(r->g))
+                    __builtin_prefetch(&graph_adj32(r->g)[at]);
+                if (r->g->w8)
+                    __builtin_prefetch(&r->g->w8[at]);
+                else if (r->g->wadj)
+                    __builtin_prefetch(&r->g->wadj[at]);
+            }
             relax_all_on_node(r, i, d);
             continue;
         }
