@@ -233,7 +233,7 @@ void cr_corrupt_buffer(size_t len, int src, size_t off)
 
 /* See dispatch.h. */
 size_t cr_walk_buffer(cr_comm *c, int src, const char *buf, size_t len,
-                      bool (*more)(const cr_comm *c), size_t *done)
+                      bool (*more)(const cr_comm *c, unsigned next_gen), size_t *done)
 {
     uint16_t outer_gen = c->send_gen;
     c->handler_depth++;
@@ -242,14 +242,14 @@ size_t cr_walk_buffer(cr_comm *c, int src, const char *buf, size_t len,
     cr_run_view run;
     cr_rec_status st;
     while ((st = cr_run_next(buf, len, &off, &run)) == CR_REC_OK) {
+        if (at > 0 && !more(c, run.gen))
+            break; /* this run and the rest are not handled here */
         size_t to = cr_walk_run(c, src, &run, 0);
         if (to < run.count) {
             *done = to;
             break;
         }
         at = off;
-        if (!more(c))
-            break;
     }
     if (st == CR_REC_TRUNCATED)
         cr_corrupt_buffer(len, src, off);

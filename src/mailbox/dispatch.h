@@ -18,13 +18,14 @@
 size_t cr_walk_run(cr_comm *c, int src, const cr_run_view *run, size_t from);
 
 /* Walk the runs of buf[0, len) from rank src where they lie, until a run is left
- * unfinished or `more` says to stop after a finished one. Returns the offset of the
+ * unfinished or `more`, asked before each run after the first with that run's
+ * generation, says to stop there. Returns the offset of the
  * first run not handled to its end (len when all were), with its records handled in
  * *done. Records for other ranks are re-buffered towards their next hop before the
  * buffer counts as handled, which keeps the barrier's counts exact
  * (docs/routing.md). Runs handlers. */
 size_t cr_walk_buffer(cr_comm *c, int src, const char *buf, size_t len,
-                      bool (*more)(const cr_comm *c), size_t *done);
+                      bool (*more)(const cr_comm *c, unsigned next_gen), size_t *done);
 
 /* A buffer handled to its end counts for the barrier, and as one "handle" span of
  * the trace since `traced`, with the records handled since `handled_before`. */

@@ -21,11 +21,16 @@ static bool deep_paused(const cr_comm *c)
     return c->out.total + c->flow.inflight_bytes >= c->cfg.buffer_cap_bytes;
 }
 
-/* In place, go on to the buffer's next run? Not once the rank is paused, nor once
- * its own buffers wait: their records may be deeper. */
-static bool deep_more(const cr_comm *c)
+/* In place, go on to the buffer's next run, of generation next_gen? Not once the
+ * rank is paused, nor once its own buffers wait with records deeper than that run:
+ * the deepest go first. Buffers of its own no deeper do not stop it: a rank sending
+ * to itself and to others from user code (generation 0) then handles what arrives
+ * where it lies, where stopping parked the rest and every buffer after it until the
+ * park drained (a copy of each, in fresh memory: a third of bale's histogram at 2
+ * ranks, docs/design-notes-flow.md, "Parking behind one's own buffers"). */
+static bool deep_more(const cr_comm *c, unsigned next_gen)
 {
-    return !deep_paused(c) && c->self.n == 0;
+    return !deep_paused(c) && (c->self.n == 0 || c->self.deepest <= next_gen);
 }
 
 /* Park buf[at, len) from src; `done` records of its first run are handled. */

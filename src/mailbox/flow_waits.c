@@ -20,9 +20,9 @@
 #include <stdint.h>
 #include <time.h>
 
-static bool always(const cr_comm *c)
+static bool always(const cr_comm *c, unsigned next_gen)
 {
-    (void)c;
+    (void)c, (void)next_gen;
     return true;
 }
 

@@ -66,9 +66,23 @@ static void defer(cr_comm *c, int dest, cr_flush_cause cause)
     }
 }
 
+/* The deepest generation of the runs of a block (checked when it is walked: here a
+ * run that does not parse ends the look). */
+static unsigned block_deepest(const cr_block *blk)
+{
+    unsigned deepest = 0;
+    size_t off = 0;
+    cr_run_view run;
+    while (cr_run_next(blk->data, blk->len, &off, &run) == CR_REC_OK)
+        deepest = run.gen > deepest ? run.gen : deepest;
+    return deepest;
+}
+
 static void selfq_push(cr_comm *c, cr_block blk)
 {
     cr_selfq *q = &c->self;
+    unsigned deepest = block_deepest(&blk);
+    q->deepest = deepest > q->deepest ? deepest : q->deepest;
     if (q->n == q->cap) {
         int cap = q->cap ? 2 * q->cap : 8;
         cr_block *b = cr_xmalloc((size_t)cap * sizeof *b);
@@ -89,7 +103,8 @@ bool cr_selfq_pop(cr_comm *c, cr_block *out)
         return false;
     *out = q->blocks[q->head];
     q->head = (q->head + 1) % q->cap;
-    q->n--;
+    if (--q->n == 0)
+        q->deepest = 0;
     return true;
 }
 
@@ -99,6 +114,8 @@ bool cr_selfq_pop_newest(cr_comm *c, cr_block *out)
     if (q->n == 0)
         return false;
     *out = q->blocks[(q->head + --q->n) % q->cap];
+    if (q->n == 0)
+        q->deepest = 0;
     return true;
 }
 

@@ -72,6 +72,8 @@ typedef struct cr_selfq {
     int head;
     int n;
     int cap;
+    unsigned deepest; /* the deepest generation of a record queued since the queue was
+                         last empty (0 when empty) */
 } cr_selfq;
 
 /* The flow policy (docs/flow_control.md), chosen once when the comm is created, the

@@ -1264,9 +1264,13 @@ static void test_deep_relief(void **state)
 
 /* Receiving in place (docs/flow_control.md, deep-held rule 2): a rank that is never
  * paused handles every buffer where it arrived, its own included, and copies
- * nothing into its park. Handlers that send nothing, a cap no rank reaches. */
+ * nothing into its park. Handlers that send nothing, a cap no rank reaches. With
+ * in_place_runs, the records alternate between two handlers, so every buffer holds
+ * many runs, all of generation 0 like the rank's own buffers: a walk that stopped
+ * after a run whenever its own buffers waited (not only deeper ones) parks them. */
 #define IN_PLACE_RECORDS 3000
 static uint64_t in_place_count[8], in_place_sum[8]; /* P up to 8 */
+static bool in_place_runs;
 
 static void on_sink(cr_comm *comm, const cr_batch *b, void *user)
 {
@@ -1285,13 +1289,39 @@ static void run_in_place(cr_comm *comm, void *user)
     (void)user;
     int me = cr_comm_rank(comm), p = cr_comm_size(comm);
     cr_handler_type t = {.batch = on_sink};
-    int h = cr_register_type(comm, &t, NULL);
+    int h[2] = {cr_register_type(comm, &t, NULL), cr_register_type(comm, &t, NULL)};
     cr_barrier(comm);
     for (uint64_t i = 0; i < IN_PLACE_RECORDS; i++) {
         uint64_t v = cr_rng_hash64((uint64_t)me * IN_PLACE_RECORDS + i);
-        cr_async(comm, (int)(v % (uint64_t)p), h, &v, sizeof v);
+        cr_async(comm, (int)(v % (uint64_t)p), h[in_place_runs ? i & 1 : 0], &v, sizeof v);
     }
     cr_barrier(comm);
+}
+
+static void in_place_round(named_config *nc, int p, uint64_t seed, bool runs)
+{
+    in_place_runs = runs;
+    memset(in_place_count, 0, sizeof in_place_count);
+    memset(in_place_sum, 0, sizeof in_place_sum);
+    cr_stats stats[8];
+    char err[256];
+    cr_sim_opts o = {.ranks = p, .seed = seed * 7 + (uint64_t)p, .cfg = &nc->cfg};
+    snprintf(ctx, sizeof ctx, "receive in place%s, P=%d, seed %llu",
+             runs ? " (many runs a buffer)" : "", p, (unsigned long long)o.seed);
+    if (cr_sim_run(&o, run_in_place, NULL, stats, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+    uint64_t count = 0, sum = 0, want_sum = 0;
+    for (int r = 0; r < p; r++) {
+        count += in_place_count[r];
+        sum += in_place_sum[r];
+        for (uint64_t k = 0; k < IN_PLACE_RECORDS; k++)
+            want_sum += cr_rng_hash64((uint64_t)r * IN_PLACE_RECORDS + k);
+        if (stats[r].peak_parked_bytes != 0)
+            fail_msg("%s: rank %d parked %llu bytes without ever being paused", ctx, r,
+                     (unsigned long long)stats[r].peak_parked_bytes);
+    }
+    EXPECT_EQ(count, (uint64_t)p * IN_PLACE_RECORDS);
+    EXPECT_EQ(sum, want_sum);
 }
 
 static void test_deep_in_place(void **state)
@@ -1300,31 +1330,10 @@ static void test_deep_in_place(void **state)
     named_config nc = deep(NULL);
     nc.cfg.buffer_cap_bytes = 1 << 20;
     static const int ps[] = {1, 2, 3, 4, 5, 7, 8};
-    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
-        for (uint64_t seed = 1; seed <= 3; seed++) {
-            int p = ps[i];
-            memset(in_place_count, 0, sizeof in_place_count);
-            memset(in_place_sum, 0, sizeof in_place_sum);
-            cr_stats stats[8];
-            char err[256];
-            cr_sim_opts o = {.ranks = p, .seed = seed * 7 + (uint64_t)p, .cfg = &nc.cfg};
-            snprintf(ctx, sizeof ctx, "receive in place, P=%d, seed %llu", p,
-                     (unsigned long long)o.seed);
-            if (cr_sim_run(&o, run_in_place, NULL, stats, err, sizeof err))
-                fail_msg("%s: %s", ctx, err);
-            uint64_t count = 0, sum = 0, want_sum = 0;
-            for (int r = 0; r < p; r++) {
-                count += in_place_count[r];
-                sum += in_place_sum[r];
-                for (uint64_t k = 0; k < IN_PLACE_RECORDS; k++)
-                    want_sum += cr_rng_hash64((uint64_t)r * IN_PLACE_RECORDS + k);
-                if (stats[r].peak_parked_bytes != 0)
-                    fail_msg("%s: rank %d parked %llu bytes without ever being paused", ctx, r,
-                             (unsigned long long)stats[r].peak_parked_bytes);
-            }
-            EXPECT_EQ(count, (uint64_t)p * IN_PLACE_RECORDS);
-            EXPECT_EQ(sum, want_sum);
-        }
+    for (int runs = 0; runs < 2; runs++)
+        for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+            for (uint64_t seed = 1; seed <= 3; seed++)
+                in_place_round(&nc, ps[i], seed, runs);
 }
 
 /* Deepest first (docs/flow_control.md, deep-held rule 1): a buffer of records of a
@@ -1394,6 +1403,70 @@ static void test_deep_order(void **state)
                 fail_msg("%s: entry %d is %d, %d (parents k >= 0, children -1 - k): each "
                          "parent's child must be handled before the next parent", ctx, 2 * k,
                          order_log[2 * k], order_log[2 * k + 1]);
+    }
+}
+
+/* Deepest first across the runs of one buffer: rank 0 sends rank 1 ORDER_PARENTS
+ * records of two plain (not reentrant) handlers in turn, so the buffer holds one run
+ * per record, all of generation 0; each even record's handler sends rank 1 a child
+ * (generation 1) that fills a buffer of its own. The walk over the buffer must stop
+ * before the next run while that deeper child waits, so each child is handled before
+ * the parent after its own; a walk that went on regardless of its own buffers logs
+ * the parents first. */
+static int order_runs_child;
+
+static void on_order_run(cr_comm *comm, int src, const void *p, size_t len, void *user)
+{
+    (void)src, (void)len, (void)user;
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    if (order_n < 4 * ORDER_PARENTS)
+        order_log[order_n++] = (int)v;
+    if (v % 2)
+        return;
+    char child[ORDER_CHILD_BYTES] = {0};
+    memcpy(child, &v, sizeof v);
+    cr_async(comm, cr_comm_rank(comm), order_runs_child, child, sizeof child);
+}
+
+static void run_order_runs(cr_comm *comm, void *user)
+{
+    (void)user;
+    int h[2] = {cr_register(comm, on_order_run, NULL), cr_register(comm, on_order_run, NULL)};
+    order_runs_child = cr_register(comm, on_order_child, NULL);
+    cr_barrier(comm);
+    if (cr_comm_rank(comm) == 0)
+        for (uint32_t v = 0; v < ORDER_PARENTS; v++)
+            cr_async(comm, 1, h[v % 2], &v, sizeof v);
+    cr_barrier(comm);
+}
+
+static void test_deep_order_runs(void **state)
+{
+    (void)state;
+    named_config nc = deep(NULL);
+    nc.cfg.buffer_bytes = 256; /* the parents travel in one buffer */
+    nc.cfg.buffer_cap_bytes = 1 << 20; /* and the rank is never paused */
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        order_n = 0;
+        char err[256];
+        cr_sim_opts o = {.ranks = 2, .seed = seed, .cfg = &nc.cfg};
+        snprintf(ctx, sizeof ctx, "deep-held order across runs, seed %llu",
+                 (unsigned long long)seed);
+        if (cr_sim_run(&o, run_order_runs, NULL, NULL, err, sizeof err))
+            fail_msg("%s: %s", ctx, err);
+        int want[4 * ORDER_PARENTS], n = 0;
+        for (int v = 0; v < ORDER_PARENTS; v++) {
+            want[n++] = v;
+            if (v % 2 == 0)
+                want[n++] = -1 - v;
+        }
+        EXPECT_EQ((uint64_t)order_n, (uint64_t)n);
+        for (int k = 0; k < n; k++)
+            if (order_log[k] != want[k])
+                fail_msg("%s: entry %d is %d, expected %d (parents v >= 0, children -1 - v): "
+                         "an even parent's child must be handled before the next parent", ctx,
+                         k, order_log[k], want[k]);
     }
 }
 
@@ -2954,6 +3027,7 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strcmp(argv[1], "deep")) {
         const struct CMUnitTest some[] = {cmocka_unit_test(test_deep_order),
+                                          cmocka_unit_test(test_deep_order_runs),
                                           cmocka_unit_test(test_deep_relief),
                                           cmocka_unit_test(test_deep_in_place),
                                           cmocka_unit_test(test_deep_counts_inflight),
