@@ -1384,19 +1384,25 @@ static void run_order(cr_comm *comm, void *user)
     cr_barrier(comm);
 }
 
-static void test_deep_order(void **state)
+/* One run of an order test at 2 ranks under deep-held, its log in order_log. */
+static void order_sim(void (*run)(cr_comm *, void *), const char *what, uint64_t seed)
 {
-    (void)state;
     named_config nc = deep(NULL);
     nc.cfg.buffer_bytes = 256; /* the parents travel in one buffer */
     nc.cfg.buffer_cap_bytes = 1 << 20; /* and the rank is never paused */
+    order_n = 0;
+    char err[256];
+    cr_sim_opts o = {.ranks = 2, .seed = seed, .cfg = &nc.cfg};
+    snprintf(ctx, sizeof ctx, "%s, seed %llu", what, (unsigned long long)seed);
+    if (cr_sim_run(&o, run, NULL, NULL, err, sizeof err))
+        fail_msg("%s: %s", ctx, err);
+}
+
+static void test_deep_order(void **state)
+{
+    (void)state;
     for (uint64_t seed = 1; seed <= 4; seed++) {
-        order_n = 0;
-        char err[256];
-        cr_sim_opts o = {.ranks = 2, .seed = seed, .cfg = &nc.cfg};
-        snprintf(ctx, sizeof ctx, "deep-held handling order, seed %llu", (unsigned long long)seed);
-        if (cr_sim_run(&o, run_order, NULL, NULL, err, sizeof err))
-            fail_msg("%s: %s", ctx, err);
+        order_sim(run_order, "deep-held handling order", seed);
         EXPECT_EQ((uint64_t)order_n, 2 * ORDER_PARENTS);
         for (int k = 0; k < ORDER_PARENTS; k++)
             if (order_log[2 * k] != k || order_log[2 * k + 1] != -1 - k)
@@ -1444,17 +1450,8 @@ static void run_order_runs(cr_comm *comm, void *user)
 static void test_deep_order_runs(void **state)
 {
     (void)state;
-    named_config nc = deep(NULL);
-    nc.cfg.buffer_bytes = 256; /* the parents travel in one buffer */
-    nc.cfg.buffer_cap_bytes = 1 << 20; /* and the rank is never paused */
     for (uint64_t seed = 1; seed <= 4; seed++) {
-        order_n = 0;
-        char err[256];
-        cr_sim_opts o = {.ranks = 2, .seed = seed, .cfg = &nc.cfg};
-        snprintf(ctx, sizeof ctx, "deep-held order across runs, seed %llu",
-                 (unsigned long long)seed);
-        if (cr_sim_run(&o, run_order_runs, NULL, NULL, err, sizeof err))
-            fail_msg("%s: %s", ctx, err);
+        order_sim(run_order_runs, "deep-held order across runs", seed);
         int want[4 * ORDER_PARENTS], n = 0;
         for (int v = 0; v < ORDER_PARENTS; v++) {
             want[n++] = v;
