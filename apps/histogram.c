@@ -64,9 +64,10 @@ static const char usage[] =
     "                   update, cr_darray_async_read per read; counters owned by a rank\n"
     "                   of the same node are updated and read in place in the node's\n"
     "                   shared memory, the others by records (docs/darray.md)\n"
-    "  --prepared       draw every update's owner and offset before the timed section,\n"
-    "                   as bale's histogram does (courier and local modes): the timed\n"
-    "                   loop only sends, or only adds; without --combine\n";
+    "  --prepared       draw every update's (and read's) owner and offset before the\n"
+    "                   timed section, as bale's histogram and index gather do\n"
+    "                   (courier, local and gather modes): the timed loop only sends,\n"
+    "                   or only adds; without --combine\n";
 
 enum { MODE_COURIER, MODE_ALLTOALLV, MODE_LOCAL, MODE_GATHER, NMODES };
 static const char *const mode_names[] = {"courier", "alltoallv", "local", "gather", NULL};
@@ -498,6 +499,28 @@ static void run_gather(cr_comm *comm, int h_request, gather *g, uint64_t n, uint
     cr_barrier(comm);
 }
 
+/* --prepared, as bale's index gather packs its requests before it starts the clock:
+ * the reads drawn by prepare() (the same stream as run_gather's), each sent with its
+ * slot. */
+static void run_gather_prepared(cr_comm *comm, int h_request, gather *g, const uint64_t *prep,
+                                uint64_t n)
+{
+    const uint64_t mask = (1u << PREP_OWNER_BITS) - 1;
+    g->answers = 0;
+    g->served = 0;
+    int owner[GATHER_CHUNK];
+    uint64_t w[GATHER_CHUNK];
+    for (uint64_t i = 0; i < n; i += GATHER_CHUNK) {
+        size_t m = n - i < GATHER_CHUNK ? (size_t)(n - i) : GATHER_CHUNK;
+        for (size_t j = 0; j < m; j++) {
+            owner[j] = (int)(prep[i + j] & mask);
+            w[j] = (prep[i + j] >> PREP_OWNER_BITS) << 32 | (i + j);
+        }
+        cr_async_many(comm, h_request, owner, w, sizeof *w, m);
+    }
+    cr_barrier(comm);
+}
+
 /* --darray: one cr_darray_async_read per read, its answer by got_read. */
 static void run_darray_gather(cr_comm *comm, cr_darray *arr, gather *g, uint64_t n,
                               uint64_t seed, int rank)
@@ -839,7 +862,8 @@ static void run_mode(const app *a, const hist_opts *o, hist_run *r, int m, int r
     bool courier = m == MODE_COURIER || m == MODE_GATHER, last = rep == o->reps - 1;
     if (courier && last)
         cr_stats_reset(r->comm);
-    if (r->prep && m == MODE_COURIER)
+    bool prepared_gather = r->prep && m == MODE_GATHER && !r->arr && !r->g.merged;
+    if (r->prep && (m == MODE_COURIER || prepared_gather))
         prepare(t, r->prep, n, rseed, a->rank);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -858,6 +882,8 @@ static void run_mode(const app *a, const hist_opts *o, hist_run *r, int m, int r
     case MODE_GATHER:
         if (r->arr)
             run_darray_gather(r->comm, r->arr, &r->g, n, rseed, a->rank);
+        else if (prepared_gather)
+            run_gather_prepared(r->comm, r->h_request, &r->g, r->prep, n);
         else
             run_gather(r->comm, r->h_request, &r->g, n, rseed, a->rank);
         break;

@@ -57,8 +57,9 @@
 #               (histogram --prepared; also with --darray, in place within a node)
 #               against bale's histo -M 1, 2, 4, 8 (agp's atomics, exstack,
 #               exstack2, conveyors), each in its own process
-#   gather      bale's index gather, same sizes: histogram --mode gather (and with
-#               --darray) against ig
+#   gather      bale's index gather, same sizes, the reads' owners and offsets drawn
+#               before the clock as ig packs them (histogram --prepared --mode gather;
+#               with --darray drawn inside it) against ig
 #   graph       cc (3 trials), bfs (16 roots) on one R-MAT file (edge factor 16) against
 #               GAP's cc and bfs; boruvka on its generated weighted graph against kruskal (one
 #               core) on its own R-MAT graph of the same scale
