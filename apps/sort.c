@@ -111,9 +111,11 @@ static uint64_t key_at(const char *rec, size_t bytes, uint64_t i)
 
 /* ---- the local sorts of the baselines: a radix sort like cr_sort's, and qsort ---- */
 
-static void radix_records(char *a, char *tmp, uint64_t n, size_t w)
+/* Least significant digit passes over the digits that are not constant, between a
+ * and tmp; the sorted records end in a. */
+static void lsd_records(char *a, char *tmp, uint64_t n, size_t w)
 {
-    static uint64_t count[8][256];
+    uint64_t count[8][256];
     memset(count, 0, sizeof count);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t k = key_at(a, w, i);
@@ -146,6 +148,42 @@ static void radix_records(char *a, char *tmp, uint64_t n, size_t w)
     }
     if (src != a)
         memcpy(a, src, n * w);
+}
+
+/* One most significant digit pass (on the highest digit that differs) from a into
+ * tmp, then each of its 256 buckets by lsd_records, in cache when they are small:
+ * the local sort cr_sort gives its bins, so every mode sorts alike. */
+enum { RADIX_SMALL = 1 << 16 };
+
+static void radix_records(char *a, char *tmp, uint64_t n, size_t w)
+{
+    if (n <= RADIX_SMALL) {
+        lsd_records(a, tmp, n, w);
+        return;
+    }
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t k = key_at(a, w, i);
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
+    }
+    if (lo == hi)
+        return;
+    unsigned shift = 8 * ((63 - (unsigned)__builtin_clzll(lo ^ hi)) / 8);
+    uint64_t count[256] = {0}, at[256], sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        count[(key_at(a, w, i) >> shift) & 0xff]++;
+    for (int b = 0; b < 256; b++) {
+        at[b] = sum;
+        sum += count[b];
+    }
+    for (uint64_t i = 0; i < n; i++)
+        memcpy(tmp + at[(key_at(a, w, i) >> shift) & 0xff]++ * w, a + i * w, w);
+    for (uint64_t b = 0, from = 0; b < 256; from += count[b], b++)
+        if (count[b]) {
+            lsd_records(tmp + from * w, a + from * w, count[b], w);
+            memcpy(a + from * w, tmp + from * w, count[b] * w);
+        }
 }
 
 static int compare_keys(const void *x, const void *y)

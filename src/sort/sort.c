@@ -32,7 +32,38 @@ enum {
     SAMPLES_PER_RANK = 128,  /* S = 128 P: buckets within 1.5 N / P whp (docs/sort.md) */
     MAX_DRAWS = 3,
     CHUNK_BYTES = 16 << 10,  /* a sample's or a final exchange's mailbox record, at most */
+    NBINS = 256,             /* a bucket's bins, each sorted alone (bins below) */
+    MAX_BINNED_RANKS = 64,   /* above, the bins' counts (P x NBINS) are not summed */
 };
+
+/* Bins: the records of a bucket, as they arrive, go straight to their place among
+ * NBINS bins of the bucket's key range (the key's high bits), so the local sort is
+ * NBINS small sorts that stay in cache, with no pass over the bucket to spread it
+ * first: the receiving copy, which every record pays anyway, does that. The high
+ * bits a bin keeps are those of the bucket's range (between its two splitters'
+ * keys), so bins are even when keys are spread evenly between the splitters; a
+ * large bin is still sorted right, out of cache. The idea of spreading into buckets
+ * first and sorting each in cache is the most significant digit radix sort's
+ * (McIlroy, Bostic and McIlroy, "Engineering radix sort", 1993). */
+typedef struct bin_range {
+    uint64_t base;   /* the bucket's lowest key >> shift */
+    unsigned shift;
+} bin_range;
+
+static inline size_t bin_of(bin_range r, uint64_t key)
+{
+    return (size_t)((key >> r.shift) - r.base);
+}
+
+/* The bins of the keys lo .. hi: the fewest low bits dropped that leave NBINS values
+ * or fewer. */
+static bin_range bins_between(uint64_t lo, uint64_t hi)
+{
+    unsigned shift = 0;
+    while (shift < 64 && (hi >> shift) - (lo >> shift) >= NBINS)
+        shift++;
+    return (bin_range){lo >> shift, shift};
+}
 
 /* What the handlers of one cr_sort fill. A faster rank may send before this rank
  * has reached the step (it waits in the collective before it, running handlers), so
@@ -49,6 +80,10 @@ typedef struct sort_job {
                          first records arrive (its place is known from step 1) */
     uint64_t out_first;
     size_t out_n, out_got;
+    const sort_order *order;
+    bool binned;      /* records go to their bin's place (recv is exactly the bucket) */
+    bin_range bins;
+    size_t bin_at[NBINS], bin_end[NBINS];
 } sort_job;
 
 typedef struct sort_state {
@@ -100,6 +135,21 @@ static void append(char **base, size_t *n, size_t *cap, size_t width, const void
     *n += len / width;
 }
 
+/* An entry of this rank's bucket to the next place of its bin. */
+static inline void place_in_bin(sort_job *j, const void *entry)
+{
+    size_t bin = bin_of(j->bins, sort_key(j->order, entry));
+    if (bin >= NBINS || j->bin_at[bin] == j->bin_end[bin])
+        cr_fatal("cr_sort: more records arrived for a part of this rank's bucket than were "
+                 "counted (a key function that answers differently for the same record?)");
+    char *to = j->recv + j->bin_at[bin]++ * j->width;
+    if (j->width == sizeof(uint64_t)) /* a constant size: a move, not a call */
+        memcpy(to, entry, sizeof(uint64_t));
+    else
+        memcpy(to, entry, j->width);
+    j->recv_n++;
+}
+
 static void on_buckets(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
@@ -109,6 +159,11 @@ static void on_buckets(cr_comm *comm, const cr_batch *b, void *user)
     if (b->len != j->width)
         cr_fatal("cr_sort: a record of %zu bytes arrived where entries have %zu: the ranks "
                  "called cr_sort with different options", b->len, j->width);
+    if (j->binned) {
+        for (size_t i = 0; i < b->count; i++)
+            place_in_bin(j, cr_batch_payload(b, i));
+        return;
+    }
     reserve(&j->recv, j->recv_n, &j->recv_cap, b->count, j->width);
     char *to = j->recv + j->recv_n * j->width;
     if (b->stride == b->len) {
@@ -247,16 +302,78 @@ static char *draw_splitters(cr_comm *comm, sort_state *st, sort_job *job, const 
     return split;
 }
 
-static void count_buckets(const sort_order *o, const sort_splitters *sp, const char *rec, size_t n,
-                          uint64_t first, uint64_t *counts)
+/* counts[q]: this rank's records for rank q; with bins (ranges[q], q's bins),
+ * counts[p + q NBINS + b] those of them in q's bin b. */
+static void count_buckets(const sort_order *o, const sort_splitters *sp, const bin_range *ranges,
+                          int p, const char *rec, size_t n, uint64_t first, uint64_t *counts)
 {
     int dests[1024];
+    uint64_t *bins = counts + p;
     for (size_t from = 0; from < n; from += 1024) {
         size_t k = n - from < 1024 ? n - from : 1024;
-        sort_buckets(o, sp, rec + from * o->rb, k, first + from, dests);
+        const char *block = rec + from * o->rb;
+        sort_buckets(o, sp, block, k, first + from, dests);
         for (size_t i = 0; i < k; i++)
             counts[dests[i]]++;
+        for (size_t i = 0; ranges && i < k; i++) {
+            int q = dests[i];
+            bins[(size_t)q * NBINS + bin_of(ranges[q], sort_key(o, block + i * o->rb))]++;
+        }
     }
+}
+
+/* Each rank's bins, from the splitters' keys (the bucket of rank q holds keys from
+ * the (q-1)-th splitter's to the q-th's, both included: ties go by tag). */
+static void bins_of_ranks(const uint64_t *split_keys, int p, bin_range *ranges)
+{
+    for (int q = 0; q < p; q++)
+        ranges[q] = bins_between(q ? split_keys[q - 1] : 0, q < p - 1 ? split_keys[q] : UINT64_MAX);
+}
+
+/* This rank's bucket becomes an array of exactly its size, its bins laid out from
+ * their counts; what arrived before (appended) moves to its bins. From here on
+ * records go to their bins as they arrive. */
+static void start_bins(sort_job *job, bin_range range, const uint64_t *bin_counts, uint64_t bucket)
+{
+    char *early = job->recv;
+    size_t nearly = job->recv_n;
+    job->recv = cr_xmalloc_large(bucket ? bucket : 1, job->width);
+    job->recv_cap = (size_t)bucket;
+    job->recv_n = 0;
+    size_t at = 0;
+    for (size_t b = 0; b < NBINS; b++) {
+        job->bin_at[b] = at;
+        at += bin_counts[b];
+        job->bin_end[b] = at;
+    }
+    if (at != bucket)
+        cr_fatal("cr_sort: the bins of this rank's bucket hold %zu records of its %llu", at,
+                 (unsigned long long)bucket);
+    job->bins = range;
+    job->binned = true;
+    for (size_t i = 0; i < nearly; i++)
+        place_in_bin(job, early + i * job->width);
+    free(early);
+}
+
+/* Each bin sorted alone (in cache when bins are even); the bucket stays in place. */
+static void sort_bins(sort_job *job, const sort_order *o, char *scratch, size_t scratch_bytes,
+                      bool tagged)
+{
+    size_t w = job->width, largest = 0;
+    for (size_t b = 0, from = 0; b < NBINS; from = job->bin_end[b], b++)
+        largest = job->bin_end[b] - from > largest ? job->bin_end[b] - from : largest;
+    char *own = NULL;
+    if (scratch_bytes < largest * w)
+        scratch = own = alloc_or_die(largest, w, "a bin's scratch");
+    for (size_t b = 0, from = 0; b < NBINS; from = job->bin_end[b], b++) {
+        char *bin = job->recv + from * w;
+        size_t k = job->bin_end[b] - from;
+        char *sorted = sort_entries(o, bin, scratch, k, w, tagged);
+        if (sorted != bin)
+            memcpy(bin, sorted, k * w);
+    }
+    free(own);
 }
 
 /* ---- 4. the bucket exchange --------------------------------------------------------- */
@@ -273,20 +390,26 @@ static void exchange_buckets(cr_comm *comm, sort_state *st, sort_job *job, const
     int me = cr_comm_rank(comm);
     int *dests = cr_xmalloc(SEND_BLOCK * sizeof *dests);
     char *away = alloc_or_die(SEND_BLOCK, w, "the exchange's entries");
+    char hold[4096 + 8]; /* one own entry on its way to its bin */
     for (size_t from = 0; from < n; from += SEND_BLOCK) {
         size_t k = n - from < SEND_BLOCK ? n - from : SEND_BLOCK, sent = 0;
         const char *block = rec + from * o->rb;
         sort_buckets(o, sp, block, k, first + from, dests);
         size_t own = 0;
-        for (size_t i = 0; i < k; i++)
+        for (size_t i = 0; !job->binned && i < k; i++)
             own += dests[i] == me;
         reserve(&job->recv, job->recv_n, &job->recv_cap, own, w);
-        /* this rank's own records go straight to their place; the others are packed
-         * (with their tags when stable) for one cr_async_many */
+        /* this rank's own records go straight to their place (their bin's, when
+         * binned); the others are packed (with their tags when stable) for one
+         * cr_async_many */
         for (size_t i = 0; i < k; i++) {
             char *e;
+            if (dests[i] == me && job->binned && !tagged) {
+                place_in_bin(job, block + i * o->rb);
+                continue;
+            }
             if (dests[i] == me) {
-                e = job->recv + job->recv_n++ * w;
+                e = job->binned ? hold : job->recv + job->recv_n++ * w;
             } else {
                 dests[sent] = dests[i];
                 e = away + sent++ * w;
@@ -296,6 +419,8 @@ static void exchange_buckets(cr_comm *comm, sort_state *st, sort_job *job, const
                 uint64_t tag = first + from + i;
                 memcpy(e + o->rb, &tag, 8);
             }
+            if (e == hold)
+                place_in_bin(job, hold);
         }
         if (sent)
             cr_async_many(comm, st->h_bucket, dests, away, w, sent);
@@ -374,7 +499,7 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
     int p = cr_comm_size(comm), me = cr_comm_rank(comm);
     cr_sort_stats stats = {0};
 
-    sort_job job = {.rb = o.rb, .width = o.rb + (opts->stable ? 8 : 0)};
+    sort_job job = {.rb = o.rb, .width = o.rb + (opts->stable ? 8 : 0), .order = &o};
     st->job = &job;
 
     /* 1. counts and places */
@@ -394,9 +519,12 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
     job.out_n = (size_t)cr_block_count(total, p, me);
 
     double t1 = cr_module_now(comm);
-    /* 2, 3. splitters that cut well, and the buckets' sizes */
-    uint64_t *totals = cr_xcalloc((size_t)p, sizeof *totals);
-    uint64_t *mycounts = cr_xcalloc((size_t)p, sizeof *mycounts);
+    /* 2, 3. splitters that cut well, and the buckets' sizes (and their bins') */
+    bool binned = sort_has_key(&o) && p > 1 && p <= MAX_BINNED_RANKS && total > 0;
+    size_t ncounts = (size_t)p + (binned ? (size_t)p * NBINS : 0);
+    uint64_t *totals = cr_xcalloc(ncounts, sizeof *totals);
+    uint64_t *mycounts = cr_xcalloc(ncounts, sizeof *mycounts);
+    bin_range *ranges = binned ? cr_xcalloc((size_t)p, sizeof *ranges) : NULL;
     uint64_t bound = (total + (uint64_t)p - 1) / (uint64_t)p * 3 / 2 + 1;
     uint64_t samples = (uint64_t)SAMPLES_PER_RANK * (uint64_t)p;
     char *split = NULL;
@@ -410,9 +538,11 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
                                opts->seed + draw * 0x632be59bd9b4e019ULL, &split_keys);
         sp = (sort_splitters){.entries = split, .keys = split_keys,
                               .tags = split_keys ? split_keys + (p - 1) : NULL, .n = (size_t)p - 1};
-        memset(mycounts, 0, (size_t)p * sizeof *mycounts);
-        count_buckets(&o, &sp, rec, n, first, mycounts);
-        cr_allreduce(comm, mycounts, totals, (size_t)p, CR_UINT64, CR_OP_SUM, NULL);
+        memset(mycounts, 0, ncounts * sizeof *mycounts);
+        if (binned)
+            bins_of_ranks(split_keys, p, ranges);
+        count_buckets(&o, &sp, ranges, p, rec, n, first, mycounts);
+        cr_allreduce(comm, mycounts, totals, ncounts, CR_UINT64, CR_OP_SUM, NULL);
         stats.samples = s;
         stats.draws = draw;
         stats.largest = 0;
@@ -439,7 +569,9 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
     if (totals[me] > SIZE_MAX / job.width)
         cr_fatal("cr_sort: this rank's bucket of %llu records of %zu bytes does not fit in memory",
                  (unsigned long long)totals[me], job.width);
-    if (job.recv_cap != totals[me]) { /* exactly the bucket: what arrived early stays */
+    if (binned) {
+        start_bins(&job, ranges[me], totals + p + (size_t)me * NBINS, totals[me]);
+    } else if (job.recv_cap != totals[me]) { /* exactly the bucket: what arrived early stays */
         char *exact = cr_xmalloc_large(totals[me] ? totals[me] : 1, job.width);
         if (job.recv_n)
             memcpy(exact, job.recv, job.recv_n * job.width);
@@ -464,13 +596,16 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
      * place instead chases cycles through the bucket at three times the cost, more
      * than a fresh buffer's page faults (docs/design-notes.md, "cr_sort's scratch"). */
     size_t input_bytes = n * o.rb, need = job.recv_n * job.width;
-    if (input_bytes < need && job.recv_n > 1) {
+    if (binned)
+        sort_bins(&job, &o, rec, input_bytes, opts->stable);
+    if (!binned && input_bytes < need && job.recv_n > 1) {
         free(rec);
         rec = cr_xmalloc_large(job.recv_n, job.width);
         input_bytes = need;
     }
     char *scratch = input_bytes >= need ? rec : NULL;
-    char *sorted = sort_entries(&o, job.recv, scratch, job.recv_n, job.width, opts->stable);
+    char *sorted = binned ? job.recv
+                          : sort_entries(&o, job.recv, scratch, job.recv_n, job.width, opts->stable);
     char *spare = rec;
     size_t spare_bytes = input_bytes;
     if (sorted != job.recv) { /* the sorted entries ended in the input */
@@ -505,6 +640,7 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
         *records = NULL;
     }
     free(totals);
+    free(ranges);
     st->job = NULL;
     stats.seconds = cr_module_now(comm) - t0;
     stats.final_seconds = cr_module_now(comm) - t4;
