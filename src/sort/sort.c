@@ -303,9 +303,11 @@ static char *draw_splitters(cr_comm *comm, sort_state *st, sort_job *job, const 
 }
 
 /* counts[q]: this rank's records for rank q; with bins (ranges[q], q's bins),
- * counts[p + q NBINS + b] those of them in q's bin b. */
+ * counts[p + q NBINS + b] those of them in q's bin b, and dest_of[i] record i's
+ * rank (the exchange then needs no search). */
 static void count_buckets(const sort_order *o, const sort_splitters *sp, const bin_range *ranges,
-                          int p, const char *rec, size_t n, uint64_t first, uint64_t *counts)
+                          int p, const char *rec, size_t n, uint64_t first, uint64_t *counts,
+                          uint8_t *dest_of)
 {
     int dests[1024];
     uint64_t *bins = counts + p;
@@ -313,11 +315,16 @@ static void count_buckets(const sort_order *o, const sort_splitters *sp, const b
         size_t k = n - from < 1024 ? n - from : 1024;
         const char *block = rec + from * o->rb;
         sort_buckets(o, sp, block, k, first + from, dests);
-        for (size_t i = 0; i < k; i++)
-            counts[dests[i]]++;
-        for (size_t i = 0; ranges && i < k; i++) {
+        if (!ranges) {
+            for (size_t i = 0; i < k; i++)
+                counts[dests[i]]++;
+            continue;
+        }
+        for (size_t i = 0; i < k; i++) {
             int q = dests[i];
+            counts[q]++;
             bins[(size_t)q * NBINS + bin_of(ranges[q], sort_key(o, block + i * o->rb))]++;
+            dest_of[from + i] = (uint8_t)q;
         }
     }
 }
@@ -383,8 +390,8 @@ static void sort_bins(sort_job *job, const sort_order *o, char *scratch, size_t 
 enum { SEND_BLOCK = 4096 };
 
 static void exchange_buckets(cr_comm *comm, sort_state *st, sort_job *job, const sort_order *o,
-                             const sort_splitters *sp, const char *rec, size_t n, uint64_t first,
-                             bool tagged)
+                             const sort_splitters *sp, const uint8_t *dest_of, const char *rec,
+                             size_t n, uint64_t first, bool tagged)
 {
     size_t w = job->width;
     int me = cr_comm_rank(comm);
@@ -394,7 +401,11 @@ static void exchange_buckets(cr_comm *comm, sort_state *st, sort_job *job, const
     for (size_t from = 0; from < n; from += SEND_BLOCK) {
         size_t k = n - from < SEND_BLOCK ? n - from : SEND_BLOCK, sent = 0;
         const char *block = rec + from * o->rb;
-        sort_buckets(o, sp, block, k, first + from, dests);
+        if (dest_of)
+            for (size_t i = 0; i < k; i++)
+                dests[i] = dest_of[from + i];
+        else
+            sort_buckets(o, sp, block, k, first + from, dests);
         size_t own = 0;
         for (size_t i = 0; !job->binned && i < k; i++)
             own += dests[i] == me;
@@ -525,6 +536,7 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
     uint64_t *totals = cr_xcalloc(ncounts, sizeof *totals);
     uint64_t *mycounts = cr_xcalloc(ncounts, sizeof *mycounts);
     bin_range *ranges = binned ? cr_xcalloc((size_t)p, sizeof *ranges) : NULL;
+    uint8_t *dest_of = binned ? alloc_or_die(n ? n : 1, 1, "the records' ranks") : NULL;
     uint64_t bound = (total + (uint64_t)p - 1) / (uint64_t)p * 3 / 2 + 1;
     uint64_t samples = (uint64_t)SAMPLES_PER_RANK * (uint64_t)p;
     char *split = NULL;
@@ -541,7 +553,7 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
         memset(mycounts, 0, ncounts * sizeof *mycounts);
         if (binned)
             bins_of_ranks(split_keys, p, ranges);
-        count_buckets(&o, &sp, ranges, p, rec, n, first, mycounts);
+        count_buckets(&o, &sp, ranges, p, rec, n, first, mycounts, dest_of);
         cr_allreduce(comm, mycounts, totals, ncounts, CR_UINT64, CR_OP_SUM, NULL);
         stats.samples = s;
         stats.draws = draw;
@@ -579,7 +591,8 @@ void cr_sort(cr_comm *comm, void **records, size_t *count, const cr_sort_opts *o
         job.recv = exact;
         job.recv_cap = (size_t)totals[me];
     }
-    exchange_buckets(comm, st, &job, &o, &sp, rec, n, first, opts->stable);
+    exchange_buckets(comm, st, &job, &o, &sp, dest_of, rec, n, first, opts->stable);
+    free(dest_of);
     *records = NULL;
     free(split);
     free(split_keys);
