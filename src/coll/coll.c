@@ -663,12 +663,10 @@ static const cr_module_type coll_module = {
 /* Attach on first use: every rank starts its first collective in the same order. */
 static coll_state *state_of(cr_comm *c)
 {
-    coll_state *st = cr_module_state(c, &coll_module);
-    if (st)
-        return st;
-    st = cr_xcalloc(1, sizeof *st);
-    st->ch = cr_module_chan_open(c);
-    cr_module_attach(c, &coll_module, st);
+    bool fresh;
+    coll_state *st = cr_module_state_or_new(c, &coll_module, sizeof *st, &fresh);
+    if (fresh)
+        st->ch = cr_module_chan_open(c);
     return st;
 }
 

@@ -414,12 +414,12 @@ static uint64_t bc_on_node(cr_graph *g, cr_node_segment *seg, const uint64_t *so
 
 /* ---------------------------------------------------------------- the call */
 
-static const cr_module_type bc_module = {.name = "graph bc", .destroy = graph_state_free};
+static const cr_module_type bc_module = {.name = "graph bc", .destroy = cr_module_state_free};
 
 static bc_state *state_of(cr_comm *comm, bc_run *run)
 {
     bool fresh;
-    bc_state *s = graph_state(comm, &bc_module, sizeof *s, &fresh);
+    bc_state *s = cr_module_state_or_new(comm, &bc_module, sizeof *s, &fresh);
     s->run = run;
     if (!fresh)
         return s;

@@ -671,7 +671,7 @@ static void on_check_edge(cr_comm *comm, int src, const void *payload, size_t le
         violation(r, "edge (%" PRId64 ", %" PRId64 ") joins levels %d and %d", m[1], m[0], lu, lv);
 }
 
-static const cr_module_type bfs_module = {.name = "graph bfs", .destroy = graph_state_free};
+static const cr_module_type bfs_module = {.name = "graph bfs", .destroy = cr_module_state_free};
 
 /* The comm's handlers, registered by the first search or validation on it
  * (collective); the run is set first, for a faster rank's record. */
@@ -679,7 +679,7 @@ static const bfs_state *start_run(bfs_run *r, cr_graph *g)
 {
     r->g = g;
     bool fresh;
-    bfs_state *s = graph_state(g->comm, &bfs_module, sizeof *s, &fresh);
+    bfs_state *s = cr_module_state_or_new(g->comm, &bfs_module, sizeof *s, &fresh);
     s->run = r;
     r->st = s;
     if (!fresh)

@@ -194,7 +194,7 @@ static void on_super_edges(cr_comm *comm, int src, const void *payload, size_t l
     }
 }
 
-static const cr_module_type cc_module = {.name = "graph cc", .destroy = graph_state_free};
+static const cr_module_type cc_module = {.name = "graph cc", .destroy = cr_module_state_free};
 
 /* The comm's handlers, registered at the first call (the run is set first, for a
  * faster rank's record). */
@@ -202,7 +202,7 @@ static const cc_state *start_run(cc_run *r)
 {
     cr_comm *comm = r->g->comm;
     bool fresh;
-    cc_state *s = graph_state(comm, &cc_module, sizeof *s, &fresh);
+    cc_state *s = cr_module_state_or_new(comm, &cc_module, sizeof *s, &fresh);
     s->run = r;
     if (!fresh)
         return s;

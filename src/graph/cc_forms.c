@@ -69,12 +69,12 @@ static void on_offers(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
-static const cr_module_type offer_module = {.name = "graph cc offers", .destroy = graph_state_free};
+static const cr_module_type offer_module = {.name = "graph cc offers", .destroy = cr_module_state_free};
 
 static offer_state *offer_state_of(cr_comm *comm, offer_run *run)
 {
     bool fresh;
-    offer_state *s = graph_state(comm, &offer_module, sizeof *s, &fresh);
+    offer_state *s = cr_module_state_or_new(comm, &offer_module, sizeof *s, &fresh);
     s->run = run;
     if (!fresh)
         return s;

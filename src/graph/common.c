@@ -13,23 +13,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-void graph_state_free(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
-void *graph_state(cr_comm *comm, const cr_module_type *type, size_t size, bool *fresh)
-{
-    void *s = cr_module_state(comm, type);
-    *fresh = s == NULL;
-    if (!s) {
-        s = cr_xcalloc(1, size);
-        cr_module_attach(comm, type, s);
-    }
-    return s;
-}
-
 int graph_agree(cr_comm *comm, const char *mine, char *err, size_t errlen)
 {
     uint64_t me = mine ? (uint64_t)cr_comm_rank(comm) : UINT64_MAX, first;
@@ -165,7 +148,7 @@ typedef struct node_array_state {
 void graph_node_array_free(cr_comm *comm, void *state)
 {
     cr_module_node_segment_destroy(((node_array_state *)state)->seg);
-    graph_state_free(comm, state);
+    cr_module_state_free(comm, state);
 }
 
 cr_node_segment *graph_node_array(cr_graph *g, const cr_module_type *type, size_t bytes)
@@ -173,7 +156,7 @@ cr_node_segment *graph_node_array(cr_graph *g, const cr_module_type *type, size_
     if (cr_layout_nodes(cr_module_layout(g->comm)) != 1)
         return NULL;
     bool fresh;
-    node_array_state *s = graph_state(g->comm, type, sizeof *s, &fresh);
+    node_array_state *s = cr_module_state_or_new(g->comm, type, sizeof *s, &fresh);
     if (s->none || (s->seg && s->bytes >= bytes))
         return s->seg; /* the same on every rank: so are the graphs and the sizes */
     cr_module_node_segment_destroy(s->seg);

@@ -62,12 +62,12 @@ static void on_list(cr_comm *comm, int src, const void *payload, size_t len, voi
     }
 }
 
-static const cr_module_type ghost_module = {.name = "graph ghosts", .destroy = graph_state_free};
+static const cr_module_type ghost_module = {.name = "graph ghosts", .destroy = cr_module_state_free};
 
 static ghost_state *state_of(cr_comm *comm, graph_ghosts *gh)
 {
     bool fresh;
-    ghost_state *s = graph_state(comm, &ghost_module, sizeof *s, &fresh);
+    ghost_state *s = cr_module_state_or_new(comm, &ghost_module, sizeof *s, &fresh);
     s->gh = gh;
     if (!fresh)
         return s;

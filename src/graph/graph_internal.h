@@ -96,12 +96,6 @@ static inline uint64_t graph_sum(cr_comm *comm, uint64_t mine)
     return all;
 }
 
-/* A kernel's state on a comm (its handler ids, its run in progress): the existing
- * one, or a new zeroed one of `size` bytes attached to the comm (then *fresh is
- * true, and the caller registers its handlers). `type`'s destroy is
- * graph_state_free. Local. */
-void *graph_state(cr_comm *comm, const cr_module_type *type, size_t size, bool *fresh);
-void graph_state_free(cr_comm *comm, void *state);
 
 /* Scans that read each vertex's list from its start, and often only its first
  * entries, miss the cache at every vertex in a way the hardware does not foresee:

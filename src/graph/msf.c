@@ -81,26 +81,17 @@ static void on_prefix(cr_comm *comm, int src, const void *payload, size_t len, v
     (void)src;
 }
 
-static void destroy_state(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
-static const cr_module_type msf_module = {.name = "graph msf", .destroy = destroy_state};
+static const cr_module_type msf_module = {.name = "graph msf", .destroy = cr_module_state_free};
 
 /* The handlers, registered at the first call on this comm (collective), and the call
  * they write to. */
 static msf_state *state_of(cr_comm *comm, msf_call *call)
 {
-    msf_state *s = cr_module_state(comm, &msf_module);
-    if (s) {
-        s->call = call;
-        return s;
-    }
-    s = cr_xcalloc(1, sizeof *s);
+    bool fresh;
+    msf_state *s = cr_module_state_or_new(comm, &msf_module, sizeof *s, &fresh);
     s->call = call; /* a faster rank's record may arrive inside the registration */
-    cr_module_attach(comm, &msf_module, s);
+    if (!fresh)
+        return s;
     s->h_edges = cr_register_type(comm, &(cr_handler_type){.batch = on_edges,
                                                             .name = "msf forest edges"}, s);
     s->h_labels = cr_register_type(comm, &(cr_handler_type){.batch = on_labels,

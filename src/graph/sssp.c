@@ -552,7 +552,7 @@ static void sssp_state_free(cr_comm *comm, void *state)
     free(x->settled);
     free(x->relaxed_at);
     free(x->queued);
-    graph_state_free(comm, state);
+    cr_module_state_free(comm, state);
 }
 
 static const cr_module_type sssp_module = {.name = "graph sssp", .destroy = sssp_state_free};
@@ -562,7 +562,7 @@ static const cr_module_type sssp_module = {.name = "graph sssp", .destroy = sssp
 static sssp_state *state_of(cr_comm *comm, sssp_run *run)
 {
     bool fresh;
-    sssp_state *s = graph_state(comm, &sssp_module, sizeof *s, &fresh);
+    sssp_state *s = cr_module_state_or_new(comm, &sssp_module, sizeof *s, &fresh);
     s->run = run;
     if (!fresh)
         return s;

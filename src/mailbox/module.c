@@ -5,6 +5,8 @@
 
 #include "common/fatal.h"
 
+#include <stdlib.h>
+
 void *cr_module_state(cr_comm *c, const cr_module_type *type)
 {
     for (int i = 0; i < c->nmodules; i++)
@@ -20,6 +22,23 @@ void cr_module_attach(cr_comm *c, const cr_module_type *type, void *state)
     if (c->nmodules == CR_MAX_MODULES)
         cr_fatal("internal error: more than %d modules on one comm", CR_MAX_MODULES);
     c->modules[c->nmodules++] = (cr_module){.type = type, .state = state};
+}
+
+void *cr_module_state_or_new(cr_comm *c, const cr_module_type *type, size_t size, bool *fresh)
+{
+    void *s = cr_module_state(c, type);
+    *fresh = s == NULL;
+    if (!s) {
+        s = cr_xcalloc(1, size);
+        cr_module_attach(c, type, s);
+    }
+    return s;
+}
+
+void cr_module_state_free(cr_comm *c, void *state)
+{
+    (void)c;
+    free(state);
 }
 
 int cr_modules_poll(cr_comm *c, bool *in_flight)

@@ -49,6 +49,12 @@ void *cr_module_state(cr_comm *comm, const cr_module_type *type);
 /* Attach `state` (owned by the module, freed by its destroy). Local: modules attach
  * on first use, which every rank reaches in the same order as any collective. */
 void cr_module_attach(cr_comm *comm, const cr_module_type *type, void *state);
+/* The module's state on this comm, or a new zeroed one of `size` bytes attached to
+ * it (then *fresh is true and the caller registers its handlers; `type`'s destroy
+ * must free it, cr_module_state_free does). Local. */
+void *cr_module_state_or_new(cr_comm *comm, const cr_module_type *type, size_t size, bool *fresh);
+/* A destroy for state that is one allocation. */
+void cr_module_state_free(cr_comm *comm, void *state);
 
 /* What a module may ask of the comm. */
 /* True inside a handler (modules refuse to start collective work there). */

@@ -313,12 +313,10 @@ static const cr_module_type exchange_module = {
 
 static exchange_state *state_of(cr_comm *c)
 {
-    exchange_state *st = cr_module_state(c, &exchange_module);
-    if (st)
-        return st;
-    st = cr_xcalloc(1, sizeof *st);
-    st->ch = cr_module_chan_open(c);
-    cr_module_attach(c, &exchange_module, st);
+    bool fresh;
+    exchange_state *st = cr_module_state_or_new(c, &exchange_module, sizeof *st, &fresh);
+    if (fresh)
+        st->ch = cr_module_chan_open(c);
     return st;
 }
 

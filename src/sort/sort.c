@@ -98,14 +98,8 @@ static int sort_poll(cr_comm *comm, void *state)
     return -1;
 }
 
-static void sort_destroy(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
 static const cr_module_type sort_module = {.name = "sort", .poll = sort_poll,
-                                           .destroy = sort_destroy};
+                                           .destroy = cr_module_state_free};
 
 /* Make room for `more` entries of `width` bytes after the n held. */
 static void reserve(char **base, size_t n, size_t *cap, size_t more, size_t width)
@@ -213,11 +207,10 @@ static void on_place(cr_comm *comm, int src, const void *payload, size_t len, vo
 
 static sort_state *state_of(cr_comm *comm)
 {
-    sort_state *s = cr_module_state(comm, &sort_module);
-    if (s)
+    bool fresh;
+    sort_state *s = cr_module_state_or_new(comm, &sort_module, sizeof *s, &fresh);
+    if (!fresh)
         return s;
-    s = cr_xcalloc(1, sizeof *s);
-    cr_module_attach(comm, &sort_module, s);
     s->h_bucket = cr_register_type(comm, &(cr_handler_type){.batch = on_buckets, .name = "sort bucket"}, s);
     s->h_sample = cr_register_type(comm, &(cr_handler_type){.fn = on_sample, .name = "sort sample"}, s);
     s->h_place = cr_register_type(comm, &(cr_handler_type){.fn = on_place, .name = "sort place"}, s);

@@ -121,14 +121,8 @@ static int spmat_poll(cr_comm *comm, void *state)
     return -1; /* no work of its own: everything it does runs in its handlers */
 }
 
-static void spmat_state_destroy(cr_comm *comm, void *state)
-{
-    (void)comm;
-    free(state);
-}
-
 static const cr_module_type spmat_module = {.name = "spmat", .poll = spmat_poll,
-                                            .destroy = spmat_state_destroy};
+                                            .destroy = cr_module_state_free};
 
 /* An entry of the transpose: its row (a column of the input), its column and value. */
 typedef struct entry {
@@ -136,17 +130,30 @@ typedef struct entry {
     double val;
 } entry;
 
+/* Records ahead of the one handled whose memory is asked for now: each pivot and
+ * each delete reads a place in arrays far larger than the caches, at random, and
+ * the loads of several records in flight at once overlap their misses. */
+#define PREFETCH_AHEAD 8
+
+/* The first word (a row, column or index) of record k, if the batch has one: what a
+ * handler asks the memory for PREFETCH_AHEAD records before it handles it. */
+static inline bool word_at(const cr_batch *b, size_t k, uint64_t *word)
+{
+    if (k >= b->count)
+        return false;
+    memcpy(word, cr_batch_payload(b, k), sizeof *word);
+    return true;
+}
+
 /* Phase 1: one record per entry of the input, naming its row of the transpose. */
 static void on_counts(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
     transpose_job *j = ((spmat_state *)user)->job;
     for (size_t k = 0; k < b->count; k++) {
-        if (k + 8 < b->count) {
-            uint64_t ahead;
-            memcpy(&ahead, cr_batch_payload(b, k + 8), sizeof ahead);
+        uint64_t ahead;
+        if (word_at(b, k + PREFETCH_AHEAD, &ahead))
             __builtin_prefetch(&j->offsets[ahead - j->first]);
-        }
         uint64_t row;
         memcpy(&row, cr_batch_payload(b, k), sizeof row);
         j->offsets[row - j->first]++;
@@ -159,9 +166,8 @@ static void on_entries(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     transpose_job *j = ((spmat_state *)user)->job;
     for (size_t k = 0; k < b->count; k++) {
-        if (k + 8 < b->count) {
-            uint64_t ahead;
-            memcpy(&ahead, cr_batch_payload(b, k + 8), sizeof ahead);
+        uint64_t ahead;
+        if (word_at(b, k + PREFETCH_AHEAD, &ahead)) {
             __builtin_prefetch(&j->offsets[ahead - j->first]);
             __builtin_prefetch(&j->fill[ahead - j->first]);
         }
@@ -207,11 +213,9 @@ static void on_ask(cr_comm *comm, const cr_batch *b, void *user)
     spmat_state *st = user;
     permute_job *j = st->perm;
     for (size_t k = 0; k < b->count; k++) {
-        if (k + 8 < b->count) {
-            uint64_t ahead;
-            memcpy(&ahead, cr_batch_payload(b, k + 8), sizeof ahead);
+        uint64_t ahead;
+        if (word_at(b, k + PREFETCH_AHEAD, &ahead))
             __builtin_prefetch(&j->cperm[ahead - j->cfirst]);
-        }
         uint64_t q[2];
         memcpy(q, cr_batch_payload(b, k), sizeof q);
         uint64_t answer[2] = {q[1], j->cperm[q[0] - j->cfirst]};
@@ -238,11 +242,9 @@ static void on_scatter(cr_comm *comm, const cr_batch *b, void *user)
     (void)comm;
     scatter_job *j = ((spmat_state *)user)->scatter;
     for (size_t k = 0; k < b->count; k++) {
-        if (k + 8 < b->count) {
-            uint64_t ahead;
-            memcpy(&ahead, cr_batch_payload(b, k + 8), sizeof ahead);
+        uint64_t ahead;
+        if (word_at(b, k + PREFETCH_AHEAD, &ahead))
             __builtin_prefetch(&j->block[ahead - j->first]);
-        }
         uint64_t e[2];
         memcpy(e, cr_batch_payload(b, k), sizeof e);
         uint64_t at = e[0] - j->first;
@@ -255,17 +257,12 @@ static void on_scatter(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
-/* Records ahead of the one handled whose memory is asked for now: each pivot and
- * each delete reads a place in arrays far larger than the caches, at random, and
- * the loads of several records in flight at once overlap their misses. */
-#define PREFETCH_AHEAD 8
 
 static void prefetch_pivot(const topo_job *j, const cr_batch *b, size_t k)
 {
-    if (k >= b->count)
-        return;
     uint64_t col;
-    memcpy(&col, cr_batch_payload(b, k), sizeof col);
+    if (!word_at(b, k, &col))
+        return;
     __builtin_prefetch(&j->cperm[col - j->first]);
     __builtin_prefetch(&j->mt->offsets[col - j->first]);
 }
@@ -274,19 +271,17 @@ static void prefetch_pivot(const topo_job *j, const cr_batch *b, size_t k)
  * list of rows. */
 static void prefetch_column(const topo_job *j, const cr_batch *b, size_t k)
 {
-    if (k >= b->count)
-        return;
     uint64_t col;
-    memcpy(&col, cr_batch_payload(b, k), sizeof col);
+    if (!word_at(b, k, &col))
+        return;
     __builtin_prefetch(&j->mt->col[j->mt->offsets[col - j->first]]);
 }
 
 static void prefetch_delete(const topo_job *j, const cr_batch *b, size_t k)
 {
-    if (k >= b->count)
-        return;
     uint64_t row;
-    memcpy(&row, cr_batch_payload(b, k), sizeof row);
+    if (!word_at(b, k, &row))
+        return;
     __builtin_prefetch(&j->count[row - j->first]);
     __builtin_prefetch(&j->sum[row - j->first]);
 }
@@ -366,11 +361,10 @@ static void on_wedges(cr_comm *comm, int src, const void *payload, size_t len, v
 
 static spmat_state *state_of(cr_comm *comm)
 {
-    spmat_state *s = cr_module_state(comm, &spmat_module);
-    if (s)
+    bool fresh;
+    spmat_state *s = cr_module_state_or_new(comm, &spmat_module, sizeof *s, &fresh);
+    if (!fresh)
         return s;
-    s = cr_xcalloc(1, sizeof *s);
-    cr_module_attach(comm, &spmat_module, s);
     s->h_count = cr_register_type(comm, &(cr_handler_type){.batch = on_counts,
                                                            .name = "spmat count"}, s);
     s->h_entry = cr_register_type(comm, &(cr_handler_type){.batch = on_entries,
