@@ -29,8 +29,8 @@
 #   figures are its "Trial Time" lines; one-time set-up that later trials reuse (the
 #   ghost indexes of sssp, pagerank, bc, tc) is inside Courier's first trial.
 # - Cold against cold: one run per process on both sides is the headline (Courier's
-#   histogram and gather with --reps 1, bale's one run per library); Courier's warm
-#   repetitions are a side of their own ("courier warm").
+#   histogram, gather, randperm and the matrix apps with --reps 1, bale's one run per
+#   library); Courier's warm repetitions are a side of their own ("courier warm").
 # - The peer's knobs swept and each setting kept as a side, so the table takes the
 #   best: bale's -b (1K, 4K, 8K and 16K items) for exstack and exstack2 (conveyors has
 #   no buffer knob), YGM's buffer (YGM_COM_BUFFER_SIZE_KB 1024, 4096, 16384).
@@ -592,12 +592,13 @@ block_merging() {
 }
 
 # randperm NP: apps/randperm against bale's randperm (-M 2, 4, 8: exstack and
-# exstack2 with -b swept, conveyors), N = NP x randperm_n values; Courier's figure per
-# trial, bale's its own mean; a bale run that fails its check or prints no time is
-# recorded as failed
+# exstack2 with -b swept, conveyors), N = NP x randperm_n values; each side one run in
+# a fresh process a round, cold, as bale runs (Courier's figure its trial, bale's
+# its own mean); a bale run that fails its check or prints no time is recorded as
+# failed
 block_randperm() {
     local np=$1 lib b model side rate
-    "$mpirun" -np "$np" "$build/apps/randperm" -n "$randperm_n" --reps 3 >"$tmp/out" 2>&1 ||
+    "$mpirun" -np "$np" "$build/apps/randperm" -n "$randperm_n" --reps 1 >"$tmp/out" 2>&1 ||
         { cat "$tmp/out" >&2; fail "randperm at $np ranks failed (not a permutation?)"; }
     record_trials randperm "$np ranks" courier "M values/s" $(awk '$1 == "trial" {print $5}' "$tmp/out")
     [ $have_bale = 1 ] || return 0
@@ -626,14 +627,15 @@ block_randperm() {
 # apps/triangles against bale's app of the same name (its toposort is built as topo):
 # -M 2, 4, 8, exstack and exstack2 with -b swept, conveyors; both at bale's default
 # sizes (matrix_rows rows per rank, 10 entries per row, lower triangular; a fifth of
-# the rows for triangles, as bale's defaults are). The rate is each side's own
-# entries over its time: Courier's per trial, bale's its mean over the PEs; a bale
-# run that fails its check or prints no time is recorded as failed.
+# the rows for triangles, as bale's defaults are). Each side runs once in a fresh
+# process a round, cold, as bale runs. The rate is each side's own entries over its
+# time: Courier's the slowest rank's, bale's its mean over the PEs; a bale run that
+# fails its check or prints no time is recorded as failed.
 block_matrix() {
     local name=$1 np=$2 lib b model side rate
     local rows=$matrix_rows
     [ "$name" != triangles ] || rows=$((matrix_rows / 5))
-    "$mpirun" -np "$np" "$build/apps/$name" -n "$rows" --reps 3 >"$tmp/out" 2>&1 ||
+    "$mpirun" -np "$np" "$build/apps/$name" -n "$rows" --reps 1 >"$tmp/out" 2>&1 ||
         { cat "$tmp/out" >&2; fail "$name at $np ranks failed its check"; }
     record_trials matrix "$name, $np ranks" courier "M entries/s" $(awk '$1 == "trial" {print $5}' "$tmp/out")
     [ $have_bale = 1 ] || return 0
