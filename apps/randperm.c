@@ -31,7 +31,7 @@
 static const char usage[] =
     "Usage: mpirun -np P randperm [-n N | -N TOTAL] [--reps R] [-s SEED]\n"
     "                             [--chi-square TRIALS] [--fingerprint] [--route R]\n"
-    "                             [--node-size K] [--buffer-kb K]\n"
+    "                             [--slot-bytes B] [--node-size K] [--buffer-kb K]\n"
     "\n"
     "Makes a uniform random permutation of 0 .. TOTAL-1 in a block-distributed array\n"
     "by dart throwing (bale's randperm), and prints the mean time of the trials.\n"
@@ -44,6 +44,9 @@ static const char usage[] =
     "  --chi-square TRIALS   instead: TRIALS permutations of a small TOTAL (at most 6;\n"
     "                        default 4), and a chi-square test of how often each of\n"
     "                        the TOTAL! permutations came out; fails below p = 1e-6\n"
+    "  --slot-bytes B        bytes of a target slot: 4 (the value alone; the default\n"
+    "                        when TOTAL < 2^32 - 1) or 8 (the value and its count of\n"
+    "                        throws); both make the same permutations\n"
     "  --fingerprint         print a fingerprint of each trial's permutation: the\n"
     "                        same for the same seed, TOTAL and rank count, whatever\n"
     "                        the route, buffer size or timing\n"
@@ -55,6 +58,7 @@ static const char usage[] =
     "values counted), and each rank holds its block.\n";
 
 #define EMPTY UINT64_MAX
+#define NARROW_EMPTY UINT32_MAX
 #define PREFETCH_AHEAD 8 /* darts ahead whose slot is asked for (the table is large) */
 /* A dart in a slot or on its way: the value, and how many wishes it has used. */
 #define VALUE_BITS 40
@@ -73,7 +77,10 @@ typedef struct perm_run {
     cr_comm *comm;
     int rank, size;
     uint64_t total, slots;  /* N and M = 2N */
-    uint64_t *target;       /* this rank's slots (cyclic: slot s on rank s mod P) */
+    uint64_t *target;       /* this rank's slots (cyclic: slot s on rank s mod P): a
+                               value and the wishes it has used, or EMPTY */
+    uint32_t *narrow;       /* instead, when every value fits 32 bits: the value alone
+                               (NARROW_EMPTY when free), half the memory to touch */
     uint64_t local_slots;
     uint64_t wish_key;      /* this permutation's wishes (see throw_dart) */
     uint64_t priority_key;  /* this permutation's order of the values (see priority) */
@@ -108,6 +115,38 @@ static bool outranks(const perm_run *r, uint64_t a, uint64_t b)
     return pa < pb || (pa == pb && a < b);
 }
 
+/* The dart word of a value found in slot `slot` (local) of a narrow table: the wish
+ * that led it there is found again by trying its wishes in order. Should two of its
+ * wishes name this slot, the earlier is taken; the value then tries again wishes
+ * that were refused it before, and is refused again (a slot's value only ever gets
+ * better), so the darts that stick, a stable matching, are the same. */
+static uint64_t narrow_word(const perm_run *r, uint64_t value, uint64_t slot)
+{
+    uint64_t s = slot * (uint64_t)r->size + (uint64_t)r->rank;
+    for (uint64_t used = 0; used < MAX_THROWS; used++) {
+        uint64_t word = value | used << VALUE_BITS;
+        if (cr_rng_bounded(cr_rng_hash64(r->wish_key ^ cr_rng_hash64(word)), r->slots) == s)
+            return word + (UINT64_C(1) << VALUE_BITS);
+    }
+    app_fail(the_app, "value %llu is in slot %llu, which none of its wishes names",
+             (unsigned long long)value, (unsigned long long)s);
+    return 0;
+}
+
+static void settle_narrow(perm_run *r, dart d)
+{
+    uint32_t *slot = &r->narrow[d.slot];
+    if (*slot == NARROW_EMPTY) {
+        *slot = (uint32_t)(d.value & VALUE_MASK);
+    } else if (outranks(r, d.value, *slot)) {
+        uint64_t bumped = narrow_word(r, *slot, d.slot);
+        *slot = (uint32_t)(d.value & VALUE_MASK);
+        throw_dart(r, bumped);
+    } else {
+        throw_dart(r, d.value);
+    }
+}
+
 /* On the slot's rank: the dart sticks if the slot is free; if not, the slot keeps
  * the value that outranks the other, and the other is thrown again from here. */
 static void on_darts(cr_comm *comm, const cr_batch *b, void *user)
@@ -118,13 +157,20 @@ static void on_darts(cr_comm *comm, const cr_batch *b, void *user)
         if (i + PREFETCH_AHEAD < b->count) { /* overlap the misses of the darts ahead */
             uint64_t ahead;
             memcpy(&ahead, cr_batch_payload(b, i + PREFETCH_AHEAD), sizeof ahead);
-            __builtin_prefetch(&r->target[ahead]);
+            if (r->narrow)
+                __builtin_prefetch(&r->narrow[ahead]);
+            else
+                __builtin_prefetch(&r->target[ahead]);
         }
         dart d;
         memcpy(&d, cr_batch_payload(b, i), sizeof d);
         if (d.slot >= r->local_slots)
             app_fail(the_app, "a dart for slot %llu of %llu",
                      (unsigned long long)d.slot, (unsigned long long)r->local_slots);
+        if (r->narrow) {
+            settle_narrow(r, d);
+            continue;
+        }
         uint64_t *slot = &r->target[d.slot];
         if (*slot == EMPTY) {
             *slot = d.value;
@@ -174,8 +220,11 @@ static void make_permutation(perm_run *r, uint64_t seed)
     int p = r->size, me = r->rank;
     r->wish_key = cr_rng_hash64(seed * 0x9e3779b97f4a7c15ULL);
     r->priority_key = cr_rng_hash64(~seed);
-    for (uint64_t i = 0; i < r->local_slots; i++)
-        r->target[i] = EMPTY;
+    if (r->narrow)
+        memset(r->narrow, 0xff, r->local_slots * sizeof *r->narrow); /* NARROW_EMPTY */
+    else
+        for (uint64_t i = 0; i < r->local_slots; i++)
+            r->target[i] = EMPTY;
     r->placed = 0;
     cr_barrier(r->comm);
     for (uint64_t i = 0; i < r->count; i++)
@@ -183,9 +232,15 @@ static void make_permutation(perm_run *r, uint64_t seed)
     cr_barrier(r->comm); /* every dart has stuck: throws again are messages handlers sent */
     /* pack, then send each run to its places */
     uint64_t stuck = 0;
-    for (uint64_t i = 0; i < r->local_slots; i++)
-        if (r->target[i] != EMPTY)
-            r->target[stuck++] = r->target[i] & VALUE_MASK;
+    if (r->narrow) {
+        for (uint64_t i = 0; i < r->local_slots; i++)
+            if (r->narrow[i] != NARROW_EMPTY)
+                r->narrow[stuck++] = r->narrow[i];
+    } else {
+        for (uint64_t i = 0; i < r->local_slots; i++)
+            if (r->target[i] != EMPTY)
+                r->target[stuck++] = r->target[i] & VALUE_MASK;
+    }
     uint64_t *counts = malloc((size_t)p * sizeof *counts), pos = 0;
     if (!counts)
         app_fail(the_app, "out of memory for %d counts", p);
@@ -202,12 +257,16 @@ static void make_permutation(perm_run *r, uint64_t seed)
         uint64_t k = qfirst + qcount - pos;
         k = k < stuck - done ? k : stuck - done;
         k = k < CHUNK ? k : CHUNK;
+        uint64_t *to = q == me ? r->perm + (pos - r->first) : msg + 1;
+        if (r->narrow)
+            for (uint64_t i = 0; i < k; i++)
+                to[i] = r->narrow[done + i];
+        else
+            memcpy(to, r->target + done, k * 8);
         if (q == me) {
-            memcpy(r->perm + (pos - r->first), r->target + done, k * 8);
             r->placed += k;
         } else {
             msg[0] = pos;
-            memcpy(msg + 1, r->target + done, k * 8);
             cr_async(r->comm, q, r->h_place, msg, (k + 1) * 8);
         }
         done += k;
@@ -306,6 +365,7 @@ int main(int argc, char **argv)
     the_app = &a;
     uint64_t per_rank = 1 << 20, total = 0, seed = 1, chi_trials = 0;
     bool print_fingerprint = false;
+    uint64_t slot_bytes = 0; /* 0: 4 when every value fits */
     int reps = 3;
     app_shared sh;
     app_shared_init(&sh);
@@ -313,6 +373,7 @@ int main(int argc, char **argv)
         {"per-rank", required_argument, 0, 'n'}, {"total", required_argument, 0, 'N'},
         {"reps", required_argument, 0, 'r'},     {"seed", required_argument, 0, 's'},
         {"chi-square", required_argument, 0, 'c'}, {"fingerprint", no_argument, 0, 'f'},
+        {"slot-bytes", required_argument, 0, 'b'},
         APP_LONG_ROUTE, APP_LONG_NODE_SIZE, APP_LONG_BUFFER_KB, APP_LONG_COMMON, {0, 0, 0, 0}};
     opterr = 0;
     int ch;
@@ -324,6 +385,11 @@ int main(int argc, char **argv)
         case 's': seed = app_parse_u64(&a, "--seed", optarg, 0, UINT64_MAX); break;
         case 'c': chi_trials = app_parse_u64(&a, "--chi-square", optarg, 1, 10000000); break;
         case 'f': print_fingerprint = true; break;
+        case 'b':
+            slot_bytes = app_parse_u64(&a, "--slot-bytes", optarg, 4, 8);
+            if (slot_bytes != 4 && slot_bytes != 8)
+                app_usage_error(&a, "--slot-bytes %llu: expected 4 or 8", (unsigned long long)slot_bytes);
+            break;
         default: app_other_option(&a, ch, optarg, &sh, argv);
         }
     }
@@ -337,7 +403,12 @@ int main(int argc, char **argv)
         total = per_rank * (uint64_t)a.size;
     if (total > MAX_TOTAL)
         app_usage_error(&a, "%llu values in all: at most 2^40", (unsigned long long)total);
-    double need = (double)total * (2 * 8 + 8 + 1) * 1.5;
+    if (slot_bytes == 4 && total >= NARROW_EMPTY)
+        app_usage_error(&a, "--slot-bytes 4 holds values below 2^32 - 1, not %llu of them",
+                        (unsigned long long)total);
+    if (!slot_bytes)
+        slot_bytes = total < NARROW_EMPTY ? 4 : 8;
+    double need = (double)total * (2 * (double)slot_bytes + 8 + 1) * 1.5;
     double mem = app_physical_memory();
     if (mem > 0 && need > mem)
         app_usage_error(&a, "-N %llu needs about %.1f GiB, more than this machine's %.1f GiB",
@@ -348,7 +419,10 @@ int main(int argc, char **argv)
     r.comm = app_comm_create(&a, &flags, NULL);
     r.local_slots = (r.slots + (uint64_t)a.size - (uint64_t)a.rank - 1) / (uint64_t)a.size;
     cr_darray_block(total, a.size, a.rank, &r.first, &r.count);
-    r.target = app_alloc_large(&a, r.local_slots ? r.local_slots : 1, 8, "the target table");
+    if (slot_bytes == 4)
+        r.narrow = app_alloc_large(&a, r.local_slots ? r.local_slots : 1, 4, "the target table");
+    else
+        r.target = app_alloc_large(&a, r.local_slots ? r.local_slots : 1, 8, "the target table");
     r.perm = app_alloc_large(&a, r.count ? r.count : 1, 8, "the permutation's block");
     r.seen = app_calloc(&a, r.count ? r.count : 1, 1, "the validation's marks");
     r.h_dart = cr_register_type(r.comm, &(cr_handler_type){.batch = on_darts, .name = "dart"}, &r);
@@ -392,7 +466,7 @@ int main(int argc, char **argv)
     }
     if (sh.stats)
         cr_stats_print(r.comm, stdout);
-    free(r.target), free(r.perm), free(r.seen);
+    free(r.target), free(r.narrow), free(r.perm), free(r.seen);
     app_comm_destroy(r.comm);
     MPI_Finalize();
     return ok ? 0 : 1;
