@@ -57,7 +57,8 @@ static void push(growing_arena *g, uint64_t col, double val, bool weighted)
 typedef struct transpose_job {
     uint64_t first, count;
     uint64_t *offsets; /* counts, then the offsets (count + 1) */
-    uint64_t *fill;    /* entries placed per row */
+    uint64_t *next;    /* per row: the place of its next entry */
+    uint64_t entries, overflow; /* places in col; entries that found none */
     uint64_t *col;
     double *val;
 } transpose_job;
@@ -160,23 +161,35 @@ static void on_counts(cr_comm *comm, const cr_batch *b, void *user)
     }
 }
 
-/* Phase 2: the entries, each placed after those of its row already there. */
+/* Phase 2: the entries, each placed after those of its row already there. Two
+ * misses an entry, its row's next place and that place: the first is asked for two
+ * strides ahead, the second (where the row's next place is by then) one stride. */
 static void on_entries(cr_comm *comm, const cr_batch *b, void *user)
 {
     (void)comm;
     transpose_job *j = ((spmat_state *)user)->job;
     for (size_t k = 0; k < b->count; k++) {
         uint64_t ahead;
-        if (word_at(b, k + PREFETCH_AHEAD, &ahead)) {
-            __builtin_prefetch(&j->offsets[ahead - j->first]);
-            __builtin_prefetch(&j->fill[ahead - j->first]);
+        if (word_at(b, k + 2 * PREFETCH_AHEAD, &ahead))
+            __builtin_prefetch(&j->next[ahead - j->first]);
+        if (word_at(b, k + PREFETCH_AHEAD, &ahead) && ahead - j->first < j->count) {
+            __builtin_prefetch(&j->col[j->next[ahead - j->first]], 1);
+            if (j->val)
+                __builtin_prefetch(&j->val[j->next[ahead - j->first]], 1);
         }
-        entry e = {0};
-        memcpy(&e, cr_batch_payload(b, k), b->len);
-        uint64_t r = e.row - j->first, at = j->offsets[r] + j->fill[r]++;
+        entry e;
+        memcpy(&e, cr_batch_payload(b, k), 2 * sizeof(uint64_t)); /* a constant size */
+        uint64_t at = j->next[e.row - j->first]++;
+        if (at >= j->entries) { /* more than were counted: never written */
+            j->overflow++;
+            continue;
+        }
         j->col[at] = e.col;
-        if (j->val)
+        if (j->val) {
+            memcpy(&e.val, (const char *)cr_batch_payload(b, k) + 2 * sizeof(uint64_t),
+                   sizeof e.val);
             j->val[at] = e.val;
+        }
     }
 }
 
@@ -699,12 +712,13 @@ cr_spmat *cr_spmat_transpose(const cr_spmat *a)
     cr_spmat *t = shell(a->comm, a->cols, a->rows);
     transpose_job j = {.first = t->first, .count = t->count, .offsets = t->offsets};
     memset(j.offsets, 0, (j.count + 1) * sizeof *j.offsets);
-    j.fill = alloc_u64(j.count, "the transpose's row fill");
-    memset(j.fill, 0, j.count * sizeof *j.fill);
+    j.next = alloc_u64(j.count, "the transpose's row cursors");
     st->job = &j;
     cr_barrier(a->comm); /* every rank's job is set before the first count arrives */
     count_phase(a, st, &j);
     uint64_t n = j.offsets[j.count];
+    memcpy(j.next, j.offsets, j.count * sizeof *j.next);
+    j.entries = n;
     j.col = t->col = alloc_u64(n, "the transpose's columns");
     if (a->val) {
         j.val = t->val = malloc((size_t)(n ? n : 1) * sizeof *t->val);
@@ -713,12 +727,16 @@ cr_spmat *cr_spmat_transpose(const cr_spmat *a)
     }
     place_phase(a, st);
     st->job = NULL;
+    if (j.overflow)
+        cr_fatal("internal error: %llu entries of the transpose more than were counted",
+                 (unsigned long long)j.overflow);
     for (uint64_t r = 0; r < j.count; r++)
-        if (j.fill[r] != j.offsets[r + 1] - j.offsets[r])
+        if (j.next[r] != j.offsets[r + 1])
             cr_fatal("internal error: row %llu of the transpose got %llu entries of %llu",
-                     (unsigned long long)(j.first + r), (unsigned long long)j.fill[r],
+                     (unsigned long long)(j.first + r),
+                     (unsigned long long)(j.next[r] - j.offsets[r]),
                      (unsigned long long)(j.offsets[r + 1] - j.offsets[r]));
-    free(j.fill);
+    free(j.next);
     for (uint64_t r = 0; r < t->count; r++)
         sort_row(t->col + t->offsets[r], t->val ? t->val + t->offsets[r] : NULL,
                  t->offsets[r + 1] - t->offsets[r]);
