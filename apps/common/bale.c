@@ -5,10 +5,8 @@
 
 void bale_matrix_init(bale_matrix_args *m)
 {
+    *m = (bale_matrix_args){.per_rank = 500000, .reps = 3}; /* -a 0 where it is taken */
     cr_spmat_er_init(&m->g);
-    m->per_rank = 500000;
-    m->total = 0;
-    m->reps = 3;
 }
 
 bool bale_matrix_option(const app *a, int ch, const char *value, bale_matrix_args *m)

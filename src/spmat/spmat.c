@@ -102,9 +102,22 @@ typedef struct topo_job {
 } topo_job;
 
 /* Triangles being counted on this rank: the lower triangle's rows it holds. */
+/* Wedges wait in a ring of WEDGES_AHEAD, each copied (up to WEDGE_WORDS words;
+ * longer ones are merged at once): a wedge's row offsets are asked for when it
+ * arrives and its row's entries half way round, so that when it is merged neither
+ * misses. A handler sees one record at a time, so it looks ahead by waiting. */
+enum { WEDGES_AHEAD = 8, WEDGE_WORDS = 30 };
+
+typedef struct wedge {
+    uint64_t a, k;                /* the row, and how many entries b of the other */
+    uint64_t b[WEDGE_WORDS];
+} wedge;
+
 typedef struct triangle_job {
     const cr_spmat *l;
     uint64_t found;
+    wedge ring[WEDGES_AHEAD];
+    unsigned head, held;          /* the oldest wedge's slot, and how many wait */
 } triangle_job;
 
 typedef struct spmat_state {
@@ -353,15 +366,10 @@ static void on_delete(cr_comm *comm, const cr_batch *b, void *user)
 /* Triangles: [b_1 < b_2 < ... < b_k][a], the b all below a, all neighbours of a
  * third vertex with a: each b_i that row a of the lower triangle holds closes a
  * triangle. Both lists are sorted, so one merge of the two counts them. */
-static void on_wedges(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+static void merge_wedge(triangle_job *j, uint64_t a, const char *bs, size_t k)
 {
-    (void)comm, (void)src;
-    triangle_job *j = ((spmat_state *)user)->tri;
-    size_t k = len / 8 - 1, i = 0;
-    uint64_t a;
-    memcpy(&a, (const char *)payload + k * 8, sizeof a);
-    const char *bs = payload;
     uint64_t r = a - j->l->first, e = j->l->offsets[r], end = j->l->offsets[r + 1];
+    size_t i = 0;
     while (i < k && e < end) {
         uint64_t b;
         memcpy(&b, bs + i * 8, 8);
@@ -369,6 +377,43 @@ static void on_wedges(cr_comm *comm, int src, const void *payload, size_t len, v
         j->found += b == c;
         i += b <= c;
         e += c <= b;
+    }
+}
+
+/* Merge the oldest waiting wedge. */
+static void merge_oldest(triangle_job *j)
+{
+    const wedge *w = &j->ring[j->head];
+    merge_wedge(j, w->a, (const char *)w->b, (size_t)w->k);
+    j->head = (j->head + 1) % WEDGES_AHEAD;
+    j->held--;
+}
+
+static void on_wedges(cr_comm *comm, int src, const void *payload, size_t len, void *user)
+{
+    (void)comm, (void)src;
+    triangle_job *j = ((spmat_state *)user)->tri;
+    size_t k = len / 8 - 1;
+    uint64_t a;
+    memcpy(&a, (const char *)payload + k * 8, sizeof a);
+    if (a - j->l->first >= j->l->count)
+        cr_fatal("cr_spmat_triangles: a wedge for row %llu reached the rank of rows %llu..%llu",
+                 (unsigned long long)a, (unsigned long long)j->l->first,
+                 (unsigned long long)(j->l->first + j->l->count));
+    if (k > WEDGE_WORDS) {
+        merge_wedge(j, a, payload, k);
+        return;
+    }
+    if (j->held == WEDGES_AHEAD)
+        merge_oldest(j);
+    wedge *w = &j->ring[(j->head + j->held++) % WEDGES_AHEAD];
+    w->a = a;
+    w->k = k;
+    memcpy(w->b, payload, k * 8);
+    __builtin_prefetch(&j->l->offsets[a - j->l->first]);
+    if (j->held > WEDGES_AHEAD / 2) { /* the one half way round: its entries */
+        const wedge *mid = &j->ring[(j->head + j->held - 1 - WEDGES_AHEAD / 2) % WEDGES_AHEAD];
+        __builtin_prefetch(&j->l->col[j->l->offsets[mid->a - j->l->first]]);
     }
 }
 
@@ -1144,6 +1189,8 @@ int cr_spmat_triangles(const cr_spmat *l, const cr_spmat *u, uint64_t *count, ch
                      (x + 1) * sizeof *row);
     }
     cr_barrier(l->comm);
+    while (j.held) /* the wedges still waiting */
+        merge_oldest(&j);
     st->tri = NULL;
     cr_allreduce(l->comm, &j.found, count, 1, CR_UINT64, CR_OP_SUM, NULL);
     return 0;
