@@ -2981,85 +2981,76 @@ static void test_node_segments(void **state)
                     run_node_at(ps[k], sizes[n], (uint64_t)seed * 31 + (uint64_t)ps[k]);
 }
 
+/* Groups a test run may ask for by name (argv[1]); with none, the main group. The
+ * deadlock case abandons its stuck ranks (and their memory): it runs alone, so that
+ * a leak checker can be told to ignore just that run. The cost model's tests run
+ * alone as "tune" and also in the main group. */
+static const struct CMUnitTest node_group[] = {cmocka_unit_test(test_node_segments)};
+static const struct CMUnitTest coll_group[] = {cmocka_unit_test(test_coll)};
+static const struct CMUnitTest deadlock_group[] = {cmocka_unit_test(test_deadlock_is_reported)};
+static const struct CMUnitTest tune_group[] = {cmocka_unit_test(test_auto_takes_the_machine_costs),
+                                               cmocka_unit_test(test_auto_moves_between_epochs),
+                                               cmocka_unit_test(test_auto_learns_merging)};
+static const struct CMUnitTest requests_group[] = {cmocka_unit_test(test_requests),
+                                                   cmocka_unit_test(test_darray_async),
+                                                   cmocka_unit_test(test_darray_in_place),
+                                                   cmocka_unit_test(test_darray_lockstep),
+                                                   cmocka_unit_test(test_darray_route_auto)};
+static const struct CMUnitTest bounded_group[] = {cmocka_unit_test(test_bound_one_rank),
+                                                  cmocka_unit_test(test_bounded_sweep),
+                                                  cmocka_unit_test(test_forwarding_inside_cap_flush)};
+static const struct CMUnitTest exchange_group[] = {cmocka_unit_test(test_exchange)};
+static const struct CMUnitTest deep_group[] = {cmocka_unit_test(test_deep_order),
+                                               cmocka_unit_test(test_deep_order_runs),
+                                               cmocka_unit_test(test_deep_relief),
+                                               cmocka_unit_test(test_deep_in_place),
+                                               cmocka_unit_test(test_deep_counts_inflight),
+                                               cmocka_unit_test(test_deep_fanout),
+                                               cmocka_unit_test(test_deep_scenarios)};
+static const struct CMUnitTest speeds_group[] = {cmocka_unit_test(test_unequal_speeds)};
+static const struct CMUnitTest containers_group[] = {cmocka_unit_test(test_containers)};
+static const struct CMUnitTest p4096_group[] = {cmocka_unit_test(test_4096_hypercube)};
+static const struct CMUnitTest main_group[] = {
+    cmocka_unit_test(test_replay),
+    cmocka_unit_test(test_p1),
+    cmocka_unit_test(test_p2),
+    cmocka_unit_test(test_p3),
+    cmocka_unit_test(test_p5),
+    cmocka_unit_test(test_p8),
+    cmocka_unit_test(test_p64),
+    cmocka_unit_test(test_merging_at_hops),
+    cmocka_unit_test(test_mcast_shares_hops),
+    cmocka_unit_test(test_auto_applies_the_model),
+    cmocka_unit_test(test_auto_takes_the_machine_costs),
+    cmocka_unit_test(test_auto_moves_between_epochs),
+    cmocka_unit_test(test_auto_learns_merging),
+    cmocka_unit_test(test_send_state_follows_partners),
+    cmocka_unit_test(test_p1024),
+};
+
+#define GROUP(name, tests) {name, tests, sizeof tests / sizeof tests[0]}
+static const struct {
+    const char *name;
+    const struct CMUnitTest *tests;
+    size_t count;
+} groups[] = {
+    GROUP("node", node_group),         GROUP("coll", coll_group),
+    GROUP("deadlock", deadlock_group), GROUP("tune", tune_group),
+    GROUP("requests", requests_group), GROUP("bounded", bounded_group),
+    GROUP("exchange", exchange_group), GROUP("deep", deep_group),
+    GROUP("speeds", speeds_group),     GROUP("containers", containers_group),
+    GROUP("4096", p4096_group),
+};
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "node")) {
-        const struct CMUnitTest one[] = {cmocka_unit_test(test_node_segments)};
-        return cmocka_run_group_tests(one, NULL, NULL);
+    for (size_t g = 0; argc > 1 && g < sizeof groups / sizeof groups[0]; g++)
+        if (!strcmp(argv[1], groups[g].name))
+            return _cmocka_run_group_tests(groups[g].name, groups[g].tests, groups[g].count,
+                                           NULL, NULL);
+    if (argc > 1) {
+        fprintf(stderr, "test_sim: no group '%s'\n", argv[1]);
+        return 2;
     }
-    if (argc > 1 && !strcmp(argv[1], "coll")) {
-        const struct CMUnitTest one[] = {cmocka_unit_test(test_coll)};
-        return cmocka_run_group_tests(one, NULL, NULL);
-    }
-    /* The deadlock case abandons its stuck ranks (and their memory): it runs alone,
-     * so that a leak checker can be told to ignore just that run. */
-    if (argc > 1 && !strcmp(argv[1], "deadlock")) {
-        const struct CMUnitTest one[] = {cmocka_unit_test(test_deadlock_is_reported)};
-        return cmocka_run_group_tests(one, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "tune")) { /* the cost model's tests alone (also in
-                                                   the full run) */
-        const struct CMUnitTest some[] = {cmocka_unit_test(test_auto_takes_the_machine_costs),
-                                          cmocka_unit_test(test_auto_moves_between_epochs),
-                                          cmocka_unit_test(test_auto_learns_merging)};
-        return cmocka_run_group_tests(some, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "requests")) {
-        const struct CMUnitTest two[] = {cmocka_unit_test(test_requests),
-                                         cmocka_unit_test(test_darray_async),
-                                         cmocka_unit_test(test_darray_in_place),
-                                         cmocka_unit_test(test_darray_lockstep),
-                                         cmocka_unit_test(test_darray_route_auto)};
-        return cmocka_run_group_tests(two, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "bounded")) {
-        const struct CMUnitTest two[] = {cmocka_unit_test(test_bound_one_rank),
-                                         cmocka_unit_test(test_bounded_sweep),
-                                         cmocka_unit_test(test_forwarding_inside_cap_flush)};
-        return cmocka_run_group_tests(two, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "exchange")) {
-        const struct CMUnitTest one[] = {cmocka_unit_test(test_exchange)};
-        return cmocka_run_group_tests(one, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "deep")) {
-        const struct CMUnitTest some[] = {cmocka_unit_test(test_deep_order),
-                                          cmocka_unit_test(test_deep_order_runs),
-                                          cmocka_unit_test(test_deep_relief),
-                                          cmocka_unit_test(test_deep_in_place),
-                                          cmocka_unit_test(test_deep_counts_inflight),
-                                          cmocka_unit_test(test_deep_fanout),
-                                          cmocka_unit_test(test_deep_scenarios)};
-        return cmocka_run_group_tests(some, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "speeds")) {
-        const struct CMUnitTest one[] = {cmocka_unit_test(test_unequal_speeds)};
-        return cmocka_run_group_tests(one, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "containers")) {
-        const struct CMUnitTest one[] = {cmocka_unit_test(test_containers)};
-        return cmocka_run_group_tests(one, NULL, NULL);
-    }
-    if (argc > 1 && !strcmp(argv[1], "4096")) {
-        const struct CMUnitTest one[] = {cmocka_unit_test(test_4096_hypercube)};
-        return cmocka_run_group_tests(one, NULL, NULL);
-    }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replay),
-        cmocka_unit_test(test_p1),
-        cmocka_unit_test(test_p2),
-        cmocka_unit_test(test_p3),
-        cmocka_unit_test(test_p5),
-        cmocka_unit_test(test_p8),
-        cmocka_unit_test(test_p64),
-        cmocka_unit_test(test_merging_at_hops),
-        cmocka_unit_test(test_mcast_shares_hops),
-        cmocka_unit_test(test_auto_applies_the_model),
-        cmocka_unit_test(test_auto_takes_the_machine_costs),
-        cmocka_unit_test(test_auto_moves_between_epochs),
-        cmocka_unit_test(test_auto_learns_merging),
-        cmocka_unit_test(test_send_state_follows_partners),
-        cmocka_unit_test(test_p1024),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(main_group, NULL, NULL);
 }
