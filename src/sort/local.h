@@ -110,4 +110,35 @@ uint64_t sort_sample_position(uint64_t total, uint64_t samples, uint64_t i, uint
 /* The first stratum whose position can be >= pos. */
 uint64_t sort_sample_first_stratum(uint64_t total, uint64_t samples, uint64_t pos);
 
+/* Bins: the records of a bucket, as they arrive, go straight to their place among
+ * NBINS bins of the bucket's key range (the key's high bits), so the local sort is
+ * NBINS small sorts that stay in cache, with no pass over the bucket to spread it
+ * first: the receiving copy, which every record pays anyway, does that. The high
+ * bits a bin keeps are those of the bucket's range (between its two splitters'
+ * keys), so bins are even when keys are spread evenly between the splitters; a
+ * large bin is still sorted right, out of cache. The idea of spreading into buckets
+ * first and sorting each in cache is the most significant digit radix sort's
+ * (McIlroy, Bostic and McIlroy, "Engineering radix sort", 1993). */
+enum { NBINS = 256 }; /* a bucket's bins, each sorted alone */
+
+typedef struct bin_range {
+    uint64_t base;   /* the bucket's lowest key >> shift */
+    unsigned shift;
+} bin_range;
+
+static inline size_t sort_bin_of(bin_range r, uint64_t key)
+{
+    return (size_t)((key >> r.shift) - r.base);
+}
+
+/* The bins of the keys lo .. hi: the fewest low bits dropped that leave NBINS values
+ * or fewer. */
+static inline bin_range sort_bins_between(uint64_t lo, uint64_t hi)
+{
+    unsigned shift = 0;
+    while (shift < 64 && (hi >> shift) - (lo >> shift) >= NBINS)
+        shift++;
+    return (bin_range){lo >> shift, shift};
+}
+
 #endif

@@ -32,38 +32,10 @@ enum {
     SAMPLES_PER_RANK = 128,  /* S = 128 P: buckets within 1.5 N / P whp (docs/sort.md) */
     MAX_DRAWS = 3,
     CHUNK_BYTES = 16 << 10,  /* a sample's or a final exchange's mailbox record, at most */
-    NBINS = 256,             /* a bucket's bins, each sorted alone (bins below) */
     MAX_BINNED_RANKS = 64,   /* above, the bins' counts (P x NBINS) are not summed */
 };
 
-/* Bins: the records of a bucket, as they arrive, go straight to their place among
- * NBINS bins of the bucket's key range (the key's high bits), so the local sort is
- * NBINS small sorts that stay in cache, with no pass over the bucket to spread it
- * first: the receiving copy, which every record pays anyway, does that. The high
- * bits a bin keeps are those of the bucket's range (between its two splitters'
- * keys), so bins are even when keys are spread evenly between the splitters; a
- * large bin is still sorted right, out of cache. The idea of spreading into buckets
- * first and sorting each in cache is the most significant digit radix sort's
- * (McIlroy, Bostic and McIlroy, "Engineering radix sort", 1993). */
-typedef struct bin_range {
-    uint64_t base;   /* the bucket's lowest key >> shift */
-    unsigned shift;
-} bin_range;
 
-static inline size_t bin_of(bin_range r, uint64_t key)
-{
-    return (size_t)((key >> r.shift) - r.base);
-}
-
-/* The bins of the keys lo .. hi: the fewest low bits dropped that leave NBINS values
- * or fewer. */
-static bin_range bins_between(uint64_t lo, uint64_t hi)
-{
-    unsigned shift = 0;
-    while (shift < 64 && (hi >> shift) - (lo >> shift) >= NBINS)
-        shift++;
-    return (bin_range){lo >> shift, shift};
-}
 
 /* What the handlers of one cr_sort fill. A faster rank may send before this rank
  * has reached the step (it waits in the collective before it, running handlers), so
@@ -132,7 +104,7 @@ static void append(char **base, size_t *n, size_t *cap, size_t width, const void
 /* An entry of this rank's bucket to the next place of its bin. */
 static inline void place_in_bin(sort_job *j, const void *entry)
 {
-    size_t bin = bin_of(j->bins, sort_key(j->order, entry));
+    size_t bin = sort_bin_of(j->bins, sort_key(j->order, entry));
     if (bin >= NBINS || j->bin_at[bin] == j->bin_end[bin])
         cr_fatal("cr_sort: more records arrived for a part of this rank's bucket than were "
                  "counted (a key function that answers differently for the same record?)");
@@ -316,7 +288,7 @@ static void count_buckets(const sort_order *o, const sort_splitters *sp, const b
         for (size_t i = 0; i < k; i++) {
             int q = dests[i];
             counts[q]++;
-            bins[(size_t)q * NBINS + bin_of(ranges[q], sort_key(o, block + i * o->rb))]++;
+            bins[(size_t)q * NBINS + sort_bin_of(ranges[q], sort_key(o, block + i * o->rb))]++;
             dest_of[from + i] = (uint8_t)q;
         }
     }
@@ -327,7 +299,7 @@ static void count_buckets(const sort_order *o, const sort_splitters *sp, const b
 static void bins_of_ranks(const uint64_t *split_keys, int p, bin_range *ranges)
 {
     for (int q = 0; q < p; q++)
-        ranges[q] = bins_between(q ? split_keys[q - 1] : 0, q < p - 1 ? split_keys[q] : UINT64_MAX);
+        ranges[q] = sort_bins_between(q ? split_keys[q - 1] : 0, q < p - 1 ? split_keys[q] : UINT64_MAX);
 }
 
 /* This rank's bucket becomes an array of exactly its size, its bins laid out from

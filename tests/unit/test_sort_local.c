@@ -257,12 +257,52 @@ static void test_strata(void **state)
         }
 }
 
+/* A bucket's bins: every key of lo .. hi has a bin below NBINS, the lowest key bin 0,
+ * bins never go down as keys go up, and no fewer low bits dropped would do. */
+static void check_bins(uint64_t lo, uint64_t hi)
+{
+    bin_range r = sort_bins_between(lo, hi);
+    assert_int_equal(sort_bin_of(r, lo), 0);
+    assert_true(sort_bin_of(r, hi) < NBINS);
+    if (r.shift > 0) /* the fewest bits: one fewer leaves more than NBINS values */
+        assert_true((hi >> (r.shift - 1)) - (lo >> (r.shift - 1)) >= NBINS);
+    uint64_t step = (hi - lo) / 1000 + 1, last = 0;
+    for (uint64_t k = lo;; k += step) {
+        size_t b = sort_bin_of(r, k);
+        assert_true(b < NBINS && b >= last);
+        last = b;
+        if (hi - k < step)
+            break;
+    }
+}
+
+static void test_bins(void **state)
+{
+    (void)state;
+    check_bins(0, 0);
+    check_bins(42, 42);
+    check_bins(0, UINT64_MAX);
+    check_bins(UINT64_MAX, UINT64_MAX);
+    check_bins(1000, 1255);  /* 256 values: no bits dropped */
+    check_bins(1000, 1256);  /* 257 values */
+    check_bins(255, 256);    /* across a bin of the coarser cut */
+    check_bins((uint64_t)1 << 63, UINT64_MAX);
+    uint64_t x = 12345;
+    for (int i = 0; i < 1000; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t y = x * 6364136223846793005ULL + 1;
+        uint64_t a = x >> (i % 64), b = y >> ((i * 7) % 64);
+        check_bins(a < b ? a : b, a < b ? b : a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options), cmocka_unit_test(test_radix),
         cmocka_unit_test(test_key_transforms), cmocka_unit_test(test_merge),
         cmocka_unit_test(test_buckets), cmocka_unit_test(test_strata),
+        cmocka_unit_test(test_bins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
